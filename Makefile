@@ -1,0 +1,35 @@
+# The README's commands. Each installs what is missing and builds first.
+BUILD ?= build
+JOBS ?= 2
+PYTHON ?= /usr/bin/python3
+CMAKE_FLAGS ?=
+
+.PHONY: all deps build test demo bench format clean conformance
+
+all: build
+
+deps:
+	@tools/install-deps.sh
+
+$(BUILD)/build.ninja: | deps
+	cmake -S . -B $(BUILD) -G Ninja \
+	  $$(command -v ccache >/dev/null && echo -DCMAKE_C_COMPILER_LAUNCHER=ccache -DCMAKE_CXX_COMPILER_LAUNCHER=ccache) \
+	  $(CMAKE_FLAGS)
+
+build: deps $(BUILD)/build.ninja
+	cmake --build $(BUILD) -j $(JOBS)
+
+test: build
+	cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
+
+demo: build
+	tools/demo.sh $(BUILD)
+
+bench: build
+	tools/bench.sh $(BUILD)
+
+format:
+	git ls-files '*.cpp' '*.h' | xargs clang-format -i
+
+clean:
+	rm -rf $(BUILD)

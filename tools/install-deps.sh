@@ -1,0 +1,41 @@
+#!/usr/bin/env bash
+# Installs every Debian package OTC's build, tests, demo and benchmarks need.
+# Idempotent: packages already present are skipped; nothing runs when all are.
+set -euo pipefail
+
+packages=(
+  # build
+  cmake ninja-build g++ ccache pkg-config
+  llvm-19-dev llvm-19-tools libmlir-19-dev mlir-19-tools
+  libonnx-dev libprotobuf-dev protobuf-compiler
+  libopenmpi-dev openmpi-bin libopenblas-dev zlib1g-dev nlohmann-json3-dev
+  libgtest-dev
+  # tests, demo, benchmarks
+  python3-torch python3-onnx python3-numpy dataset-fashion-mnist
+)
+
+missing=()
+for p in "${packages[@]}"; do
+  if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
+    missing+=("$p")
+  fi
+done
+
+if [ ${#missing[@]} -eq 0 ]; then
+  exit 0
+fi
+
+echo "install-deps: installing ${missing[*]}"
+if [ "$(id -u)" -ne 0 ]; then
+  if command -v sudo >/dev/null 2>&1; then
+    SUDO=sudo
+  else
+    echo "install-deps: these packages are missing and installing them needs root:" >&2
+    echo "  apt-get install ${missing[*]}" >&2
+    exit 1
+  fi
+else
+  SUDO=
+fi
+$SUDO apt-get update -qq
+DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
