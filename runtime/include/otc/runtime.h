@@ -7,7 +7,7 @@
 |*    a non-NULL status owns a code and a message and must be released with   *|
 |*    otc_status_free; no C++ exception or abort crosses this boundary;       *|
 |*  - output parameters come last and are named out_*;                         *|
-|*  - objects are created by *_create/*_load and released by *_release,      *|
+|*  - objects are created by *_create or *_load and released by *_release,      *|
 |*    which accept NULL;                                                       *|
 |*  - a session is used by one thread at a time; distinct sessions are        *|
 |*    independent except that they may share an MPI process.                  *|
@@ -45,6 +45,8 @@ otc_status_code_t otc_status_code(otc_status_t status);
 /* The message; valid until the status is freed. "" for NULL (OK). */
 const char *otc_status_message(otc_status_t status);
 void otc_status_free(otc_status_t status);
+/* The code's name, e.g. "DATA_LOSS"; a static string. */
+const char *otc_status_code_name(otc_status_code_t code);
 
 /*--- Programs --------------------------------------------------------------*/
 
@@ -73,6 +75,15 @@ otc_status_t otc_comm_create_local(otc_comm_t **out_comm);
 int32_t otc_comm_rank(const otc_comm_t *comm);
 int32_t otc_comm_size(const otc_comm_t *comm);
 void otc_comm_release(otc_comm_t *comm);
+/* Averages `count` floats in place over all ranks (what programs call
+ * through otc_step_context_t); counted in otc_comm_bytes. */
+otc_status_t otc_comm_all_reduce_mean_f32(otc_comm_t *comm, float *data,
+                                          int64_t count);
+otc_status_t otc_comm_barrier(otc_comm_t *comm);
+/* Bytes handed to (and received from) the averaging collectives since the
+ * communicator was created; 0 on a 1-rank communicator. */
+void otc_comm_bytes(const otc_comm_t *comm, uint64_t *out_sent,
+                    uint64_t *out_received);
 
 /*--- Sessions --------------------------------------------------------------*/
 
@@ -105,8 +116,16 @@ otc_status_t otc_session_train_step(otc_session_t *session, float *out_loss);
  * "eval_output") into `out` when out_bytes matches its size. */
 otc_status_t otc_session_eval_step(otc_session_t *session, void *out,
                                    size_t out_bytes);
+/* The eval loss of the last otc_session_eval_step (manifest
+ * "eval_loss_offset"); FAILED_PRECONDITION when the program computes none. */
+otc_status_t otc_session_eval_loss(const otc_session_t *session,
+                                   float *out_loss);
 /* Number of optimizer steps taken so far. */
 int64_t otc_session_step(const otc_session_t *session);
+/* Bytes this rank handed to / received from collectives in its last
+ * otc_session_train_step. */
+void otc_session_step_bytes(const otc_session_t *session, uint64_t *out_sent,
+                            uint64_t *out_received);
 
 /* Reads / writes a parameter by its ONNX initializer name. */
 otc_status_t otc_session_get_param(const otc_session_t *session,
@@ -128,6 +147,11 @@ otc_status_t otc_session_load_checkpoint(otc_session_t *session,
                                          const char *path, void *extra,
                                          size_t extra_capacity,
                                          size_t *out_extra_bytes);
+
+/* Validates a checkpoint file for `program` (magic, size, checksum,
+ * program hash) without loading it. */
+otc_status_t otc_checkpoint_validate(const otc_program_t *program,
+                                     const char *path);
 
 /* Writes the source ONNX model with its initializers replaced by the trained
  * values. */

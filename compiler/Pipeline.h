@@ -1,0 +1,44 @@
+//===- Pipeline.h - the otc-compile pipeline --------------------*- C++ -*-===//
+
+#ifndef OTC_COMPILER_PIPELINE_H
+#define OTC_COMPILER_PIPELINE_H
+
+#include "compiler/OnnxImporter.h"
+#include "passes/Passes.h"
+
+#include "mlir/Pass/PassManager.h"
+
+#include <string>
+
+namespace otc {
+
+/// The stages `--emit` can stop at, in pipeline order.
+enum class Stage { Graph, Train, Exec, Cpp, Lib, Exe };
+
+struct CompileOptions {
+  std::string input;
+  std::string output;
+  Stage emit = Stage::Exe;
+  ImportOptions import;
+  BuildTrainingOptions training;
+  int64_t worldSize = 1;
+  uint64_t seed = 0;
+  bool report = false;
+  std::string reportJson;
+};
+
+/// Adds the passes from the imported graph to the training step
+/// (`--emit=train`): loss, autodiff, optimizer, gradient averaging.
+void buildTrainingPipeline(mlir::OpPassManager &pm,
+                           const CompileOptions &options);
+/// Adds lowering to the exec dialect and memory planning (`--emit=exec`).
+void buildExecPipeline(mlir::OpPassManager &pm);
+
+/// Runs the whole compilation; diagnostics go to the context's handler and
+/// progress messages to stderr. Returns the process exit code.
+int compile(const CompileOptions &options, mlir::MLIRContext &context,
+            void (*configurePassManager)(mlir::PassManager &) = nullptr);
+
+} // namespace otc
+
+#endif // OTC_COMPILER_PIPELINE_H

@@ -1,0 +1,25 @@
+//===- ExecDialect.h - exec dialect -----------------------------*- C++ -*-===//
+
+#ifndef OTC_DIALECTS_EXEC_EXECDIALECT_H
+#define OTC_DIALECTS_EXEC_EXECDIALECT_H
+
+#include "mlir/Bytecode/BytecodeOpInterface.h"
+#include "mlir/IR/BuiltinTypes.h"
+#include "mlir/IR/Dialect.h"
+#include "mlir/IR/OpDefinition.h"
+#include "mlir/IR/OpImplementation.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
+
+#include "dialects/exec/ExecDialect.h.inc"
+
+namespace otc::exec {
+/// Alignment of every buffer in the arena, in bytes.
+inline constexpr int64_t kBufferAlignment = 64;
+/// True when `name` is in the kernel table (ExecKernels.def).
+bool isKnownKernel(llvm::StringRef name);
+} // namespace otc::exec
+
+#define GET_OP_CLASSES
+#include "dialects/exec/ExecOps.h.inc"
+
+#endif // OTC_DIALECTS_EXEC_EXECDIALECT_H

@@ -1,0 +1,98 @@
+//===- ExecOps.cpp - exec dialect -----------------------------------------===//
+
+#include "dialects/exec/ExecDialect.h"
+
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/DialectImplementation.h"
+
+using namespace mlir;
+using namespace otc::exec;
+
+#include "dialects/exec/ExecDialect.cpp.inc"
+
+void ExecDialect::initialize() {
+  addOperations<
+#define GET_OP_LIST
+#include "dialects/exec/ExecOps.cpp.inc"
+      >();
+}
+
+namespace {
+struct KernelArity {
+  llvm::StringLiteral name;
+  unsigned minIns, maxIns, outs;
+};
+constexpr KernelArity kKernels[] = {
+#define OTC_KERNEL(NAME, MIN_INS, MAX_INS, OUTS)                               \
+  {NAME, MIN_INS, MAX_INS, OUTS},
+#include "dialects/exec/ExecKernels.def"
+};
+const KernelArity *lookupKernel(StringRef name) {
+  for (const KernelArity &k : kKernels)
+    if (k.name == name)
+      return &k;
+  return nullptr;
+}
+} // namespace
+
+bool otc::exec::isKnownKernel(StringRef name) {
+  return lookupKernel(name) != nullptr;
+}
+
+LogicalResult ViewOp::verify() {
+  if (getOffset() < 0 || getOffset() % kBufferAlignment != 0)
+    return emitOpError("offset ")
+           << getOffset() << " is not a non-negative multiple of "
+           << kBufferAlignment;
+  auto type = getResult().getType();
+  if (!type.getLayout().isIdentity())
+    return emitOpError("views must have the identity layout");
+  return success();
+}
+
+LogicalResult ConstantOp::verify() {
+  auto type = getResult().getType();
+  auto value = llvm::cast<ShapedType>(getValue().getType());
+  if (value.getShape() != type.getShape() ||
+      value.getElementType() != type.getElementType())
+    return emitOpError("value of type ")
+           << value << " does not match the buffer " << type;
+  return success();
+}
+
+LogicalResult KernelOp::verify() {
+  const KernelArity *k = lookupKernel(getKernel());
+  if (!k)
+    return emitOpError("unknown kernel '") << getKernel() << "'";
+  unsigned ins = getIns().size(), outs = getOuts().size();
+  if (ins < k->minIns || ins > k->maxIns)
+    return emitOpError("kernel '")
+           << getKernel() << "' takes " << k->minIns
+           << (k->minIns == k->maxIns ? "" : " to " + std::to_string(k->maxIns))
+           << " inputs, got " << ins;
+  if (outs != k->outs)
+    return emitOpError("kernel '") << getKernel() << "' writes " << k->outs
+                                   << " outputs, got " << outs;
+  return success();
+}
+
+void KernelOp::getEffects(
+    SmallVectorImpl<SideEffects::EffectInstance<MemoryEffects::Effect>>
+        &effects) {
+  for (OpOperand &in : getInsMutable())
+    effects.emplace_back(MemoryEffects::Read::get(), &in);
+  for (OpOperand &out : getOutsMutable()) {
+    effects.emplace_back(MemoryEffects::Read::get(), &out);
+    effects.emplace_back(MemoryEffects::Write::get(), &out);
+  }
+}
+
+LogicalResult AllReduceOp::verify() {
+  if (getKind() != "mean" && getKind() != "sum")
+    return emitOpError("kind must be 'mean' or 'sum', got '")
+           << getKind() << "'";
+  return success();
+}
+
+#define GET_OP_CLASSES
+#include "dialects/exec/ExecOps.cpp.inc"

@@ -1,0 +1,108 @@
+//===- ExecOps.td - exec dialect ---------------------------*- tablegen -*-===//
+//
+// The `exec` dialect: a step as the hardware sees it. Buffers only (memref),
+// kernels that read `ins` and write `outs` in place, collectives, and — after
+// memory planning — one arena per rank addressed through typed views.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef OTC_EXEC_OPS
+#define OTC_EXEC_OPS
+
+include "mlir/IR/OpBase.td"
+include "mlir/IR/BuiltinAttributeInterfaces.td"
+include "mlir/Interfaces/SideEffectInterfaces.td"
+
+def Exec_Dialect : Dialect {
+  let name = "exec";
+  let cppNamespace = "::otc::exec";
+  let summary = "Buffers, kernel calls and collectives of one rank's step";
+  let description = [{
+    Emission walks this dialect. Before `otc-plan-memory` buffers come from
+    `exec.alloc`; after it every buffer is an `exec.view` into the function's
+    arena argument at a static offset.
+  }];
+}
+
+class Exec_Op<string mnemonic, list<Trait> traits = []>
+    : Op<Exec_Dialect, mnemonic, traits>;
+
+def Exec_AllocOp : Exec_Op<"alloc", [MemoryEffects<[MemAlloc]>]> {
+  let summary = "A buffer to be placed by the memory planner";
+  let description = [{
+    ```mlir
+    %buf = exec.alloc : memref<64x256xf32>
+    ```
+  }];
+  let results = (outs AnyStaticShapeMemRef:$result);
+  let assemblyFormat = "attr-dict `:` type($result)";
+}
+
+def Exec_ViewOp : Exec_Op<"view", [Pure]> {
+  let summary = "A typed view of the arena at a static byte offset";
+  let description = [{
+    ```mlir
+    %w = exec.view %arena[1024] : memref<?xi8> -> memref<256x784xf32>
+    ```
+  }];
+  let arguments = (ins MemRefRankOf<[I8], [1]>:$arena, I64Attr:$offset);
+  let results = (outs AnyStaticShapeMemRef:$result);
+  let assemblyFormat = [{
+    $arena `[` $offset `]` attr-dict `:` type($arena) `->` type($result)
+  }];
+  let hasVerifier = 1;
+}
+
+def Exec_ConstantOp : Exec_Op<"constant", [Pure]> {
+  let summary = "Read-only constant data";
+  let description = [{
+    Emitted as a static array; kernels only read it.
+
+    ```mlir
+    %c = exec.constant dense<1.0> : memref<f32>
+    ```
+  }];
+  let arguments = (ins ElementsAttr:$value);
+  let results = (outs AnyStaticShapeMemRef:$result);
+  let assemblyFormat = "$value attr-dict `:` type($result)";
+  let hasVerifier = 1;
+}
+
+def Exec_KernelOp : Exec_Op<"kernel",
+    [AttrSizedOperandSegments,
+     DeclareOpInterfaceMethods<MemoryEffectsOpInterface>]> {
+  let summary = "Call a kernel of the OTC kernel library";
+  let description = [{
+    Reads `ins`, writes `outs` (destination style: optimizer updates also
+    read their `outs`). The kernel name selects the library entry; its
+    attributes are the kernel's static parameters. The verifier checks the
+    name and the operand counts against the kernel table.
+
+    ```mlir
+    exec.kernel "gemm" ins(%x, %w : memref<64x784xf32>, memref<256x784xf32>)
+        outs(%y : memref<64x256xf32>) {transB = true}
+    ```
+  }];
+  let arguments = (ins StrAttr:$kernel, Variadic<AnyStaticShapeMemRef>:$ins,
+                       Variadic<AnyStaticShapeMemRef>:$outs);
+  let assemblyFormat = [{
+    $kernel (`ins` `(` $ins^ `:` type($ins) `)`)?
+    `outs` `(` $outs `:` type($outs) `)` attr-dict
+  }];
+  let hasVerifier = 1;
+}
+
+def Exec_AllReduceOp : Exec_Op<"all_reduce",
+    [MemoryEffects<[MemRead, MemWrite]>]> {
+  let summary = "Average a buffer over all ranks, in place";
+  let description = [{
+    ```mlir
+    exec.all_reduce mean %grad : memref<256x784xf32>
+    ```
+  }];
+  let arguments = (ins MemRefOf<[F32]>:$buffer, StrAttr:$kind);
+  let assemblyFormat = "$kind $buffer attr-dict `:` type($buffer)";
+  let hasVerifier = 1;
+}
+
+#endif // OTC_EXEC_OPS

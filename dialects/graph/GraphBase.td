@@ -1,0 +1,34 @@
+//===- GraphBase.td - graph dialect definition -------------*- tablegen -*-===//
+//
+// The `graph` dialect: tensors with value semantics. Forward ops follow ONNX
+// operator semantics (one ONNX node, one op; opsets 13-17 normalised), and the
+// dialect adds what training needs and ONNX lacks: gradient ops, losses and
+// optimizer updates.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef OTC_GRAPH_BASE
+#define OTC_GRAPH_BASE
+
+include "mlir/IR/OpBase.td"
+
+def Graph_Dialect : Dialect {
+  let name = "graph";
+  let cppNamespace = "::otc::graph";
+  let summary = "ONNX-semantics tensor ops plus training ops";
+  let description = [{
+    Value-semantics tensor operations. Parameters are function arguments
+    tagged `otc.param = "<initializer name>"`; weights never live in the IR.
+  }];
+  let hasConstantMaterializer = 1;
+}
+
+class Graph_Op<string mnemonic, list<Trait> traits = []>
+    : Op<Graph_Dialect, mnemonic, traits>;
+
+def Graph_F32Tensor : RankedTensorOf<[F32]>;
+def Graph_IndexTensor : RankedTensorOf<[I64, I32]>;
+def Graph_AnyTensor : RankedTensorOf<[AnyType]>;
+def Graph_ScalarF32 : 0DTensorOf<[F32]>;
+
+#endif // OTC_GRAPH_BASE

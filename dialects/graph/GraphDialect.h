@@ -1,0 +1,35 @@
+//===- GraphDialect.h - graph dialect ---------------------------*- C++ -*-===//
+//
+// The `graph` dialect: ONNX-semantics tensor ops plus training ops.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef OTC_DIALECTS_GRAPH_GRAPHDIALECT_H
+#define OTC_DIALECTS_GRAPH_GRAPHDIALECT_H
+
+#include "mlir/Bytecode/BytecodeOpInterface.h"
+#include "mlir/IR/BuiltinTypes.h"
+#include "mlir/IR/Dialect.h"
+#include "mlir/IR/OpDefinition.h"
+#include "mlir/IR/OpImplementation.h"
+#include "mlir/Interfaces/InferTypeOpInterface.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
+
+#include "dialects/graph/GraphDialect.h.inc"
+#include "dialects/graph/GraphInterfaces.h.inc"
+
+namespace otc::graph {
+/// The numpy broadcast of two ranked tensor types (same element type).
+mlir::LogicalResult
+inferBroadcastResult(std::optional<mlir::Location> loc, mlir::Type lhs,
+                     mlir::Type rhs,
+                     llvm::SmallVectorImpl<mlir::Type> &results);
+/// The numpy broadcast of two shapes, or failure when incompatible.
+mlir::FailureOr<llvm::SmallVector<int64_t>>
+broadcastShapes(llvm::ArrayRef<int64_t> a, llvm::ArrayRef<int64_t> b);
+} // namespace otc::graph
+
+#define GET_OP_CLASSES
+#include "dialects/graph/GraphOps.h.inc"
+
+#endif // OTC_DIALECTS_GRAPH_GRAPHDIALECT_H

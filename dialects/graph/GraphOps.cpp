@@ -1,0 +1,275 @@
+//===- GraphOps.cpp - graph dialect ops -----------------------------------===//
+//
+// Dialect registration, verifiers, result type inference and folders.
+// Gradients live in GraphGradients.cpp.
+//
+//===----------------------------------------------------------------------===//
+
+#include "dialects/graph/GraphDialect.h"
+
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/BuiltinAttributes.h"
+#include "mlir/IR/DialectImplementation.h"
+
+using namespace mlir;
+using namespace otc::graph;
+
+#include "dialects/graph/GraphDialect.cpp.inc"
+#include "dialects/graph/GraphInterfaces.cpp.inc"
+
+void GraphDialect::initialize() {
+  addOperations<
+#define GET_OP_LIST
+#include "dialects/graph/GraphOps.cpp.inc"
+      >();
+}
+
+Operation *GraphDialect::materializeConstant(OpBuilder &builder,
+                                             Attribute value, Type type,
+                                             Location loc) {
+  auto elements = llvm::dyn_cast<ElementsAttr>(value);
+  if (!elements || elements.getType() != type)
+    return nullptr;
+  return builder.create<ConstantOp>(loc, elements);
+}
+
+//===----------------------------------------------------------------------===//
+// Shape helpers
+//===----------------------------------------------------------------------===//
+
+FailureOr<SmallVector<int64_t>> otc::graph::broadcastShapes(ArrayRef<int64_t> a,
+                                                            ArrayRef<int64_t> b) {
+  size_t rank = std::max(a.size(), b.size());
+  SmallVector<int64_t> out(rank);
+  for (size_t i = 0; i < rank; ++i) {
+    int64_t da = i < rank - a.size() ? 1 : a[i - (rank - a.size())];
+    int64_t db = i < rank - b.size() ? 1 : b[i - (rank - b.size())];
+    if (da != db && da != 1 && db != 1)
+      return failure();
+    out[i] = da == 1 ? db : da;
+  }
+  return out;
+}
+
+LogicalResult otc::graph::inferBroadcastResult(std::optional<Location> loc,
+                                               Type lhs, Type rhs,
+                                               SmallVectorImpl<Type> &results) {
+  auto l = llvm::cast<RankedTensorType>(lhs);
+  auto r = llvm::cast<RankedTensorType>(rhs);
+  if (l.getElementType() != r.getElementType())
+    return emitOptionalError(loc, "operand element types differ: ", lhs,
+                             " vs ", rhs);
+  auto shape = broadcastShapes(l.getShape(), r.getShape());
+  if (failed(shape))
+    return emitOptionalError(loc, "operand shapes are not broadcastable: ",
+                             lhs, " vs ", rhs);
+  results.push_back(RankedTensorType::get(*shape, l.getElementType()));
+  return success();
+}
+
+static int64_t normalizeAxis(int64_t axis, int64_t rank) {
+  return axis < 0 ? axis + rank : axis;
+}
+
+//===----------------------------------------------------------------------===//
+// ConstantOp
+//===----------------------------------------------------------------------===//
+
+OpFoldResult ConstantOp::fold(FoldAdaptor) { return getValue(); }
+
+//===----------------------------------------------------------------------===//
+// ReshapeOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult ReshapeOp::verify() {
+  auto in = getInput().getType();
+  auto out = getResult().getType();
+  if (in.getElementType() != out.getElementType())
+    return emitOpError("element type changes from ")
+           << in.getElementType() << " to " << out.getElementType();
+  if (!in.hasStaticShape() || !out.hasStaticShape())
+    return emitOpError("requires static shapes");
+  if (in.getNumElements() != out.getNumElements())
+    return emitOpError("cannot reshape ")
+           << in.getNumElements() << " elements into " << out
+           << " with " << out.getNumElements() << " elements";
+  return success();
+}
+
+OpFoldResult ReshapeOp::fold(FoldAdaptor adaptor) {
+  if (getInput().getType() == getType())
+    return getInput();
+  if (auto dense =
+          llvm::dyn_cast_or_null<DenseElementsAttr>(adaptor.getInput()))
+    return dense.reshape(getType());
+  return {};
+}
+
+//===----------------------------------------------------------------------===//
+// TransposeOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult TransposeOp::inferReturnTypes(MLIRContext *,
+                                            std::optional<Location> loc,
+                                            Adaptor adaptor,
+                                            SmallVectorImpl<Type> &types) {
+  auto in = llvm::cast<RankedTensorType>(adaptor.getInput().getType());
+  ArrayRef<int64_t> perm = adaptor.getPerm();
+  if (perm.size() != static_cast<size_t>(in.getRank()))
+    return emitOptionalError(loc, "perm has ", perm.size(),
+                             " entries for a rank-", in.getRank(), " input");
+  SmallVector<int64_t> shape;
+  for (int64_t p : perm) {
+    if (p < 0 || p >= in.getRank())
+      return emitOptionalError(loc, "perm entry ", p, " out of range");
+    shape.push_back(in.getDimSize(p));
+  }
+  types.push_back(RankedTensorType::get(shape, in.getElementType()));
+  return success();
+}
+
+LogicalResult TransposeOp::verify() {
+  SmallVector<bool> seen(getPerm().size(), false);
+  for (int64_t p : getPerm()) {
+    if (seen[p])
+      return emitOpError("perm is not a permutation");
+    seen[p] = true;
+  }
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// ReduceSumToOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult ReduceSumToOp::verify() {
+  auto in = getInput().getType().getShape();
+  auto out = getResult().getType().getShape();
+  auto b = broadcastShapes(in, out);
+  if (out.size() > in.size() || failed(b) || ArrayRef<int64_t>(*b) != in)
+    return emitOpError("result shape does not broadcast to the input shape");
+  return success();
+}
+
+OpFoldResult ReduceSumToOp::fold(FoldAdaptor) {
+  if (getInput().getType() == getType())
+    return getInput();
+  return {};
+}
+
+//===----------------------------------------------------------------------===//
+// GemmOp / MatMulOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult GemmOp::inferReturnTypes(MLIRContext *,
+                                       std::optional<Location> loc,
+                                       Adaptor adaptor,
+                                       SmallVectorImpl<Type> &types) {
+  auto a = llvm::cast<RankedTensorType>(adaptor.getA().getType());
+  auto b = llvm::cast<RankedTensorType>(adaptor.getB().getType());
+  if (a.getRank() != 2 || b.getRank() != 2)
+    return emitOptionalError(loc, "Gemm operands must be 2-D, got ", a, " and ",
+                             b);
+  bool ta = adaptor.getTransA(), tb = adaptor.getTransB();
+  int64_t m = a.getDimSize(ta ? 1 : 0), ka = a.getDimSize(ta ? 0 : 1);
+  int64_t kb = b.getDimSize(tb ? 1 : 0), n = b.getDimSize(tb ? 0 : 1);
+  if (ka != kb)
+    return emitOptionalError(loc, "Gemm inner dimensions differ: ", ka,
+                             " vs ", kb);
+  types.push_back(RankedTensorType::get({m, n}, a.getElementType()));
+  return success();
+}
+
+LogicalResult GemmOp::verify() {
+  if (!getC())
+    return success();
+  auto c = getC().getType().getShape();
+  auto y = getResult().getType().getShape();
+  auto b = broadcastShapes(c, y);
+  if (failed(b) || ArrayRef<int64_t>(*b) != y)
+    return emitOpError("C of shape [")
+           << c << "] does not broadcast to the result [" << y << "]";
+  return success();
+}
+
+LogicalResult MatMulOp::inferReturnTypes(MLIRContext *,
+                                         std::optional<Location> loc,
+                                         Adaptor adaptor,
+                                         SmallVectorImpl<Type> &types) {
+  auto a = llvm::cast<RankedTensorType>(adaptor.getA().getType());
+  auto b = llvm::cast<RankedTensorType>(adaptor.getB().getType());
+  if (a.getRank() != 2 || b.getRank() != 2)
+    return emitOptionalError(loc, "matmul supports 2-D operands, got ", a,
+                             " and ", b);
+  if (a.getDimSize(1) != b.getDimSize(0))
+    return emitOptionalError(loc, "matmul inner dimensions differ: ",
+                             a.getDimSize(1), " vs ", b.getDimSize(0));
+  types.push_back(RankedTensorType::get({a.getDimSize(0), b.getDimSize(1)},
+                                        a.getElementType()));
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// Elementwise
+//===----------------------------------------------------------------------===//
+
+OpFoldResult AddOp::fold(FoldAdaptor adaptor) {
+  // x + 0 -> x when no broadcasting changes the shape.
+  if (auto rhs = llvm::dyn_cast_or_null<DenseFPElementsAttr>(adaptor.getRhs()))
+    if (rhs.isSplat() && rhs.getSplatValue<APFloat>().isZero() &&
+        getLhs().getType() == getType())
+      return getLhs();
+  return {};
+}
+
+LogicalResult DropoutOp::verify() {
+  float r = getRatio().convertToFloat();
+  if (!(r >= 0.0f && r < 1.0f))
+    return emitOpError("ratio must be in [0, 1), got ") << r;
+  if (getMask().getType() != getInput().getType() ||
+      getResult().getType() != getInput().getType())
+    return emitOpError("result and mask must have the input's type");
+  return success();
+}
+
+static LogicalResult verifyAxis(Operation *op, int64_t axis, int64_t rank) {
+  if (axis < -rank || axis >= rank)
+    return op->emitOpError("axis ") << axis << " out of range for rank "
+                                    << rank;
+  return success();
+}
+
+template <typename OpT>
+static LogicalResult verifySoftmax(OpT op) {
+  return verifyAxis(op, op.getAxis(), op.getInput().getType().getRank());
+}
+LogicalResult SoftmaxOp::verify() { return verifySoftmax(*this); }
+LogicalResult LogSoftmaxOp::verify() { return verifySoftmax(*this); }
+
+//===----------------------------------------------------------------------===//
+// Losses
+//===----------------------------------------------------------------------===//
+
+LogicalResult SoftmaxCrossEntropyOp::verify() {
+  auto logits = getLogits().getType();
+  auto labels = getLabels().getType();
+  if (logits.getRank() != 2)
+    return emitOpError("expects logits of shape [N, C], got ") << logits;
+  if (labels.getRank() != 1 || labels.getDimSize(0) != logits.getDimSize(0))
+    return emitOpError("expects labels of shape [")
+           << logits.getDimSize(0) << "], got " << labels;
+  if (getProbs().getType() != logits)
+    return emitOpError("probs must have the logits' type");
+  return success();
+}
+
+LogicalResult MseOp::verify() {
+  if (getPred().getType() != getTarget().getType())
+    return emitOpError("prediction ")
+           << getPred().getType() << " and target " << getTarget().getType()
+           << " differ";
+  return success();
+}
+
+#define GET_OP_CLASSES
+#include "dialects/graph/GraphOps.cpp.inc"

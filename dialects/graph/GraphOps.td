@@ -1,0 +1,410 @@
+//===- GraphOps.td - graph dialect ops ---------------------*- tablegen -*-===//
+//
+// Forward ops mirror ONNX; training ops (gradients, losses, optimizer updates)
+// follow ONNX's ai.onnx.preview.training semantics where those exist and
+// torch.optim otherwise.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef OTC_GRAPH_OPS
+#define OTC_GRAPH_OPS
+
+include "dialects/graph/GraphBase.td"
+include "dialects/graph/GraphInterfaces.td"
+include "mlir/IR/BuiltinAttributeInterfaces.td"
+include "mlir/Interfaces/InferTypeOpInterface.td"
+include "mlir/Interfaces/SideEffectInterfaces.td"
+
+def Graph_Differentiable : DeclareOpInterfaceMethods<GradientOpInterface>;
+
+//===----------------------------------------------------------------------===//
+// Constants and data movement
+//===----------------------------------------------------------------------===//
+
+def Graph_ConstantOp : Graph_Op<"constant",
+    [ConstantLike, Pure, AllTypesMatch<["value", "result"]>]> {
+  let summary = "A small constant tensor";
+  let description = [{
+    A compile-time constant (ONNX `Constant` or a folded shape computation).
+    Weights never become constants: they are function arguments.
+
+    ```mlir
+    %c = graph.constant dense<1.0> : tensor<f32>
+    ```
+  }];
+  let arguments = (ins ElementsAttr:$value);
+  let results = (outs Graph_AnyTensor:$result);
+  let assemblyFormat = "attr-dict $value";
+  let hasFolder = 1;
+}
+
+def Graph_ReshapeOp : Graph_Op<"reshape", [Pure, Graph_Differentiable]> {
+  let summary = "Reshape to a static shape (ONNX Reshape, Flatten)";
+  let description = [{
+    Same elements in row-major order, new static shape. The importer folds
+    ONNX's shape operand (and Flatten's axis) into the result type.
+
+    ```mlir
+    %y = graph.reshape %x : tensor<64x1x28x28xf32> -> tensor<64x784xf32>
+    ```
+  }];
+  let arguments = (ins Graph_AnyTensor:$input);
+  let results = (outs Graph_AnyTensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input) `->` type($result)";
+  let hasVerifier = 1;
+  let hasFolder = 1;
+}
+
+def Graph_TransposeOp : Graph_Op<"transpose",
+    [Pure, InferTypeOpAdaptor, Graph_Differentiable]> {
+  let summary = "Permute dimensions (ONNX Transpose)";
+  let description = [{
+    `result.shape[i] = input.shape[perm[i]]`.
+
+    ```mlir
+    %y = graph.transpose %x {perm = array<i64: 1, 0>} : tensor<3x4xf32> -> tensor<4x3xf32>
+    ```
+  }];
+  let arguments = (ins Graph_AnyTensor:$input, DenseI64ArrayAttr:$perm);
+  let results = (outs Graph_AnyTensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input) `->` type($result)";
+  let hasVerifier = 1;
+}
+
+def Graph_ReduceSumToOp : Graph_Op<"reduce_sum_to", [Pure]> {
+  let summary = "Sum a broadcast result back to an operand's shape";
+  let description = [{
+    The adjoint of numpy broadcasting: sums `input` over the dimensions in
+    which the result is broadcast (size 1 or missing leading dimensions).
+
+    ```mlir
+    %db = graph.reduce_sum_to %dy : tensor<64x10xf32> -> tensor<10xf32>
+    ```
+  }];
+  let arguments = (ins Graph_F32Tensor:$input);
+  let results = (outs Graph_F32Tensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input) `->` type($result)";
+  let hasVerifier = 1;
+  let hasFolder = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// Linear algebra
+//===----------------------------------------------------------------------===//
+
+def Graph_GemmOp : Graph_Op<"gemm",
+    [Pure, InferTypeOpAdaptor, Graph_Differentiable]> {
+  let summary = "General matrix multiply (ONNX Gemm)";
+  let description = [{
+    `Y = alpha * op(A) * op(B) + beta * C`, op = transpose when `transA` /
+    `transB`; C is optional and unidirectionally broadcast to [M, N].
+
+    ```mlir
+    %y = graph.gemm %x, %w, %b {transB = true}
+        : (tensor<64x784xf32>, tensor<256x784xf32>, tensor<256xf32>) -> tensor<64x256xf32>
+    ```
+  }];
+  let arguments = (ins Graph_F32Tensor:$a, Graph_F32Tensor:$b,
+                       Optional<Graph_F32Tensor>:$c,
+                       DefaultValuedAttr<F32Attr, "1.0">:$alpha,
+                       DefaultValuedAttr<F32Attr, "1.0">:$beta,
+                       DefaultValuedAttr<BoolAttr, "false">:$transA,
+                       DefaultValuedAttr<BoolAttr, "false">:$transB);
+  let results = (outs Graph_F32Tensor:$result);
+  let assemblyFormat = [{
+    $a `,` $b (`,` $c^)? attr-dict `:` functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
+def Graph_MatMulOp : Graph_Op<"matmul",
+    [Pure, InferTypeOpAdaptor, Graph_Differentiable]> {
+  let summary = "Matrix product of 2-D tensors (ONNX MatMul)";
+  let description = [{
+    ```mlir
+    %y = graph.matmul %a, %b : (tensor<8x4xf32>, tensor<4x3xf32>) -> tensor<8x3xf32>
+    ```
+  }];
+  let arguments = (ins Graph_F32Tensor:$a, Graph_F32Tensor:$b);
+  let results = (outs Graph_F32Tensor:$result);
+  let assemblyFormat = "$a `,` $b attr-dict `:` functional-type(operands, results)";
+}
+
+//===----------------------------------------------------------------------===//
+// Elementwise
+//===----------------------------------------------------------------------===//
+
+class Graph_BinaryOp<string mnemonic, string onnxName>
+    : Graph_Op<mnemonic, [Pure, InferTypeOpAdaptor, Graph_Differentiable]> {
+  let summary = "Elementwise " # onnxName # " with numpy broadcasting";
+  let description = [{
+    ONNX `}] # onnxName # [{` (multidirectional broadcasting).
+
+    ```mlir
+    %z = graph.}] # mnemonic # [{ %x, %y : (tensor<64x10xf32>, tensor<10xf32>) -> tensor<64x10xf32>
+    ```
+  }];
+  let arguments = (ins Graph_F32Tensor:$lhs, Graph_F32Tensor:$rhs);
+  let results = (outs Graph_F32Tensor:$result);
+  let assemblyFormat = "$lhs `,` $rhs attr-dict `:` functional-type(operands, results)";
+  let extraClassDefinition = [{
+    ::mlir::LogicalResult $cppClass::inferReturnTypes(
+        ::mlir::MLIRContext *, std::optional<::mlir::Location> loc,
+        Adaptor adaptor, ::llvm::SmallVectorImpl<::mlir::Type> &types) {
+      return ::otc::graph::inferBroadcastResult(
+          loc, adaptor.getLhs().getType(), adaptor.getRhs().getType(), types);
+    }
+  }];
+}
+
+def Graph_AddOp : Graph_BinaryOp<"add", "Add"> { let hasFolder = 1; }
+def Graph_SubOp : Graph_BinaryOp<"sub", "Sub">;
+def Graph_MulOp : Graph_BinaryOp<"mul", "Mul">;
+def Graph_DivOp : Graph_BinaryOp<"div", "Div">;
+
+class Graph_UnaryOp<string mnemonic, string onnxName, string formula>
+    : Graph_Op<mnemonic, [Pure, SameOperandsAndResultType, Graph_Differentiable]> {
+  let summary = "Elementwise " # onnxName;
+  let description = [{
+    ONNX `}] # onnxName # [{`: `y = }] # formula # [{`.
+
+    ```mlir
+    %y = graph.}] # mnemonic # [{ %x : tensor<64x256xf32>
+    ```
+  }];
+  let arguments = (ins Graph_F32Tensor:$input);
+  let results = (outs Graph_F32Tensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input)";
+}
+
+def Graph_ReluOp : Graph_UnaryOp<"relu", "Relu", "max(x, 0)">;
+def Graph_SigmoidOp : Graph_UnaryOp<"sigmoid", "Sigmoid", "1 / (1 + exp(-x))">;
+def Graph_TanhOp : Graph_UnaryOp<"tanh", "Tanh", "tanh(x)">;
+def Graph_NegOp : Graph_UnaryOp<"neg", "Neg", "-x">;
+def Graph_ExpOp : Graph_UnaryOp<"exp", "Exp", "exp(x)">;
+def Graph_LogOp : Graph_UnaryOp<"log", "Log", "log(x)">;
+def Graph_SqrtOp : Graph_UnaryOp<"sqrt", "Sqrt", "sqrt(x)">;
+
+def Graph_DropoutOp : Graph_Op<"dropout",
+    [Graph_Differentiable, AllTypesMatch<["input", "result", "mask"]>]> {
+  let summary = "Dropout in training mode (ONNX Dropout, training_mode=true)";
+  let description = [{
+    Zeroes each element with probability `ratio` and scales the rest by
+    1 / (1 - ratio); `mask` holds the applied scale (0 or 1/(1-ratio)) for
+    the backward. The random stream is derived from the step's seed and
+    `stream` (one per dropout op), so a step is reproducible. The eval step
+    replaces dropout by its input (ONNX inference mode).
+
+    ```mlir
+    %y, %mask = graph.dropout %x {ratio = 0.1 : f32, stream = 0 : i64} : tensor<64x256xf32>
+    ```
+  }];
+  let arguments = (ins Graph_F32Tensor:$input, F32Attr:$ratio, I64Attr:$stream);
+  let results = (outs Graph_F32Tensor:$result, Graph_F32Tensor:$mask);
+  let assemblyFormat = "$input attr-dict `:` type($input)";
+  let hasVerifier = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// Softmax family
+//===----------------------------------------------------------------------===//
+
+class Graph_SoftmaxBase<string mnemonic, string onnxName>
+    : Graph_Op<mnemonic, [Pure, SameOperandsAndResultType, Graph_Differentiable]> {
+  let summary = "ONNX " # onnxName # " (opset 13: along one axis)";
+  let description = [{
+    ```mlir
+    %y = graph.}] # mnemonic # [{ %x {axis = -1 : i64} : tensor<64x10xf32>
+    ```
+  }];
+  let arguments = (ins Graph_F32Tensor:$input,
+                       DefaultValuedAttr<I64Attr, "-1">:$axis);
+  let results = (outs Graph_F32Tensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input)";
+  let hasVerifier = 1;
+}
+
+def Graph_SoftmaxOp : Graph_SoftmaxBase<"softmax", "Softmax">;
+def Graph_LogSoftmaxOp : Graph_SoftmaxBase<"log_softmax", "LogSoftmax">;
+
+//===----------------------------------------------------------------------===//
+// Gradient ops
+//===----------------------------------------------------------------------===//
+
+class Graph_ActivationGradOp<string mnemonic, string formula>
+    : Graph_Op<mnemonic, [Pure, SameOperandsAndResultType]> {
+  let summary = "Backward of an activation from its output";
+  let description = [{
+    `dx = }] # formula # [{` where `y` is the forward's result.
+
+    ```mlir
+    %dx = graph.}] # mnemonic # [{ %dy, %y : tensor<64x256xf32>
+    ```
+  }];
+  let arguments = (ins Graph_F32Tensor:$grad, Graph_F32Tensor:$output);
+  let results = (outs Graph_F32Tensor:$result);
+  let assemblyFormat = "$grad `,` $output attr-dict `:` type($result)";
+}
+
+def Graph_ReluGradOp : Graph_ActivationGradOp<"relu_grad", "dy * (y > 0)">;
+def Graph_SigmoidGradOp : Graph_ActivationGradOp<"sigmoid_grad", "dy * y * (1 - y)">;
+def Graph_TanhGradOp : Graph_ActivationGradOp<"tanh_grad", "dy * (1 - y * y)">;
+def Graph_ExpGradOp : Graph_ActivationGradOp<"exp_grad", "dy * y">;
+def Graph_SqrtGradOp : Graph_ActivationGradOp<"sqrt_grad", "dy / (2 * y)">;
+
+class Graph_SoftmaxGradBase<string mnemonic, string formula>
+    : Graph_Op<mnemonic, [Pure, SameOperandsAndResultType]> {
+  let summary = "Backward of " # mnemonic # " from the forward's output";
+  let description = [{
+    `dx = }] # formula # [{` along `axis`, `y` the forward's result.
+
+    ```mlir
+    %dx = graph.}] # mnemonic # [{ %dy, %y {axis = 1 : i64} : tensor<64x10xf32>
+    ```
+  }];
+  let arguments = (ins Graph_F32Tensor:$grad, Graph_F32Tensor:$output,
+                       I64Attr:$axis);
+  let results = (outs Graph_F32Tensor:$result);
+  let assemblyFormat = "$grad `,` $output attr-dict `:` type($result)";
+}
+
+def Graph_SoftmaxGradOp
+    : Graph_SoftmaxGradBase<"softmax_grad", "y * (dy - sum(dy * y))">;
+def Graph_LogSoftmaxGradOp
+    : Graph_SoftmaxGradBase<"log_softmax_grad", "dy - exp(y) * sum(dy)">;
+
+//===----------------------------------------------------------------------===//
+// Losses
+//===----------------------------------------------------------------------===//
+
+def Graph_SoftmaxCrossEntropyOp : Graph_Op<"softmax_cross_entropy",
+    [Pure, Graph_Differentiable]> {
+  let summary = "Mean softmax cross-entropy with integer class labels";
+  let description = [{
+    `loss = mean_i -log(softmax(logits[i])[labels[i]])` (ONNX
+    SoftmaxCrossEntropyLoss, reduction = mean). `probs` is the softmax, kept
+    for the backward.
+
+    ```mlir
+    %loss, %probs = graph.softmax_cross_entropy %logits, %labels
+        : (tensor<64x10xf32>, tensor<64xi64>) -> (tensor<f32>, tensor<64x10xf32>)
+    ```
+  }];
+  let arguments = (ins Graph_F32Tensor:$logits, Graph_IndexTensor:$labels);
+  let results = (outs Graph_ScalarF32:$loss, Graph_F32Tensor:$probs);
+  let assemblyFormat = "$logits `,` $labels attr-dict `:` functional-type(operands, results)";
+  let hasVerifier = 1;
+}
+
+def Graph_SoftmaxCrossEntropyGradOp : Graph_Op<"softmax_cross_entropy_grad", [Pure]> {
+  let summary = "Backward of softmax_cross_entropy with respect to the logits";
+  let description = [{
+    `dlogits = dloss * (probs - onehot(labels)) / N`.
+
+    ```mlir
+    %d = graph.softmax_cross_entropy_grad %probs, %labels, %dloss
+        : (tensor<64x10xf32>, tensor<64xi64>, tensor<f32>) -> tensor<64x10xf32>
+    ```
+  }];
+  let arguments = (ins Graph_F32Tensor:$probs, Graph_IndexTensor:$labels,
+                       Graph_ScalarF32:$grad);
+  let results = (outs Graph_F32Tensor:$result);
+  let assemblyFormat = "$probs `,` $labels `,` $grad attr-dict `:` functional-type(operands, results)";
+}
+
+def Graph_MseOp : Graph_Op<"mse", [Pure, Graph_Differentiable]> {
+  let summary = "Mean squared error";
+  let description = [{
+    `loss = mean((pred - target)^2)` over all elements (torch MSELoss).
+
+    ```mlir
+    %loss = graph.mse %pred, %target : (tensor<8x1xf32>, tensor<8x1xf32>) -> tensor<f32>
+    ```
+  }];
+  let arguments = (ins Graph_F32Tensor:$pred, Graph_F32Tensor:$target);
+  let results = (outs Graph_ScalarF32:$loss);
+  let assemblyFormat = "$pred `,` $target attr-dict `:` functional-type(operands, results)";
+  let hasVerifier = 1;
+}
+
+def Graph_MseGradOp : Graph_Op<"mse_grad", [Pure]> {
+  let summary = "Backward of mse with respect to the prediction";
+  let description = [{
+    `dpred = dloss * 2 * (pred - target) / n`.
+
+    ```mlir
+    %d = graph.mse_grad %pred, %target, %dloss
+        : (tensor<8x1xf32>, tensor<8x1xf32>, tensor<f32>) -> tensor<8x1xf32>
+    ```
+  }];
+  let arguments = (ins Graph_F32Tensor:$pred, Graph_F32Tensor:$target,
+                       Graph_ScalarF32:$grad);
+  let results = (outs Graph_F32Tensor:$result);
+  let assemblyFormat = "$pred `,` $target `,` $grad attr-dict `:` functional-type(operands, results)";
+}
+
+//===----------------------------------------------------------------------===//
+// Optimizer updates (torch.optim semantics; the step count for bias
+// correction is the runtime's 1-based optimizer step)
+//===----------------------------------------------------------------------===//
+
+def Graph_SgdUpdateOp : Graph_Op<"sgd_update",
+    [Pure, AllTypesMatch<["param", "grad", "result"]>]> {
+  let summary = "Plain SGD: w - lr * (g + weight_decay * w)";
+  let description = [{
+    ```mlir
+    %w2 = graph.sgd_update %w, %g {lr = 0.1 : f32, weight_decay = 0.0 : f32} : tensor<10xf32>
+    ```
+  }];
+  let arguments = (ins Graph_F32Tensor:$param, Graph_F32Tensor:$grad,
+                       F32Attr:$lr, DefaultValuedAttr<F32Attr, "0.0">:$weight_decay);
+  let results = (outs Graph_F32Tensor:$result);
+  let assemblyFormat = "$param `,` $grad attr-dict `:` type($param)";
+}
+
+def Graph_MomentumUpdateOp : Graph_Op<"momentum_update",
+    [Pure, AllTypesMatch<["param", "grad", "velocity", "new_param", "new_velocity"]>]> {
+  let summary = "SGD with momentum (optionally Nesterov), as torch.optim.SGD";
+  let description = [{
+    `d = g + wd*w; v = mu*v + d; w -= lr * (nesterov ? d + mu*v : v)`.
+
+    ```mlir
+    %w2, %v2 = graph.momentum_update %w, %g, %v {lr = 0.05 : f32, momentum = 0.9 : f32}
+        : tensor<10xf32>
+    ```
+  }];
+  let arguments = (ins Graph_F32Tensor:$param, Graph_F32Tensor:$grad,
+                       Graph_F32Tensor:$velocity, F32Attr:$lr, F32Attr:$momentum,
+                       DefaultValuedAttr<F32Attr, "0.0">:$weight_decay,
+                       DefaultValuedAttr<BoolAttr, "false">:$nesterov);
+  let results = (outs Graph_F32Tensor:$new_param, Graph_F32Tensor:$new_velocity);
+  let assemblyFormat = "$param `,` $grad `,` $velocity attr-dict `:` type($param)";
+}
+
+class Graph_AdamBase<string mnemonic, string decay>
+    : Graph_Op<mnemonic, [Pure, AllTypesMatch<["param", "grad", "m", "v",
+                                                 "new_param", "new_m", "new_v"]>]> {
+  let summary = "Adam update with " # decay # " weight decay";
+  let description = [{
+    torch.optim semantics; bias correction uses the optimizer step count
+    that the runtime keeps (and checkpoints).
+
+    ```mlir
+    %w2, %m2, %v2 = graph.}] # mnemonic # [{ %w, %g, %m, %v {lr = 1.0e-03 : f32,
+        beta1 = 0.9 : f32, beta2 = 0.999 : f32, epsilon = 1.0e-08 : f32,
+        weight_decay = 0.01 : f32} : tensor<10xf32>
+    ```
+  }];
+  let arguments = (ins Graph_F32Tensor:$param, Graph_F32Tensor:$grad,
+                       Graph_F32Tensor:$m, Graph_F32Tensor:$v, F32Attr:$lr,
+                       F32Attr:$beta1, F32Attr:$beta2, F32Attr:$epsilon,
+                       DefaultValuedAttr<F32Attr, "0.0">:$weight_decay);
+  let results = (outs Graph_F32Tensor:$new_param, Graph_F32Tensor:$new_m,
+                      Graph_F32Tensor:$new_v);
+  let assemblyFormat = "$param `,` $grad `,` $m `,` $v attr-dict `:` type($param)";
+}
+
+def Graph_AdamUpdateOp : Graph_AdamBase<"adam_update", "L2 (coupled)">;
+def Graph_AdamWUpdateOp : Graph_AdamBase<"adamw_update", "decoupled">;
+
+#endif // OTC_GRAPH_OPS

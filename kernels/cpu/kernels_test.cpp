@@ -1,0 +1,1098 @@
+//===- kernels_test.cpp - Unit tests of the CPU kernel library ------------===//
+//
+// Every kernel is compared with a naive double-precision reference on random
+// data (odd sizes, broadcasting on either side, ranks 0 to 8, sizes large
+// enough to take the multi-threaded paths); gradients are also checked
+// against central finite differences, optimizers against scalar re-statements
+// of torch.optim's algorithms.
+//
+//===----------------------------------------------------------------------===//
+
+#include "otc/kernels.h"
+
+#include <gtest/gtest.h>
+#include <omp.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <functional>
+#include <limits>
+#include <numeric>
+#include <random>
+#include <string>
+#include <vector>
+
+namespace {
+
+using Shape = std::vector<int64_t>;
+
+constexpr double kRtol = 1e-5;
+const float kNaN = std::numeric_limits<float>::quiet_NaN();
+const float kInf = std::numeric_limits<float>::infinity();
+
+/// int64_t element count to size_t.
+size_t sz(int64_t n) { return static_cast<size_t>(n); }
+
+std::vector<float> randomVec(int64_t n, float lo, float hi, unsigned seed) {
+  std::mt19937 gen(seed);
+  std::uniform_real_distribution<float> dist(lo, hi);
+  std::vector<float> v(sz(std::max<int64_t>(n, 0)));
+  for (float &x : v)
+    x = dist(gen);
+  return v;
+}
+
+int64_t numel(const Shape &s) {
+  int64_t n = 1;
+  for (int64_t d : s)
+    n *= d;
+  return n;
+}
+
+Shape contiguousStrides(const Shape &s) {
+  Shape st(s.size());
+  int64_t acc = 1;
+  for (size_t i = s.size(); i-- > 0;) {
+    st[i] = acc;
+    acc *= s[i];
+  }
+  return st;
+}
+
+/// Strides of `operand` (numpy right-aligned) broadcast to `out`: 0 where the
+/// operand has no dimension or a size-1 dimension.
+Shape broadcastStrides(const Shape &operand, const Shape &out) {
+  Shape st(out.size(), 0);
+  Shape own = contiguousStrides(operand);
+  size_t off = out.size() - operand.size();
+  for (size_t i = 0; i < operand.size(); ++i)
+    st[off + i] = operand[i] == 1 ? 0 : own[i];
+  return st;
+}
+
+std::string shapeStr(const Shape &s) {
+  std::string r = "[";
+  for (size_t i = 0; i < s.size(); ++i)
+    r += (i ? "," : "") + std::to_string(s[i]);
+  return r + "]";
+}
+
+/// |got - want| <= rtol * scale + atol, where scale defaults to |want|.
+::testing::AssertionResult near(double got, double want, double rtol,
+                                double atol = 0.0, double scale = -1.0) {
+  if (std::isnan(want) && std::isnan(got))
+    return ::testing::AssertionSuccess();
+  if (std::isinf(want) && got == want)
+    return ::testing::AssertionSuccess();
+  double s = scale >= 0.0 ? scale : std::fabs(want);
+  double err = std::fabs(got - want);
+  if (err <= rtol * s + atol)
+    return ::testing::AssertionSuccess();
+  return ::testing::AssertionFailure()
+         << "got " << got << " want " << want << " (err " << err << ", allowed "
+         << rtol * s + atol << ")";
+}
+
+/// Calls fn(flatIndex, multiIndex) for every element of shape, row-major.
+void forEachIndex(const Shape &shape,
+                  const std::function<void(int64_t, const Shape &)> &fn) {
+  int64_t n = numel(shape);
+  Shape idx(shape.size(), 0);
+  for (int64_t flat = 0; flat < n; ++flat) {
+    fn(flat, idx);
+    for (size_t d = shape.size(); d-- > 0;) {
+      if (++idx[d] < shape[d])
+        break;
+      idx[d] = 0;
+    }
+  }
+}
+
+int64_t dot(const Shape &idx, const Shape &strides) {
+  int64_t off = 0;
+  for (size_t i = 0; i < idx.size(); ++i)
+    off += idx[i] * strides[i];
+  return off;
+}
+
+//===----------------------------------------------------------------------===//
+// GEMM
+//===----------------------------------------------------------------------===//
+
+struct GemmCase {
+  int64_t M, N, K;
+};
+
+void checkGemm(int transA, int transB, GemmCase c, float alpha, float beta) {
+  SCOPED_TRACE("transA=" + std::to_string(transA) +
+               " transB=" + std::to_string(transB) +
+               " M=" + std::to_string(c.M) + " N=" + std::to_string(c.N) +
+               " K=" + std::to_string(c.K) + " beta=" + std::to_string(beta));
+  auto A = randomVec(c.M * c.K, -1, 1, 1);
+  auto B = randomVec(c.K * c.N, -1, 1, 2);
+  std::vector<float> C = beta == 0.0f ? std::vector<float>(sz(c.M * c.N), kNaN)
+                                      : randomVec(c.M * c.N, -1, 1, 3);
+  std::vector<float> C0 = C;
+  otck_gemm_f32(transA, transB, c.M, c.N, c.K, alpha, A.data(), B.data(), beta,
+                C.data());
+  for (int64_t i = 0; i < c.M; ++i)
+    for (int64_t j = 0; j < c.N; ++j) {
+      double acc = 0.0, mag = 0.0;
+      for (int64_t k = 0; k < c.K; ++k) {
+        double a = transA ? A[k * c.M + i] : A[i * c.K + k];
+        double b = transB ? B[j * c.K + k] : B[k * c.N + j];
+        acc += a * b;
+        mag += std::fabs(a * b);
+      }
+      double want = alpha * acc;
+      double scale = std::fabs(alpha) * mag;
+      if (beta != 0.0f) {
+        want += beta * double(C0[i * c.N + j]);
+        scale += std::fabs(beta * double(C0[i * c.N + j]));
+      }
+      ASSERT_TRUE(near(C[i * c.N + j], want, kRtol, 1e-7, scale))
+          << "at " << i << "," << j;
+    }
+}
+
+TEST(Gemm, AllTransposesBeta0IgnoresNaNInC) {
+  for (int ta = 0; ta < 2; ++ta)
+    for (int tb = 0; tb < 2; ++tb)
+      for (GemmCase c :
+           {GemmCase{1, 1, 1}, GemmCase{7, 13, 5}, GemmCase{64, 10, 128},
+            GemmCase{33, 17, 65}, GemmCase{64, 256, 784}})
+        checkGemm(ta, tb, c, 1.0f, 0.0f);
+}
+
+TEST(Gemm, AllTransposesBeta1Accumulates) {
+  for (int ta = 0; ta < 2; ++ta)
+    for (int tb = 0; tb < 2; ++tb)
+      for (GemmCase c :
+           {GemmCase{1, 1, 1}, GemmCase{7, 13, 5}, GemmCase{31, 9, 70}})
+        checkGemm(ta, tb, c, 1.0f, 1.0f);
+}
+
+TEST(Gemm, AlphaAndBeta) {
+  checkGemm(0, 1, {9, 11, 3}, -0.5f, 0.25f);
+  checkGemm(1, 0, {9, 11, 3}, 2.0f, 0.0f);
+}
+
+TEST(Gemm, DegenerateK) {
+  // K == 0: C = beta * C; beta == 0 clears NaN.
+  std::vector<float> C(6, kNaN);
+  otck_gemm_f32(0, 0, 2, 3, 0, 1.0f, nullptr, nullptr, 0.0f, C.data());
+  for (float c : C)
+    EXPECT_EQ(c, 0.0f);
+  std::vector<float> D = {1, 2, 3, 4, 5, 6};
+  otck_gemm_f32(0, 0, 2, 3, 0, 1.0f, nullptr, nullptr, 2.0f, D.data());
+  for (int i = 0; i < 6; ++i)
+    EXPECT_EQ(D[i], 2.0f * float(i + 1));
+  // alpha == 0 does not read A or B (NaN there does not propagate).
+  std::vector<float> A(6, kNaN), B(6, kNaN), E = {1, 2, 3, 4};
+  otck_gemm_f32(0, 0, 2, 2, 3, 0.0f, A.data(), B.data(), 1.0f, E.data());
+  EXPECT_EQ(E, (std::vector<float>{1, 2, 3, 4}));
+}
+
+//===----------------------------------------------------------------------===//
+// Binary
+//===----------------------------------------------------------------------===//
+
+double refBinary(otck_binary_op op, double a, double b) {
+  switch (op) {
+  case OTCK_ADD:
+    return a + b;
+  case OTCK_SUB:
+    return a - b;
+  case OTCK_MUL:
+    return a * b;
+  case OTCK_DIV:
+    return a / b;
+  }
+  return 0.0;
+}
+
+struct BinaryCase {
+  Shape out, a, b;
+};
+
+std::vector<BinaryCase> binaryCases() {
+  return {
+      {{}, {}, {}},
+      {{37}, {37}, {37}},
+      {{37}, {1}, {37}},
+      {{37}, {37}, {1}},
+      {{37}, {}, {37}},
+      {{5, 7}, {5, 1}, {1, 7}},
+      {{5, 7}, {7}, {5, 7}},
+      {{5, 7}, {5, 7}, {5, 1}},
+      {{2, 3, 5, 7}, {2, 1, 5, 1}, {3, 1, 7}},
+      {{3, 4, 5, 6}, {3, 4, 5, 6}, {1}},
+      {{2, 3, 4, 9}, {1, 3, 1, 9}, {2, 3, 4, 9}},
+      {{1, 3, 1, 5}, {1, 3, 1, 5}, {1, 1, 1, 5}},
+      {{2, 1, 3, 2, 1, 2, 3, 2}, {2, 1, 3, 1, 1, 2, 1, 2}, {3, 2, 1, 1, 3, 2}},
+      {{70001}, {70001}, {70001}},
+      {{300, 257}, {300, 257}, {257}},
+      {{257, 300}, {257, 1}, {257, 300}},
+      {{64, 3, 401}, {64, 1, 401}, {3, 1}},
+      {{0, 5}, {0, 5}, {5}},
+  };
+}
+
+void checkBinary(otck_binary_op op, const Shape &out, const Shape &aShape,
+                 const Shape &aStrides, const std::vector<float> &a,
+                 const Shape &bStrides, const std::vector<float> &b) {
+  int64_t n = numel(out);
+  std::vector<float> y(sz(n), kNaN);
+  otck_binary_f32(op, int(out.size()), out.data(), a.data(), aStrides.data(),
+                  b.data(), bStrides.data(), y.data());
+  forEachIndex(out, [&](int64_t flat, const Shape &idx) {
+    double want = refBinary(op, a[dot(idx, aStrides)], b[dot(idx, bStrides)]);
+    ASSERT_TRUE(near(y[flat], want, kRtol)) << "flat index " << flat;
+  });
+  (void)aShape;
+}
+
+TEST(Binary, BroadcastingAllOps) {
+  unsigned seed = 10;
+  for (otck_binary_op op : {OTCK_ADD, OTCK_SUB, OTCK_MUL, OTCK_DIV})
+    for (const BinaryCase &c : binaryCases()) {
+      SCOPED_TRACE("op " + std::to_string(op) + " out " + shapeStr(c.out) +
+                   " a " + shapeStr(c.a) + " b " + shapeStr(c.b));
+      auto a = randomVec(numel(c.a), -2, 2, seed++);
+      // Divisors away from zero.
+      auto b = op == OTCK_DIV ? randomVec(numel(c.b), 0.5f, 2, seed++)
+                              : randomVec(numel(c.b), -2, 2, seed++);
+      checkBinary(op, c.out, c.a, broadcastStrides(c.a, c.out), a,
+                  broadcastStrides(c.b, c.out), b);
+    }
+}
+
+TEST(Binary, NonContiguousOperand) {
+  // a is a [7, 5] buffer read as its transpose [5, 7].
+  Shape out = {5, 7};
+  auto a = randomVec(35, -1, 1, 40);
+  auto b = randomVec(35, -1, 1, 41);
+  checkBinary(OTCK_SUB, out, out, {1, 5}, a, {7, 1}, b);
+  checkBinary(OTCK_MUL, out, out, {1, 5}, a, {0, 1}, b);
+}
+
+TEST(Binary, InPlaceOutputAliasesA) {
+  Shape out = {300, 257};
+  auto a = randomVec(numel(out), -1, 1, 42);
+  auto b = randomVec(257, -1, 1, 43);
+  auto y = a;
+  Shape as = contiguousStrides(out), bs = broadcastStrides({257}, out);
+  otck_binary_f32(OTCK_ADD, 2, out.data(), y.data(), as.data(), b.data(),
+                  bs.data(), y.data());
+  for (int64_t i = 0; i < numel(out); ++i)
+    ASSERT_EQ(y[i], a[i] + b[i % 257]);
+}
+
+//===----------------------------------------------------------------------===//
+// Unary
+//===----------------------------------------------------------------------===//
+
+double refUnary(otck_unary_op op, double x, double alpha) {
+  switch (op) {
+  case OTCK_RELU:
+    return x > 0 ? x : 0;
+  case OTCK_SIGMOID:
+    return 1.0 / (1.0 + std::exp(-x));
+  case OTCK_TANH:
+    return std::tanh(x);
+  case OTCK_NEG:
+    return -x;
+  case OTCK_EXP:
+    return std::exp(x);
+  case OTCK_LOG:
+    return std::log(x);
+  case OTCK_SQRT:
+    return std::sqrt(x);
+  case OTCK_SCALE:
+    return alpha * x;
+  }
+  return 0.0;
+}
+
+struct UnaryCase {
+  otck_unary_op op;
+  float lo, hi;
+  std::vector<float> extra;
+};
+
+std::vector<UnaryCase> unaryCases() {
+  return {
+      {OTCK_RELU, -3, 3, {0.0f, -0.0f, 1e-30f}},
+      {OTCK_SIGMOID, -20, 20, {0.0f, -90.0f, -87.0f, 50.0f, 100.0f, 1e-6f}},
+      {OTCK_TANH,
+       -5,
+       5,
+       {0.0f, 1e-5f, -1e-5f, 0.01f, -0.3f, 0.62f, 0.63f, -0.6249f, 9.0f, 50.0f,
+        -50.0f}},
+      {OTCK_NEG, -3, 3, {0.0f}},
+      {OTCK_EXP, -80, 80, {0.0f, 1e-7f, -1e-7f, -87.0f, 88.0f, 0.5f}},
+      {OTCK_LOG,
+       1e-3f,
+       100,
+       {1.0f, 0.9999999f, 1.0000001f, 1e-30f, 1e30f, 0.70710677f, 3e38f}},
+      {OTCK_SQRT, 0, 100, {0.0f, 1e-30f, 4.0f}},
+      {OTCK_SCALE, -3, 3, {0.0f}},
+  };
+}
+
+TEST(Unary, AllOpsAgainstDoubleReference) {
+  const float alpha = -2.5f;
+  unsigned seed = 100;
+  for (const UnaryCase &c : unaryCases())
+    for (int64_t n : {int64_t(1), int64_t(1003), int64_t(70001)}) {
+      SCOPED_TRACE("op " + std::to_string(c.op) + " n " + std::to_string(n));
+      auto x = randomVec(n, c.lo, c.hi, seed++);
+      if (n > 1)
+        std::copy(c.extra.begin(), c.extra.end(), x.begin());
+      std::vector<float> y(sz(n), kNaN);
+      otck_unary_f32(c.op, n, x.data(), y.data(), alpha);
+      for (int64_t i = 0; i < n; ++i) {
+        double want = refUnary(c.op, x[i], alpha);
+        // Results below FLT_MIN may flush to zero (documented in vmath.h).
+        ASSERT_TRUE(near(y[i], want, kRtol, 1.2e-38)) << "x = " << x[i];
+      }
+    }
+}
+
+TEST(Unary, SpecialValues) {
+  struct Special {
+    otck_unary_op op;
+    float x, want;
+  };
+  const Special cases[] = {
+      {OTCK_EXP, -kInf, 0.0f},    {OTCK_EXP, kInf, kInf},
+      {OTCK_EXP, -200.0f, 0.0f},  {OTCK_EXP, 200.0f, kInf},
+      {OTCK_LOG, 0.0f, -kInf},    {OTCK_LOG, -0.0f, -kInf},
+      {OTCK_LOG, -1.0f, kNaN},    {OTCK_LOG, kInf, kInf},
+      {OTCK_SIGMOID, kInf, 1.0f}, {OTCK_SIGMOID, -kInf, 0.0f},
+      {OTCK_SIGMOID, 0.0f, 0.5f}, {OTCK_TANH, kInf, 1.0f},
+      {OTCK_TANH, -kInf, -1.0f},  {OTCK_TANH, 0.0f, 0.0f},
+      {OTCK_SQRT, -1.0f, kNaN},   {OTCK_RELU, -kInf, 0.0f},
+  };
+  for (const Special &s : cases) {
+    // Padded to a vector length so the vector path computes the value too.
+    std::vector<float> x(37, s.x), y(37, 123.0f);
+    otck_unary_f32(s.op, 37, x.data(), y.data(), 1.0f);
+    for (float v : y) {
+      if (std::isnan(s.want))
+        ASSERT_TRUE(std::isnan(v)) << "op " << s.op << " x " << s.x;
+      else
+        ASSERT_EQ(v, s.want) << "op " << s.op << " x " << s.x;
+    }
+  }
+  // NaN propagates through every op.
+  for (const UnaryCase &c : unaryCases()) {
+    std::vector<float> x(19, kNaN), y(19, 0.0f);
+    otck_unary_f32(c.op, 19, x.data(), y.data(), 2.0f);
+    for (float v : y)
+      ASSERT_TRUE(std::isnan(v)) << "op " << c.op;
+  }
+  // Denormal input to log.
+  std::vector<float> x(9, 1e-40f), y(9);
+  otck_unary_f32(OTCK_LOG, 9, x.data(), y.data(), 1.0f);
+  EXPECT_TRUE(near(y[0], std::log(double(1e-40f)), kRtol));
+}
+
+TEST(Unary, InPlace) {
+  auto x = randomVec(1003, -5, 5, 7);
+  auto y = x;
+  otck_unary_f32(OTCK_TANH, 1003, y.data(), y.data(), 0.0f);
+  for (size_t i = 0; i < x.size(); ++i)
+    ASSERT_TRUE(near(y[i], std::tanh(double(x[i])), kRtol));
+}
+
+TEST(UnaryGrad, FiniteDifferences) {
+  struct Case {
+    otck_unary_op op;
+    float lo, hi;
+  };
+  const Case cases[] = {{OTCK_RELU, -3, 3},    {OTCK_SIGMOID, -8, 8},
+                        {OTCK_TANH, -3, 3},    {OTCK_EXP, -5, 5},
+                        {OTCK_SQRT, 0.1f, 10}, {OTCK_NEG, -3, 3}};
+  unsigned seed = 200;
+  for (const Case &c : cases)
+    for (int64_t n : {int64_t(1003), int64_t(70001)}) {
+      SCOPED_TRACE("op " + std::to_string(c.op) + " n " + std::to_string(n));
+      auto x = randomVec(n, c.lo, c.hi, seed++);
+      if (c.op == OTCK_RELU)
+        for (float &v : x)
+          if (std::fabs(v) < 1e-2f)
+            v = 0.5f; // keep away from the kink
+      auto dy = randomVec(n, -1, 1, seed++);
+      std::vector<float> y(sz(n)), dx(sz(n), kNaN);
+      otck_unary_f32(c.op, n, x.data(), y.data(), 0.0f);
+      otck_unary_grad_f32(c.op, n, dy.data(), y.data(), dx.data());
+      for (int64_t i = 0; i < n; ++i) {
+        const double h = 1e-4, xi = x[i];
+        double fd =
+            (refUnary(c.op, xi + h, 0) - refUnary(c.op, xi - h, 0)) / (2 * h);
+        double want = double(dy[i]) * fd;
+        // Absolute floor: the gradient is computed from y rounded to float.
+        ASSERT_TRUE(near(dx[i], want, kRtol, 1e-6 * std::fabs(dy[i])))
+            << "x = " << xi;
+      }
+    }
+}
+
+TEST(UnaryGrad, ExactFormulasAndUntouchedOps) {
+  std::vector<float> dy = {1.5f, -2.0f, 0.5f, 3.0f};
+  std::vector<float> y = {0.0f, 2.0f, -1.0f, 0.25f};
+  std::vector<float> dx(4);
+  otck_unary_grad_f32(OTCK_RELU, 4, dy.data(), y.data(), dx.data());
+  EXPECT_EQ(dx, (std::vector<float>{0.0f, -2.0f, 0.0f, 3.0f}));
+  otck_unary_grad_f32(OTCK_SQRT, 4, dy.data(), y.data(), dx.data());
+  EXPECT_EQ(dx[1], -0.5f);
+  EXPECT_EQ(dx[3], 6.0f);
+  for (otck_unary_op op : {OTCK_LOG, OTCK_SCALE}) {
+    std::vector<float> sentinel(4, 42.0f);
+    otck_unary_grad_f32(op, 4, dy.data(), y.data(), sentinel.data());
+    EXPECT_EQ(sentinel, std::vector<float>(4, 42.0f));
+  }
+}
+
+//===----------------------------------------------------------------------===//
+// Data movement
+//===----------------------------------------------------------------------===//
+
+struct TransposeCase {
+  Shape shape, perm;
+};
+
+void checkTranspose(const TransposeCase &c, int64_t elemSize, unsigned seed) {
+  SCOPED_TRACE("shape " + shapeStr(c.shape) + " perm " + shapeStr(c.perm) +
+               " elem " + std::to_string(elemSize));
+  const int64_t n = numel(c.shape);
+  std::vector<unsigned char> x(sz(n * elemSize));
+  std::mt19937 gen(seed);
+  for (auto &b : x)
+    b = static_cast<unsigned char>(gen());
+  std::vector<unsigned char> y(x.size() + 16, 0xAB);
+  otck_transpose(int(c.shape.size()), c.shape.data(), c.perm.data(), x.data(),
+                 y.data(), elemSize);
+  Shape outShape(c.shape.size());
+  for (size_t k = 0; k < c.perm.size(); ++k)
+    outShape[k] = c.shape[c.perm[k]];
+  Shape inStrides = contiguousStrides(c.shape);
+  Shape permStrides(c.perm.size());
+  for (size_t k = 0; k < c.perm.size(); ++k)
+    permStrides[k] = inStrides[c.perm[k]];
+  forEachIndex(outShape, [&](int64_t flat, const Shape &idx) {
+    int64_t src = dot(idx, permStrides);
+    ASSERT_EQ(
+        0, std::memcmp(&y[flat * elemSize], &x[src * elemSize], sz(elemSize)))
+        << "output element " << flat;
+  });
+  for (size_t i = x.size(); i < y.size(); ++i)
+    ASSERT_EQ(y[i], 0xAB) << "wrote past the end";
+}
+
+TEST(Transpose, RanksPermsAndElementSizes) {
+  std::vector<TransposeCase> cases = {
+      {{}, {}},
+      {{17}, {0}},
+      {{33, 47}, {1, 0}},
+      {{1, 1000}, {1, 0}},
+      {{2, 3, 5, 7}, {0, 2, 3, 1}},
+      {{2, 3, 5, 7}, {3, 1, 0, 2}},
+      {{2, 3, 5, 7}, {0, 3, 1, 2}},
+      {{2, 3, 5, 7}, {0, 1, 2, 3}},
+      {{2, 3, 5, 7}, {1, 0, 2, 3}},
+      {{1, 5, 1, 7}, {3, 2, 1, 0}},
+      {{2, 1, 3, 2, 1, 2, 3, 2}, {7, 0, 5, 1, 3, 2, 6, 4}},
+      {{0, 3}, {1, 0}},
+  };
+  Shape perm3 = {0, 1, 2};
+  do
+    cases.push_back({{4, 5, 6}, perm3});
+  while (std::next_permutation(perm3.begin(), perm3.end()));
+  unsigned seed = 300;
+  for (const TransposeCase &c : cases)
+    for (int64_t es : {1, 2, 3, 4, 8, 12})
+      checkTranspose(c, es, seed++);
+}
+
+TEST(Transpose, LargeParallel) {
+  checkTranspose({{300, 500}, {1, 0}}, 4, 1);
+  checkTranspose({{8, 64, 96}, {2, 0, 1}}, 4, 2);
+  checkTranspose({{64, 48, 40}, {0, 2, 1}}, 8, 3);
+}
+
+TEST(Copy, SizesAndOverlap) {
+  for (int64_t n : {0, 1, 13, 4096, 3 << 20}) {
+    std::vector<unsigned char> x(sz(n) + 1), y(sz(n) + 1, 7);
+    std::mt19937 gen(static_cast<unsigned>(n));
+    for (auto &b : x)
+      b = static_cast<unsigned char>(gen());
+    otck_copy(n, x.data(), y.data());
+    ASSERT_EQ(0, std::memcmp(x.data(), y.data(), sz(n)));
+    ASSERT_EQ(y[sz(n)], 7);
+  }
+  std::vector<int> v = {0, 1, 2, 3, 4, 5, 6, 7};
+  otck_copy(6 * sizeof(int), v.data(), v.data() + 2);
+  EXPECT_EQ(v, (std::vector<int>{0, 1, 0, 1, 2, 3, 4, 5}));
+}
+
+TEST(Fill, Sizes) {
+  for (int64_t n : {0, 1, 1003, 100003}) {
+    std::vector<float> y(sz(n) + 1, 1.0f);
+    otck_fill_f32(n, -3.5f, y.data());
+    for (int64_t i = 0; i < n; ++i)
+      ASSERT_EQ(y[i], -3.5f);
+    ASSERT_EQ(y[sz(n)], 1.0f);
+  }
+}
+
+struct ReduceCase {
+  Shape in, y; // y right-aligned against in, size-1 dims reduced.
+};
+
+void checkReduce(const Shape &in, const Shape &yStrides, int64_t ySize,
+                 unsigned seed) {
+  auto x = randomVec(numel(in), -1, 1, seed);
+  std::vector<float> y(sz(ySize) + 1, kNaN);
+  y[sz(ySize)] = 5.0f;
+  otck_reduce_sum_to_f32(int(in.size()), in.data(), x.data(), yStrides.data(),
+                         ySize, y.data());
+  std::vector<double> want(sz(ySize), 0.0), mag(sz(ySize), 0.0);
+  forEachIndex(in, [&](int64_t flat, const Shape &idx) {
+    int64_t o = dot(idx, yStrides);
+    want[o] += x[flat];
+    mag[o] += std::fabs(x[flat]);
+  });
+  for (int64_t i = 0; i < ySize; ++i)
+    ASSERT_TRUE(near(y[i], want[i], kRtol, 1e-7, mag[i])) << "y[" << i << "]";
+  ASSERT_EQ(y[sz(ySize)], 5.0f) << "wrote past y";
+}
+
+TEST(ReduceSumTo, BroadcastShapes) {
+  const ReduceCase cases[] = {
+      {{}, {}},
+      {{37}, {1}},
+      {{37}, {37}},
+      {{37}, {}},
+      {{64, 10}, {10}},
+      {{64, 10}, {64, 1}},
+      {{64, 10}, {1, 1}},
+      {{2, 3, 5, 7}, {1, 3, 1, 7}},
+      {{2, 3, 5, 7}, {2, 1, 5, 1}},
+      {{2, 3, 5, 7}, {2, 3, 5, 1}},
+      {{2, 3, 5, 7}, {3, 5, 7}},
+      {{2, 3, 5, 7}, {1, 1, 1, 1}},
+      {{2, 1, 3, 2, 1, 2, 3, 2}, {1, 1, 3, 1, 1, 2, 1, 2}},
+      // Large enough for the parallel paths.
+      {{1000, 300}, {300}},
+      {{300, 1000}, {300, 1}},
+      {{100000, 3}, {3}},
+      {{200001}, {1}},
+      {{16, 64, 64}, {1, 64, 1}},
+      {{64, 16, 128}, {64, 1, 128}},
+      {{50, 4, 600}, {4, 1}},
+      {{0, 4}, {4}},
+  };
+  unsigned seed = 400;
+  for (const ReduceCase &c : cases) {
+    SCOPED_TRACE("in " + shapeStr(c.in) + " y " + shapeStr(c.y));
+    checkReduce(c.in, broadcastStrides(c.y, c.in),
+                std::max<int64_t>(numel(c.y), 1), seed++);
+  }
+}
+
+TEST(ReduceSumTo, StridedOutput) {
+  // y is stored as the transpose of x's layout: a strided copy.
+  checkReduce({5, 7}, {1, 5}, 35, 1);
+  // Reduce the middle dim into a transposed [7, 3] y.
+  checkReduce({3, 4, 7}, {1, 0, 3}, 21, 2);
+}
+
+//===----------------------------------------------------------------------===//
+// Softmax
+//===----------------------------------------------------------------------===//
+
+struct SoftmaxCase {
+  int64_t outer, n, inner;
+};
+
+const SoftmaxCase kSoftmaxCases[] = {
+    {1, 1, 1},   {3, 10, 1},     {7, 1001, 1}, {2, 5, 3},      {4, 33, 17},
+    {2, 7, 130}, {1000, 100, 1}, {8, 50, 100}, {1, 3, 200000},
+};
+
+std::vector<double> refSoftmax(const std::vector<double> &x, SoftmaxCase c,
+                               bool logSoftmax) {
+  std::vector<double> y(x.size());
+  for (int64_t o = 0; o < c.outer; ++o)
+    for (int64_t j = 0; j < c.inner; ++j) {
+      auto at = [&](int64_t k) { return (o * c.n + k) * c.inner + j; };
+      double m = -INFINITY, s = 0.0;
+      for (int64_t k = 0; k < c.n; ++k)
+        m = std::max(m, x[at(k)]);
+      for (int64_t k = 0; k < c.n; ++k)
+        s += std::exp(x[at(k)] - m);
+      for (int64_t k = 0; k < c.n; ++k)
+        y[at(k)] = logSoftmax ? x[at(k)] - m - std::log(s)
+                              : std::exp(x[at(k)] - m) / s;
+    }
+  return y;
+}
+
+TEST(Softmax, ForwardAgainstDoubleReference) {
+  unsigned seed = 500;
+  for (const SoftmaxCase &c : kSoftmaxCases)
+    for (int logSm = 0; logSm < 2; ++logSm) {
+      SCOPED_TRACE("outer " + std::to_string(c.outer) + " n " +
+                   std::to_string(c.n) + " inner " + std::to_string(c.inner) +
+                   " log " + std::to_string(logSm));
+      const int64_t total = c.outer * c.n * c.inner;
+      auto x = randomVec(total, -10, 10, seed++);
+      std::vector<float> y(sz(total), kNaN);
+      otck_softmax_f32(c.outer, c.n, c.inner, x.data(), y.data(), logSm);
+      auto want =
+          refSoftmax(std::vector<double>(x.begin(), x.end()), c, logSm != 0);
+      for (int64_t i = 0; i < total; ++i)
+        ASSERT_TRUE(logSm ? near(y[i], want[i], kRtol,
+                                 kRtol * std::log(double(c.n) + 1))
+                          : near(y[i], want[i], kRtol, 1e-30))
+            << "i " << i;
+    }
+}
+
+TEST(Softmax, StableForHugeLogitsAndInPlace) {
+  std::vector<float> x = {1000.0f, 1001.0f, 999.0f, -1000.0f, 0.0f};
+  std::vector<double> xd(x.begin(), x.end());
+  for (int logSm = 0; logSm < 2; ++logSm) {
+    std::vector<float> y = x; // in place
+    otck_softmax_f32(1, 5, 1, y.data(), y.data(), logSm);
+    auto want = refSoftmax(xd, {1, 5, 1}, logSm != 0);
+    for (int i = 0; i < 5; ++i) {
+      ASSERT_TRUE(std::isfinite(y[i]) || (logSm && want[i] < -1e3));
+      ASSERT_TRUE(near(y[i], want[i], kRtol, 1e-30)) << i;
+    }
+  }
+}
+
+TEST(Softmax, GradientAgainstReferenceAndFiniteDifferences) {
+  unsigned seed = 600;
+  for (const SoftmaxCase &c : kSoftmaxCases)
+    for (int logSm = 0; logSm < 2; ++logSm) {
+      SCOPED_TRACE("outer " + std::to_string(c.outer) + " n " +
+                   std::to_string(c.n) + " inner " + std::to_string(c.inner) +
+                   " log " + std::to_string(logSm));
+      const int64_t total = c.outer * c.n * c.inner;
+      auto x = randomVec(total, -3, 3, seed++);
+      auto dy = randomVec(total, -1, 1, seed++);
+      std::vector<float> y(sz(total)), dx(sz(total), kNaN);
+      otck_softmax_f32(c.outer, c.n, c.inner, x.data(), y.data(), logSm);
+      otck_softmax_grad_f32(c.outer, c.n, c.inner, y.data(), dy.data(),
+                            dx.data(), logSm);
+      // Analytic reference in double from the same float y.
+      std::vector<double> want(sz(total));
+      std::vector<double> scale(sz(total));
+      for (int64_t o = 0; o < c.outer; ++o)
+        for (int64_t j = 0; j < c.inner; ++j) {
+          auto at = [&](int64_t k) { return (o * c.n + k) * c.inner + j; };
+          double s = 0.0, mag = 0.0;
+          for (int64_t k = 0; k < c.n; ++k) {
+            double yk = logSm ? 1.0 : double(y[at(k)]);
+            s += double(dy[at(k)]) * yk;
+            mag += std::fabs(double(dy[at(k)]) * yk);
+          }
+          for (int64_t k = 0; k < c.n; ++k) {
+            double yk = y[at(k)], g = dy[at(k)];
+            want[at(k)] = logSm ? g - std::exp(yk) * s : yk * (g - s);
+            scale[at(k)] = logSm ? std::fabs(g) + std::exp(yk) * mag
+                                 : std::fabs(yk) * (std::fabs(g) + mag);
+          }
+        }
+      for (int64_t i = 0; i < total; ++i)
+        ASSERT_TRUE(near(dx[i], want[i], kRtol, 1e-7, scale[i])) << "i " << i;
+      // Central differences of L = sum(dy * f(x)) on a few elements of small
+      // cases, through the double reference.
+      if (total > 2000)
+        continue;
+      std::vector<double> xd(x.begin(), x.end());
+      for (int64_t i = 0; i < total; i += std::max<int64_t>(1, total / 23)) {
+        const double h = 1e-5;
+        auto loss = [&](double xi) {
+          auto xs = xd;
+          xs[i] = xi;
+          auto ys = refSoftmax(xs, c, logSm != 0);
+          double l = 0.0;
+          for (int64_t k = 0; k < total; ++k)
+            l += dy[k] * ys[k];
+          return l;
+        };
+        double fd = (loss(xd[i] + h) - loss(xd[i] - h)) / (2 * h);
+        ASSERT_TRUE(near(dx[i], fd, 1e-4, 1e-6)) << "fd at " << i;
+      }
+    }
+}
+
+//===----------------------------------------------------------------------===//
+// Losses
+//===----------------------------------------------------------------------===//
+
+double refCrossEntropy(const std::vector<double> &logits,
+                       const std::vector<int64_t> &labels, int64_t N,
+                       int64_t C) {
+  double total = 0.0;
+  for (int64_t i = 0; i < N; ++i) {
+    double m = -INFINITY, s = 0.0;
+    for (int64_t j = 0; j < C; ++j)
+      m = std::max(m, logits[i * C + j]);
+    for (int64_t j = 0; j < C; ++j)
+      s += std::exp(logits[i * C + j] - m);
+    total += std::log(s) + m - logits[i * C + labels[i]];
+  }
+  return total / double(N);
+}
+
+TEST(SoftmaxCrossEntropy, LossProbsAndGradient) {
+  struct Case {
+    int64_t N, C;
+  };
+  unsigned seed = 700;
+  for (Case c : {Case{1, 1}, Case{7, 13}, Case{64, 10}, Case{300, 1000}}) {
+    SCOPED_TRACE("N " + std::to_string(c.N) + " C " + std::to_string(c.C));
+    auto logits = randomVec(c.N * c.C, -5, 5, seed++);
+    std::vector<int64_t> labels(sz(c.N));
+    std::mt19937 gen(seed++);
+    for (auto &l : labels)
+      l = int64_t(gen() % uint64_t(c.C));
+    std::vector<float> probs(sz(c.N * c.C), kNaN);
+    float loss = kNaN;
+    ASSERT_EQ(OTCK_OK, otck_softmax_ce_f32(c.N, c.C, logits.data(),
+                                           labels.data(), probs.data(), &loss));
+    std::vector<double> ld(logits.begin(), logits.end());
+    double want = refCrossEntropy(ld, labels, c.N, c.C);
+    EXPECT_TRUE(near(loss, want, kRtol, 1e-7));
+    auto wantProbs = refSoftmax(ld, {c.N, c.C, 1}, false);
+    for (int64_t i = 0; i < c.N * c.C; ++i)
+      ASSERT_TRUE(near(probs[i], wantProbs[i], kRtol, 1e-30)) << i;
+
+    const float dloss = 0.7f;
+    std::vector<float> grad(sz(c.N * c.C), kNaN);
+    otck_softmax_ce_grad_f32(c.N, c.C, probs.data(), labels.data(), &dloss,
+                             grad.data());
+    // Exact formula in double.
+    for (int64_t i = 0; i < c.N; ++i)
+      for (int64_t j = 0; j < c.C; ++j) {
+        double g = double(dloss) *
+                   (wantProbs[i * c.C + j] - (labels[i] == j ? 1.0 : 0.0)) /
+                   double(c.N);
+        ASSERT_TRUE(near(grad[i * c.C + j], g, kRtol, 1e-12));
+      }
+    // Central differences of the double loss on a sample of logits.
+    const int64_t total = c.N * c.C;
+    for (int64_t k = 0; k < total; k += std::max<int64_t>(1, total / 37)) {
+      const double h = 1e-5;
+      auto lp = ld, lm = ld;
+      lp[k] += h;
+      lm[k] -= h;
+      double fd = double(dloss) *
+                  (refCrossEntropy(lp, labels, c.N, c.C) -
+                   refCrossEntropy(lm, labels, c.N, c.C)) /
+                  (2 * h);
+      ASSERT_TRUE(near(grad[k], fd, 1e-4, 1e-9)) << "logit " << k;
+    }
+  }
+}
+
+TEST(SoftmaxCrossEntropy, StableForHugeLogits) {
+  std::vector<float> logits = {1e4f, 0.0f, -1e4f, 50.0f, 51.0f, 49.0f};
+  std::vector<int64_t> labels = {2, 0};
+  std::vector<float> probs(6);
+  float loss = 0.0f;
+  ASSERT_EQ(OTCK_OK, otck_softmax_ce_f32(2, 3, logits.data(), labels.data(),
+                                         probs.data(), &loss));
+  std::vector<double> ld(logits.begin(), logits.end());
+  EXPECT_TRUE(std::isfinite(loss));
+  EXPECT_TRUE(near(loss, refCrossEntropy(ld, labels, 2, 3), kRtol));
+}
+
+TEST(SoftmaxCrossEntropy, LabelOutOfRangeLeavesLossUntouched) {
+  std::vector<float> logits = randomVec(12, -1, 1, 9), probs(12);
+  for (int64_t bad : {int64_t(4), int64_t(-1), int64_t(1) << 40}) {
+    std::vector<int64_t> labels = {0, 3, bad};
+    float loss = 123.0f;
+    EXPECT_EQ(OTCK_ERR_LABEL_OUT_OF_RANGE,
+              otck_softmax_ce_f32(3, 4, logits.data(), labels.data(),
+                                  probs.data(), &loss));
+    EXPECT_EQ(loss, 123.0f);
+  }
+}
+
+TEST(Mse, LossAndGradient) {
+  unsigned seed = 800;
+  for (int64_t n : {int64_t(1), int64_t(1003), int64_t(100003)}) {
+    auto p = randomVec(n, -2, 2, seed++), t = randomVec(n, -2, 2, seed++);
+    float loss = kNaN;
+    otck_mse_f32(n, p.data(), t.data(), &loss);
+    double want = 0.0;
+    for (int64_t i = 0; i < n; ++i)
+      want += (double(p[i]) - t[i]) * (double(p[i]) - t[i]);
+    want /= double(n);
+    EXPECT_TRUE(near(loss, want, kRtol)) << "n " << n;
+
+    const float dloss = -1.3f;
+    std::vector<float> g(sz(n), kNaN);
+    otck_mse_grad_f32(n, p.data(), t.data(), &dloss, g.data());
+    for (int64_t i = 0; i < n; i += std::max<int64_t>(1, n / 101)) {
+      // Central difference of the double loss in p[i].
+      const double h = 1e-3, d = double(p[i]) - t[i];
+      double fd = dloss * (((d + h) * (d + h)) - ((d - h) * (d - h))) /
+                  (2 * h * double(n));
+      ASSERT_TRUE(near(g[i], fd, kRtol, 1e-12)) << "i " << i;
+    }
+  }
+}
+
+//===----------------------------------------------------------------------===//
+// Optimizers
+//===----------------------------------------------------------------------===//
+
+// References in double, written from torch.optim's documented algorithms.
+
+void refSgd(std::vector<double> &w, const std::vector<double> &g, double lr,
+            double wd) {
+  for (size_t i = 0; i < w.size(); ++i)
+    w[i] -= lr * (g[i] + wd * w[i]);
+}
+
+void refMomentum(std::vector<double> &w, const std::vector<double> &g,
+                 std::vector<double> &v, double lr, double mu, double wd,
+                 bool nesterov, bool firstStep) {
+  for (size_t i = 0; i < w.size(); ++i) {
+    double d = g[i] + wd * w[i];
+    v[i] = firstStep ? d : mu * v[i] + d; // torch clones d on the first step
+    double upd = nesterov ? d + mu * v[i] : v[i];
+    w[i] -= lr * upd;
+  }
+}
+
+void refAdam(std::vector<double> &w, const std::vector<double> &g,
+             std::vector<double> &m, std::vector<double> &v, double lr,
+             double b1, double b2, double eps, double wd, int step,
+             bool decoupled) {
+  for (size_t i = 0; i < w.size(); ++i) {
+    double gi = g[i];
+    if (decoupled)
+      w[i] *= 1.0 - lr * wd;
+    else
+      gi += wd * w[i];
+    m[i] = b1 * m[i] + (1 - b1) * gi;
+    v[i] = b2 * v[i] + (1 - b2) * gi * gi;
+    double mhat = m[i] / (1 - std::pow(b1, step));
+    double vhat = v[i] / (1 - std::pow(b2, step));
+    w[i] -= lr * mhat / (std::sqrt(vhat) + eps);
+  }
+}
+
+std::vector<double> toDouble(const std::vector<float> &v) {
+  return std::vector<double>(v.begin(), v.end());
+}
+
+void expectVecNear(const std::vector<float> &got,
+                   const std::vector<double> &want, double atol,
+                   const char *what) {
+  ASSERT_EQ(got.size(), want.size());
+  for (size_t i = 0; i < got.size(); ++i)
+    ASSERT_TRUE(near(got[i], want[i], kRtol, atol)) << what << "[" << i << "]";
+}
+
+TEST(Optimizer, SgdWithWeightDecay) {
+  for (int64_t n : {int64_t(1), int64_t(1003), int64_t(70001)})
+    for (float wd : {0.0f, 0.01f}) {
+      auto w = randomVec(n, -1, 1, 900);
+      auto wd64 = toDouble(w);
+      for (int step = 0; step < 5; ++step) {
+        auto g = randomVec(n, -1, 1, 901 + unsigned(step));
+        otck_sgd_f32(n, w.data(), g.data(), 0.1f, wd);
+        refSgd(wd64, toDouble(g), double(0.1f), double(wd));
+      }
+      expectVecNear(w, wd64, 1e-6, "w");
+    }
+}
+
+TEST(Optimizer, MomentumAndNesterov) {
+  const int64_t n = 1003;
+  for (int nesterov = 0; nesterov < 2; ++nesterov)
+    for (float wd : {0.0f, 0.05f}) {
+      SCOPED_TRACE("nesterov " + std::to_string(nesterov) + " wd " +
+                   std::to_string(wd));
+      auto w = randomVec(n, -1, 1, 910);
+      std::vector<float> v(sz(n), 0.0f);
+      auto wR = toDouble(w);
+      std::vector<double> vR(sz(n), 0.0);
+      for (int step = 0; step < 6; ++step) {
+        auto g = randomVec(n, -1, 1, 911 + unsigned(step));
+        otck_momentum_f32(n, w.data(), g.data(), v.data(), 0.05f, 0.9f, wd,
+                          nesterov);
+        refMomentum(wR, toDouble(g), vR, double(0.05f), double(0.9f),
+                    double(wd), nesterov != 0, step == 0);
+      }
+      expectVecNear(w, wR, 1e-6, "w");
+      expectVecNear(v, vR, 1e-6, "v");
+    }
+  // Nesterov and plain momentum differ after the first step.
+  auto w1 = randomVec(n, -1, 1, 920), w2 = w1;
+  std::vector<float> v1(sz(n), 0.0f), v2 = v1;
+  for (int step = 0; step < 2; ++step) {
+    auto g = randomVec(n, -1, 1, 930 + unsigned(step));
+    otck_momentum_f32(n, w1.data(), g.data(), v1.data(), 0.1f, 0.9f, 0, 0);
+    otck_momentum_f32(n, w2.data(), g.data(), v2.data(), 0.1f, 0.9f, 0, 1);
+  }
+  EXPECT_NE(w1, w2);
+}
+
+struct AdamConfig {
+  float lr, b1, b2, eps, wd;
+  int decoupled;
+};
+
+void runAdam(const AdamConfig &c, int64_t n, int steps, std::vector<float> &w,
+             std::vector<float> &m, std::vector<float> &v) {
+  w = randomVec(n, -1, 1, 940);
+  m.assign(sz(n), 0.0f);
+  v.assign(sz(n), 0.0f);
+  for (int step = 1; step <= steps; ++step) {
+    auto g = randomVec(n, -1, 1, 940 + unsigned(step));
+    otck_adam_f32(n, w.data(), g.data(), m.data(), v.data(), c.lr, c.b1, c.b2,
+                  c.eps, c.wd, step, c.decoupled);
+  }
+}
+
+TEST(Optimizer, AdamAndAdamWAgainstReference) {
+  const AdamConfig configs[] = {
+      {1e-3f, 0.9f, 0.999f, 1e-8f, 0.0f, 0},
+      {0.05f, 0.9f, 0.999f, 1e-8f, 0.1f, 0},
+      {0.05f, 0.9f, 0.999f, 1e-8f, 0.1f, 1},
+      {0.05f, 0.8f, 0.99f, 1e-2f, 0.0f, 0},
+      {0.05f, 0.5f, 0.9f, 1e-3f, 0.3f, 1},
+  };
+  for (const AdamConfig &c : configs)
+    for (int64_t n : {int64_t(1), int64_t(1003), int64_t(70001)}) {
+      SCOPED_TRACE("lr " + std::to_string(c.lr) + " wd " +
+                   std::to_string(c.wd) + " decoupled " +
+                   std::to_string(c.decoupled) + " n " + std::to_string(n));
+      const int steps = 7;
+      std::vector<float> w, m, v;
+      runAdam(c, n, steps, w, m, v);
+      auto wR = toDouble(randomVec(n, -1, 1, 940));
+      std::vector<double> mR(sz(n), 0.0), vR(sz(n), 0.0);
+      for (int step = 1; step <= steps; ++step)
+        refAdam(wR, toDouble(randomVec(n, -1, 1, 940 + unsigned(step))), mR, vR,
+                c.lr, c.b1, c.b2, c.eps, c.wd, step, c.decoupled != 0);
+      expectVecNear(w, wR, 1e-6, "w");
+      expectVecNear(m, mR, 1e-7, "m");
+      expectVecNear(v, vR, 1e-8, "v");
+    }
+}
+
+TEST(Optimizer, AdamMatchesTorchOperationOrderBitwise) {
+  // The float op sequence of torch.optim.Adam/AdamW (1.13, single tensor),
+  // one rounding per tensor op, scalars as Python doubles.
+  const int64_t n = 1003;
+  for (int decoupled = 0; decoupled < 2; ++decoupled) {
+    const float lr = 0.01f, b1 = 0.9f, b2 = 0.999f, eps = 1e-8f, wd = 0.02f;
+    std::vector<float> w, m, v;
+    runAdam({lr, b1, b2, eps, wd, decoupled}, n, 4, w, m, v);
+    auto wR = randomVec(n, -1, 1, 940);
+    std::vector<float> mR(sz(n), 0.0f), vR(sz(n), 0.0f);
+    for (int step = 1; step <= 4; ++step) {
+      auto g = randomVec(n, -1, 1, 940 + unsigned(step));
+      double bc1 = 1 - std::pow(double(b1), step);
+      double bc2 = 1 - std::pow(double(b2), step);
+      float stepSize = float(double(lr) / bc1);
+      float bc2Sqrt = float(std::sqrt(bc2));
+      for (int64_t i = 0; i < n; ++i) {
+        float gi = g[i];
+        if (decoupled) {
+          float factor = float(1.0 - double(lr) * double(wd));
+          wR[i] = wR[i] * factor;
+        } else {
+          float t = wd * wR[i];
+          gi = gi + t;
+        }
+        float mt = mR[i] * b1;
+        float a1 = float(1.0 - double(b1)) * gi;
+        mR[i] = mt + a1;
+        float vt = vR[i] * b2;
+        float a2 = float(1.0 - double(b2)) * gi;
+        a2 = a2 * gi;
+        vR[i] = vt + a2;
+        float denom = std::sqrt(vR[i]);
+        denom = denom / bc2Sqrt;
+        denom = denom + eps;
+        float upd = -stepSize * mR[i];
+        upd = upd / denom;
+        wR[i] = wR[i] + upd;
+      }
+    }
+    EXPECT_EQ(w, wR) << "decoupled " << decoupled;
+    EXPECT_EQ(m, mR);
+    EXPECT_EQ(v, vR);
+  }
+}
+
+TEST(Optimizer, AdamWDiffersFromAdamOnlyThroughDecay) {
+  const int64_t n = 1003;
+  std::vector<float> wA, mA, vA, wW, mW, vW;
+  // Without decay the two are the same computation.
+  runAdam({0.01f, 0.9f, 0.999f, 1e-8f, 0.0f, 0}, n, 3, wA, mA, vA);
+  runAdam({0.01f, 0.9f, 0.999f, 1e-8f, 0.0f, 1}, n, 3, wW, mW, vW);
+  EXPECT_EQ(wA, wW);
+  // With decay: Adam folds it into the moments, AdamW does not.
+  runAdam({0.01f, 0.9f, 0.999f, 1e-8f, 0.1f, 0}, n, 3, wA, mA, vA);
+  runAdam({0.01f, 0.9f, 0.999f, 1e-8f, 0.1f, 1}, n, 3, wW, mW, vW);
+  EXPECT_NE(wA, wW);
+  EXPECT_NE(mA, mW);
+  std::vector<float> w0, m0, v0;
+  runAdam({0.01f, 0.9f, 0.999f, 1e-8f, 0.0f, 0}, n, 3, w0, m0, v0);
+  EXPECT_EQ(mW, m0) << "AdamW's moments do not see the decay";
+  // First step: AdamW = Adam(wd=0) applied to w * (1 - lr*wd).
+  auto w = randomVec(n, -1, 1, 960), g = randomVec(n, -1, 1, 961);
+  auto wDecayed = w;
+  for (float &x : wDecayed)
+    x *= float(1.0 - 0.01 * double(0.1f));
+  std::vector<float> m(sz(n), 0.0f), v(sz(n), 0.0f), m2 = m, v2 = v;
+  otck_adam_f32(n, w.data(), g.data(), m.data(), v.data(), 0.01f, 0.9f, 0.999f,
+                1e-8f, 0.1f, 1, 1);
+  otck_adam_f32(n, wDecayed.data(), g.data(), m2.data(), v2.data(), 0.01f, 0.9f,
+                0.999f, 1e-8f, 0.0f, 1, 0);
+  EXPECT_EQ(w, wDecayed);
+}
+
+//===----------------------------------------------------------------------===//
+// Threads
+//===----------------------------------------------------------------------===//
+
+TEST(Threads, SetNumThreadsAndDeterministicReductions) {
+  const int before = omp_get_max_threads();
+  auto x = randomVec(300007, -1, 1, 1000);
+  auto t = randomVec(300007, -1, 1, 1001);
+  Shape in = {300007};
+  Shape ys = {0};
+  float sum1, sum2, mse1, mse2;
+  otck_set_num_threads(1);
+  EXPECT_EQ(omp_get_max_threads(), 1);
+  otck_reduce_sum_to_f32(1, in.data(), x.data(), ys.data(), 1, &sum1);
+  otck_mse_f32(300007, x.data(), t.data(), &mse1);
+  otck_set_num_threads(2);
+  EXPECT_EQ(omp_get_max_threads(), 2);
+  otck_reduce_sum_to_f32(1, in.data(), x.data(), ys.data(), 1, &sum2);
+  otck_mse_f32(300007, x.data(), t.data(), &mse2);
+  EXPECT_EQ(sum1, sum2);
+  EXPECT_EQ(mse1, mse2);
+  otck_set_num_threads(0); // keeps the current setting
+  EXPECT_EQ(omp_get_max_threads(), 2);
+  otck_set_num_threads(before);
+}
+
+} // namespace

@@ -1,0 +1,113 @@
+//===- parallel.h - OpenMP work splitting for the CPU kernels ---*- C++ -*-===//
+//
+// Internal to the kernel library. Kernels split their iteration space into
+// one contiguous range per OpenMP thread and run a plain serial loop on each
+// range, which keeps the inner loops simple enough for the vectoriser.
+// Reductions that produce a scalar use a fixed number of chunks, so their
+// result does not depend on the thread count.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef OTC_KERNELS_CPU_PARALLEL_H
+#define OTC_KERNELS_CPU_PARALLEL_H
+
+#include <omp.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <cstring>
+
+namespace otc::kernels {
+
+/// Elements of cheap elementwise work (a load, an add, a store) below which a
+/// kernel stays on the calling thread: a parallel region costs a few
+/// microseconds.
+constexpr int64_t kParallelGrain = int64_t(1) << 15;
+/// The same for elementwise work that evaluates a transcendental function.
+constexpr int64_t kParallelGrainHeavy = int64_t(1) << 12;
+
+/// Most threads a kernel uses when it keeps per-thread partial results.
+constexpr int kMaxThreads = 64;
+
+/// True when a loop with `work` units of cost should use a parallel region.
+inline bool shouldParallelize(int64_t work, int64_t grain) {
+  return work > grain && omp_get_max_threads() > 1 && !omp_in_parallel();
+}
+
+/// Calls body(begin, end) over disjoint ranges covering [0, n), one per
+/// thread when `n * cost` exceeds `grain`. Range bounds are rounded down to a
+/// multiple of `align` so threads do not share cache lines at the seams.
+template <typename Body>
+void parallelFor(int64_t n, int64_t cost, int64_t grain, Body body,
+                 int64_t align = 16) {
+  if (n <= 0)
+    return;
+  if (!shouldParallelize(n * cost, grain)) {
+    body(int64_t(0), n);
+    return;
+  }
+#pragma omp parallel
+  {
+    int64_t nt = omp_get_num_threads();
+    int64_t t = omp_get_thread_num();
+    auto bound = [&](int64_t i) -> int64_t {
+      if (i >= nt)
+        return n;
+      int64_t b = n * i / nt;
+      return b - b % align;
+    };
+    int64_t begin = bound(t), end = bound(t + 1);
+    if (begin < end)
+      body(begin, end);
+  }
+}
+
+/// Sum over [0, n) of f(begin, end) (a double). Large sums are evaluated on
+/// a fixed number of chunks, in parallel when threads are available, and the
+/// chunk results added in order: the result depends on n, never on the
+/// thread count.
+template <typename F>
+double deterministicSum(int64_t n, int64_t cost, int64_t grain, F f) {
+  constexpr int kChunks = 64;
+  if (n <= 0)
+    return 0.0;
+  if (n < kChunks || n * cost <= grain)
+    return f(int64_t(0), n);
+  double parts[kChunks];
+#pragma omp parallel for schedule(                                             \
+    static) if (shouldParallelize(n * cost, grain))
+  for (int c = 0; c < kChunks; ++c)
+    parts[c] = f(n * c / kChunks, n * (c + 1) / kChunks);
+  double sum = 0.0;
+  for (double p : parts)
+    sum += p;
+  return sum;
+}
+
+/// Sum of x[0, n) in float lanes, accumulated per block in double.
+inline double sumContiguous(const float *x, int64_t n) {
+  constexpr int64_t kBlock = 1024;
+  double acc = 0.0;
+  for (int64_t b = 0; b < n; b += kBlock) {
+    int64_t e = std::min(n, b + kBlock);
+    float s = 0.0f;
+#pragma omp simd reduction(+ : s)
+    for (int64_t i = b; i < e; ++i)
+      s += x[i];
+    acc += s;
+  }
+  return acc;
+}
+
+/// Bit casts between same-sized trivially copyable types (C++20's
+/// std::bit_cast); compiles to a register move and vectorises.
+template <typename To, typename From> inline To bitCast(From from) {
+  static_assert(sizeof(To) == sizeof(From), "bitCast needs equal sizes");
+  To to;
+  std::memcpy(&to, &from, sizeof(To));
+  return to;
+}
+
+} // namespace otc::kernels
+
+#endif // OTC_KERNELS_CPU_PARALLEL_H

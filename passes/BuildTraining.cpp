@@ -1,0 +1,370 @@
+//===- BuildTraining.cpp - loss, reverse-mode AD and optimizer ------------===//
+//
+// Turns @forward into @train_step (forward, loss, backward, optimizer
+// updates) and @eval_step (forward with dropout off, plus the loss).
+//
+//===----------------------------------------------------------------------===//
+
+#include "dialects/graph/GraphDialect.h"
+#include "passes/Attributes.h"
+#include "passes/Passes.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/IRMapping.h"
+
+namespace otc {
+#define GEN_PASS_DEF_BUILDTRAINING
+#include "passes/Passes.h.inc"
+} // namespace otc
+
+using namespace mlir;
+using namespace otc;
+using namespace otc::graph;
+
+namespace {
+
+/// Optimizer state slots per parameter, named as torch.optim names them.
+SmallVector<StringRef> stateSlots(StringRef optimizer) {
+  if (optimizer == "momentum")
+    return {"momentum_buffer"};
+  if (optimizer == "adam" || optimizer == "adamw")
+    return {"exp_avg", "exp_avg_sq"};
+  return {};
+}
+
+struct BuildTraining : otc::impl::BuildTrainingBase<BuildTraining> {
+  using Base::Base;
+
+  void runOnOperation() override;
+
+private:
+  LogicalResult validateOptions(ModuleOp module, func::FuncOp forward);
+  FailureOr<Value> buildLoss(OpBuilder &b, Location loc, Value output,
+                             Value label);
+  LogicalResult buildTrainStep(ModuleOp module, func::FuncOp forward);
+  LogicalResult buildEvalStep(ModuleOp module, func::FuncOp forward);
+  Type labelType(func::FuncOp forward);
+};
+
+} // namespace
+
+LogicalResult BuildTraining::validateOptions(ModuleOp module,
+                                             func::FuncOp forward) {
+  if (loss != "cross-entropy" && loss != "mse" && loss != "none")
+    return module.emitError("unknown loss '")
+           << loss << "' (expected cross-entropy, mse or none)";
+  if (optimizer != "sgd" && optimizer != "momentum" && optimizer != "adam" &&
+      optimizer != "adamw")
+    return module.emitError("unknown optimizer '")
+           << optimizer << "' (expected sgd, momentum, adam or adamw)";
+  if (!(lr > 0.0))
+    return module.emitError("learning rate must be positive, got ") << lr;
+  if (weightDecay < 0.0)
+    return module.emitError("weight decay must be non-negative, got ")
+           << weightDecay;
+  if (!(beta1 >= 0.0 && beta1 < 1.0) || !(beta2 >= 0.0 && beta2 < 1.0))
+    return module.emitError("Adam betas must be in [0, 1), got ")
+           << beta1 << ", " << beta2;
+  if (forward.getNumResults() == 0)
+    return forward.emitError("@forward has no output to train");
+  bool anyParam = false;
+  for (unsigned i = 0; i < forward.getNumArguments(); ++i)
+    anyParam |= static_cast<bool>(forward.getArgAttr(i, attr::kParam));
+  if (!anyParam)
+    return forward.emitError("the model has no trainable parameters "
+                             "(float initializers)");
+  auto out = llvm::cast<RankedTensorType>(forward.getResultTypes()[0]);
+  if (loss == "cross-entropy" &&
+      (out.getRank() != 2 || !out.getElementType().isF32()))
+    return forward.emitError("cross-entropy needs a [batch, classes] float "
+                             "output, the model's first output is ")
+           << out;
+  if (loss == "none" && out.getNumElements() != 1)
+    return forward.emitError("--loss none needs a scalar first output (the "
+                             "model's own loss), got ")
+           << out;
+  if (loss != "none")
+    for (unsigned i = 0; i < forward.getNumArguments(); ++i)
+      if (auto name = forward.getArgAttrOfType<StringAttr>(i, attr::kInput))
+        if (name.getValue() == label)
+          return forward.emitError("the model already has an input named '")
+                 << label << "'; choose another --label";
+  return success();
+}
+
+Type BuildTraining::labelType(func::FuncOp forward) {
+  auto out = llvm::cast<RankedTensorType>(forward.getResultTypes()[0]);
+  if (loss == "cross-entropy")
+    return RankedTensorType::get({out.getDimSize(0)},
+                                 IntegerType::get(&getContext(), 64));
+  if (loss == "mse")
+    return out;
+  return {};
+}
+
+FailureOr<Value> BuildTraining::buildLoss(OpBuilder &b, Location loc,
+                                          Value output, Value label) {
+  auto scalar = RankedTensorType::get({}, b.getF32Type());
+  if (loss == "cross-entropy")
+    return b
+        .create<SoftmaxCrossEntropyOp>(loc, scalar, output.getType(), output,
+                                       label)
+        .getLoss();
+  if (loss == "mse")
+    return b.create<MseOp>(loc, scalar, output, label).getLoss();
+  if (output.getType() == scalar)
+    return output;
+  return b.create<ReshapeOp>(loc, scalar, output).getResult();
+}
+
+LogicalResult BuildTraining::buildTrainStep(ModuleOp module,
+                                            func::FuncOp forward) {
+  MLIRContext *ctx = &getContext();
+  Location loc = forward.getLoc();
+  OpBuilder b(ctx);
+  b.setInsertionPointAfter(forward);
+
+  // Arguments: the forward's, then the label, then optimizer state.
+  SmallVector<unsigned> paramArgs;
+  for (unsigned i = 0; i < forward.getNumArguments(); ++i)
+    if (forward.getArgAttr(i, attr::kParam))
+      paramArgs.push_back(i);
+  SmallVector<StringRef> slots = stateSlots(optimizer);
+  SmallVector<Type> argTypes(forward.getArgumentTypes());
+  SmallVector<DictionaryAttr> argAttrs;
+  for (unsigned i = 0; i < forward.getNumArguments(); ++i)
+    argAttrs.push_back(forward.getArgAttrDict(i)
+                           ? forward.getArgAttrDict(i)
+                           : DictionaryAttr::get(ctx));
+  int labelArg = -1;
+  if (Type t = labelType(forward)) {
+    labelArg = argTypes.size();
+    argTypes.push_back(t);
+    argAttrs.push_back(b.getDictionaryAttr(
+        {b.getNamedAttr(attr::kInput, b.getStringAttr(label)),
+         b.getNamedAttr(attr::kRole, b.getStringAttr("label"))}));
+  }
+  unsigned firstState = argTypes.size();
+  for (unsigned p : paramArgs) {
+    StringRef name =
+        forward.getArgAttrOfType<StringAttr>(p, attr::kParam).getValue();
+    for (StringRef slot : slots) {
+      argTypes.push_back(forward.getArgumentTypes()[p]);
+      argAttrs.push_back(b.getDictionaryAttr(b.getNamedAttr(
+          attr::kState, b.getStringAttr(name + "." + slot))));
+    }
+  }
+
+  auto fn = b.create<func::FuncOp>(loc, attr::kTrainFn,
+                                   b.getFunctionType(argTypes, {}));
+  fn.setAllArgAttrs(argAttrs);
+  Block *body = fn.addEntryBlock();
+  b.setInsertionPointToStart(body);
+
+  // Forward.
+  IRMapping map;
+  for (unsigned i = 0; i < forward.getNumArguments(); ++i)
+    map.map(forward.getArgument(i), fn.getArgument(i));
+  auto ret = llvm::cast<func::ReturnOp>(forward.front().getTerminator());
+  for (Operation &op : forward.front().without_terminator())
+    b.clone(op, map);
+  Value output = map.lookup(ret.getOperand(0));
+  FailureOr<Value> lossValue =
+      buildLoss(b, loc, output, labelArg >= 0 ? fn.getArgument(labelArg)
+                                              : Value());
+  if (failed(lossValue))
+    return failure();
+
+  // Values that depend on a parameter need gradients.
+  DenseSet<Value> needsGrad;
+  for (unsigned p : paramArgs)
+    needsGrad.insert(fn.getArgument(p));
+  SmallVector<Operation *> forwardOps;
+  for (Operation &op : *body) {
+    forwardOps.push_back(&op);
+    if (llvm::any_of(op.getOperands(),
+                     [&](Value v) { return needsGrad.contains(v); }))
+      needsGrad.insert(op.result_begin(), op.result_end());
+  }
+  if (!needsGrad.contains(*lossValue))
+    return forward.emitError("the loss does not depend on any parameter");
+
+  // Reverse sweep: gradients are appended after the forward.
+  DenseMap<Value, Value> grads;
+  auto scalar = RankedTensorType::get({}, b.getF32Type());
+  grads[*lossValue] = b.create<ConstantOp>(
+      loc, DenseElementsAttr::get(scalar, b.getF32FloatAttr(1.0f)));
+  for (Operation *op : llvm::reverse(forwardOps)) {
+    SmallVector<Value> resultGrads;
+    bool any = false;
+    for (Value r : op->getResults()) {
+      resultGrads.push_back(grads.lookup(r));
+      any |= static_cast<bool>(resultGrads.back());
+    }
+    if (!any)
+      continue;
+    auto differentiable = llvm::dyn_cast<GradientOpInterface>(op);
+    if (!differentiable)
+      return op->emitError("'")
+             << op->getName() << "' has no gradient, but the loss depends "
+             << "on parameters through it";
+    SmallVector<Value> operandGrads;
+    if (failed(differentiable.buildGradients(b, resultGrads, operandGrads)))
+      return failure();
+    for (auto [operand, grad] : llvm::zip(op->getOperands(), operandGrads)) {
+      if (!grad || !needsGrad.contains(operand))
+        continue;
+      if (grad.getType() != operand.getType())
+        return op->emitError("gradient of type ")
+               << grad.getType() << " for an operand of type "
+               << operand.getType();
+      Value &acc = grads[operand];
+      acc = acc ? b.create<AddOp>(op->getLoc(), acc, grad).getResult() : grad;
+    }
+  }
+
+  // Optimizer updates, in parameter order.
+  SmallVector<Value> results;
+  SmallVector<int64_t> updates;
+  auto f = [&](double v) { return b.getF32FloatAttr(static_cast<float>(v)); };
+  unsigned stateArg = firstState;
+  for (unsigned p : paramArgs) {
+    Value w = fn.getArgument(p);
+    Value g = grads.lookup(w);
+    SmallVector<Value> state;
+    for (unsigned s = 0; s < slots.size(); ++s)
+      state.push_back(fn.getArgument(stateArg + s));
+    SmallVector<Value> next;
+    if (!g) {
+      fn.emitWarning("parameter '")
+          << forward.getArgAttrOfType<StringAttr>(p, attr::kParam).getValue()
+          << "' does not affect the loss and is not updated";
+      next.push_back(w);
+      next.append(state);
+    } else if (optimizer == "sgd") {
+      next.push_back(b.create<SgdUpdateOp>(loc, w, g, f(lr), f(weightDecay)));
+    } else if (optimizer == "momentum") {
+      auto op = b.create<MomentumUpdateOp>(loc, w, g, state[0], f(lr),
+                                           f(momentum), f(weightDecay),
+                                           b.getBoolAttr(nesterov));
+      next.append(op->result_begin(), op->result_end());
+    } else {
+      Operation *op =
+          optimizer == "adam"
+              ? b.create<AdamUpdateOp>(loc, w, g, state[0], state[1], f(lr),
+                                       f(beta1), f(beta2), f(eps),
+                                       f(weightDecay))
+                    .getOperation()
+              : b.create<AdamWUpdateOp>(loc, w, g, state[0], state[1], f(lr),
+                                        f(beta1), f(beta2), f(eps),
+                                        f(weightDecay))
+                    .getOperation();
+      next.append(op->result_begin(), op->result_end());
+    }
+    results.push_back(next[0]);
+    updates.push_back(p);
+    for (unsigned s = 0; s < slots.size(); ++s) {
+      results.push_back(next[1 + s]);
+      updates.push_back(stateArg + s);
+    }
+    stateArg += slots.size();
+  }
+  results.push_back(*lossValue);
+  b.create<func::ReturnOp>(loc, results);
+
+  SmallVector<Type> resultTypes;
+  for (Value v : results)
+    resultTypes.push_back(v.getType());
+  fn.setFunctionType(b.getFunctionType(argTypes, resultTypes));
+  for (auto [i, arg] : llvm::enumerate(updates))
+    fn.setResultAttr(i, attr::kUpdates, b.getI64IntegerAttr(arg));
+  fn.setResultAttr(results.size() - 1, attr::kOutput,
+                   b.getStringAttr(attr::kLossOutput));
+  return success();
+}
+
+LogicalResult BuildTraining::buildEvalStep(ModuleOp module,
+                                           func::FuncOp forward) {
+  MLIRContext *ctx = &getContext();
+  Location loc = forward.getLoc();
+  OpBuilder b(ctx);
+  b.setInsertionPointAfter(forward);
+  SmallVector<Type> argTypes(forward.getArgumentTypes());
+  SmallVector<DictionaryAttr> argAttrs;
+  for (unsigned i = 0; i < forward.getNumArguments(); ++i)
+    argAttrs.push_back(forward.getArgAttrDict(i)
+                           ? forward.getArgAttrDict(i)
+                           : DictionaryAttr::get(ctx));
+  Type lt = labelType(forward);
+  if (lt) {
+    argTypes.push_back(lt);
+    argAttrs.push_back(b.getDictionaryAttr(
+        {b.getNamedAttr(attr::kInput, b.getStringAttr(label)),
+         b.getNamedAttr(attr::kRole, b.getStringAttr("label"))}));
+  }
+  auto fn = b.create<func::FuncOp>(loc, attr::kEvalFn,
+                                   b.getFunctionType(argTypes, {}));
+  fn.setAllArgAttrs(argAttrs);
+  Block *body = fn.addEntryBlock();
+  b.setInsertionPointToStart(body);
+  IRMapping map;
+  for (unsigned i = 0; i < forward.getNumArguments(); ++i)
+    map.map(forward.getArgument(i), fn.getArgument(i));
+  for (Operation &op : forward.front().without_terminator()) {
+    if (auto dropout = llvm::dyn_cast<DropoutOp>(op)) {
+      map.map(dropout.getResult(), map.lookup(dropout.getInput()));
+      continue;
+    }
+    b.clone(op, map);
+  }
+  auto ret = llvm::cast<func::ReturnOp>(forward.front().getTerminator());
+  SmallVector<Value> results{map.lookup(ret.getOperand(0))};
+  if (lt) {
+    FailureOr<Value> l =
+        buildLoss(b, loc, results[0], fn.getArgument(argTypes.size() - 1));
+    if (failed(l))
+      return failure();
+    results.push_back(*l);
+  }
+  b.create<func::ReturnOp>(loc, results);
+  SmallVector<Type> resultTypes;
+  for (Value v : results)
+    resultTypes.push_back(v.getType());
+  fn.setFunctionType(b.getFunctionType(argTypes, resultTypes));
+  fn.setResultAttr(0, attr::kOutput, b.getStringAttr(attr::kEvalOutput));
+  if (lt)
+    fn.setResultAttr(1, attr::kOutput, b.getStringAttr(attr::kEvalLossOutput));
+  return success();
+}
+
+void BuildTraining::runOnOperation() {
+  ModuleOp module = getOperation();
+  auto forward = module.lookupSymbol<func::FuncOp>(attr::kForwardFn);
+  if (!forward) {
+    module.emitError("no @forward function to train");
+    return signalPassFailure();
+  }
+  if (failed(validateOptions(module, forward)) ||
+      failed(buildTrainStep(module, forward)) ||
+      failed(buildEvalStep(module, forward)))
+    return signalPassFailure();
+
+  Builder b(&getContext());
+  auto f = [&](double v) { return b.getF64FloatAttr(v); };
+  module->setAttr(
+      attr::kTraining,
+      b.getDictionaryAttr({
+          b.getNamedAttr("loss", b.getStringAttr(loss)),
+          b.getNamedAttr("label", b.getStringAttr(label)),
+          b.getNamedAttr("optimizer", b.getStringAttr(optimizer)),
+          b.getNamedAttr("lr", f(lr)),
+          b.getNamedAttr("momentum", f(momentum)),
+          b.getNamedAttr("nesterov", b.getBoolAttr(nesterov)),
+          b.getNamedAttr("weight_decay", f(weightDecay)),
+          b.getNamedAttr("beta1", f(beta1)),
+          b.getNamedAttr("beta2", f(beta2)),
+          b.getNamedAttr("eps", f(eps)),
+      }));
+  forward.erase();
+}

@@ -1,0 +1,31 @@
+//===- EmitCpp.h - exec dialect to C++ source -------------------*- C++ -*-===//
+
+#ifndef OTC_PASSES_EMITCPP_H
+#define OTC_PASSES_EMITCPP_H
+
+#include "mlir/IR/BuiltinOps.h"
+#include "llvm/Support/raw_ostream.h"
+
+namespace otc {
+
+struct EmitCppOptions {
+  /// Also emit `main` calling the runtime's driver (an executable rather
+  /// than a loadable library).
+  bool withMain = false;
+};
+
+/// Writes a memory-planned module (after otc-plan-memory) as one C++
+/// translation unit defining the program entry table of
+/// otc/program_abi.h. Diagnoses what it cannot emit.
+mlir::LogicalResult emitCpp(mlir::ModuleOp module, llvm::raw_ostream &os,
+                            const EmitCppOptions &options = {});
+
+/// The manifest JSON of a memory-planned module (also embedded by emitCpp).
+mlir::FailureOr<std::string> buildManifest(mlir::ModuleOp module);
+
+/// Registers `--emit-cpp` with mlir-translate style tools.
+void registerEmitCppTranslation();
+
+} // namespace otc
+
+#endif // OTC_PASSES_EMITCPP_H

@@ -1,0 +1,182 @@
+//===- LowerToExec.cpp - graph/dist on tensors to exec on buffers ---------===//
+//
+// One generic pattern turns each graph op into an `exec.kernel` of the same
+// name writing freshly allocated result buffers; optimizer updates and
+// all-reduces get their own patterns because they work in place.
+//
+//===----------------------------------------------------------------------===//
+
+#include "dialects/dist/DistDialect.h"
+#include "dialects/exec/ExecDialect.h"
+#include "dialects/graph/GraphDialect.h"
+#include "passes/Passes.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/Func/Transforms/FuncConversions.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Transforms/DialectConversion.h"
+
+namespace otc {
+#define GEN_PASS_DEF_LOWERTOEXEC
+#include "passes/Passes.h.inc"
+} // namespace otc
+
+using namespace mlir;
+using namespace otc;
+
+namespace {
+
+/// Kernel of a graph op: the op's mnemonic, except where the kernel library
+/// serves several ops with one entry.
+StringRef kernelFor(Operation *op) {
+  StringRef name = op->getName().stripDialect();
+  if (name == "matmul")
+    return "gemm";
+  if (name == "reshape")
+    return "copy";
+  return name;
+}
+
+bool isOptimizerUpdate(Operation *op) {
+  return llvm::isa<graph::SgdUpdateOp, graph::MomentumUpdateOp,
+                   graph::AdamUpdateOp, graph::AdamWUpdateOp>(op);
+}
+
+/// True when `op` is the last reader of `v` in its block, so `v`'s buffer
+/// may be overwritten by `op`.
+bool isLastUse(Value v, Operation *op) {
+  return llvm::all_of(v.getUsers(), [&](Operation *user) {
+    return user == op || (user->getBlock() == op->getBlock() &&
+                          user->isBeforeInBlock(op));
+  });
+}
+
+/// A buffer of `v` that `op` may overwrite: `buffer` itself when `op` is
+/// the last use of the block argument / single-use value `v`, else a copy.
+Value writableBuffer(ConversionPatternRewriter &rewriter, Operation *op,
+                     Value v, Value buffer) {
+  if (isLastUse(v, op))
+    return buffer;
+  auto type = llvm::cast<MemRefType>(buffer.getType());
+  Value copy = rewriter.create<exec::AllocOp>(op->getLoc(), type);
+  rewriter.create<exec::KernelOp>(op->getLoc(), "copy", ValueRange{buffer},
+                                  ValueRange{copy});
+  return copy;
+}
+
+/// Any graph op except constants and optimizer updates: allocate results,
+/// call the kernel, copy the op's attributes onto the call.
+struct KernelPattern : ConversionPattern {
+  KernelPattern(const TypeConverter &converter, MLIRContext *ctx)
+      : ConversionPattern(converter, MatchAnyOpTypeTag(), /*benefit=*/1, ctx) {
+  }
+
+  LogicalResult
+  matchAndRewrite(Operation *op, ArrayRef<Value> operands,
+                  ConversionPatternRewriter &rewriter) const override {
+    if (!llvm::isa<graph::GraphDialect>(op->getDialect()) ||
+        llvm::isa<graph::ConstantOp>(op) || isOptimizerUpdate(op))
+      return rewriter.notifyMatchFailure(op, "not a plain kernel op");
+    StringRef kernel = kernelFor(op);
+    if (!exec::isKnownKernel(kernel))
+      return op->emitError("no kernel implements '") << op->getName() << "'";
+    SmallVector<Value> outs;
+    for (Type t : op->getResultTypes()) {
+      Type bufferType = getTypeConverter()->convertType(t);
+      if (!bufferType)
+        return rewriter.notifyMatchFailure(op, "unconvertible result type");
+      outs.push_back(rewriter.create<exec::AllocOp>(op->getLoc(), bufferType));
+    }
+    auto call = rewriter.create<exec::KernelOp>(op->getLoc(), kernel,
+                                                operands, outs);
+    for (NamedAttribute a : op->getAttrs())
+      call->setAttr(a.getName(), a.getValue());
+    rewriter.replaceOp(op, outs);
+    return success();
+  }
+};
+
+struct ConstantPattern : OpConversionPattern<graph::ConstantOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(graph::ConstantOp op, OpAdaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Type type = getTypeConverter()->convertType(op.getType());
+    rewriter.replaceOpWithNewOp<exec::ConstantOp>(op, type, op.getValue());
+    return success();
+  }
+};
+
+/// Optimizer updates write the parameter and state buffers in place.
+struct UpdatePattern : ConversionPattern {
+  UpdatePattern(const TypeConverter &converter, MLIRContext *ctx)
+      : ConversionPattern(converter, MatchAnyOpTypeTag(), /*benefit=*/2, ctx) {
+  }
+
+  LogicalResult
+  matchAndRewrite(Operation *op, ArrayRef<Value> operands,
+                  ConversionPatternRewriter &rewriter) const override {
+    if (!isOptimizerUpdate(op))
+      return rewriter.notifyMatchFailure(op, "not an optimizer update");
+    // Operands: param, grad, state...; results: param, state...
+    SmallVector<Value> outs{
+        writableBuffer(rewriter, op, op->getOperand(0), operands[0])};
+    for (unsigned i = 2; i < operands.size(); ++i)
+      outs.push_back(
+          writableBuffer(rewriter, op, op->getOperand(i), operands[i]));
+    auto call = rewriter.create<exec::KernelOp>(
+        op->getLoc(), op->getName().stripDialect(), ValueRange{operands[1]},
+        outs);
+    for (NamedAttribute a : op->getAttrs())
+      call->setAttr(a.getName(), a.getValue());
+    rewriter.replaceOp(op, outs);
+    return success();
+  }
+};
+
+struct AllReducePattern : OpConversionPattern<dist::AllReduceOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(dist::AllReduceOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Value buffer =
+        writableBuffer(rewriter, op, op.getInput(), adaptor.getInput());
+    rewriter.create<exec::AllReduceOp>(
+        op.getLoc(), buffer,
+        rewriter.getStringAttr(dist::stringifyReduceKind(op.getKind())));
+    rewriter.replaceOp(op, buffer);
+    return success();
+  }
+};
+
+struct LowerToExec : otc::impl::LowerToExecBase<LowerToExec> {
+  void runOnOperation() override {
+    MLIRContext *ctx = &getContext();
+    TypeConverter converter;
+    converter.addConversion([](Type t) { return t; });
+    converter.addConversion([](RankedTensorType t) -> Type {
+      return MemRefType::get(t.getShape(), t.getElementType());
+    });
+
+    ConversionTarget target(*ctx);
+    target.addLegalDialect<exec::ExecDialect>();
+    target.addLegalOp<ModuleOp>();
+    target.addIllegalDialect<graph::GraphDialect, dist::DistDialect>();
+    target.addDynamicallyLegalOp<func::FuncOp>([&](func::FuncOp op) {
+      return converter.isSignatureLegal(op.getFunctionType());
+    });
+    target.addDynamicallyLegalOp<func::ReturnOp>(
+        [&](func::ReturnOp op) { return converter.isLegal(op); });
+
+    RewritePatternSet patterns(ctx);
+    patterns.add<KernelPattern, UpdatePattern>(converter, ctx);
+    patterns.add<ConstantPattern, AllReducePattern>(converter, ctx);
+    populateFunctionOpInterfaceTypeConversionPattern<func::FuncOp>(patterns,
+                                                                   converter);
+    populateReturnOpTypeConversionPattern(patterns, converter);
+    if (failed(applyFullConversion(getOperation(), target,
+                                   std::move(patterns))))
+      signalPassFailure();
+  }
+};
+} // namespace

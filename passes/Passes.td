@@ -1,0 +1,88 @@
+//===- Passes.td - OTC passes ------------------------------*- tablegen -*-===//
+
+#ifndef OTC_PASSES
+#define OTC_PASSES
+
+include "mlir/Pass/PassBase.td"
+
+//===----------------------------------------------------------------------===//
+// Training graph
+//===----------------------------------------------------------------------===//
+
+def BuildTraining : Pass<"otc-build-training", "mlir::ModuleOp"> {
+  let summary = "Build @train_step and @eval_step from @forward";
+  let description = [{
+    Attaches the loss to the first output of `@forward`, differentiates it
+    in reverse mode through `GradientOpInterface`, and appends one optimizer
+    update per parameter. `@train_step` returns the updated parameters and
+    optimizer state (result attribute `otc.updates` names the argument each
+    replaces) and the loss; `@eval_step` is the forward (dropout off) plus
+    the loss when labels exist. `@forward` is removed.
+  }];
+  let dependentDialects = ["::otc::graph::GraphDialect",
+                           "::mlir::func::FuncDialect"];
+  let options = [
+    Option<"loss", "loss", "std::string", "\"cross-entropy\"",
+           "Loss on the first output: cross-entropy, mse or none (the "
+           "output is already a scalar loss)">,
+    Option<"label", "label", "std::string", "\"labels\"",
+           "Name of the new label/target input">,
+    Option<"optimizer", "optimizer", "std::string", "\"sgd\"",
+           "sgd, momentum, adam or adamw">,
+    Option<"lr", "lr", "double", "0.01", "Learning rate">,
+    Option<"momentum", "momentum", "double", "0.9",
+           "Momentum factor (optimizer=momentum)">,
+    Option<"nesterov", "nesterov", "bool", "false",
+           "Nesterov momentum (optimizer=momentum)">,
+    Option<"weightDecay", "weight-decay", "double", "0.0",
+           "Weight decay (L2 for sgd/momentum/adam, decoupled for adamw)">,
+    Option<"beta1", "beta1", "double", "0.9", "Adam beta1">,
+    Option<"beta2", "beta2", "double", "0.999", "Adam beta2">,
+    Option<"eps", "eps", "double", "1e-8", "Adam epsilon">,
+  ];
+}
+
+//===----------------------------------------------------------------------===//
+// Distribution
+//===----------------------------------------------------------------------===//
+
+def InsertAllReduce : Pass<"otc-insert-allreduce", "mlir::ModuleOp"> {
+  let summary = "Average gradients over the ranks before the optimizer";
+  let description = [{
+    Records `dist.world_size` on the module and, when it is above 1, feeds
+    every optimizer update's gradient through `dist.all_reduce mean`.
+  }];
+  let dependentDialects = ["::otc::dist::DistDialect"];
+  let options = [
+    Option<"worldSize", "world-size", "int64_t", "1",
+           "Number of data-parallel ranks">,
+  ];
+}
+
+//===----------------------------------------------------------------------===//
+// Lowering
+//===----------------------------------------------------------------------===//
+
+def LowerToExec : Pass<"otc-lower-to-exec", "mlir::ModuleOp"> {
+  let summary = "Lower graph and dist ops to exec kernels on buffers";
+  let description = [{
+    Tensors become memrefs; each op becomes `exec.kernel` calls writing
+    `exec.alloc`-ed buffers; optimizer updates and all-reduces work in place
+    when their operand has no later use.
+  }];
+  let dependentDialects = ["::otc::exec::ExecDialect",
+                           "::mlir::memref::MemRefDialect"];
+}
+
+def PlanMemory : Pass<"otc-plan-memory", "mlir::ModuleOp"> {
+  let summary = "Place every buffer at a static offset in one arena";
+  let description = [{
+    Parameters, optimizer state, gradients, inputs and outputs get fixed
+    offsets shared by all step functions; temporaries share the rest by
+    liveness (greedy best fit, largest first). Each function then takes the
+    arena as its only argument; the module records the layout
+    (`otc.buffers`), the arena size and the memory breakdown (`otc.memory`).
+  }];
+}
+
+#endif // OTC_PASSES

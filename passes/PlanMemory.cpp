@@ -1,0 +1,273 @@
+//===- PlanMemory.cpp - static arena layout -------------------------------===//
+//
+// Every buffer of every step function gets a static offset in one arena.
+// Persistent buffers (parameters, gradients, optimizer state, inputs,
+// outputs) are shared by all step functions at fixed offsets, in that
+// order, gradients in the order backward produces them; temporaries share
+// the rest by liveness (greedy best fit, largest first, as TFLite's arena
+// planner).
+//
+//===----------------------------------------------------------------------===//
+
+#include "dialects/exec/ExecDialect.h"
+#include "passes/Attributes.h"
+#include "passes/Passes.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/Builders.h"
+#include "llvm/ADT/MapVector.h"
+
+#include <map>
+
+namespace otc {
+#define GEN_PASS_DEF_PLANMEMORY
+#include "passes/Passes.h.inc"
+} // namespace otc
+
+using namespace mlir;
+using namespace otc;
+
+namespace {
+
+int64_t alignUp(int64_t v) {
+  return (v + exec::kBufferAlignment - 1) / exec::kBufferAlignment *
+         exec::kBufferAlignment;
+}
+
+int64_t byteSize(MemRefType t) {
+  unsigned bits = t.getElementTypeBitWidth();
+  return t.getNumElements() * std::max<unsigned>(bits / 8, 1);
+}
+
+/// Persistent buffer categories in arena order.
+enum class Role { Param, Grad, State, Input, Output };
+constexpr StringLiteral kRoleNames[] = {"param", "grad", "state", "input",
+                                        "output"};
+
+struct Persistent {
+  Role role;
+  std::string name;
+  MemRefType type;
+  std::string inputRole; // "data" | "label" for inputs
+  int64_t offset = -1;
+};
+
+bool isOptimizerKernel(exec::KernelOp k) {
+  return k.getKernel().ends_with("_update");
+}
+
+struct PlanMemory : otc::impl::PlanMemoryBase<PlanMemory> {
+  void runOnOperation() override;
+};
+
+} // namespace
+
+void PlanMemory::runOnOperation() {
+  ModuleOp module = getOperation();
+  SmallVector<func::FuncOp> fns;
+  for (auto fn : module.getOps<func::FuncOp>())
+    if (!fn.isExternal())
+      fns.push_back(fn);
+
+  // 1. Persistent buffers, keyed by role and name, shared across functions.
+  llvm::MapVector<std::string, Persistent, std::map<std::string, unsigned>>
+      persistent;
+  DenseMap<Value, std::string> keyOf;
+  auto record = [&](Value v, Role role, StringRef name, StringRef inputRole)
+      -> LogicalResult {
+    auto type = llvm::cast<MemRefType>(v.getType());
+    std::string key = (kRoleNames[static_cast<int>(role)] + ":" + name).str();
+    auto [it, inserted] = persistent.insert(
+        {key, Persistent{role, name.str(), type, inputRole.str()}});
+    if (!inserted && it->second.type != type)
+      return emitError(v.getLoc(), "buffer '")
+             << name << "' has type " << type << " here and "
+             << it->second.type << " elsewhere";
+    keyOf[v] = key;
+    return success();
+  };
+
+  for (func::FuncOp fn : fns) {
+    for (BlockArgument arg : fn.getArguments()) {
+      unsigned i = arg.getArgNumber();
+      if (auto n = fn.getArgAttrOfType<StringAttr>(i, attr::kParam)) {
+        if (failed(record(arg, Role::Param, n, "")))
+          return signalPassFailure();
+      } else if (auto n = fn.getArgAttrOfType<StringAttr>(i, attr::kState)) {
+        if (failed(record(arg, Role::State, n, "")))
+          return signalPassFailure();
+      } else if (auto n = fn.getArgAttrOfType<StringAttr>(i, attr::kInput)) {
+        auto role = fn.getArgAttrOfType<StringAttr>(i, attr::kRole);
+        if (failed(record(arg, Role::Input, n, role ? role.getValue() : "data")))
+          return signalPassFailure();
+      } else {
+        fn.emitError("argument #") << i << " is not a parameter, optimizer "
+                                   << "state or input";
+        return signalPassFailure();
+      }
+    }
+    // Gradients: what optimizer kernels read, named after their parameter.
+    WalkResult r = fn.walk([&](exec::KernelOp k) {
+      if (!isOptimizerKernel(k))
+        return WalkResult::advance();
+      Value grad = k.getIns()[0];
+      auto param = llvm::dyn_cast<BlockArgument>(k.getOuts()[0]);
+      if (!grad.getDefiningOp<exec::AllocOp>() || !param) {
+        k.emitOpError("expects an allocated gradient and a parameter argument");
+        return WalkResult::interrupt();
+      }
+      auto name = fn.getArgAttrOfType<StringAttr>(param.getArgNumber(),
+                                                  attr::kParam);
+      if (failed(record(grad, Role::Grad, name, "")))
+        return WalkResult::interrupt();
+      return WalkResult::advance();
+    });
+    if (r.wasInterrupted())
+      return signalPassFailure();
+    auto ret = llvm::cast<func::ReturnOp>(fn.front().getTerminator());
+    for (auto [i, v] : llvm::enumerate(ret.getOperands())) {
+      auto name = fn.getResultAttrOfType<StringAttr>(i, attr::kOutput);
+      if (!name)
+        continue;
+      if (!v.getDefiningOp<exec::AllocOp>()) {
+        fn.emitError("output '") << name.getValue()
+                                 << "' is not a buffer the step computes";
+        return signalPassFailure();
+      }
+      if (failed(record(v, Role::Output, name, "")))
+        return signalPassFailure();
+    }
+  }
+
+  // 2. Persistent offsets: category by category, first-seen order inside.
+  int64_t offset = 0;
+  int64_t bytesByRole[5] = {0, 0, 0, 0, 0};
+  for (int role = 0; role < 5; ++role)
+    for (auto &[key, p] : persistent)
+      if (static_cast<int>(p.role) == role) {
+        p.offset = offset;
+        offset += alignUp(byteSize(p.type));
+        bytesByRole[role] += byteSize(p.type);
+      }
+  int64_t tempBase = offset;
+
+  // 3. Temporaries per function, by liveness.
+  int64_t tempPeak = 0;
+  Builder b(&getContext());
+  for (func::FuncOp fn : fns) {
+    Block &block = fn.front();
+    DenseMap<Operation *, int64_t> index;
+    int64_t n = 0;
+    for (Operation &op : block)
+      index[&op] = n++;
+    struct Interval {
+      exec::AllocOp alloc;
+      int64_t start, end, size, offset = -1;
+    };
+    SmallVector<Interval> temps;
+    for (auto alloc : block.getOps<exec::AllocOp>()) {
+      if (keyOf.count(alloc.getResult()))
+        continue;
+      int64_t end = index[alloc];
+      for (Operation *user : alloc->getUsers())
+        end = std::max(end, index[block.findAncestorOpInBlock(*user)]);
+      temps.push_back({alloc, index[alloc], end,
+                       alignUp(byteSize(alloc.getType()))});
+    }
+    SmallVector<Interval *> order;
+    for (Interval &t : temps)
+      order.push_back(&t);
+    llvm::stable_sort(order, [](Interval *a, Interval *b) {
+      return a->size > b->size;
+    });
+    SmallVector<Interval *> placed;
+    for (Interval *t : order) {
+      SmallVector<Interval *> overlapping;
+      for (Interval *p : placed)
+        if (p->start <= t->end && t->start <= p->end)
+          overlapping.push_back(p);
+      llvm::sort(overlapping, [](Interval *a, Interval *b) {
+        return a->offset < b->offset;
+      });
+      // Best fit: the smallest gap between overlapping buffers that fits.
+      int64_t best = -1, bestGap = INT64_MAX, cursor = 0;
+      for (Interval *p : overlapping) {
+        int64_t gap = p->offset - cursor;
+        if (gap >= t->size && gap < bestGap) {
+          best = cursor;
+          bestGap = gap;
+        }
+        cursor = std::max(cursor, p->offset + p->size);
+      }
+      t->offset = best >= 0 ? best : cursor;
+      tempPeak = std::max(tempPeak, t->offset + t->size);
+      placed.push_back(t);
+    }
+
+    // 4. Rewrite: one arena argument, views everywhere.
+    auto arenaType =
+        MemRefType::get({ShapedType::kDynamic}, b.getIntegerType(8));
+    unsigned numArgs = fn.getNumArguments();
+    OpBuilder ob(&getContext());
+    ob.setInsertionPointToStart(&block);
+    Value arena = block.addArgument(arenaType, fn.getLoc());
+    auto viewAt = [&](Location loc, Type type, int64_t off) -> Value {
+      return ob.create<exec::ViewOp>(loc, type, arena,
+                                     ob.getI64IntegerAttr(off));
+    };
+    for (BlockArgument arg : block.getArguments().take_front(numArgs))
+      arg.replaceAllUsesWith(viewAt(arg.getLoc(), arg.getType(),
+                                    persistent[keyOf[arg]].offset));
+    for (Interval &t : temps) {
+      ob.setInsertionPoint(t.alloc);
+      t.alloc.replaceAllUsesWith(
+          viewAt(t.alloc.getLoc(), t.alloc.getType(), tempBase + t.offset));
+      t.alloc.erase();
+    }
+    for (auto alloc : llvm::make_early_inc_range(block.getOps<exec::AllocOp>())) {
+      ob.setInsertionPoint(alloc);
+      alloc.replaceAllUsesWith(viewAt(alloc.getLoc(), alloc.getType(),
+                                      persistent[keyOf[alloc]].offset));
+      alloc.erase();
+    }
+    auto ret = llvm::cast<func::ReturnOp>(block.getTerminator());
+    ob.setInsertionPoint(ret);
+    ob.create<func::ReturnOp>(ret.getLoc());
+    ret.erase();
+    llvm::BitVector oldArgs(numArgs + 1, true);
+    oldArgs.reset(numArgs);
+    block.eraseArguments(oldArgs);
+    fn.setFunctionType(b.getFunctionType({arenaType}, {}));
+    fn.setAllArgAttrs(ArrayRef<DictionaryAttr>{DictionaryAttr::get(&getContext())});
+    fn.setAllResultAttrs(ArrayRef<DictionaryAttr>{});
+  }
+
+  // 5. The layout and the memory report, for emission.
+  SmallVector<Attribute> buffers;
+  for (auto &[key, p] : persistent) {
+    SmallVector<NamedAttribute> fields{
+        b.getNamedAttr("name", b.getStringAttr(p.name)),
+        b.getNamedAttr("role", b.getStringAttr(kRoleNames[int(p.role)])),
+        b.getNamedAttr("offset", b.getI64IntegerAttr(p.offset)),
+        b.getNamedAttr("type", TypeAttr::get(p.type))};
+    if (!p.inputRole.empty())
+      fields.push_back(
+          b.getNamedAttr("input_role", b.getStringAttr(p.inputRole)));
+    buffers.push_back(b.getDictionaryAttr(fields));
+  }
+  int64_t arenaBytes = alignUp(tempBase + tempPeak);
+  module->setAttr(attr::kBuffers, b.getArrayAttr(buffers));
+  module->setAttr(attr::kArenaBytes, b.getI64IntegerAttr(arenaBytes));
+  module->setAttr(
+      attr::kMemory,
+      b.getDictionaryAttr({
+          b.getNamedAttr("params", b.getI64IntegerAttr(bytesByRole[0])),
+          b.getNamedAttr("grads", b.getI64IntegerAttr(bytesByRole[1])),
+          b.getNamedAttr("optimizer", b.getI64IntegerAttr(bytesByRole[2])),
+          b.getNamedAttr("inputs", b.getI64IntegerAttr(bytesByRole[3])),
+          b.getNamedAttr("outputs", b.getI64IntegerAttr(bytesByRole[4])),
+          b.getNamedAttr("activations", b.getI64IntegerAttr(tempPeak)),
+          b.getNamedAttr("comm_buffers", b.getI64IntegerAttr(0)),
+          b.getNamedAttr("peak", b.getI64IntegerAttr(arenaBytes)),
+      }));
+}

@@ -1,0 +1,44 @@
+//===- checkpoint.h - Atomic, checksummed checkpoints ------------*- C++ -*-===//
+//
+// Layout (little-endian):
+//   "OTCCKPT1"  u32 version  u32 flags  u64 total_bytes  u64 manifest_hash
+//   i32 world_size  i32 reserved  i64 step  u64 seed  u32 sections  u32 0
+//   sections: u32 kind (1 param, 2 state, 3 extra) u32 name_len u64 bytes
+//             name data
+//   u32 crc32 (zlib) of everything before it.
+// A loader validates magic, version, size, checksum and program hash and
+// parses every section before it changes anything in the session.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef OTC_RUNTIME_CHECKPOINT_H
+#define OTC_RUNTIME_CHECKPOINT_H
+
+#include "program.h"
+
+#include <map>
+#include <string>
+#include <vector>
+
+namespace otc {
+
+struct CheckpointData {
+  int64_t step = 0;
+  uint64_t seed = 0;
+  int32_t worldSize = 0;
+  std::map<std::string, std::vector<uint8_t>> params, state;
+  std::vector<uint8_t> extra;
+};
+
+/// Reads and fully validates a checkpoint for `manifest`; throws an Error
+/// naming the file and the problem.
+CheckpointData readCheckpoint(const std::string &path,
+                              const Manifest &manifest);
+
+/// Writes `bytes` to `path` via path.tmp, fsync, rename and a directory
+/// fsync, so a crash leaves either the old or the new file.
+void writeFileAtomically(const std::string &path, const std::string &bytes);
+
+} // namespace otc
+
+#endif // OTC_RUNTIME_CHECKPOINT_H

@@ -1,0 +1,211 @@
+//===- comm_mpi.cpp - MPI and local communicators -------------------------===//
+
+#include "comm.h"
+#include "status.h"
+
+#include <mpi.h>
+
+#include <cstdlib>
+#include <limits>
+#include <memory>
+#include <mutex>
+#include <vector>
+
+struct otc_comm {
+  bool isMpi = false;
+  MPI_Comm comm = MPI_COMM_NULL;
+  int rank = 0;
+  int size = 1;
+  uint64_t bytesSent = 0;
+  uint64_t bytesReceived = 0;
+  std::string lastError;
+};
+
+namespace otc {
+namespace {
+
+void throwMpi(int rc, const char *call, const char *file, int line) {
+  char text[MPI_MAX_ERROR_STRING] = {0};
+  int len = 0;
+  if (MPI_Error_string(rc, text, &len) != MPI_SUCCESS)
+    std::snprintf(text, sizeof text, "MPI error %d", rc);
+  throw Error(OTC_UNAVAILABLE, std::string(call) + " failed at " + file + ":" +
+                                   std::to_string(line) + ": " + text);
+}
+
+// Every MPI call goes through this macro so a failure becomes an error
+// carrying the call, the place and MPI's own explanation.
+#define OTC_MPI_CHECK(call)                                                    \
+  do {                                                                         \
+    int otcMpiRc = (call);                                                     \
+    if (otcMpiRc != MPI_SUCCESS)                                               \
+      throwMpi(otcMpiRc, #call, __FILE__, __LINE__);                           \
+  } while (false)
+
+std::once_flag finalizeOnce;
+
+void finalizeAtExit() {
+  int finalized = 0;
+  MPI_Finalized(&finalized);
+  if (!finalized)
+    MPI_Finalize();
+}
+
+void ensureMpiInitialized() {
+  int initialized = 0;
+  OTC_MPI_CHECK(MPI_Initialized(&initialized));
+  if (initialized)
+    return;
+  int provided = 0;
+  OTC_MPI_CHECK(
+      MPI_Init_thread(nullptr, nullptr, MPI_THREAD_FUNNELED, &provided));
+  // Finalize once, at process end: MPI cannot be re-initialised, so tying
+  // it to the last communicator would break a later create.
+  std::call_once(finalizeOnce, [] { std::atexit(finalizeAtExit); });
+}
+
+// MPI counts are ints; large buffers go in chunks.
+constexpr int64_t kMaxChunk = std::numeric_limits<int>::max() / 8;
+
+} // namespace
+
+void allReduceMeanF32(otc_comm_t *comm, float *data, int64_t count) {
+  if (!comm)
+    throw Error(OTC_INVALID_ARGUMENT, "communicator is NULL");
+  if (count < 0 || (count > 0 && !data))
+    throw Error(OTC_INVALID_ARGUMENT, "all-reduce of a bad buffer");
+  if (!comm->isMpi || comm->size == 1 || count == 0)
+    return;
+  for (int64_t begin = 0; begin < count; begin += kMaxChunk) {
+    int n = int(std::min(kMaxChunk, count - begin));
+    OTC_MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, data + begin, n, MPI_FLOAT,
+                                MPI_SUM, comm->comm));
+  }
+  float scale = 1.0f / float(comm->size);
+  for (int64_t i = 0; i < count; ++i)
+    data[i] *= scale;
+  comm->bytesSent += uint64_t(count) * sizeof(float);
+  comm->bytesReceived += uint64_t(count) * sizeof(float);
+}
+
+void allReduceSumF64(otc_comm_t *comm, double *data, int64_t count) {
+  if (!comm->isMpi || comm->size == 1 || count == 0)
+    return;
+  for (int64_t begin = 0; begin < count; begin += kMaxChunk) {
+    int n = int(std::min(kMaxChunk, count - begin));
+    OTC_MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, data + begin, n, MPI_DOUBLE,
+                                MPI_SUM, comm->comm));
+  }
+}
+
+bool allAgree(otc_comm_t *comm, bool ok) {
+  if (!comm->isMpi || comm->size == 1)
+    return ok;
+  int v = ok ? 1 : 0;
+  OTC_MPI_CHECK(
+      MPI_Allreduce(MPI_IN_PLACE, &v, 1, MPI_INT, MPI_MIN, comm->comm));
+  return v == 1;
+}
+
+void barrier(otc_comm_t *comm) {
+  if (comm->isMpi && comm->size > 1)
+    OTC_MPI_CHECK(MPI_Barrier(comm->comm));
+}
+
+void abortAll(otc_comm_t *comm, int exitCode) {
+  if (comm && comm->isMpi && comm->size > 1)
+    MPI_Abort(comm->comm, exitCode);
+}
+
+int allReduceMeanCallback(void *opaque, float *data, int64_t count) {
+  auto *comm = static_cast<otc_comm_t *>(opaque);
+  try {
+    allReduceMeanF32(comm, data, count);
+    return 0;
+  } catch (const std::exception &e) {
+    if (comm)
+      comm->lastError = e.what();
+    return 1;
+  }
+}
+
+std::string takeCommError(otc_comm_t *comm) {
+  std::string e;
+  std::swap(e, comm->lastError);
+  return e;
+}
+
+} // namespace otc
+
+using namespace otc;
+
+extern "C" {
+
+otc_status_t otc_comm_create_mpi(otc_comm_t **out_comm) {
+  return guard([&] {
+    if (!out_comm)
+      throw Error(OTC_INVALID_ARGUMENT, "out_comm is NULL");
+    *out_comm = nullptr;
+    ensureMpiInitialized();
+    auto comm = std::make_unique<otc_comm>();
+    comm->isMpi = true;
+    // A private duplicate: our collectives never match the user's messages.
+    OTC_MPI_CHECK(MPI_Comm_dup(MPI_COMM_WORLD, &comm->comm));
+    try {
+      OTC_MPI_CHECK(MPI_Comm_set_errhandler(comm->comm, MPI_ERRORS_RETURN));
+      OTC_MPI_CHECK(MPI_Comm_rank(comm->comm, &comm->rank));
+      OTC_MPI_CHECK(MPI_Comm_size(comm->comm, &comm->size));
+    } catch (...) {
+      MPI_Comm_free(&comm->comm);
+      throw;
+    }
+    *out_comm = comm.release();
+  });
+}
+
+otc_status_t otc_comm_create_local(otc_comm_t **out_comm) {
+  return guard([&] {
+    if (!out_comm)
+      throw Error(OTC_INVALID_ARGUMENT, "out_comm is NULL");
+    *out_comm = new otc_comm();
+  });
+}
+
+int32_t otc_comm_rank(const otc_comm_t *comm) { return comm ? comm->rank : 0; }
+
+int32_t otc_comm_size(const otc_comm_t *comm) { return comm ? comm->size : 0; }
+
+void otc_comm_release(otc_comm_t *comm) {
+  if (!comm)
+    return;
+  if (comm->isMpi && comm->comm != MPI_COMM_NULL) {
+    int finalized = 0;
+    MPI_Finalized(&finalized);
+    if (!finalized)
+      MPI_Comm_free(&comm->comm);
+  }
+  delete comm;
+}
+
+otc_status_t otc_comm_all_reduce_mean_f32(otc_comm_t *comm, float *data,
+                                          int64_t count) {
+  return guard([&] { allReduceMeanF32(comm, data, count); });
+}
+
+otc_status_t otc_comm_barrier(otc_comm_t *comm) {
+  return guard([&] {
+    if (!comm)
+      throw Error(OTC_INVALID_ARGUMENT, "communicator is NULL");
+    barrier(comm);
+  });
+}
+
+void otc_comm_bytes(const otc_comm_t *comm, uint64_t *out_sent,
+                    uint64_t *out_received) {
+  if (out_sent)
+    *out_sent = comm ? comm->bytesSent : 0;
+  if (out_received)
+    *out_received = comm ? comm->bytesReceived : 0;
+}
+
+} // extern "C"

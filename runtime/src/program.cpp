@@ -1,0 +1,346 @@
+//===- program.cpp - Entry tables, dlopen and manifest parsing ------------===//
+
+#include "program.h"
+#include "status.h"
+
+#include <nlohmann/json.hpp>
+
+#include <dlfcn.h>
+
+#include <cstring>
+#include <memory>
+#include <set>
+
+namespace otc {
+
+using json = nlohmann::json;
+
+DType parseDType(const std::string &name) {
+  if (name == "f32")
+    return DType::F32;
+  if (name == "f64")
+    return DType::F64;
+  if (name == "i64")
+    return DType::I64;
+  if (name == "i32")
+    return DType::I32;
+  if (name == "u8")
+    return DType::U8;
+  if (name == "bool")
+    return DType::Bool;
+  throw Error(OTC_INVALID_ARGUMENT, "unknown dtype '" + name +
+                                        "' (expected f32, f64, i64, i32, "
+                                        "u8 or bool)");
+}
+
+const char *dtypeName(DType dtype) {
+  switch (dtype) {
+  case DType::F32:
+    return "f32";
+  case DType::F64:
+    return "f64";
+  case DType::I64:
+    return "i64";
+  case DType::I32:
+    return "i32";
+  case DType::U8:
+    return "u8";
+  case DType::Bool:
+    return "bool";
+  }
+  return "?";
+}
+
+size_t dtypeSize(DType dtype) {
+  switch (dtype) {
+  case DType::F64:
+  case DType::I64:
+    return 8;
+  case DType::F32:
+  case DType::I32:
+    return 4;
+  case DType::U8:
+  case DType::Bool:
+    return 1;
+  }
+  return 1;
+}
+
+int64_t TensorSpec::numel() const {
+  int64_t n = 1;
+  for (int64_t d : shape)
+    n *= d;
+  return n;
+}
+
+int64_t TensorSpec::sampleNumel() const {
+  int64_t n = 1;
+  for (size_t i = 1; i < shape.size(); ++i)
+    n *= shape[i];
+  return n;
+}
+
+std::string shapeString(const std::vector<int64_t> &shape) {
+  std::string s = "[";
+  for (size_t i = 0; i < shape.size(); ++i)
+    s += (i ? ", " : "") + std::to_string(shape[i]);
+  return s + "]";
+}
+
+uint64_t fnv1a64(const void *data, size_t size, uint64_t hash) {
+  const auto *p = static_cast<const uint8_t *>(data);
+  for (size_t i = 0; i < size; ++i) {
+    hash ^= p[i];
+    hash *= 0x100000001b3ull;
+  }
+  return hash;
+}
+
+const TensorSpec *Manifest::findParam(const std::string &name) const {
+  for (const TensorSpec &t : params)
+    if (t.name == name)
+      return &t;
+  return nullptr;
+}
+
+const TensorSpec *Manifest::findInput(const std::string &name) const {
+  for (const TensorSpec &t : inputs)
+    if (t.name == name)
+      return &t;
+  return nullptr;
+}
+
+const TensorSpec *Manifest::inputWithRole(const std::string &role) const {
+  for (const TensorSpec &t : inputs)
+    if (t.role == role)
+      return &t;
+  return nullptr;
+}
+
+namespace {
+
+[[noreturn]] void bad(const std::string &what) {
+  throw Error(OTC_INVALID_ARGUMENT, "invalid program manifest: " + what);
+}
+
+const json &field(const json &obj, const char *key, const std::string &where) {
+  auto it = obj.find(key);
+  if (it == obj.end())
+    bad(where + " has no \"" + key + "\"");
+  return *it;
+}
+
+TensorSpec parseTensor(const json &j, const std::string &where,
+                       uint64_t arenaBytes) {
+  if (!j.is_object())
+    bad(where + " is not an object");
+  TensorSpec t;
+  t.name = field(j, "name", where).get<std::string>();
+  std::string at = where + " '" + t.name + "'";
+  t.dtype = parseDType(field(j, "dtype", at).get<std::string>());
+  for (const json &d : field(j, "shape", at)) {
+    int64_t v = d.get<int64_t>();
+    if (v < 0)
+      bad(at + " has a negative dimension");
+    t.shape.push_back(v);
+  }
+  int64_t offset = field(j, "offset", at).get<int64_t>();
+  if (offset < 0)
+    bad(at + " has a negative offset");
+  t.offset = uint64_t(offset);
+  if (j.contains("role"))
+    t.role = j["role"].get<std::string>();
+  if (j.contains("param"))
+    t.param = j["param"].get<std::string>();
+  if (t.offset % dtypeSize(t.dtype) != 0)
+    bad(at + " is misaligned (offset " + std::to_string(t.offset) + ")");
+  if (t.offset > arenaBytes || t.bytes() > arenaBytes - t.offset)
+    bad(at + " " + shapeString(t.shape) + " at offset " +
+        std::to_string(t.offset) + " does not fit in the arena of " +
+        std::to_string(arenaBytes) + " bytes");
+  return t;
+}
+
+void hashTensors(uint64_t &h, const char *kind,
+                 const std::vector<TensorSpec> &tensors) {
+  h = fnv1a64(kind, std::strlen(kind), h);
+  for (const TensorSpec &t : tensors) {
+    h = fnv1a64(t.name.data(), t.name.size() + 0, h);
+    h = fnv1a64("\0", 1, h);
+    const char *dt = dtypeName(t.dtype);
+    h = fnv1a64(dt, std::strlen(dt), h);
+    for (int64_t d : t.shape)
+      h = fnv1a64(&d, sizeof d, h);
+    h = fnv1a64("|", 1, h);
+  }
+}
+
+} // namespace
+
+Manifest parseManifest(const std::string &text, uint64_t entryArenaBytes) {
+  json j;
+  try {
+    j = json::parse(text);
+  } catch (const json::exception &e) {
+    bad(std::string("not valid JSON: ") + e.what());
+  }
+  if (!j.is_object())
+    bad("not a JSON object");
+  Manifest m;
+  try {
+    m.version = field(j, "otc_manifest_version", "manifest").get<int>();
+    if (m.version != 1)
+      bad("unsupported otc_manifest_version " + std::to_string(m.version) +
+          " (this runtime reads version 1)");
+    m.modelPath = j.value("model_path", std::string());
+    m.worldSize = field(j, "world_size", "manifest").get<int32_t>();
+    if (m.worldSize < 1)
+      bad("world_size must be >= 1");
+    m.batch = field(j, "batch", "manifest").get<int64_t>();
+    if (m.batch < 1)
+      bad("batch must be >= 1");
+    m.seed = j.value("seed", uint64_t(0));
+    m.loss = j.value("loss", std::string("none"));
+    if (j.contains("optimizer")) {
+      const json &o = j["optimizer"];
+      m.optimizer.name = o.value("name", std::string("sgd"));
+      m.optimizer.lr = o.value("lr", 0.01);
+      m.optimizer.momentum = o.value("momentum", 0.0);
+      m.optimizer.nesterov = o.value("nesterov", false);
+      m.optimizer.weightDecay = o.value("weight_decay", 0.0);
+      m.optimizer.beta1 = o.value("beta1", 0.9);
+      m.optimizer.beta2 = o.value("beta2", 0.999);
+      m.optimizer.eps = o.value("eps", 1e-8);
+    }
+    m.arenaBytes = field(j, "arena_bytes", "manifest").get<uint64_t>();
+    if (entryArenaBytes && m.arenaBytes != entryArenaBytes)
+      bad("arena_bytes " + std::to_string(m.arenaBytes) +
+          " differs from the entry table's " +
+          std::to_string(entryArenaBytes));
+    std::set<std::string> names;
+    auto list = [&](const char *key, std::vector<TensorSpec> &out) {
+      if (!j.contains(key))
+        return;
+      for (const json &t : j[key]) {
+        out.push_back(parseTensor(t, key, m.arenaBytes));
+        if (!names.insert(std::string(key) + ":" + out.back().name).second)
+          bad(std::string(key) + " lists '" + out.back().name + "' twice");
+      }
+    };
+    list("params", m.params);
+    list("state", m.state);
+    list("inputs", m.inputs);
+    for (const TensorSpec &in : m.inputs)
+      if (in.shape.empty() || in.shape[0] != m.batch)
+        bad("input '" + in.name + "' " + shapeString(in.shape) +
+            " does not start with the batch size " + std::to_string(m.batch));
+    for (const TensorSpec &s : m.state)
+      if (!s.param.empty() && !m.findParam(s.param))
+        bad("state '" + s.name + "' refers to unknown parameter '" + s.param +
+            "'");
+    m.lossOffset = j.value("loss_offset", int64_t(-1));
+    if (m.lossOffset >= 0 && (m.lossOffset % 4 != 0 ||
+                              uint64_t(m.lossOffset) + 4 > m.arenaBytes))
+      bad("loss_offset is misaligned or outside the arena");
+    if (j.contains("eval_output") && !j["eval_output"].is_null())
+      m.evalOutput = parseTensor(j["eval_output"], "eval_output", m.arenaBytes);
+    m.evalLossOffset = j.value("eval_loss_offset", int64_t(-1));
+    if (m.evalLossOffset >= 0 && (m.evalLossOffset % 4 != 0 ||
+                                  uint64_t(m.evalLossOffset) + 4 > m.arenaBytes))
+      bad("eval_loss_offset is misaligned or outside the arena");
+  } catch (const json::exception &e) {
+    bad(std::string("wrong field type: ") + e.what());
+  }
+  uint64_t h = 0xcbf29ce484222325ull;
+  hashTensors(h, "params", m.params);
+  hashTensors(h, "state", m.state);
+  h = fnv1a64(&m.worldSize, sizeof m.worldSize, h);
+  m.hash = h;
+  return m;
+}
+
+} // namespace otc
+
+using namespace otc;
+
+namespace {
+
+void initProgram(otc_program *program, const otc_program_entry_t *entry) {
+  if (!entry)
+    throw Error(OTC_INVALID_ARGUMENT, "program entry table is NULL");
+  if (entry->abi_version != OTC_PROGRAM_ABI_VERSION)
+    throw Error(OTC_FAILED_PRECONDITION,
+                "program ABI version " + std::to_string(entry->abi_version) +
+                    " is not supported by this runtime (version " +
+                    std::to_string(OTC_PROGRAM_ABI_VERSION) + ")");
+  if (!entry->manifest_json || !entry->train_step)
+    throw Error(OTC_INVALID_ARGUMENT,
+                "program entry table lacks a manifest or train_step");
+  program->entry = entry;
+  program->manifest = parseManifest(entry->manifest_json, entry->arena_bytes);
+}
+
+} // namespace
+
+extern "C" {
+
+otc_status_t otc_program_from_entry(const otc_program_entry_t *entry,
+                                    otc_program_t **out_program) {
+  return guard([&] {
+    if (!out_program)
+      throw Error(OTC_INVALID_ARGUMENT, "out_program is NULL");
+    *out_program = nullptr;
+    auto program = std::make_unique<otc_program>();
+    initProgram(program.get(), entry);
+    *out_program = program.release();
+  });
+}
+
+otc_status_t otc_program_load(const char *path, otc_program_t **out_program) {
+  return guard([&] {
+    if (!out_program || !path)
+      throw Error(OTC_INVALID_ARGUMENT, "path or out_program is NULL");
+    *out_program = nullptr;
+    void *handle = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+    if (!handle) {
+      const char *why = dlerror();
+      throw Error(OTC_NOT_FOUND, std::string("cannot load program '") + path +
+                                     "': " + (why ? why : "dlopen failed"));
+    }
+    auto program = std::make_unique<otc_program>();
+    program->handle = handle;
+    try {
+      auto fn = reinterpret_cast<otc_program_entry_fn>(
+          dlsym(handle, OTC_PROGRAM_ENTRY_SYMBOL));
+      if (!fn)
+        throw Error(OTC_INVALID_ARGUMENT,
+                    std::string("'") + path + "' does not export " +
+                        OTC_PROGRAM_ENTRY_SYMBOL +
+                        " (was it built with otc-compile --emit=lib?)");
+      initProgram(program.get(), fn());
+    } catch (...) {
+      dlclose(handle);
+      program->handle = nullptr;
+      throw;
+    }
+    *out_program = program.release();
+  });
+}
+
+void otc_program_release(otc_program_t *program) {
+  if (!program)
+    return;
+  if (program->handle)
+    dlclose(program->handle);
+  delete program;
+}
+
+const char *otc_program_manifest(const otc_program_t *program) {
+  return program && program->entry ? program->entry->manifest_json : "";
+}
+
+int32_t otc_program_world_size(const otc_program_t *program) {
+  return program ? program->manifest.worldSize : 0;
+}
+
+} // extern "C"

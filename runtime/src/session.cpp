@@ -1,0 +1,266 @@
+//===- session.cpp - Sessions, steps, parameters, checkpoints -------------===//
+
+#include "session.h"
+#include "checkpoint.h"
+#include "comm.h"
+#include "export.h"
+#include "status.h"
+
+#include <dlfcn.h>
+
+#include <cstdlib>
+#include <cstring>
+
+using namespace otc;
+
+void ArenaDeleter::operator()(uint8_t *p) const { std::free(p); }
+
+namespace otc {
+
+uint64_t stepSeed(uint64_t seed, int64_t step) {
+  uint64_t x = seed + 0x9e3779b97f4a7c15ull * uint64_t(step);
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+  return x ^ (x >> 31);
+}
+
+std::string worldSizeMismatchMessage(int32_t compiled, int32_t actual) {
+  return "this program was compiled for --world-size " +
+         std::to_string(compiled) + " but runs on " + std::to_string(actual) +
+         (actual == 1 ? " rank" : " ranks") + "; start it with `mpirun -np " +
+         std::to_string(compiled) + "`";
+}
+
+} // namespace otc
+
+namespace {
+
+// The kernels (linked into the program, not into the runtime) own the
+// thread pools; find their setter if it is there.
+void setKernelThreads(int n) {
+  if (n <= 0)
+    return;
+  using SetFn = void (*)(int);
+  if (auto fn = reinterpret_cast<SetFn>(dlsym(RTLD_DEFAULT,
+                                              "otck_set_num_threads")))
+    fn(n);
+}
+
+const TensorSpec &findParamOrThrow(const otc_session_t *s, const char *name) {
+  if (!name)
+    throw Error(OTC_INVALID_ARGUMENT, "parameter name is NULL");
+  const TensorSpec *t = s->manifest().findParam(name);
+  if (!t)
+    throw Error(OTC_NOT_FOUND,
+                std::string("the program has no parameter '") + name + "'");
+  return *t;
+}
+
+void checkSession(const otc_session_t *s) {
+  if (!s)
+    throw Error(OTC_INVALID_ARGUMENT, "session is NULL");
+}
+
+otc_step_context_t makeContext(otc_session_t *s, int64_t step) {
+  otc_step_context_t ctx{};
+  ctx.step = step;
+  ctx.seed = stepSeed(s->seed, step);
+  ctx.comm = s->comm;
+  ctx.all_reduce_mean_f32 = allReduceMeanCallback;
+  return ctx;
+}
+
+void checkStepResult(otc_session_t *s, int rc, const char *what) {
+  if (rc == OTC_STEP_OK)
+    return;
+  if (rc == OTC_STEP_ERR_COMM) {
+    std::string why = takeCommError(s->comm);
+    throw Error(OTC_UNAVAILABLE, std::string(what) + " failed: a collective "
+                                                     "failed" +
+                                     (why.empty() ? "" : ": " + why));
+  }
+  if (rc == OTC_STEP_ERR_LABEL_RANGE)
+    throw Error(OTC_INVALID_ARGUMENT,
+                std::string(what) +
+                    " failed: a label is outside [0, classes); check the "
+                    "label data");
+  throw Error(OTC_INTERNAL,
+              std::string(what) + " failed with code " + std::to_string(rc));
+}
+
+} // namespace
+
+extern "C" {
+
+void otc_session_options_initialize(otc_session_options_t *options) {
+  if (!options)
+    return;
+  options->seed = 0;
+  options->num_threads = 0;
+}
+
+otc_status_t otc_session_create(otc_program_t *program, otc_comm_t *comm,
+                                const otc_session_options_t *options,
+                                otc_session_t **out_session) {
+  return guard([&] {
+    if (!out_session || !program || !comm)
+      throw Error(OTC_INVALID_ARGUMENT,
+                  "program, comm and out_session must not be NULL");
+    *out_session = nullptr;
+    const Manifest &m = program->manifest;
+    if (otc_comm_size(comm) != m.worldSize)
+      throw Error(OTC_FAILED_PRECONDITION,
+                  worldSizeMismatchMessage(m.worldSize, otc_comm_size(comm)));
+    auto s = std::make_unique<otc_session>();
+    s->program = program;
+    s->comm = comm;
+    if (options)
+      s->options = *options;
+    else
+      otc_session_options_initialize(&s->options);
+    s->seed = s->options.seed;
+    size_t bytes = (std::max<uint64_t>(m.arenaBytes, 1) + 63) / 64 * 64;
+    s->arena.reset(static_cast<uint8_t *>(std::aligned_alloc(64, bytes)));
+    if (!s->arena)
+      throw Error(OTC_INTERNAL, "cannot allocate the arena of " +
+                                    std::to_string(m.arenaBytes) + " bytes");
+    std::memset(s->arena.get(), 0, bytes);
+    setKernelThreads(s->options.num_threads);
+    loadInitialParams(s.get());
+    *out_session = s.release();
+  });
+}
+
+void otc_session_release(otc_session_t *session) { delete session; }
+
+otc_status_t otc_session_bind_input(otc_session_t *session, const char *name,
+                                    const void *data, size_t bytes) {
+  return guard([&] {
+    checkSession(session);
+    if (!name)
+      throw Error(OTC_INVALID_ARGUMENT, "input name is NULL");
+    const TensorSpec *in = session->manifest().findInput(name);
+    if (!in)
+      throw Error(OTC_NOT_FOUND,
+                  std::string("the program has no input '") + name + "'");
+    if (bytes != in->bytes() || (bytes && !data))
+      throw Error(OTC_INVALID_ARGUMENT,
+                  std::string("input '") + name + "' " +
+                      shapeString(in->shape) + " " + dtypeName(in->dtype) +
+                      " needs " + std::to_string(in->bytes()) +
+                      " bytes, got " + std::to_string(bytes));
+    std::memcpy(session->at(*in), data, bytes);
+  });
+}
+
+otc_status_t otc_session_train_step(otc_session_t *session, float *out_loss) {
+  return guard([&] {
+    checkSession(session);
+    uint64_t sent0, recv0;
+    otc_comm_bytes(session->comm, &sent0, &recv0);
+    otc_step_context_t ctx = makeContext(session, session->step + 1);
+    int rc = session->program->entry->train_step(session->arena.get(), &ctx);
+    checkStepResult(session, rc, "train_step");
+    ++session->step;
+    uint64_t sent1, recv1;
+    otc_comm_bytes(session->comm, &sent1, &recv1);
+    session->stepBytesSent = sent1 - sent0;
+    session->stepBytesReceived = recv1 - recv0;
+    if (out_loss) {
+      int64_t off = session->manifest().lossOffset;
+      *out_loss = 0;
+      if (off >= 0)
+        std::memcpy(out_loss, session->arena.get() + off, sizeof(float));
+    }
+  });
+}
+
+otc_status_t otc_session_eval_step(otc_session_t *session, void *out,
+                                   size_t out_bytes) {
+  return guard([&] {
+    checkSession(session);
+    const Manifest &m = session->manifest();
+    if (!session->program->entry->eval_step)
+      throw Error(OTC_FAILED_PRECONDITION, "the program has no eval_step");
+    if (out && (!m.evalOutput || out_bytes != m.evalOutput->bytes()))
+      throw Error(OTC_INVALID_ARGUMENT,
+                  "eval output needs " +
+                      std::to_string(m.evalOutput ? m.evalOutput->bytes() : 0) +
+                      " bytes, got " + std::to_string(out_bytes));
+    otc_step_context_t ctx = makeContext(session, session->step);
+    int rc = session->program->entry->eval_step(session->arena.get(), &ctx);
+    checkStepResult(session, rc, "eval_step");
+    session->hasEvalLoss = m.evalLossOffset >= 0;
+    if (session->hasEvalLoss)
+      std::memcpy(&session->lastEvalLoss,
+                  session->arena.get() + m.evalLossOffset, sizeof(float));
+    if (out && out_bytes)
+      std::memcpy(out, session->at(*m.evalOutput), out_bytes);
+  });
+}
+
+otc_status_t otc_session_eval_loss(const otc_session_t *session,
+                                   float *out_loss) {
+  return guard([&] {
+    checkSession(session);
+    if (!session->hasEvalLoss)
+      throw Error(OTC_FAILED_PRECONDITION,
+                  "no eval loss: the program computes none or eval_step has "
+                  "not run");
+    if (out_loss)
+      *out_loss = session->lastEvalLoss;
+  });
+}
+
+int64_t otc_session_step(const otc_session_t *session) {
+  return session ? session->step : 0;
+}
+
+void otc_session_step_bytes(const otc_session_t *session, uint64_t *out_sent,
+                            uint64_t *out_received) {
+  if (out_sent)
+    *out_sent = session ? session->stepBytesSent : 0;
+  if (out_received)
+    *out_received = session ? session->stepBytesReceived : 0;
+}
+
+otc_status_t otc_session_get_param(const otc_session_t *session,
+                                   const char *name, void *out,
+                                   size_t out_bytes) {
+  return guard([&] {
+    checkSession(session);
+    const TensorSpec &t = findParamOrThrow(session, name);
+    if (out_bytes != t.bytes() || (out_bytes && !out))
+      throw Error(OTC_INVALID_ARGUMENT,
+                  std::string("parameter '") + name + "' has " +
+                      std::to_string(t.bytes()) + " bytes, buffer has " +
+                      std::to_string(out_bytes));
+    std::memcpy(out, session->at(t), out_bytes);
+  });
+}
+
+otc_status_t otc_session_set_param(otc_session_t *session, const char *name,
+                                   const void *data, size_t bytes) {
+  return guard([&] {
+    checkSession(session);
+    const TensorSpec &t = findParamOrThrow(session, name);
+    if (bytes != t.bytes() || (bytes && !data))
+      throw Error(OTC_INVALID_ARGUMENT,
+                  std::string("parameter '") + name + "' has " +
+                      std::to_string(t.bytes()) + " bytes, got " +
+                      std::to_string(bytes));
+    std::memcpy(session->at(t), data, bytes);
+  });
+}
+
+otc_status_t otc_session_export_onnx(const otc_session_t *session,
+                                     const char *path) {
+  return guard([&] {
+    checkSession(session);
+    if (!path)
+      throw Error(OTC_INVALID_ARGUMENT, "export path is NULL");
+    exportOnnx(session, path);
+  });
+}
+
+} // extern "C"

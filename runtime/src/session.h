@@ -1,0 +1,42 @@
+//===- session.h - Sessions: one program running on one rank -----*- C++ -*-===//
+
+#ifndef OTC_RUNTIME_SESSION_H
+#define OTC_RUNTIME_SESSION_H
+
+#include "program.h"
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+struct ArenaDeleter {
+  void operator()(uint8_t *p) const;
+};
+
+struct otc_session {
+  otc_program_t *program = nullptr;
+  otc_comm_t *comm = nullptr;
+  otc_session_options_t options{};
+  std::unique_ptr<uint8_t, ArenaDeleter> arena;
+  int64_t step = 0;
+  uint64_t seed = 0;
+  float lastEvalLoss = 0;
+  bool hasEvalLoss = false;
+  uint64_t stepBytesSent = 0, stepBytesReceived = 0;
+
+  const otc::Manifest &manifest() const { return program->manifest; }
+  uint8_t *at(const otc::TensorSpec &t) const { return arena.get() + t.offset; }
+};
+
+namespace otc {
+
+/// Seed handed to step `step` (1-based): a pure function of the session
+/// seed and the step, so a resumed run draws the same random numbers.
+uint64_t stepSeed(uint64_t seed, int64_t step);
+
+/// "compiled for --world-size W but runs on N ranks; ..." message.
+std::string worldSizeMismatchMessage(int32_t compiled, int32_t actual);
+
+} // namespace otc
+
+#endif // OTC_RUNTIME_SESSION_H

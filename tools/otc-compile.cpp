@@ -1,0 +1,121 @@
+//===- otc-compile.cpp - ONNX model to training program -------------------===//
+//
+// otc-compile model.onnx -o train [--loss ...] [--optimizer ...] [--batch N]
+//     [--world-size W] [--emit=graph|train|exec|cpp|lib|exe] [--report]
+//
+//===----------------------------------------------------------------------===//
+
+#include "compiler/Pipeline.h"
+
+#include "mlir/IR/AsmState.h"
+#include "mlir/IR/Diagnostics.h"
+#include "mlir/IR/DialectRegistry.h"
+#include "mlir/IR/MLIRContext.h"
+#include "mlir/Pass/PassManager.h"
+#include "llvm/Support/CommandLine.h"
+#include "llvm/Support/InitLLVM.h"
+#include "llvm/Support/SourceMgr.h"
+
+using namespace llvm;
+
+namespace {
+cl::OptionCategory category("otc-compile options");
+
+cl::opt<std::string> input(cl::Positional, cl::desc("<model.onnx>"),
+                           cl::Required, cl::cat(category));
+cl::opt<std::string> output("o", cl::desc("Output file"), cl::value_desc("path"),
+                            cl::Required, cl::cat(category));
+cl::opt<otc::Stage> emit(
+    "emit", cl::desc("Stage to stop at"), cl::init(otc::Stage::Exe),
+    cl::values(clEnumValN(otc::Stage::Graph, "graph", "imported graph dialect"),
+               clEnumValN(otc::Stage::Train, "train",
+                          "training step (graph + dist dialects)"),
+               clEnumValN(otc::Stage::Exec, "exec",
+                          "memory-planned exec dialect"),
+               clEnumValN(otc::Stage::Cpp, "cpp", "generated C++ source"),
+               clEnumValN(otc::Stage::Lib, "lib",
+                          "shared library loadable by the runtime"),
+               clEnumValN(otc::Stage::Exe, "exe", "training executable")),
+    cl::cat(category));
+cl::opt<std::string> loss("loss",
+                          cl::desc("cross-entropy, mse or none (the model's "
+                                   "first output is its loss)"),
+                          cl::init("cross-entropy"), cl::cat(category));
+cl::opt<std::string> label("label", cl::desc("Name of the label input"),
+                           cl::init("labels"), cl::cat(category));
+cl::opt<std::string> optimizer("optimizer",
+                               cl::desc("sgd, momentum, adam or adamw"),
+                               cl::init("sgd"), cl::cat(category));
+cl::opt<double> lr("lr", cl::desc("Learning rate"), cl::init(0.01),
+                   cl::cat(category));
+cl::opt<double> momentum("momentum", cl::desc("Momentum (optimizer=momentum)"),
+                         cl::init(0.9), cl::cat(category));
+cl::opt<bool> nesterov("nesterov", cl::desc("Nesterov momentum"),
+                       cl::cat(category));
+cl::opt<double> weightDecay("weight-decay", cl::desc("Weight decay"),
+                            cl::init(0.0), cl::cat(category));
+cl::opt<double> beta1("beta1", cl::desc("Adam beta1"), cl::init(0.9),
+                      cl::cat(category));
+cl::opt<double> beta2("beta2", cl::desc("Adam beta2"), cl::init(0.999),
+                      cl::cat(category));
+cl::opt<double> eps("eps", cl::desc("Adam epsilon"), cl::init(1e-8),
+                    cl::cat(category));
+cl::opt<int64_t> batch("batch",
+                       cl::desc("Per-rank batch: first dimension of every "
+                                "model input"),
+                       cl::init(0), cl::cat(category));
+cl::opt<int64_t> worldSize("world-size", cl::desc("Number of ranks"),
+                           cl::init(1), cl::cat(category));
+cl::opt<uint64_t> seed("seed", cl::desc("Default seed of the program"),
+                       cl::init(0), cl::cat(category));
+cl::opt<bool> report("report", cl::desc("Print the per-rank memory plan"),
+                     cl::cat(category));
+cl::opt<std::string> reportJson("report-json",
+                                cl::desc("Write the memory report as JSON"),
+                                cl::value_desc("path"), cl::cat(category));
+} // namespace
+
+int main(int argc, char **argv) {
+  InitLLVM y(argc, argv);
+  mlir::registerMLIRContextCLOptions();
+  mlir::registerPassManagerCLOptions();
+  mlir::registerAsmPrinterCLOptions();
+  cl::HideUnrelatedOptions(category);
+  if (!cl::ParseCommandLineOptions(argc, argv, "OTC: ONNX training compiler\n",
+                                   &errs()))
+    return 2;
+  if (batch < 0 || worldSize < 1) {
+    errs() << "otc-compile: --batch must be positive and --world-size at "
+              "least 1\n";
+    return 2;
+  }
+
+  otc::CompileOptions options;
+  options.input = input;
+  options.output = output;
+  options.emit = emit;
+  options.import.batch = batch;
+  options.training.loss = loss;
+  options.training.label = label;
+  options.training.optimizer = optimizer;
+  options.training.lr = lr;
+  options.training.momentum = momentum;
+  options.training.nesterov = nesterov;
+  options.training.weightDecay = weightDecay;
+  options.training.beta1 = beta1;
+  options.training.beta2 = beta2;
+  options.training.eps = eps;
+  options.worldSize = worldSize;
+  options.seed = seed;
+  options.report = report;
+  options.reportJson = reportJson;
+
+  mlir::DialectRegistry registry;
+  otc::registerAllDialects(registry);
+  mlir::MLIRContext context(registry);
+  llvm::SourceMgr sourceMgr;
+  mlir::SourceMgrDiagnosticHandler handler(sourceMgr, &context);
+  return otc::compile(options, context, [](mlir::PassManager &pm) {
+    (void)mlir::applyPassManagerCLOptions(pm);
+  });
+}

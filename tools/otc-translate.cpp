@@ -1,0 +1,19 @@
+//===- otc-translate.cpp - OTC's mlir-translate ---------------------------===//
+//
+// --import-onnx: ONNX model -> graph dialect; --emit-cpp: planned exec
+// module -> C++ source.
+//
+//===----------------------------------------------------------------------===//
+
+#include "compiler/OnnxImporter.h"
+#include "passes/EmitCpp.h"
+
+#include "mlir/Tools/mlir-translate/MlirTranslateMain.h"
+
+int main(int argc, char **argv) {
+  otc::registerImportOnnxTranslation();
+  otc::registerEmitCppTranslation();
+  return mlir::failed(mlir::mlirTranslateMain(argc, argv, "OTC translate\n"))
+             ? 1
+             : 0;
+}
