@@ -345,9 +345,11 @@ void BuildTraining::runOnOperation() {
     module.emitError("no @forward function to train");
     return signalPassFailure();
   }
+  // Each function is inserted right after @forward: eval first, so that
+  // @train_step comes first in the module.
   if (failed(validateOptions(module, forward)) ||
-      failed(buildTrainStep(module, forward)) ||
-      failed(buildEvalStep(module, forward)))
+      failed(buildEvalStep(module, forward)) ||
+      failed(buildTrainStep(module, forward)))
     return signalPassFailure();
 
   Builder b(&getContext());

@@ -60,8 +60,8 @@ public:
   }
   const uint8_t *take(size_t n) {
     if (n > n_ - pos_)
-      throw Error(OTC_DATA_LOSS, "checkpoint '" + path_ +
-                                     "': malformed section table");
+      throw Error(OTC_DATA_LOSS,
+                  "checkpoint '" + path_ + "': malformed section table");
     const uint8_t *r = p_ + pos_;
     pos_ += n;
     return r;
@@ -156,16 +156,16 @@ CheckpointData readCheckpoint(const std::string &path,
   data.seed = header.get<uint64_t>();
   uint32_t sections = header.get<uint32_t>();
   if (version != kVersion)
-    throw fail(OTC_FAILED_PRECONDITION,
-               "unsupported version " + std::to_string(version) +
-                   " (this runtime reads version " +
-                   std::to_string(kVersion) + ")");
+    throw fail(OTC_FAILED_PRECONDITION, "unsupported version " +
+                                            std::to_string(version) +
+                                            " (this runtime reads version " +
+                                            std::to_string(kVersion) + ")");
   if (total != file.size())
-    throw fail(OTC_DATA_LOSS, std::string(total > file.size()
-                                              ? "truncated: expected "
-                                              : "size mismatch: expected ") +
-                                  std::to_string(total) + " bytes, found " +
-                                  std::to_string(file.size()));
+    throw fail(OTC_DATA_LOSS,
+               std::string(total > file.size() ? "truncated: expected "
+                                               : "size mismatch: expected ") +
+                   std::to_string(total) + " bytes, found " +
+                   std::to_string(file.size()));
   uint32_t stored;
   std::memcpy(&stored, p + file.size() - 4, 4);
   if (crcOf(p, file.size() - 4) != stored)
@@ -174,8 +174,9 @@ CheckpointData readCheckpoint(const std::string &path,
     throw fail(OTC_FAILED_PRECONDITION,
                "compiled for a different program/world size (checkpoint: "
                "world size " +
-                   std::to_string(data.worldSize) + ", this program: world "
-                                                    "size " +
+                   std::to_string(data.worldSize) +
+                   ", this program: world "
+                   "size " +
                    std::to_string(manifest.worldSize) +
                    "; parameter names or shapes may differ too)");
   Reader body(path, p + kHeaderBytes, file.size() - 4 - kHeaderBytes);
@@ -205,8 +206,7 @@ CheckpointData readCheckpoint(const std::string &path,
         throw fail(OTC_DATA_LOSS,
                    std::string("has no ") + what + " '" + t.name + "'");
       if (it->second.size() != t.bytes())
-        throw fail(OTC_DATA_LOSS, std::string(what) + " '" + t.name +
-                                      "' has " +
+        throw fail(OTC_DATA_LOSS, std::string(what) + " '" + t.name + "' has " +
                                       std::to_string(it->second.size()) +
                                       " bytes, expected " +
                                       std::to_string(t.bytes()));

@@ -1,4 +1,5 @@
-//===- comm.h - Communicators ------------------------------------*- C++ -*-===//
+//===- comm.h - Communicators ------------------------------------*- C++
+//-*-===//
 //
 // A communicator is either MPI (MPI_COMM_WORLD duplicated) or local (one
 // rank, no MPI). Collectives used by programs average f32 in place; the

@@ -32,8 +32,8 @@ namespace {
 std::string readWholeFile(const std::string &path) {
   std::ifstream in(path, std::ios::binary);
   if (!in)
-    throw Error(OTC_NOT_FOUND, "cannot open '" + path +
-                                   "': " + std::strerror(errno));
+    throw Error(OTC_NOT_FOUND,
+                "cannot open '" + path + "': " + std::strerror(errno));
   std::ostringstream ss;
   ss << in.rdbuf();
   if (in.bad())
@@ -70,9 +70,7 @@ std::string headerValue(const std::string &header, const std::string &key,
   return header.substr(begin, end - begin);
 }
 
-template <typename T> struct Tag {
-  using type = T;
-};
+template <typename T> struct Tag { using type = T; };
 
 // Calls fn(Tag<C type>) for a dtype; one generic loop serves every pair.
 template <typename Fn> void visitDType(DType dtype, Fn &&fn) {
@@ -163,10 +161,11 @@ Array readNpy(const std::string &path) {
   if (found < expected)
     dataError(path,
               "truncated: expected " + std::to_string(expected) +
-                  " data bytes for shape " + shapeString(a.shape) +
-                  ", found " + std::to_string(found),
+                  " data bytes for shape " + shapeString(a.shape) + ", found " +
+                  std::to_string(found),
               OTC_DATA_LOSS);
-  a.data.assign(bytes.begin() + dataStart, bytes.begin() + dataStart + expected);
+  a.data.assign(bytes.begin() + dataStart,
+                bytes.begin() + dataStart + expected);
   return a;
 }
 
@@ -221,8 +220,8 @@ void writeNpy(const std::string &path, const Array &a) {
 Array readIdx(const std::string &path) {
   gzFile f = gzopen(path.c_str(), "rb");
   if (!f)
-    throw Error(OTC_NOT_FOUND, "cannot open '" + path +
-                                   "': " + std::strerror(errno));
+    throw Error(OTC_NOT_FOUND,
+                "cannot open '" + path + "': " + std::strerror(errno));
   std::string bytes;
   char buf[1 << 16];
   int n;
@@ -244,7 +243,8 @@ Array readIdx(const std::string &path) {
   Array a;
   for (int i = 0; i < ndims; ++i) {
     size_t p = 4 + 4 * size_t(i);
-    a.shape.push_back(int64_t(uint32_t(u8(p)) << 24 | uint32_t(u8(p + 1)) << 16 |
+    a.shape.push_back(int64_t(uint32_t(u8(p)) << 24 |
+                              uint32_t(u8(p + 1)) << 16 |
                               uint32_t(u8(p + 2)) << 8 | u8(p + 3)));
   }
   size_t elem;
@@ -269,8 +269,7 @@ Array readIdx(const std::string &path) {
     fileType = DType::F64, elem = 8;
     break;
   default:
-    dataError(path, "unknown IDX element type 0x" +
-                        std::to_string(int(u8(2))),
+    dataError(path, "unknown IDX element type 0x" + std::to_string(int(u8(2))),
               OTC_DATA_LOSS);
   }
   size_t start = 4 + 4 * size_t(ndims);
@@ -278,7 +277,8 @@ Array readIdx(const std::string &path) {
   size_t found = bytes.size() - start;
   if (found != expected)
     dataError(path,
-              (found < expected ? "truncated: expected " : "size mismatch: expected ") +
+              (found < expected ? "truncated: expected "
+                                : "size mismatch: expected ") +
                   std::to_string(expected) + " data bytes for shape " +
                   shapeString(a.shape) + ", found " + std::to_string(found),
               OTC_DATA_LOSS);
@@ -346,20 +346,19 @@ Dataset Dataset::bind(const Manifest &manifest,
       std::string known;
       for (const TensorSpec &in : manifest.inputs)
         known += (known.empty() ? "" : ", ") + in.name;
-      throw Error(OTC_INVALID_ARGUMENT, "unknown input '" + name + "' (file '" +
-                                            source(name) +
-                                            "'); the program's inputs are: " +
-                                            known);
+      throw Error(OTC_INVALID_ARGUMENT,
+                  "unknown input '" + name + "' (file '" + source(name) +
+                      "'); the program's inputs are: " + known);
     }
   Dataset ds;
   std::string first;
   for (const TensorSpec &in : manifest.inputs) {
     auto it = arrays.find(in.name);
     if (it == arrays.end())
-      throw Error(OTC_INVALID_ARGUMENT,
-                  "no data for input '" + in.name + "' " +
-                      shapeString(in.shape) + " (give --data " + in.name +
-                      "=FILE)");
+      throw Error(OTC_INVALID_ARGUMENT, "no data for input '" + in.name + "' " +
+                                            shapeString(in.shape) +
+                                            " (give --data " + in.name +
+                                            "=FILE)");
     const Array &a = it->second;
     int64_t perSample = 1;
     for (size_t i = 1; i < a.shape.size(); ++i)

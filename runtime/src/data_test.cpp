@@ -8,8 +8,8 @@
 
 #include <cstdio>
 #include <cstring>
-#include <functional>
 #include <fstream>
+#include <functional>
 #include <unistd.h>
 
 using namespace otc;
@@ -100,8 +100,9 @@ TEST_F(DataTest, NpyV1AndV2Headers) {
                       "(2,), }",
                       raw<int64_t>({-5, 9})));
   writeBytes(path("scalar.npy"),
-             npyBytes(1, "{'descr': '<f8', 'fortran_order': False, 'shape': "
-                         "(), }",
+             npyBytes(1,
+                      "{'descr': '<f8', 'fortran_order': False, 'shape': "
+                      "(), }",
                       raw<double>({2.5})));
   Array a = readNpy(path("v1.npy"));
   EXPECT_EQ(a.shape, (std::vector<int64_t>{2, 2}));
@@ -137,15 +138,17 @@ TEST_F(DataTest, NpyErrors) {
   EXPECT_NE(e.find("fortran_order"), std::string::npos) << e;
 
   writeBytes(path("half.npy"),
-             npyBytes(1, "{'descr': '<f2', 'fortran_order': False, 'shape': "
-                         "(2,), }",
+             npyBytes(1,
+                      "{'descr': '<f2', 'fortran_order': False, 'shape': "
+                      "(2,), }",
                       "abcd"));
   e = errorOf([&] { readNpy(path("half.npy")); });
   EXPECT_NE(e.find("unsupported npy dtype '<f2'"), std::string::npos) << e;
 
   writeBytes(path("big.npy"),
-             npyBytes(1, "{'descr': '>f4', 'fortran_order': False, 'shape': "
-                         "(1,), }",
+             npyBytes(1,
+                      "{'descr': '>f4', 'fortran_order': False, 'shape': "
+                      "(1,), }",
                       "abcd"));
   e = errorOf([&] { readNpy(path("big.npy")); });
   EXPECT_NE(e.find("'>f4'"), std::string::npos) << e;
@@ -194,8 +197,8 @@ TEST_F(DataTest, IdxPlainAndGzip) {
     EXPECT_EQ(a.data[23], 23);
   }
   // Big-endian int32 and float32 are converted to host order.
-  std::string ints = {0, 0, 1, 2, char(0xff), char(0xff), char(0xff),
-                      char(0xfe)};
+  std::string ints = {0,          0,          1,          2,
+                      char(0xff), char(0xff), char(0xff), char(0xfe)};
   writeBytes(path("ints-idx1"), idxBytes(0x0C, {2}, ints));
   Array i = readIdx(path("ints-idx1"));
   int32_t v[2];
@@ -205,8 +208,8 @@ TEST_F(DataTest, IdxPlainAndGzip) {
 }
 
 TEST_F(DataTest, IdxErrors) {
-  writeBytes(path("bad-magic"), std::string("\x01\x02\x08\x01", 4) +
-                                    std::string(8, '\0'));
+  writeBytes(path("bad-magic"),
+             std::string("\x01\x02\x08\x01", 4) + std::string(8, '\0'));
   EXPECT_NE(errorOf([&] { readIdx(path("bad-magic")); }).find("bad magic"),
             std::string::npos);
   writeBytes(path("short"), idxBytes(0x08, {10, 2}, "abc"));

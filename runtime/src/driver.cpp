@@ -66,7 +66,8 @@ const char *kUsage =
     "Trains the compiled model (start W ranks with `mpirun -np W`).\n"
     "\n"
     "data:\n"
-    "  --data NAME=FILE        training data for input NAME (.npy or IDX[.gz]);\n"
+    "  --data NAME=FILE        training data for input NAME (.npy or "
+    "IDX[.gz]);\n"
     "                          repeat for every input\n"
     "  --eval-data NAME=FILE   evaluation data for input NAME\n"
     "  --dataset fashion-mnist built-in Fashion-MNIST (train / t10k split;\n"
@@ -87,7 +88,8 @@ const char *kUsage =
     "                          always one at the end of training\n"
     "  --checkpoint-every N    also every N steps\n"
     "  --resume                continue from the newest checkpoint in\n"
-    "                          --checkpoint-dir (start fresh if there is none)\n"
+    "                          --checkpoint-dir (start fresh if there is "
+    "none)\n"
     "  --resume-from FILE      continue from FILE\n"
     "output:\n"
     "  --export FILE.onnx      write the trained model as ONNX\n"
@@ -122,8 +124,8 @@ std::pair<std::string, std::string> parseBinding(const std::string &flag,
 Options parseOptions(int argc, char **argv) {
   Options o;
   static const char *kWithValue[] = {
-      "--steps",      "--epochs",           "--seed",        "--data",
-      "--eval-data",  "--dataset",          "--threads",     "--log-every",
+      "--steps",          "--epochs",           "--seed",        "--data",
+      "--eval-data",      "--dataset",          "--threads",     "--log-every",
       "--checkpoint-dir", "--checkpoint-every", "--resume-from", "--export",
       "--metrics"};
   for (int i = 1; i < argc; ++i) {
@@ -138,10 +140,9 @@ Options parseOptions(int argc, char **argv) {
         hasInline = true;
       }
     }
-    bool wantsValue =
-        std::find_if(std::begin(kWithValue), std::end(kWithValue),
-                     [&](const char *f) { return arg == f; }) !=
-        std::end(kWithValue);
+    bool wantsValue = std::find_if(std::begin(kWithValue), std::end(kWithValue),
+                                   [&](const char *f) { return arg == f; }) !=
+                      std::end(kWithValue);
     if (wantsValue && !hasInline) {
       if (i + 1 >= argc)
         throw UsageError("missing value for " + arg);
@@ -213,8 +214,7 @@ bool launcherRankIsZero() {
 /// Runs `fn` on every rank and agrees on the outcome: if any rank failed,
 /// rank 0 prints its own error (or, when only other ranks failed, those
 /// print theirs) and every rank returns false together.
-template <typename Fn>
-bool allRanks(otc_comm_t *comm, int &exitCode, Fn &&fn) {
+template <typename Fn> bool allRanks(otc_comm_t *comm, int &exitCode, Fn &&fn) {
   std::optional<std::string> error;
   int code = 0;
   try {
@@ -240,7 +240,8 @@ bool allRanks(otc_comm_t *comm, int &exitCode, Fn &&fn) {
     return true;
   if (error && (rank == 0 || v[1] == 0))
     std::fprintf(stderr, "%serror: %s\n",
-                 rank == 0 ? "" : ("[rank " + std::to_string(rank) + "] ").c_str(),
+                 rank == 0 ? ""
+                           : ("[rank " + std::to_string(rank) + "] ").c_str(),
                  error->c_str());
   // Every rank exits with the same code: usage (2) only if every failing
   // rank saw a usage problem.
@@ -326,9 +327,8 @@ int64_t readInteger(const uint8_t *p, DType dtype) {
 class Run {
 public:
   Run(Options o, otc_program_t *program, otc_comm_t *comm)
-      : o_(std::move(o)), program_(program), comm_(comm),
-        m_(program->manifest), rank_(otc_comm_rank(comm)),
-        world_(otc_comm_size(comm)),
+      : o_(std::move(o)), program_(program), comm_(comm), m_(program->manifest),
+        rank_(otc_comm_rank(comm)), world_(otc_comm_size(comm)),
         bar_(stderr, !o_.quiet && otc_comm_rank(comm) == 0) {}
 
   int run();
@@ -437,9 +437,8 @@ void Run::resume() {
     return;
   LoaderExtra extra;
   size_t extraBytes = 0;
-  otc_status_t st = otc_session_load_checkpoint(session_.get(), path.c_str(),
-                                                &extra, sizeof extra,
-                                                &extraBytes);
+  otc_status_t st = otc_session_load_checkpoint(
+      session_.get(), path.c_str(), &extra, sizeof extra, &extraBytes);
   if (st) {
     std::string message = otc_status_message(st);
     otc_status_code_t code = otc_status_code(st);
@@ -499,8 +498,8 @@ void Run::saveCheckpoint() {
   int64_t step = otc_session_step(session_.get());
   if (step == lastSavedStep_)
     return;
-  std::string path = o_.checkpointDir + "/ckpt-" + std::to_string(step) +
-                     ".otcc";
+  std::string path =
+      o_.checkpointDir + "/ckpt-" + std::to_string(step) + ".otcc";
   int exitCode = 0;
   // Ranks hold identical weights: rank 0 writes, the others wait for it.
   bool ok = allRanks(comm_, exitCode, [&] {
@@ -557,20 +556,18 @@ EvalResult Run::evaluate() {
     if (classify) {
       // Computed here rather than read from eval_loss so that padded rows
       // of the last batch do not count.
-      const float *logits = reinterpret_cast<const float *>(
-          session_->at(*out));
+      const float *logits = reinterpret_cast<const float *>(session_->at(*out));
       int64_t classes = out->shape[1];
       const Dataset::Column &col = ds.columns()[labelColumn];
       for (int64_t i = 0; i < valid; ++i) {
         const float *row = logits + i * classes;
-        int64_t y = readInteger(col.data.data() +
-                                    size_t(b + i) * col.sampleBytes,
-                                label->dtype);
+        int64_t y = readInteger(
+            col.data.data() + size_t(b + i) * col.sampleBytes, label->dtype);
         if (y < 0 || y >= classes)
           throw Error(OTC_INVALID_ARGUMENT,
-                      "evaluation label " + std::to_string(y) +
-                          " of sample " + std::to_string(b + i) +
-                          " is outside [0, " + std::to_string(classes) + ")");
+                      "evaluation label " + std::to_string(y) + " of sample " +
+                          std::to_string(b + i) + " is outside [0, " +
+                          std::to_string(classes) + ")");
         int64_t best = 0;
         float mx = row[0];
         for (int64_t c = 1; c < classes; ++c)
@@ -608,8 +605,9 @@ void Run::reportEval() {
   double acc = r.total ? double(r.correct) / double(r.total) : 0;
   char line[200];
   if (r.hasAccuracy)
-    std::snprintf(line, sizeof line, "eval: accuracy %.4f (%lld/%lld) loss %.4f",
-                  acc, (long long)r.correct, (long long)r.total, loss);
+    std::snprintf(line, sizeof line,
+                  "eval: accuracy %.4f (%lld/%lld) loss %.4f", acc,
+                  (long long)r.correct, (long long)r.total, loss);
   else
     std::snprintf(line, sizeof line, "eval: loss %.4f (%lld samples)", loss,
                   (long long)r.total);
@@ -657,10 +655,11 @@ void Run::train() {
     bool last = step == total;
     auto now = Clock::now();
     double elapsed = std::chrono::duration<double>(now - t0).count();
-    double rate = elapsed > 0 ? globalBatch * double(step - start) / elapsed : 0;
-    double eta = step > start ? elapsed / double(step - start) *
-                                    double(total - step)
-                              : NAN;
+    double rate =
+        elapsed > 0 ? globalBatch * double(step - start) / elapsed : 0;
+    double eta = step > start
+                     ? elapsed / double(step - start) * double(total - step)
+                     : NAN;
     bool logStep = step % o_.logEvery == 0 || last || epochEnd;
     if (rank_ == 0 && (bar_.isTty() || logStep))
       bar_.draw(epoch, epochs, inEpoch, bpe, loss, rate, eta);

@@ -1,4 +1,5 @@
-//===- driver.h - The training executable's main -----------------*- C++ -*-===//
+//===- driver.h - The training executable's main -----------------*- C++
+//-*-===//
 
 #ifndef OTC_RUNTIME_DRIVER_H
 #define OTC_RUNTIME_DRIVER_H

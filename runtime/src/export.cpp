@@ -75,9 +75,10 @@ std::string readExternal(const onnx::TensorProto &t,
   }
   if (location.empty() || location[0] == '/' ||
       location.find("..") != std::string::npos)
-    throw Error(OTC_INVALID_ARGUMENT,
-                "initializer '" + t.name() + "' has an external data location '" +
-                    location + "' outside the model's folder");
+    throw Error(OTC_INVALID_ARGUMENT, "initializer '" + t.name() +
+                                          "' has an external data location '" +
+                                          location +
+                                          "' outside the model's folder");
   std::string file = dirOf(modelPath) + "/" + location;
   std::ifstream in(file, std::ios::binary);
   if (!in)
@@ -137,10 +138,9 @@ void fillFromInitializer(const onnx::TensorProto &t, const TensorSpec &spec,
                     " but the program expects " + dtypeName(spec.dtype));
   std::vector<int64_t> dims(t.dims().begin(), t.dims().end());
   if (dims != spec.shape)
-    throw Error(OTC_INVALID_ARGUMENT, where + " has shape " +
-                                          shapeString(dims) +
-                                          " but the program expects " +
-                                          shapeString(spec.shape));
+    throw Error(OTC_INVALID_ARGUMENT,
+                where + " has shape " + shapeString(dims) +
+                    " but the program expects " + shapeString(spec.shape));
   size_t n = size_t(spec.numel());
   auto countError = [&](size_t got) {
     return Error(OTC_DATA_LOSS, where + " holds " + std::to_string(got) +

@@ -1,4 +1,5 @@
-//===- export.h - Parameters from and to the source ONNX model ---*- C++ -*-===//
+//===- export.h - Parameters from and to the source ONNX model ---*- C++
+//-*-===//
 
 #ifndef OTC_RUNTIME_EXPORT_H
 #define OTC_RUNTIME_EXPORT_H

@@ -31,8 +31,7 @@ uint64_t uniformBelow(std::mt19937_64 &rng, uint64_t bound) {
 
 } // namespace
 
-std::vector<int64_t> epochPermutation(int64_t n, uint64_t seed,
-                                      int64_t epoch) {
+std::vector<int64_t> epochPermutation(int64_t n, uint64_t seed, int64_t epoch) {
   std::vector<int64_t> perm(static_cast<size_t>(n));
   for (int64_t i = 0; i < n; ++i)
     perm[size_t(i)] = i;

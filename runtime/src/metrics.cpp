@@ -80,10 +80,11 @@ void ProgressBar::draw(int64_t epoch, int64_t epochs, int64_t stepInEpoch,
   if (!enabled_)
     return;
   constexpr int kWidth = 20;
-  int filled = stepsPerEpoch > 0
-                   ? int(kWidth * std::min<int64_t>(stepInEpoch, stepsPerEpoch) /
-                         stepsPerEpoch)
-                   : kWidth;
+  int filled =
+      stepsPerEpoch > 0
+          ? int(kWidth * std::min<int64_t>(stepInEpoch, stepsPerEpoch) /
+                stepsPerEpoch)
+          : kWidth;
   std::string bar(size_t(filled), '#');
   bar.append(size_t(kWidth - filled), '.');
   char eta[32];

@@ -1,4 +1,5 @@
-//===- metrics.h - JSON-lines metrics and the progress bar -------*- C++ -*-===//
+//===- metrics.h - JSON-lines metrics and the progress bar -------*- C++
+//-*-===//
 
 #ifndef OTC_RUNTIME_METRICS_H
 #define OTC_RUNTIME_METRICS_H

@@ -207,8 +207,7 @@ int main(int argc, char **argv) {
     std::strcpy(dir, "/tmp/otc-mpi-test-XXXXXX");
     if (!mkdtemp(dir))
       return 1;
-    otc::testing::writeLinearModel(std::string(dir) + "/linear.onnx", 4, 3,
-                                   1);
+    otc::testing::writeLinearModel(std::string(dir) + "/linear.onnx", 4, 3, 1);
   }
   MPI_Bcast(dir, sizeof dir, MPI_CHAR, 0, MPI_COMM_WORLD);
   gDir = dir;

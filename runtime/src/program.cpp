@@ -215,8 +215,7 @@ Manifest parseManifest(const std::string &text, uint64_t entryArenaBytes) {
     m.arenaBytes = field(j, "arena_bytes", "manifest").get<uint64_t>();
     if (entryArenaBytes && m.arenaBytes != entryArenaBytes)
       bad("arena_bytes " + std::to_string(m.arenaBytes) +
-          " differs from the entry table's " +
-          std::to_string(entryArenaBytes));
+          " differs from the entry table's " + std::to_string(entryArenaBytes));
     std::set<std::string> names;
     auto list = [&](const char *key, std::vector<TensorSpec> &out) {
       if (!j.contains(key))
@@ -239,14 +238,15 @@ Manifest parseManifest(const std::string &text, uint64_t entryArenaBytes) {
         bad("state '" + s.name + "' refers to unknown parameter '" + s.param +
             "'");
     m.lossOffset = j.value("loss_offset", int64_t(-1));
-    if (m.lossOffset >= 0 && (m.lossOffset % 4 != 0 ||
-                              uint64_t(m.lossOffset) + 4 > m.arenaBytes))
+    if (m.lossOffset >= 0 &&
+        (m.lossOffset % 4 != 0 || uint64_t(m.lossOffset) + 4 > m.arenaBytes))
       bad("loss_offset is misaligned or outside the arena");
     if (j.contains("eval_output") && !j["eval_output"].is_null())
       m.evalOutput = parseTensor(j["eval_output"], "eval_output", m.arenaBytes);
     m.evalLossOffset = j.value("eval_loss_offset", int64_t(-1));
-    if (m.evalLossOffset >= 0 && (m.evalLossOffset % 4 != 0 ||
-                                  uint64_t(m.evalLossOffset) + 4 > m.arenaBytes))
+    if (m.evalLossOffset >= 0 &&
+        (m.evalLossOffset % 4 != 0 ||
+         uint64_t(m.evalLossOffset) + 4 > m.arenaBytes))
       bad("eval_loss_offset is misaligned or outside the arena");
   } catch (const json::exception &e) {
     bad(std::string("wrong field type: ") + e.what());

@@ -41,8 +41,8 @@ void setKernelThreads(int n) {
   if (n <= 0)
     return;
   using SetFn = void (*)(int);
-  if (auto fn = reinterpret_cast<SetFn>(dlsym(RTLD_DEFAULT,
-                                              "otck_set_num_threads")))
+  if (auto fn =
+          reinterpret_cast<SetFn>(dlsym(RTLD_DEFAULT, "otck_set_num_threads")))
     fn(n);
 }
 
@@ -75,8 +75,9 @@ void checkStepResult(otc_session_t *s, int rc, const char *what) {
     return;
   if (rc == OTC_STEP_ERR_COMM) {
     std::string why = takeCommError(s->comm);
-    throw Error(OTC_UNAVAILABLE, std::string(what) + " failed: a collective "
-                                                     "failed" +
+    throw Error(OTC_UNAVAILABLE, std::string(what) +
+                                     " failed: a collective "
+                                     "failed" +
                                      (why.empty() ? "" : ": " + why));
   }
   if (rc == OTC_STEP_ERR_LABEL_RANGE)
@@ -147,8 +148,8 @@ otc_status_t otc_session_bind_input(otc_session_t *session, const char *name,
       throw Error(OTC_INVALID_ARGUMENT,
                   std::string("input '") + name + "' " +
                       shapeString(in->shape) + " " + dtypeName(in->dtype) +
-                      " needs " + std::to_string(in->bytes()) +
-                      " bytes, got " + std::to_string(bytes));
+                      " needs " + std::to_string(in->bytes()) + " bytes, got " +
+                      std::to_string(bytes));
     std::memcpy(session->at(*in), data, bytes);
   });
 }

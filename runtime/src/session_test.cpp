@@ -81,7 +81,8 @@ protected:
     auto h = std::make_unique<Handles>();
     h->fixture =
         std::make_unique<LinearProgram>(slot, modelPath, d, kC, batch, world);
-    StatusText t = take(otc_program_from_entry(&h->fixture->entry, &h->program));
+    StatusText t =
+        take(otc_program_from_entry(&h->fixture->entry, &h->program));
     EXPECT_EQ(t.code, OTC_OK) << t.message;
     otc_session_options_t options;
     otc_session_options_initialize(&options);
@@ -95,8 +96,8 @@ protected:
       int64_t begin = ((from + i) * batch) % (512 - batch);
       ASSERT_OK(otc_session_bind_input(s, "x", &x[size_t(begin * kD)],
                                        size_t(batch * kD) * 4));
-      ASSERT_OK(otc_session_bind_input(s, "y", &y[size_t(begin)],
-                                       size_t(batch) * 8));
+      ASSERT_OK(
+          otc_session_bind_input(s, "y", &y[size_t(begin)], size_t(batch) * 8));
       float loss;
       ASSERT_OK(otc_session_train_step(s, &loss));
     }
@@ -224,8 +225,8 @@ TEST_F(SessionTest, TrainingReducesLoss) {
   EXPECT_LT(last, first * 0.5f);
   EXPECT_EQ(otc_session_step(h->session), 60);
   std::vector<float> logits(32 * kC);
-  ASSERT_OK(otc_session_eval_step(h->session, logits.data(),
-                                  logits.size() * 4));
+  ASSERT_OK(
+      otc_session_eval_step(h->session, logits.data(), logits.size() * 4));
   float evalLoss;
   ASSERT_OK(otc_session_eval_loss(h->session, &evalLoss));
   EXPECT_GT(evalLoss, 0.f);
@@ -273,17 +274,17 @@ TEST_F(SessionTest, CorruptCheckpointLeavesSessionUntouched) {
   std::string flipped = bytes;
   flipped[100] = char(flipped[100] ^ 0x10);
   writeFile(path, flipped);
-  StatusText t = take(
-      otc_session_load_checkpoint(h->session, path.c_str(), nullptr, 0, nullptr));
+  StatusText t = take(otc_session_load_checkpoint(h->session, path.c_str(),
+                                                  nullptr, 0, nullptr));
   EXPECT_EQ(t.code, OTC_DATA_LOSS);
-  EXPECT_EQ(t.message, "checkpoint '" + path +
-                           "': checksum mismatch: file is corrupt");
+  EXPECT_EQ(t.message,
+            "checkpoint '" + path + "': checksum mismatch: file is corrupt");
   EXPECT_EQ(param(h->session, "fc.weight", kC * kD), before);
   EXPECT_EQ(otc_session_step(h->session), 4);
 
   writeFile(path, bytes.substr(0, bytes.size() - 10));
-  t = take(
-      otc_session_load_checkpoint(h->session, path.c_str(), nullptr, 0, nullptr));
+  t = take(otc_session_load_checkpoint(h->session, path.c_str(), nullptr, 0,
+                                       nullptr));
   EXPECT_EQ(t.code, OTC_DATA_LOSS);
   EXPECT_NE(t.message.find("truncated: expected " +
                            std::to_string(bytes.size()) + " bytes, found " +
@@ -293,8 +294,8 @@ TEST_F(SessionTest, CorruptCheckpointLeavesSessionUntouched) {
   EXPECT_EQ(param(h->session, "fc.weight", kC * kD), before);
 
   writeFile(path, "garbage");
-  t = take(
-      otc_session_load_checkpoint(h->session, path.c_str(), nullptr, 0, nullptr));
+  t = take(otc_session_load_checkpoint(h->session, path.c_str(), nullptr, 0,
+                                       nullptr));
   EXPECT_EQ(t.code, OTC_DATA_LOSS);
   EXPECT_NE(t.message.find("bad magic"), std::string::npos);
 
@@ -381,19 +382,17 @@ TEST_F(SessionTest, DriverDataErrors) {
   LinearProgram p(0, modelPath, kD, kC, 16, 1);
   std::string xs = "x=" + dir + "/x.npy", ys = "y=" + dir + "/y.npy";
   std::string err;
-  EXPECT_EQ(drive(p.entry, {"--data", xs, "--data", "z=" + dir + "/y.npy"},
-                  &err),
-            2);
+  EXPECT_EQ(
+      drive(p.entry, {"--data", xs, "--data", "z=" + dir + "/y.npy"}, &err), 2);
   EXPECT_NE(err.find("the program has no input 'z' (inputs: x, y)"),
             std::string::npos)
       << err;
-  EXPECT_EQ(drive(p.entry, {"--data", xs, "--data", "y=" + dir + "/no.npy"},
-                  &err),
-            2);
+  EXPECT_EQ(
+      drive(p.entry, {"--data", xs, "--data", "y=" + dir + "/no.npy"}, &err),
+      2);
   EXPECT_NE(err.find(dir + "/no.npy"), std::string::npos) << err;
-  EXPECT_EQ(drive(p.entry, {"--data", "x=" + dir + "/y.npy", "--data", ys},
-                  &err),
-            2);
+  EXPECT_EQ(
+      drive(p.entry, {"--data", "x=" + dir + "/y.npy", "--data", ys}, &err), 2);
   EXPECT_NE(err.find("for input 'x' has shape [512] but the input's shape is "
                      "[16, 8]"),
             std::string::npos)
@@ -403,9 +402,9 @@ TEST_F(SessionTest, DriverDataErrors) {
   shortLabels.shape = {500};
   shortLabels.data.assign(500 * 8, 0);
   writeNpy(dir + "/y500.npy", shortLabels);
-  EXPECT_EQ(drive(p.entry, {"--data", xs, "--data", "y=" + dir + "/y500.npy"},
-                  &err),
-            2);
+  EXPECT_EQ(
+      drive(p.entry, {"--data", xs, "--data", "y=" + dir + "/y500.npy"}, &err),
+      2);
   EXPECT_NE(err.find("has 500 samples but 'x'"), std::string::npos) << err;
 
   LinearProgram two(1, modelPath, kD, kC, 16, 2);
@@ -435,8 +434,9 @@ std::vector<float> exportedWeights(const std::string &path) {
 TEST_F(SessionTest, DriverResumeIsBitwiseExact) {
   writeDataFiles();
   LinearProgram p(0, modelPath, kD, kC, 16, 1);
-  std::vector<std::string> data = {"--data", "x=" + dir + "/x.npy", "--data",
-                                   "y=" + dir + "/y.npy", "--seed", "5",
+  std::vector<std::string> data = {"--data", "x=" + dir + "/x.npy",
+                                   "--data", "y=" + dir + "/y.npy",
+                                   "--seed", "5",
                                    "--quiet"};
   auto with = [&](std::vector<std::string> more) {
     std::vector<std::string> all = data;
@@ -531,8 +531,9 @@ TEST_F(SessionTest, DriverFashionMnist) {
   otc::testing::writeLinearModel(dir + "/fm.onnx", 784, 10, 3);
   LinearProgram p(0, dir + "/fm.onnx", 784, 10, 64, 1, 0.01f, 0.9f);
   std::string err;
-  ASSERT_EQ(drive(p.entry, {"--dataset", "fashion-mnist", "--steps", "300",
-                            "--log-every", "100"},
+  ASSERT_EQ(drive(p.entry,
+                  {"--dataset", "fashion-mnist", "--steps", "300",
+                   "--log-every", "100"},
                   &err),
             0)
       << err;

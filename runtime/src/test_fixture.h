@@ -1,4 +1,5 @@
-//===- test_fixture.h - A hand-written compiled program for tests -*- C++ -*-===//
+//===- test_fixture.h - A hand-written compiled program for tests -*- C++
+//-*-===//
 //
 // Stands in for otc-compile's output: softmax regression (logits = x W^T + b,
 // mean cross-entropy, momentum SGD) written with plain loops against the
@@ -28,8 +29,8 @@ namespace otc::testing {
 struct Layout {
   int64_t D = 0, C = 0, B = 0;
   float lr = 0.1f, mu = 0.9f;
-  uint64_t w = 0, b = 0, vw = 0, vb = 0, gw = 0, gb = 0, x = 0, y = 0,
-           loss = 0, logits = 0, evalLoss = 0, arena = 0;
+  uint64_t w = 0, b = 0, vw = 0, vb = 0, gw = 0, gb = 0, x = 0, y = 0, loss = 0,
+           logits = 0, evalLoss = 0, arena = 0;
 };
 
 constexpr int kSlots = 4;
@@ -87,9 +88,8 @@ int fixtureTrainStep(uint8_t *arena, const otc_step_context_t *ctx) {
     return rc;
   std::memcpy(arena + l.loss, &loss, 4);
   // Gradients of W and b are contiguous: one all-reduce, as buckets are.
-  if (ctx->all_reduce_mean_f32(ctx->comm,
-                               reinterpret_cast<float *>(arena + l.gw),
-                               l.C * l.D + l.C))
+  if (ctx->all_reduce_mean_f32(
+          ctx->comm, reinterpret_cast<float *>(arena + l.gw), l.C * l.D + l.C))
     return OTC_STEP_ERR_COMM;
   auto update = [&](uint64_t w, uint64_t v, uint64_t g, int64_t n) {
     auto *pw = reinterpret_cast<float *>(arena + w);
@@ -222,8 +222,7 @@ struct LinearProgram {
         tensor("fc.weight.momentum", "f32", {C, D}, l.vw,
                ",\"param\":\"fc.weight\"") +
         "," +
-        tensor("fc.bias.momentum", "f32", {C}, l.vb,
-               ",\"param\":\"fc.bias\"") +
+        tensor("fc.bias.momentum", "f32", {C}, l.vb, ",\"param\":\"fc.bias\"") +
         "],\"inputs\":[" +
         tensor("x", "f32", {B, D}, l.x, ",\"role\":\"data\"") + "," +
         tensor("y", "i64", {B}, l.y, ",\"role\":\"label\"") +

@@ -6,9 +6,9 @@
 |*  - every fallible call returns an otc_status_t: NULL means OK (cheap);     *|
 |*    a non-NULL status owns a code and a message and must be released with   *|
 |*    otc_status_free; no C++ exception or abort crosses this boundary;       *|
-|*  - output parameters come last and are named out_*;                         *|
-|*  - objects are created by *_create or *_load and released by *_release,      *|
-|*    which accept NULL;                                                       *|
+|*  - output parameters come last and are named out_*;                        *|
+|*  - objects are created by *_create or *_load and released by *_release,    *|
+|*    which accept NULL;                                                      *|
 |*  - a session is used by one thread at a time; distinct sessions are        *|
 |*    independent except that they may share an MPI process.                  *|
 |*                                                                            *|
@@ -30,11 +30,11 @@ extern "C" {
 
 typedef enum otc_status_code {
   OTC_OK = 0,
-  OTC_INVALID_ARGUMENT = 1, /* a flag, a shape, a value the caller gave */
-  OTC_NOT_FOUND = 2,        /* a file or a name that does not exist */
-  OTC_DATA_LOSS = 3,        /* a corrupt or truncated file */
+  OTC_INVALID_ARGUMENT = 1,    /* a flag, a shape, a value the caller gave */
+  OTC_NOT_FOUND = 2,           /* a file or a name that does not exist */
+  OTC_DATA_LOSS = 3,           /* a corrupt or truncated file */
   OTC_FAILED_PRECONDITION = 4, /* e.g. world size differs from the compiled */
-  OTC_UNAVAILABLE = 5,      /* a communicator failure */
+  OTC_UNAVAILABLE = 5,         /* a communicator failure */
   OTC_INTERNAL = 6,
   OTC_IO_ERROR = 7,
 } otc_status_code_t;

@@ -1,0 +1,95 @@
+"""Builds small ONNX models for the importer tests: make_onnx.py KIND OUT."""
+import sys
+
+import numpy as np
+import onnx
+from onnx import TensorProto, helper, numpy_helper
+
+
+def weights(name, *shape):
+    rng = np.random.default_rng(0)
+    return numpy_helper.from_array(rng.standard_normal(shape).astype(np.float32), name)
+
+
+def ints(name, values):
+    return numpy_helper.from_array(np.array(values, dtype=np.int64), name)
+
+
+def model(nodes, inputs, outputs, inits=(), opset=14):
+    graph = helper.make_graph(nodes, "g", inputs, outputs, list(inits))
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
+
+
+def shape_chain():
+    # torch's x.view(x.size(0), -1): Shape -> Gather -> Unsqueeze -> Concat -> Reshape.
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, ["batch", 1, 4, 4])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, ["batch", 3])
+    nodes = [
+        helper.make_node("Shape", ["x"], ["s"], name="shape"),
+        helper.make_node("Constant", [], ["zero"], name="c0",
+                         value=helper.make_tensor("v", TensorProto.INT64, [], [0])),
+        helper.make_node("Gather", ["s", "zero"], ["n"], name="gather", axis=0),
+        helper.make_node("Unsqueeze", ["n", "axes"], ["n1"], name="unsqueeze"),
+        helper.make_node("Concat", ["n1", "minus1"], ["shape2"], name="concat", axis=0),
+        helper.make_node("Reshape", ["x", "shape2"], ["flat"], name="reshape"),
+        helper.make_node("Gemm", ["flat", "w", "b"], ["y"], name="fc", transB=1,
+                         alpha=0.5, beta=2.0),
+    ]
+    return model(nodes, [x], [y], [ints("axes", [0]), ints("minus1", [-1]),
+                                   weights("w", 3, 16), weights("b", 3)])
+
+
+def ops():
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3, 4])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 5])
+    nodes = [
+        helper.make_node("Constant", [], ["two"], name="two", value_float=2.0),
+        helper.make_node("Mul", ["x", "two"], ["a"], name="mul"),
+        helper.make_node("Sub", ["a", "x"], ["b"], name="sub"),
+        helper.make_node("Div", ["b", "two"], ["c"], name="div"),
+        helper.make_node("Sigmoid", ["c"], ["d"], name="sigmoid"),
+        helper.make_node("Tanh", ["d"], ["e"], name="tanh"),
+        helper.make_node("Identity", ["e"], ["f"], name="identity"),
+        helper.make_node("Dropout", ["f"], ["g"], name="dropout"),
+        helper.make_node("Transpose", ["g"], ["h"], name="transpose", perm=[0, 2, 1]),
+        helper.make_node("Flatten", ["h"], ["i"], name="flatten", axis=1),
+        helper.make_node("MatMul", ["i", "w"], ["j"], name="matmul"),
+        helper.make_node("Add", ["j", "bias"], ["k"], name="add"),
+        helper.make_node("Softmax", ["k"], ["l"], name="softmax", axis=1),
+        helper.make_node("LogSoftmax", ["l"], ["y"], name="logsoftmax"),
+    ]
+    return model(nodes, [x], [y], [weights("w", 12, 5), weights("bias", 5)])
+
+
+def unsupported():
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 3])
+    nodes = [helper.make_node("Hardmax", ["x"], ["y"], name="my_hardmax")]
+    return model(nodes, [x], [y])
+
+
+def dynamic():
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, ["batch", "seq", 8])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, ["batch", "seq", 8])
+    return model([helper.make_node("Relu", ["x"], ["y"], name="relu")], [x], [y])
+
+
+def bad_reshape():
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 6])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, None)
+    nodes = [helper.make_node("Reshape", ["x", "shape"], ["y"], name="bad")]
+    return model(nodes, [x], [y], [ints("shape", [5, -1])])
+
+
+KINDS = {"shape-chain": shape_chain, "ops": ops, "unsupported": unsupported,
+         "dynamic": dynamic, "bad-reshape": bad_reshape}
+
+if __name__ == "__main__":
+    kind, out = sys.argv[1], sys.argv[2]
+    if kind == "garbage":
+        open(out, "wb").write(b"\x08\x07this is not an onnx model\xff\xff\xff")
+    elif kind == "truncated":
+        data = shape_chain().SerializeToString()
+        open(out, "wb").write(data[: len(data) // 2])
+    else:
+        onnx.save(KINDS[kind](), out)

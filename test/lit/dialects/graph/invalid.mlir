@@ -1,0 +1,65 @@
+// RUN: otc-opt %s --split-input-file --verify-diagnostics
+
+func.func @gemm_inner(%a: tensor<4x8xf32>, %b: tensor<16x9xf32>) {
+  // expected-error @+2 {{Gemm inner dimensions differ: 8 vs 9}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = graph.gemm %a, %b {transB = true} : (tensor<4x8xf32>, tensor<16x9xf32>) -> tensor<4x16xf32>
+  return
+}
+
+// -----
+
+func.func @broadcast(%a: tensor<4x8xf32>, %b: tensor<3xf32>) {
+  // expected-error @+2 {{operand shapes are not broadcastable}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = graph.add %a, %b : (tensor<4x8xf32>, tensor<3xf32>) -> tensor<4x8xf32>
+  return
+}
+
+// -----
+
+func.func @reshape(%a: tensor<4x8xf32>) {
+  // expected-error @+1 {{cannot reshape 32 elements into 'tensor<5x7xf32>' with 35 elements}}
+  %0 = graph.reshape %a : tensor<4x8xf32> -> tensor<5x7xf32>
+  return
+}
+
+// -----
+
+func.func @transpose(%a: tensor<4x8xf32>) {
+  // expected-error @+1 {{perm is not a permutation}}
+  %0 = graph.transpose %a {perm = array<i64: 0, 0>} : tensor<4x8xf32> -> tensor<4x4xf32>
+  return
+}
+
+// -----
+
+func.func @softmax_axis(%a: tensor<4x8xf32>) {
+  // expected-error @+1 {{axis 2 out of range for rank 2}}
+  %0 = graph.softmax %a {axis = 2 : i64} : tensor<4x8xf32>
+  return
+}
+
+// -----
+
+func.func @ce_labels(%a: tensor<4x8xf32>, %l: tensor<5xi64>) {
+  // expected-error @+1 {{expects labels of shape [4]}}
+  %0, %1 = graph.softmax_cross_entropy %a, %l : (tensor<4x8xf32>, tensor<5xi64>) -> (tensor<f32>, tensor<4x8xf32>)
+  return
+}
+
+// -----
+
+func.func @dropout_ratio(%a: tensor<4xf32>) {
+  // expected-error @+1 {{ratio must be in [0, 1)}}
+  %0, %1 = graph.dropout %a {ratio = 1.0 : f32, stream = 0 : i64} : tensor<4xf32>
+  return
+}
+
+// -----
+
+func.func @reduce_to(%a: tensor<4x8xf32>) {
+  // expected-error @+1 {{result shape does not broadcast to the input shape}}
+  %0 = graph.reduce_sum_to %a : tensor<4x8xf32> -> tensor<3xf32>
+  return
+}

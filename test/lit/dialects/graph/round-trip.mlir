@@ -1,0 +1,57 @@
+// RUN: otc-opt %s | otc-opt | FileCheck %s
+
+// CHECK-LABEL: func @forward_ops
+func.func @forward_ops(%x: tensor<4x8xf32>, %w: tensor<16x8xf32>, %b: tensor<16xf32>,
+                       %m: tensor<8x3xf32>) -> tensor<4x16xf32> {
+  // CHECK: graph.gemm %{{.*}}, %{{.*}}, %{{.*}} {transB = true} : (tensor<4x8xf32>, tensor<16x8xf32>, tensor<16xf32>) -> tensor<4x16xf32>
+  %0 = graph.gemm %x, %w, %b {transB = true} : (tensor<4x8xf32>, tensor<16x8xf32>, tensor<16xf32>) -> tensor<4x16xf32>
+  // CHECK: graph.matmul
+  %1 = graph.matmul %x, %m : (tensor<4x8xf32>, tensor<8x3xf32>) -> tensor<4x3xf32>
+  // CHECK: graph.add {{.*}} : (tensor<4x16xf32>, tensor<16xf32>) -> tensor<4x16xf32>
+  %2 = graph.add %0, %b : (tensor<4x16xf32>, tensor<16xf32>) -> tensor<4x16xf32>
+  // CHECK: graph.sub
+  %3 = graph.sub %2, %0 : (tensor<4x16xf32>, tensor<4x16xf32>) -> tensor<4x16xf32>
+  // CHECK: graph.mul
+  %4 = graph.mul %3, %0 : (tensor<4x16xf32>, tensor<4x16xf32>) -> tensor<4x16xf32>
+  // CHECK: graph.div
+  %5 = graph.div %4, %b : (tensor<4x16xf32>, tensor<16xf32>) -> tensor<4x16xf32>
+  // CHECK: graph.relu
+  %6 = graph.relu %5 : tensor<4x16xf32>
+  // CHECK: graph.sigmoid
+  %7 = graph.sigmoid %6 : tensor<4x16xf32>
+  // CHECK: graph.tanh
+  %8 = graph.tanh %7 : tensor<4x16xf32>
+  // CHECK: graph.softmax %{{.*}} {axis = 1 : i64}
+  %9 = graph.softmax %8 {axis = 1 : i64} : tensor<4x16xf32>
+  // CHECK: graph.log_softmax
+  %10 = graph.log_softmax %9 : tensor<4x16xf32>
+  // CHECK: graph.transpose %{{.*}} {perm = array<i64: 1, 0>} : tensor<4x16xf32> -> tensor<16x4xf32>
+  %11 = graph.transpose %10 {perm = array<i64: 1, 0>} : tensor<4x16xf32> -> tensor<16x4xf32>
+  // CHECK: graph.reshape %{{.*}} : tensor<16x4xf32> -> tensor<4x16xf32>
+  %12 = graph.reshape %11 : tensor<16x4xf32> -> tensor<4x16xf32>
+  // CHECK: graph.dropout %{{.*}} {ratio = 1.000000e-01 : f32, stream = 0 : i64} : tensor<4x16xf32>
+  %13, %mask = graph.dropout %12 {ratio = 0.1 : f32, stream = 0 : i64} : tensor<4x16xf32>
+  return %13 : tensor<4x16xf32>
+}
+
+// CHECK-LABEL: func @training_ops
+func.func @training_ops(%logits: tensor<4x3xf32>, %labels: tensor<4xi64>, %w: tensor<3xf32>,
+                        %g: tensor<3xf32>, %v: tensor<3xf32>) -> tensor<3xf32> {
+  // CHECK: graph.softmax_cross_entropy
+  %loss, %probs = graph.softmax_cross_entropy %logits, %labels : (tensor<4x3xf32>, tensor<4xi64>) -> (tensor<f32>, tensor<4x3xf32>)
+  // CHECK: graph.softmax_cross_entropy_grad
+  %d = graph.softmax_cross_entropy_grad %probs, %labels, %loss : (tensor<4x3xf32>, tensor<4xi64>, tensor<f32>) -> tensor<4x3xf32>
+  // CHECK: graph.reduce_sum_to %{{.*}} : tensor<4x3xf32> -> tensor<3xf32>
+  %s = graph.reduce_sum_to %d : tensor<4x3xf32> -> tensor<3xf32>
+  // CHECK: graph.relu_grad
+  %r = graph.relu_grad %s, %w : tensor<3xf32>
+  // CHECK: graph.sgd_update
+  %w1 = graph.sgd_update %w, %r {lr = 1.0e-01 : f32} : tensor<3xf32>
+  // CHECK: graph.momentum_update {{.*}} nesterov = true
+  %w2, %v2 = graph.momentum_update %w1, %g, %v {lr = 1.0e-01 : f32, momentum = 0.9 : f32, nesterov = true} : tensor<3xf32>
+  // CHECK: graph.adamw_update
+  %w3, %m3, %v3 = graph.adamw_update %w2, %g, %v2, %v {lr = 1.0e-03 : f32, beta1 = 0.9 : f32, beta2 = 0.999 : f32, epsilon = 1.0e-08 : f32, weight_decay = 0.01 : f32} : tensor<3xf32>
+  // CHECK: graph.mse
+  %l2 = graph.mse %w3, %m3 : (tensor<3xf32>, tensor<3xf32>) -> tensor<f32>
+  return %w3 : tensor<3xf32>
+}

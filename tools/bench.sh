@@ -1,0 +1,24 @@
+#!/usr/bin/env bash
+#===- bench.sh - OTC vs PyTorch benchmarks ---------------------------------===#
+#
+# usage: tools/bench.sh [BUILD_DIR] [bench_mlp.py options]
+#        (default BUILD_DIR: build; e.g. --threads 1,2 --steps 300 --repeat 3)
+#
+# Runs test/bench/bench_mlp.py: the MLP's training step time and peak memory,
+# OTC vs PyTorch eager, side by side at the same thread counts, and prints the
+# table with the ratios. Results also go to BUILD_DIR/bench/bench_mlp.json.
+# Run it on an otherwise idle machine: timings share the cores.
+#
+#===----------------------------------------------------------------------===#
+
+set -euo pipefail
+
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+BUILD="${1:-$ROOT/build}"
+[ $# -gt 0 ] && shift
+[ -x "$BUILD/bin/otc-compile" ] || {
+  echo "bench: $BUILD/bin/otc-compile not found: build the project first" >&2
+  exit 1
+}
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+exec /usr/bin/python3 "$ROOT/test/bench/bench_mlp.py" --build-dir "$BUILD" "$@"
