@@ -385,6 +385,7 @@ Dataset Dataset::bind(const Manifest &manifest,
     c.input = &in;
     c.sampleBytes = size_t(in.sampleNumel()) * dtypeSize(in.dtype);
     c.data = convertArray(a, in.dtype);
+    c.source = source(in.name);
     ds.columns_.push_back(std::move(c));
   }
   return ds;

@@ -44,6 +44,7 @@ public:
     const TensorSpec *input = nullptr;
     std::vector<uint8_t> data; // in the input's dtype
     size_t sampleBytes = 0;
+    std::string source; // the file, for messages
   };
 
   /// Binds `arrays` (input name -> array, `sources` name -> file for

@@ -241,8 +241,10 @@ TEST_F(DataTest, Convert) {
 Manifest twoInputs() {
   return parseManifest(
       R"({"otc_manifest_version":1,"world_size":1,"batch":4,"arena_bytes":4096,
-      "inputs":[{"name":"x","dtype":"f32","shape":[4,2,3],"offset":0,"role":"data"},
-                {"name":"y","dtype":"i64","shape":[4],"offset":128,"role":"label"}]})",
+      "inputs":[{"name":"x","dtype":"f32","shape":[4,2,3],"offset":0,
+                 "role":"data"},
+                {"name":"y","dtype":"i64","shape":[4],"offset":128,
+                 "role":"label"}]})",
       4096);
 }
 

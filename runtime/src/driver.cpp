@@ -38,6 +38,11 @@ namespace {
 constexpr int kExitFailure = 1;
 constexpr int kExitUsage = 2;
 
+/// A failure every rank already agreed on and rank 0 already reported.
+struct AgreedFailure {
+  int exitCode;
+};
+
 struct UsageError : Error {
   explicit UsageError(const std::string &m) : Error(OTC_INVALID_ARGUMENT, m) {}
 };
@@ -79,7 +84,8 @@ const char *kUsage =
     "  --steps N               train until optimizer step N (a resumed run\n"
     "                          counts the steps already taken)\n"
     "  --epochs E              train until the end of epoch E (default 1 when\n"
-    "                          neither --steps nor --epochs is given)\n"
+    "                          neither --steps nor --epochs is given; with\n"
+    "                          both, training stops at the first reached)\n"
     "  --seed S                seed for shuffling and dropout (default: the\n"
     "                          one given to otc-compile)\n"
     "  --threads N             kernel threads per rank\n"
@@ -324,6 +330,28 @@ int64_t readInteger(const uint8_t *p, DType dtype) {
   return 0;
 }
 
+// Cross-entropy labels must be class indices; checked once up front so a bad
+// file is a clear input error rather than a failed step.
+void checkLabels(const Manifest &m, const Dataset &ds) {
+  if (m.loss != "cross-entropy" || !m.evalOutput ||
+      m.evalOutput->shape.size() != 2)
+    return;
+  int64_t classes = m.evalOutput->shape[1];
+  for (const Dataset::Column &col : ds.columns()) {
+    if (col.input->role != "label" || col.input->sampleNumel() != 1)
+      continue;
+    for (int64_t i = 0; i < ds.size(); ++i) {
+      int64_t y = readInteger(col.data.data() + size_t(i) * col.sampleBytes,
+                              col.input->dtype);
+      if (y < 0 || y >= classes)
+        throw UsageError("'" + col.source + "': label " + std::to_string(y) +
+                         " of sample " + std::to_string(i) +
+                         " is outside [0, " + std::to_string(classes) +
+                         ") for input '" + col.input->name + "'");
+    }
+  }
+}
+
 class Run {
 public:
   Run(Options o, otc_program_t *program, otc_comm_t *comm)
@@ -406,8 +434,11 @@ void Run::loadData() {
     return Dataset::bind(m_, std::move(arrays), sources);
   };
   train_ = bind(o_.data, "--data");
-  if (!o_.evalData.empty())
+  checkLabels(m_, *train_);
+  if (!o_.evalData.empty()) {
     eval_ = bind(o_.evalData, "--eval-data");
+    checkLabels(m_, *eval_);
+  }
 }
 
 void Run::createSession() {
@@ -514,7 +545,7 @@ void Run::saveCheckpoint() {
       std::remove(all[i].second.c_str());
   });
   if (!ok)
-    throw Error(OTC_IO_ERROR, "checkpoint failed");
+    throw AgreedFailure{exitCode};
   lastSavedStep_ = step;
 }
 
@@ -634,7 +665,7 @@ void Run::train() {
     return;
   }
   using Clock = std::chrono::steady_clock;
-  auto t0 = Clock::now(), lastLog = t0;
+  auto t0 = Clock::now(), lastLog = t0, lastDraw = t0;
   int64_t lastLogStep = start;
   double globalBatch = double(world_) * double(m_.batch);
   bool evaluatedAtEnd = false;
@@ -661,8 +692,13 @@ void Run::train() {
                      ? elapsed / double(step - start) * double(total - step)
                      : NAN;
     bool logStep = step % o_.logEvery == 0 || last || epochEnd;
-    if (rank_ == 0 && (bar_.isTty() || logStep))
+    // A terminal is redrawn at most 10 times a second.
+    if (rank_ == 0 &&
+        (logStep ||
+         (bar_.isTty() && now - lastDraw > std::chrono::milliseconds(100)))) {
       bar_.draw(epoch, epochs, inEpoch, bpe, loss, rate, eta);
+      lastDraw = now;
+    }
     if (rank_ == 0 && (step % o_.logEvery == 0 || last)) {
       double since = std::chrono::duration<double>(now - lastLog).count();
       double recent =
@@ -710,6 +746,8 @@ int Run::run() {
     train();
     if (!o_.checkpointDir.empty())
       saveCheckpoint();
+  } catch (const AgreedFailure &f) {
+    return f.exitCode == kExitUsage ? kExitFailure : f.exitCode;
   } catch (const std::exception &e) {
     // A rank that fails mid-training may leave others inside a collective.
     std::fprintf(stderr, "%serror: %s\n",

@@ -196,21 +196,29 @@ Manifest parseManifest(const std::string &text, uint64_t entryArenaBytes) {
     m.worldSize = field(j, "world_size", "manifest").get<int32_t>();
     if (m.worldSize < 1)
       bad("world_size must be >= 1");
-    m.batch = field(j, "batch", "manifest").get<int64_t>();
-    if (m.batch < 1)
-      bad("batch must be >= 1");
+    m.batch = j.value("batch", int64_t(0));
     m.seed = j.value("seed", uint64_t(0));
     m.loss = j.value("loss", std::string("none"));
-    if (j.contains("optimizer")) {
+    if (j.contains("optimizer") && j["optimizer"].is_object()) {
+      // Informational only (the update is compiled into the program), so a
+      // field of an unexpected type is ignored rather than refused.
       const json &o = j["optimizer"];
-      m.optimizer.name = o.value("name", std::string("sgd"));
-      m.optimizer.lr = o.value("lr", 0.01);
-      m.optimizer.momentum = o.value("momentum", 0.0);
-      m.optimizer.nesterov = o.value("nesterov", false);
-      m.optimizer.weightDecay = o.value("weight_decay", 0.0);
-      m.optimizer.beta1 = o.value("beta1", 0.9);
-      m.optimizer.beta2 = o.value("beta2", 0.999);
-      m.optimizer.eps = o.value("eps", 1e-8);
+      auto get = [&](const char *key, auto &out) {
+        auto it = o.find(key);
+        if (it != o.end() && !it->is_null())
+          try {
+            it->get_to(out);
+          } catch (const json::exception &) {
+          }
+      };
+      get("name", m.optimizer.name);
+      get("lr", m.optimizer.lr);
+      get("momentum", m.optimizer.momentum);
+      get("nesterov", m.optimizer.nesterov);
+      get("weight_decay", m.optimizer.weightDecay);
+      get("beta1", m.optimizer.beta1);
+      get("beta2", m.optimizer.beta2);
+      get("eps", m.optimizer.eps);
     }
     m.arenaBytes = field(j, "arena_bytes", "manifest").get<uint64_t>();
     if (entryArenaBytes && m.arenaBytes != entryArenaBytes)
@@ -229,14 +237,16 @@ Manifest parseManifest(const std::string &text, uint64_t entryArenaBytes) {
     list("params", m.params);
     list("state", m.state);
     list("inputs", m.inputs);
+    // A program whose inputs have no "data" role may leave batch at 0: the
+    // first input's leading dimension is the batch then.
+    if (m.batch < 1 && !m.inputs.empty() && !m.inputs[0].shape.empty())
+      m.batch = m.inputs[0].shape[0];
+    if (m.batch < 1)
+      bad("batch must be >= 1");
     for (const TensorSpec &in : m.inputs)
       if (in.shape.empty() || in.shape[0] != m.batch)
         bad("input '" + in.name + "' " + shapeString(in.shape) +
             " does not start with the batch size " + std::to_string(m.batch));
-    for (const TensorSpec &s : m.state)
-      if (!s.param.empty() && !m.findParam(s.param))
-        bad("state '" + s.name + "' refers to unknown parameter '" + s.param +
-            "'");
     m.lossOffset = j.value("loss_offset", int64_t(-1));
     if (m.lossOffset >= 0 &&
         (m.lossOffset % 4 != 0 || uint64_t(m.lossOffset) + 4 > m.arenaBytes))

@@ -407,6 +407,19 @@ TEST_F(SessionTest, DriverDataErrors) {
       2);
   EXPECT_NE(err.find("has 500 samples but 'x'"), std::string::npos) << err;
 
+  Array badLabels;
+  badLabels.dtype = DType::I64;
+  badLabels.shape = {512};
+  badLabels.data.assign(512 * 8, 0);
+  badLabels.data[8 * 7] = 20; // sample 7 has label 20
+  writeNpy(dir + "/ybad.npy", badLabels);
+  EXPECT_EQ(
+      drive(p.entry, {"--data", xs, "--data", "y=" + dir + "/ybad.npy"}, &err),
+      2);
+  EXPECT_NE(err.find("ybad.npy': label 20 of sample 7 is outside [0, 3)"),
+            std::string::npos)
+      << err;
+
   LinearProgram two(1, modelPath, kD, kC, 16, 2);
   EXPECT_EQ(drive(two.entry, {"--data", xs, "--data", ys}, &err), 2);
   EXPECT_NE(err.find("compiled for --world-size 2 but runs on 1 rank; start "
