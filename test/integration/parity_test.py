@@ -21,6 +21,10 @@
 #   - the weight updates w_k - w0 (all optimizers; 1e-3 for Adam/AdamW,
 #     whose g / (sqrt(v) + eps) still amplifies the rounding of gradients
 #     near eps: measured 1.8e-4 on one element),
+#   - the effect of AdamW's weight decay, w(adamw) - w(adam), within 0.1
+#     (it is only ~3e-5 of the weights, so the few elements whose gradient
+#     is near eps move it by a few %; a missing decay is off by 1, an L2
+#     decay folded into the gradient by far more),
 # and |otc - torch| / |torch| <= 1e-4 for the loss of every step (from
 # --metrics; the loss a step reports is the one of its forward pass, before
 # its update).
@@ -42,6 +46,7 @@ SEED = 1234
 # No ReLU input of the reference trajectory within this of 0 (see above).
 RELU_MARGIN = 1e-5
 ADAM_EPS = 1e-6
+DECAY_TOL = 0.1
 
 
 def relu_margin(model, xs, ys, steps, tflags):
@@ -126,6 +131,7 @@ def main():
         f.update(flags)
         jobs.append((onnx_path, ctx.path(name, "train"), f))
     results = T.compile_many(ctx, jobs)
+    finals = {}
 
     for (name, onnx_path, model, shape, steps, _, tflags), res in \
             zip(cases, results):
@@ -151,6 +157,7 @@ def main():
         losses, grads = T.torch_train(ref, steps=steps, x=xs, y=ys, **tflags)
         want = T.torch_state(ref)
         got = T.read_onnx_weights(exported)
+        finals[name] = (got, want)
 
         T.compare_weights(checks, "%s: weights after %d step(s)" %
                           (name, steps), got, want, TOL)
@@ -181,6 +188,14 @@ def main():
             checks.check("%s: loss of step %d" % (name, s), e <= TOL,
                          "otc %.7f torch %.7f, rel %.3g (tol %.0e)" %
                          (a, b, e, TOL))
+    # AdamW's decoupled decay moves the weights by only ~3 lr wd |w| in 3
+    # steps, below the criterion above: compare its effect on its own.
+    if "adam" in finals and "adamw" in finals:
+        (ga, wa), (gw, ww) = finals["adam"], finals["adamw"]
+        if all(k in ga and k in gw for k in wa):
+            T.compare_weights(checks, "weight decay effect (adamw - adam)",
+                              {k: gw[k] - ga[k] for k in wa},
+                              {k: ww[k] - wa[k] for k in wa}, DECAY_TOL)
     checks.finish()
 
 

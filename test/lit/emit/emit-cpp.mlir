@@ -1,0 +1,45 @@
+// RUN: otc-opt %s --otc-lower-to-exec --otc-plan-memory | otc-translate --emit-cpp | FileCheck %s
+
+// The emitted translation unit: manifest, one C function per step that
+// addresses the arena through typed pointers and calls the kernel ABI, and
+// the entry table.
+// CHECK: #include "otc/kernels.h"
+// CHECK: #include "otc/program_abi.h"
+// CHECK: alignas(64) static const float kConst0[] = {1.000000000e+00f};
+// CHECK: static const char kManifest[] = "{
+// CHECK-SAME: \"params\":[{\"dtype\":\"f32\",\"name\":\"w\",\"offset\":0,\"shape\":[8,3]}]
+// CHECK-SAME: \"world_size\":2
+
+// CHECK-LABEL: static int otc_train_step(uint8_t *arena, const otc_step_context_t *ctx) {
+// CHECK-DAG: float *[[W:v[0-9]+]] = reinterpret_cast<float *>(arena + 0);
+// CHECK-DAG: float *[[X:v[0-9]+]] = reinterpret_cast<float *>(arena + 512);
+// CHECK: otck_gemm_f32(0, 0, 4, 3, 8, 1.000000000e+00f, [[X]], [[W]], 0.000000000e+00f, [[Y:v[0-9]+]]);
+// CHECK: if (otck_softmax_ce_f32(4, 3, [[Y]], {{v[0-9]+}}, [[P:v[0-9]+]], [[L:v[0-9]+]]) != OTCK_OK)
+// CHECK-NEXT: return OTC_STEP_ERR_LABEL_RANGE;
+// CHECK: otck_softmax_ce_grad_f32(4, 3, [[P]]
+// CHECK: otck_gemm_f32(1, 0, 8, 3, 4, 1.000000000e+00f, [[X]], {{v[0-9]+}}, 0.000000000e+00f, [[DW:v[0-9]+]]);
+// CHECK: if (ctx->all_reduce_mean_f32(ctx->comm, [[DW]], 24) != 0)
+// CHECK-NEXT: return OTC_STEP_ERR_COMM;
+// CHECK: otck_adam_f32(24, [[W]], [[DW]], {{v[0-9]+}}, {{v[0-9]+}}, 1.000000047e-03f, 8.999999762e-01f, 9.990000129e-01f, 9.999999939e-09f, 0.000000000e+00f, ctx->step, 0);
+// CHECK: return OTC_STEP_OK;
+// CHECK: extern "C" const otc_program_entry_t *otc_program_entry(void) {
+// CHECK: OTC_PROGRAM_ABI_VERSION, kManifest, {{[0-9]+}}ull, &otc_train_step, nullptr};
+
+module attributes {dist.world_size = 2 : i64} {
+  func.func @train_step(%x: tensor<4x8xf32> {otc.input = "x", otc.role = "data"},
+                        %w: tensor<8x3xf32> {otc.param = "w"},
+                        %l: tensor<4xi64> {otc.input = "labels", otc.role = "label"},
+                        %m: tensor<8x3xf32> {otc.state = "w.exp_avg"},
+                        %v: tensor<8x3xf32> {otc.state = "w.exp_avg_sq"})
+      -> (tensor<8x3xf32> {otc.updates = 1 : i64}, tensor<8x3xf32> {otc.updates = 3 : i64},
+          tensor<8x3xf32> {otc.updates = 4 : i64}, tensor<f32> {otc.output = "loss"}) {
+    %one = graph.constant dense<1.0> : tensor<f32>
+    %y = graph.matmul %x, %w : (tensor<4x8xf32>, tensor<8x3xf32>) -> tensor<4x3xf32>
+    %loss, %p = graph.softmax_cross_entropy %y, %l : (tensor<4x3xf32>, tensor<4xi64>) -> (tensor<f32>, tensor<4x3xf32>)
+    %dy = graph.softmax_cross_entropy_grad %p, %l, %one : (tensor<4x3xf32>, tensor<4xi64>, tensor<f32>) -> tensor<4x3xf32>
+    %dw = graph.gemm %x, %dy {transA = true} : (tensor<4x8xf32>, tensor<4x3xf32>) -> tensor<8x3xf32>
+    %avg = dist.all_reduce mean %dw : tensor<8x3xf32>
+    %w2, %m2, %v2 = graph.adam_update %w, %avg, %m, %v {lr = 1.0e-03 : f32, beta1 = 0.9 : f32, beta2 = 0.999 : f32, epsilon = 1.0e-08 : f32} : tensor<8x3xf32>
+    return %w2, %m2, %v2, %loss : tensor<8x3xf32>, tensor<8x3xf32>, tensor<8x3xf32>, tensor<f32>
+  }
+}
