@@ -329,6 +329,12 @@ LogicalResult Emitter::emitKernel(exec::KernelOp k) {
   } else if (kn == "mse_grad") {
     os << "    otck_mse_grad_f32(" << numel(ins[0]) << ", " << in(0) << ", "
        << in(1) << ", " << in(2) << ", " << out(0) << ");\n";
+  } else if (kn == "dropout") {
+    auto stream = k->getAttrOfType<IntegerAttr>("stream");
+    os << "    otck_dropout_f32(" << numel(ins[0]) << ", " << in(0) << ", "
+       << out(0) << ", " << out(1) << ", "
+       << floatLiteral(f32Attr(k, "ratio", 0)) << ", ctx->seed, "
+       << (stream ? stream.getInt() : 0) << "u);\n";
   } else if (kn == "sgd_update") {
     os << "    otck_sgd_f32(" << numel(outs[0]) << ", " << out(0) << ", "
        << in(0) << ", " << floatLiteral(f32Attr(k, "lr", 0)) << ", "

@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-# ===- gen_mlp.py - The example MLP as ONNX -----------------------------------===#
+#===- gen_mlp.py - The example MLP as ONNX ---------------------------------===#
 #
 # Writes the example model: an MLP 784-256-128-10 with ReLU, built in PyTorch
 # from a seed and exported with torch.onnx.export (input "input", output
@@ -16,7 +16,7 @@
 # tests and the benchmark so that the reference model and the exported one
 # are the same object.
 #
-# ===----------------------------------------------------------------------===#
+#===------------------------------------------------------------------------===#
 
 import argparse
 import os

@@ -394,6 +394,15 @@ TEST(Unary, SpecialValues) {
     for (float v : y)
       ASSERT_TRUE(std::isnan(v)) << "op " << c.op;
   }
+  // exp over the whole float range: finite up to log(FLT_MAX), denormal
+  // results below log(FLT_MIN).
+  std::vector<float> ex = {88.7f, -88.0f, -95.0f, -100.0f, -103.0f, 88.73f};
+  std::vector<float> ey(ex.size());
+  otck_unary_f32(OTCK_EXP, int64_t(ex.size()), ex.data(), ey.data(), 1.0f);
+  EXPECT_TRUE(near(ey[0], std::exp(88.7), kRtol));
+  for (size_t i = 1; i < 5; ++i)
+    EXPECT_TRUE(near(ey[i], std::exp(double(ex[i])), kRtol, 1.5e-45));
+  EXPECT_EQ(ey[5], kInf);
   // Denormal input to log.
   std::vector<float> x(9, 1e-40f), y(9);
   otck_unary_f32(OTCK_LOG, 9, x.data(), y.data(), 1.0f);
@@ -594,6 +603,8 @@ TEST(ReduceSumTo, BroadcastShapes) {
       {{16, 64, 64}, {1, 64, 1}},
       {{64, 16, 128}, {64, 1, 128}},
       {{50, 4, 600}, {4, 1}},
+      {{40, 2500}, {2500}},
+      {{3, 40, 1100}, {3, 1, 1100}},
       {{0, 4}, {4}},
   };
   unsigned seed = 400;
@@ -814,6 +825,27 @@ TEST(SoftmaxCrossEntropy, StableForHugeLogits) {
   std::vector<double> ld(logits.begin(), logits.end());
   EXPECT_TRUE(std::isfinite(loss));
   EXPECT_TRUE(near(loss, refCrossEntropy(ld, labels, 2, 3), kRtol));
+}
+
+TEST(SoftmaxCrossEntropy, InPlaceBuffers) {
+  // probs may overwrite logits, and dlogits may overwrite probs.
+  const int64_t N = 5, C = 7;
+  auto logits = randomVec(N * C, -3, 3, 11);
+  std::vector<int64_t> labels = {0, 6, 3, 3, 1};
+  std::vector<float> probs(sz(N * C)), grad(sz(N * C));
+  float loss = 0.0f, lossInPlace = 0.0f;
+  const float dloss = 1.0f;
+  ASSERT_EQ(OTCK_OK, otck_softmax_ce_f32(N, C, logits.data(), labels.data(),
+                                         probs.data(), &loss));
+  otck_softmax_ce_grad_f32(N, C, probs.data(), labels.data(), &dloss,
+                           grad.data());
+  auto buf = logits;
+  ASSERT_EQ(OTCK_OK, otck_softmax_ce_f32(N, C, buf.data(), labels.data(),
+                                         buf.data(), &lossInPlace));
+  EXPECT_EQ(lossInPlace, loss);
+  EXPECT_EQ(buf, probs);
+  otck_softmax_ce_grad_f32(N, C, buf.data(), labels.data(), &dloss, buf.data());
+  EXPECT_EQ(buf, grad);
 }
 
 TEST(SoftmaxCrossEntropy, LabelOutOfRangeLeavesLossUntouched) {
@@ -1098,6 +1130,42 @@ TEST(Optimizer, AdamWDiffersFromAdamOnlyThroughDecay) {
   otck_adam_f32(n, wDecayed.data(), g.data(), m2.data(), v2.data(), 0.01f, 0.9f,
                 0.999f, 1e-8f, 0.0f, 1, 0);
   EXPECT_EQ(w, wDecayed);
+}
+
+//===----------------------------------------------------------------------===//
+// Dropout
+//===----------------------------------------------------------------------===//
+
+TEST(Dropout, MaskScaleRateAndReproducibility) {
+  const int64_t n = 200003;
+  auto x = randomVec(n, -1, 1, 1100);
+  for (float ratio : {0.0f, 0.1f, 0.5f}) {
+    SCOPED_TRACE("ratio " + std::to_string(ratio));
+    std::vector<float> y(sz(n)), mask(sz(n));
+    otck_dropout_f32(n, x.data(), y.data(), mask.data(), ratio, 42, 7);
+    const float scale = 1.0f / (1.0f - ratio);
+    int64_t dropped = 0;
+    for (int64_t i = 0; i < n; ++i) {
+      ASSERT_TRUE(mask[i] == 0.0f || mask[i] == scale) << mask[i];
+      ASSERT_EQ(y[i], x[i] * mask[i]);
+      dropped += mask[i] == 0.0f;
+    }
+    // Binomial(n, ratio): 6 standard deviations.
+    const double sd = std::sqrt(double(n) * ratio * (1.0 - ratio));
+    EXPECT_NEAR(double(dropped), double(n) * ratio, 6.0 * sd + 0.5);
+    // Same (seed, stream): same mask whatever the thread count; another
+    // stream: another mask.
+    const int before = omp_get_max_threads();
+    std::vector<float> y1(sz(n)), mask1(sz(n)), mask2(sz(n));
+    otck_set_num_threads(1);
+    otck_dropout_f32(n, x.data(), y1.data(), mask1.data(), ratio, 42, 7);
+    otck_set_num_threads(before);
+    EXPECT_EQ(mask1, mask);
+    otck_dropout_f32(n, x.data(), y1.data(), mask2.data(), ratio, 42, 8);
+    if (ratio > 0.0f) {
+      EXPECT_NE(mask2, mask);
+    }
+  }
 }
 
 //===----------------------------------------------------------------------===//

@@ -176,6 +176,8 @@ void transposeTyped(const TransposePlan &p, const T *x, T *y) {
 /// y-sizes up to which threads accumulate into private buffers (on their
 /// stacks) when the kept dimensions are too few to split.
 constexpr int64_t kPrivateReduceMax = 2048;
+/// Most inner columns one work item of a reduction sums at a time.
+constexpr int64_t kColBlockMax = 1024;
 
 /// Dimensions of x (contiguous) with the y stride of each, simplified.
 struct ReducePlan {
@@ -246,18 +248,17 @@ struct ReduceWalker {
   }
 };
 
-/// Adds the innermost dimension's run [j0, j1) at x into acc (y layout).
-template <typename Acc>
-inline void accumulateRun(const float *x, int64_t j0, int64_t j1,
-                          int64_t yInner, Acc *acc) {
+/// Adds the innermost dimension's run x[0, n) into acc (in y's layout).
+inline void accumulateRun(const float *x, int64_t n, int64_t yInner,
+                          double *acc) {
   if (yInner == 0) {
-    acc[0] += Acc(sumContiguous(x + j0, j1 - j0));
+    acc[0] += sumContiguous(x, n);
   } else if (yInner == 1) {
 #pragma omp simd
-    for (int64_t j = j0; j < j1; ++j)
+    for (int64_t j = 0; j < n; ++j)
       acc[j] += x[j];
   } else {
-    for (int64_t j = j0; j < j1; ++j)
+    for (int64_t j = 0; j < n; ++j)
       acc[j * yInner] += x[j];
   }
 }
@@ -281,9 +282,14 @@ void reduceSumTo(const ReducePlan &p, const float *x, int64_t ySize, float *y) {
       parallel ? std::min(omp_get_max_threads(), kMaxThreads) : 1;
 
   // Work items own disjoint parts of y: one kept index, and (when the inner
-  // dim is kept) one block of inner columns.
+  // dim is kept) one block of inner columns. Each item sums into registers or
+  // a stack block and stores its part of y once, so threads never write the
+  // same cache line over and over.
   const int64_t colBlock =
-      yInner != 0 ? std::max<int64_t>(inner / threads, 64) : inner;
+      yInner != 0
+          ? std::min(kColBlockMax,
+                     std::max<int64_t>(64, (inner / threads + 15) / 16 * 16))
+          : inner;
   const int64_t colBlocks = (inner + colBlock - 1) / colBlock;
   const int64_t items = keptCount * colBlocks;
 
@@ -292,16 +298,34 @@ void reduceSumTo(const ReducePlan &p, const float *x, int64_t ySize, float *y) {
         items, p.total / items, kParallelGrain,
         [&](int64_t begin, int64_t end) {
           ReduceWalker k = kept, r = reduced;
+          float acc[kColBlockMax];
           for (int64_t item = begin; item < end; ++item) {
             k.seek(p, item / colBlocks);
-            const int64_t j0 = (item % colBlocks) * colBlock;
-            const int64_t j1 = std::min(inner, j0 + colBlock);
-            float *yk = y + k.yOff;
             r.seek(p, 0);
+            const float *xk = x + k.xOff;
+            if (yInner == 0) {
+              double s = 0.0;
+              for (int64_t i = 0; i < reducedCount; ++i) {
+                s += sumContiguous(xk + r.xOff, inner);
+                r.next(p);
+              }
+              y[k.yOff] = float(s);
+              continue;
+            }
+            const int64_t j0 = (item % colBlocks) * colBlock;
+            const int64_t w = std::min(inner, j0 + colBlock) - j0;
+            for (int64_t j = 0; j < w; ++j)
+              acc[j] = 0.0f;
             for (int64_t i = 0; i < reducedCount; ++i) {
-              accumulateRun(x + k.xOff + r.xOff, j0, j1, yInner, yk);
+              const float *xr = xk + r.xOff + j0;
+#pragma omp simd
+              for (int64_t j = 0; j < w; ++j)
+                acc[j] += xr[j];
               r.next(p);
             }
+            float *yk = y + k.yOff + j0 * yInner;
+            for (int64_t j = 0; j < w; ++j)
+              yk[j * yInner] = acc[j];
           }
         },
         1);
@@ -326,7 +350,7 @@ void reduceSumTo(const ReducePlan &p, const float *x, int64_t ySize, float *y) {
     const int64_t begin = rowCount * t / nt, end = rowCount * (t + 1) / nt;
     w.seek(p, begin);
     for (int64_t row = begin; row < end; ++row) {
-      accumulateRun(x + w.xOff, 0, inner, yInner, local + w.yOff);
+      accumulateRun(x + w.xOff, inner, yInner, local + w.yOff);
       w.next(p);
     }
 #pragma omp barrier

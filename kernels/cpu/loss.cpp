@@ -12,19 +12,16 @@
 #include "vmath.h"
 
 #include <cmath>
-#include <limits>
 
 using namespace otc::kernels;
 
 namespace {
 
-/// Writes softmax(x) to p and returns -log softmax(x)[label].
+/// Writes softmax(x) to p and returns -log softmax(x)[label]. p may alias x.
 double softmaxCrossEntropyRow(const float *x, float *p, int64_t c,
                               int64_t label) {
-  float m = -std::numeric_limits<float>::infinity();
-#pragma omp simd reduction(max : m)
-  for (int64_t i = 0; i < c; ++i)
-    m = x[i] > m ? x[i] : m;
+  const float xLabel = x[label];
+  const float m = rowMax(x, c);
   float s = 0.0f;
 #pragma omp simd reduction(+ : s)
   for (int64_t i = 0; i < c; ++i) {
@@ -37,7 +34,7 @@ double softmaxCrossEntropyRow(const float *x, float *p, int64_t c,
   for (int64_t i = 0; i < c; ++i)
     p[i] *= inv;
   // -log(e^(x_l - m) / s) = log(s) - (x_l - m).
-  return std::log(double(s)) - (double(x[label]) - double(m));
+  return std::log(double(s)) - (double(xLabel) - double(m));
 }
 
 } // namespace
@@ -74,13 +71,16 @@ extern "C" void otck_softmax_ce_grad_f32(int64_t N, int64_t C,
         for (int64_t i = begin; i < end; ++i) {
           const float *p = probs + i * C;
           float *d = dlogits + i * C;
+          // (p - 1) is exact for p in [0.5, 1]: no cancellation at p ~ 1.
+          // Read before the row is written: dlogits may alias probs.
+          const int64_t l = labels[i];
+          const bool valid = l >= 0 && l < C;
+          const float dl = valid ? (p[l] - 1.0f) * scale : 0.0f;
 #pragma omp simd
           for (int64_t j = 0; j < C; ++j)
             d[j] = p[j] * scale;
-          // (p - 1) is exact for p in [0.5, 1]: no cancellation at p ~ 1.
-          const int64_t l = labels[i];
-          if (l >= 0 && l < C)
-            d[l] = (p[l] - 1.0f) * scale;
+          if (valid)
+            d[l] = dl;
         }
       },
       1);

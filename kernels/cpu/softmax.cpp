@@ -22,14 +22,6 @@ namespace {
 constexpr int64_t kCols = 64;
 constexpr float kNegInf = -std::numeric_limits<float>::infinity();
 
-float rowMax(const float *x, int64_t n) {
-  float m = kNegInf;
-#pragma omp simd reduction(max : m)
-  for (int64_t i = 0; i < n; ++i)
-    m = x[i] > m ? x[i] : m;
-  return m;
-}
-
 void softmaxRow(const float *x, float *y, int64_t n, bool logSoftmax) {
   const float m = rowMax(x, n);
   float s = 0.0f;

@@ -5,10 +5,10 @@
 // `#pragma omp simd` loop, unlike calls to libm without -ffast-math.
 //
 // Special values follow libm: exp(-inf) = 0, exp(+inf) = +inf, log(0) = -inf,
-// log(x < 0) = NaN, log(+inf) = +inf, NaN in gives NaN out. Two deliberate
-// deviations at the edges of the float range: exp(x) for x < -87.34 returns 0
-// instead of a denormal, and for x > 88.38 returns +inf (true value up to
-// 3.4e38).
+// log(x < 0) = NaN, log(+inf) = +inf, NaN in gives NaN out; denormal inputs
+// and results are handled. Largest relative errors, in units of 2^-24, over
+// every 293rd float against double libm: exp 1.3, log 1.3, tanh 2.2,
+// sigmoid 3.3 (exp's denormal results within 0.72 of the last place).
 //
 //===----------------------------------------------------------------------===//
 
@@ -22,20 +22,24 @@
 
 namespace otc::kernels {
 
-/// exp(x) in single precision.
+/// exp(x) in single precision, over the whole float range (denormal results
+/// included, overflow to +inf).
 inline float vexp(float x) {
-  constexpr float kHi = 88.3762626647949f;
-  constexpr float kLo = -87.3365447504019f; // log(FLT_MIN)
+  // Beyond these exp(x) rounds to +inf / 0 anyway; clamping keeps n in range.
+  constexpr float kHi = 89.0f;
+  constexpr float kLo = -104.0f;
   constexpr float kLog2e = 1.44269504088896341f;
   constexpr float kMagic = 12582912.0f; // 1.5 * 2^23: rounds to an integer.
   constexpr float kLn2Hi = 0.693359375f;
   constexpr float kLn2Lo = -2.12194440e-4f;
 
+  // NaN passes both clamps unchanged and propagates through the arithmetic.
   float xc = x > kHi ? kHi : x;
   xc = xc < kLo ? kLo : xc;
   // n = round(x / ln 2), kept both as a float and in the bits of t.
   float t = xc * kLog2e + kMagic;
   float n = t - kMagic;
+  // r = x - n ln 2 in two steps (Cody-Waite); n * kLn2Hi is exact.
   float r = xc - n * kLn2Hi;
   r = r - n * kLn2Lo;
   float z = r * r;
@@ -46,13 +50,13 @@ inline float vexp(float x) {
   p = p * r + 1.6666665459E-1f;
   p = p * r + 5.0000001201E-1f;
   p = p * z + r + 1.0f;
-  // 2^n from the exponent bits; n is in [-126, 127].
-  uint32_t ni = bitCast<uint32_t>(t) - bitCast<uint32_t>(kMagic);
-  float pow2n = bitCast<float>((ni + 127u) << 23);
-  float result = p * pow2n;
-  result = x > kHi ? std::numeric_limits<float>::infinity() : result;
-  result = x < kLo ? 0.0f : result;
-  return result;
+  // 2^n as 2^n1 * 2^n2, both normal floats for n in [-150, 128]; the last
+  // product rounds once, into the denormals or to +inf where it must.
+  int32_t ni = bitCast<int32_t>(t) - bitCast<int32_t>(kMagic);
+  int32_t n1 = ni / 2, n2 = ni - n1;
+  float pow2n1 = bitCast<float>(uint32_t(n1 + 127) << 23);
+  float pow2n2 = bitCast<float>(uint32_t(n2 + 127) << 23);
+  return (p * pow2n1) * pow2n2;
 }
 
 /// log(x) in single precision.
@@ -116,6 +120,26 @@ inline float vsigmoid(float x) {
   float e = vexp(-ax);
   float r = 1.0f / (1.0f + e);
   return x >= 0.0f ? r : e * r;
+}
+
+/// max of x[0, n) (-inf when n == 0; NaN elements are skipped, callers see
+/// them propagate through exp). Written as 8 independent lanes so that both
+/// GCC and Clang vectorise it without -ffast-math.
+inline float rowMax(const float *x, int64_t n) {
+  constexpr int kLanes = 8;
+  float lanes[kLanes];
+  for (int l = 0; l < kLanes; ++l)
+    lanes[l] = -std::numeric_limits<float>::infinity();
+  int64_t i = 0;
+  for (; i + kLanes <= n; i += kLanes)
+    for (int l = 0; l < kLanes; ++l)
+      lanes[l] = x[i + l] > lanes[l] ? x[i + l] : lanes[l];
+  for (; i < n; ++i)
+    lanes[0] = x[i] > lanes[0] ? x[i] : lanes[0];
+  float m = lanes[0];
+  for (int l = 1; l < kLanes; ++l)
+    m = lanes[l] > m ? lanes[l] : m;
+  return m;
 }
 
 } // namespace otc::kernels

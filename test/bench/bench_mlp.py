@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-# ===- bench_mlp.py - OTC vs PyTorch eager: MLP training step -----------------===#
+#===- bench_mlp.py - OTC vs PyTorch eager: MLP training step ---------------===#
 #
 # Measures, in one run on this machine, the training step of the MLP
 # 784-256-128-10 (ReLU, batch 64, cross-entropy, SGD momentum 0.9) compiled
@@ -15,7 +15,8 @@
 #               step), timed over N steps after WARMUP.
 #               Best of --repeat runs for both.
 #   memory      OTC: the memory planner's peak per rank (--report-json) and
-#               the program's max RSS; PyTorch: the child's max RSS. Both
+#               the program's max RSS; PyTorch: the child's max RSS (both
+#               from GNU time's %M, /usr/bin/time). Both
 #               also as the increase over the same process running 0 steps
 #               (framework, code and data excluded).
 #
@@ -26,7 +27,7 @@
 #   /usr/bin/python3 test/bench/bench_mlp.py --build-dir build [--threads 1,2]
 #       [--steps 300] [--warmup 30] [--repeat 3]
 #
-# ===----------------------------------------------------------------------===#
+#===------------------------------------------------------------------------===#
 
 import argparse
 import json
@@ -45,6 +46,7 @@ LR = 0.05
 MOMENTUM = 0.9
 SAMPLES = 64 * 100
 SEED = 0
+GNU_TIME = "/usr/bin/time"
 
 
 def thread_env(threads):
@@ -58,15 +60,29 @@ def thread_env(threads):
 
 def run_measured(cmd, env, log):
     """Runs cmd with stdout/stderr to `log`; returns (exit code, wall s,
-    max RSS in bytes) of that child alone (os.wait4)."""
+    max RSS in bytes) of that command alone.
+
+    The RSS comes from GNU time (/usr/bin/time), whose small process forks
+    the command: os.wait4 on a child forked from this Python process would
+    count this process's own pages (torch is imported here) as the child's.
+    """
+    rss_file = log + ".rss"
+    timed = os.path.exists(GNU_TIME)
+    full = ([GNU_TIME, "-f", "%M", "-o", rss_file] if timed else []) + cmd
     with open(log, "wb") as out:
         t0 = time.perf_counter()
-        p = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT,
-                             env=env)
-        _, status, ru = os.wait4(p.pid, 0)
+        p = subprocess.run(full, stdout=out, stderr=subprocess.STDOUT,
+                           env=env)
         wall = time.perf_counter() - t0
-    p.returncode = os.waitstatus_to_exitcode(status)
-    return p.returncode, wall, ru.ru_maxrss * 1024
+    rss = None
+    if timed:
+        try:
+            with open(rss_file) as f:
+                lines = [l for l in f.read().split() if l.isdigit()]
+            rss = int(lines[-1]) * 1024
+        except (OSError, IndexError, ValueError):
+            pass
+    return p.returncode, wall, rss
 
 
 def fail(msg, log=None):
@@ -165,6 +181,15 @@ def best(xs):
     return min(xs) if xs else None
 
 
+def best_max(xs):
+    xs = [x for x in xs if x is not None]
+    return max(xs) if xs else None
+
+
+def diff(a, b):
+    return a - b if a is not None and b is not None else None
+
+
 def mib(b):
     return "%.1f" % (b / 2.0**20) if b is not None else "-"
 
@@ -239,6 +264,12 @@ def main():
     except (OSError, ValueError, KeyError, IndexError) as e:
         print("note: no planner report (%s)" % e)
 
+    load = os.getloadavg()[0]
+    if load > 0.5:
+        print("warning: load average %.2f: other work shares the %d cores, "
+              "timings (above all with %d threads) will be noisy" %
+              (load, os.cpu_count() or 0, max(threads)), flush=True)
+
     results = []
     for t in threads:
         print("threads %d: measuring (%d x %d+%d steps each) ..." %
@@ -271,8 +302,9 @@ def main():
             "threads": t,
             "otc_step_s": otc_step, "otc_timing": method,
             "torch_step_s": best(torch_steps),
-            "otc_max_rss": max(otc_rss), "otc_rss_0_steps": otc_rss0,
-            "torch_max_rss": max(torch_rss), "torch_rss_0_steps": torch_rss0,
+            "otc_max_rss": best_max(otc_rss), "otc_rss_0_steps": otc_rss0,
+            "torch_max_rss": best_max(torch_rss),
+            "torch_rss_0_steps": torch_rss0,
         }
         row["step_ratio"] = (row["otc_step_s"] / row["torch_step_s"]
                              if row["otc_step_s"] and row["torch_step_s"]
@@ -284,8 +316,10 @@ def main():
     print("MLP 784-256-128-10, batch %d, SGD momentum, cross-entropy; "
           "%d steps after %d warm-up, best of %d" %
           (BATCH, a.steps, a.warmup, a.repeat))
-    print("otc-compile took %.1f s; OTC step time from %s" %
-          (compile_s, results[0]["otc_timing"] if results else "-"))
+    print("otc-compile took %.1f s; OTC step time from %s; load average "
+          "at start %.2f on %d cores" %
+          (compile_s, results[0]["otc_timing"] if results else "-", load,
+           os.cpu_count() or 0))
     hdr = ("threads", "OTC ms/step", "PyTorch ms/step", "OTC/PyTorch",
            "OTC samples/s", "PyTorch samples/s")
     print("%-8s %12s %16s %12s %14s %18s" % hdr)
@@ -302,23 +336,25 @@ def main():
            "OTC RSS-0step", "PyTorch RSS-0step", "OTC/PyTorch")
     print("%-8s %12s %16s %12s %14s %18s %12s" % hdr)
     for r in results:
-        od = r["otc_max_rss"] - r["otc_rss_0_steps"]
-        td = r["torch_max_rss"] - r["torch_rss_0_steps"]
+        od = diff(r["otc_max_rss"], r["otc_rss_0_steps"])
+        td = diff(r["torch_max_rss"], r["torch_rss_0_steps"])
         r["otc_rss_increase"], r["torch_rss_increase"] = od, td
         print("%-8d %12s %16s %12s %14s %18s %12s" % (
             r["threads"], mib(r["otc_max_rss"]), mib(r["torch_max_rss"]),
             ratio(r["otc_max_rss"], r["torch_max_rss"]), mib(od), mib(td),
-            ratio(od, td) if td > 0 else "-"))
+            ratio(od, td) if td and td > 0 else "-"))
     if planner:
         print("OTC memory plan per rank: " + ", ".join(
             "%s %s" % (k, mib(v)) for k, v in planner.items()
             if isinstance(v, (int, float))))
-        if results and planner.get("peak"):
+        if results and planner.get("peak") and \
+                results[0]["torch_max_rss"]:
             print("OTC planned peak / PyTorch max RSS: %s" %
                   ratio(planner["peak"], results[0]["torch_max_rss"]))
     os.makedirs(os.path.dirname(os.path.abspath(json_path)), exist_ok=True)
     with open(json_path, "w") as f:
         json.dump({"model": "mlp-784-256-128-10", "batch": BATCH,
+                   "load_average": load, "cpus": os.cpu_count(),
                    "optimizer": "momentum", "steps": a.steps,
                    "warmup": a.warmup, "repeat": a.repeat,
                    "compile_s": compile_s, "planner_memory": planner,

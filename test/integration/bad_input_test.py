@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-# ===- bad_input_test.py - Bad models, flags, data and checkpoints ------------===#
+#===- bad_input_test.py - Bad models, flags, data and checkpoints ----------===#
 #
 # Every case is its own check: the command must exit non-zero, must not crash
 # (no signal, no exit code >= 128, no crash handler output) and its output
@@ -13,11 +13,12 @@
 #     data files, a missing input, fewer samples than a batch, labels out of
 #     range, world size different from the compiled one;
 #   checkpoints: a flipped byte (checksum; --resume-from the previous good
-#     checkpoint still works), a truncated file, a missing file.
+#     checkpoint still works), a truncated file, a missing file, one of
+#     another program (2 ranks); a 2-rank program run on 3 ranks.
 #
 #   /usr/bin/python3 test/integration/bad_input_test.py --build-dir build
 #
-# ===----------------------------------------------------------------------===#
+#===------------------------------------------------------------------------===#
 
 import os
 import shutil
@@ -121,11 +122,14 @@ def dynamic_dim_model(path):
 
 def garbage_file(path, n=4096):
     """Random bytes that onnx itself cannot parse as a ModelProto."""
+    import warnings
     import onnx
     for seed in range(100):
         data = np.random.RandomState(seed).bytes(n)
         try:
-            onnx.load_model_from_string(data)
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                onnx.load_model_from_string(data)
         except Exception:  # noqa: BLE001 - any parse failure will do
             with open(path, "wb") as f:
                 f.write(data)
@@ -134,7 +138,10 @@ def garbage_file(path, n=4096):
 
 
 def main():
-    args, ctx = T.parse_args("bad_input", __doc__)
+    args, ctx = T.parse_args(
+        "bad_input",
+        "Bad models, flags, data and checkpoints: clear errors, no "
+        "crashes.")
     checks = T.Checks("bad_input")
     compiler = ctx.tool("otc-compile")
     mlp = ctx.path("mlp.onnx")
@@ -257,7 +264,7 @@ def main():
     # --- Checkpoints -------------------------------------------------------
     if ok1:
         print("-- checkpoints", flush=True)
-        ck = ctx.path("ckpt", "")
+        ck = ctx.dir("ckpt")
         r = T.run(T.train_cmd(prog1, good, steps=20, checkpoint_dir=ck,
                               checkpoint_every=10), timeout=60)
         if T.require_ok(checks, "train 20 steps with checkpoints at 10, 20",
@@ -267,7 +274,7 @@ def main():
             if checks.check("checkpoints ckpt-10 and ckpt-20 written",
                             os.path.exists(c10) and os.path.exists(c20),
                             "found %s" % sorted(os.listdir(ck))):
-                corrupt_dir = ctx.path("corrupt", "")
+                corrupt_dir = ctx.dir("corrupt")
                 shutil.copy(c10, corrupt_dir)
                 shutil.copy(c20, corrupt_dir)
                 bad = os.path.join(corrupt_dir, "ckpt-20.otcc")
@@ -281,13 +288,21 @@ def main():
                         "checkpoint",
                         T.train_cmd(prog1, good, steps=30,
                                     checkpoint_dir=corrupt_dir, resume=True),
-                        ["checksum"])
-                r = T.run(T.train_cmd(prog1, good, steps=30,
+                        ["checksum", "ckpt-20.otcc",
+                         # and it names the good one to resume from
+                         "ckpt-10.otcc"])
+                m = ctx.path("resumed-from-10.jsonl")
+                r = T.run(T.train_cmd(prog1, good, steps=30, log_every=1,
+                                      metrics=m,
                                       resume_from=os.path.join(
                                           corrupt_dir, "ckpt-10.otcc")),
                           timeout=60)
-                T.require_ok(checks, "--resume-from the previous good "
-                             "checkpoint (ckpt-10) still works", r)
+                if T.require_ok(checks, "--resume-from the previous good "
+                                "checkpoint (ckpt-10) still works", r):
+                    steps = sorted(T.losses_by_step(m))
+                    checks.check("  ... and trains steps 11 to 30",
+                                 steps == list(range(11, 31)),
+                                 "logged steps %s" % steps)
                 trunc = ctx.path("truncated.otcc")
                 with open(c20, "rb") as f:
                     blob = f.read()
@@ -303,6 +318,22 @@ def main():
                                     resume_from=ctx.path("nope.otcc")),
                         ["nope.otcc", ("cannot open", "no such file",
                                        "not found", "does not exist")])
+    if ok1 and ok2:
+        print("-- checkpoint of another program, more ranks than compiled",
+              flush=True)
+        ck2 = ctx.dir("ckpt_w2")
+        r = T.run(T.train_cmd(prog2, good, ranks=2, steps=2,
+                              checkpoint_dir=ck2), timeout=60)
+        c2 = os.path.join(ck2, "ckpt-2.otcc")
+        if T.require_ok(checks, "2 ranks: train 2 steps with a checkpoint",
+                        r) and checks.check("ckpt-2.otcc written",
+                                            os.path.exists(c2)):
+            program("--resume-from a checkpoint of the 2-rank program",
+                    T.train_cmd(prog1, good, steps=4, resume_from=c2),
+                    [("world size", "world-size", "different program")])
+        program("compiled --world-size 2, run on 3 ranks",
+                T.train_cmd(prog2, good, ranks=3, steps=1),
+                [("world size", "world-size"), "3"])
     checks.finish()
 
 

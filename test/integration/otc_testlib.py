@@ -1,4 +1,4 @@
-# ===- otc_testlib.py - Shared helpers of the integration tests ---------------===#
+#===- otc_testlib.py - Shared helpers of the integration tests -------------===#
 #
 # Paths, running tools with timeouts, compiling models, datasets, reading
 # exported weights, the PyTorch reference MLP and a small check reporter.
@@ -6,7 +6,7 @@
 # numpy) with `--build-dir BUILD`; it prints one PASS/FAIL line per check and
 # exits non-zero when any check failed.
 #
-# ===----------------------------------------------------------------------===#
+#===------------------------------------------------------------------------===#
 
 import argparse
 import json
@@ -42,7 +42,7 @@ FASHION_MNIST_DIR = "/usr/share/datasets/fashion-mnist"
 class Context:
     """Where the tools are and where a test writes its files."""
 
-    def __init__(self, build_dir, name, keep=True):
+    def __init__(self, build_dir, name):
         self.build_dir = os.path.abspath(build_dir)
         self.bin_dir = os.path.join(self.build_dir, "bin")
         self.name = name
@@ -51,10 +51,15 @@ class Context:
         if os.path.isdir(self.work):
             shutil.rmtree(self.work)
         os.makedirs(self.work)
-        self.keep = keep
 
     def tool(self, name):
         return os.path.join(self.bin_dir, name)
+
+    def dir(self, *parts):
+        """A folder under the work folder (created), without a trailing /."""
+        p = os.path.join(self.work, *parts)
+        os.makedirs(p, exist_ok=True)
+        return p
 
     def path(self, *parts):
         p = os.path.join(self.work, *parts)
@@ -376,6 +381,48 @@ def torch_state(model):
     """name -> float32 numpy array of the model's parameters."""
     return {k: v.detach().cpu().numpy().copy()
             for k, v in model.state_dict().items()}
+
+
+def relu_margin(model, x, y, steps, **train_kwargs):
+    """Trains a copy of `model` as torch_train does and returns the smallest
+    |ReLU input| seen in any of its forward passes.
+
+    Inputs of a ReLU closer to 0 than float rounding (~1e-6 here) flip
+    between two correct implementations and change whole rows of the next
+    update; tests pick their random data so that this margin is >= 1e-5.
+    """
+    import copy
+    import torch
+    m = copy.deepcopy(model)
+    mins = []
+    hooks = [mod.register_forward_hook(
+        lambda mod, inp, out: mins.append(float(inp[0].detach().abs().min())))
+        for mod in m.modules() if isinstance(mod, torch.nn.ReLU)]
+    torch_train(m, x=x, y=y, steps=steps, **train_kwargs)
+    for h in hooks:
+        h.remove()
+    return min(mins) if mins else float("inf")
+
+
+def well_conditioned_classification(dirname, model, n, steps, train_kwargs,
+                                    seed=0, shape=(784,), classes=10,
+                                    margin=1e-5, tries=200):
+    """make_classification with the first seed (seed, seed + 1, ...) whose
+    reference trajectory keeps every ReLU input >= margin away from 0.
+    Returns (files, x, y, seed used, margin found)."""
+    for s in range(seed, seed + tries):
+        rng = np.random.RandomState(s)
+        x = rng.standard_normal((n,) + tuple(shape)).astype(np.float32)
+        y = rng.randint(0, classes, size=(n,)).astype(np.int64)
+        found = relu_margin(model, x, y, steps, **train_kwargs)
+        if found >= margin:
+            break
+    os.makedirs(dirname, exist_ok=True)
+    files = {"input": os.path.join(dirname, "input.npy"),
+             "labels": os.path.join(dirname, "labels.npy")}
+    np.save(files["input"], x)
+    np.save(files["labels"], y)
+    return files, x, y, s, found
 
 
 def torch_train(model, opt_name, x, y, steps, lr, momentum=0.0,

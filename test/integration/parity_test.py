@@ -1,12 +1,17 @@
 #!/usr/bin/python3
-# ===- parity_test.py - Gradients, losses and weights vs PyTorch --------------===#
+#===- parity_test.py - Gradients, losses and weights vs PyTorch ------------===#
 #
 # The MLP 784-256-128-10 (ReLU) exported by torch.onnx.export is compiled by
 # otc-compile (batch 64, cross-entropy) with each optimizer and trained on a
 # dataset of exactly 64 random samples with --no-shuffle, so every step sees
 # the same batch. PyTorch takes the same steps from the same initial weights
-# (torch.optim.SGD / SGD(momentum, nesterov) / Adam / AdamW,
-# CrossEntropyLoss(mean)).
+# (CrossEntropyLoss(mean)):
+#   sgd                  lr 0.1, 1 step            torch.optim.SGD
+#   momentum-nesterov    lr 0.1, 0.9, 3 steps      SGD(momentum, nesterov)
+#   adam                 lr 1e-3, 3 steps          Adam
+#   adamw                lr 1e-3, wd 0.01, 3 steps AdamW
+#   sgd-flatten-1x28x28  the MLP on [N, 1, 28, 28] behind nn.Flatten, sgd
+# (plain momentum over 5 different batches: ddp_test.py).
 #
 # The batch is random, chosen (from seed 1234 on) so that no ReLU input of
 # the reference trajectory lies within 1e-5 of 0: closer ones flip with float
@@ -31,7 +36,7 @@
 #
 #   /usr/bin/python3 test/integration/parity_test.py --build-dir build
 #
-# ===----------------------------------------------------------------------===#
+#===------------------------------------------------------------------------===#
 
 import copy
 import os
@@ -49,42 +54,11 @@ ADAM_EPS = 1e-6
 DECAY_TOL = 0.1
 
 
-def relu_margin(model, xs, ys, steps, tflags):
-    """Trains a copy of `model` like the reference and returns the smallest
-    |ReLU input| seen in any of its forward passes."""
-    import torch
-    m = copy.deepcopy(model)
-    mins = []
-    hooks = [mod.register_forward_hook(
-        lambda mod, inp, out: mins.append(float(inp[0].detach().abs().min())))
-        for mod in m.modules() if isinstance(mod, torch.nn.ReLU)]
-    T.torch_train(m, x=xs, y=ys, steps=steps, **tflags)
-    for h in hooks:
-        h.remove()
-    return min(mins)
-
-
-def well_conditioned_data(dirname, model, steps, tflags, shape, seed):
-    """The first random batch (seeds seed, seed+1, ...) whose reference
-    trajectory keeps every ReLU input at least RELU_MARGIN away from 0."""
-    import numpy as np
-    for s in range(seed, seed + 200):
-        rng = np.random.RandomState(s)
-        x = rng.standard_normal((BATCH,) + shape).astype(np.float32)
-        y = rng.randint(0, 10, size=(BATCH,)).astype(np.int64)
-        margin = relu_margin(model, x, y, steps, tflags)
-        if margin >= RELU_MARGIN:
-            break
-    os.makedirs(dirname, exist_ok=True)
-    files = {"input": os.path.join(dirname, "input.npy"),
-             "labels": os.path.join(dirname, "labels.npy")}
-    np.save(files["input"], x)
-    np.save(files["labels"], y)
-    return files, x, y, s, margin
-
-
 def main():
-    args, ctx = T.parse_args("parity", __doc__)
+    args, ctx = T.parse_args(
+        "parity",
+        "Gradients, losses and weights of OTC vs PyTorch (MLP, "
+        "SGD/momentum-nesterov/Adam/AdamW).")
     checks = T.Checks("parity")
     import numpy as np
     import torch
@@ -138,8 +112,9 @@ def main():
         print("-- %s: %d step(s)" % (name, steps), flush=True)
         if not T.require_ok(checks, "%s: otc-compile" % name, res):
             continue
-        data, xs, ys, seed, margin = well_conditioned_data(
-            ctx.path(name, "data"), model, steps, tflags, shape, SEED)
+        data, xs, ys, seed, margin = T.well_conditioned_classification(
+            ctx.path(name, "data"), model, BATCH, steps, tflags, seed=SEED,
+            shape=shape, margin=RELU_MARGIN)
         checks.check("%s: data seed %d keeps ReLU inputs >= %.0e from 0" %
                      (name, seed, RELU_MARGIN), margin >= RELU_MARGIN,
                      "min |ReLU input| %.3g" % margin)

@@ -90,6 +90,15 @@ void otck_fill_f32(int64_t n, float value, float *y);
 void otck_reduce_sum_to_f32(int rank, const int64_t *in_shape, const float *x,
                             const int64_t *y_strides, int64_t y_size, float *y);
 
+/*--- Dropout ---------------------------------------------------------------*/
+
+/* Training-mode dropout: mask[i] = 0 with probability `ratio`, else
+ * 1 / (1 - ratio); y = x * mask. The draw for element i depends only on
+ * (seed, stream, i) (a counter-based generator), so a step is reproducible
+ * whatever the thread count. */
+void otck_dropout_f32(int64_t n, const float *x, float *y, float *mask,
+                      float ratio, uint64_t seed, uint64_t stream);
+
 /*--- Softmax family (along one axis: x viewed as [outer, n, inner]) -------*/
 
 void otck_softmax_f32(int64_t outer, int64_t n, int64_t inner, const float *x,
