@@ -8,7 +8,7 @@ packages=(
   cmake ninja-build g++ ccache pkg-config
   llvm-19-dev llvm-19-tools libmlir-19-dev mlir-19-tools
   libonnx-dev libprotobuf-dev protobuf-compiler
-  libopenmpi-dev openmpi-bin libopenblas-openmp-dev zlib1g-dev nlohmann-json3-dev
+  libopenmpi-dev openmpi-bin libdnnl-dev libopenblas-openmp-dev zlib1g-dev nlohmann-json3-dev
   libgtest-dev
   # tests, demo, benchmarks
   python3-torch python3-onnx python3-numpy dataset-fashion-mnist

@@ -1,6 +1,8 @@
-//===- gemm.cpp - Single-precision GEMM through OpenBLAS ------------------===//
+//===- gemm.cpp - Single-precision GEMM through oneDNN --------------------===//
 //
-// otck_gemm_f32 maps the row-major C ABI onto cblas_sgemm. The degenerate
+// otck_gemm_f32 maps the row-major C ABI onto oneDNN's dnnl_sgemm, which
+// otc-gemm-bench measured about 2x faster than OpenBLAS on the MLP's shapes
+// here (both on OpenMP, so they share the kernels' threads). The degenerate
 // cases BLAS would still walk (K == 0, alpha == 0) are handled here so that
 // beta == 0 always means "overwrite C" and A/B are not read when they cannot
 // contribute.
@@ -11,7 +13,7 @@
 
 #include "parallel.h"
 
-#include <cblas.h>
+#include <dnnl.h>
 
 using namespace otc::kernels;
 
@@ -47,10 +49,10 @@ extern "C" void otck_gemm_f32(int transA, int transB, int64_t M, int64_t N,
   }
   // Row-major: A is [M,K] (lda = K) or, transposed, [K,M] (lda = M); B is
   // [K,N] (ldb = N) or [N,K] (ldb = K).
-  // Dimensions go to BLAS as 32-bit ints (LP64 OpenBLAS).
-  const int lda = int(transA ? M : K);
-  const int ldb = int(transB ? K : N);
-  cblas_sgemm(CblasRowMajor, transA ? CblasTrans : CblasNoTrans,
-              transB ? CblasTrans : CblasNoTrans, int(M), int(N), int(K), alpha,
-              A, lda, B, ldb, beta, C, int(N));
+  // dnnl_sgemm is row-major; its only failure is invalid arguments, which
+  // the checks above and the compiler's static shapes rule out.
+  const int64_t lda = transA ? M : K;
+  const int64_t ldb = transB ? K : N;
+  dnnl_sgemm(transA ? 'T' : 'N', transB ? 'T' : 'N', M, N, K, alpha, A, lda, B,
+             ldb, beta, C, N);
 }
