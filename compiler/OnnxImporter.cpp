@@ -21,6 +21,7 @@
 #include "mlir/IR/Verifier.h"
 #include "mlir/Tools/mlir-translate/Translation.h"
 #include "llvm/ADT/StringMap.h"
+#include "llvm/ADT/StringSet.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/Path.h"
@@ -59,6 +60,16 @@ struct Entry {
   Value value;                 // a tensor in the graph, or
   std::optional<Const> folded; // a constant known at compile time
 };
+
+/// Operands that configure a node rather than carry data: a float
+/// initializer used only there is a constant, not a parameter.
+bool isConfigOperand(StringRef opType, int index) {
+  if (opType == "Dropout")
+    return index >= 1;
+  if (opType == "Reshape" || opType == "Unsqueeze" || opType == "Squeeze")
+    return index == 1;
+  return false;
+}
 
 int64_t numElements(ArrayRef<int64_t> shape) {
   return std::accumulate(shape.begin(), shape.end(), int64_t{1},
@@ -295,6 +306,16 @@ FailureOr<Const> Importer::tensorToConst(const onnx::TensorProto &t,
     }
     break;
   }
+  case onnx::TensorProto::BOOL:
+    if (!raw.empty()) {
+      if (failed(rawCount(1)))
+        return failure();
+      for (int64_t i = 0; i < n; ++i)
+        c.ints.push_back(raw[i] != 0);
+    } else {
+      c.ints.assign(t.int32_data().begin(), t.int32_data().end());
+    }
+    break;
   default:
     return emitError(loc) << "constant '" << t.name() << "' has data type "
                           << onnx::TensorProto::DataType_Name(
@@ -911,9 +932,20 @@ LogicalResult Importer::importGraph(const onnx::GraphProto &graph,
   }
   if (argTypes.empty())
     return error() << "the model has no inputs";
+  // Float initializers are parameters unless only configuration uses them.
+  llvm::StringSet<> dataUses, anyUses;
+  for (const auto &node : graph.node())
+    for (int i = 0; i < node.input_size(); ++i) {
+      anyUses.insert(node.input(i));
+      if (!isConfigOperand(node.op_type(), i))
+        dataUses.insert(node.input(i));
+    }
+  for (const auto &out : graph.output())
+    dataUses.insert(out.name());
   SmallVector<std::pair<std::string, Const>> constInits;
   for (const auto &init : graph.initializer()) {
-    if (init.data_type() == onnx::TensorProto::FLOAT) {
+    if (init.data_type() == onnx::TensorProto::FLOAT &&
+        dataUses.contains(init.name())) {
       SmallVector<int64_t> shape;
       for (int64_t d : init.dims()) {
         if (d < 0)
@@ -925,7 +957,7 @@ LogicalResult Importer::importGraph(const onnx::GraphProto &graph,
       argAttrs.push_back(b.getDictionaryAttr(
           b.getNamedAttr(attr::kParam, b.getStringAttr(init.name()))));
       argNames.push_back(init.name());
-    } else {
+    } else if (anyUses.contains(init.name())) {
       FailureOr<Const> c = tensorToConst(init, fileLoc());
       if (failed(c))
         return failure();

@@ -81,7 +81,20 @@ def bad_reshape():
     return model(nodes, [x], [y], [ints("shape", [5, -1])])
 
 
-KINDS = {"shape-chain": shape_chain, "ops": ops, "unsupported": unsupported,
+def dropout_train():
+    # Dropout with training_mode = true: active in @train_step, off in @eval_step.
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [4, 8])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [4, 3])
+    ratio = numpy_helper.from_array(np.array(0.25, dtype=np.float32), "ratio")
+    mode = numpy_helper.from_array(np.array(True), "mode")
+    nodes = [
+        helper.make_node("Gemm", ["x", "w"], ["h"], name="fc", transB=1),
+        helper.make_node("Dropout", ["h", "ratio", "mode"], ["y"], name="drop"),
+    ]
+    return model(nodes, [x], [y], [weights("w", 3, 8), ratio, mode])
+
+
+KINDS = {"dropout-train": dropout_train, "shape-chain": shape_chain, "ops": ops, "unsupported": unsupported,
          "dynamic": dynamic, "bad-reshape": bad_reshape}
 
 if __name__ == "__main__":
