@@ -1,7 +1,55 @@
-// RUN: otc-opt %s --verify-diagnostics
+// RUN: otc-opt %s --split-input-file --verify-diagnostics
 
 func.func @kind(%g: tensor<4xf32>) {
   // expected-error @+1 {{expected string or keyword containing one of the following enum values for attribute 'kind' [sum, mean]}}
   %0 = dist.all_reduce %g : tensor<4xf32>
+  return
+}
+
+// -----
+
+func.func @method(%g: tensor<4xf32>) {
+  // expected-error @+1 {{unknown method 'powersgd' (expected none, fp16, bf16, int8, topk, topk-int8 or randomk)}}
+  %0 = dist.compressed_all_reduce %g {method = "powersgd"} : tensor<4xf32>
+  return
+}
+
+// -----
+
+func.func @ratio(%g: tensor<4xf32>) {
+  // expected-error @+1 {{ratio must be in (0, 1] for 'topk-int8', got 0}}
+  %0 = dist.compressed_all_reduce %g {method = "topk-int8", ratio = 0.0 : f32} : tensor<4xf32>
+  return
+}
+
+// -----
+
+func.func @block(%g: tensor<4xf32>) {
+  // expected-error @+1 {{block_size must be in [1, 65536], got 0}}
+  %0 = dist.compressed_all_reduce %g {method = "int8", block_size = 0 : i64} : tensor<4xf32>
+  return
+}
+
+// -----
+
+func.func @feedback(%g: tensor<4xf32>) {
+  // expected-error @+1 {{error feedback needs a lossy method; 'none' sends the gradient exactly}}
+  %0 = dist.compressed_all_reduce %g {method = "none"} : tensor<4xf32>
+  return
+}
+
+// -----
+
+func.func @adaptive(%g: tensor<4xf32>) {
+  // expected-error @+1 {{adaptive ratio applies to topk, topk-int8 and randomk, not 'fp16'}}
+  %0 = dist.compressed_all_reduce %g {method = "fp16", adaptive = true} : tensor<4xf32>
+  return
+}
+
+// -----
+
+func.func @rank(%g: tensor<2x2xf32>) {
+  // expected-error @+1 {{expects a flat gradient bucket (rank 1), got 'tensor<2x2xf32>'}}
+  %0 = dist.compressed_all_reduce %g {method = "topk"} : tensor<2x2xf32>
   return
 }

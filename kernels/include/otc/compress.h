@@ -1,0 +1,77 @@
+/*===- otc/compress.h - Gradient compression kernels C ABI -------*- C -*-===*\
+|*                                                                            *|
+|* Block-wise gradient compression for the compressed all-reduce (DESIGN §8). *|
+|* A bucket of n floats is cut into blocks of `block_size` (the last one may   *|
+|* be short). Every method writes a FIXED-size payload (so ranks can          *|
+|* all-gather them), laid out block by block:                                 *|
+|*                                                                            *|
+|*   NONE       n * 4 bytes: the floats                                        *|
+|*   FP16/BF16  n * 2 bytes: the values rounded to nearest-even               *|
+|*   INT8       per block: fp32 scale (absmax / 127), then block_size int8    *|
+|*   TOPK       per block: k indices (uint8, or uint16 when block_size > 256), *|
+|*              then k fp32 values: the k largest |g| of the block            *|
+|*   TOPK_INT8  per block: fp32 scale, k indices, k int8 values               *|
+|*   RANDOMK    as TOPK, with k indices drawn uniformly without replacement   *|
+|*              from (seed, block) — identical on every rank for one seed     *|
+|*                                                                            *|
+|* k = ceil(ratio * block_size), at least 1, at most block_size. A short last *|
+|* block pads its unused slots with index 0 and value 0. Scales are           *|
+|* absmax / 127 over the kept values; an all-zero block has scale 0 and       *|
+|* decodes to zeros (never NaN). Quantisation rounds to nearest.              *|
+|*                                                                            *|
+\*===----------------------------------------------------------------------===*/
+
+#ifndef OTC_COMPRESS_H
+#define OTC_COMPRESS_H
+
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef enum otck_compress_method {
+  OTCK_COMPRESS_NONE = 0,
+  OTCK_COMPRESS_FP16 = 1,
+  OTCK_COMPRESS_BF16 = 2,
+  OTCK_COMPRESS_INT8 = 3,
+  OTCK_COMPRESS_TOPK = 4,
+  OTCK_COMPRESS_TOPK_INT8 = 5,
+  OTCK_COMPRESS_RANDOMK = 6,
+} otck_compress_method;
+
+typedef struct otck_compress_config {
+  otck_compress_method method;
+  int64_t block_size; /* elements per block, 1..65536 */
+  float ratio;        /* kept fraction for TOPK/TOPK_INT8/RANDOMK, (0, 1] */
+  uint64_t seed;      /* RANDOMK: same seed on every rank for a step */
+} otck_compress_config;
+
+/* Elements kept per block (block_size for dense methods). */
+int64_t otck_compress_k(const otck_compress_config *config);
+
+/* Payload bytes for a bucket of n floats; -1 for an invalid config. */
+int64_t otck_compress_payload_bytes(const otck_compress_config *config,
+                                    int64_t n);
+
+/* Compresses g (n floats) into `payload`. With error feedback (`residual`
+ * not NULL) it compresses g + residual and then sets
+ * residual = (g + residual) - decompress(payload), so that
+ * g + r_old == decompress(payload) + r_new exactly up to float rounding.
+ * Returns 1 if g (or g + residual) holds a NaN or an infinity (payload and
+ * residual are then unspecified), 0 otherwise. */
+int otck_compress_f32(const otck_compress_config *config, int64_t n,
+                      const float *g, float *residual, void *payload);
+
+/* out = scale * sum over `count` payloads (laid back to back, each
+ * otck_compress_payload_bytes long: an all-gather's result) of their
+ * decompressed buckets. out is overwritten, not accumulated into. */
+void otck_decompress_sum_f32(const otck_compress_config *config, int64_t n,
+                             const void *payloads, int64_t count, float scale,
+                             float *out);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* OTC_COMPRESS_H */
