@@ -22,6 +22,7 @@
 #include "mlir/Tools/mlir-translate/Translation.h"
 #include "llvm/ADT/StringMap.h"
 #include "llvm/ADT/StringSet.h"
+#include "llvm/Support/MathExtras.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/Path.h"
@@ -71,9 +72,24 @@ bool isConfigOperand(StringRef opType, int index) {
   return false;
 }
 
+/// Tensors above this many elements (64 GiB of floats) are refused: every
+/// count below it fits int64_t with room for byte offsets.
+constexpr int64_t kMaxElements = int64_t(1) << 34;
+
 int64_t numElements(ArrayRef<int64_t> shape) {
   return std::accumulate(shape.begin(), shape.end(), int64_t{1},
                          std::multiplies<int64_t>());
+}
+
+/// The element count of `shape`, or failure when a dimension is negative or
+/// the count exceeds kMaxElements (checked, so it never overflows).
+FailureOr<int64_t> checkedElements(ArrayRef<int64_t> shape) {
+  int64_t n = 1;
+  for (int64_t d : shape) {
+    if (d < 0 || llvm::MulOverflow(n, d, n) || n > kMaxElements)
+      return failure();
+  }
+  return n;
 }
 
 class Importer {
@@ -89,8 +105,11 @@ private:
   InFlightDiagnostic error() { return emitError(fileLoc()); }
   InFlightDiagnostic nodeError(const onnx::NodeProto &node) {
     auto diag = emitError(nodeLoc(node));
-    diag << "node '" << node.name() << "' (" << node.op_type() << ", opset "
-         << opset << "): ";
+    if (!node.name().empty() || node.output_size() == 0)
+      diag << "node '" << node.name() << "'";
+    else
+      diag << "node producing '" << node.output(0) << "'";
+    diag << " (" << node.op_type() << ", opset " << opset << "): ";
     return diag;
   }
   Location nodeLoc(const onnx::NodeProto &node) {
@@ -166,6 +185,8 @@ LogicalResult Importer::prepare(onnx::ModelProto &model) {
   }
   if (opset < kMinOpset) {
     try {
+      // The adapters (Softmax 12->13, ...) need shapes.
+      onnx::shape_inference::InferShapes(model);
       model = onnx::version_conversion::ConvertVersion(model, kMinOpset);
       opset = kMinOpset;
     } catch (const std::exception &e) {
@@ -213,6 +234,9 @@ Importer::inputType(const onnx::ValueInfoProto &info) {
     const auto &d = tt.shape().dim(i);
     if (i == 0 && options.batch > 0) {
       shape.push_back(options.batch);
+    } else if (d.has_dim_value() && d.dim_value() == 0) {
+      return error() << "input '" << info.name() << "' dimension " << i
+                     << " is 0; empty tensors are not supported";
     } else if (d.has_dim_value() && d.dim_value() > 0) {
       shape.push_back(d.dim_value());
     } else if (i == 0) {
@@ -229,6 +253,9 @@ Importer::inputType(const onnx::ValueInfoProto &info) {
                         "(only the batch dimension is set by --batch)";
     }
   }
+  if (failed(checkedElements(shape)))
+    return error() << "input '" << info.name() << "' has more than "
+                   << kMaxElements << " elements";
   return RankedTensorType::get(shape, elt);
 }
 
@@ -241,10 +268,12 @@ FailureOr<Const> Importer::tensorToConst(const onnx::TensorProto &t,
                             << "' has a negative dimension";
     c.shape.push_back(d);
   }
-  int64_t n = numElements(c.shape);
-  if (n > kMaxFoldedElements)
-    return emitError(loc) << "constant '" << t.name() << "' has " << n
+  FailureOr<int64_t> count = checkedElements(c.shape);
+  if (failed(count) || *count > kMaxFoldedElements)
+    return emitError(loc) << "constant '" << t.name() << "' has more than "
+                          << kMaxFoldedElements
                           << " elements; large constants must be initializers";
+  int64_t n = *count;
   if (t.data_location() == onnx::TensorProto::EXTERNAL)
     return emitError(loc) << "constant '" << t.name()
                           << "' uses external data, which OTC does not read";
@@ -386,6 +415,8 @@ Importer::normalizeAxes(const onnx::NodeProto &node, ArrayRef<int64_t> axes,
     out.push_back(a < 0 ? a + rank : a);
   }
   llvm::sort(out);
+  if (std::adjacent_find(out.begin(), out.end()) != out.end())
+    return nodeError(node) << "axes repeat an axis";
   return out;
 }
 
@@ -412,7 +443,10 @@ FailureOr<Const> foldBinary(const Const &l, const Const &r, Fn fn) {
   Const out;
   out.shape = *shape;
   out.isFloat = l.isFloat || r.isFloat;
-  int64_t n = numElements(out.shape), rank = out.shape.size();
+  FailureOr<int64_t> count = checkedElements(out.shape);
+  if (failed(count) || *count > kMaxFoldedElements)
+    return failure();
+  int64_t n = *count, rank = out.shape.size();
   SmallVector<int64_t> coord(rank);
   auto index = [&](const Const &c) {
     int64_t off = 0, cr = c.shape.size();
@@ -494,6 +528,8 @@ LogicalResult Importer::importNode(const onnx::NodeProto &node) {
       FailureOr<Const *> r = constant(node, 1);
       if (failed(r))
         return failure();
+      if ((*r)->size() != 1)
+        return nodeError(node) << "ratio must be a scalar";
       ratio = (*r)->at(0);
     }
     if (!(ratio >= 0.0f && ratio < 1.0f))
@@ -543,18 +579,41 @@ LogicalResult Importer::importNode(const onnx::NodeProto &node) {
       if (failed(e))
         return failure();
       if ((*e)->folded) {
-        Const c = *(*e)->folded;
-        bool toFloat =
-            to == onnx::TensorProto::FLOAT || to == onnx::TensorProto::DOUBLE;
-        if (toFloat && !c.isFloat) {
-          c.floats.assign(c.ints.begin(), c.ints.end());
-          c.ints.clear();
+        // Folding keeps float values as double and integers as int64: the
+        // targets below are the ones that representation is exact for.
+        const Const &in = *(*e)->folded;
+        Const c;
+        c.shape = in.shape;
+        switch (to) {
+        case onnx::TensorProto::FLOAT:
+        case onnx::TensorProto::DOUBLE:
           c.isFloat = true;
-        } else if (!toFloat && c.isFloat) {
-          for (double v : c.floats)
-            c.ints.push_back(static_cast<int64_t>(v));
-          c.floats.clear();
-          c.isFloat = false;
+          for (int64_t i = 0; i < in.size(); ++i)
+            c.floats.push_back(to == onnx::TensorProto::FLOAT
+                                   ? static_cast<float>(in.at(i))
+                                   : in.at(i));
+          break;
+        case onnx::TensorProto::INT64:
+        case onnx::TensorProto::INT32:
+          for (int64_t i = 0; i < in.size(); ++i) {
+            double v = in.at(i);
+            if (!(v >= -9.2e18 && v <= 9.2e18))
+              return nodeError(node) << "cannot cast " << v << " to an integer";
+            int64_t x = in.isFloat ? static_cast<int64_t>(v) : in.ints[i];
+            c.ints.push_back(to == onnx::TensorProto::INT32
+                                 ? static_cast<int32_t>(x)
+                                 : x);
+          }
+          break;
+        case onnx::TensorProto::BOOL:
+          for (int64_t i = 0; i < in.size(); ++i)
+            c.ints.push_back(in.at(i) != 0);
+          break;
+        default:
+          return nodeError(node)
+                 << "unsupported Cast target type "
+                 << onnx::TensorProto::DataType_Name(
+                        static_cast<onnx::TensorProto::DataType>(to));
         }
         defineConst(node, 0, std::move(c));
         return success();
@@ -619,7 +678,10 @@ LogicalResult Importer::importNode(const onnx::NodeProto &node) {
                              << " on runtime tensors (only shape "
                                 "computations on constants are folded)";
     if (op == "Gather") {
-      Const *data = *constant(node, 0), *idx = *constant(node, 1);
+      FailureOr<Const *> dataC = constant(node, 0), idxC = constant(node, 1);
+      if (failed(dataC) || failed(idxC))
+        return failure();
+      Const *data = *dataC, *idx = *idxC;
       int64_t axis = intAttr(node, "axis", 0);
       int64_t rank = data->shape.size();
       if (rank == 0 || axis < -rank || axis >= rank)
@@ -633,6 +695,9 @@ LogicalResult Importer::importNode(const onnx::NodeProto &node) {
       c.shape.append(data->shape.begin(), data->shape.begin() + axis);
       c.shape.append(idx->shape.begin(), idx->shape.end());
       c.shape.append(data->shape.begin() + axis + 1, data->shape.end());
+      FailureOr<int64_t> count = checkedElements(c.shape);
+      if (failed(count) || *count > kMaxFoldedElements)
+        return nodeError(node) << "folded result is too large";
       for (int64_t o = 0; o < outer; ++o)
         for (int64_t k = 0; k < idx->size(); ++k) {
           int64_t j = static_cast<int64_t>(idx->at(k));
@@ -652,7 +717,14 @@ LogicalResult Importer::importNode(const onnx::NodeProto &node) {
     }
     // Concat of constants (1-D shape vectors, or any rank along axis).
     int64_t axis = intAttr(node, "axis", 0);
-    Const first = **constant(node, 0);
+    SmallVector<Const *> parts;
+    for (int i = 0; i < node.input_size(); ++i) {
+      FailureOr<Const *> p = constant(node, i);
+      if (failed(p))
+        return failure();
+      parts.push_back(*p);
+    }
+    const Const &first = *parts.front();
     int64_t rank = first.shape.size();
     if (rank == 0 || axis < -rank || axis >= rank)
       return nodeError(node) << "axis " << axis << " out of range";
@@ -661,15 +733,18 @@ LogicalResult Importer::importNode(const onnx::NodeProto &node) {
     c.isFloat = first.isFloat;
     c.shape = first.shape;
     c.shape[axis] = 0;
-    SmallVector<Const *> parts;
-    for (int i = 0; i < node.input_size(); ++i) {
-      Const *p = *constant(node, i);
+    for (Const *p : parts) {
       if (static_cast<int64_t>(p->shape.size()) != rank ||
           p->isFloat != c.isFloat)
         return nodeError(node) << "inputs differ in rank or element type";
+      for (int64_t d = 0; d < rank; ++d)
+        if (d != axis && p->shape[d] != first.shape[d])
+          return nodeError(node) << "inputs differ in dimension " << d;
       c.shape[axis] += p->shape[axis];
-      parts.push_back(p);
     }
+    FailureOr<int64_t> count = checkedElements(c.shape);
+    if (failed(count) || *count > kMaxFoldedElements)
+      return nodeError(node) << "folded result is too large";
     int64_t outer = numElements(ArrayRef(c.shape).take_front(axis));
     int64_t inner = numElements(ArrayRef(c.shape).drop_front(axis + 1));
     for (int64_t o = 0; o < outer; ++o)
@@ -755,14 +830,20 @@ LogicalResult Importer::importNode(const onnx::NodeProto &node) {
     if (failed(l) || failed(r))
       return failure();
     if ((*l)->folded && (*r)->folded) {
-      auto fold = [&](auto fn) { return foldBinary(*(*l)->folded, *(*r)->folded, fn); };
+      if (op == "Div" && !(*l)->folded->isFloat && !(*r)->folded->isFloat &&
+          llvm::is_contained((*r)->folded->ints, 0))
+        return nodeError(node) << "integer division by zero";
+      auto fold = [&](auto fn) {
+        return foldBinary(*(*l)->folded, *(*r)->folded, fn);
+      };
       FailureOr<Const> c =
           op == "Add"   ? fold([](double a, double b) { return a + b; })
           : op == "Sub" ? fold([](double a, double b) { return a - b; })
           : op == "Mul" ? fold([](double a, double b) { return a * b; })
                         : fold([](double a, double b) { return a / b; });
       if (failed(c))
-        return nodeError(node) << "operand shapes are not broadcastable";
+        return nodeError(node) << "cannot fold constants: shapes are not "
+                                  "broadcastable or the result is too large";
       defineConst(node, 0, std::move(*c));
       return success();
     }
@@ -932,6 +1013,19 @@ LogicalResult Importer::importGraph(const onnx::GraphProto &graph,
   }
   if (argTypes.empty())
     return error() << "the model has no inputs";
+  // The runtime batches every input along its first dimension.
+  for (auto [t, name] : llvm::zip(argTypes, argNames)) {
+    auto rt = llvm::cast<RankedTensorType>(t);
+    auto first = llvm::cast<RankedTensorType>(argTypes.front());
+    if (rt.getRank() == 0)
+      return error() << "input '" << name
+                     << "' is a scalar; every input needs a batch dimension";
+    if (rt.getDimSize(0) != first.getDimSize(0))
+      return error() << "inputs '" << argNames.front() << "' and '" << name
+                     << "' disagree on the batch dimension ("
+                     << first.getDimSize(0) << " vs " << rt.getDimSize(0)
+                     << ")";
+  }
   // Float initializers are parameters unless only configuration uses them.
   llvm::StringSet<> dataUses, anyUses;
   for (const auto &node : graph.node())
@@ -953,6 +1047,9 @@ LogicalResult Importer::importGraph(const onnx::GraphProto &graph,
                          << "' has a negative dimension";
         shape.push_back(d);
       }
+      if (failed(checkedElements(shape)))
+        return error() << "initializer '" << init.name() << "' has more than "
+                       << kMaxElements << " elements";
       argTypes.push_back(RankedTensorType::get(shape, b.getF32Type()));
       argAttrs.push_back(b.getDictionaryAttr(
           b.getNamedAttr(attr::kParam, b.getStringAttr(init.name()))));

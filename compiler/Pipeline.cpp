@@ -4,12 +4,15 @@
 
 #include "compiler/Config.h"
 #include "dialects/dist/DistDialect.h"
+#include "dialects/exec/ExecDialect.h"
+#include "otc/compress.h"
 #include "passes/Attributes.h"
 #include "passes/EmitCpp.h"
 
 #include "mlir/IR/BuiltinAttributes.h"
 #include "mlir/Support/FileUtilities.h"
 #include "mlir/Transforms/Passes.h"
+#include "llvm/ADT/StringSwitch.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/JSON.h"
@@ -27,6 +30,15 @@ void otc::buildTrainingPipeline(OpPassManager &pm,
   pm.addPass(createBuildTraining(options.training));
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createCSEPass());
+  if (options.compress) {
+    BucketGradientsOptions buckets;
+    buckets.bucketMb = options.bucketMb;
+    pm.addPass(createBucketGradients(buckets));
+    InsertCompressedAllReduceOptions compress = *options.compress;
+    compress.worldSize = options.worldSize;
+    pm.addPass(createInsertCompressedAllReduce(compress));
+    return;
+  }
   InsertAllReduceOptions ar;
   ar.worldSize = options.worldSize;
   pm.addPass(createInsertAllReduce(ar));
@@ -52,24 +64,83 @@ LogicalResult writeFile(StringRef path, llvm::function_ref<void(raw_ostream &)> 
   return success();
 }
 
-/// Ring all-reduce traffic of one rank for `bytes` of gradients.
-int64_t ringBytes(int64_t bytes, int64_t world) {
-  return world <= 1 ? 0 : 2 * (world - 1) * bytes / world;
+/// Each compressed bucket: its payload bytes, its element count, whether
+/// it is sent dense (method none) and whether its ratio is adaptive.
+struct BucketComm {
+  int64_t payload, elements;
+  bool dense, adaptive;
+};
+
+SmallVector<BucketComm> compressedBuckets(ModuleOp module) {
+  SmallVector<BucketComm> buckets;
+  module.walk([&](exec::CompressedAllReduceOp op) {
+    otck_compress_config config{};
+    config.method = static_cast<otck_compress_method>(
+        llvm::StringSwitch<int>(op.getMethod())
+            .Case("none", OTCK_COMPRESS_NONE)
+            .Case("fp16", OTCK_COMPRESS_FP16)
+            .Case("bf16", OTCK_COMPRESS_BF16)
+            .Case("int8", OTCK_COMPRESS_INT8)
+            .Case("topk", OTCK_COMPRESS_TOPK)
+            .Case("topk-int8", OTCK_COMPRESS_TOPK_INT8)
+            .Default(OTCK_COMPRESS_RANDOMK));
+    config.block_size = op.getBlockSize();
+    config.ratio = op.getRatio().convertToFloat();
+    int64_t n = op.getBuffer().getType().getNumElements();
+    buckets.push_back({otck_compress_payload_bytes(&config, n), n,
+                       op.getMethod() == "none", op.getAdaptive()});
+  });
+  return buckets;
+}
+
+/// What the report states per rank: the planner's arena breakdown plus the
+/// runtime's all-gather buffers ((W + 1) payloads per compressed bucket),
+/// and the bytes one rank hands to the collectives per step, counted as the
+/// runtime's metrics count them: the gradients of a plain (or `none`)
+/// all-reduce; for a compressed bucket its payload reaching the W - 1 other
+/// ranks, plus the 4-byte finiteness flag (and 8 for the adaptive norm).
+struct RankReport {
+  llvm::json::Object memory;
+  int64_t commBytes = 0;
+};
+
+RankReport rankReport(ModuleOp module, int64_t world) {
+  RankReport r;
+  auto memory = module->getAttrOfType<DictionaryAttr>(attr::kMemory);
+  for (NamedAttribute a : memory)
+    r.memory[a.getName().getValue()] =
+        llvm::cast<IntegerAttr>(a.getValue()).getInt();
+  SmallVector<BucketComm> buckets = compressedBuckets(module);
+  int64_t scratch = 0;
+  for (const BucketComm &b : buckets) {
+    if (b.dense) {
+      r.commBytes += b.elements * 4;
+      continue;
+    }
+    scratch += (world + 1) * b.payload;
+    r.commBytes += b.payload * (world - 1) + 4 + (b.adaptive ? 8 : 0);
+  }
+  if (buckets.empty())
+    r.commBytes = memory.getAs<IntegerAttr>("grads").getInt();
+  if (world <= 1)
+    r.commBytes = 0;
+  auto add = [&](StringRef key, int64_t v) {
+    r.memory[key] = *r.memory.getInteger(key) + v;
+  };
+  add("comm_buffers", scratch);
+  add("peak", scratch);
+  return r;
 }
 
 llvm::json::Value reportJson(ModuleOp module, int64_t world) {
-  auto memory = module->getAttrOfType<DictionaryAttr>(attr::kMemory);
-  llvm::json::Object mem;
-  for (NamedAttribute a : memory)
-    mem[a.getName().getValue()] = llvm::cast<IntegerAttr>(a.getValue()).getInt();
-  int64_t comm = ringBytes(memory.getAs<IntegerAttr>("grads").getInt(), world);
+  RankReport r = rankReport(module, world);
   llvm::json::Array ranks;
-  for (int64_t r = 0; r < world; ++r)
+  for (int64_t rank = 0; rank < world; ++rank)
     ranks.push_back(llvm::json::Object{
-        {"rank", r},
-        {"memory", llvm::json::Object(mem)},
-        {"comm", llvm::json::Object{{"bytes_sent_per_step", comm},
-                                    {"bytes_received_per_step", comm}}}});
+        {"rank", rank},
+        {"memory", llvm::json::Object(r.memory)},
+        {"comm", llvm::json::Object{{"bytes_sent_per_step", r.commBytes},
+                                    {"bytes_received_per_step", r.commBytes}}}});
   return llvm::json::Object{{"world_size", world}, {"ranks", std::move(ranks)}};
 }
 
@@ -85,21 +156,19 @@ std::string humanBytes(int64_t b) {
 }
 
 void printReport(ModuleOp module, int64_t world) {
-  auto memory = module->getAttrOfType<DictionaryAttr>(attr::kMemory);
-  auto get = [&](StringRef k) { return memory.getAs<IntegerAttr>(k).getInt(); };
-  llvm::outs() << "memory per rank (static plan, " << world << " rank"
-               << (world == 1 ? "" : "s") << ", all ranks alike):\n";
+  RankReport r = rankReport(module, world);
   auto row = [](StringRef k, int64_t v) {
     llvm::outs() << llvm::formatv("  {0,-12} {1,12}  ({2})\n", k, v,
                                   humanBytes(v));
   };
+  llvm::outs() << "memory per rank (static plan, " << world << " rank"
+               << (world == 1 ? "" : "s") << ", all ranks alike):\n";
   for (StringRef k : {"params", "grads", "optimizer", "activations", "inputs",
                       "outputs", "comm_buffers", "peak"})
-    row(k, get(k));
-  int64_t comm = ringBytes(get("grads"), world);
-  llvm::outs() << "communication per step per rank (ring all-reduce):\n";
-  row("sent", comm);
-  row("received", comm);
+    row(k, *r.memory.getInteger(k));
+  llvm::outs() << "communication per step per rank:\n";
+  row("sent", r.commBytes);
+  row("received", r.commBytes);
 }
 
 LogicalResult hostCompile(StringRef source, const CompileOptions &options) {

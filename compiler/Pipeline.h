@@ -8,6 +8,7 @@
 
 #include "mlir/Pass/PassManager.h"
 
+#include <optional>
 #include <string>
 
 namespace otc {
@@ -22,6 +23,9 @@ struct CompileOptions {
   ImportOptions import;
   BuildTrainingOptions training;
   int64_t worldSize = 1;
+  /// Set: gradients go through buckets and compressed all-reduces.
+  std::optional<InsertCompressedAllReduceOptions> compress;
+  double bucketMb = 25.0;
   uint64_t seed = 0;
   bool report = false;
   std::string reportJson;

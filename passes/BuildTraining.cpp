@@ -52,44 +52,52 @@ private:
 LogicalResult BuildTraining::validateOptions(ModuleOp module,
                                              func::FuncOp forward) {
   if (loss != "cross-entropy" && loss != "mse" && loss != "none")
-    return module.emitError("unknown loss '")
+    return mlir::emitError(module.getLoc(), "unknown loss '")
            << loss << "' (expected cross-entropy, mse or none)";
   if (optimizer != "sgd" && optimizer != "momentum" && optimizer != "adam" &&
       optimizer != "adamw")
-    return module.emitError("unknown optimizer '")
+    return mlir::emitError(module.getLoc(), "unknown optimizer '")
            << optimizer << "' (expected sgd, momentum, adam or adamw)";
   if (!(lr > 0.0))
-    return module.emitError("learning rate must be positive, got ") << lr;
+    return mlir::emitError(module.getLoc(), "learning rate must be positive, got ") << lr;
   if (weightDecay < 0.0)
-    return module.emitError("weight decay must be non-negative, got ")
+    return mlir::emitError(module.getLoc(), "weight decay must be non-negative, got ")
            << weightDecay;
+  if (!(eps > 0.0))
+    return mlir::emitError(module.getLoc(), "Adam epsilon must be positive, got ") << eps;
+  if (!(momentum >= 0.0 && momentum < 1.0))
+    return mlir::emitError(module.getLoc(), "momentum must be in [0, 1), got ")
+           << momentum;
   if (!(beta1 >= 0.0 && beta1 < 1.0) || !(beta2 >= 0.0 && beta2 < 1.0))
-    return module.emitError("Adam betas must be in [0, 1), got ")
+    return mlir::emitError(module.getLoc(), "Adam betas must be in [0, 1), got ")
            << beta1 << ", " << beta2;
   if (forward.getNumResults() == 0)
-    return forward.emitError("@forward has no output to train");
+    return mlir::emitError(forward.getLoc(), "@forward has no output to train");
   bool anyParam = false;
   for (unsigned i = 0; i < forward.getNumArguments(); ++i)
     anyParam |= static_cast<bool>(forward.getArgAttr(i, attr::kParam));
   if (!anyParam)
-    return forward.emitError("the model has no trainable parameters "
+    return mlir::emitError(forward.getLoc(), "the model has no trainable parameters "
                              "(float initializers)");
   auto out = llvm::cast<RankedTensorType>(forward.getResultTypes()[0]);
   if (loss == "cross-entropy" &&
       (out.getRank() != 2 || !out.getElementType().isF32()))
-    return forward.emitError("cross-entropy needs a [batch, classes] float "
+    return mlir::emitError(forward.getLoc(), "cross-entropy needs a [batch, classes] float "
                              "output, the model's first output is ")
            << out;
   if (loss == "none" && out.getNumElements() != 1)
-    return forward.emitError("--loss none needs a scalar first output (the "
+    return mlir::emitError(forward.getLoc(), "--loss none needs a scalar first output (the "
                              "model's own loss), got ")
            << out;
   if (loss != "none")
     for (unsigned i = 0; i < forward.getNumArguments(); ++i)
-      if (auto name = forward.getArgAttrOfType<StringAttr>(i, attr::kInput))
-        if (name.getValue() == label)
-          return forward.emitError("the model already has an input named '")
-                 << label << "'; choose another --label";
+      for (StringRef kind : {attr::kInput, attr::kParam})
+        if (auto name = forward.getArgAttrOfType<StringAttr>(i, kind))
+          if (name.getValue() == label)
+            return mlir::emitError(forward.getLoc(),
+                                   "the model already has an input or "
+                                   "parameter named '")
+                   << label << "'; choose another --label";
   return success();
 }
 
@@ -188,7 +196,7 @@ LogicalResult BuildTraining::buildTrainStep(ModuleOp module,
       needsGrad.insert(op.result_begin(), op.result_end());
   }
   if (!needsGrad.contains(*lossValue))
-    return forward.emitError("the loss does not depend on any parameter");
+    return mlir::emitError(forward.getLoc(), "the loss does not depend on any parameter");
 
   // Reverse sweep: gradients are appended after the forward.
   DenseMap<Value, Value> grads;
@@ -237,7 +245,7 @@ LogicalResult BuildTraining::buildTrainStep(ModuleOp module,
       state.push_back(fn.getArgument(stateArg + s));
     SmallVector<Value> next;
     if (!g) {
-      fn.emitWarning("parameter '")
+      mlir::emitWarning(fn.getLoc(), "parameter '")
           << forward.getArgAttrOfType<StringAttr>(p, attr::kParam).getValue()
           << "' does not affect the loss and is not updated";
       next.push_back(w);
@@ -342,7 +350,7 @@ void BuildTraining::runOnOperation() {
   ModuleOp module = getOperation();
   auto forward = module.lookupSymbol<func::FuncOp>(attr::kForwardFn);
   if (!forward) {
-    module.emitError("no @forward function to train");
+    mlir::emitError(module.getLoc(), "no @forward function to train");
     return signalPassFailure();
   }
   // Each function is inserted right after @forward: eval first, so that

@@ -113,6 +113,7 @@ public:
 
 private:
   LogicalResult emitKernel(exec::KernelOp k);
+  LogicalResult emitCompressedAllReduce(exec::CompressedAllReduceOp op);
   std::string name(Value v) { return names.lookup(v); }
   std::string bind(Value v) {
     std::string n = "v" + std::to_string(counter++);
@@ -185,6 +186,9 @@ LogicalResult Emitter::emitFunction(func::FuncOp fn, StringRef cName) {
       os << "  if (ctx->all_reduce_mean_f32(ctx->comm, " << name(ar.getBuffer())
          << ", " << ar.getBuffer().getType().getNumElements()
          << ") != 0)\n    return OTC_STEP_ERR_COMM;\n";
+    } else if (auto car = llvm::dyn_cast<exec::CompressedAllReduceOp>(op)) {
+      if (failed(emitCompressedAllReduce(car)))
+        return failure();
     } else if (llvm::isa<func::ReturnOp>(op)) {
       os << "  return OTC_STEP_OK;\n";
     } else {
@@ -329,6 +333,19 @@ LogicalResult Emitter::emitKernel(exec::KernelOp k) {
   } else if (kn == "mse_grad") {
     os << "    otck_mse_grad_f32(" << numel(ins[0]) << ", " << in(0) << ", "
        << in(1) << ", " << in(2) << ", " << out(0) << ");\n";
+  } else if (kn == "pack" || kn == "unpack") {
+    // Members the planner did not place inside the bucket are copied.
+    bool pack = kn == "pack";
+    std::string bucket = pack ? out(0) : in(0);
+    int64_t offset = 0;
+    for (Value m : pack ? ins : outs) {
+      int64_t n = numel(m);
+      std::string slice = bucket + " + " + std::to_string(offset);
+      std::string src = pack ? name(m) : slice, dst = pack ? slice : name(m);
+      os << "    if (" << src << " != " << dst << ")\n      otck_copy("
+         << n * 4 << ", " << src << ", " << dst << ");\n";
+      offset += n;
+    }
   } else if (kn == "dropout") {
     auto stream = k->getAttrOfType<IntegerAttr>("stream");
     os << "    otck_dropout_f32(" << numel(ins[0]) << ", " << in(0) << ", "
@@ -361,6 +378,36 @@ LogicalResult Emitter::emitKernel(exec::KernelOp k) {
   return success();
 }
 
+LogicalResult
+Emitter::emitCompressedAllReduce(exec::CompressedAllReduceOp op) {
+  std::string method =
+      llvm::StringSwitch<std::string>(op.getMethod())
+          .Case("none", "OTCK_COMPRESS_NONE")
+          .Case("fp16", "OTCK_COMPRESS_FP16")
+          .Case("bf16", "OTCK_COMPRESS_BF16")
+          .Case("int8", "OTCK_COMPRESS_INT8")
+          .Case("topk", "OTCK_COMPRESS_TOPK")
+          .Case("topk-int8", "OTCK_COMPRESS_TOPK_INT8")
+          .Case("randomk", "OTCK_COMPRESS_RANDOMK")
+          .Default("");
+  if (method.empty())
+    return op.emitOpError("unknown method '") << op.getMethod() << "'";
+  float ratio = op.getRatio().convertToFloat();
+  os << "  { // compressed all-reduce, bucket " << op.getBucket() << "\n"
+     << "    static const otc_compress_desc_t desc = {" << method << ", "
+     << static_cast<bool>(op.getResidual()) << ", " << op.getAdaptive()
+     << ", 0, " << op.getBlockSize() << ", " << floatLiteral(ratio) << ", "
+     << floatLiteral(op.getRatioMin().convertToFloat()) << ", "
+     << floatLiteral(ratio) << ", " << op.getWarmupSteps() << "};\n"
+     << "    int rc = ctx->compressed_all_reduce_mean_f32(ctx->comm, &desc, "
+     << name(op.getBuffer()) << ", " << op.getBuffer().getType().getNumElements()
+     << ", " << (op.getResidual() ? name(op.getResidual()) : "nullptr") << ", "
+     << op.getBucket() << ");\n"
+     << "    if (rc == OTC_STEP_SKIPPED_NONFINITE)\n      return rc;\n"
+     << "    if (rc != 0)\n      return OTC_STEP_ERR_COMM;\n  }\n";
+  return success();
+}
+
 } // namespace
 
 FailureOr<std::string> otc::buildManifest(ModuleOp module) {
@@ -368,7 +415,7 @@ FailureOr<std::string> otc::buildManifest(ModuleOp module) {
   auto arena = module->getAttrOfType<IntegerAttr>(attr::kArenaBytes);
   auto memory = module->getAttrOfType<DictionaryAttr>(attr::kMemory);
   if (!buffers || !arena || !memory)
-    return module.emitError("module is not memory-planned (run "
+    return mlir::emitError(module.getLoc(), "module is not memory-planned (run "
                             "--otc-plan-memory first)");
   llvm::json::Object m;
   m["otc_manifest_version"] = 1;
@@ -419,7 +466,7 @@ FailureOr<std::string> otc::buildManifest(ModuleOp module) {
       e["param"] = bname.rsplit('.').first.str();
       state.push_back(std::move(e));
     } else if (role == "input") {
-      StringRef ir = d.getAs<StringAttr>("input_role").getValue();
+      StringRef ir = d.getAs<StringAttr>("kind").getValue();
       e["role"] = ir.str();
       if (ir == "data" && batch == 0 && type.getRank() > 0)
         batch = type.getDimSize(0);
@@ -461,7 +508,7 @@ LogicalResult otc::emitCpp(ModuleOp module, raw_ostream &out,
   std::string train = "nullptr", eval = "nullptr";
   for (auto fn : module.getOps<func::FuncOp>()) {
     if (fn.getName() != attr::kTrainFn && fn.getName() != attr::kEvalFn)
-      return fn.emitError("unexpected function @")
+      return mlir::emitError(fn.getLoc(), "unexpected function @")
              << fn.getName() << " (expected @train_step and @eval_step)";
     std::string cName = ("otc_" + fn.getName()).str();
     if (failed(emitter.emitFunction(fn, cName)))
@@ -469,10 +516,11 @@ LogicalResult otc::emitCpp(ModuleOp module, raw_ostream &out,
     (fn.getName() == attr::kTrainFn ? train : eval) = "&" + cName;
   }
   if (train == "nullptr")
-    return module.emitError("no @train_step to emit");
+    return mlir::emitError(module.getLoc(), "no @train_step to emit");
 
   out << "// Generated by otc-compile. Do not edit.\n"
       << "#include <stdint.h>\n\n"
+      << "#include \"otc/compress.h\"\n"
       << "#include \"otc/kernels.h\"\n"
       << "#include \"otc/program_abi.h\"\n"
       << (options.withMain ? "#include \"otc/runtime.h\"\n" : "") << "\n"

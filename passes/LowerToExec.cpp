@@ -55,7 +55,8 @@ bool isLastUse(Value v, Operation *op) {
 /// the last use of the block argument / single-use value `v`, else a copy.
 Value writableBuffer(ConversionPatternRewriter &rewriter, Operation *op,
                      Value v, Value buffer) {
-  if (isLastUse(v, op))
+  // Constants are read-only static data: never written in place.
+  if (isLastUse(v, op) && !buffer.getDefiningOp<exec::ConstantOp>())
     return buffer;
   auto type = llvm::cast<MemRefType>(buffer.getType());
   Value copy = rewriter.create<exec::AllocOp>(op->getLoc(), type);
@@ -149,6 +150,64 @@ struct AllReducePattern : OpConversionPattern<dist::AllReduceOp> {
   }
 };
 
+/// Buckets become a "pack" into one buffer and an "unpack" out of it; the
+/// memory planner places the gradients inside the bucket and drops both.
+struct BucketPattern : OpConversionPattern<dist::BucketOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(dist::BucketOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    auto type = llvm::cast<MemRefType>(
+        getTypeConverter()->convertType(op.getType()));
+    Value buffer = rewriter.create<exec::AllocOp>(op.getLoc(), type);
+    rewriter.create<exec::KernelOp>(op.getLoc(), "pack", adaptor.getGrads(),
+                                    ValueRange{buffer});
+    rewriter.replaceOp(op, buffer);
+    return success();
+  }
+};
+
+struct UnbucketPattern : OpConversionPattern<dist::UnbucketOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(dist::UnbucketOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    SmallVector<Value> outs;
+    for (Type t : op.getResultTypes())
+      outs.push_back(rewriter.create<exec::AllocOp>(
+          op.getLoc(),
+          llvm::cast<MemRefType>(getTypeConverter()->convertType(t))));
+    rewriter.create<exec::KernelOp>(op.getLoc(), "unpack",
+                                    ValueRange{adaptor.getBucket()}, outs);
+    rewriter.replaceOp(op, outs);
+    return success();
+  }
+};
+
+struct CompressedAllReducePattern
+    : OpConversionPattern<dist::CompressedAllReduceOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(dist::CompressedAllReduceOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Value buffer =
+        writableBuffer(rewriter, op, op.getInput(), adaptor.getInput());
+    Value residual;
+    if (op.getResidual())
+      residual = writableBuffer(rewriter, op, op.getResidual(),
+                                adaptor.getResidual());
+    rewriter.create<exec::CompressedAllReduceOp>(
+        op.getLoc(), buffer, residual, op.getMethodAttr(), op.getRatioAttr(),
+        op.getRatioMinAttr(), op.getBlockSizeAttr(), op.getAdaptiveAttr(),
+        op.getWarmupStepsAttr(), op.getBucketAttr());
+    SmallVector<Value> results{buffer};
+    if (residual)
+      results.push_back(residual);
+    rewriter.replaceOp(op, results);
+    return success();
+  }
+};
+
 struct LowerToExec : otc::impl::LowerToExecBase<LowerToExec> {
   void runOnOperation() override {
     MLIRContext *ctx = &getContext();
@@ -170,7 +229,8 @@ struct LowerToExec : otc::impl::LowerToExecBase<LowerToExec> {
 
     RewritePatternSet patterns(ctx);
     patterns.add<KernelPattern, UpdatePattern>(converter, ctx);
-    patterns.add<ConstantPattern, AllReducePattern>(converter, ctx);
+    patterns.add<ConstantPattern, AllReducePattern, BucketPattern,
+                 UnbucketPattern, CompressedAllReducePattern>(converter, ctx);
     populateFunctionOpInterfaceTypeConversionPattern<func::FuncOp>(patterns,
                                                                    converter);
     populateReturnOpTypeConversionPattern(patterns, converter);

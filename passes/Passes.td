@@ -59,6 +59,55 @@ def InsertAllReduce : Pass<"otc-insert-allreduce", "mlir::ModuleOp"> {
   ];
 }
 
+def BucketGradients : Pass<"otc-bucket-gradients", "mlir::ModuleOp"> {
+  let summary = "Group gradients into buckets in the order backward makes them";
+  let description = [{
+    In @train_step, packs the gradients the optimizer reads into
+    `dist.bucket`s of at most `bucket-mb` MiB (a larger gradient gets a
+    bucket of its own), in the order the backward pass produces them. Each
+    bucket is formed as soon as its last gradient exists; `dist.unbucket`s
+    come right before the first optimizer update, so every collective on a
+    bucket completes before any parameter changes (a step can still be
+    skipped as a whole). The memory planner lays each bucket's gradients
+    out contiguously, so packing copies nothing.
+  }];
+  let dependentDialects = ["::otc::dist::DistDialect"];
+  let options = [
+    Option<"bucketMb", "bucket-mb", "double", "25.0",
+           "Largest bucket, in MiB (torch DDP's default is 25)">,
+  ];
+}
+
+def InsertCompressedAllReduce
+    : Pass<"otc-insert-compressed-allreduce", "mlir::ModuleOp"> {
+  let summary = "Average every gradient bucket with a compressed all-reduce";
+  let description = [{
+    Records `dist.world_size` and feeds each `dist.bucket` through a
+    `dist.compressed_all_reduce`. With error feedback (lossy methods only)
+    @train_step gains one residual per bucket as optimizer-like state
+    (`otc.state = "bucket<i>.residual"`), so checkpoints keep it.
+  }];
+  let dependentDialects = ["::otc::dist::DistDialect"];
+  let options = [
+    Option<"worldSize", "world-size", "int64_t", "1",
+           "Number of data-parallel ranks">,
+    Option<"method", "method", "std::string", "\"topk-int8\"",
+           "none, fp16, bf16, int8, topk, topk-int8 or randomk">,
+    Option<"ratio", "ratio", "double", "0.1",
+           "Kept fraction per block (top-k and random-k methods)">,
+    Option<"ratioMin", "ratio-min", "double", "0.01",
+           "Lower bound of the adaptive ratio">,
+    Option<"blockSize", "block-size", "int64_t", "256",
+           "Elements per compression block">,
+    Option<"errorFeedback", "error-feedback", "bool", "true",
+           "Keep each rank's compression error and add it back next step">,
+    Option<"adaptive", "adaptive", "bool", "false",
+           "Let the ratio follow the gradient norm (see the README)">,
+    Option<"warmupSteps", "warmup-steps", "int64_t", "0",
+           "First steps sent dense">,
+  ];
+}
+
 //===----------------------------------------------------------------------===//
 // Lowering
 //===----------------------------------------------------------------------===//

@@ -48,9 +48,26 @@ struct Persistent {
   Role role;
   std::string name;
   MemRefType type;
-  std::string inputRole; // "data" | "label" for inputs
+  std::string kind; // inputs: data | label; state: optimizer | residual
   int64_t offset = -1;
 };
+
+/// True when every member of a planned pack/unpack already is the slice
+/// of the bucket it names, so the kernel would copy nothing.
+bool packIsInPlace(exec::KernelOp k) {
+  bool pack = k.getKernel() == "pack";
+  auto bucket = (pack ? k.getOuts()[0] : k.getIns()[0]).getDefiningOp<exec::ViewOp>();
+  if (!bucket)
+    return false;
+  int64_t offset = bucket.getOffset();
+  for (Value member : pack ? k.getIns() : k.getOuts()) {
+    auto view = member.getDefiningOp<exec::ViewOp>();
+    if (!view || view.getOffset() != offset)
+      return false;
+    offset += byteSize(llvm::cast<MemRefType>(member.getType()));
+  }
+  return true;
+}
 
 bool isOptimizerKernel(exec::KernelOp k) {
   return k.getKernel().ends_with("_update");
@@ -73,12 +90,14 @@ void PlanMemory::runOnOperation() {
   llvm::MapVector<std::string, Persistent, std::map<std::string, unsigned>>
       persistent;
   DenseMap<Value, std::string> keyOf;
-  auto record = [&](Value v, Role role, StringRef name, StringRef inputRole)
+  // Gradients placed inside a bucket: the bucket's buffer and byte offset.
+  DenseMap<Value, std::pair<Value, int64_t>> inBucket;
+  auto record = [&](Value v, Role role, StringRef name, StringRef kind)
       -> LogicalResult {
     auto type = llvm::cast<MemRefType>(v.getType());
     std::string key = (kRoleNames[static_cast<int>(role)] + ":" + name).str();
     auto [it, inserted] = persistent.insert(
-        {key, Persistent{role, name.str(), type, inputRole.str()}});
+        {key, Persistent{role, name.str(), type, kind.str()}});
     if (!inserted && it->second.type != type)
       return emitError(v.getLoc(), "buffer '")
              << name << "' has type " << type << " here and "
@@ -94,27 +113,68 @@ void PlanMemory::runOnOperation() {
         if (failed(record(arg, Role::Param, n, "")))
           return signalPassFailure();
       } else if (auto n = fn.getArgAttrOfType<StringAttr>(i, attr::kState)) {
-        if (failed(record(arg, Role::State, n, "")))
+        // Error-feedback residuals are state of the communication.
+        auto role = fn.getArgAttrOfType<StringAttr>(i, attr::kRole);
+        if (failed(record(arg, Role::State, n,
+                          role ? role.getValue() : "optimizer")))
           return signalPassFailure();
       } else if (auto n = fn.getArgAttrOfType<StringAttr>(i, attr::kInput)) {
         auto role = fn.getArgAttrOfType<StringAttr>(i, attr::kRole);
         if (failed(record(arg, Role::Input, n, role ? role.getValue() : "data")))
           return signalPassFailure();
       } else {
-        fn.emitError("argument #") << i << " is not a parameter, optimizer "
+        mlir::emitError(fn.getLoc(), "argument #") << i << " is not a parameter, optimizer "
                                    << "state or input";
         return signalPassFailure();
       }
     }
-    // Gradients: what optimizer kernels read, named after their parameter.
+    // Buckets: each is a persistent gradient buffer; the gradients packed
+    // into it (and unpacked from it) live inside it when they can.
+    int64_t bucketIndex = 0;
+    for (auto k : llvm::make_early_inc_range(fn.front().getOps<exec::KernelOp>())) {
+      if (k.getKernel() != "pack" && k.getKernel() != "unpack")
+        continue;
+      bool pack = k.getKernel() == "pack";
+      Value bucket = pack ? k.getOuts()[0] : k.getIns()[0];
+      if (pack && failed(record(bucket, Role::Grad,
+                                "bucket" + std::to_string(bucketIndex++), "")))
+        return signalPassFailure();
+      int64_t prefix = 0;
+      for (Value member : pack ? k.getIns() : k.getOuts()) {
+        auto alloc = member.getDefiningOp<exec::AllocOp>();
+        // A packed gradient may live in the bucket only if the pack is its
+        // last reader: the reduction overwrites the bucket.
+        if (alloc && !keyOf.count(member) && !inBucket.count(member) &&
+            (!pack || llvm::all_of(member.getUsers(), [&](Operation *u) {
+              return u == k || u->isBeforeInBlock(k);
+            })))
+          inBucket[member] = {bucket, prefix};
+        prefix += byteSize(llvm::cast<MemRefType>(member.getType()));
+      }
+    }
+    // Other gradients: what optimizer kernels read, named after their
+    // parameter. Each update gets a buffer of its own, so a gradient that
+    // is a constant or feeds two parameters is copied first.
+    DenseSet<Value> claimed;
     WalkResult r = fn.walk([&](exec::KernelOp k) {
       if (!isOptimizerKernel(k))
         return WalkResult::advance();
       Value grad = k.getIns()[0];
       auto param = llvm::dyn_cast<BlockArgument>(k.getOuts()[0]);
-      if (!grad.getDefiningOp<exec::AllocOp>() || !param) {
-        k.emitOpError("expects an allocated gradient and a parameter argument");
+      if (!param) {
+        k.emitOpError("expects to update a parameter argument in place");
         return WalkResult::interrupt();
+      }
+      if (inBucket.count(grad))
+        return WalkResult::advance();
+      if (!grad.getDefiningOp<exec::AllocOp>() || !claimed.insert(grad).second) {
+        OpBuilder b(k);
+        auto type = llvm::cast<MemRefType>(grad.getType());
+        Value copy = b.create<exec::AllocOp>(k.getLoc(), type);
+        b.create<exec::KernelOp>(k.getLoc(), "copy", ValueRange{grad},
+                                 ValueRange{copy});
+        k.getInsMutable()[0].set(copy);
+        grad = copy;
       }
       auto name = fn.getArgAttrOfType<StringAttr>(param.getArgNumber(),
                                                   attr::kParam);
@@ -130,7 +190,7 @@ void PlanMemory::runOnOperation() {
       if (!name)
         continue;
       if (!v.getDefiningOp<exec::AllocOp>()) {
-        fn.emitError("output '") << name.getValue()
+        mlir::emitError(fn.getLoc(), "output '") << name.getValue()
                                  << "' is not a buffer the step computes";
         return signalPassFailure();
       }
@@ -142,12 +202,14 @@ void PlanMemory::runOnOperation() {
   // 2. Persistent offsets: category by category, first-seen order inside.
   int64_t offset = 0;
   int64_t bytesByRole[5] = {0, 0, 0, 0, 0};
+  int64_t residualBytes = 0;
   for (int role = 0; role < 5; ++role)
     for (auto &[key, p] : persistent)
       if (static_cast<int>(p.role) == role) {
         p.offset = offset;
         offset += alignUp(byteSize(p.type));
-        bytesByRole[role] += byteSize(p.type);
+        (p.kind == "residual" ? residualBytes : bytesByRole[role]) +=
+            byteSize(p.type);
       }
   int64_t tempBase = offset;
 
@@ -166,7 +228,7 @@ void PlanMemory::runOnOperation() {
     };
     SmallVector<Interval> temps;
     for (auto alloc : block.getOps<exec::AllocOp>()) {
-      if (keyOf.count(alloc.getResult()))
+      if (keyOf.count(alloc.getResult()) || inBucket.count(alloc.getResult()))
         continue;
       int64_t end = index[alloc];
       for (Operation *user : alloc->getUsers())
@@ -224,12 +286,30 @@ void PlanMemory::runOnOperation() {
           viewAt(t.alloc.getLoc(), t.alloc.getType(), tempBase + t.offset));
       t.alloc.erase();
     }
+    // Bucket members first: their bucket's allocation still exists to look
+    // up its offset.
+    for (auto alloc : llvm::make_early_inc_range(block.getOps<exec::AllocOp>())) {
+      auto it = inBucket.find(alloc.getResult());
+      if (it == inBucket.end())
+        continue;
+      auto [bucket, prefix] = it->second;
+      ob.setInsertionPoint(alloc);
+      alloc.replaceAllUsesWith(viewAt(alloc.getLoc(), alloc.getType(),
+                                      persistent[keyOf[bucket]].offset +
+                                          prefix));
+      alloc.erase();
+    }
     for (auto alloc : llvm::make_early_inc_range(block.getOps<exec::AllocOp>())) {
       ob.setInsertionPoint(alloc);
       alloc.replaceAllUsesWith(viewAt(alloc.getLoc(), alloc.getType(),
                                       persistent[keyOf[alloc]].offset));
       alloc.erase();
     }
+    // Packs and unpacks whose members all live in their bucket copy nothing.
+    for (auto k : llvm::make_early_inc_range(block.getOps<exec::KernelOp>()))
+      if ((k.getKernel() == "pack" || k.getKernel() == "unpack") &&
+          packIsInPlace(k))
+        k.erase();
     auto ret = llvm::cast<func::ReturnOp>(block.getTerminator());
     ob.setInsertionPoint(ret);
     ob.create<func::ReturnOp>(ret.getLoc());
@@ -250,9 +330,8 @@ void PlanMemory::runOnOperation() {
         b.getNamedAttr("role", b.getStringAttr(kRoleNames[int(p.role)])),
         b.getNamedAttr("offset", b.getI64IntegerAttr(p.offset)),
         b.getNamedAttr("type", TypeAttr::get(p.type))};
-    if (!p.inputRole.empty())
-      fields.push_back(
-          b.getNamedAttr("input_role", b.getStringAttr(p.inputRole)));
+    if (!p.kind.empty())
+      fields.push_back(b.getNamedAttr("kind", b.getStringAttr(p.kind)));
     buffers.push_back(b.getDictionaryAttr(fields));
   }
   int64_t arenaBytes = alignUp(tempBase + tempPeak);
@@ -267,7 +346,7 @@ void PlanMemory::runOnOperation() {
           b.getNamedAttr("inputs", b.getI64IntegerAttr(bytesByRole[3])),
           b.getNamedAttr("outputs", b.getI64IntegerAttr(bytesByRole[4])),
           b.getNamedAttr("activations", b.getI64IntegerAttr(tempPeak)),
-          b.getNamedAttr("comm_buffers", b.getI64IntegerAttr(0)),
+          b.getNamedAttr("comm_buffers", b.getI64IntegerAttr(residualBytes)),
           b.getNamedAttr("peak", b.getI64IntegerAttr(arenaBytes)),
       }));
 }

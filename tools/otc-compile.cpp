@@ -68,6 +68,35 @@ cl::opt<int64_t> worldSize("world-size", cl::desc("Number of ranks"),
                            cl::init(1), cl::cat(category));
 cl::opt<uint64_t> seed("seed", cl::desc("Default seed of the program"),
                        cl::init(0), cl::cat(category));
+cl::opt<std::string> compress(
+    "compress",
+    cl::desc("Average gradients in buckets through a compressed all-reduce: "
+             "none, fp16, bf16, int8, topk, topk-int8 or randomk"),
+    cl::value_desc("method"), cl::cat(category));
+cl::opt<double> compressRatio("compress-ratio",
+                              cl::desc("Kept fraction per block (top-k, "
+                                       "random-k)"),
+                              cl::init(0.1), cl::cat(category));
+cl::opt<double> compressRatioMin("compress-ratio-min",
+                                 cl::desc("Lower bound of the adaptive ratio"),
+                                 cl::init(0.01), cl::cat(category));
+cl::opt<int64_t> compressBlock("compress-block",
+                               cl::desc("Elements per compression block"),
+                               cl::init(256), cl::cat(category));
+cl::opt<bool> noErrorFeedback("no-error-feedback",
+                              cl::desc("Drop the compression error instead "
+                                       "of carrying it to the next step"),
+                              cl::cat(category));
+cl::opt<bool> adaptive("adaptive",
+                       cl::desc("Let the kept ratio follow the gradient norm"),
+                       cl::cat(category));
+cl::opt<int64_t> compressWarmup("compress-warmup",
+                                cl::desc("First steps sent uncompressed"),
+                                cl::init(0), cl::cat(category));
+cl::opt<double> bucketMb("bucket-mb",
+                         cl::desc("Largest gradient bucket in MiB (with "
+                                  "--compress)"),
+                         cl::init(25.0), cl::cat(category));
 cl::opt<bool> report("report", cl::desc("Print the per-rank memory plan"),
                      cl::cat(category));
 cl::opt<std::string> reportJson("report-json",
@@ -106,6 +135,23 @@ int main(int argc, char **argv) {
   options.training.beta2 = beta2;
   options.training.eps = eps;
   options.worldSize = worldSize;
+  if (compress.getNumOccurrences()) {
+    otc::InsertCompressedAllReduceOptions c;
+    c.method = compress;
+    c.ratio = compressRatio;
+    c.ratioMin = compressRatioMin;
+    c.blockSize = compressBlock;
+    c.errorFeedback = !noErrorFeedback;
+    c.adaptive = adaptive;
+    c.warmupSteps = compressWarmup;
+    options.compress = c;
+  } else if (compressRatio.getNumOccurrences() ||
+             compressBlock.getNumOccurrences() || adaptive ||
+             noErrorFeedback || compressWarmup.getNumOccurrences()) {
+    errs() << "otc-compile: compression options need --compress METHOD\n";
+    return 2;
+  }
+  options.bucketMb = bucketMb;
   options.seed = seed;
   options.report = report;
   options.reportJson = reportJson;
@@ -113,6 +159,8 @@ int main(int argc, char **argv) {
   mlir::DialectRegistry registry;
   otc::registerAllDialects(registry);
   mlir::MLIRContext context(registry);
+  // Diagnostics name the node and the problem; the op dump is for otc-opt.
+  context.printOpOnDiagnostic(false);
   llvm::SourceMgr sourceMgr;
   mlir::SourceMgrDiagnosticHandler handler(sourceMgr, &context);
   return otc::compile(options, context, [](mlir::PassManager &pm) {

@@ -39,9 +39,19 @@ LogicalResult CompressedAllReduceOp::verify() {
   if (sparse && !(ratio > 0.0f && ratio <= 1.0f))
     return emitOpError("ratio must be in (0, 1] for '")
            << method << "', got " << ratio;
-  if (!lossy && getErrorFeedback())
+  if (static_cast<bool>(getResidual()) != static_cast<bool>(getNewResidual()))
+    return emitOpError("takes a residual exactly when it returns one");
+  if (getResidual() && (getResidual().getType() != getInput().getType() ||
+                        getNewResidual().getType() != getInput().getType()))
+    return emitOpError("residual must have the bucket's type");
+  if (getResult().getType() != getInput().getType())
+    return emitOpError("result must have the bucket's type");
+  if (!lossy && hasErrorFeedback())
     return emitOpError("error feedback needs a lossy method; 'none' sends "
                        "the gradient exactly");
+  float ratioMin = getRatioMin().convertToFloat();
+  if (getAdaptive() && !(ratioMin > 0.0f && ratioMin <= ratio))
+    return emitOpError("ratio_min must be in (0, ratio], got ") << ratioMin;
   if (getAdaptive() && !sparse)
     return emitOpError("adaptive ratio applies to topk, topk-int8 and "
                        "randomk, not '")
@@ -49,6 +59,34 @@ LogicalResult CompressedAllReduceOp::verify() {
   if (getWarmupSteps() < 0)
     return emitOpError("warmup_steps must be non-negative, got ")
            << getWarmupSteps();
+  return success();
+}
+
+static int64_t flatSize(TypeRange types) {
+  int64_t n = 0;
+  for (Type t : types)
+    n += llvm::cast<RankedTensorType>(t).getNumElements();
+  return n;
+}
+
+LogicalResult BucketOp::verify() {
+  if (getGrads().empty())
+    return emitOpError("needs at least one gradient");
+  auto t = getResult().getType();
+  if (t.getRank() != 1 || t.getNumElements() != flatSize(getGrads().getTypes()))
+    return emitOpError("result must be a 1-D tensor of ")
+           << flatSize(getGrads().getTypes()) << " elements, got " << t;
+  return success();
+}
+
+LogicalResult UnbucketOp::verify() {
+  if (getGrads().empty())
+    return emitOpError("needs at least one result");
+  auto t = getBucket().getType();
+  if (t.getRank() != 1 || t.getNumElements() != flatSize(getGrads().getTypes()))
+    return emitOpError("bucket of ")
+           << t.getNumElements() << " elements does not split into "
+           << flatSize(getGrads().getTypes());
   return success();
 }
 

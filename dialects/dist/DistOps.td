@@ -50,9 +50,40 @@ def Dist_AllReduceOp : Dist_Op<"all_reduce",
   let assemblyFormat = "$kind $input attr-dict `:` type($input)";
 }
 
+def Dist_BucketOp : Dist_Op<"bucket", [Pure]> {
+  let summary = "Concatenate flattened gradients into one bucket";
+  let description = [{
+    The gradients of one bucket, flattened and laid end to end in operand
+    order. After memory planning the operands are produced in place inside
+    the bucket's buffer, so the concatenation costs no copy.
+
+    ```mlir
+    %b = dist.bucket %dw, %db : tensor<256x784xf32>, tensor<256xf32> -> tensor<200960xf32>
+    ```
+  }];
+  let arguments = (ins Variadic<RankedTensorOf<[F32]>>:$grads);
+  let results = (outs RankedTensorOf<[F32]>:$result);
+  let assemblyFormat = "$grads attr-dict `:` type($grads) `->` type($result)";
+  let hasVerifier = 1;
+}
+
+def Dist_UnbucketOp : Dist_Op<"unbucket", [Pure]> {
+  let summary = "Split a bucket back into its gradients";
+  let description = [{
+    The inverse of `dist.bucket`: views of consecutive slices, reshaped.
+
+    ```mlir
+    %dw, %db = dist.unbucket %b : tensor<200960xf32> -> tensor<256x784xf32>, tensor<256xf32>
+    ```
+  }];
+  let arguments = (ins RankedTensorOf<[F32]>:$bucket);
+  let results = (outs Variadic<RankedTensorOf<[F32]>>:$grads);
+  let assemblyFormat = "$bucket attr-dict `:` type($bucket) `->` type($grads)";
+  let hasVerifier = 1;
+}
+
 def Dist_CompressedAllReduceOp : Dist_Op<"compressed_all_reduce",
-    [AllTypesMatch<["input", "result"]>,
-     MemoryEffects<[MemRead, MemWrite]>]> {
+    [MemoryEffects<[MemRead, MemWrite]>]> {
   let summary = "Average a gradient bucket over all ranks, compressed";
   let description = [{
     Every rank compresses its bucket block by block (`block_size` elements),
@@ -61,26 +92,39 @@ def Dist_CompressedAllReduceOp : Dist_Op<"compressed_all_reduce",
     `int8` (dense, one absmax scale per block), `topk` (per block the
     ceil(ratio * block_size) largest |g|, fp32 values), `topk-int8` (the
     same with int8 values and one fp32 scale per block) and `randomk`
-    (seeded random indices, a baseline). With `error_feedback` each rank
-    keeps the compression error and adds it to its next gradient;
-    `adaptive` moves the ratio with the all-reduced gradient norm;
-    `warmup_steps` first steps are sent dense.
+    (seeded random indices, a baseline). With `error_feedback` the op takes
+    this rank's residual (the error of its earlier compressions, added to
+    the gradient before compressing) and returns the new one; `adaptive`
+    moves the ratio with the all-reduced gradient norm within
+    [`ratio_min`, `ratio`]; the first `warmup_steps` steps are sent dense.
+    `bucket` numbers the step's buckets (runtime state is per bucket).
 
     ```mlir
-    %avg = dist.compressed_all_reduce %bucket {method = "topk-int8",
-        ratio = 1.000000e-01 : f32, block_size = 256 : i64,
-        error_feedback = true} : tensor<1024xf32>
+    %avg, %res2 = dist.compressed_all_reduce %b, %res {method = "topk-int8",
+        ratio = 1.000000e-01 : f32, bucket = 0 : i64}
+        : tensor<1024xf32>, tensor<1024xf32> -> tensor<1024xf32>, tensor<1024xf32>
     ```
   }];
-  let arguments = (ins RankedTensorOf<[F32]>:$input, StrAttr:$method,
+  let arguments = (ins RankedTensorOf<[F32]>:$input,
+                       Optional<RankedTensorOf<[F32]>>:$residual,
+                       StrAttr:$method,
                        DefaultValuedAttr<F32Attr, "0.1">:$ratio,
+                       DefaultValuedAttr<F32Attr, "0.01">:$ratio_min,
                        DefaultValuedAttr<I64Attr, "256">:$block_size,
-                       DefaultValuedAttr<BoolAttr, "true">:$error_feedback,
                        DefaultValuedAttr<BoolAttr, "false">:$adaptive,
-                       DefaultValuedAttr<I64Attr, "0">:$warmup_steps);
-  let results = (outs RankedTensorOf<[F32]>:$result);
-  let assemblyFormat = "$input attr-dict `:` type($input)";
+                       DefaultValuedAttr<I64Attr, "0">:$warmup_steps,
+                       DefaultValuedAttr<I64Attr, "0">:$bucket);
+  let results = (outs RankedTensorOf<[F32]>:$result,
+                      Optional<RankedTensorOf<[F32]>>:$new_residual);
+  let assemblyFormat = [{
+    $input (`,` $residual^)? attr-dict `:` type($input) (`,` type($residual)^)?
+    `->` type($result) (`,` type($new_residual)^)?
+  }];
   let hasVerifier = 1;
+  let extraClassDeclaration = [{
+    /// Error feedback is on exactly when the op carries a residual.
+    bool hasErrorFeedback() { return static_cast<bool>(getResidual()); }
+  }];
 }
 
 #endif // OTC_DIST_OPS

@@ -15,6 +15,8 @@
 namespace otc::exec {
 /// Alignment of every buffer in the arena, in bytes.
 inline constexpr int64_t kBufferAlignment = 64;
+/// Highest rank the kernel library's strided kernels accept (OTCK_MAX_RANK).
+inline constexpr int64_t kMaxKernelRank = 8;
 /// True when `name` is in the kernel table (ExecKernels.def).
 bool isKnownKernel(llvm::StringRef name);
 } // namespace otc::exec

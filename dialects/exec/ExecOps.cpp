@@ -40,11 +40,13 @@ bool otc::exec::isKnownKernel(StringRef name) {
 }
 
 LogicalResult ViewOp::verify() {
-  if (getOffset() < 0 || getOffset() % kBufferAlignment != 0)
-    return emitOpError("offset ")
-           << getOffset() << " is not a non-negative multiple of "
-           << kBufferAlignment;
+  // Buffers are 64-byte aligned, except gradients packed into a bucket,
+  // which only keep their element's alignment.
   auto type = getResult().getType();
+  int64_t align = std::max<int64_t>(type.getElementTypeBitWidth() / 8, 1);
+  if (getOffset() < 0 || getOffset() % align != 0)
+    return emitOpError("offset ")
+           << getOffset() << " is not a non-negative multiple of " << align;
   if (!type.getLayout().isIdentity())
     return emitOpError("views must have the identity layout");
   return success();
@@ -65,14 +67,32 @@ LogicalResult KernelOp::verify() {
   if (!k)
     return emitOpError("unknown kernel '") << getKernel() << "'";
   unsigned ins = getIns().size(), outs = getOuts().size();
-  if (ins < k->minIns || ins > k->maxIns)
+  if (ins < k->minIns || (k->maxIns != 0 && ins > k->maxIns))
     return emitOpError("kernel '")
            << getKernel() << "' takes " << k->minIns
-           << (k->minIns == k->maxIns ? "" : " to " + std::to_string(k->maxIns))
+           << (k->minIns == k->maxIns ? ""
+               : k->maxIns == 0       ? " or more"
+                                      : " to " + std::to_string(k->maxIns))
            << " inputs, got " << ins;
-  if (outs != k->outs)
+  if (k->outs == 0 && outs == 0)
+    return emitOpError("kernel '") << getKernel() << "' writes outputs";
+  if (k->outs != 0 && outs != k->outs)
     return emitOpError("kernel '") << getKernel() << "' writes " << k->outs
                                    << " outputs, got " << outs;
+  for (Value v : getOperands())
+    if (llvm::cast<MemRefType>(v.getType()).getRank() > kMaxKernelRank)
+      return emitOpError("operands of rank above ")
+             << kMaxKernelRank << " are not supported by the kernels";
+  auto rank = [](Value v) { return llvm::cast<MemRefType>(v.getType()).getRank(); };
+  if (getKernel() == "gemm" &&
+      (rank(getIns()[0]) != 2 || rank(getIns()[1]) != 2 || rank(getOuts()[0]) != 2))
+    return emitOpError("gemm takes 2-D operands");
+  if (auto axis = (*this)->getAttrOfType<IntegerAttr>("axis")) {
+    int64_t r = rank(getOuts()[0]);
+    if (axis.getInt() < -r || axis.getInt() >= r)
+      return emitOpError("axis ") << axis.getInt() << " out of range for rank "
+                                  << r;
+  }
   return success();
 }
 

@@ -105,4 +105,28 @@ def Exec_AllReduceOp : Exec_Op<"all_reduce",
   let hasVerifier = 1;
 }
 
+def Exec_CompressedAllReduceOp : Exec_Op<"compressed_all_reduce",
+    [MemoryEffects<[MemRead, MemWrite]>]> {
+  let summary = "Average a gradient bucket over all ranks, compressed, in place";
+  let description = [{
+    The buffer form of `dist.compressed_all_reduce`: `buffer` is replaced by
+    the average; `residual`, when present, is this rank's error-feedback
+    state, read and updated in place. Attributes as on the dist op.
+
+    ```mlir
+    exec.compressed_all_reduce %bucket, %residual {method = "topk-int8",
+        ratio = 1.000000e-01 : f32, bucket = 0 : i64}
+        : memref<1024xf32>, memref<1024xf32>
+    ```
+  }];
+  let arguments = (ins MemRefRankOf<[F32], [1]>:$buffer,
+                       Optional<MemRefRankOf<[F32], [1]>>:$residual,
+                       StrAttr:$method, F32Attr:$ratio, F32Attr:$ratio_min,
+                       I64Attr:$block_size, BoolAttr:$adaptive,
+                       I64Attr:$warmup_steps, I64Attr:$bucket);
+  let assemblyFormat = [{
+    $buffer (`,` $residual^)? attr-dict `:` type($buffer) (`,` type($residual)^)?
+  }];
+}
+
 #endif // OTC_EXEC_OPS

@@ -131,7 +131,7 @@ LogicalResult TransposeOp::inferReturnTypes(MLIRContext *,
 LogicalResult TransposeOp::verify() {
   SmallVector<bool> seen(getPerm().size(), false);
   for (int64_t p : getPerm()) {
-    if (seen[p])
+    if (p < 0 || p >= static_cast<int64_t>(seen.size()) || seen[p])
       return emitOpError("perm is not a permutation");
     seen[p] = true;
   }
@@ -244,6 +244,12 @@ static LogicalResult verifySoftmax(OpT op) {
   return verifyAxis(op, op.getAxis(), op.getInput().getType().getRank());
 }
 LogicalResult SoftmaxOp::verify() { return verifySoftmax(*this); }
+LogicalResult SoftmaxGradOp::verify() {
+  return verifyAxis(*this, getAxis(), getResult().getType().getRank());
+}
+LogicalResult LogSoftmaxGradOp::verify() {
+  return verifyAxis(*this, getAxis(), getResult().getType().getRank());
+}
 LogicalResult LogSoftmaxOp::verify() { return verifySoftmax(*this); }
 
 //===----------------------------------------------------------------------===//

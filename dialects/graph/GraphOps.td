@@ -266,6 +266,7 @@ class Graph_SoftmaxGradBase<string mnemonic, string formula>
                        I64Attr:$axis);
   let results = (outs Graph_F32Tensor:$result);
   let assemblyFormat = "$grad `,` $output attr-dict `:` type($result)";
+  let hasVerifier = 1;
 }
 
 def Graph_SoftmaxGradOp

@@ -19,9 +19,17 @@ namespace otc {
 namespace {
 
 constexpr char kMagic[8] = {'O', 'T', 'C', 'C', 'K', 'P', 'T', '1'};
-constexpr uint32_t kVersion = 1;
+// 2: the runtime section (compressed all-reduce state, skipped steps).
+constexpr uint32_t kVersion = 2;
 constexpr size_t kHeaderBytes = 8 + 4 + 4 + 8 + 8 + 4 + 4 + 8 + 8 + 4 + 4;
-enum SectionKind : uint32_t { kParam = 1, kState = 2, kExtra = 3 };
+enum SectionKind : uint32_t {
+  kParam = 1,
+  kState = 2,
+  kExtra = 3,
+  kRuntime = 4
+};
+constexpr size_t kRuntimeHeaderBytes = 8 + 4 + 4;
+constexpr size_t kSavedBucketBytes = 8 + 4 + 4 + 8;
 
 uint32_t crcOf(const uint8_t *data, size_t size) {
   return uint32_t(crc32_z(crc32_z(0L, Z_NULL, 0), data, size));
@@ -155,6 +163,12 @@ CheckpointData readCheckpoint(const std::string &path,
   data.step = header.get<int64_t>();
   data.seed = header.get<uint64_t>();
   uint32_t sections = header.get<uint32_t>();
+  if (version == 1)
+    throw fail(OTC_FAILED_PRECONDITION,
+               "format version 1 was written by an older runtime without "
+               "compressed all-reduce state; this runtime reads version " +
+                   std::to_string(kVersion) +
+                   " only (retrain, or resume with the runtime that wrote it)");
   if (version != kVersion)
     throw fail(OTC_FAILED_PRECONDITION, "unsupported version " +
                                             std::to_string(version) +
@@ -180,6 +194,7 @@ CheckpointData readCheckpoint(const std::string &path,
                    std::to_string(manifest.worldSize) +
                    "; parameter names or shapes may differ too)");
   Reader body(path, p + kHeaderBytes, file.size() - 4 - kHeaderBytes);
+  bool hasRuntime = false;
   for (uint32_t i = 0; i < sections; ++i) {
     uint32_t kind = body.get<uint32_t>();
     uint32_t nameLen = body.get<uint32_t>();
@@ -194,7 +209,22 @@ CheckpointData readCheckpoint(const std::string &path,
       data.state[key] = std::move(v);
     else if (kind == kExtra)
       data.extra = std::move(v);
-    else
+    else if (kind == kRuntime) {
+      Reader r(path, v.data(), v.size());
+      data.skippedSteps = r.get<int64_t>();
+      uint32_t buckets = r.get<uint32_t>();
+      r.get<uint32_t>();
+      if (v.size() != kRuntimeHeaderBytes + buckets * kSavedBucketBytes)
+        throw fail(OTC_DATA_LOSS, "malformed runtime section");
+      data.buckets.resize(buckets);
+      for (SavedBucket &b : data.buckets) {
+        b.norm0 = r.get<double>();
+        b.ratio = r.get<float>();
+        r.get<uint32_t>();
+        b.steps = r.get<int64_t>();
+      }
+      hasRuntime = true;
+    } else
       throw fail(OTC_DATA_LOSS, "unknown section kind " + std::to_string(kind));
   }
   auto check = [&](const std::vector<TensorSpec> &specs,
@@ -213,7 +243,9 @@ CheckpointData readCheckpoint(const std::string &path,
     }
   };
   check(manifest.params, data.params, "parameter");
-  check(manifest.state, data.state, "optimizer state");
+  check(manifest.state, data.state, "state");
+  if (!hasRuntime)
+    throw fail(OTC_DATA_LOSS, "has no runtime section");
   return data;
 }
 
@@ -242,13 +274,25 @@ otc_status_t otc_session_save_checkpoint(const otc_session_t *session,
     w.put<int32_t>(0);
     w.put<int64_t>(session->step);
     w.put<uint64_t>(session->seed);
-    w.put<uint32_t>(uint32_t(m.params.size() + m.state.size() + 1));
+    w.put<uint32_t>(uint32_t(m.params.size() + m.state.size() + 2));
     w.put<uint32_t>(0);
     for (const TensorSpec &t : m.params)
       w.section(kParam, t.name, session->at(t), t.bytes());
     for (const TensorSpec &t : m.state)
       w.section(kState, t.name, session->at(t), t.bytes());
     w.section(kExtra, "extra", extra, extra_bytes);
+    Writer rt;
+    const std::vector<BucketState> &buckets = session->compress.buckets;
+    rt.put<int64_t>(session->skippedSteps);
+    rt.put<uint32_t>(uint32_t(buckets.size()));
+    rt.put<uint32_t>(0);
+    for (const BucketState &b : buckets) {
+      rt.put<double>(b.norm0);
+      rt.put<float>(b.ratio);
+      rt.put<uint32_t>(0);
+      rt.put<int64_t>(b.steps);
+    }
+    w.section(kRuntime, "runtime", rt.str().data(), rt.str().size());
     std::string &out = w.str();
     uint64_t total = out.size() + 4;
     std::memcpy(&out[16], &total, sizeof total);
@@ -275,6 +319,21 @@ otc_status_t otc_session_load_checkpoint(otc_session_t *session,
       std::memcpy(session->at(t), data.state[t.name].data(), t.bytes());
     session->step = data.step;
     session->seed = data.seed;
+    session->skippedSteps = data.skippedSteps;
+    // Scratch buffers of buckets beyond the checkpoint's are kept; only
+    // their adaptive state starts over, as in a run that never got there.
+    std::vector<BucketState> &buckets = session->compress.buckets;
+    if (buckets.size() < data.buckets.size())
+      buckets.resize(data.buckets.size());
+    for (size_t i = 0; i < buckets.size(); ++i) {
+      SavedBucket saved =
+          i < data.buckets.size() ? data.buckets[i] : SavedBucket();
+      buckets[i].norm0 = saved.norm0;
+      buckets[i].ratio = saved.ratio;
+      buckets[i].steps = saved.steps;
+    }
+    session->compress.touched.clear();
+    session->lastStepSkipped = false;
     if (out_extra_bytes)
       *out_extra_bytes = data.extra.size();
     if (extra && data.extra.size() <= extra_capacity)

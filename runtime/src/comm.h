@@ -2,10 +2,11 @@
 //-*-===//
 //
 // A communicator is either MPI (MPI_COMM_WORLD duplicated) or local (one
-// rank, no MPI). Collectives used by programs average f32 in place; the
-// runtime's own bookkeeping (loss, eval counts, agreement on errors) uses
-// the uncounted helpers below so that the per-step byte counts only reflect
-// the program's gradient traffic.
+// rank, no MPI). Every collective a program's step runs (dense and
+// compressed all-reduces, the compressed path's finiteness flag and norm) is
+// counted in otc_comm_bytes; the runtime's own bookkeeping (loss, eval
+// counts, agreement on errors) uses the uncounted helpers so that the
+// per-step byte counts only reflect the program's gradient traffic.
 //
 //===----------------------------------------------------------------------===//
 
@@ -19,10 +20,31 @@
 
 namespace otc {
 
+struct CompressState;
+
+/// What otc_step_context_t::comm points at during a step: the communicator
+/// plus what the compressed all-reduce needs from the session (its per-bucket
+/// state, the step and its seed), since the callbacks receive only `comm`.
+struct StepComm {
+  otc_comm_t *comm = nullptr;
+  CompressState *compress = nullptr;
+  int64_t step = 0;
+  uint64_t seed = 0;
+};
+
 /// Averages `count` floats in place over all ranks and counts the bytes.
 void allReduceMeanF32(otc_comm_t *comm, float *data, int64_t count);
-/// Sums doubles over all ranks (not counted in the step's bytes).
-void allReduceSumF64(otc_comm_t *comm, double *data, int64_t count);
+/// Sums doubles over all ranks; counted in the step's bytes only when
+/// `counted` (the adaptive ratio's norm, not the runtime's bookkeeping).
+void allReduceSumF64(otc_comm_t *comm, double *data, int64_t count,
+                     bool counted = false);
+/// All-gathers `bytes` per rank in place: rank r's block is
+/// recv[r * bytes, (r + 1) * bytes). Counted as bytes * (W - 1) sent and
+/// received: each rank's block reaches W - 1 peers.
+void allGatherInPlace(otc_comm_t *comm, void *recv, int64_t bytes);
+/// True on every rank iff `flag` is true on some rank (an int MAX
+/// all-reduce, counted as 4 bytes each way when W > 1).
+bool anyRank(otc_comm_t *comm, bool flag);
 /// True on every rank iff `ok` is true on every rank.
 bool allAgree(otc_comm_t *comm, bool ok);
 void barrier(otc_comm_t *comm);
@@ -30,9 +52,13 @@ void barrier(otc_comm_t *comm);
 /// blocked in a collective); returns only for a 1-rank or local comm.
 void abortAll(otc_comm_t *comm, int exitCode);
 
-/// The callback handed to programs (otc_step_context_t::all_reduce_mean_f32).
+/// The callback handed to programs (otc_step_context_t::all_reduce_mean_f32);
+/// `comm` is a StepComm.
 int allReduceMeanCallback(void *comm, float *data, int64_t count);
 
+/// Records why a collective run from a program failed (the callbacks return
+/// a code, so the message waits here for the session to report it).
+void setCommError(otc_comm_t *comm, const std::string &why);
 /// Last error a collective run from a program reported (empty if none).
 std::string takeCommError(otc_comm_t *comm);
 

@@ -88,7 +88,8 @@ void allReduceMeanF32(otc_comm_t *comm, float *data, int64_t count) {
   comm->bytesReceived += uint64_t(count) * sizeof(float);
 }
 
-void allReduceSumF64(otc_comm_t *comm, double *data, int64_t count) {
+void allReduceSumF64(otc_comm_t *comm, double *data, int64_t count,
+                     bool counted) {
   if (!comm->isMpi || comm->size == 1 || count == 0)
     return;
   for (int64_t begin = 0; begin < count; begin += kMaxChunk) {
@@ -96,6 +97,38 @@ void allReduceSumF64(otc_comm_t *comm, double *data, int64_t count) {
     OTC_MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, data + begin, n, MPI_DOUBLE,
                                 MPI_SUM, comm->comm));
   }
+  if (counted) {
+    comm->bytesSent += uint64_t(count) * sizeof(double);
+    comm->bytesReceived += uint64_t(count) * sizeof(double);
+  }
+}
+
+void allGatherInPlace(otc_comm_t *comm, void *recv, int64_t bytes) {
+  if (!comm->isMpi || comm->size == 1 || bytes == 0)
+    return;
+  // Payloads are far below 2 GiB (a bucket of 2^29 floats); a larger one
+  // would need a derived datatype, so it is refused rather than chunked.
+  if (bytes > std::numeric_limits<int>::max())
+    throw Error(OTC_INVALID_ARGUMENT,
+                "a compressed payload of " + std::to_string(bytes) +
+                    " bytes exceeds the 2 GiB all-gather limit; use smaller "
+                    "buckets");
+  OTC_MPI_CHECK(MPI_Allgather(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, recv,
+                              int(bytes), MPI_BYTE, comm->comm));
+  uint64_t peers = uint64_t(comm->size - 1);
+  comm->bytesSent += uint64_t(bytes) * peers;
+  comm->bytesReceived += uint64_t(bytes) * peers;
+}
+
+bool anyRank(otc_comm_t *comm, bool flag) {
+  if (!comm->isMpi || comm->size == 1)
+    return flag;
+  int v = flag ? 1 : 0;
+  OTC_MPI_CHECK(
+      MPI_Allreduce(MPI_IN_PLACE, &v, 1, MPI_INT, MPI_MAX, comm->comm));
+  comm->bytesSent += sizeof(int);
+  comm->bytesReceived += sizeof(int);
+  return v != 0;
 }
 
 bool allAgree(otc_comm_t *comm, bool ok) {
@@ -118,15 +151,21 @@ void abortAll(otc_comm_t *comm, int exitCode) {
 }
 
 int allReduceMeanCallback(void *opaque, float *data, int64_t count) {
-  auto *comm = static_cast<otc_comm_t *>(opaque);
+  auto *sc = static_cast<StepComm *>(opaque);
+  otc_comm_t *comm = sc ? sc->comm : nullptr;
   try {
     allReduceMeanF32(comm, data, count);
-    return 0;
+    return OTC_STEP_OK;
   } catch (const std::exception &e) {
     if (comm)
       comm->lastError = e.what();
-    return 1;
+    return OTC_STEP_ERR_COMM;
   }
+}
+
+void setCommError(otc_comm_t *comm, const std::string &why) {
+  if (comm)
+    comm->lastError = why;
 }
 
 std::string takeCommError(otc_comm_t *comm) {

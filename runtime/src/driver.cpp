@@ -25,6 +25,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <limits>
 #include <map>
 #include <memory>
 #include <optional>
@@ -375,6 +376,10 @@ private:
   void reportEval();
   void saveCheckpoint();
   std::vector<uint8_t> loaderExtra() const;
+  /// Global batches the loader has handed out since epoch 0 began.
+  int64_t batchesTaken() const {
+    return loader_->epoch() * loader_->batchesPerEpoch() + loader_->position();
+  }
 
   Options o_;
   otc_program_t *program_;
@@ -387,7 +392,9 @@ private:
       nullptr, otc_session_release};
   std::unique_ptr<Loader> loader_;
   MetricsWriter metrics_;
-  int64_t lastSavedStep_ = -1;
+  /// Optimizer step and batches taken at the last checkpoint: a skipped
+  /// step moves the data position without moving the step.
+  std::pair<int64_t, int64_t> lastSaved_{-1, -1};
   bool resumed_ = false;
 };
 
@@ -505,7 +512,7 @@ void Run::resume() {
   state.shuffle = uint8_t(extra.shuffle);
   loader_->restore(state);
   resumed_ = true;
-  lastSavedStep_ = otc_session_step(session_.get());
+  lastSaved_ = {otc_session_step(session_.get()), batchesTaken()};
   info("resumed from '" + path + "' at step " +
        std::to_string(otc_session_step(session_.get())));
 }
@@ -527,7 +534,7 @@ std::vector<uint8_t> Run::loaderExtra() const {
 
 void Run::saveCheckpoint() {
   int64_t step = otc_session_step(session_.get());
-  if (step == lastSavedStep_)
+  if (lastSaved_ == std::make_pair(step, batchesTaken()))
     return;
   std::string path =
       o_.checkpointDir + "/ckpt-" + std::to_string(step) + ".otcc";
@@ -546,7 +553,7 @@ void Run::saveCheckpoint() {
   });
   if (!ok)
     throw AgreedFailure{exitCode};
-  lastSavedStep_ = step;
+  lastSaved_ = {step, batchesTaken()};
 }
 
 void Run::bindBatch(const Dataset &ds, const std::vector<int64_t> &indices) {
@@ -648,33 +655,45 @@ void Run::reportEval() {
                      r.correct, r.total, loss, r.hasLoss);
 }
 
+// --steps counts optimizer steps and --epochs counts batches: they differ
+// once a step is skipped (a non-finite gradient on some rank), which takes
+// a batch but not an optimizer step.
 void Run::train() {
+  constexpr int64_t kNoLimit = std::numeric_limits<int64_t>::max();
   int64_t bpe = loader_->batchesPerEpoch();
-  int64_t total = 0;
-  if (o_.steps)
-    total = *o_.steps;
-  if (o_.epochs || !o_.steps) {
-    int64_t e = (o_.epochs ? *o_.epochs : 1) * bpe;
-    total = o_.steps ? std::min(total, e) : e;
-  }
+  int64_t stepLimit = o_.steps ? *o_.steps : kNoLimit;
+  int64_t batchLimit =
+      o_.epochs || !o_.steps ? (o_.epochs ? *o_.epochs : 1) * bpe : kNoLimit;
+  int64_t total = std::min(stepLimit, batchLimit);
   int64_t epochs = std::max<int64_t>(1, (total + bpe - 1) / bpe);
   int64_t start = otc_session_step(session_.get());
-  if (start >= total) {
+  int64_t startBatch = batchesTaken();
+  if (start >= stepLimit) {
     info("already at step " + std::to_string(start) + " of " +
          std::to_string(total) + "; nothing to train");
     return;
   }
+  if (startBatch >= batchLimit) {
+    info("already at the end of epoch " + std::to_string(batchLimit / bpe) +
+         " (step " + std::to_string(start) + "); nothing to train");
+    return;
+  }
   using Clock = std::chrono::steady_clock;
   auto t0 = Clock::now(), lastLog = t0, lastDraw = t0;
-  int64_t lastLogStep = start;
+  int64_t iterations = 0, lastLogIteration = 0;
   double globalBatch = double(world_) * double(m_.batch);
   bool evaluatedAtEnd = false;
-  for (int64_t step = start; step < total;) {
+  int64_t step = start, batch = startBatch;
+  std::vector<float> ratios;
+  while (step < stepLimit && batch < batchLimit) {
     std::vector<int64_t> indices = loader_->next();
     bindBatch(*train_, indices);
     float localLoss = 0;
     throwIfError(otc_session_train_step(session_.get(), &localLoss));
+    bool skipped = otc_session_last_step_skipped(session_.get()) != 0;
     step = otc_session_step(session_.get());
+    batch = batchesTaken();
+    ++iterations;
     // The loss reported is the mean over ranks, as a 1-rank run would see.
     double loss = localLoss;
     allReduceSumF64(comm_, &loss, 1);
@@ -683,15 +702,24 @@ void Run::train() {
     int64_t epoch = loader_->epoch() + 1;
     int64_t inEpoch = loader_->position();
     bool epochEnd = inEpoch == bpe;
-    bool last = step == total;
+    bool last = step >= stepLimit || batch >= batchLimit;
     auto now = Clock::now();
     double elapsed = std::chrono::duration<double>(now - t0).count();
-    double rate =
-        elapsed > 0 ? globalBatch * double(step - start) / elapsed : 0;
-    double eta = step > start
-                     ? elapsed / double(step - start) * double(total - step)
-                     : NAN;
-    bool logStep = step % o_.logEvery == 0 || last || epochEnd;
+    double rate = elapsed > 0 ? globalBatch * double(iterations) / elapsed : 0;
+    double eta = elapsed / double(iterations) *
+                 double(std::min(stepLimit - step, batchLimit - batch));
+    uint64_t sent = 0, received = 0;
+    otc_session_step_bytes(session_.get(), &sent, &received);
+    if (skipped) {
+      // Every rank skipped together; the same optimizer step is retried on
+      // the next batch.
+      info("step " + std::to_string(step + 1) +
+           " skipped: non-finite gradient on some rank");
+      if (rank_ == 0)
+        metrics_.logSkip(step + 1, epoch, "non-finite gradient", sent, received,
+                         elapsed);
+    }
+    bool logStep = (!skipped && step % o_.logEvery == 0) || last || epochEnd;
     // A terminal is redrawn at most 10 times a second.
     if (rank_ == 0 &&
         (logStep ||
@@ -699,19 +727,23 @@ void Run::train() {
       bar_.draw(epoch, epochs, inEpoch, bpe, loss, rate, eta);
       lastDraw = now;
     }
-    if (rank_ == 0 && (step % o_.logEvery == 0 || last)) {
+    if (rank_ == 0 && !skipped && (step % o_.logEvery == 0 || last)) {
       double since = std::chrono::duration<double>(now - lastLog).count();
       double recent =
-          since > 0 ? globalBatch * double(step - lastLogStep) / since : 0;
-      uint64_t sent = 0, received = 0;
-      otc_session_step_bytes(session_.get(), &sent, &received);
-      metrics_.logStep(step, epoch, loss, recent, sent, received, elapsed);
+          since > 0
+              ? globalBatch * double(iterations - lastLogIteration) / since
+              : 0;
+      ratios.resize(size_t(otc_session_compress_buckets(session_.get())));
+      for (size_t b = 0; b < ratios.size(); ++b)
+        ratios[b] = otc_session_compress_ratio(session_.get(), int64_t(b));
+      metrics_.logStep(step, epoch, loss, recent, sent, received, elapsed,
+                       ratios);
       lastLog = now;
-      lastLogStep = step;
+      lastLogIteration = iterations;
     }
     if (epochEnd || last)
       bar_.finishLine();
-    if (!o_.checkpointDir.empty() && o_.checkpointEvery &&
+    if (!skipped && !o_.checkpointDir.empty() && o_.checkpointEvery &&
         step % o_.checkpointEvery == 0)
       saveCheckpoint();
     if (epochEnd) {

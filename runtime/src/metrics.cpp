@@ -43,12 +43,33 @@ nlohmann::json number(double v) {
 
 void MetricsWriter::logStep(int64_t step, int64_t epoch, double loss,
                             double samplesPerS, uint64_t bytesSent,
-                            uint64_t bytesReceived, double timeS) {
+                            uint64_t bytesReceived, double timeS,
+                            const std::vector<float> &compressRatios) {
   nlohmann::json j;
   j["step"] = step;
   j["epoch"] = epoch;
   j["loss"] = number(loss);
   j["samples_per_s"] = number(samplesPerS);
+  j["bytes_sent"] = bytesSent;
+  j["bytes_received"] = bytesReceived;
+  j["time_s"] = number(timeS);
+  if (!compressRatios.empty()) {
+    nlohmann::json r = nlohmann::json::array();
+    for (float v : compressRatios)
+      r.push_back(number(v));
+    j["compress_ratio"] = r;
+  }
+  write(j.dump());
+}
+
+void MetricsWriter::logSkip(int64_t step, int64_t epoch,
+                            const std::string &reason, uint64_t bytesSent,
+                            uint64_t bytesReceived, double timeS) {
+  nlohmann::json j;
+  j["step"] = step;
+  j["epoch"] = epoch;
+  j["skipped"] = true;
+  j["reason"] = reason;
   j["bytes_sent"] = bytesSent;
   j["bytes_received"] = bytesReceived;
   j["time_s"] = number(timeS);

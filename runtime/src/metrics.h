@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <string>
+#include <vector>
 
 namespace otc {
 
@@ -22,7 +23,14 @@ public:
   void open(const std::string &path, bool append);
   bool isOpen() const { return file_ != nullptr; }
 
+  /// `compressRatios`: each compressed bucket's last ratio ("compress_ratio",
+  /// omitted when empty).
   void logStep(int64_t step, int64_t epoch, double loss, double samplesPerS,
+               uint64_t bytesSent, uint64_t bytesReceived, double timeS,
+               const std::vector<float> &compressRatios = {});
+  /// A skipped step: {"step": the optimizer step that was attempted (it is
+  /// retried on the next batch), "skipped": true, "reason": ...}.
+  void logSkip(int64_t step, int64_t epoch, const std::string &reason,
                uint64_t bytesSent, uint64_t bytesReceived, double timeS);
   /// `accuracy` < 0 means the program has no accuracy (not classification).
   void logEval(int64_t step, int64_t epoch, double accuracy, int64_t correct,

@@ -6,17 +6,22 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "compressed.h"
 #include "data.h"
 #include "driver.h"
 #include "loader.h"
 #include "test_fixture.h"
 
+#include <otc/compress.h>
+
 #include <gtest/gtest.h>
 #include <mpi.h>
+#include <nlohmann/json.hpp>
 
 #include <cmath>
 #include <cstring>
 #include <fstream>
+#include <random>
 #include <sstream>
 
 using namespace otc;
@@ -190,6 +195,239 @@ TEST(Mpi, DriverTrainsOnTwoRanks) {
     if (line.find("\"bytes_sent\":60") != std::string::npos)
       sawBytes = true; // (3*4 + 3) floats per step
   EXPECT_TRUE(sawBytes);
+}
+
+//--- The compressed all-reduce ------------------------------------------------
+
+otc_compress_desc_t topkInt8Desc(float ratio, int64_t block, bool feedback) {
+  otc_compress_desc_t d{};
+  d.method = OTCK_COMPRESS_TOPK_INT8;
+  d.error_feedback = feedback;
+  d.block_size = block;
+  d.ratio = d.ratio_min = d.ratio_max = ratio;
+  return d;
+}
+
+/// Rank r's bucket at a step: the same on every rank for (r, step).
+std::vector<float> bucketOf(int r, int step, int64_t n, float scale = 1.f) {
+  std::mt19937_64 rng(uint64_t(1000 * step + r));
+  std::normal_distribution<float> normal;
+  std::vector<float> g(static_cast<size_t>(n));
+  for (float &v : g)
+    v = normal(rng) * scale;
+  return g;
+}
+
+uint64_t sentBytes() {
+  uint64_t s = 0;
+  otc_comm_bytes(gComm, &s, nullptr);
+  return s;
+}
+
+// Reference: compress every rank's bucket (with its own residual), decompress
+// each payload alone, average. Every rank checks the mean and its residual.
+TEST(Mpi, CompressedMeanEqualsReference) {
+  const int64_t n = 1000;
+  const int rank = otc_comm_rank(gComm);
+  otc_compress_desc_t d = topkInt8Desc(0.2f, 64, true);
+  otck_compress_config cfg{OTCK_COMPRESS_TOPK_INT8, 64, 0.2f, 0};
+  const int64_t p = otck_compress_payload_bytes(&cfg, n);
+  CompressState state;
+  std::vector<float> residual(static_cast<size_t>(n), 0.f);
+  std::vector<std::vector<float>> refResidual(
+      2, std::vector<float>(static_cast<size_t>(n), 0.f));
+  std::vector<uint8_t> payload(static_cast<size_t>(p));
+  for (int step = 1; step <= 3; ++step) {
+    StepComm sc{gComm, &state, step, 77};
+    std::vector<float> want(static_cast<size_t>(n), 0.f);
+    for (int r = 0; r < 2; ++r) {
+      std::vector<float> g = bucketOf(r, step, n), dec(g.size());
+      ASSERT_EQ(otck_compress_f32(&cfg, n, g.data(),
+                                  refResidual[size_t(r)].data(),
+                                  payload.data()),
+                0);
+      otck_decompress_sum_f32(&cfg, n, payload.data(), 1, 1.f, dec.data());
+      for (size_t i = 0; i < want.size(); ++i)
+        want[i] += dec[i];
+    }
+    for (float &v : want)
+      v *= 0.5f;
+    std::vector<float> data = bucketOf(rank, step, n);
+    uint64_t before = sentBytes();
+    ASSERT_EQ(compressedAllReduceCallback(&sc, &d, data.data(), n,
+                                          residual.data(), 0),
+              OTC_STEP_OK);
+    // P * (W - 1) for the all-gather, 4 for the finiteness flag.
+    EXPECT_EQ(sentBytes() - before, uint64_t(p) * 1 + 4);
+    for (size_t i = 0; i < want.size(); ++i) {
+      ASSERT_NEAR(data[i], want[i], 1e-6f * (1.f + std::fabs(want[i])))
+          << "step " << step << " element " << i;
+      ASSERT_NEAR(residual[i], refResidual[size_t(rank)][i], 1e-6f)
+          << "step " << step << " element " << i;
+    }
+  }
+}
+
+TEST(Mpi, AdaptiveRatioAgreesOnAllRanks) {
+  const int64_t n = 512;
+  const int rank = otc_comm_rank(gComm);
+  otc_compress_desc_t d = topkInt8Desc(0.3f, 64, false);
+  d.adaptive = 1, d.ratio_min = 0.02f, d.ratio_max = 0.5f;
+  CompressState state;
+  auto globalNorm = [&](int step, float scale) {
+    double s = 0;
+    for (int r = 0; r < 2; ++r)
+      for (float v : bucketOf(r, step, n, scale))
+        s += double(v) * v;
+    return std::sqrt(s / 2);
+  };
+  double norm0 = globalNorm(1, 1.f);
+  float ratios[3] = {};
+  const float scales[3] = {1.f, 0.4f, 0.01f};
+  for (int step = 1; step <= 3; ++step) {
+    StepComm sc{gComm, &state, step, 5};
+    std::vector<float> data = bucketOf(rank, step, n, scales[step - 1]);
+    uint64_t before = sentBytes();
+    ASSERT_EQ(compressedAllReduceCallback(&sc, &d, data.data(), n, nullptr, 0),
+              OTC_STEP_OK);
+    ratios[step - 1] = state.buckets[0].ratio;
+    float want =
+        adaptiveRatio(globalNorm(step, scales[step - 1]), norm0, 0.02f, 0.5f);
+    EXPECT_FLOAT_EQ(ratios[step - 1], want) << "step " << step;
+    otck_compress_config cfg{OTCK_COMPRESS_TOPK_INT8, 64, want, 0};
+    // + 8 for the norm's all-reduce.
+    EXPECT_EQ(sentBytes() - before,
+              uint64_t(otck_compress_payload_bytes(&cfg, n)) + 4 + 8);
+  }
+  EXPECT_FLOAT_EQ(ratios[0], 0.5f);
+  EXPECT_LT(ratios[1], ratios[0]);
+  EXPECT_FLOAT_EQ(ratios[2], 0.02f);
+  EXPECT_DOUBLE_EQ(state.buckets[0].norm0, norm0);
+  // Every rank computed the same ratios.
+  float other[3];
+  MPI_Allreduce(ratios, other, 3, MPI_FLOAT, MPI_MAX, MPI_COMM_WORLD);
+  for (int i = 0; i < 3; ++i)
+    EXPECT_EQ(other[i], ratios[i]);
+}
+
+TEST(Mpi, NonFiniteOnOneRankSkipsOnBoth) {
+  const int64_t n = 300;
+  const int rank = otc_comm_rank(gComm);
+  otc_compress_desc_t d = topkInt8Desc(0.25f, 64, true);
+  CompressState state;
+  std::vector<float> residual(static_cast<size_t>(n), 0.f);
+  StepComm sc{gComm, &state, 1, 0};
+  std::vector<float> data = bucketOf(rank, 1, n);
+  ASSERT_EQ(
+      compressedAllReduceCallback(&sc, &d, data.data(), n, residual.data(), 0),
+      OTC_STEP_OK);
+  std::vector<float> kept = residual;
+  sc.step = 2;
+  data = bucketOf(rank, 2, n);
+  if (rank == 1)
+    data[17] = NAN;
+  uint64_t before = sentBytes();
+  EXPECT_EQ(
+      compressedAllReduceCallback(&sc, &d, data.data(), n, residual.data(), 0),
+      OTC_STEP_SKIPPED_NONFINITE);
+  EXPECT_EQ(sentBytes() - before, 4u); // the flag only: nothing gathered
+  EXPECT_EQ(residual, kept);           // rank 0 compressed, then restored
+  EXPECT_EQ(state.buckets[0].steps, 1);
+
+  // Dense warm-up steps: a plain mean, n * 4 bytes, residual untouched.
+  d.warmup_steps = 5;
+  sc.step = 3;
+  data = bucketOf(rank, 3, n);
+  std::vector<float> a = bucketOf(0, 3, n), b = bucketOf(1, 3, n);
+  before = sentBytes();
+  ASSERT_EQ(
+      compressedAllReduceCallback(&sc, &d, data.data(), n, residual.data(), 0),
+      OTC_STEP_OK);
+  EXPECT_EQ(sentBytes() - before, uint64_t(n) * 4);
+  for (size_t i = 0; i < data.size(); ++i)
+    EXPECT_FLOAT_EQ(data[i], (a[i] + b[i]) / 2);
+  EXPECT_EQ(residual, kept);
+  // A non-finite dense mean skips on both ranks as well.
+  data = bucketOf(rank, 4, n);
+  if (rank == 0)
+    data[0] = INFINITY;
+  EXPECT_EQ(
+      compressedAllReduceCallback(&sc, &d, data.data(), n, residual.data(), 0),
+      OTC_STEP_SKIPPED_NONFINITE);
+}
+
+// The driver with the compressed fixture on 2 ranks: one rank's shard holds
+// a NaN sample, both skip that step together; bytes_sent is the formula.
+TEST(Mpi, DriverCompressedOnTwoRanks) {
+  const int64_t D = 4, C = 3, N = 256;
+  std::string model = gDir + "/linear.onnx";
+  if (otc_comm_rank(gComm) == 0) {
+    std::vector<float> x;
+    std::vector<int64_t> y;
+    otc::testing::makeData(N, D, C, 12, x, y);
+    x[size_t(70 * D)] = NAN; // global batch 2 (32 samples), rank 0's half
+    Array ax, ay;
+    ax.dtype = DType::F32;
+    ax.shape = {N, D};
+    ax.data.assign(reinterpret_cast<uint8_t *>(x.data()),
+                   reinterpret_cast<uint8_t *>(x.data() + x.size()));
+    ay.dtype = DType::I64;
+    ay.shape = {N};
+    ay.data.assign(reinterpret_cast<uint8_t *>(y.data()),
+                   reinterpret_cast<uint8_t *>(y.data() + y.size()));
+    writeNpy(gDir + "/xc.npy", ax);
+    writeNpy(gDir + "/yc.npy", ay);
+  }
+  ASSERT_EQ(otc_comm_barrier(gComm), nullptr);
+  otc_compress_desc_t d = topkInt8Desc(0.5f, 8, true);
+  otc::testing::LinearProgram p(0, model, D, C, 16, 2, 0.1f, 0.9f, &d);
+  std::vector<std::string> args = {"train",
+                                   "--data",
+                                   "x=" + gDir + "/xc.npy",
+                                   "--data",
+                                   "y=" + gDir + "/yc.npy",
+                                   "--no-shuffle",
+                                   "--epochs",
+                                   "1",
+                                   "--log-every",
+                                   "2",
+                                   "--metrics",
+                                   gDir + "/mc.jsonl"};
+  std::vector<char *> argv;
+  for (std::string &a : args)
+    argv.push_back(a.data());
+  ::testing::internal::CaptureStderr();
+  int rc = driverMain(int(argv.size()), argv.data(), &p.entry, gComm);
+  std::string err = ::testing::internal::GetCapturedStderr();
+  ASSERT_EQ(rc, 0) << err;
+  if (otc_comm_rank(gComm) != 0)
+    return;
+  EXPECT_NE(err.find("step 3 skipped: non-finite gradient on some rank"),
+            std::string::npos)
+      << err;
+  // 15 floats in blocks of 8: 2 blocks x (4 + 4 x (1 + 1)) = 24 bytes.
+  otck_compress_config cfg{OTCK_COMPRESS_TOPK_INT8, 8, 0.5f, 0};
+  ASSERT_EQ(otck_compress_payload_bytes(&cfg, 15), 24);
+  std::ifstream m(gDir + "/mc.jsonl");
+  std::string line;
+  int steps = 0, skips = 0;
+  int64_t lastStep = 0;
+  while (std::getline(m, line)) {
+    auto j = nlohmann::json::parse(line);
+    if (j.value("skipped", false)) {
+      ++skips;
+      EXPECT_EQ(j["step"], 3);
+      EXPECT_EQ(j["bytes_sent"], 4); // the flag
+    } else {
+      ++steps;
+      EXPECT_EQ(j["bytes_sent"], 24 * 1 + 4) << line;
+      EXPECT_EQ(j["bytes_received"], 24 * 1 + 4) << line;
+      lastStep = j["step"];
+    }
+  }
+  EXPECT_EQ(skips, 1);
+  EXPECT_EQ(lastStep, 7); // 8 global batches, one skipped
+  EXPECT_EQ(steps, 4);    // 2, 4, 6 and the last, 7
 }
 
 } // namespace

@@ -65,8 +65,13 @@ otc_step_context_t makeContext(otc_session_t *s, int64_t step) {
   otc_step_context_t ctx{};
   ctx.step = step;
   ctx.seed = stepSeed(s->seed, step);
-  ctx.comm = s->comm;
+  s->stepComm.comm = s->comm;
+  s->stepComm.compress = &s->compress;
+  s->stepComm.step = step;
+  s->stepComm.seed = ctx.seed;
+  ctx.comm = &s->stepComm;
   ctx.all_reduce_mean_f32 = allReduceMeanCallback;
+  ctx.compressed_all_reduce_mean_f32 = compressedAllReduceCallback;
   return ctx;
 }
 
@@ -160,13 +165,25 @@ otc_status_t otc_session_train_step(otc_session_t *session, float *out_loss) {
     uint64_t sent0, recv0;
     otc_comm_bytes(session->comm, &sent0, &recv0);
     otc_step_context_t ctx = makeContext(session, session->step + 1);
+    session->compress.touched.clear();
+    session->lastStepSkipped = false;
     int rc = session->program->entry->train_step(session->arena.get(), &ctx);
-    checkStepResult(session, rc, "train_step");
-    ++session->step;
     uint64_t sent1, recv1;
     otc_comm_bytes(session->comm, &sent1, &recv1);
     session->stepBytesSent = sent1 - sent0;
     session->stepBytesReceived = recv1 - recv0;
+    if (rc == OTC_STEP_SKIPPED_NONFINITE) {
+      // Every rank got the same answer from the collective; buckets already
+      // reduced in this step are undone and the optimizer step counter (Adam
+      // bias correction, the step's seed) stays where it was.
+      session->compress.undoStep();
+      session->lastStepSkipped = true;
+      ++session->skippedSteps;
+    } else {
+      session->compress.touched.clear();
+      checkStepResult(session, rc, "train_step");
+      ++session->step;
+    }
     if (out_loss) {
       int64_t off = session->manifest().lossOffset;
       *out_loss = 0;
@@ -215,6 +232,25 @@ otc_status_t otc_session_eval_loss(const otc_session_t *session,
 
 int64_t otc_session_step(const otc_session_t *session) {
   return session ? session->step : 0;
+}
+
+int32_t otc_session_last_step_skipped(const otc_session_t *session) {
+  return session && session->lastStepSkipped ? 1 : 0;
+}
+
+int64_t otc_session_skipped_steps(const otc_session_t *session) {
+  return session ? session->skippedSteps : 0;
+}
+
+int64_t otc_session_compress_buckets(const otc_session_t *session) {
+  return session ? int64_t(session->compress.buckets.size()) : 0;
+}
+
+float otc_session_compress_ratio(const otc_session_t *session, int64_t bucket) {
+  if (!session || bucket < 0 ||
+      size_t(bucket) >= session->compress.buckets.size())
+    return 0.f;
+  return session->compress.buckets[size_t(bucket)].ratio;
 }
 
 void otc_session_step_bytes(const otc_session_t *session, uint64_t *out_sent,

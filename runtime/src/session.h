@@ -4,6 +4,7 @@
 #ifndef OTC_RUNTIME_SESSION_H
 #define OTC_RUNTIME_SESSION_H
 
+#include "compressed.h"
 #include "program.h"
 
 #include <cstdint>
@@ -24,6 +25,12 @@ struct otc_session {
   float lastEvalLoss = 0;
   bool hasEvalLoss = false;
   uint64_t stepBytesSent = 0, stepBytesReceived = 0;
+  bool lastStepSkipped = false;
+  int64_t skippedSteps = 0; ///< checkpointed
+  /// Per-bucket compressed all-reduce state (adaptive ratio, scratch).
+  otc::CompressState compress;
+  /// What the step context's `comm` points at; refreshed every step.
+  otc::StepComm stepComm;
 
   const otc::Manifest &manifest() const { return program->manifest; }
   uint8_t *at(const otc::TensorSpec &t) const { return arena.get() + t.offset; }

@@ -4,8 +4,10 @@
 // Stands in for otc-compile's output: softmax regression (logits = x W^T + b,
 // mean cross-entropy, momentum SGD) written with plain loops against the
 // arena layout its manifest declares, plus the source .onnx model written
-// with the ONNX protobuf API. Entry points cannot carry state, so each
-// fixture occupies one of a few global slots.
+// with the ONNX protobuf API. With a compression descriptor its gradient
+// bucket goes through compressed_all_reduce_mean_f32 (residual: manifest
+// state "bucket0.residual"), as otc-compile --compress emits. Entry points
+// cannot carry state, so each fixture occupies one of a few global slots.
 //
 //===----------------------------------------------------------------------===//
 
@@ -30,7 +32,9 @@ struct Layout {
   int64_t D = 0, C = 0, B = 0;
   float lr = 0.1f, mu = 0.9f;
   uint64_t w = 0, b = 0, vw = 0, vb = 0, gw = 0, gb = 0, x = 0, y = 0, loss = 0,
-           logits = 0, evalLoss = 0, arena = 0;
+           logits = 0, evalLoss = 0, residual = 0, arena = 0;
+  bool compressed = false;
+  otc_compress_desc_t desc{};
 };
 
 constexpr int kSlots = 4;
@@ -88,9 +92,18 @@ int fixtureTrainStep(uint8_t *arena, const otc_step_context_t *ctx) {
     return rc;
   std::memcpy(arena + l.loss, &loss, 4);
   // Gradients of W and b are contiguous: one all-reduce, as buckets are.
-  if (ctx->all_reduce_mean_f32(
-          ctx->comm, reinterpret_cast<float *>(arena + l.gw), l.C * l.D + l.C))
+  auto *grads = reinterpret_cast<float *>(arena + l.gw);
+  int64_t n = l.C * l.D + l.C;
+  if (l.compressed) {
+    auto *residual = reinterpret_cast<float *>(arena + l.residual);
+    // Skipped or failed: return before any update.
+    if (int rc = ctx->compressed_all_reduce_mean_f32(
+            ctx->comm, &l.desc, grads, n,
+            l.desc.error_feedback ? residual : nullptr, 0))
+      return rc;
+  } else if (ctx->all_reduce_mean_f32(ctx->comm, grads, n)) {
     return OTC_STEP_ERR_COMM;
+  }
   auto update = [&](uint64_t w, uint64_t v, uint64_t g, int64_t n) {
     auto *pw = reinterpret_cast<float *>(arena + w);
     auto *pv = reinterpret_cast<float *>(arena + v);
@@ -170,11 +183,16 @@ inline void writeLinearModel(const std::string &path, int64_t D, int64_t C,
 /// A compiled-program stand-in occupying global slot `slot`.
 struct LinearProgram {
   LinearProgram(int slot, const std::string &modelPath, int64_t D, int64_t C,
-                int64_t B, int worldSize, float lr = 0.1f, float mu = 0.9f)
+                int64_t B, int worldSize, float lr = 0.1f, float mu = 0.9f,
+                const otc_compress_desc_t *compress = nullptr)
       : slot(slot) {
     Layout &l = gLayouts[slot];
     l = Layout();
     l.D = D, l.C = C, l.B = B, l.lr = lr, l.mu = mu;
+    if (compress) {
+      l.compressed = true;
+      l.desc = *compress;
+    }
     uint64_t at = 0;
     auto place = [&](uint64_t bytes) {
       uint64_t o = at;
@@ -195,6 +213,8 @@ struct LinearProgram {
     l.loss = place(4);
     l.logits = place(uint64_t(B * C) * 4);
     l.evalLoss = place(4);
+    if (compress)
+      l.residual = place(uint64_t(C * D + C) * 4);
     l.arena = at;
     auto shape = [](std::vector<int64_t> s) {
       std::string r = "[";
@@ -223,6 +243,10 @@ struct LinearProgram {
                ",\"param\":\"fc.weight\"") +
         "," +
         tensor("fc.bias.momentum", "f32", {C}, l.vb, ",\"param\":\"fc.bias\"") +
+        // Error-feedback residual: state whose "param" names no parameter.
+        (compress ? "," + tensor("bucket0.residual", "f32", {C * D + C},
+                                 l.residual, ",\"param\":\"bucket0\"")
+                  : std::string()) +
         "],\"inputs\":[" +
         tensor("x", "f32", {B, D}, l.x, ",\"role\":\"data\"") + "," +
         tensor("y", "i64", {B}, l.y, ",\"role\":\"label\"") +

@@ -1,23 +1,31 @@
 /*===- otc/compress.h - Gradient compression kernels C ABI -------*- C -*-===*\
 |*                                                                            *|
 |* Block-wise gradient compression for the compressed all-reduce (DESIGN §8). *|
-|* A bucket of n floats is cut into blocks of `block_size` (the last one may   *|
+|* A bucket of n floats is cut into blocks of `block_size` (the last one may  *|
 |* be short). Every method writes a FIXED-size payload (so ranks can          *|
 |* all-gather them), laid out block by block:                                 *|
 |*                                                                            *|
-|*   NONE       n * 4 bytes: the floats                                        *|
+|*   NONE       n * 4 bytes: the floats                                       *|
 |*   FP16/BF16  n * 2 bytes: the values rounded to nearest-even               *|
 |*   INT8       per block: fp32 scale (absmax / 127), then block_size int8    *|
-|*   TOPK       per block: k indices (uint8, or uint16 when block_size > 256), *|
+|*   TOPK       per block: k indices (uint8; uint16 if block_size > 256),     *|
 |*              then k fp32 values: the k largest |g| of the block            *|
 |*   TOPK_INT8  per block: fp32 scale, k indices, k int8 values               *|
 |*   RANDOMK    as TOPK, with k indices drawn uniformly without replacement   *|
 |*              from (seed, block) — identical on every rank for one seed     *|
 |*                                                                            *|
-|* k = ceil(ratio * block_size), at least 1, at most block_size. A short last *|
-|* block pads its unused slots with index 0 and value 0. Scales are           *|
-|* absmax / 127 over the kept values; an all-zero block has scale 0 and       *|
-|* decodes to zeros (never NaN). Quantisation rounds to nearest.              *|
+|* k = ceil(ratio * block_size), at least 1, at most block_size (evaluated    *|
+|* with ratio lowered by 2^-24 so that a float ratio's rounding cannot add    *|
+|* one: 0.3f * 10 gives 3). A short last block of m elements keeps            *|
+|* min(k, m) and pads the unused slots with index 0 and value 0; decoders     *|
+|* skip the padding. Indices are ascending within a block; ties in |g| go     *|
+|* to the lower index. Multi-byte fields are little-endian and unaligned.     *|
+|* Scales are absmax / 127 over the kept values; an all-zero block (or one    *|
+|* whose absmax / 127 underflows) has scale 0 and decodes to zeros (never     *|
+|* NaN). Quantisation is round(v / scale) to nearest even, clamped to         *|
+|* [-127, 127]. FP16 overflows to infinity as IEEE rounding does (|v| >=      *|
+|* 65520). RANDOMK draws its subset by Floyd's algorithm from SplitMix64 of   *|
+|* (seed, block index); kernels/cpu/compress_format.h is the reference.       *|
 |*                                                                            *|
 \*===----------------------------------------------------------------------===*/
 
@@ -47,7 +55,8 @@ typedef struct otck_compress_config {
   uint64_t seed;      /* RANDOMK: same seed on every rank for a step */
 } otck_compress_config;
 
-/* Elements kept per block (block_size for dense methods). */
+/* Elements kept per block (block_size for dense methods); -1 for an invalid
+ * config. */
 int64_t otck_compress_k(const otck_compress_config *config);
 
 /* Payload bytes for a bucket of n floats; -1 for an invalid config. */
@@ -58,8 +67,10 @@ int64_t otck_compress_payload_bytes(const otck_compress_config *config,
  * not NULL) it compresses g + residual and then sets
  * residual = (g + residual) - decompress(payload), so that
  * g + r_old == decompress(payload) + r_new exactly up to float rounding.
- * Returns 1 if g (or g + residual) holds a NaN or an infinity (payload and
- * residual are then unspecified), 0 otherwise. */
+ * Returns 1 if g (or g + residual) holds a NaN or an infinity (the payload
+ * is then unspecified; the residual is left unchanged, so a skipped step
+ * does not poison it), -1 for an invalid config (nothing written), 0
+ * otherwise. The payload does not depend on the thread count. */
 int otck_compress_f32(const otck_compress_config *config, int64_t n,
                       const float *g, float *residual, void *payload);
 

@@ -18,16 +18,35 @@
 extern "C" {
 #endif
 
-#define OTC_PROGRAM_ABI_VERSION 1
+#define OTC_PROGRAM_ABI_VERSION 2
 
 /* Status codes a step returns (0 = success). */
 #define OTC_STEP_OK 0
 #define OTC_STEP_ERR_COMM 1           /* a collective failed */
 #define OTC_STEP_ERR_LABEL_RANGE 2    /* a label outside [0, classes) */
+/* A gradient held a NaN or an infinity on some rank: every rank returns this
+ * before any optimizer update, the step is skipped and reported. */
+#define OTC_STEP_SKIPPED_NONFINITE 3
+
+/* A compressed all-reduce as the compiler configured it (DESIGN §8). */
+typedef struct otc_compress_desc {
+  int32_t method;         /* otck_compress_method (otc/compress.h) */
+  int32_t error_feedback; /* 1: `residual` holds this rank's error */
+  int32_t adaptive;       /* 1: ratio follows the gradient norm */
+  int32_t reserved;
+  int64_t block_size;     /* elements per block */
+  float ratio;            /* kept fraction (unused when adaptive: the
+                             adaptive ratio starts at ratio_max) */
+  float ratio_min;        /* adaptive bounds */
+  float ratio_max;
+  int64_t warmup_steps;   /* first steps sent dense (fp32) */
+} otc_compress_desc_t;
 
 /* What the runtime hands a step. */
 typedef struct otc_step_context {
-  /* 1-based index of the optimizer step being run (Adam bias correction). */
+  /* 1-based index of the optimizer step being run (Adam bias correction).
+   * A step that returns OTC_STEP_SKIPPED_NONFINITE does not advance it: the
+   * next train_step gets the same step (and seed) with the next batch. */
   int64_t step;
   /* Seed for this step's random numbers (dropout), derived from --seed. */
   uint64_t seed;
@@ -36,6 +55,23 @@ typedef struct otc_step_context {
   /* Averages `count` floats of `data` in place over all ranks of `comm`.
    * Returns 0 on success. */
   int (*all_reduce_mean_f32)(void *comm, float *data, int64_t count);
+  /* Averages the gradient bucket `data` (`count` floats) over all ranks
+   * through `desc`'s compression: compress (adding and updating
+   * `residual`, `count` floats, when error feedback is on), all-gather the
+   * fixed-size payloads, sum their decompressions, divide by the world
+   * size. `bucket` numbers the step's buckets from 0 (runtime state such as
+   * the adaptive ratio is kept per bucket). Returns 0,
+   * OTC_STEP_SKIPPED_NONFINITE when any rank's bucket was not finite (all
+   * ranks agree), or OTC_STEP_ERR_COMM. Each bucket is reduced at most once
+   * per train_step; on OTC_STEP_SKIPPED_NONFINITE the step returns it at
+   * once, having applied no optimizer update (the runtime then restores the
+   * residuals of the buckets already reduced in that step). The exact
+   * semantics (warm-up, adaptive ratio formula, bytes counted) are
+   * documented in the runtime's src/compressed.cpp. */
+  int (*compressed_all_reduce_mean_f32)(void *comm,
+                                        const otc_compress_desc_t *desc,
+                                        float *data, int64_t count,
+                                        float *residual, int64_t bucket);
 } otc_step_context_t;
 
 typedef struct otc_program_entry {

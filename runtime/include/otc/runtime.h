@@ -80,8 +80,11 @@ void otc_comm_release(otc_comm_t *comm);
 otc_status_t otc_comm_all_reduce_mean_f32(otc_comm_t *comm, float *data,
                                           int64_t count);
 otc_status_t otc_comm_barrier(otc_comm_t *comm);
-/* Bytes handed to (and received from) the averaging collectives since the
- * communicator was created; 0 on a 1-rank communicator. */
+/* Bytes this rank sent to (and received from) the collectives programs run
+ * (dense and compressed all-reduces with their finiteness flag and norm)
+ * since the communicator was created; 0 on a 1-rank communicator. A dense
+ * all-reduce of n floats counts 4n; an all-gather of P-byte payloads counts
+ * P * (W - 1) (each payload reaches W - 1 peers). */
 void otc_comm_bytes(const otc_comm_t *comm, uint64_t *out_sent,
                     uint64_t *out_received);
 
@@ -110,8 +113,24 @@ void otc_session_release(otc_session_t *session);
 otc_status_t otc_session_bind_input(otc_session_t *session, const char *name,
                                     const void *data, size_t bytes);
 /* Runs one training step on the bound inputs; *out_loss gets this rank's
- * loss. */
+ * loss. A step the program skips because some rank's gradient held a NaN or
+ * an infinity (OTC_STEP_SKIPPED_NONFINITE, agreed by every rank) is not an
+ * error: it returns OK with nothing updated (weights, optimizer state,
+ * error-feedback residuals and adaptive-ratio state are as before) and does
+ * not advance otc_session_step, so the next train_step runs the same
+ * optimizer step (same Adam bias correction and step seed) on the next
+ * batch; otc_session_last_step_skipped says so. */
 otc_status_t otc_session_train_step(otc_session_t *session, float *out_loss);
+/* 1 if the last otc_session_train_step was skipped (see above), else 0. */
+int32_t otc_session_last_step_skipped(const otc_session_t *session);
+/* Steps skipped since training began (checkpointed). */
+int64_t otc_session_skipped_steps(const otc_session_t *session);
+/* Gradient buckets the program has reduced through
+ * compressed_all_reduce_mean_f32 (highest bucket index + 1). */
+int64_t otc_session_compress_buckets(const otc_session_t *session);
+/* The kept fraction bucket `bucket` used at its last compressed step (the
+ * adaptive ratio when adaptive); 0 before its first compressed step. */
+float otc_session_compress_ratio(const otc_session_t *session, int64_t bucket);
 /* Runs the forward on the bound inputs; copies the model output (manifest
  * "eval_output") into `out` when out_bytes matches its size. */
 otc_status_t otc_session_eval_step(otc_session_t *session, void *out,
@@ -122,8 +141,8 @@ otc_status_t otc_session_eval_loss(const otc_session_t *session,
                                    float *out_loss);
 /* Number of optimizer steps taken so far. */
 int64_t otc_session_step(const otc_session_t *session);
-/* Bytes this rank handed to / received from collectives in its last
- * otc_session_train_step. */
+/* Bytes this rank sent to / received from collectives in its last
+ * otc_session_train_step (skipped or not), counted as otc_comm_bytes. */
 void otc_session_step_bytes(const otc_session_t *session, uint64_t *out_sent,
                             uint64_t *out_received);
 
@@ -134,10 +153,12 @@ otc_status_t otc_session_get_param(const otc_session_t *session,
 otc_status_t otc_session_set_param(otc_session_t *session, const char *name,
                                    const void *data, size_t bytes);
 
-/* Checkpoints: weights, optimizer state, step, RNG state and caller data
+/* Checkpoints: weights, all manifest state (optimizer state and
+ * error-feedback residuals), step, RNG seed, the compressed all-reduce's
+ * per-bucket state (adaptive ‖g‖₀), skipped-step count and caller data
  * (`extra`, e.g. the data loader's position). Written atomically (temp file,
- * fsync, rename) with a checksum; loading verifies checksum, program and
- * world size and never leaves the session half-updated. */
+ * fsync, rename) with a checksum; loading verifies format version, checksum,
+ * program and world size and never leaves the session half-updated. */
 otc_status_t otc_session_save_checkpoint(const otc_session_t *session,
                                          const char *path, const void *extra,
                                          size_t extra_bytes);

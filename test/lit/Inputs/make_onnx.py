@@ -17,7 +17,9 @@ def ints(name, values):
 
 def model(nodes, inputs, outputs, inits=(), opset=14):
     graph = helper.make_graph(nodes, "g", inputs, outputs, list(inits))
-    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
+    m = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
+    m.ir_version = 8
+    return m
 
 
 def shape_chain():
@@ -94,7 +96,65 @@ def dropout_train():
     return model(nodes, [x], [y], [weights("w", 3, 8), ratio, mode])
 
 
-KINDS = {"dropout-train": dropout_train, "shape-chain": shape_chain, "ops": ops, "unsupported": unsupported,
+def c64(name, values, shape=None):
+    a = np.array(values, dtype=np.int64)
+    if shape is not None:
+        a = a.reshape(shape)
+    return helper.make_node("Constant", [], [name], name=name,
+                            value=numpy_helper.from_array(a, name + "_v"))
+
+
+def fx(name, shape):
+    return helper.make_tensor_value_info(name, TensorProto.FLOAT, shape)
+
+
+# Models that pass ONNX's checker (shapes hidden behind folded constants) but
+# that the importer must refuse with a message, never a crash.
+def unsqueeze_dup():
+    nodes = [c64("a0", [0]), c64("a1", [0]),
+             helper.make_node("Concat", ["a0", "a1"], ["ax"], name="axes", axis=0),
+             helper.make_node("Unsqueeze", ["x", "ax"], ["y"], name="unsq")]
+    return model(nodes, [fx("x", [4, 3])], [fx("y", [1, 1, 4, 3])], opset=13)
+
+
+def concat_mismatch():
+    nodes = [c64("A", [4, 3], [1, 2]), c64("B", [7]), c64("s0", [1]), c64("s1", [1]),
+             helper.make_node("Concat", ["s0", "s1"], ["s"], name="s", axis=0),
+             helper.make_node("Reshape", ["B", "s"], ["B2"], name="b2"),
+             helper.make_node("Concat", ["A", "B2"], ["C"], name="cat", axis=0),
+             helper.make_node("Reshape", ["x", "C"], ["y"], name="reshape")]
+    return model(nodes, [fx("x", [4, 3])], [fx("y", [4, 3])], opset=13)
+
+
+def big_fold():
+    nodes = [c64("A", [1] * 65536, [65536, 1]), c64("B", [1] * 65536, [1, 65536]),
+             helper.make_node("Add", ["A", "B"], ["C"], name="outer")]
+    return model(nodes + [helper.make_node("Reshape", ["x", "C"], ["y"], name="r")],
+                 [fx("x", [4, 3])], [fx("y", [4, 3])], opset=13)
+
+
+def rank9():
+    s9 = [2, 1, 1, 1, 1, 1, 1, 1, 3]
+    nodes = [helper.make_node("Add", ["x", "w"], ["y"], name="add9")]
+    return model(nodes, [fx("x", s9)], [fx("y", s9)], [weights("w", *s9)], opset=13)
+
+
+def batch_mismatch():
+    nodes = [helper.make_node("Gemm", ["x", "w"], ["h"], name="fc", transB=1),
+             helper.make_node("Gemm", ["z", "w"], ["y"], name="fc2", transB=1)]
+    return model(nodes, [fx("x", [4, 3]), fx("z", [5, 3])], [fx("y", [5, 2]), fx("h", [4, 2])],
+                 [weights("w", 2, 3)], opset=13)
+
+
+def huge_init():
+    w = TensorProto(name="w", data_type=TensorProto.FLOAT, dims=[1 << 32, 1 << 32])
+    nodes = [helper.make_node("MatMul", ["x", "w"], ["y"], name="mm")]
+    return model(nodes, [fx("x", [4, 1 << 32])], [fx("y", [4, 1 << 32])], [w], opset=13)
+
+
+KINDS = {"dropout-train": dropout_train, "unsqueeze-dup": unsqueeze_dup,
+         "concat-mismatch": concat_mismatch, "big-fold": big_fold, "rank9": rank9,
+         "batch-mismatch": batch_mismatch, "huge-init": huge_init, "shape-chain": shape_chain, "ops": ops, "unsupported": unsupported,
          "dynamic": dynamic, "bad-reshape": bad_reshape}
 
 if __name__ == "__main__":

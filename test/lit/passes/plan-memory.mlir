@@ -4,7 +4,7 @@
 // offsets shared by both functions; temporaries reuse memory by liveness.
 // CHECK: module attributes {otc.arena_bytes = 1088 : i64, otc.buffers = [
 // CHECK-SAME: {name = "w", offset = 0 : i64, role = "param", type = memref<16xf32>}
-// CHECK-SAME: {input_role = "data", name = "x", offset = 128 : i64, role = "input", type = memref<16xf32>}
+// CHECK-SAME: {kind = "data", name = "x", offset = 128 : i64, role = "input", type = memref<16xf32>}
 // CHECK-SAME: {name = "w", offset = 64 : i64, role = "grad", type = memref<16xf32>}
 // CHECK-SAME: {name = "loss", offset = 192 : i64, role = "output", type = memref<f32>}
 // CHECK-SAME: {name = "eval_output", offset = 256 : i64, role = "output", type = memref<16xf32>}

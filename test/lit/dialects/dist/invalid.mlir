@@ -10,7 +10,7 @@ func.func @kind(%g: tensor<4xf32>) {
 
 func.func @method(%g: tensor<4xf32>) {
   // expected-error @+1 {{unknown method 'powersgd' (expected none, fp16, bf16, int8, topk, topk-int8 or randomk)}}
-  %0 = dist.compressed_all_reduce %g {method = "powersgd"} : tensor<4xf32>
+  %0 = dist.compressed_all_reduce %g {method = "powersgd"} : tensor<4xf32> -> tensor<4xf32>
   return
 }
 
@@ -18,7 +18,7 @@ func.func @method(%g: tensor<4xf32>) {
 
 func.func @ratio(%g: tensor<4xf32>) {
   // expected-error @+1 {{ratio must be in (0, 1] for 'topk-int8', got 0}}
-  %0 = dist.compressed_all_reduce %g {method = "topk-int8", ratio = 0.0 : f32} : tensor<4xf32>
+  %0 = dist.compressed_all_reduce %g {method = "topk-int8", ratio = 0.0 : f32} : tensor<4xf32> -> tensor<4xf32>
   return
 }
 
@@ -26,7 +26,7 @@ func.func @ratio(%g: tensor<4xf32>) {
 
 func.func @block(%g: tensor<4xf32>) {
   // expected-error @+1 {{block_size must be in [1, 65536], got 0}}
-  %0 = dist.compressed_all_reduce %g {method = "int8", block_size = 0 : i64} : tensor<4xf32>
+  %0 = dist.compressed_all_reduce %g {method = "int8", block_size = 0 : i64} : tensor<4xf32> -> tensor<4xf32>
   return
 }
 
@@ -34,7 +34,7 @@ func.func @block(%g: tensor<4xf32>) {
 
 func.func @feedback(%g: tensor<4xf32>) {
   // expected-error @+1 {{error feedback needs a lossy method; 'none' sends the gradient exactly}}
-  %0 = dist.compressed_all_reduce %g {method = "none"} : tensor<4xf32>
+  %0, %1 = dist.compressed_all_reduce %g, %g {method = "none"} : tensor<4xf32>, tensor<4xf32> -> tensor<4xf32>, tensor<4xf32>
   return
 }
 
@@ -42,7 +42,7 @@ func.func @feedback(%g: tensor<4xf32>) {
 
 func.func @adaptive(%g: tensor<4xf32>) {
   // expected-error @+1 {{adaptive ratio applies to topk, topk-int8 and randomk, not 'fp16'}}
-  %0 = dist.compressed_all_reduce %g {method = "fp16", adaptive = true} : tensor<4xf32>
+  %0 = dist.compressed_all_reduce %g {method = "fp16", adaptive = true} : tensor<4xf32> -> tensor<4xf32>
   return
 }
 
@@ -50,6 +50,38 @@ func.func @adaptive(%g: tensor<4xf32>) {
 
 func.func @rank(%g: tensor<2x2xf32>) {
   // expected-error @+1 {{expects a flat gradient bucket (rank 1), got 'tensor<2x2xf32>'}}
-  %0 = dist.compressed_all_reduce %g {method = "topk"} : tensor<2x2xf32>
+  %0 = dist.compressed_all_reduce %g {method = "topk"} : tensor<2x2xf32> -> tensor<2x2xf32>
+  return
+}
+
+// -----
+
+func.func @residual_type(%g: tensor<4xf32>, %r: tensor<3xf32>) {
+  // expected-error @+1 {{residual must have the bucket's type}}
+  %0, %1 = dist.compressed_all_reduce %g, %r {method = "topk"} : tensor<4xf32>, tensor<3xf32> -> tensor<4xf32>, tensor<3xf32>
+  return
+}
+
+// -----
+
+func.func @ratio_min(%g: tensor<4xf32>) {
+  // expected-error @+1 {{ratio_min must be in (0, ratio], got 5.000000e-01}}
+  %0 = dist.compressed_all_reduce %g {method = "topk", adaptive = true, ratio_min = 0.5 : f32} : tensor<4xf32> -> tensor<4xf32>
+  return
+}
+
+// -----
+
+func.func @bucket_size(%a: tensor<2x3xf32>) {
+  // expected-error @+1 {{result must be a 1-D tensor of 6 elements, got 'tensor<7xf32>'}}
+  %0 = dist.bucket %a : tensor<2x3xf32> -> tensor<7xf32>
+  return
+}
+
+// -----
+
+func.func @unbucket_size(%b: tensor<7xf32>) {
+  // expected-error @+1 {{bucket of 7 elements does not split into 6}}
+  %0 = dist.unbucket %b : tensor<7xf32> -> tensor<2x3xf32>
   return
 }

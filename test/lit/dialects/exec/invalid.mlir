@@ -25,8 +25,8 @@ func.func @gemm_arity(%a: memref<4xf32>) {
 // -----
 
 func.func @misaligned(%arena: memref<?xi8>) {
-  // expected-error @+1 {{offset 12 is not a non-negative multiple of 64}}
-  %x = exec.view %arena[12] : memref<?xi8> -> memref<4xf32>
+  // expected-error @+1 {{offset 6 is not a non-negative multiple of 4}}
+  %x = exec.view %arena[6] : memref<?xi8> -> memref<4xf32>
   return
 }
 

@@ -1,0 +1,282 @@
+//===- compress_cuda_test.cpp - CUDA compression against the CPU kernels --===//
+//
+// The CUDA kernels must write the CPU kernels' payload bit for bit (ranks
+// with and without GPUs exchange them), update the residual identically and
+// decompress to identical sums. Every method is run on both over random and
+// adversarial data, block sizes 7 .. 65536 and k = 1 .. B. Skipped when no
+// CUDA device is visible; listing the tests touches no CUDA API.
+//
+//===----------------------------------------------------------------------===//
+
+#include "otc/compress.h"
+#include "otc/compress_cuda.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <limits>
+#include <random>
+#include <string>
+#include <vector>
+
+namespace {
+
+#define REQUIRE_CUDA_DEVICE()                                                  \
+  do {                                                                         \
+    std::string why;                                                           \
+    if (!deviceVisible(&why))                                                  \
+      GTEST_SKIP() << "no CUDA device visible: " << why;                       \
+  } while (0)
+
+#define ASSERT_CUDA(expr)                                                      \
+  do {                                                                         \
+    const cudaError_t err_ = (expr);                                           \
+    ASSERT_EQ(err_, cudaSuccess) << #expr << ": " << cudaGetErrorString(err_); \
+  } while (0)
+
+bool deviceVisible(std::string *why) {
+  int count = 0;
+  const cudaError_t err = cudaGetDeviceCount(&count);
+  if (err != cudaSuccess) {
+    *why = std::string("cudaGetDeviceCount failed: ") + cudaGetErrorString(err);
+    return false;
+  }
+  if (count == 0) {
+    *why = "cudaGetDeviceCount returned 0";
+    return false;
+  }
+  return true;
+}
+
+size_t sz(int64_t n) { return static_cast<size_t>(n); }
+
+/// A device allocation of at least one byte.
+class DeviceBuffer {
+public:
+  explicit DeviceBuffer(size_t bytes) : bytes_(bytes) {
+    if (cudaMalloc(&ptr_, bytes ? bytes : 1) != cudaSuccess)
+      ptr_ = nullptr;
+  }
+  ~DeviceBuffer() { cudaFree(ptr_); }
+  DeviceBuffer(const DeviceBuffer &) = delete;
+  DeviceBuffer &operator=(const DeviceBuffer &) = delete;
+  template <class T> T *as() const { return static_cast<T *>(ptr_); }
+  size_t bytes() const { return bytes_; }
+
+private:
+  void *ptr_ = nullptr;
+  size_t bytes_;
+};
+
+enum class Data { Normal, Ties, Zeros, WideRange, Denormal };
+
+const char *dataName(Data d) {
+  switch (d) {
+  case Data::Normal:
+    return "normal";
+  case Data::Ties:
+    return "ties";
+  case Data::Zeros:
+    return "zeros";
+  case Data::WideRange:
+    return "wide-range";
+  case Data::Denormal:
+    return "denormal";
+  }
+  return "?";
+}
+
+std::vector<float> makeData(Data kind, int64_t n, unsigned seed) {
+  std::mt19937 gen(seed);
+  std::normal_distribution<float> normal(0.0f, 1e-3f);
+  std::uniform_real_distribution<float> unit(0.0f, 1.0f);
+  std::vector<float> v(sz(n), 0.0f);
+  for (float &x : v) {
+    switch (kind) {
+    case Data::Normal:
+      x = normal(gen);
+      break;
+    case Data::Ties:
+      x = float(int(gen() % 5) - 2) * 0.25f;
+      break;
+    case Data::Zeros:
+      break;
+    case Data::WideRange:
+      x = (gen() & 1 ? 1.0f : -1.0f) *
+          std::ldexp(1.0f + unit(gen), int(gen() % 200) - 100);
+      break;
+    case Data::Denormal:
+      x = (gen() & 1 ? 1.0f : -1.0f) * float(gen() % 5000) *
+          std::numeric_limits<float>::denorm_min();
+      break;
+    }
+  }
+  return v;
+}
+
+const char *methodName(otck_compress_method m) {
+  static const char *names[] = {"none", "fp16",      "bf16",   "int8",
+                                "topk", "topk_int8", "randomk"};
+  return names[int(m)];
+}
+
+bool isSparse(otck_compress_method m) {
+  return m == OTCK_COMPRESS_TOPK || m == OTCK_COMPRESS_TOPK_INT8 ||
+         m == OTCK_COMPRESS_RANDOMK;
+}
+
+/// Index of the first differing byte, or -1.
+int64_t firstDifference(const void *a, const void *b, size_t bytes) {
+  const unsigned char *x = static_cast<const unsigned char *>(a);
+  const unsigned char *y = static_cast<const unsigned char *>(b);
+  for (size_t i = 0; i < bytes; ++i)
+    if (x[i] != y[i])
+      return int64_t(i);
+  return -1;
+}
+
+/// Compresses g (+ r) on both sides and compares everything; then
+/// decompresses three payloads on both.
+void compareOne(const otck_compress_config &c, int64_t n, Data d, bool ef,
+                unsigned seed) {
+  SCOPED_TRACE(std::string(methodName(c.method)) +
+               " B=" + std::to_string(c.block_size) +
+               " ratio=" + std::to_string(c.ratio) + " n=" + std::to_string(n) +
+               " data=" + dataName(d) + (ef ? " error-feedback" : ""));
+  const int64_t bytes = otck_compress_payload_bytes(&c, n);
+  ASSERT_GT(bytes, 0);
+  const std::vector<float> g = makeData(d, n, seed);
+  std::vector<float> rCpu = makeData(d, n, seed + 1);
+  const std::vector<float> r0 = rCpu;
+  std::vector<unsigned char> pCpu(sz(bytes));
+  ASSERT_EQ(otck_compress_f32(&c, n, g.data(), ef ? rCpu.data() : nullptr,
+                              pCpu.data()),
+            0);
+
+  DeviceBuffer dG(sz(n) * 4), dR(sz(n) * 4), dP(sz(bytes) * 3), dFlag(4);
+  ASSERT_CUDA(cudaMemcpy(dG.as<float>(), g.data(), sz(n) * 4,
+                         cudaMemcpyHostToDevice));
+  ASSERT_CUDA(cudaMemcpy(dR.as<float>(), r0.data(), sz(n) * 4,
+                         cudaMemcpyHostToDevice));
+  ASSERT_CUDA(cudaMemset(dP.as<void>(), 0x5a, dP.bytes()));
+  ASSERT_CUDA(otck_cuda_compress_f32(&c, n, dG.as<float>(),
+                                     ef ? dR.as<float>() : nullptr,
+                                     dP.as<void>(), dFlag.as<int>(), nullptr));
+  ASSERT_CUDA(cudaDeviceSynchronize());
+  std::vector<unsigned char> pGpu(sz(bytes));
+  std::vector<float> rGpu(sz(n));
+  int flag = -1;
+  ASSERT_CUDA(cudaMemcpy(pGpu.data(), dP.as<void>(), sz(bytes),
+                         cudaMemcpyDeviceToHost));
+  ASSERT_CUDA(cudaMemcpy(rGpu.data(), dR.as<float>(), sz(n) * 4,
+                         cudaMemcpyDeviceToHost));
+  ASSERT_CUDA(cudaMemcpy(&flag, dFlag.as<int>(), 4, cudaMemcpyDeviceToHost));
+  ASSERT_EQ(flag, 0);
+  const int64_t diff = firstDifference(pCpu.data(), pGpu.data(), sz(bytes));
+  ASSERT_EQ(diff, -1) << "payload byte " << diff << ": CPU "
+                      << int(pCpu[sz(diff)]) << ", GPU "
+                      << int(pGpu[sz(diff)]);
+  if (ef) {
+    const int64_t rd = firstDifference(rCpu.data(), rGpu.data(), sz(n) * 4);
+    ASSERT_EQ(rd, -1) << "residual[" << rd / 4 << "]: CPU " << rCpu[sz(rd / 4)]
+                      << ", GPU " << rGpu[sz(rd / 4)];
+  }
+
+  // Decompress-sum of three payloads (this one and two more), scaled.
+  std::vector<unsigned char> all(sz(bytes) * 3);
+  std::memcpy(all.data(), pCpu.data(), sz(bytes));
+  for (int w = 1; w < 3; ++w) {
+    const std::vector<float> gw = makeData(Data::Normal, n, seed + 10 + w);
+    ASSERT_EQ(otck_compress_f32(&c, n, gw.data(), nullptr,
+                                all.data() + sz(bytes) * sz(w)),
+              0);
+  }
+  ASSERT_CUDA(cudaMemcpy(dP.as<void>(), all.data(), all.size(),
+                         cudaMemcpyHostToDevice));
+  for (int64_t count : {1, 3})
+    for (float scale : {1.0f, 1.0f / 3.0f}) {
+      std::vector<float> outCpu(sz(n)), outGpu(sz(n));
+      otck_decompress_sum_f32(&c, n, all.data(), count, scale, outCpu.data());
+      ASSERT_CUDA(otck_cuda_decompress_sum_f32(&c, n, dP.as<void>(), count,
+                                               scale, dR.as<float>(), nullptr));
+      ASSERT_CUDA(cudaMemcpy(outGpu.data(), dR.as<float>(), sz(n) * 4,
+                             cudaMemcpyDeviceToHost));
+      const int64_t od =
+          firstDifference(outCpu.data(), outGpu.data(), sz(n) * 4);
+      ASSERT_EQ(od, -1) << "decompress-sum of " << count << " scale " << scale
+                        << " [" << od / 4 << "]: CPU " << outCpu[sz(od / 4)]
+                        << ", GPU " << outGpu[sz(od / 4)];
+    }
+}
+
+class CudaCompress : public ::testing::TestWithParam<otck_compress_method> {};
+
+TEST_P(CudaCompress, MatchesTheCpuBitForBit) {
+  REQUIRE_CUDA_DEVICE();
+  const otck_compress_method method = GetParam();
+  const std::vector<float> ratios =
+      isSparse(method) ? std::vector<float>{1e-6f, 0.1f, 1.0f}
+                       : std::vector<float>{1.0f};
+  unsigned seed = 1;
+  for (int64_t b : {7, 32, 255, 256, 257, 1024, 65536})
+    for (float ratio : ratios)
+      for (Data d : {Data::Normal, Data::Ties, Data::Zeros, Data::WideRange,
+                     Data::Denormal})
+        for (bool ef : {false, true}) {
+          otck_compress_config c;
+          c.method = method;
+          c.block_size = b;
+          c.ratio = ratio;
+          c.seed = 0xc0ffee + seed;
+          const int64_t n = b == 65536 ? 2 * b + 1234 : 50 * b + 17;
+          compareOne(c, n, d, ef, seed += 3);
+          if (HasFatalFailure())
+            return;
+        }
+}
+
+TEST_P(CudaCompress, NonFiniteSetsTheFlagAndKeepsTheResidual) {
+  REQUIRE_CUDA_DEVICE();
+  otck_compress_config c;
+  c.method = GetParam();
+  c.block_size = 256;
+  c.ratio = 0.1f;
+  c.seed = 5;
+  const int64_t n = 100000;
+  std::vector<float> g = makeData(Data::Normal, n, 7);
+  const std::vector<float> r = makeData(Data::Normal, n, 8);
+  g[54321] = std::numeric_limits<float>::quiet_NaN();
+  DeviceBuffer dG(sz(n) * 4), dR(sz(n) * 4), dFlag(4),
+      dP(sz(otck_compress_payload_bytes(&c, n)));
+  ASSERT_CUDA(cudaMemcpy(dG.as<float>(), g.data(), sz(n) * 4,
+                         cudaMemcpyHostToDevice));
+  ASSERT_CUDA(cudaMemcpy(dR.as<float>(), r.data(), sz(n) * 4,
+                         cudaMemcpyHostToDevice));
+  for (bool ef : {true, false}) {
+    int flag = 0;
+    ASSERT_CUDA(otck_cuda_compress_f32(&c, n, dG.as<float>(),
+                                       ef ? dR.as<float>() : nullptr,
+                                       dP.as<void>(), dFlag.as<int>(),
+                                       nullptr));
+    ASSERT_CUDA(cudaMemcpy(&flag, dFlag.as<int>(), 4, cudaMemcpyDeviceToHost));
+    EXPECT_EQ(flag, 1) << (ef ? "with" : "without") << " residual";
+  }
+  std::vector<float> rAfter(sz(n));
+  ASSERT_CUDA(cudaMemcpy(rAfter.data(), dR.as<float>(), sz(n) * 4,
+                         cudaMemcpyDeviceToHost));
+  EXPECT_EQ(std::memcmp(rAfter.data(), r.data(), sz(n) * 4), 0);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    AllMethods, CudaCompress,
+    ::testing::Values(OTCK_COMPRESS_NONE, OTCK_COMPRESS_FP16,
+                      OTCK_COMPRESS_BF16, OTCK_COMPRESS_INT8,
+                      OTCK_COMPRESS_TOPK, OTCK_COMPRESS_TOPK_INT8,
+                      OTCK_COMPRESS_RANDOMK),
+    [](const ::testing::TestParamInfo<otck_compress_method> &info) {
+      return std::string(methodName(info.param));
+    });
+
+} // namespace

@@ -1,0 +1,46 @@
+/*===- otc/compress_cuda.h - Gradient compression on CUDA --------*- C -*-===*\
+|*                                                                            *|
+|* The CUDA twin of otc/compress.h (library otc_kernels_cuda): same configs, *|
+|* same payload bit for bit, all pointers on the device, asynchronous on    *|
+|* `stream`. The config is read on the host during the call.                 *|
+|*                                                                            *|
+|* Element-wise payloads (NONE, FP16, BF16) must be aligned to their value   *|
+|* size, as buffers from cudaMalloc (and payloads laid back to back) are.    *|
+|* Payloads from other ranks must hold distinct indices within a block (as  *|
+|* every compressor writes them); duplicates would race.                     *|
+|*                                                                            *|
+\*===----------------------------------------------------------------------===*/
+
+#ifndef OTC_COMPRESS_CUDA_H
+#define OTC_COMPRESS_CUDA_H
+
+#include "otc/compress.h"
+
+#include <cuda_runtime.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* otck_compress_f32 on the device. *d_nonfinite (device memory) becomes 1 if
+ * g (or g + residual) holds a NaN or an infinity, and nothing else is
+ * written (residual unchanged, payload unspecified); 0 otherwise. Read it
+ * after the stream reaches this point. Returns cudaErrorInvalidValue for an
+ * invalid config, else the launch status. */
+cudaError_t otck_cuda_compress_f32(const otck_compress_config *config,
+                                   int64_t n, const float *d_g,
+                                   float *d_residual, void *d_payload,
+                                   int *d_nonfinite, cudaStream_t stream);
+
+/* otck_decompress_sum_f32 on the device: d_out = scale * the sum of the
+ * `count` decompressed payloads at d_payloads (back to back). */
+cudaError_t otck_cuda_decompress_sum_f32(const otck_compress_config *config,
+                                         int64_t n, const void *d_payloads,
+                                         int64_t count, float scale,
+                                         float *d_out, cudaStream_t stream);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* OTC_COMPRESS_CUDA_H */

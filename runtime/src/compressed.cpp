@@ -1,0 +1,264 @@
+//===- compressed.cpp - Compressed gradient all-reduce --------------------===//
+//
+// compressed_all_reduce_mean_f32(comm, desc, g, n, r, bucket) on W ranks, at
+// optimizer step t (1-based; a skipped step does not advance t):
+//
+//  * Dense steps: t <= desc.warmup_steps, or method NONE. A plain fp32 mean
+//    all-reduce (n * 4 bytes counted each way, as all_reduce_mean_f32); the
+//    residual is not touched. The mean is identical on every rank, so a
+//    non-finite mean is detected locally and skips the step everywhere.
+//
+//  * Compressed steps, in this order:
+//     1. Adaptive ratio (desc.adaptive and a method with a ratio: TOPK,
+//        TOPK_INT8, RANDOMK). The bucket's norm over ranks
+//            ‖g‖ = sqrt( (1/W) Σ_ranks Σ_i g_i² )
+//        (one MPI_Allreduce of a double, 8 bytes counted). A non-finite ‖g‖
+//        skips the step on every rank. ‖g‖₀ is ‖g‖ at the bucket's first
+//        compressed step with ‖g‖ > 0 (checkpointed), and
+//            ratio = clamp(ratio_max · ‖g‖ / ‖g‖₀, ratio_min, ratio_max)
+//        (ratio_max while ‖g‖₀ is unset): lighter compression while the norm
+//        is high, heavier as it falls. Every rank computes it from the same
+//        all-reduced numbers, so all agree; desc.ratio is not used. Without
+//        adaptive, ratio = desc.ratio.
+//     2. Compress g (+ r, updating r, with error feedback) with otck_compress
+//        into this rank's slot of the gather buffer; the residual is saved
+//        first. RANDOMK's seed is mixed from the step's seed and the bucket.
+//     3. Agree on finiteness: an int MAX all-reduce of "compress saw a NaN or
+//        an infinity" (4 bytes counted). If set on any rank, every rank
+//        restores r and returns OTC_STEP_SKIPPED_NONFINITE.
+//     4. All-gather the fixed-size payloads (P bytes each, P from
+//        otck_compress_payload_bytes; P * (W - 1) bytes counted each way)
+//        and g = (1/W) Σ_ranks decompress(payload) (otck_decompress_sum_f32).
+//    W == 1 runs the same compress/decompress (same numerics as W ranks),
+//    but no collective runs and nothing is counted.
+//
+//  So a compressed step counts P * (W - 1) + 4 (+ 8 adaptive) bytes sent
+//  and as many received per bucket when W > 1, and 0 when W == 1.
+//
+// A skipped step leaves no trace: the session undoes every bucket already
+// compressed in that step (residual, ‖g‖₀) when the program returns
+// OTC_STEP_SKIPPED_NONFINITE, and does not advance the step counter.
+//
+//===----------------------------------------------------------------------===//
+
+#include "compressed.h"
+#include "status.h"
+
+#include <otc/compress.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <limits>
+
+namespace otc {
+
+namespace {
+
+// Buckets are few (one per owner group and size class); a larger index is a
+// corrupt call, not a reason to allocate gigabytes of state.
+constexpr int64_t kMaxBuckets = 1 << 16;
+
+bool usesRatio(int32_t method) {
+  return method == OTCK_COMPRESS_TOPK || method == OTCK_COMPRESS_TOPK_INT8 ||
+         method == OTCK_COMPRESS_RANDOMK;
+}
+
+[[noreturn]] void badDesc(int64_t bucket, const std::string &what) {
+  throw Error(OTC_INVALID_ARGUMENT, "compressed all-reduce of bucket " +
+                                        std::to_string(bucket) + ": " + what);
+}
+
+bool validRatio(float r) { return r > 0.f && r <= 1.f; }
+
+void checkDesc(const otc_compress_desc_t &d, int64_t bucket) {
+  if (d.method < OTCK_COMPRESS_NONE || d.method > OTCK_COMPRESS_RANDOMK)
+    badDesc(bucket, "unknown method " + std::to_string(d.method));
+  if (d.warmup_steps < 0)
+    badDesc(bucket, "negative warmup_steps");
+  if (!usesRatio(d.method))
+    return;
+  if (d.adaptive) {
+    if (!validRatio(d.ratio_min) || !validRatio(d.ratio_max) ||
+        d.ratio_min > d.ratio_max)
+      badDesc(bucket, "adaptive ratio bounds [" + std::to_string(d.ratio_min) +
+                          ", " + std::to_string(d.ratio_max) +
+                          "] are not within (0, 1]");
+  } else if (!validRatio(d.ratio)) {
+    badDesc(bucket,
+            "ratio " + std::to_string(d.ratio) + " is not within (0, 1]");
+  }
+}
+
+uint64_t splitmix64(uint64_t x) {
+  x += 0x9e3779b97f4a7c15ull;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+  return x ^ (x >> 31);
+}
+
+// Double accumulation: the sum is NaN or infinite iff some g_i is (a float
+// squared stays far below the double range).
+double sumSquares(const float *g, int64_t n) {
+  double s = 0;
+  for (int64_t i = 0; i < n; ++i)
+    s += double(g[i]) * double(g[i]);
+  return s;
+}
+
+bool allFinite(const float *g, int64_t n) {
+  for (int64_t i = 0; i < n; ++i)
+    if (!std::isfinite(g[i]))
+      return false;
+  return true;
+}
+
+int64_t payloadBytes(const otck_compress_config &cfg, int64_t n,
+                     int64_t bucket) {
+  int64_t p = otck_compress_payload_bytes(&cfg, n);
+  if (p < 0)
+    badDesc(bucket, "the kernels refuse method " +
+                        std::to_string(int(cfg.method)) + " with block size " +
+                        std::to_string(cfg.block_size) + " and ratio " +
+                        std::to_string(cfg.ratio));
+  return p;
+}
+
+} // namespace
+
+float adaptiveRatio(double norm, double norm0, float ratioMin, float ratioMax) {
+  if (!(norm0 > 0) || !std::isfinite(norm0))
+    return ratioMax;
+  double r = double(ratioMax) * norm / norm0;
+  if (!(r > double(ratioMin))) // also a NaN norm
+    return ratioMin;
+  return r < double(ratioMax) ? float(r) : ratioMax;
+}
+
+BucketState &CompressState::bucket(int64_t index) {
+  if (index < 0 || index >= kMaxBuckets)
+    throw Error(OTC_INVALID_ARGUMENT,
+                "compressed all-reduce: bucket index " + std::to_string(index) +
+                    " is outside [0, " + std::to_string(kMaxBuckets) + ")");
+  if (size_t(index) >= buckets.size())
+    buckets.resize(size_t(index) + 1);
+  return buckets[size_t(index)];
+}
+
+void CompressState::undoStep() {
+  // Newest first: if a bucket was (wrongly) reduced twice in one step, its
+  // oldest saved state wins.
+  for (auto it = touched.rbegin(); it != touched.rend(); ++it) {
+    BucketState &b = buckets[size_t(it->bucket)];
+    if (it->residual)
+      std::memcpy(it->residual, b.savedResidual.data(),
+                  size_t(it->count) * sizeof(float));
+    b.norm0 = it->norm0;
+    b.ratio = it->ratio;
+    b.steps = it->steps;
+  }
+  touched.clear();
+}
+
+int compressedAllReduceMean(StepComm &sc, const otc_compress_desc_t &desc,
+                            float *data, int64_t count, float *residual,
+                            int64_t bucket) {
+  if (!sc.comm || !sc.compress)
+    throw Error(OTC_INVALID_ARGUMENT, "compressed all-reduce without a "
+                                      "session communicator");
+  if (count < 0 || (count > 0 && !data))
+    badDesc(bucket, "bad gradient buffer");
+  checkDesc(desc, bucket);
+  bool feedback = desc.error_feedback != 0;
+  if (feedback && count > 0 && !residual)
+    badDesc(bucket, "error feedback is on but the residual is NULL");
+  CompressState &state = *sc.compress;
+  BucketState &b = state.bucket(bucket);
+  if (count == 0)
+    return OTC_STEP_OK;
+
+  if (desc.method == OTCK_COMPRESS_NONE || sc.step <= desc.warmup_steps) {
+    allReduceMeanF32(sc.comm, data, count);
+    return allFinite(data, count) ? OTC_STEP_OK : OTC_STEP_SKIPPED_NONFINITE;
+  }
+
+  const int world = otc_comm_size(sc.comm);
+  const int rank = otc_comm_rank(sc.comm);
+  BucketUndo undo{
+      bucket, feedback ? residual : nullptr, count, b.norm0, b.ratio, b.steps};
+
+  float ratio = usesRatio(desc.method) ? desc.ratio : 1.f;
+  bool adaptive = desc.adaptive && usesRatio(desc.method);
+  if (adaptive) {
+    double sq = sumSquares(data, count);
+    allReduceSumF64(sc.comm, &sq, 1, /*counted=*/true);
+    double norm = std::sqrt(sq / double(world));
+    if (!std::isfinite(norm))
+      return OTC_STEP_SKIPPED_NONFINITE; // every rank sees the same sum
+    if (b.norm0 == 0 && norm > 0)
+      b.norm0 = norm;
+    ratio = adaptiveRatio(norm, b.norm0, desc.ratio_min, desc.ratio_max);
+  }
+
+  otck_compress_config cfg{};
+  cfg.method = otck_compress_method(desc.method);
+  cfg.block_size = desc.block_size;
+  cfg.ratio = ratio;
+  cfg.seed = splitmix64(sc.seed ^ splitmix64(uint64_t(bucket)));
+  int64_t p = payloadBytes(cfg, count, bucket);
+  // Sized once for the largest payload this descriptor can produce (the
+  // adaptive ratio moves k), so steps never reallocate.
+  if (b.gathered.size() < size_t(p) * size_t(world)) {
+    otck_compress_config most = cfg;
+    if (adaptive)
+      most.ratio = desc.ratio_max;
+    int64_t cap = std::max(p, payloadBytes(most, count, bucket));
+    b.gathered.resize(size_t(cap) * size_t(world));
+  }
+  if (feedback) {
+    if (b.savedResidual.size() < size_t(count))
+      b.savedResidual.resize(size_t(count));
+    std::memcpy(b.savedResidual.data(), residual,
+                size_t(count) * sizeof(float));
+  }
+  uint8_t *mine = b.gathered.data() + size_t(rank) * size_t(p);
+  int rc =
+      otck_compress_f32(&cfg, count, data, feedback ? residual : nullptr, mine);
+  if (rc < 0) // the config was accepted above; a kernel/ABI mismatch
+    badDesc(bucket, "the compression kernel refused the configuration");
+  bool bad = rc != 0;
+  if (anyRank(sc.comm, bad)) {
+    if (feedback)
+      std::memcpy(residual, b.savedResidual.data(),
+                  size_t(count) * sizeof(float));
+    b.norm0 = undo.norm0;
+    return OTC_STEP_SKIPPED_NONFINITE;
+  }
+  // From here on the bucket's update stands unless a later bucket of the
+  // same step is skipped; the session then calls undoStep.
+  state.touched.push_back(undo);
+  allGatherInPlace(sc.comm, b.gathered.data(), p);
+  otck_decompress_sum_f32(&cfg, count, b.gathered.data(), world,
+                          1.0f / float(world), data);
+  b.ratio = ratio;
+  ++b.steps;
+  return OTC_STEP_OK;
+}
+
+int compressedAllReduceCallback(void *opaque, const otc_compress_desc_t *desc,
+                                float *data, int64_t count, float *residual,
+                                int64_t bucket) {
+  auto *sc = static_cast<StepComm *>(opaque);
+  try {
+    if (!sc || !desc)
+      throw Error(OTC_INVALID_ARGUMENT,
+                  "compressed all-reduce: comm or desc is NULL");
+    return compressedAllReduceMean(*sc, *desc, data, count, residual, bucket);
+  } catch (const std::exception &e) {
+    if (sc)
+      setCommError(sc->comm, e.what());
+    return OTC_STEP_ERR_COMM;
+  }
+}
+
+} // namespace otc

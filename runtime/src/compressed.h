@@ -1,0 +1,72 @@
+//===- compressed.h - Compressed gradient all-reduce -------------*- C++
+//-*-===//
+//
+// The runtime side of DESIGN §8: otc_step_context_t's
+// compressed_all_reduce_mean_f32 and the per-session, per-bucket state it
+// keeps (adaptive ratio, scratch buffers, what a skipped step must undo).
+// The formulas are documented at the top of compressed.cpp.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef OTC_RUNTIME_COMPRESSED_H
+#define OTC_RUNTIME_COMPRESSED_H
+
+#include "comm.h"
+
+#include <cstdint>
+#include <vector>
+
+namespace otc {
+
+struct BucketState {
+  // Checkpointed.
+  double norm0 = 0; ///< ‖g‖₀: the first compressed step's norm; 0 = unset
+  float ratio = 0;  ///< ratio of the last compressed step; 0 = none yet
+  int64_t steps = 0; ///< compressed (not dense) steps completed
+
+  // Scratch, allocated once per bucket size and reused every step.
+  std::vector<uint8_t> gathered;    ///< W payloads; this rank's is compressed
+                                    ///< in place at rank * payload bytes
+  std::vector<float> savedResidual; ///< residual before this step's update
+};
+
+/// Undo record of one bucket compressed in the current train step: if a
+/// later bucket of the same step is skipped, this one must be undone too.
+struct BucketUndo {
+  int64_t bucket = 0;
+  float *residual = nullptr; ///< NULL without error feedback
+  int64_t count = 0;
+  double norm0 = 0;
+  float ratio = 0;
+  int64_t steps = 0;
+};
+
+struct CompressState {
+  std::vector<BucketState> buckets;
+  std::vector<BucketUndo> touched; ///< this step's; cleared at its start
+
+  BucketState &bucket(int64_t index);
+  /// Restores every bucket this step compressed (residual and adaptive
+  /// state), so a skipped step leaves no trace.
+  void undoStep();
+};
+
+/// ratio = clamp(ratio_max * norm / norm0, ratio_min, ratio_max); ratio_max
+/// while norm0 is unset (0).
+float adaptiveRatio(double norm, double norm0, float ratioMin, float ratioMax);
+
+/// The compressed mean all-reduce of one bucket; returns OTC_STEP_OK or
+/// OTC_STEP_SKIPPED_NONFINITE (the same on every rank) and throws an Error
+/// for a bad descriptor or a failed collective.
+int compressedAllReduceMean(StepComm &sc, const otc_compress_desc_t &desc,
+                            float *data, int64_t count, float *residual,
+                            int64_t bucket);
+
+/// otc_step_context_t::compressed_all_reduce_mean_f32; `comm` is a StepComm.
+int compressedAllReduceCallback(void *comm, const otc_compress_desc_t *desc,
+                                float *data, int64_t count, float *residual,
+                                int64_t bucket);
+
+} // namespace otc
+
+#endif // OTC_RUNTIME_COMPRESSED_H
