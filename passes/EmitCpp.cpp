@@ -464,6 +464,10 @@ FailureOr<std::string> otc::buildManifest(ModuleOp module) {
     } else if (role == "state") {
       // "<param>.<slot>": the parameter is everything before the last dot.
       e["param"] = bname.rsplit('.').first.str();
+      // Error-feedback residuals differ between ranks (checkpointed per rank).
+      if (auto kind = d.getAs<StringAttr>("kind"))
+        if (kind.getValue() == "residual")
+          e["role"] = "residual";
       state.push_back(std::move(e));
     } else if (role == "input") {
       StringRef ir = d.getAs<StringAttr>("kind").getValue();

@@ -22,7 +22,6 @@
 #include <algorithm>
 #include <atomic>
 #include <cmath>
-#include <functional>
 #include <memory>
 
 using namespace otc::kernels;
@@ -169,11 +168,12 @@ struct SelectTopK {
   /// Order by |v| as bit patterns (exact and total for finite values), ties
   /// broken by index. The candidates are the elements at or above a
   /// threshold L on the grid of 11-bit prefixes (exponent and 3 mantissa
-  /// bits: steps of 1/8 octave): the highest L with at least k elements at
-  /// or above it, found by galloping down from the largest |v| then
-  /// bisecting, each probe one vectorised count. The k-th largest pattern t
-  /// among the candidates decides; those equal to t are kept lowest index
-  /// first. On gradient-like data about k + k/3 candidates remain.
+  /// bits: steps of 1/8 octave), each probe one vectorised count: L starts
+  /// an octave below the largest |v|, gallops down until at least k
+  /// elements qualify, then bisects until at most 2k do. The k-th largest
+  /// candidate pattern t decides; candidates equal to t are kept lowest
+  /// index first. On gradient-like data that is two or three counts over
+  /// the block and some twenty over about 1.5k candidates.
   template <class S>
   static int64_t select(const float *v, int64_t m, int64_t k, int64_t,
                         uint64_t, S &s, uint32_t *idx) {
@@ -198,15 +198,16 @@ struct SelectTopK {
         n += a[i] >= low;
       return int64_t(n);
     };
-    // Invariant: count(hi) < k <= count(lo); count(0) = m.
-    int32_t lo = int32_t(absBits(top) >> kShift), hi = lo + 1;
+    // Invariant: count(hi) < k <= count(lo) = nc; count(0) = m.
+    const int32_t topPrefix = int32_t(absBits(top) >> kShift);
+    int32_t hi = topPrefix + 1, lo = std::max(topPrefix - 8, 0);
     int64_t nc = countAtLeast(lo);
-    for (int32_t step = 8; nc < k; step *= 2) {
+    for (int32_t step = 16; nc < k; step *= 2) {
       hi = lo;
       lo = std::max(hi - step, 0);
       nc = countAtLeast(lo);
     }
-    while (hi - lo > 1 && nc != k) {
+    while (hi - lo > 1 && nc > 2 * k) {
       const int32_t mid = lo + (hi - lo) / 2;
       const int64_t n = countAtLeast(mid);
       if (n >= k) {
@@ -228,16 +229,40 @@ struct SelectTopK {
       std::copy(cand, cand + k, idx);
       return k;
     }
-    // t: the k-th largest candidate pattern.
+    // t: the largest pattern with at least k candidates at or above it,
+    // that is the k-th largest. Its bits above the highest that varies in
+    // [L, H) are L's; the others are set from the top down, each decided by
+    // a branch-free count over the candidates (nth_element's unpredictable
+    // branches cost more on fresh data).
     int32_t *w = s.candKeys.get();
     for (int64_t j = 0; j < nc; ++j)
       w[j] = a[cand[j]];
-    std::nth_element(w, w + (k - 1), w + nc, std::greater<int32_t>());
-    const int32_t t = w[k - 1];
-    int64_t above = 0;
-    for (int64_t j = 0; j < k; ++j) // w[0, k) holds the k largest
+    const uint32_t lowKey = uint32_t(low), highKey = (uint32_t(hi) << kShift) - 1;
+    const int varying = 31 - __builtin_clz(lowKey ^ highKey);
+    uint32_t tBits = lowKey & ~((2u << varying) - 1u);
+    for (int b = varying; b >= 0; --b) {
+      const int32_t probe = int32_t(tBits | (1u << b));
+      int32_t n = 0;
+#pragma omp simd reduction(+ : n)
+      for (int64_t j = 0; j < nc; ++j)
+        n += w[j] >= probe;
+      tBits = n >= k ? uint32_t(probe) : tBits;
+    }
+    const int32_t t = int32_t(tBits);
+    int64_t above = 0, equal = 0;
+#pragma omp simd reduction(+ : above, equal)
+    for (int64_t j = 0; j < nc; ++j) {
       above += w[j] > t;
+      equal += w[j] == t;
+    }
     int64_t ties = k - above, c = 0;
+    if (ties == equal) { // every candidate equal to t is kept
+      for (int64_t j = 0; j < nc; ++j) {
+        idx[c] = cand[j];
+        c += a[cand[j]] >= t;
+      }
+      return c;
+    }
     for (int64_t j = 0; j < nc; ++j) {
       const int32_t x = a[cand[j]];
       const bool tie = x == t && ties > 0;

@@ -59,7 +59,6 @@ struct EncodeF32 {
 
 struct EncodeF16 {
   using Stored = uint16_t;
-  static constexpr bool kScaled = false;
   __device__ static Stored encode(float v, float) {
     return cf::floatToHalf(v);
   }
@@ -70,7 +69,6 @@ struct EncodeF16 {
 
 struct EncodeBF16 {
   using Stored = uint16_t;
-  static constexpr bool kScaled = false;
   __device__ static Stored encode(float v, float) {
     return cf::floatToBf16(v);
   }

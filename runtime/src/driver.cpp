@@ -265,13 +265,30 @@ struct LoaderExtra {
   uint64_t shuffle = 0;
 };
 
+/// The file of `rank` for a checkpoint `path` (ckpt-N.otcc): rank 0's is
+/// `path` itself, rank r's ckpt-N.rank<r>.otcc. Only programs with
+/// per-rank state (error-feedback residuals) write rank files.
+std::string rankPath(const std::string &path, int rank) {
+  if (rank == 0)
+    return path;
+  const std::string ext = ".otcc";
+  std::string base = path.size() >= ext.size() &&
+                             path.compare(path.size() - ext.size(),
+                                          ext.size(), ext) == 0
+                         ? path.substr(0, path.size() - ext.size())
+                         : path;
+  return base + ".rank" + std::to_string(rank) + ext;
+}
+
 std::vector<std::pair<int64_t, std::string>>
-listCheckpoints(const std::string &dir) {
+listCheckpoints(const std::string &dir, int rank = 0) {
   std::vector<std::pair<int64_t, std::string>> found;
   DIR *d = opendir(dir.c_str());
   if (!d)
     return found;
-  static const std::regex kName("ckpt-([0-9]+)\\.otcc");
+  const std::regex kName(
+      rank == 0 ? std::string("ckpt-([0-9]+)\\.otcc")
+                : "ckpt-([0-9]+)\\.rank" + std::to_string(rank) + "\\.otcc");
   while (dirent *e = readdir(d)) {
     std::cmatch m;
     if (std::regex_match(e->d_name, m, kName))
@@ -475,6 +492,8 @@ void Run::resume() {
     return;
   LoaderExtra extra;
   size_t extraBytes = 0;
+  if (m_.hasPerRankState() && world_ > 1)
+    path = rankPath(path, rank_);
   otc_status_t st = otc_session_load_checkpoint(
       session_.get(), path.c_str(), &extra, sizeof extra, &extraBytes);
   if (st) {
@@ -540,14 +559,21 @@ void Run::saveCheckpoint() {
       o_.checkpointDir + "/ckpt-" + std::to_string(step) + ".otcc";
   int exitCode = 0;
   // Ranks hold identical weights: rank 0 writes, the others wait for it.
+  // Per-rank state (error-feedback residuals) makes every rank write its
+  // own file.
+  bool perRank = m_.hasPerRankState() && world_ > 1;
   bool ok = allRanks(comm_, exitCode, [&] {
-    if (rank_ != 0)
+    if (rank_ != 0 && !perRank)
       return;
-    makeDirs(o_.checkpointDir);
+    if (rank_ == 0)
+      makeDirs(o_.checkpointDir);
+    if (perRank) // the folder exists before the other ranks write into it
+      throwIfError(otc_comm_barrier(comm_));
     std::vector<uint8_t> extra = loaderExtra();
-    throwIfError(otc_session_save_checkpoint(session_.get(), path.c_str(),
-                                             extra.data(), extra.size()));
-    auto all = listCheckpoints(o_.checkpointDir);
+    throwIfError(otc_session_save_checkpoint(
+        session_.get(), rankPath(path, rank_).c_str(), extra.data(),
+        extra.size()));
+    auto all = listCheckpoints(o_.checkpointDir, rank_);
     for (size_t i = 0; i + 2 < all.size(); ++i)
       std::remove(all[i].second.c_str());
   });

@@ -110,6 +110,13 @@ const TensorSpec *Manifest::findInput(const std::string &name) const {
   return nullptr;
 }
 
+bool Manifest::hasPerRankState() const {
+  for (const TensorSpec &t : state)
+    if (t.role == "residual")
+      return true;
+  return false;
+}
+
 const TensorSpec *Manifest::inputWithRole(const std::string &role) const {
   for (const TensorSpec &t : inputs)
     if (t.role == role)

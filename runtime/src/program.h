@@ -71,6 +71,9 @@ struct Manifest {
   const TensorSpec *findParam(const std::string &name) const;
   const TensorSpec *findInput(const std::string &name) const;
   const TensorSpec *inputWithRole(const std::string &role) const;
+  /// True when some state differs between ranks (error-feedback residuals):
+  /// checkpoints are then written per rank.
+  bool hasPerRankState() const;
 };
 
 /// Parses and validates a manifest against the arena size of its entry.
