@@ -18,11 +18,6 @@ using namespace otc;
 
 namespace {
 
-bool isOptimizerUpdate(Operation *op) {
-  return llvm::isa<graph::SgdUpdateOp, graph::MomentumUpdateOp,
-                   graph::AdamUpdateOp, graph::AdamWUpdateOp>(op);
-}
-
 struct BucketGradients : otc::impl::BucketGradientsBase<BucketGradients> {
   using Base::Base;
 
@@ -38,7 +33,7 @@ struct BucketGradients : otc::impl::BucketGradientsBase<BucketGradients> {
     Block &block = fn.front();
     SmallVector<Operation *> updates;
     for (Operation &op : block)
-      if (isOptimizerUpdate(&op))
+      if (graph::isOptimizerUpdate(&op))
         updates.push_back(&op);
     if (updates.empty())
       return;

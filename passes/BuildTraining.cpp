@@ -33,6 +33,16 @@ SmallVector<StringRef> stateSlots(StringRef optimizer) {
   return {};
 }
 
+/// The argument attributes of `fn`, an empty dictionary where it has none.
+SmallVector<DictionaryAttr> argAttrDicts(func::FuncOp fn) {
+  SmallVector<DictionaryAttr> attrs;
+  for (unsigned i = 0; i < fn.getNumArguments(); ++i)
+    attrs.push_back(fn.getArgAttrDict(i)
+                        ? fn.getArgAttrDict(i)
+                        : DictionaryAttr::get(fn.getContext()));
+  return attrs;
+}
+
 struct BuildTraining : otc::impl::BuildTrainingBase<BuildTraining> {
   using Base::Base;
 
@@ -140,11 +150,7 @@ LogicalResult BuildTraining::buildTrainStep(ModuleOp module,
       paramArgs.push_back(i);
   SmallVector<StringRef> slots = stateSlots(optimizer);
   SmallVector<Type> argTypes(forward.getArgumentTypes());
-  SmallVector<DictionaryAttr> argAttrs;
-  for (unsigned i = 0; i < forward.getNumArguments(); ++i)
-    argAttrs.push_back(forward.getArgAttrDict(i)
-                           ? forward.getArgAttrDict(i)
-                           : DictionaryAttr::get(ctx));
+  SmallVector<DictionaryAttr> argAttrs = argAttrDicts(forward);
   int labelArg = -1;
   if (Type t = labelType(forward)) {
     labelArg = argTypes.size();
@@ -299,11 +305,7 @@ LogicalResult BuildTraining::buildEvalStep(ModuleOp module,
   OpBuilder b(ctx);
   b.setInsertionPointAfter(forward);
   SmallVector<Type> argTypes(forward.getArgumentTypes());
-  SmallVector<DictionaryAttr> argAttrs;
-  for (unsigned i = 0; i < forward.getNumArguments(); ++i)
-    argAttrs.push_back(forward.getArgAttrDict(i)
-                           ? forward.getArgAttrDict(i)
-                           : DictionaryAttr::get(ctx));
+  SmallVector<DictionaryAttr> argAttrs = argAttrDicts(forward);
   Type lt = labelType(forward);
   if (lt) {
     argTypes.push_back(lt);

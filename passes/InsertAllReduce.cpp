@@ -30,8 +30,7 @@ struct InsertAllReduce : otc::impl::InsertAllReduceBase<InsertAllReduce> {
       return;
     // The gradient is operand 1 of every optimizer update.
     module.walk([&](Operation *op) {
-      if (!llvm::isa<graph::SgdUpdateOp, graph::MomentumUpdateOp,
-                     graph::AdamUpdateOp, graph::AdamWUpdateOp>(op))
+      if (!graph::isOptimizerUpdate(op))
         return;
       OpBuilder b(op);
       Value avg = b.create<dist::AllReduceOp>(

@@ -37,11 +37,6 @@ StringRef kernelFor(Operation *op) {
   return name;
 }
 
-bool isOptimizerUpdate(Operation *op) {
-  return llvm::isa<graph::SgdUpdateOp, graph::MomentumUpdateOp,
-                   graph::AdamUpdateOp, graph::AdamWUpdateOp>(op);
-}
-
 /// True when `op` is the last reader of `v` in its block, so `v`'s buffer
 /// may be overwritten by `op`.
 bool isLastUse(Value v, Operation *op) {
@@ -76,7 +71,7 @@ struct KernelPattern : ConversionPattern {
   matchAndRewrite(Operation *op, ArrayRef<Value> operands,
                   ConversionPatternRewriter &rewriter) const override {
     if (!llvm::isa<graph::GraphDialect>(op->getDialect()) ||
-        llvm::isa<graph::ConstantOp>(op) || isOptimizerUpdate(op))
+        llvm::isa<graph::ConstantOp>(op) || graph::isOptimizerUpdate(op))
       return rewriter.notifyMatchFailure(op, "not a plain kernel op");
     StringRef kernel = kernelFor(op);
     if (!exec::isKnownKernel(kernel))
@@ -117,7 +112,7 @@ struct UpdatePattern : ConversionPattern {
   LogicalResult
   matchAndRewrite(Operation *op, ArrayRef<Value> operands,
                   ConversionPatternRewriter &rewriter) const override {
-    if (!isOptimizerUpdate(op))
+    if (!graph::isOptimizerUpdate(op))
       return rewriter.notifyMatchFailure(op, "not an optimizer update");
     // Operands: param, grad, state...; results: param, state...
     SmallVector<Value> outs{

@@ -32,4 +32,13 @@ broadcastShapes(llvm::ArrayRef<int64_t> a, llvm::ArrayRef<int64_t> b);
 #define GET_OP_CLASSES
 #include "dialects/graph/GraphOps.h.inc"
 
+namespace otc::graph {
+/// The optimizer updates: operand 0 is the parameter, operand 1 its
+/// gradient, the rest optimizer state; results mirror them.
+inline bool isOptimizerUpdate(mlir::Operation *op) {
+  return llvm::isa<SgdUpdateOp, MomentumUpdateOp, AdamUpdateOp,
+                   AdamWUpdateOp>(op);
+}
+} // namespace otc::graph
+
 #endif // OTC_DIALECTS_GRAPH_GRAPHDIALECT_H

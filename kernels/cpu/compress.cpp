@@ -114,17 +114,17 @@ struct EncodeInt8 {
 
 template <class Enc, class Idx> struct Scratch {
   Scratch(int64_t unit, bool sparse)
-      : q(new typename Enc::Stored[size_t(unit)]), dec(new float[size_t(unit)]) {
+      : q(new typename Enc::Stored[size_t(unit)]),
+        dec(new float[size_t(unit)]) {
     if (!sparse)
       return;
     keys.reset(new int32_t[size_t(unit)]);
-    candKeys.reset(new int32_t[size_t(unit)]);
+    candKeys.reset(new int32_t[size_t(unit + 8)]);
     cand.reset(new uint32_t[size_t(unit)]);
     idx.reset(new uint32_t[size_t(unit)]);
     packed.reset(new Idx[size_t(unit)]);
     kept.reset(new float[size_t(unit)]);
     bitmap.reset(new uint32_t[size_t(unit / 32 + 1)]);
-    flags.reset(new uint8_t[size_t(unit + 8)]);
   }
   std::unique_ptr<typename Enc::Stored[]> q; ///< encoded values
   std::unique_ptr<float[]> dec;              ///< decoded values
@@ -135,7 +135,6 @@ template <class Enc, class Idx> struct Scratch {
   std::unique_ptr<Idx[]> packed;             ///< the same as stored
   std::unique_ptr<float[]> kept;             ///< kept values, gathered
   std::unique_ptr<uint32_t[]> bitmap;        ///< RANDOMK: chosen indices
-  std::unique_ptr<uint8_t[]> flags;          ///< top-k: candidate flags
 };
 
 //===--- Selections -------------------------------------------------------===//
@@ -146,20 +145,6 @@ template <class Enc, class Idx> struct Scratch {
 struct SelectAll {
   static constexpr bool kSparse = false;
 };
-
-/// Writes to idx, ascending, the i in [0, m) with flag[i] != 0; flag is
-/// padded with zeros to a multiple of 8. Words of 8 flags are skipped when
-/// empty, so the cost follows the number of set flags.
-inline int64_t compactFlags(const uint8_t *flag, int64_t m, uint32_t *idx) {
-  int64_t c = 0;
-  for (int64_t base = 0; base < m; base += 8) {
-    uint64_t word;
-    std::memcpy(&word, flag + base, 8);
-    for (; word != 0; word &= word - 1)
-      idx[c++] = uint32_t(base + (__builtin_ctzll(word) >> 3));
-  }
-  return c;
-}
 
 struct SelectTopK {
   static constexpr bool kSparse = true;
@@ -175,8 +160,8 @@ struct SelectTopK {
   /// index first. On gradient-like data that is two or three counts over
   /// the block and some twenty over about 1.5k candidates.
   template <class S>
-  static int64_t select(const float *v, int64_t m, int64_t k, int64_t,
-                        uint64_t, S &s, uint32_t *idx) {
+  static int64_t select(const float *v, int64_t m, int64_t k, int64_t, uint64_t,
+                        S &s, uint32_t *idx) {
     if (m <= k) {
       for (int64_t i = 0; i < m; ++i)
         idx[i] = uint32_t(i);
@@ -217,36 +202,51 @@ struct SelectTopK {
         hi = mid;
       }
     }
+    // The candidates in index order, with their keys (branch-free
+    // compaction: stores are unconditional, the cursor moves for matches).
     const int32_t low = lo << kShift;
-    uint8_t *flag = s.flags.get();
-#pragma omp simd
-    for (int64_t i = 0; i < m; ++i)
-      flag[i] = a[i] >= low;
-    std::fill(flag + m, flag + ((m + 7) & ~int64_t(7)), uint8_t(0));
     uint32_t *cand = s.cand.get();
-    nc = compactFlags(flag, m, cand); // the same count
+    int32_t *w = s.candKeys.get();
+    nc = 0;
+    for (int64_t i = 0; i < m; ++i) {
+      cand[nc] = uint32_t(i);
+      w[nc] = a[i];
+      nc += a[i] >= low;
+    }
     if (nc == k) {
       std::copy(cand, cand + k, idx);
       return k;
     }
     // t: the largest pattern with at least k candidates at or above it,
     // that is the k-th largest. Its bits above the highest that varies in
-    // [L, H) are L's; the others are set from the top down, each decided by
-    // a branch-free count over the candidates (nth_element's unpredictable
-    // branches cost more on fresh data).
-    int32_t *w = s.candKeys.get();
-    for (int64_t j = 0; j < nc; ++j)
-      w[j] = a[cand[j]];
-    const uint32_t lowKey = uint32_t(low), highKey = (uint32_t(hi) << kShift) - 1;
+    // [L, H) are L's; the others are set from the top down, two a pass,
+    // each pass three branch-free counts over the candidates (the
+    // unpredictable branches of nth_element cost more on fresh data). The
+    // candidates are padded to whole vectors with keys no probe (> 0)
+    // reaches.
+    const int64_t padded = (nc + 7) & ~int64_t(7);
+    std::fill(w + nc, w + padded, -1);
+    const uint32_t lowKey = uint32_t(low),
+                   highKey = (uint32_t(hi) << kShift) - 1;
     const int varying = 31 - __builtin_clz(lowKey ^ highKey);
     uint32_t tBits = lowKey & ~((2u << varying) - 1u);
-    for (int b = varying; b >= 0; --b) {
-      const int32_t probe = int32_t(tBits | (1u << b));
-      int32_t n = 0;
-#pragma omp simd reduction(+ : n)
-      for (int64_t j = 0; j < nc; ++j)
-        n += w[j] >= probe;
-      tBits = n >= k ? uint32_t(probe) : tBits;
+    for (int b = varying; b >= 0; b -= 2) {
+      const int shift = b > 0 ? b - 1 : 0;
+      const uint32_t step = 1u << shift;
+      const int32_t p1 = int32_t(tBits | step), p2 = int32_t(tBits | 2 * step),
+                    p3 = int32_t(tBits | 3 * step);
+      int32_t n1 = 0, n2 = 0, n3 = 0;
+#pragma omp simd reduction(+ : n1, n2, n3)
+      for (int64_t j = 0; j < padded; ++j) {
+        n1 += w[j] >= p1;
+        n2 += w[j] >= p2;
+        n3 += w[j] >= p3;
+      }
+      // With b == 0 only p1 is a one-bit step; p2, p3 would set bit 1.
+      tBits = b > 0 && n3 >= k   ? uint32_t(p3)
+              : b > 0 && n2 >= k ? uint32_t(p2)
+              : n1 >= k          ? uint32_t(p1)
+                                 : tBits;
     }
     const int32_t t = int32_t(tBits);
     int64_t above = 0, equal = 0;
@@ -259,12 +259,12 @@ struct SelectTopK {
     if (ties == equal) { // every candidate equal to t is kept
       for (int64_t j = 0; j < nc; ++j) {
         idx[c] = cand[j];
-        c += a[cand[j]] >= t;
+        c += w[j] >= t;
       }
       return c;
     }
     for (int64_t j = 0; j < nc; ++j) {
-      const int32_t x = a[cand[j]];
+      const int32_t x = w[j];
       const bool tie = x == t && ties > 0;
       ties -= tie;
       idx[c] = cand[j];
@@ -282,8 +282,8 @@ struct SelectRandomK {
     const int64_t words = (m + 31) / 32;
     uint32_t *bits = s.bitmap.get();
     std::fill(bits, bits + words, 0u);
-    sampleSubset(randomKey(seed, block), uint32_t(m),
-                 uint32_t(std::min(k, m)), bits);
+    sampleSubset(randomKey(seed, block), uint32_t(m), uint32_t(std::min(k, m)),
+                 bits);
     int64_t c = 0;
     for (int64_t w = 0; w < words; ++w)
       for (uint32_t b = bits[w]; b != 0; b &= b - 1)
@@ -341,7 +341,8 @@ void compressBlock(const Layout &l, uint64_t seed, int64_t block,
   // Payload: [scale] [k indices] values; sparse and INT8 blocks are padded
   // to their fixed slot count with zeros.
   const int64_t slots = l.elementwise() ? m : l.k;
-  std::fill(q + c, q + slots, Stored(0));
+  if (c < slots) // a short last block
+    std::fill(q + c, q + slots, Stored(0));
   unsigned char *p = out;
   if constexpr (Enc::kScaled) {
     std::memcpy(p, &scale, sizeof(float));
@@ -353,7 +354,8 @@ void compressBlock(const Layout &l, uint64_t seed, int64_t block,
 #pragma omp simd
     for (int64_t j = 0; j < c; ++j)
       packed[j] = Idx(idx[j]);
-    std::fill(packed + c, packed + l.k, Idx(0));
+    if (c < l.k)
+      std::fill(packed + c, packed + l.k, Idx(0));
     std::memcpy(p, packed, size_t(l.k) * sizeof(Idx));
     p += l.k * int64_t(sizeof(Idx));
   }
@@ -513,8 +515,8 @@ extern "C" int64_t otck_compress_k(const otck_compress_config *config) {
   return makeLayout(config, &l) ? l.k : -1;
 }
 
-extern "C" int64_t otck_compress_payload_bytes(const otck_compress_config *config,
-                                               int64_t n) {
+extern "C" int64_t
+otck_compress_payload_bytes(const otck_compress_config *config, int64_t n) {
   Layout l;
   if (!makeLayout(config, &l) || n < 0)
     return -1;

@@ -67,7 +67,7 @@ int main(int argc, char **argv) {
   c.seed = 0;
   const int64_t pbytes = otck_compress_payload_bytes(&c, n);
   std::vector<unsigned char> payload(static_cast<size_t>(pbytes));
-  const int reps = 5;
+  const int reps = 10;
 
   // Touch everything once so that page faults are not timed.
   std::memcpy(dst.data(), src.data(), bytes);
@@ -94,8 +94,8 @@ int main(int argc, char **argv) {
               (long long)pbytes, double(bytes) / double(pbytes));
   std::printf("  memcpy                      %8.2f ms  %6.2f GB/s\n",
               tCopy * 1e3, gb / tCopy);
-  std::printf("  compress (error feedback)   %8.2f ms  %6.2f GB/s\n",
-              tEf * 1e3, gb / tEf);
+  std::printf("  compress (error feedback)   %8.2f ms  %6.2f GB/s\n", tEf * 1e3,
+              gb / tEf);
   std::printf("  compress (no residual)      %8.2f ms  %6.2f GB/s\n",
               tNoEf * 1e3, gb / tNoEf);
   std::printf("  decompress-sum (1 payload)  %8.2f ms  %6.2f GB/s\n",

@@ -79,9 +79,14 @@ OTCK_HD int64_t keptPerBlock(float ratio, int64_t blockSize) {
 inline bool makeLayout(const otck_compress_config *config, Layout *layout) {
   if (!config || config->block_size < 1 || config->block_size > 65536)
     return false;
+  // Read as an int: C callers may pass any value, which C++ may not load
+  // as the enum.
+  static_assert(sizeof(otck_compress_method) == sizeof(int), "C enum ABI");
+  int method;
+  memcpy(&method, &config->method, sizeof(int));
   const int64_t b = config->block_size;
-  Layout l = {config->method, b, b, 0, 4, 0, 0};
-  switch (config->method) {
+  Layout l = {OTCK_COMPRESS_NONE, b, b, 0, 4, 0, 0};
+  switch (method) {
   case OTCK_COMPRESS_NONE:
     break;
   case OTCK_COMPRESS_FP16:
@@ -100,7 +105,7 @@ inline bool makeLayout(const otck_compress_config *config, Layout *layout) {
       return false;
     l.k = keptPerBlock(config->ratio, b);
     l.idxBytes = b > 256 ? 2 : 1;
-    if (config->method == OTCK_COMPRESS_TOPK_INT8) {
+    if (method == OTCK_COMPRESS_TOPK_INT8) {
       l.valBytes = 1;
       l.scaleBytes = 4;
     }
@@ -108,6 +113,7 @@ inline bool makeLayout(const otck_compress_config *config, Layout *layout) {
   default:
     return false;
   }
+  l.method = otck_compress_method(method);
   l.blockBytes = l.scaleBytes + l.k * (l.idxBytes + l.valBytes);
   *layout = l;
   return true;
@@ -118,9 +124,7 @@ OTCK_HD bool isNonFinite(float x) {
 }
 
 /// |x| as its bit pattern: for non-NaN floats, ordered as |x|.
-OTCK_HD uint32_t absBits(float x) {
-  return bitsOf<uint32_t>(x) & 0x7fffffffu;
-}
+OTCK_HD uint32_t absBits(float x) { return bitsOf<uint32_t>(x) & 0x7fffffffu; }
 
 //===--- fp16 / bf16, round to nearest even ------------------------------===//
 
@@ -133,12 +137,11 @@ OTCK_HD uint16_t floatToHalf(float f) {
   const uint32_t normal = (ax - 0x38000000u + 0xfffu + ((ax >> 13) & 1u)) >> 13;
   // |f| < 2^-14: in 0.5 + |f| the float spacing is 2^-24, the half
   // subnormal step, so the FPU's own rounding does the work.
-  const uint32_t sub =
-      bitsOf<uint32_t>(bitsOf<float>(ax) + 0.5f) - 0x3f000000u;
+  const uint32_t sub = bitsOf<uint32_t>(bitsOf<float>(ax) + 0.5f) - 0x3f000000u;
   const uint32_t nan = 0x7e00u | ((ax >> 13) & 0x3ffu); // quiet, keeps payload
   // 0x477ff000 is 65520, halfway between 65504 and 2^16: ties to even, inf.
-  const uint32_t h = ax < 0x38800000u   ? sub
-                     : ax < 0x477ff000u ? normal
+  const uint32_t h = ax < 0x38800000u    ? sub
+                     : ax < 0x477ff000u  ? normal
                      : ax <= 0x7f800000u ? 0x7c00u
                                          : nan;
   return uint16_t(sign | h);
@@ -161,7 +164,9 @@ OTCK_HD uint16_t floatToBf16(float f) {
   return uint16_t((x & 0x7fffffffu) > 0x7f800000u ? nan : rounded);
 }
 
-OTCK_HD float bf16ToFloat(uint16_t h) { return bitsOf<float>(uint32_t(h) << 16); }
+OTCK_HD float bf16ToFloat(uint16_t h) {
+  return bitsOf<float>(uint32_t(h) << 16);
+}
 
 //===--- int8 -------------------------------------------------------------===//
 
@@ -181,9 +186,7 @@ OTCK_HD int8_t quantizeInt8(float v, float scale) {
   return int8_t(int32_t(x));
 }
 
-OTCK_HD float dequantizeInt8(int8_t q, float scale) {
-  return float(q) * scale;
-}
+OTCK_HD float dequantizeInt8(int8_t q, float scale) { return float(q) * scale; }
 
 //===--- RANDOMK ----------------------------------------------------------===//
 

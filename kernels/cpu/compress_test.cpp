@@ -402,9 +402,8 @@ constexpr size_t kGuard = 64;
     for (int64_t i = 0; i < n; ++i)
       v[sz(i)] = g[sz(i)] + r[sz(i)];
   }
-  const int rc =
-      otck_compress_f32(&c, n, g.data(), r0 ? r.data() : nullptr,
-                        payload.data());
+  const int rc = otck_compress_f32(&c, n, g.data(), r0 ? r.data() : nullptr,
+                                   payload.data());
   if (rc != 0)
     return ::testing::AssertionFailure() << "returned " << rc;
   for (size_t i = 0; i < kGuard; ++i)
@@ -440,12 +439,12 @@ constexpr size_t kGuard = 64;
     if (isInt8(c.method) && ref.kept[sz(i)] &&
         s >= std::numeric_limits<float>::min()) {
       const double err = std::fabs(double(dec) - double(x));
-      const double bound =
-          0.5 * double(s) * (1.0 + 1e-6) + std::ldexp(std::fabs(double(x)), -23);
+      const double bound = 0.5 * double(s) * (1.0 + 1e-6) +
+                           std::ldexp(std::fabs(double(x)), -23);
       if (err > bound)
         return ::testing::AssertionFailure()
-               << "int8 error " << err << " > scale/2 = " << 0.5 * s
-               << " at " << i;
+               << "int8 error " << err << " > scale/2 = " << 0.5 * s << " at "
+               << i;
     }
   }
   if (!r0)
@@ -476,15 +475,14 @@ constexpr size_t kGuard = 64;
 }
 
 const otck_compress_method kAllMethods[] = {
-    OTCK_COMPRESS_NONE,      OTCK_COMPRESS_FP16, OTCK_COMPRESS_BF16,
-    OTCK_COMPRESS_INT8,      OTCK_COMPRESS_TOPK, OTCK_COMPRESS_TOPK_INT8,
+    OTCK_COMPRESS_NONE,   OTCK_COMPRESS_FP16, OTCK_COMPRESS_BF16,
+    OTCK_COMPRESS_INT8,   OTCK_COMPRESS_TOPK, OTCK_COMPRESS_TOPK_INT8,
     OTCK_COMPRESS_RANDOMK};
 
-class CompressMethod : public ::testing::TestWithParam<otck_compress_method> {
-};
+class CompressMethod : public ::testing::TestWithParam<otck_compress_method> {};
 
-std::string methodParamName(
-    const ::testing::TestParamInfo<otck_compress_method> &info) {
+std::string
+methodParamName(const ::testing::TestParamInfo<otck_compress_method> &info) {
   return methodName(info.param);
 }
 
@@ -648,9 +646,9 @@ TEST_P(CompressMethod, NonFiniteReturnsOneAndKeepsTheResidual) {
     int64_t at;
     float g, r;
   };
-  for (Case cs : {Case{0, kNaN, 0.0f}, Case{n - 1, -kInf, 0.0f},
-                  Case{5000, 1.0f, kNaN}, Case{77777, 1.0f, kInf},
-                  Case{123, 3e38f, 3e38f}}) {
+  for (Case cs :
+       {Case{0, kNaN, 0.0f}, Case{n - 1, -kInf, 0.0f}, Case{5000, 1.0f, kNaN},
+        Case{77777, 1.0f, kInf}, Case{123, 3e38f, 3e38f}}) {
     std::vector<float> g = g0, r = r0;
     g[sz(cs.at)] = cs.g;
     r[sz(cs.at)] = cs.r;
@@ -796,23 +794,23 @@ TEST(CompressConvert, HalfEdgeValues) {
       {-0.0f, 0x8000},
       {1.0f, 0x3c00},
       {-2.0f, 0xc000},
-      {65504.0f, 0x7bff},          // largest half
-      {65519.99f, 0x7bff},         // just below the tie
-      {65520.0f, 0x7c00},          // tie to even: overflows
-      {1e6f, 0x7c00},              // overflow
-      {-1e6f, 0xfc00},             //
-      {kInf, 0x7c00},              //
-      {-kInf, 0xfc00},             //
-      {std::ldexp(1.0f, -14), 0x0400},  // smallest normal
-      {std::ldexp(1.0f, -24), 0x0001},  // smallest subnormal
-      {std::ldexp(1.0f, -25), 0x0000},  // tie to even: zero
-      {std::ldexp(1.5f, -25), 0x0001},  // above the tie
-      {std::ldexp(3.0f, -25), 0x0002},  // 1.5 steps: tie to even (2)
-      {std::ldexp(5.0f, -25), 0x0002},  // 2.5 steps: tie to even (2)
-      {std::ldexp(1023.0f, -24), 0x03ff}, // largest subnormal
-      {std::ldexp(1023.5f, -24), 0x0400}, // rounds up into the normals
-      {kDenormMin, 0x0000},                // float denormal
-      {-kDenormMin, 0x8000},               //
+      {65504.0f, 0x7bff},                     // largest half
+      {65519.99f, 0x7bff},                    // just below the tie
+      {65520.0f, 0x7c00},                     // tie to even: overflows
+      {1e6f, 0x7c00},                         // overflow
+      {-1e6f, 0xfc00},                        //
+      {kInf, 0x7c00},                         //
+      {-kInf, 0xfc00},                        //
+      {std::ldexp(1.0f, -14), 0x0400},        // smallest normal
+      {std::ldexp(1.0f, -24), 0x0001},        // smallest subnormal
+      {std::ldexp(1.0f, -25), 0x0000},        // tie to even: zero
+      {std::ldexp(1.5f, -25), 0x0001},        // above the tie
+      {std::ldexp(3.0f, -25), 0x0002},        // 1.5 steps: tie to even (2)
+      {std::ldexp(5.0f, -25), 0x0002},        // 2.5 steps: tie to even (2)
+      {std::ldexp(1023.0f, -24), 0x03ff},     // largest subnormal
+      {std::ldexp(1023.5f, -24), 0x0400},     // rounds up into the normals
+      {kDenormMin, 0x0000},                   // float denormal
+      {-kDenormMin, 0x8000},                  //
       {1.0f + std::ldexp(1.0f, -11), 0x3c00}, // tie to even (down)
       {1.0f + std::ldexp(3.0f, -11), 0x3c02}, // tie to even (up)
       {2049.0f, 0x6800},                      // 2048: tie to even
@@ -869,8 +867,7 @@ TEST(CompressConvert, Bf16EdgeValuesAndSweep) {
   };
   for (const Case &c : cases) {
     EXPECT_EQ(cf::floatToBf16(fromBits(c.x)), c.h) << std::hex << c.x;
-    EXPECT_EQ(refBf16(fromBits(c.x)), c.h) << "reference, " << std::hex
-                                           << c.x;
+    EXPECT_EQ(refBf16(fromBits(c.x)), c.h) << "reference, " << std::hex << c.x;
   }
   EXPECT_EQ(cf::floatToBf16(fromBits(0x7f800001u)), 0x7fc0); // NaN, not inf
   EXPECT_EQ(cf::floatToBf16(fromBits(0xffc00000u)), 0xffc0);

@@ -59,22 +59,14 @@ struct EncodeF32 {
 
 struct EncodeF16 {
   using Stored = uint16_t;
-  __device__ static Stored encode(float v, float) {
-    return cf::floatToHalf(v);
-  }
-  __device__ static float decode(Stored q, float) {
-    return cf::halfToFloat(q);
-  }
+  __device__ static Stored encode(float v, float) { return cf::floatToHalf(v); }
+  __device__ static float decode(Stored q, float) { return cf::halfToFloat(q); }
 };
 
 struct EncodeBF16 {
   using Stored = uint16_t;
-  __device__ static Stored encode(float v, float) {
-    return cf::floatToBf16(v);
-  }
-  __device__ static float decode(Stored q, float) {
-    return cf::bf16ToFloat(q);
-  }
+  __device__ static Stored encode(float v, float) { return cf::floatToBf16(v); }
+  __device__ static float decode(Stored q, float) { return cf::bf16ToFloat(q); }
 };
 
 struct EncodeInt8 {
@@ -98,7 +90,8 @@ struct SelectRandomK {
   static constexpr bool kSparse = true, kRandom = true;
 };
 
-//===--- Block-wide primitives (blockDim.x a multiple of 32, <= 256) -------===//
+//===--- Block-wide primitives (blockDim.x a multiple of 32, <= 256)
+//-------===//
 
 struct Shared {
   uint32_t hist[256];
@@ -127,8 +120,7 @@ __device__ uint32_t blockMax(uint32_t x, Shared &sh) {
 }
 
 /// Exclusive prefix sum over the block in thread order; `total` gets the sum.
-__device__ uint32_t blockExclusiveSum(uint32_t x, uint32_t &total,
-                                      Shared &sh) {
+__device__ uint32_t blockExclusiveSum(uint32_t x, uint32_t &total, Shared &sh) {
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
   uint32_t incl = x;
   for (int o = 1; o < 32; o <<= 1) {
@@ -232,8 +224,7 @@ __device__ bool skipped(const int *flag) {
 
 template <class Enc>
 __global__ void elementwiseCompress(int64_t n, const float *g, float *r,
-                                    typename Enc::Stored *q,
-                                    const int *flag) {
+                                    typename Enc::Stored *q, const int *flag) {
   if (skipped(flag))
     return;
   const int64_t stride = int64_t(gridDim.x) * blockDim.x;
@@ -250,9 +241,9 @@ __global__ void elementwiseCompress(int64_t n, const float *g, float *r,
 /// The sparse part of blockCompress: selection, then the kept elements.
 template <class Sel, class Enc, class Idx>
 __device__ void compressSparse(const Layout &l, int64_t block, int m,
-                               const float *v, float *rb,
-                               unsigned char *idxOut, float scale,
-                               uint64_t seed, Shared &sh, uint32_t *bitmap) {
+                               const float *v, float *rb, unsigned char *idxOut,
+                               float scale, uint64_t seed, Shared &sh,
+                               uint32_t *bitmap) {
   using Stored = typename Enc::Stored;
   const int tid = threadIdx.x, nt = blockDim.x;
   unsigned char *valOut = idxOut + l.k * sizeof(Idx);
@@ -289,12 +280,11 @@ __device__ void compressSparse(const Layout &l, int64_t block, int m,
       }
     }
     uint32_t total;
-    const uint32_t before =
-        blockExclusiveSum(above | (equal << 16), total, sh);
+    const uint32_t before = blockExclusiveSum(above | (equal << 16), total, sh);
     const uint32_t equalBefore = equalRun + (before >> 16);
     if (above || (equal && equalBefore < uint32_t(ties))) {
-      const uint32_t slot = aboveRun + (before & 0xffffu) +
-                            min(equalBefore, uint32_t(ties));
+      const uint32_t slot =
+          aboveRun + (before & 0xffffu) + min(equalBefore, uint32_t(ties));
       const Stored q = Enc::encode(v[i], scale);
       storeBytes(idxOut + slot * sizeof(Idx), Idx(i));
       storeBytes(valOut + slot * sizeof(Stored), q);
@@ -508,24 +498,20 @@ otck_cuda_compress_f32(const otck_compress_config *config, int64_t n,
         n, d_g, d_residual, static_cast<uint16_t *>(d_payload), d_nonfinite);
     break;
   case OTCK_COMPRESS_INT8:
-    launchBlockCompress<SelectAll, EncodeInt8>(l, n, d_g, d_residual,
-                                               d_payload, d_nonfinite,
-                                               config->seed, stream);
+    launchBlockCompress<SelectAll, EncodeInt8>(
+        l, n, d_g, d_residual, d_payload, d_nonfinite, config->seed, stream);
     break;
   case OTCK_COMPRESS_TOPK:
-    launchBlockCompress<SelectTopK, EncodeF32>(l, n, d_g, d_residual,
-                                               d_payload, d_nonfinite,
-                                               config->seed, stream);
+    launchBlockCompress<SelectTopK, EncodeF32>(
+        l, n, d_g, d_residual, d_payload, d_nonfinite, config->seed, stream);
     break;
   case OTCK_COMPRESS_TOPK_INT8:
-    launchBlockCompress<SelectTopK, EncodeInt8>(l, n, d_g, d_residual,
-                                                d_payload, d_nonfinite,
-                                                config->seed, stream);
+    launchBlockCompress<SelectTopK, EncodeInt8>(
+        l, n, d_g, d_residual, d_payload, d_nonfinite, config->seed, stream);
     break;
   case OTCK_COMPRESS_RANDOMK:
-    launchBlockCompress<SelectRandomK, EncodeF32>(l, n, d_g, d_residual,
-                                                  d_payload, d_nonfinite,
-                                                  config->seed, stream);
+    launchBlockCompress<SelectRandomK, EncodeF32>(
+        l, n, d_g, d_residual, d_payload, d_nonfinite, config->seed, stream);
     break;
   }
   return cudaGetLastError();
@@ -533,8 +519,8 @@ otck_cuda_compress_f32(const otck_compress_config *config, int64_t n,
 
 extern "C" cudaError_t
 otck_cuda_decompress_sum_f32(const otck_compress_config *config, int64_t n,
-                             const void *d_payloads, int64_t count,
-                             float scale, float *d_out, cudaStream_t stream) {
+                             const void *d_payloads, int64_t count, float scale,
+                             float *d_out, cudaStream_t stream) {
   Layout l;
   if (!cf::makeLayout(config, &l) || n < 0 || l.blocks(n) > INT_MAX)
     return cudaErrorInvalidValue;
@@ -558,8 +544,8 @@ otck_cuda_decompress_sum_f32(const otck_compress_config *config, int64_t n,
         n, reinterpret_cast<const uint16_t *>(p), count, scale, d_out);
     break;
   case OTCK_COMPRESS_INT8:
-    int8Decompress<<<grid, kMaxThreads, 0, stream>>>(l, n, p, l.bytes(n),
-                                                     count, scale, d_out);
+    int8Decompress<<<grid, kMaxThreads, 0, stream>>>(l, n, p, l.bytes(n), count,
+                                                     scale, d_out);
     break;
   case OTCK_COMPRESS_TOPK:
   case OTCK_COMPRESS_RANDOMK:

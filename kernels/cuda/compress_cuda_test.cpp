@@ -156,10 +156,10 @@ void compareOne(const otck_compress_config &c, int64_t n, Data d, bool ef,
             0);
 
   DeviceBuffer dG(sz(n) * 4), dR(sz(n) * 4), dP(sz(bytes) * 3), dFlag(4);
-  ASSERT_CUDA(cudaMemcpy(dG.as<float>(), g.data(), sz(n) * 4,
-                         cudaMemcpyHostToDevice));
-  ASSERT_CUDA(cudaMemcpy(dR.as<float>(), r0.data(), sz(n) * 4,
-                         cudaMemcpyHostToDevice));
+  ASSERT_CUDA(
+      cudaMemcpy(dG.as<float>(), g.data(), sz(n) * 4, cudaMemcpyHostToDevice));
+  ASSERT_CUDA(
+      cudaMemcpy(dR.as<float>(), r0.data(), sz(n) * 4, cudaMemcpyHostToDevice));
   ASSERT_CUDA(cudaMemset(dP.as<void>(), 0x5a, dP.bytes()));
   ASSERT_CUDA(otck_cuda_compress_f32(&c, n, dG.as<float>(),
                                      ef ? dR.as<float>() : nullptr,
@@ -176,8 +176,7 @@ void compareOne(const otck_compress_config &c, int64_t n, Data d, bool ef,
   ASSERT_EQ(flag, 0);
   const int64_t diff = firstDifference(pCpu.data(), pGpu.data(), sz(bytes));
   ASSERT_EQ(diff, -1) << "payload byte " << diff << ": CPU "
-                      << int(pCpu[sz(diff)]) << ", GPU "
-                      << int(pGpu[sz(diff)]);
+                      << int(pCpu[sz(diff)]) << ", GPU " << int(pGpu[sz(diff)]);
   if (ef) {
     const int64_t rd = firstDifference(rCpu.data(), rGpu.data(), sz(n) * 4);
     ASSERT_EQ(rd, -1) << "residual[" << rd / 4 << "]: CPU " << rCpu[sz(rd / 4)]
@@ -216,9 +215,9 @@ class CudaCompress : public ::testing::TestWithParam<otck_compress_method> {};
 TEST_P(CudaCompress, MatchesTheCpuBitForBit) {
   REQUIRE_CUDA_DEVICE();
   const otck_compress_method method = GetParam();
-  const std::vector<float> ratios =
-      isSparse(method) ? std::vector<float>{1e-6f, 0.1f, 1.0f}
-                       : std::vector<float>{1.0f};
+  const std::vector<float> ratios = isSparse(method)
+                                        ? std::vector<float>{1e-6f, 0.1f, 1.0f}
+                                        : std::vector<float>{1.0f};
   unsigned seed = 1;
   for (int64_t b : {7, 32, 255, 256, 257, 1024, 65536})
     for (float ratio : ratios)
@@ -250,16 +249,15 @@ TEST_P(CudaCompress, NonFiniteSetsTheFlagAndKeepsTheResidual) {
   g[54321] = std::numeric_limits<float>::quiet_NaN();
   DeviceBuffer dG(sz(n) * 4), dR(sz(n) * 4), dFlag(4),
       dP(sz(otck_compress_payload_bytes(&c, n)));
-  ASSERT_CUDA(cudaMemcpy(dG.as<float>(), g.data(), sz(n) * 4,
-                         cudaMemcpyHostToDevice));
-  ASSERT_CUDA(cudaMemcpy(dR.as<float>(), r.data(), sz(n) * 4,
-                         cudaMemcpyHostToDevice));
+  ASSERT_CUDA(
+      cudaMemcpy(dG.as<float>(), g.data(), sz(n) * 4, cudaMemcpyHostToDevice));
+  ASSERT_CUDA(
+      cudaMemcpy(dR.as<float>(), r.data(), sz(n) * 4, cudaMemcpyHostToDevice));
   for (bool ef : {true, false}) {
     int flag = 0;
-    ASSERT_CUDA(otck_cuda_compress_f32(&c, n, dG.as<float>(),
-                                       ef ? dR.as<float>() : nullptr,
-                                       dP.as<void>(), dFlag.as<int>(),
-                                       nullptr));
+    ASSERT_CUDA(otck_cuda_compress_f32(
+        &c, n, dG.as<float>(), ef ? dR.as<float>() : nullptr, dP.as<void>(),
+        dFlag.as<int>(), nullptr));
     ASSERT_CUDA(cudaMemcpy(&flag, dFlag.as<int>(), 4, cudaMemcpyDeviceToHost));
     EXPECT_EQ(flag, 1) << (ef ? "with" : "without") << " residual";
   }

@@ -76,7 +76,9 @@ int otck_compress_f32(const otck_compress_config *config, int64_t n,
 
 /* out = scale * sum over `count` payloads (laid back to back, each
  * otck_compress_payload_bytes long: an all-gather's result) of their
- * decompressed buckets. out is overwritten, not accumulated into. */
+ * decompressed buckets. out is overwritten, not accumulated into; count 0
+ * gives zeros. Sums run in payload order, so every rank computes the same
+ * floats. Nothing is written for an invalid config. */
 void otck_decompress_sum_f32(const otck_compress_config *config, int64_t n,
                              const void *payloads, int64_t count, float scale,
                              float *out);
