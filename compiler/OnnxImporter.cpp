@@ -285,56 +285,45 @@ FailureOr<Const> Importer::tensorToConst(const onnx::TensorProto &t,
                             << " elements";
     return success();
   };
+  // raw_data holds n little-endian values of type Raw.
+  auto fromRaw = [&](auto tag, auto &out) -> LogicalResult {
+    using Raw = decltype(tag);
+    if (failed(rawCount(sizeof(Raw))))
+      return failure();
+    for (int64_t i = 0; i < n; ++i) {
+      Raw v;
+      memcpy(&v, raw.data() + sizeof(Raw) * i, sizeof(Raw));
+      out.push_back(v);
+    }
+    return success();
+  };
   switch (t.data_type()) {
   case onnx::TensorProto::FLOAT:
-  case onnx::TensorProto::DOUBLE: {
     c.isFloat = true;
-    bool dbl = t.data_type() == onnx::TensorProto::DOUBLE;
-    if (!raw.empty()) {
-      if (failed(rawCount(dbl ? 8 : 4)))
-        return failure();
-      for (int64_t i = 0; i < n; ++i) {
-        if (dbl) {
-          double v;
-          memcpy(&v, raw.data() + 8 * i, 8);
-          c.floats.push_back(v);
-        } else {
-          float v;
-          memcpy(&v, raw.data() + 4 * i, 4);
-          c.floats.push_back(v);
-        }
-      }
-    } else if (dbl) {
-      c.floats.assign(t.double_data().begin(), t.double_data().end());
-    } else {
+    if (raw.empty())
       c.floats.assign(t.float_data().begin(), t.float_data().end());
-    }
+    else if (failed(fromRaw(float(), c.floats)))
+      return failure();
     break;
-  }
+  case onnx::TensorProto::DOUBLE:
+    c.isFloat = true;
+    if (raw.empty())
+      c.floats.assign(t.double_data().begin(), t.double_data().end());
+    else if (failed(fromRaw(double(), c.floats)))
+      return failure();
+    break;
   case onnx::TensorProto::INT64:
-  case onnx::TensorProto::INT32: {
-    bool i64 = t.data_type() == onnx::TensorProto::INT64;
-    if (!raw.empty()) {
-      if (failed(rawCount(i64 ? 8 : 4)))
-        return failure();
-      for (int64_t i = 0; i < n; ++i) {
-        if (i64) {
-          int64_t v;
-          memcpy(&v, raw.data() + 8 * i, 8);
-          c.ints.push_back(v);
-        } else {
-          int32_t v;
-          memcpy(&v, raw.data() + 4 * i, 4);
-          c.ints.push_back(v);
-        }
-      }
-    } else if (i64) {
+    if (raw.empty())
       c.ints.assign(t.int64_data().begin(), t.int64_data().end());
-    } else {
-      c.ints.assign(t.int32_data().begin(), t.int32_data().end());
-    }
+    else if (failed(fromRaw(int64_t(), c.ints)))
+      return failure();
     break;
-  }
+  case onnx::TensorProto::INT32:
+    if (raw.empty())
+      c.ints.assign(t.int32_data().begin(), t.int32_data().end());
+    else if (failed(fromRaw(int32_t(), c.ints)))
+      return failure();
+    break;
   case onnx::TensorProto::BOOL:
     if (!raw.empty()) {
       if (failed(rawCount(1)))

@@ -62,7 +62,7 @@ bool packIsInPlace(exec::KernelOp k) {
   int64_t offset = bucket.getOffset();
   for (Value member : pack ? k.getIns() : k.getOuts()) {
     auto view = member.getDefiningOp<exec::ViewOp>();
-    if (!view || view.getOffset() != offset)
+    if (!view || static_cast<int64_t>(view.getOffset()) != offset)
       return false;
     offset += byteSize(llvm::cast<MemRefType>(member.getType()));
   }

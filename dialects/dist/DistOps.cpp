@@ -32,7 +32,7 @@ LogicalResult CompressedAllReduceOp::verify() {
   if (getInput().getType().getRank() != 1)
     return emitOpError("expects a flat gradient bucket (rank 1), got ")
            << getInput().getType();
-  int64_t block = getBlockSize();
+  int64_t block = getBlockSizeAttr().getInt();
   if (block < 1 || block > 65536)
     return emitOpError("block_size must be in [1, 65536], got ") << block;
   float ratio = getRatio().convertToFloat();
@@ -56,9 +56,10 @@ LogicalResult CompressedAllReduceOp::verify() {
     return emitOpError("adaptive ratio applies to topk, topk-int8 and "
                        "randomk, not '")
            << method << "'";
-  if (getWarmupSteps() < 0)
+  // I64Attr getters are unsigned: read the signed values.
+  if (getWarmupStepsAttr().getInt() < 0)
     return emitOpError("warmup_steps must be non-negative, got ")
-           << getWarmupSteps();
+           << getWarmupStepsAttr().getInt();
   return success();
 }
 

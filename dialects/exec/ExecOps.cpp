@@ -44,9 +44,10 @@ LogicalResult ViewOp::verify() {
   // which only keep their element's alignment.
   auto type = getResult().getType();
   int64_t align = std::max<int64_t>(type.getElementTypeBitWidth() / 8, 1);
-  if (getOffset() < 0 || getOffset() % align != 0)
+  int64_t offset = getOffsetAttr().getInt(); // the getter is unsigned
+  if (offset < 0 || offset % align != 0)
     return emitOpError("offset ")
-           << getOffset() << " is not a non-negative multiple of " << align;
+           << offset << " is not a non-negative multiple of " << align;
   if (!type.getLayout().isIdentity())
     return emitOpError("views must have the identity layout");
   return success();

@@ -67,10 +67,6 @@ LogicalResult otc::graph::inferBroadcastResult(std::optional<Location> loc,
   return success();
 }
 
-static int64_t normalizeAxis(int64_t axis, int64_t rank) {
-  return axis < 0 ? axis + rank : axis;
-}
-
 //===----------------------------------------------------------------------===//
 // ConstantOp
 //===----------------------------------------------------------------------===//
