@@ -22,8 +22,8 @@
 #include "mlir/Tools/mlir-translate/Translation.h"
 #include "llvm/ADT/StringMap.h"
 #include "llvm/ADT/StringSet.h"
-#include "llvm/Support/MathExtras.h"
 #include "llvm/Support/FileSystem.h"
+#include "llvm/Support/MathExtras.h"
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/Path.h"
 #include "llvm/Support/SourceMgr.h"
@@ -113,9 +113,9 @@ private:
     return diag;
   }
   Location nodeLoc(const onnx::NodeProto &node) {
-    return NameLoc::get(b.getStringAttr(node.name().empty() ? node.op_type()
-                                                            : node.name()),
-                        fileLoc());
+    return NameLoc::get(
+        b.getStringAttr(node.name().empty() ? node.op_type() : node.name()),
+        fileLoc());
   }
 
   LogicalResult prepare(onnx::ModelProto &model);
@@ -199,8 +199,8 @@ LogicalResult Importer::prepare(onnx::ModelProto &model) {
                    << kMinOpset << " to " << kMaxOpset << ")";
   try {
     onnx::ShapeInferenceOptions opts{/*check_type=*/true, /*error_mode=*/1};
-    onnx::shape_inference::InferShapes(model, onnx::OpSchemaRegistry::Instance(),
-                                       opts);
+    onnx::shape_inference::InferShapes(
+        model, onnx::OpSchemaRegistry::Instance(), opts);
   } catch (const std::exception &e) {
     return error() << "ONNX shape inference failed: " << e.what();
   }
@@ -247,8 +247,7 @@ Importer::inputType(const onnx::ValueInfoProto &info) {
     } else {
       return error() << "input '" << info.name() << "' dimension " << i
                      << " is dynamic"
-                     << (d.has_dim_param() ? " ('" + d.dim_param() + "')"
-                                           : "")
+                     << (d.has_dim_param() ? " ('" + d.dim_param() + "')" : "")
                      << " and cannot be resolved; OTC needs static shapes "
                         "(only the batch dimension is set by --batch)";
     }
@@ -264,8 +263,8 @@ FailureOr<Const> Importer::tensorToConst(const onnx::TensorProto &t,
   Const c;
   for (int64_t d : t.dims()) {
     if (d < 0)
-      return emitError(loc) << "tensor '" << t.name()
-                            << "' has a negative dimension";
+      return emitError(loc)
+             << "tensor '" << t.name() << "' has a negative dimension";
     c.shape.push_back(d);
   }
   FailureOr<int64_t> count = checkedElements(c.shape);
@@ -280,9 +279,9 @@ FailureOr<Const> Importer::tensorToConst(const onnx::TensorProto &t,
   const std::string &raw = t.raw_data();
   auto rawCount = [&](size_t width) -> LogicalResult {
     if (raw.size() != static_cast<size_t>(n) * width)
-      return emitError(loc) << "tensor '" << t.name() << "' holds "
-                            << raw.size() << " bytes of raw data for " << n
-                            << " elements";
+      return emitError(loc)
+             << "tensor '" << t.name() << "' holds " << raw.size()
+             << " bytes of raw data for " << n << " elements";
     return success();
   };
   // raw_data holds n little-endian values of type Raw.
@@ -399,8 +398,8 @@ Importer::normalizeAxes(const onnx::NodeProto &node, ArrayRef<int64_t> axes,
   SmallVector<int64_t> out;
   for (int64_t a : axes) {
     if (a < -rank || a >= rank)
-      return nodeError(node) << "axis " << a << " out of range for rank "
-                             << rank;
+      return nodeError(node)
+             << "axis " << a << " out of range for rank " << rank;
     out.push_back(a < 0 ? a + rank : a);
   }
   llvm::sort(out);
@@ -413,13 +412,14 @@ LogicalResult Importer::reshapeTo(const onnx::NodeProto &node, Value input,
                                   ArrayRef<int64_t> shape) {
   auto in = llvm::cast<RankedTensorType>(input.getType());
   if (numElements(shape) != in.getNumElements())
-    return nodeError(node) << "cannot reshape " << in << " to ["
-                           << shape << "]";
+    return nodeError(node) << "cannot reshape " << in << " to [" << shape
+                           << "]";
   auto type = RankedTensorType::get(shape, in.getElementType());
-  define(node, 0,
-         type == in ? input
-                    : b.create<graph::ReshapeOp>(nodeLoc(node), type, input)
-                          .getResult());
+  define(
+      node, 0,
+      type == in
+          ? input
+          : b.create<graph::ReshapeOp>(nodeLoc(node), type, input).getResult());
   return success();
 }
 
@@ -534,10 +534,10 @@ LogicalResult Importer::importNode(const onnx::NodeProto &node) {
     if (failed(e))
       return failure();
     SmallVector<int64_t> shape =
-        (*e)->value
-            ? SmallVector<int64_t>(
-                  llvm::cast<RankedTensorType>((*e)->value.getType()).getShape())
-            : (*e)->folded->shape;
+        (*e)->value ? SmallVector<int64_t>(
+                          llvm::cast<RankedTensorType>((*e)->value.getType())
+                              .getShape())
+                    : (*e)->folded->shape;
     int64_t rank = shape.size();
     int64_t start = intAttr(node, "start", 0), end = intAttr(node, "end", rank);
     start = std::clamp<int64_t>(start < 0 ? start + rank : start, 0, rank);
@@ -589,9 +589,8 @@ LogicalResult Importer::importNode(const onnx::NodeProto &node) {
             if (!(v >= -9.2e18 && v <= 9.2e18))
               return nodeError(node) << "cannot cast " << v << " to an integer";
             int64_t x = in.isFloat ? static_cast<int64_t>(v) : in.ints[i];
-            c.ints.push_back(to == onnx::TensorProto::INT32
-                                 ? static_cast<int32_t>(x)
-                                 : x);
+            c.ints.push_back(
+                to == onnx::TensorProto::INT32 ? static_cast<int32_t>(x) : x);
           }
           break;
         case onnx::TensorProto::BOOL:
@@ -620,9 +619,9 @@ LogicalResult Importer::importNode(const onnx::NodeProto &node) {
       if (failed(e))
         return failure();
       SmallVector<int64_t> inShape =
-          (*e)->value ? SmallVector<int64_t>(llvm::cast<RankedTensorType>(
-                                                 (*e)->value.getType())
-                                                 .getShape())
+          (*e)->value ? SmallVector<int64_t>(
+                            llvm::cast<RankedTensorType>((*e)->value.getType())
+                                .getShape())
                       : (*e)->folded->shape;
       SmallVector<int64_t> axes;
       if (hasInput(node, 1)) {
@@ -645,11 +644,11 @@ LogicalResult Importer::importNode(const onnx::NodeProto &node) {
         if (failed(norm))
           return failure();
         for (auto [d, s] : llvm::enumerate(inShape)) {
-          bool drop = norm->empty() ? s == 1
-                                    : llvm::is_contained(*norm, (int64_t)d);
+          bool drop =
+              norm->empty() ? s == 1 : llvm::is_contained(*norm, (int64_t)d);
           if (drop && s != 1)
-            return nodeError(node) << "cannot squeeze dimension " << d
-                                   << " of size " << s;
+            return nodeError(node)
+                   << "cannot squeeze dimension " << d << " of size " << s;
           if (!drop)
             outShape.push_back(s);
         }
@@ -758,9 +757,9 @@ LogicalResult Importer::importNode(const onnx::NodeProto &node) {
     if (failed(e))
       return failure();
     SmallVector<int64_t> inShape =
-        (*e)->value ? SmallVector<int64_t>(llvm::cast<RankedTensorType>(
-                                               (*e)->value.getType())
-                                               .getShape())
+        (*e)->value ? SmallVector<int64_t>(
+                          llvm::cast<RankedTensorType>((*e)->value.getType())
+                              .getShape())
                     : (*e)->folded->shape;
     bool allowZero = intAttr(node, "allowzero", 0) != 0;
     SmallVector<int64_t> shape;
@@ -784,8 +783,8 @@ LogicalResult Importer::importNode(const onnx::NodeProto &node) {
     int64_t total = numElements(inShape), known = numElements(shape);
     if (inferred >= 0) {
       if (known == 0 || total % known != 0)
-        return nodeError(node) << "cannot infer -1 reshaping " << total
-                               << " elements";
+        return nodeError(node)
+               << "cannot infer -1 reshaping " << total << " elements";
       shape[inferred] = total / known;
     }
     if ((*e)->folded) {
@@ -845,8 +844,8 @@ LogicalResult Importer::importNode(const onnx::NodeProto &node) {
       return nodeError(node) << "operand shapes " << lt << " and " << rt
                              << " are not broadcastable";
     if (!lt.getElementType().isF32() || !rt.getElementType().isF32())
-      return nodeError(node) << "OTC computes in float32, got " << lt
-                             << " and " << rt;
+      return nodeError(node)
+             << "OTC computes in float32, got " << lt << " and " << rt;
     Value v = op == "Add"   ? b.create<graph::AddOp>(loc, *lv, *rv).getResult()
               : op == "Sub" ? b.create<graph::SubOp>(loc, *lv, *rv).getResult()
               : op == "Mul" ? b.create<graph::MulOp>(loc, *lv, *rv).getResult()
@@ -888,8 +887,8 @@ LogicalResult Importer::importNode(const onnx::NodeProto &node) {
     int64_t rank = llvm::cast<RankedTensorType>(x->getType()).getRank();
     int64_t axis = intAttr(node, "axis", -1);
     if (axis < -rank || axis >= rank)
-      return nodeError(node) << "axis " << axis << " out of range for rank "
-                             << rank;
+      return nodeError(node)
+             << "axis " << axis << " out of range for rank " << rank;
     Value v = op == "Softmax"
                   ? b.create<graph::SoftmaxOp>(loc, *x, axis).getResult()
                   : b.create<graph::LogSoftmaxOp>(loc, *x, axis).getResult();
@@ -912,7 +911,8 @@ LogicalResult Importer::importNode(const onnx::NodeProto &node) {
     for (int64_t p : perm) {
       if (p < 0 || p >= rank || seen[p] ||
           perm.size() != static_cast<size_t>(rank))
-        return nodeError(node) << "perm is not a permutation of 0.." << rank - 1;
+        return nodeError(node)
+               << "perm is not a permutation of 0.." << rank - 1;
       seen[p] = true;
     }
     define(node, 0, b.create<graph::TransposeOp>(loc, *x, perm));
@@ -934,17 +934,19 @@ LogicalResult Importer::importNode(const onnx::NodeProto &node) {
     auto bt = llvm::cast<RankedTensorType>(bb->getType());
     bool ta = intAttr(node, "transA", 0), tb = intAttr(node, "transB", 0);
     if (at.getRank() != 2 || bt.getRank() != 2)
-      return nodeError(node) << "Gemm needs 2-D A and B, got " << at << " and "
-                             << bt;
+      return nodeError(node)
+             << "Gemm needs 2-D A and B, got " << at << " and " << bt;
     if (at.getDimSize(ta ? 0 : 1) != bt.getDimSize(tb ? 1 : 0))
-      return nodeError(node) << "inner dimensions differ: " << at << " and "
-                             << bt;
+      return nodeError(node)
+             << "inner dimensions differ: " << at << " and " << bt;
     auto g = b.create<graph::GemmOp>(
         loc, *a, *bb, c, b.getF32FloatAttr(floatAttr(node, "alpha", 1.0f)),
         b.getF32FloatAttr(floatAttr(node, "beta", 1.0f)), b.getBoolAttr(ta),
         b.getBoolAttr(tb));
     if (c) {
-      auto shape = graph::broadcastShapes(llvm::cast<RankedTensorType>(c.getType()).getShape(), g.getType().getShape());
+      auto shape = graph::broadcastShapes(
+          llvm::cast<RankedTensorType>(c.getType()).getShape(),
+          g.getType().getShape());
       if (failed(shape) || ArrayRef<int64_t>(*shape) != g.getType().getShape())
         return nodeError(node) << "C of type " << c.getType()
                                << " does not broadcast to " << g.getType();
@@ -960,12 +962,12 @@ LogicalResult Importer::importNode(const onnx::NodeProto &node) {
     auto at = llvm::cast<RankedTensorType>(a->getType());
     auto bt = llvm::cast<RankedTensorType>(bb->getType());
     if (at.getRank() != 2 || bt.getRank() != 2)
-      return nodeError(node) << "unsupported operator form: MatMul of " << at
-                             << " and " << bt
-                             << " (only 2-D operands are supported)";
+      return nodeError(node)
+             << "unsupported operator form: MatMul of " << at << " and " << bt
+             << " (only 2-D operands are supported)";
     if (at.getDimSize(1) != bt.getDimSize(0))
-      return nodeError(node) << "inner dimensions differ: " << at << " and "
-                             << bt;
+      return nodeError(node)
+             << "inner dimensions differ: " << at << " and " << bt;
     define(node, 0, b.create<graph::MatMulOp>(loc, *a, *bb));
     return success();
   }
@@ -1138,7 +1140,8 @@ void otc::registerImportOnnxTranslation() {
       llvm::cl::init(0));
   TranslateToMLIRRegistration reg(
       "import-onnx", "import an ONNX model into the graph dialect",
-      [](llvm::SourceMgr &sourceMgr, MLIRContext *ctx) -> OwningOpRef<Operation *> {
+      [](llvm::SourceMgr &sourceMgr,
+         MLIRContext *ctx) -> OwningOpRef<Operation *> {
         ctx->loadDialect<graph::GraphDialect, func::FuncDialect>();
         const llvm::MemoryBuffer *buf =
             sourceMgr.getMemoryBuffer(sourceMgr.getMainFileID());

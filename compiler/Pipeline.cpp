@@ -51,7 +51,8 @@ void otc::buildExecPipeline(OpPassManager &pm) {
 
 namespace {
 
-LogicalResult writeFile(StringRef path, llvm::function_ref<void(raw_ostream &)> fn) {
+LogicalResult writeFile(StringRef path,
+                        llvm::function_ref<void(raw_ostream &)> fn) {
   std::string err;
   auto out = openOutputFile(path, &err);
   if (!out) {
@@ -139,8 +140,9 @@ llvm::json::Value reportJson(ModuleOp module, int64_t world) {
     ranks.push_back(llvm::json::Object{
         {"rank", rank},
         {"memory", llvm::json::Object(r.memory)},
-        {"comm", llvm::json::Object{{"bytes_sent_per_step", r.commBytes},
-                                    {"bytes_received_per_step", r.commBytes}}}});
+        {"comm",
+         llvm::json::Object{{"bytes_sent_per_step", r.commBytes},
+                            {"bytes_received_per_step", r.commBytes}}}});
   return llvm::json::Object{{"world_size", world}, {"ranks", std::move(ranks)}};
 }
 
@@ -182,7 +184,10 @@ LogicalResult hostCompile(StringRef source, const CompileOptions &options) {
     return failure();
   }
   std::string rpath = std::string("-Wl,-rpath,") + OTC_LIBRARY_DIR;
-  SmallVector<std::string> args{*program, "-O2", "-std=c++17", "-fPIC",
+  SmallVector<std::string> args{*program,
+                                "-O2",
+                                "-std=c++17",
+                                "-fPIC",
                                 "-I" OTC_KERNELS_INCLUDE_DIR,
                                 "-I" OTC_RUNTIME_INCLUDE_DIR};
   if (options.emit == Stage::Lib)
@@ -194,13 +199,13 @@ LogicalResult hostCompile(StringRef source, const CompileOptions &options) {
   llvm::sys::fs::createTemporaryFile("otc-cxx", "log", log);
   std::optional<StringRef> redirects[] = {std::nullopt, log.str(), log.str()};
   std::string err;
-  int rc = llvm::sys::ExecuteAndWait(*program, argRefs, std::nullopt,
-                                     redirects, 0, 0, &err);
+  int rc = llvm::sys::ExecuteAndWait(*program, argRefs, std::nullopt, redirects,
+                                     0, 0, &err);
   auto text = llvm::MemoryBuffer::getFile(log);
   llvm::sys::fs::remove(log);
   if (rc != 0) {
-    llvm::errs() << "otc-compile: the host compiler failed (exit " << rc
-                 << ")" << (err.empty() ? "" : ": " + err) << "\n";
+    llvm::errs() << "otc-compile: the host compiler failed (exit " << rc << ")"
+                 << (err.empty() ? "" : ": " + err) << "\n";
     if (text)
       llvm::errs() << (*text)->getBuffer();
     return failure();
@@ -216,8 +221,9 @@ int otc::compile(const CompileOptions &options, MLIRContext &context,
       importOnnxFile(options.input, &context, options.import);
   if (!module)
     return 1;
-  (*module)->setAttr(attr::kSeed, IntegerAttr::get(IntegerType::get(&context, 64),
-                                                   options.seed));
+  (*module)->setAttr(
+      attr::kSeed,
+      IntegerAttr::get(IntegerType::get(&context, 64), options.seed));
   auto run = [&](void (*build)(OpPassManager &, const CompileOptions &)) {
     PassManager pm(&context);
     if (configurePassManager)

@@ -1,4 +1,5 @@
-//===- Attributes.h - attribute names shared across the pipeline -*- C++ -*-===//
+//===- Attributes.h - attribute names shared across the pipeline -*- C++
+//-*-===//
 //
 // Argument, result and module attributes through which the importer, the
 // passes and the emitter agree on what each buffer is.

@@ -24,7 +24,8 @@ struct BucketGradients : otc::impl::BucketGradientsBase<BucketGradients> {
   void runOnOperation() override {
     ModuleOp module = getOperation();
     if (!(bucketMb > 0.0)) {
-      mlir::emitError(module.getLoc(), "bucket size must be positive, got ") << bucketMb;
+      mlir::emitError(module.getLoc(), "bucket size must be positive, got ")
+          << bucketMb;
       return signalPassFailure();
     }
     auto fn = module.lookupSymbol<func::FuncOp>(attr::kTrainFn);

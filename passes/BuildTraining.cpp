@@ -69,17 +69,23 @@ LogicalResult BuildTraining::validateOptions(ModuleOp module,
     return mlir::emitError(module.getLoc(), "unknown optimizer '")
            << optimizer << "' (expected sgd, momentum, adam or adamw)";
   if (!(lr > 0.0))
-    return mlir::emitError(module.getLoc(), "learning rate must be positive, got ") << lr;
+    return mlir::emitError(module.getLoc(),
+                           "learning rate must be positive, got ")
+           << lr;
   if (weightDecay < 0.0)
-    return mlir::emitError(module.getLoc(), "weight decay must be non-negative, got ")
+    return mlir::emitError(module.getLoc(),
+                           "weight decay must be non-negative, got ")
            << weightDecay;
   if (!(eps > 0.0))
-    return mlir::emitError(module.getLoc(), "Adam epsilon must be positive, got ") << eps;
+    return mlir::emitError(module.getLoc(),
+                           "Adam epsilon must be positive, got ")
+           << eps;
   if (!(momentum >= 0.0 && momentum < 1.0))
     return mlir::emitError(module.getLoc(), "momentum must be in [0, 1), got ")
            << momentum;
   if (!(beta1 >= 0.0 && beta1 < 1.0) || !(beta2 >= 0.0 && beta2 < 1.0))
-    return mlir::emitError(module.getLoc(), "Adam betas must be in [0, 1), got ")
+    return mlir::emitError(module.getLoc(),
+                           "Adam betas must be in [0, 1), got ")
            << beta1 << ", " << beta2;
   if (forward.getNumResults() == 0)
     return mlir::emitError(forward.getLoc(), "@forward has no output to train");
@@ -87,17 +93,20 @@ LogicalResult BuildTraining::validateOptions(ModuleOp module,
   for (unsigned i = 0; i < forward.getNumArguments(); ++i)
     anyParam |= static_cast<bool>(forward.getArgAttr(i, attr::kParam));
   if (!anyParam)
-    return mlir::emitError(forward.getLoc(), "the model has no trainable parameters "
-                             "(float initializers)");
+    return mlir::emitError(forward.getLoc(),
+                           "the model has no trainable parameters "
+                           "(float initializers)");
   auto out = llvm::cast<RankedTensorType>(forward.getResultTypes()[0]);
   if (loss == "cross-entropy" &&
       (out.getRank() != 2 || !out.getElementType().isF32()))
-    return mlir::emitError(forward.getLoc(), "cross-entropy needs a [batch, classes] float "
-                             "output, the model's first output is ")
+    return mlir::emitError(forward.getLoc(),
+                           "cross-entropy needs a [batch, classes] float "
+                           "output, the model's first output is ")
            << out;
   if (loss == "none" && out.getNumElements() != 1)
-    return mlir::emitError(forward.getLoc(), "--loss none needs a scalar first output (the "
-                             "model's own loss), got ")
+    return mlir::emitError(forward.getLoc(),
+                           "--loss none needs a scalar first output (the "
+                           "model's own loss), got ")
            << out;
   if (loss != "none")
     for (unsigned i = 0; i < forward.getNumArguments(); ++i)
@@ -165,8 +174,8 @@ LogicalResult BuildTraining::buildTrainStep(ModuleOp module,
         forward.getArgAttrOfType<StringAttr>(p, attr::kParam).getValue();
     for (StringRef slot : slots) {
       argTypes.push_back(forward.getArgumentTypes()[p]);
-      argAttrs.push_back(b.getDictionaryAttr(b.getNamedAttr(
-          attr::kState, b.getStringAttr(name + "." + slot))));
+      argAttrs.push_back(b.getDictionaryAttr(
+          b.getNamedAttr(attr::kState, b.getStringAttr(name + "." + slot))));
     }
   }
 
@@ -184,9 +193,8 @@ LogicalResult BuildTraining::buildTrainStep(ModuleOp module,
   for (Operation &op : forward.front().without_terminator())
     b.clone(op, map);
   Value output = map.lookup(ret.getOperand(0));
-  FailureOr<Value> lossValue =
-      buildLoss(b, loc, output, labelArg >= 0 ? fn.getArgument(labelArg)
-                                              : Value());
+  FailureOr<Value> lossValue = buildLoss(
+      b, loc, output, labelArg >= 0 ? fn.getArgument(labelArg) : Value());
   if (failed(lossValue))
     return failure();
 
@@ -202,7 +210,8 @@ LogicalResult BuildTraining::buildTrainStep(ModuleOp module,
       needsGrad.insert(op.result_begin(), op.result_end());
   }
   if (!needsGrad.contains(*lossValue))
-    return mlir::emitError(forward.getLoc(), "the loss does not depend on any parameter");
+    return mlir::emitError(forward.getLoc(),
+                           "the loss does not depend on any parameter");
 
   // Reverse sweep: gradients are appended after the forward.
   DenseMap<Value, Value> grads;
@@ -259,9 +268,9 @@ LogicalResult BuildTraining::buildTrainStep(ModuleOp module,
     } else if (optimizer == "sgd") {
       next.push_back(b.create<SgdUpdateOp>(loc, w, g, f(lr), f(weightDecay)));
     } else if (optimizer == "momentum") {
-      auto op = b.create<MomentumUpdateOp>(loc, w, g, state[0], f(lr),
-                                           f(momentum), f(weightDecay),
-                                           b.getBoolAttr(nesterov));
+      auto op =
+          b.create<MomentumUpdateOp>(loc, w, g, state[0], f(lr), f(momentum),
+                                     f(weightDecay), b.getBoolAttr(nesterov));
       next.append(op->result_begin(), op->result_end());
     } else {
       Operation *op =
@@ -364,19 +373,18 @@ void BuildTraining::runOnOperation() {
 
   Builder b(&getContext());
   auto f = [&](double v) { return b.getF64FloatAttr(v); };
-  module->setAttr(
-      attr::kTraining,
-      b.getDictionaryAttr({
-          b.getNamedAttr("loss", b.getStringAttr(loss)),
-          b.getNamedAttr("label", b.getStringAttr(label)),
-          b.getNamedAttr("optimizer", b.getStringAttr(optimizer)),
-          b.getNamedAttr("lr", f(lr)),
-          b.getNamedAttr("momentum", f(momentum)),
-          b.getNamedAttr("nesterov", b.getBoolAttr(nesterov)),
-          b.getNamedAttr("weight_decay", f(weightDecay)),
-          b.getNamedAttr("beta1", f(beta1)),
-          b.getNamedAttr("beta2", f(beta2)),
-          b.getNamedAttr("eps", f(eps)),
-      }));
+  module->setAttr(attr::kTraining,
+                  b.getDictionaryAttr({
+                      b.getNamedAttr("loss", b.getStringAttr(loss)),
+                      b.getNamedAttr("label", b.getStringAttr(label)),
+                      b.getNamedAttr("optimizer", b.getStringAttr(optimizer)),
+                      b.getNamedAttr("lr", f(lr)),
+                      b.getNamedAttr("momentum", f(momentum)),
+                      b.getNamedAttr("nesterov", b.getBoolAttr(nesterov)),
+                      b.getNamedAttr("weight_decay", f(weightDecay)),
+                      b.getNamedAttr("beta1", f(beta1)),
+                      b.getNamedAttr("beta2", f(beta2)),
+                      b.getNamedAttr("eps", f(eps)),
+                  }));
   forward.erase();
 }

@@ -175,8 +175,8 @@ LogicalResult Emitter::emitFunction(func::FuncOp fn, StringRef cName) {
       }
       constants += "alignas(64) static const " + t + " " + g + "[] = {" +
                    is.str() + "};\n";
-      os << "  " << t << " *" << bind(c) << " = const_cast<" << t << " *>("
-         << g << ");\n";
+      os << "  " << t << " *" << bind(c) << " = const_cast<" << t << " *>(" << g
+         << ");\n";
     } else if (auto k = llvm::dyn_cast<exec::KernelOp>(op)) {
       if (failed(emitKernel(k)))
         return failure();
@@ -288,8 +288,8 @@ LogicalResult Emitter::emitKernel(exec::KernelOp k) {
          << inner << ", " << in(1) << ", " << in(0) << ", " << out(0) << ", "
          << log << ");\n";
     else
-      os << "    otck_softmax_f32(" << outer << ", " << s[axis] << ", "
-         << inner << ", " << in(0) << ", " << out(0) << ", " << log << ");\n";
+      os << "    otck_softmax_f32(" << outer << ", " << s[axis] << ", " << inner
+         << ", " << in(0) << ", " << out(0) << ", " << log << ");\n";
   } else if (kn == "transpose") {
     auto perm = k->getAttrOfType<DenseI64ArrayAttr>("perm");
     if (!perm)
@@ -316,7 +316,9 @@ LogicalResult Emitter::emitKernel(exec::KernelOp k) {
        << ");\n";
   } else if (kn == "softmax_cross_entropy" ||
              kn == "softmax_cross_entropy_grad") {
-    if (!llvm::cast<MemRefType>(ins[1].getType()).getElementType().isInteger(64))
+    if (!llvm::cast<MemRefType>(ins[1].getType())
+             .getElementType()
+             .isInteger(64))
       return k.emitOpError("labels must be int64");
     ArrayRef<int64_t> s = shape(ins[0]);
     if (kn == "softmax_cross_entropy")
@@ -325,11 +327,10 @@ LogicalResult Emitter::emitKernel(exec::KernelOp k) {
          << ") != OTCK_OK)\n      return OTC_STEP_ERR_LABEL_RANGE;\n";
     else
       os << "    otck_softmax_ce_grad_f32(" << s[0] << ", " << s[1] << ", "
-         << in(0) << ", " << in(1) << ", " << in(2) << ", " << out(0)
-         << ");\n";
+         << in(0) << ", " << in(1) << ", " << in(2) << ", " << out(0) << ");\n";
   } else if (kn == "mse") {
-    os << "    otck_mse_f32(" << numel(ins[0]) << ", " << in(0) << ", "
-       << in(1) << ", " << out(0) << ");\n";
+    os << "    otck_mse_f32(" << numel(ins[0]) << ", " << in(0) << ", " << in(1)
+       << ", " << out(0) << ");\n";
   } else if (kn == "mse_grad") {
     os << "    otck_mse_grad_f32(" << numel(ins[0]) << ", " << in(0) << ", "
        << in(1) << ", " << in(2) << ", " << out(0) << ");\n";
@@ -342,8 +343,8 @@ LogicalResult Emitter::emitKernel(exec::KernelOp k) {
       int64_t n = numel(m);
       std::string slice = bucket + " + " + std::to_string(offset);
       std::string src = pack ? name(m) : slice, dst = pack ? slice : name(m);
-      os << "    if (" << src << " != " << dst << ")\n      otck_copy("
-         << n * 4 << ", " << src << ", " << dst << ");\n";
+      os << "    if (" << src << " != " << dst << ")\n      otck_copy(" << n * 4
+         << ", " << src << ", " << dst << ");\n";
       offset += n;
     }
   } else if (kn == "dropout") {
@@ -378,18 +379,16 @@ LogicalResult Emitter::emitKernel(exec::KernelOp k) {
   return success();
 }
 
-LogicalResult
-Emitter::emitCompressedAllReduce(exec::CompressedAllReduceOp op) {
-  std::string method =
-      llvm::StringSwitch<std::string>(op.getMethod())
-          .Case("none", "OTCK_COMPRESS_NONE")
-          .Case("fp16", "OTCK_COMPRESS_FP16")
-          .Case("bf16", "OTCK_COMPRESS_BF16")
-          .Case("int8", "OTCK_COMPRESS_INT8")
-          .Case("topk", "OTCK_COMPRESS_TOPK")
-          .Case("topk-int8", "OTCK_COMPRESS_TOPK_INT8")
-          .Case("randomk", "OTCK_COMPRESS_RANDOMK")
-          .Default("");
+LogicalResult Emitter::emitCompressedAllReduce(exec::CompressedAllReduceOp op) {
+  std::string method = llvm::StringSwitch<std::string>(op.getMethod())
+                           .Case("none", "OTCK_COMPRESS_NONE")
+                           .Case("fp16", "OTCK_COMPRESS_FP16")
+                           .Case("bf16", "OTCK_COMPRESS_BF16")
+                           .Case("int8", "OTCK_COMPRESS_INT8")
+                           .Case("topk", "OTCK_COMPRESS_TOPK")
+                           .Case("topk-int8", "OTCK_COMPRESS_TOPK_INT8")
+                           .Case("randomk", "OTCK_COMPRESS_RANDOMK")
+                           .Default("");
   if (method.empty())
     return op.emitOpError("unknown method '") << op.getMethod() << "'";
   float ratio = op.getRatio().convertToFloat();
@@ -400,8 +399,9 @@ Emitter::emitCompressedAllReduce(exec::CompressedAllReduceOp op) {
      << floatLiteral(op.getRatioMin().convertToFloat()) << ", "
      << floatLiteral(ratio) << ", " << op.getWarmupSteps() << "};\n"
      << "    int rc = ctx->compressed_all_reduce_mean_f32(ctx->comm, &desc, "
-     << name(op.getBuffer()) << ", " << op.getBuffer().getType().getNumElements()
-     << ", " << (op.getResidual() ? name(op.getResidual()) : "nullptr") << ", "
+     << name(op.getBuffer()) << ", "
+     << op.getBuffer().getType().getNumElements() << ", "
+     << (op.getResidual() ? name(op.getResidual()) : "nullptr") << ", "
      << op.getBucket() << ");\n"
      << "    if (rc == OTC_STEP_SKIPPED_NONFINITE)\n      return rc;\n"
      << "    if (rc != 0)\n      return OTC_STEP_ERR_COMM;\n  }\n";
@@ -416,7 +416,7 @@ FailureOr<std::string> otc::buildManifest(ModuleOp module) {
   auto memory = module->getAttrOfType<DictionaryAttr>(attr::kMemory);
   if (!buffers || !arena || !memory)
     return mlir::emitError(module.getLoc(), "module is not memory-planned (run "
-                            "--otc-plan-memory first)");
+                                            "--otc-plan-memory first)");
   llvm::json::Object m;
   m["otc_manifest_version"] = 1;
   if (auto p = module->getAttrOfType<StringAttr>(attr::kModelPath))
@@ -493,7 +493,8 @@ FailureOr<std::string> otc::buildManifest(ModuleOp module) {
   m["eval_loss_offset"] = evalLossOffset;
   llvm::json::Object mem;
   for (NamedAttribute a : memory)
-    mem[a.getName().getValue()] = llvm::cast<IntegerAttr>(a.getValue()).getInt();
+    mem[a.getName().getValue()] =
+        llvm::cast<IntegerAttr>(a.getValue()).getInt();
   m["memory"] = std::move(mem);
   std::string s;
   llvm::raw_string_ostream os(s);

@@ -21,7 +21,8 @@ struct InsertAllReduce : otc::impl::InsertAllReduceBase<InsertAllReduce> {
   void runOnOperation() override {
     ModuleOp module = getOperation();
     if (worldSize < 1) {
-      mlir::emitError(module.getLoc(), "world size must be at least 1, got ") << worldSize;
+      mlir::emitError(module.getLoc(), "world size must be at least 1, got ")
+          << worldSize;
       return signalPassFailure();
     }
     Builder attrs(&getContext());

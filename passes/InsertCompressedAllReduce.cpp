@@ -25,7 +25,8 @@ struct InsertCompressedAllReduce
   void runOnOperation() override {
     ModuleOp module = getOperation();
     if (worldSize < 1) {
-      mlir::emitError(module.getLoc(), "world size must be at least 1, got ") << worldSize;
+      mlir::emitError(module.getLoc(), "world size must be at least 1, got ")
+          << worldSize;
       return signalPassFailure();
     }
     OpBuilder b(&getContext());
@@ -68,9 +69,9 @@ struct InsertCompressedAllReduce
         ret->insertOperands(ret.getNumOperands(), reduce.getNewResidual());
         (void)fn.insertResult(
             result, type,
-            b.getDictionaryAttr(b.getNamedAttr(
-                attr::kUpdates,
-                b.getI64IntegerAttr(fn.getNumArguments() - 1))));
+            b.getDictionaryAttr(
+                b.getNamedAttr(attr::kUpdates,
+                               b.getI64IntegerAttr(fn.getNumArguments() - 1))));
       }
     }
   }

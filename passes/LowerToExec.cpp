@@ -41,8 +41,8 @@ StringRef kernelFor(Operation *op) {
 /// may be overwritten by `op`.
 bool isLastUse(Value v, Operation *op) {
   return llvm::all_of(v.getUsers(), [&](Operation *user) {
-    return user == op || (user->getBlock() == op->getBlock() &&
-                          user->isBeforeInBlock(op));
+    return user == op ||
+           (user->getBlock() == op->getBlock() && user->isBeforeInBlock(op));
   });
 }
 
@@ -64,8 +64,7 @@ Value writableBuffer(ConversionPatternRewriter &rewriter, Operation *op,
 /// call the kernel, copy the op's attributes onto the call.
 struct KernelPattern : ConversionPattern {
   KernelPattern(const TypeConverter &converter, MLIRContext *ctx)
-      : ConversionPattern(converter, MatchAnyOpTypeTag(), /*benefit=*/1, ctx) {
-  }
+      : ConversionPattern(converter, MatchAnyOpTypeTag(), /*benefit=*/1, ctx) {}
 
   LogicalResult
   matchAndRewrite(Operation *op, ArrayRef<Value> operands,
@@ -83,8 +82,8 @@ struct KernelPattern : ConversionPattern {
         return rewriter.notifyMatchFailure(op, "unconvertible result type");
       outs.push_back(rewriter.create<exec::AllocOp>(op->getLoc(), bufferType));
     }
-    auto call = rewriter.create<exec::KernelOp>(op->getLoc(), kernel,
-                                                operands, outs);
+    auto call =
+        rewriter.create<exec::KernelOp>(op->getLoc(), kernel, operands, outs);
     for (NamedAttribute a : op->getAttrs())
       call->setAttr(a.getName(), a.getValue());
     rewriter.replaceOp(op, outs);
@@ -106,8 +105,7 @@ struct ConstantPattern : OpConversionPattern<graph::ConstantOp> {
 /// Optimizer updates write the parameter and state buffers in place.
 struct UpdatePattern : ConversionPattern {
   UpdatePattern(const TypeConverter &converter, MLIRContext *ctx)
-      : ConversionPattern(converter, MatchAnyOpTypeTag(), /*benefit=*/2, ctx) {
-  }
+      : ConversionPattern(converter, MatchAnyOpTypeTag(), /*benefit=*/2, ctx) {}
 
   LogicalResult
   matchAndRewrite(Operation *op, ArrayRef<Value> operands,
@@ -120,9 +118,9 @@ struct UpdatePattern : ConversionPattern {
     for (unsigned i = 2; i < operands.size(); ++i)
       outs.push_back(
           writableBuffer(rewriter, op, op->getOperand(i), operands[i]));
-    auto call = rewriter.create<exec::KernelOp>(
-        op->getLoc(), op->getName().stripDialect(), ValueRange{operands[1]},
-        outs);
+    auto call = rewriter.create<exec::KernelOp>(op->getLoc(),
+                                                op->getName().stripDialect(),
+                                                ValueRange{operands[1]}, outs);
     for (NamedAttribute a : op->getAttrs())
       call->setAttr(a.getName(), a.getValue());
     rewriter.replaceOp(op, outs);
@@ -152,8 +150,8 @@ struct BucketPattern : OpConversionPattern<dist::BucketOp> {
   LogicalResult
   matchAndRewrite(dist::BucketOp op, OpAdaptor adaptor,
                   ConversionPatternRewriter &rewriter) const override {
-    auto type = llvm::cast<MemRefType>(
-        getTypeConverter()->convertType(op.getType()));
+    auto type =
+        llvm::cast<MemRefType>(getTypeConverter()->convertType(op.getType()));
     Value buffer = rewriter.create<exec::AllocOp>(op.getLoc(), type);
     rewriter.create<exec::KernelOp>(op.getLoc(), "pack", adaptor.getGrads(),
                                     ValueRange{buffer});
@@ -189,8 +187,8 @@ struct CompressedAllReducePattern
         writableBuffer(rewriter, op, op.getInput(), adaptor.getInput());
     Value residual;
     if (op.getResidual())
-      residual = writableBuffer(rewriter, op, op.getResidual(),
-                                adaptor.getResidual());
+      residual =
+          writableBuffer(rewriter, op, op.getResidual(), adaptor.getResidual());
     rewriter.create<exec::CompressedAllReduceOp>(
         op.getLoc(), buffer, residual, op.getMethodAttr(), op.getRatioAttr(),
         op.getRatioMinAttr(), op.getBlockSizeAttr(), op.getAdaptiveAttr(),
@@ -229,8 +227,8 @@ struct LowerToExec : otc::impl::LowerToExecBase<LowerToExec> {
     populateFunctionOpInterfaceTypeConversionPattern<func::FuncOp>(patterns,
                                                                    converter);
     populateReturnOpTypeConversionPattern(patterns, converter);
-    if (failed(applyFullConversion(getOperation(), target,
-                                   std::move(patterns))))
+    if (failed(
+            applyFullConversion(getOperation(), target, std::move(patterns))))
       signalPassFailure();
   }
 };

@@ -56,7 +56,8 @@ struct Persistent {
 /// of the bucket it names, so the kernel would copy nothing.
 bool packIsInPlace(exec::KernelOp k) {
   bool pack = k.getKernel() == "pack";
-  auto bucket = (pack ? k.getOuts()[0] : k.getIns()[0]).getDefiningOp<exec::ViewOp>();
+  auto bucket =
+      (pack ? k.getOuts()[0] : k.getIns()[0]).getDefiningOp<exec::ViewOp>();
   if (!bucket)
     return false;
   int64_t offset = bucket.getOffset();
@@ -92,16 +93,16 @@ void PlanMemory::runOnOperation() {
   DenseMap<Value, std::string> keyOf;
   // Gradients placed inside a bucket: the bucket's buffer and byte offset.
   DenseMap<Value, std::pair<Value, int64_t>> inBucket;
-  auto record = [&](Value v, Role role, StringRef name, StringRef kind)
-      -> LogicalResult {
+  auto record = [&](Value v, Role role, StringRef name,
+                    StringRef kind) -> LogicalResult {
     auto type = llvm::cast<MemRefType>(v.getType());
     std::string key = (kRoleNames[static_cast<int>(role)] + ":" + name).str();
     auto [it, inserted] = persistent.insert(
         {key, Persistent{role, name.str(), type, kind.str()}});
     if (!inserted && it->second.type != type)
       return emitError(v.getLoc(), "buffer '")
-             << name << "' has type " << type << " here and "
-             << it->second.type << " elsewhere";
+             << name << "' has type " << type << " here and " << it->second.type
+             << " elsewhere";
     keyOf[v] = key;
     return success();
   };
@@ -120,18 +121,21 @@ void PlanMemory::runOnOperation() {
           return signalPassFailure();
       } else if (auto n = fn.getArgAttrOfType<StringAttr>(i, attr::kInput)) {
         auto role = fn.getArgAttrOfType<StringAttr>(i, attr::kRole);
-        if (failed(record(arg, Role::Input, n, role ? role.getValue() : "data")))
+        if (failed(
+                record(arg, Role::Input, n, role ? role.getValue() : "data")))
           return signalPassFailure();
       } else {
-        mlir::emitError(fn.getLoc(), "argument #") << i << " is not a parameter, optimizer "
-                                   << "state or input";
+        mlir::emitError(fn.getLoc(), "argument #")
+            << i << " is not a parameter, optimizer "
+            << "state or input";
         return signalPassFailure();
       }
     }
     // Buckets: each is a persistent gradient buffer; the gradients packed
     // into it (and unpacked from it) live inside it when they can.
     int64_t bucketIndex = 0;
-    for (auto k : llvm::make_early_inc_range(fn.front().getOps<exec::KernelOp>())) {
+    for (auto k :
+         llvm::make_early_inc_range(fn.front().getOps<exec::KernelOp>())) {
       if (k.getKernel() != "pack" && k.getKernel() != "unpack")
         continue;
       bool pack = k.getKernel() == "pack";
@@ -167,7 +171,8 @@ void PlanMemory::runOnOperation() {
       }
       if (inBucket.count(grad))
         return WalkResult::advance();
-      if (!grad.getDefiningOp<exec::AllocOp>() || !claimed.insert(grad).second) {
+      if (!grad.getDefiningOp<exec::AllocOp>() ||
+          !claimed.insert(grad).second) {
         OpBuilder b(k);
         auto type = llvm::cast<MemRefType>(grad.getType());
         Value copy = b.create<exec::AllocOp>(k.getLoc(), type);
@@ -176,8 +181,8 @@ void PlanMemory::runOnOperation() {
         k.getInsMutable()[0].set(copy);
         grad = copy;
       }
-      auto name = fn.getArgAttrOfType<StringAttr>(param.getArgNumber(),
-                                                  attr::kParam);
+      auto name =
+          fn.getArgAttrOfType<StringAttr>(param.getArgNumber(), attr::kParam);
       if (failed(record(grad, Role::Grad, name, "")))
         return WalkResult::interrupt();
       return WalkResult::advance();
@@ -190,8 +195,8 @@ void PlanMemory::runOnOperation() {
       if (!name)
         continue;
       if (!v.getDefiningOp<exec::AllocOp>()) {
-        mlir::emitError(fn.getLoc(), "output '") << name.getValue()
-                                 << "' is not a buffer the step computes";
+        mlir::emitError(fn.getLoc(), "output '")
+            << name.getValue() << "' is not a buffer the step computes";
         return signalPassFailure();
       }
       if (failed(record(v, Role::Output, name, "")))
@@ -233,15 +238,14 @@ void PlanMemory::runOnOperation() {
       int64_t end = index[alloc];
       for (Operation *user : alloc->getUsers())
         end = std::max(end, index[block.findAncestorOpInBlock(*user)]);
-      temps.push_back({alloc, index[alloc], end,
-                       alignUp(byteSize(alloc.getType()))});
+      temps.push_back(
+          {alloc, index[alloc], end, alignUp(byteSize(alloc.getType()))});
     }
     SmallVector<Interval *> order;
     for (Interval &t : temps)
       order.push_back(&t);
-    llvm::stable_sort(order, [](Interval *a, Interval *b) {
-      return a->size > b->size;
-    });
+    llvm::stable_sort(
+        order, [](Interval *a, Interval *b) { return a->size > b->size; });
     SmallVector<Interval *> placed;
     for (Interval *t : order) {
       SmallVector<Interval *> overlapping;
@@ -278,8 +282,8 @@ void PlanMemory::runOnOperation() {
                                      ob.getI64IntegerAttr(off));
     };
     for (BlockArgument arg : block.getArguments().take_front(numArgs))
-      arg.replaceAllUsesWith(viewAt(arg.getLoc(), arg.getType(),
-                                    persistent[keyOf[arg]].offset));
+      arg.replaceAllUsesWith(
+          viewAt(arg.getLoc(), arg.getType(), persistent[keyOf[arg]].offset));
     for (Interval &t : temps) {
       ob.setInsertionPoint(t.alloc);
       t.alloc.replaceAllUsesWith(
@@ -288,18 +292,20 @@ void PlanMemory::runOnOperation() {
     }
     // Bucket members first: their bucket's allocation still exists to look
     // up its offset.
-    for (auto alloc : llvm::make_early_inc_range(block.getOps<exec::AllocOp>())) {
+    for (auto alloc :
+         llvm::make_early_inc_range(block.getOps<exec::AllocOp>())) {
       auto it = inBucket.find(alloc.getResult());
       if (it == inBucket.end())
         continue;
       auto [bucket, prefix] = it->second;
       ob.setInsertionPoint(alloc);
-      alloc.replaceAllUsesWith(viewAt(alloc.getLoc(), alloc.getType(),
-                                      persistent[keyOf[bucket]].offset +
-                                          prefix));
+      alloc.replaceAllUsesWith(
+          viewAt(alloc.getLoc(), alloc.getType(),
+                 persistent[keyOf[bucket]].offset + prefix));
       alloc.erase();
     }
-    for (auto alloc : llvm::make_early_inc_range(block.getOps<exec::AllocOp>())) {
+    for (auto alloc :
+         llvm::make_early_inc_range(block.getOps<exec::AllocOp>())) {
       ob.setInsertionPoint(alloc);
       alloc.replaceAllUsesWith(viewAt(alloc.getLoc(), alloc.getType(),
                                       persistent[keyOf[alloc]].offset));
@@ -318,7 +324,8 @@ void PlanMemory::runOnOperation() {
     oldArgs.reset(numArgs);
     block.eraseArguments(oldArgs);
     fn.setFunctionType(b.getFunctionType({arenaType}, {}));
-    fn.setAllArgAttrs(ArrayRef<DictionaryAttr>{DictionaryAttr::get(&getContext())});
+    fn.setAllArgAttrs(
+        ArrayRef<DictionaryAttr>{DictionaryAttr::get(&getContext())});
     fn.setAllResultAttrs(ArrayRef<DictionaryAttr>{});
   }
 

@@ -23,8 +23,9 @@ cl::OptionCategory category("otc-compile options");
 
 cl::opt<std::string> input(cl::Positional, cl::desc("<model.onnx>"),
                            cl::Required, cl::cat(category));
-cl::opt<std::string> output("o", cl::desc("Output file"), cl::value_desc("path"),
-                            cl::Required, cl::cat(category));
+cl::opt<std::string> output("o", cl::desc("Output file"),
+                            cl::value_desc("path"), cl::Required,
+                            cl::cat(category));
 cl::opt<otc::Stage> emit(
     "emit", cl::desc("Stage to stop at"), cl::init(otc::Stage::Exe),
     cl::values(clEnumValN(otc::Stage::Graph, "graph", "imported graph dialect"),
@@ -146,8 +147,8 @@ int main(int argc, char **argv) {
     c.warmupSteps = compressWarmup;
     options.compress = c;
   } else if (compressRatio.getNumOccurrences() ||
-             compressBlock.getNumOccurrences() || adaptive ||
-             noErrorFeedback || compressWarmup.getNumOccurrences()) {
+             compressBlock.getNumOccurrences() || adaptive || noErrorFeedback ||
+             compressWarmup.getNumOccurrences()) {
     errs() << "otc-compile: compression options need --compress METHOD\n";
     return 2;
   }

@@ -20,8 +20,8 @@ void DistDialect::initialize() {
 
 LogicalResult CompressedAllReduceOp::verify() {
   StringRef method = getMethod();
-  bool sparse = method == "topk" || method == "topk-int8" ||
-                method == "randomk";
+  bool sparse =
+      method == "topk" || method == "topk-int8" || method == "randomk";
   bool lossy = method != "none";
   bool dense = llvm::is_contained(
       ArrayRef<StringRef>{"none", "fp16", "bf16", "int8"}, method);

@@ -23,8 +23,7 @@ struct KernelArity {
   unsigned minIns, maxIns, outs;
 };
 constexpr KernelArity kKernels[] = {
-#define OTC_KERNEL(NAME, MIN_INS, MAX_INS, OUTS)                               \
-  {NAME, MIN_INS, MAX_INS, OUTS},
+#define OTC_KERNEL(NAME, MIN_INS, MAX_INS, OUTS) {NAME, MIN_INS, MAX_INS, OUTS},
 #include "dialects/exec/ExecKernels.def"
 };
 const KernelArity *lookupKernel(StringRef name) {
@@ -78,21 +77,24 @@ LogicalResult KernelOp::verify() {
   if (k->outs == 0 && outs == 0)
     return emitOpError("kernel '") << getKernel() << "' writes outputs";
   if (k->outs != 0 && outs != k->outs)
-    return emitOpError("kernel '") << getKernel() << "' writes " << k->outs
-                                   << " outputs, got " << outs;
+    return emitOpError("kernel '")
+           << getKernel() << "' writes " << k->outs << " outputs, got " << outs;
   for (Value v : getOperands())
     if (llvm::cast<MemRefType>(v.getType()).getRank() > kMaxKernelRank)
       return emitOpError("operands of rank above ")
              << kMaxKernelRank << " are not supported by the kernels";
-  auto rank = [](Value v) { return llvm::cast<MemRefType>(v.getType()).getRank(); };
+  auto rank = [](Value v) {
+    return llvm::cast<MemRefType>(v.getType()).getRank();
+  };
   if (getKernel() == "gemm" &&
-      (rank(getIns()[0]) != 2 || rank(getIns()[1]) != 2 || rank(getOuts()[0]) != 2))
+      (rank(getIns()[0]) != 2 || rank(getIns()[1]) != 2 ||
+       rank(getOuts()[0]) != 2))
     return emitOpError("gemm takes 2-D operands");
   if (auto axis = (*this)->getAttrOfType<IntegerAttr>("axis")) {
     int64_t r = rank(getOuts()[0]);
     if (axis.getInt() < -r || axis.getInt() >= r)
-      return emitOpError("axis ") << axis.getInt() << " out of range for rank "
-                                  << r;
+      return emitOpError("axis ")
+             << axis.getInt() << " out of range for rank " << r;
   }
   return success();
 }

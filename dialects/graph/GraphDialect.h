@@ -36,8 +36,8 @@ namespace otc::graph {
 /// The optimizer updates: operand 0 is the parameter, operand 1 its
 /// gradient, the rest optimizer state; results mirror them.
 inline bool isOptimizerUpdate(mlir::Operation *op) {
-  return llvm::isa<SgdUpdateOp, MomentumUpdateOp, AdamUpdateOp,
-                   AdamWUpdateOp>(op);
+  return llvm::isa<SgdUpdateOp, MomentumUpdateOp, AdamUpdateOp, AdamWUpdateOp>(
+      op);
 }
 } // namespace otc::graph
 

@@ -49,9 +49,8 @@ LogicalResult GemmOp::buildGradients(OpBuilder &b, ArrayRef<Value> resultGrads,
   Value db = tb ? gemm(dy, getA(), true, ta) : gemm(getA(), dy, !ta, false);
   operandGrads.assign({da, db});
   if (getC())
-    operandGrads.push_back(scaleBy(
-        b, loc, sumTo(b, loc, dy, getC().getType()),
-        getBeta().convertToFloat()));
+    operandGrads.push_back(scaleBy(b, loc, sumTo(b, loc, dy, getC().getType()),
+                                   getBeta().convertToFloat()));
   return success();
 }
 

@@ -37,8 +37,8 @@ Operation *GraphDialect::materializeConstant(OpBuilder &builder,
 // Shape helpers
 //===----------------------------------------------------------------------===//
 
-FailureOr<SmallVector<int64_t>> otc::graph::broadcastShapes(ArrayRef<int64_t> a,
-                                                            ArrayRef<int64_t> b) {
+FailureOr<SmallVector<int64_t>>
+otc::graph::broadcastShapes(ArrayRef<int64_t> a, ArrayRef<int64_t> b) {
   size_t rank = std::max(a.size(), b.size());
   SmallVector<int64_t> out(rank);
   for (size_t i = 0; i < rank; ++i) {
@@ -57,12 +57,12 @@ LogicalResult otc::graph::inferBroadcastResult(std::optional<Location> loc,
   auto l = llvm::cast<RankedTensorType>(lhs);
   auto r = llvm::cast<RankedTensorType>(rhs);
   if (l.getElementType() != r.getElementType())
-    return emitOptionalError(loc, "operand element types differ: ", lhs,
-                             " vs ", rhs);
+    return emitOptionalError(loc, "operand element types differ: ", lhs, " vs ",
+                             rhs);
   auto shape = broadcastShapes(l.getShape(), r.getShape());
   if (failed(shape))
-    return emitOptionalError(loc, "operand shapes are not broadcastable: ",
-                             lhs, " vs ", rhs);
+    return emitOptionalError(loc, "operand shapes are not broadcastable: ", lhs,
+                             " vs ", rhs);
   results.push_back(RankedTensorType::get(*shape, l.getElementType()));
   return success();
 }
@@ -87,8 +87,8 @@ LogicalResult ReshapeOp::verify() {
     return emitOpError("requires static shapes");
   if (in.getNumElements() != out.getNumElements())
     return emitOpError("cannot reshape ")
-           << in.getNumElements() << " elements into " << out
-           << " with " << out.getNumElements() << " elements";
+           << in.getNumElements() << " elements into " << out << " with "
+           << out.getNumElements() << " elements";
   return success();
 }
 
@@ -170,8 +170,8 @@ LogicalResult GemmOp::inferReturnTypes(MLIRContext *,
   int64_t m = a.getDimSize(ta ? 1 : 0), ka = a.getDimSize(ta ? 0 : 1);
   int64_t kb = b.getDimSize(tb ? 1 : 0), n = b.getDimSize(tb ? 0 : 1);
   if (ka != kb)
-    return emitOptionalError(loc, "Gemm inner dimensions differ: ", ka,
-                             " vs ", kb);
+    return emitOptionalError(loc, "Gemm inner dimensions differ: ", ka, " vs ",
+                             kb);
   types.push_back(RankedTensorType::get({m, n}, a.getElementType()));
   return success();
 }
@@ -230,13 +230,12 @@ LogicalResult DropoutOp::verify() {
 
 static LogicalResult verifyAxis(Operation *op, int64_t axis, int64_t rank) {
   if (axis < -rank || axis >= rank)
-    return op->emitOpError("axis ") << axis << " out of range for rank "
-                                    << rank;
+    return op->emitOpError("axis ")
+           << axis << " out of range for rank " << rank;
   return success();
 }
 
-template <typename OpT>
-static LogicalResult verifySoftmax(OpT op) {
+template <typename OpT> static LogicalResult verifySoftmax(OpT op) {
   return verifyAxis(op, op.getAxis(), op.getInput().getType().getRank());
 }
 LogicalResult SoftmaxOp::verify() { return verifySoftmax(*this); }
@@ -267,9 +266,8 @@ LogicalResult SoftmaxCrossEntropyOp::verify() {
 
 LogicalResult MseOp::verify() {
   if (getPred().getType() != getTarget().getType())
-    return emitOpError("prediction ")
-           << getPred().getType() << " and target " << getTarget().getType()
-           << " differ";
+    return emitOpError("prediction ") << getPred().getType() << " and target "
+                                      << getTarget().getType() << " differ";
   return success();
 }
 

@@ -272,11 +272,11 @@ std::string rankPath(const std::string &path, int rank) {
   if (rank == 0)
     return path;
   const std::string ext = ".otcc";
-  std::string base = path.size() >= ext.size() &&
-                             path.compare(path.size() - ext.size(),
-                                          ext.size(), ext) == 0
-                         ? path.substr(0, path.size() - ext.size())
-                         : path;
+  std::string base =
+      path.size() >= ext.size() &&
+              path.compare(path.size() - ext.size(), ext.size(), ext) == 0
+          ? path.substr(0, path.size() - ext.size())
+          : path;
   return base + ".rank" + std::to_string(rank) + ext;
 }
 
@@ -286,9 +286,9 @@ listCheckpoints(const std::string &dir, int rank = 0) {
   DIR *d = opendir(dir.c_str());
   if (!d)
     return found;
-  const std::regex kName(
-      rank == 0 ? std::string("ckpt-([0-9]+)\\.otcc")
-                : "ckpt-([0-9]+)\\.rank" + std::to_string(rank) + "\\.otcc");
+  const std::regex kName(rank == 0 ? std::string("ckpt-([0-9]+)\\.otcc")
+                                   : "ckpt-([0-9]+)\\.rank" +
+                                         std::to_string(rank) + "\\.otcc");
   while (dirent *e = readdir(d)) {
     std::cmatch m;
     if (std::regex_match(e->d_name, m, kName))
@@ -570,9 +570,9 @@ void Run::saveCheckpoint() {
     if (perRank) // the folder exists before the other ranks write into it
       throwIfError(otc_comm_barrier(comm_));
     std::vector<uint8_t> extra = loaderExtra();
-    throwIfError(otc_session_save_checkpoint(
-        session_.get(), rankPath(path, rank_).c_str(), extra.data(),
-        extra.size()));
+    throwIfError(otc_session_save_checkpoint(session_.get(),
+                                             rankPath(path, rank_).c_str(),
+                                             extra.data(), extra.size()));
     auto all = listCheckpoints(o_.checkpointDir, rank_);
     for (size_t i = 0; i + 2 < all.size(); ++i)
       std::remove(all[i].second.c_str());

@@ -3,7 +3,7 @@
 |* What otc-compile emits and the runtime loads. A compiled program owns no   *|
 |* memory: every tensor of a step (parameters, optimizer state, inputs,       *|
 |* gradients, activations) lives at a static offset in one arena that the     *|
-|* runtime allocates with `arena_bytes` bytes (aligned to 64). The manifest    *|
+|* runtime allocates with `arena_bytes` bytes (aligned to 64). The manifest *|
 |* (JSON, see docs in the README) says where parameters, optimizer state and  *|
 |* inputs live so the runtime can fill, checkpoint and export them.           *|
 |*                                                                            *|
@@ -22,8 +22,8 @@ extern "C" {
 
 /* Status codes a step returns (0 = success). */
 #define OTC_STEP_OK 0
-#define OTC_STEP_ERR_COMM 1           /* a collective failed */
-#define OTC_STEP_ERR_LABEL_RANGE 2    /* a label outside [0, classes) */
+#define OTC_STEP_ERR_COMM 1        /* a collective failed */
+#define OTC_STEP_ERR_LABEL_RANGE 2 /* a label outside [0, classes) */
 /* A gradient held a NaN or an infinity on some rank: every rank returns this
  * before any optimizer update, the step is skipped and reported. */
 #define OTC_STEP_SKIPPED_NONFINITE 3
@@ -34,12 +34,12 @@ typedef struct otc_compress_desc {
   int32_t error_feedback; /* 1: `residual` holds this rank's error */
   int32_t adaptive;       /* 1: ratio follows the gradient norm */
   int32_t reserved;
-  int64_t block_size;     /* elements per block */
-  float ratio;            /* kept fraction (unused when adaptive: the
-                             adaptive ratio starts at ratio_max) */
-  float ratio_min;        /* adaptive bounds */
+  int64_t block_size; /* elements per block */
+  float ratio;        /* kept fraction (unused when adaptive: the
+                         adaptive ratio starts at ratio_max) */
+  float ratio_min;    /* adaptive bounds */
   float ratio_max;
-  int64_t warmup_steps;   /* first steps sent dense (fp32) */
+  int64_t warmup_steps; /* first steps sent dense (fp32) */
 } otc_compress_desc_t;
 
 /* What the runtime hands a step. */
