@@ -31,6 +31,8 @@ void otc::buildTrainingPipeline(OpPassManager &pm,
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createCSEPass());
   if (options.compress) {
+    if (options.momentumCorrection)
+      pm.addPass(createMomentumCorrection());
     BucketGradientsOptions buckets;
     buckets.bucketMb = options.bucketMb;
     pm.addPass(createBucketGradients(buckets));

@@ -26,6 +26,8 @@ struct CompileOptions {
   /// Set: gradients go through buckets and compressed all-reduces.
   std::optional<InsertCompressedAllReduceOptions> compress;
   double bucketMb = 25.0;
+  /// Average each rank's momentum rather than its gradient (with compress).
+  bool momentumCorrection = false;
   uint64_t seed = 0;
   bool report = false;
   std::string reportJson;

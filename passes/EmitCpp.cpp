@@ -466,8 +466,8 @@ FailureOr<std::string> otc::buildManifest(ModuleOp module) {
       e["param"] = bname.rsplit('.').first.str();
       // Error-feedback residuals differ between ranks (checkpointed per rank).
       if (auto kind = d.getAs<StringAttr>("kind"))
-        if (kind.getValue() == "residual")
-          e["role"] = "residual";
+        if (kind.getValue() == "residual" || kind.getValue() == "per-rank")
+          e["role"] = kind.getValue().str();
       state.push_back(std::move(e));
     } else if (role == "input") {
       StringRef ir = d.getAs<StringAttr>("kind").getValue();

@@ -78,6 +78,22 @@ def BucketGradients : Pass<"otc-bucket-gradients", "mlir::ModuleOp"> {
   ];
 }
 
+def MomentumCorrection : Pass<"otc-momentum-correction", "mlir::ModuleOp"> {
+  let summary = "Compress each rank's momentum instead of its gradient (DGC)";
+  let description = [{
+    Rewrites every `graph.momentum_update` of @train_step (before bucketing)
+    into a local velocity update `v = momentum * v + g + weight_decay * w`
+    whose result is what gets averaged across ranks, followed by a plain
+    `graph.sgd_update` with the averaged velocity. Averaging is linear, so
+    without compression this is the same update as momentum SGD on the
+    averaged gradient; with sparsification and error feedback it keeps the
+    momentum from amplifying stale residuals (Deep Gradient Compression's
+    momentum correction). The velocity becomes per-rank state
+    (`otc.role = "per-rank"`). Nesterov momentum is refused.
+  }];
+  let dependentDialects = ["::otc::graph::GraphDialect"];
+}
+
 def InsertCompressedAllReduce
     : Pass<"otc-insert-compressed-allreduce", "mlir::ModuleOp"> {
   let summary = "Average every gradient bucket with a compressed all-reduce";

@@ -108,6 +108,21 @@ void PlanMemory::runOnOperation() {
   };
 
   for (func::FuncOp fn : fns) {
+    // A result that replaces an argument (`otc.updates`) but was computed
+    // into a buffer of its own is copied into the argument's buffer, which
+    // is where the next step reads it.
+    auto terminator = llvm::cast<func::ReturnOp>(fn.front().getTerminator());
+    for (auto [i, v] : llvm::enumerate(terminator.getOperands())) {
+      auto updates = fn.getResultAttrOfType<IntegerAttr>(i, attr::kUpdates);
+      if (!updates)
+        continue;
+      Value arg = fn.getArgument(updates.getInt());
+      if (v == arg)
+        continue;
+      OpBuilder b(terminator);
+      b.create<exec::KernelOp>(terminator.getLoc(), "copy", ValueRange{v},
+                               ValueRange{arg});
+    }
     for (BlockArgument arg : fn.getArguments()) {
       unsigned i = arg.getArgNumber();
       if (auto n = fn.getArgAttrOfType<StringAttr>(i, attr::kParam)) {

@@ -98,6 +98,11 @@ cl::opt<double> bucketMb("bucket-mb",
                          cl::desc("Largest gradient bucket in MiB (with "
                                   "--compress)"),
                          cl::init(25.0), cl::cat(category));
+cl::opt<bool> momentumCorrection(
+    "momentum-correction",
+    cl::desc("With --compress and --optimizer momentum: compress each rank's "
+             "accumulated momentum instead of its gradient (DGC)"),
+    cl::cat(category));
 cl::opt<bool> report("report", cl::desc("Print the per-rank memory plan"),
                      cl::cat(category));
 cl::opt<std::string> reportJson("report-json",
@@ -153,6 +158,12 @@ int main(int argc, char **argv) {
     return 2;
   }
   options.bucketMb = bucketMb;
+  if (momentumCorrection && (!options.compress || optimizer != "momentum")) {
+    errs() << "otc-compile: --momentum-correction needs --compress and "
+              "--optimizer momentum\n";
+    return 2;
+  }
+  options.momentumCorrection = momentumCorrection;
   options.seed = seed;
   options.report = report;
   options.reportJson = reportJson;

@@ -112,7 +112,7 @@ const TensorSpec *Manifest::findInput(const std::string &name) const {
 
 bool Manifest::hasPerRankState() const {
   for (const TensorSpec &t : state)
-    if (t.role == "residual")
+    if (t.role == "residual" || t.role == "per-rank")
       return true;
   return false;
 }

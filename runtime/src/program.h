@@ -71,7 +71,8 @@ struct Manifest {
   const TensorSpec *findParam(const std::string &name) const;
   const TensorSpec *findInput(const std::string &name) const;
   const TensorSpec *inputWithRole(const std::string &role) const;
-  /// True when some state differs between ranks (error-feedback residuals):
+  /// True when some state differs between ranks (error-feedback residuals,
+  /// momentum-corrected velocities):
   /// checkpoints are then written per rank.
   bool hasPerRankState() const;
 };

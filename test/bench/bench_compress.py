@@ -1,0 +1,726 @@
+#!/usr/bin/python3
+#===- bench_compress.py - Compressed all-reduce on a shaped link vs DDP ----===#
+#
+# A communication-bound data-parallel run with both ranks on this machine:
+#
+#   link    a network namespace of the script's own (`ip netns add
+#           otcbench-<pid>`) whose loopback is shaped with tc tbf to
+#           --rate (1gbit), burst --burst (256kb: 4 x lo's 64 KiB MTU, so that
+#           no (GSO) packet exceeds the bucket; ~2 ms at 1 Gbit/s), latency
+#           --tbf-latency (50ms: queue limit = rate x 50 ms + burst ~ 6.5 MB,
+#           enough for TCP to fill the pipe without tail drops hurting).
+#           Loopback has a single egress queue, so the traffic of both ranks
+#           (both directions) shares the 1 Gbit/s. The 2 ranks talk over
+#           127.0.0.1 only. Every command in there runs as
+#           `ip netns exec NS ...`; the namespace is deleted on exit, on
+#           Ctrl-C and on SIGTERM/SIGHUP (after killing what still runs in it).
+#           Without the right to create it (not root), the shaped part is
+#           SKIPPED (a SKIP line) and the unshaped part still runs.
+#   model   the MLP 784-4096-4096-10 (ReLU; 20,037,642 parameters) from
+#           tools/gen_mlp.py, batch 64 per rank, cross-entropy, plain SGD,
+#           random data (np.random, seeded).
+#   OTC     otc-compile --world-size 2 --compress none | fp16 | topk-int8
+#           (--compress-ratio 0.1 --compress-block 256), run as
+#           mpirun -np 2 --oversubscribe --bind-to none --mca btl tcp,self
+#             --mca btl_tcp_if_include lo --mca oob_tcp_if_include lo
+#             PROG ... --threads 1 --metrics m.jsonl --log-every 1
+#           step time = median of the time_s differences of the steps after
+#           the warm-up (rank 0's metrics); bytes sent per step from the
+#           metrics.
+#   DDP     test/bench/ddp_reference.py: torch DDP, gloo on 127.0.0.1
+#           (GLOO_SOCKET_IFNAME=lo), 2 processes, torch.set_num_threads(1),
+#           same model, batch and SGD: dense, fp16_compress_hook, and
+#           PowerSGD rank 4 with error feedback (run synchronously in a
+#           custom hook: torch 1.13's powerSGD_hook aborts under gloo). Step
+#           time = median over the timed steps (rank 0).
+#
+# On the shaped link: OTC none, fp16, topk-int8 and the three DDP variants.
+# On the unshaped loopback (this namespace): OTC none, topk-int8, fp16
+# (--repeat runs each, interleaved; the best median counts) and DDP dense.
+# Also on the shaped link: lo's tx bytes over the whole run / steps / 2 ranks
+# (wire bytes, headers and set-up included), for OTC and DDP alike.
+#
+# Targets (issue): on the shaped link OTC topk-int8 >= 4x faster than OTC
+# none and >= 2x faster than DDP + PowerSGD; on the unshaped loopback
+# topk-int8 at most 5 % slower than none. A missed target is reported, not an
+# error: the exit code is 0 unless something could not run (1) or the
+# arguments/build are wrong (2). Every child is bounded by a timeout; on
+# timeout its whole session is killed and the run is reported as failed.
+#
+#   tools/bench.sh build             (runs bench_mlp.py, then this) or
+#   /usr/bin/python3 test/bench/bench_compress.py --build-dir build
+#       [--steps 8] [--steps-compressed 16] [--warmup 3]
+#       [--unshaped-steps 20] [--repeat 2] [--rate 1gbit] [--no-ddp]
+#
+# Results: BUILD/bench/bench_compress.json (--json). Needs root for the
+# namespace; Open MPI as root needs OMPI_ALLOW_RUN_AS_ROOT=1 and
+# OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 (set here for the children).
+#
+#===------------------------------------------------------------------------===#
+
+import argparse
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+SOURCE_DIR = os.path.dirname(os.path.dirname(HERE))
+sys.path.insert(0, os.path.join(SOURCE_DIR, "tools"))
+
+BATCH = 64
+WORLD = 2
+LR = 0.01
+SEED = 0
+FEATURES = 784
+CLASSES = 10
+MIN_PARAMS = 20 * 1000 * 1000
+OTC_METHODS = ("none", "fp16", "topk-int8")
+DDP_VARIANTS = ("dense", "fp16", "powersgd")
+MPI_FLAGS = ["--oversubscribe", "--bind-to", "none",
+             "--mca", "btl", "tcp,self", "--mca", "btl_tcp_if_include", "lo",
+             "--mca", "oob_tcp_if_include", "lo"]
+
+TARGET_NONE_OVER_TOPK = 4.0
+TARGET_PSGD_OVER_TOPK = 2.0
+TARGET_UNSHAPED_SLOWDOWN = 0.05
+
+
+class Interrupted(BaseException):
+    """SIGTERM / SIGHUP: unwinds like Ctrl-C so that `finally` cleans up."""
+
+
+def on_signal(signum, frame):
+    raise Interrupted("signal %d" % signum)
+
+
+def log(msg):
+    print(msg, flush=True)
+
+
+def child_env():
+    env = dict(os.environ)
+    for k in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
+        env[k] = "1"
+    env["OMPI_ALLOW_RUN_AS_ROOT"] = "1"
+    env["OMPI_ALLOW_RUN_AS_ROOT_CONFIRM"] = "1"
+    env["GLOO_SOCKET_IFNAME"] = "lo"
+    return env
+
+
+# ---------------------------------------------------------------------------
+# Bounded children
+# ---------------------------------------------------------------------------
+
+def session_pids(sid):
+    """The processes of session `sid` (all started by us: the session leader
+    is a child started with start_new_session; mpirun puts each rank in a
+    process group of its own, but they stay in the session)."""
+    pids = []
+    for d in os.listdir("/proc"):
+        if not d.isdigit():
+            continue
+        try:
+            with open("/proc/%s/stat" % d) as f:
+                stat = f.read()
+            fields = stat[stat.rindex(")") + 2:].split()
+            if int(fields[3]) == sid:   # state ppid pgrp session
+                pids.append(int(d))
+        except (OSError, ValueError, IndexError):
+            pass
+    return pids
+
+
+def kill_session(p):
+    """SIGTERM the session of Popen `p` (mpirun forwards it to its ranks),
+    then SIGKILL whatever is left of it."""
+    for sig, grace in ((signal.SIGTERM, 5.0), (signal.SIGKILL, 5.0)):
+        for pid in session_pids(p.pid):
+            try:
+                os.kill(pid, sig)
+            except OSError:
+                pass
+        try:
+            p.wait(timeout=grace)
+        except subprocess.TimeoutExpired:
+            pass
+        if p.poll() is not None and not session_pids(p.pid):
+            break
+    for pid in session_pids(p.pid):
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except OSError:
+            pass
+    try:
+        p.wait(timeout=5)
+    except subprocess.TimeoutExpired:
+        pass
+
+
+def run_bounded(cmd, timeout, logfile, ns=None, capture=False):
+    """Runs cmd (inside namespace `ns` if given), stdout/stderr to logfile.
+    Returns (status, wall s) with status the exit code or 'timeout'."""
+    full = (["ip", "netns", "exec", ns] if ns else []) + cmd
+    with open(logfile, "ab") as out:
+        out.write(("$ " + " ".join(full) + "\n").encode())
+        out.flush()
+        t0 = time.perf_counter()
+        p = subprocess.Popen(full, stdout=out, stderr=subprocess.STDOUT,
+                             stdin=subprocess.DEVNULL, env=child_env(),
+                             start_new_session=True)
+        try:
+            rc = p.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            kill_session(p)
+            out.write(("\n[bench_compress: killed after %d s]\n" %
+                       timeout).encode())
+            return "timeout", time.perf_counter() - t0
+        except BaseException:
+            kill_session(p)
+            raise
+        # Stray ranks of a failed job.
+        if session_pids(p.pid):
+            kill_session(p)
+        return rc, time.perf_counter() - t0
+
+
+def tail(path, n=2500):
+    try:
+        with open(path, errors="replace") as f:
+            return f.read()[-n:]
+    except OSError:
+        return ""
+
+
+def median(xs):
+    xs = sorted(x for x in xs if x is not None)
+    if not xs:
+        return None
+    k = len(xs) // 2
+    return xs[k] if len(xs) % 2 else (xs[k - 1] + xs[k]) / 2
+
+
+# ---------------------------------------------------------------------------
+# The namespace
+# ---------------------------------------------------------------------------
+
+class Namespace(object):
+    def __init__(self, name, rate, burst, latency):
+        self.name, self.rate, self.burst, self.latency = \
+            name, rate, burst, latency
+        self.created = False
+
+    def sh(self, args, timeout=20):
+        return subprocess.run(args, stdout=subprocess.PIPE,
+                              stderr=subprocess.STDOUT, timeout=timeout,
+                              stdin=subprocess.DEVNULL)
+
+    def create(self):
+        """Returns None, or why the namespace could not be set up."""
+        if not shutil.which("ip") or not shutil.which("tc"):
+            return "ip or tc (iproute2) not found"
+        r = self.sh(["ip", "netns", "add", self.name])
+        if r.returncode != 0:
+            return "`ip netns add %s` failed: %s" % (
+                self.name, r.stdout.decode(errors="replace").strip())
+        self.created = True
+        for cmd in (["ip", "link", "set", "lo", "up"],
+                    ["tc", "qdisc", "add", "dev", "lo", "root", "tbf",
+                     "rate", self.rate, "burst", self.burst,
+                     "latency", self.latency]):
+            r = self.sh(["ip", "netns", "exec", self.name] + cmd)
+            if r.returncode != 0:
+                return "`%s` in %s failed: %s" % (
+                    " ".join(cmd), self.name,
+                    r.stdout.decode(errors="replace").strip())
+        return None
+
+    def qdisc(self):
+        r = self.sh(["ip", "netns", "exec", self.name, "tc", "qdisc", "show",
+                     "dev", "lo"])
+        return r.stdout.decode(errors="replace").strip()
+
+    def lo_tx_bytes(self):
+        try:
+            r = self.sh(["ip", "netns", "exec", self.name, "cat",
+                         "/sys/class/net/lo/statistics/tx_bytes"])
+            return int(r.stdout.decode().strip()) if r.returncode == 0 \
+                else None
+        except (ValueError, subprocess.TimeoutExpired):
+            return None
+
+    def delete(self):
+        if not self.created:
+            return
+        # Whatever still runs in there was started by us.
+        try:
+            r = self.sh(["ip", "netns", "pids", self.name])
+            for pid in r.stdout.decode().split():
+                if pid.isdigit() and int(pid) != os.getpid():
+                    try:
+                        os.kill(int(pid), signal.SIGKILL)
+                    except OSError:
+                        pass
+        except subprocess.TimeoutExpired:
+            pass
+        try:
+            r = self.sh(["ip", "netns", "del", self.name])
+            if r.returncode == 0:
+                self.created = False
+                log("deleted network namespace %s" % self.name)
+            else:
+                log("warning: `ip netns del %s` failed: %s" % (
+                    self.name, r.stdout.decode(errors="replace").strip()))
+        except subprocess.TimeoutExpired:
+            log("warning: `ip netns del %s` timed out" % self.name)
+
+
+# ---------------------------------------------------------------------------
+# Runs
+# ---------------------------------------------------------------------------
+
+def run_timeout(a, steps):
+    if a.timeout:
+        return a.timeout
+    # Generous: ~4x the 1.5 s/step of dense on the shaped link, plus start-up.
+    return int(120 + 6 * steps)
+
+
+def otc_run(a, program, method, ns, warmup, steps, work, tag, errors):
+    name = "otc-%s-%s" % (method, tag)
+    logfile = os.path.join(work, name + ".log")
+    metrics = os.path.join(work, name + ".jsonl")
+    for path in (logfile, metrics):
+        if os.path.exists(path):
+            os.remove(path)
+    data = os.path.join(work, "data")
+    cmd = ["mpirun", "-np", str(WORLD)] + MPI_FLAGS + [
+        program, "--data", "input=" + os.path.join(data, "input.npy"),
+        "--data", "labels=" + os.path.join(data, "labels.npy"),
+        "--steps", str(warmup + steps), "--threads", "1",
+        "--metrics", metrics, "--log-every", "1", "--quiet"]
+    res = {"method": "otc-" + method, "warmup": warmup, "steps": steps}
+    for attempt in (1, 2):
+        lo0 = ns.lo_tx_bytes() if ns else None
+        rc, wall = run_bounded(cmd, run_timeout(a, warmup + steps), logfile,
+                               ns.name if ns else None)
+        lo1 = ns.lo_tx_bytes() if ns else None
+        if rc == 0 or rc == "timeout" or attempt == 2:
+            break
+        log("  %s failed (exit %s), once more" % (name, rc))
+    res["wall_s"] = wall
+    if rc != 0:
+        errors.append("%s: %s (log %s)" % (
+            name, "timed out after %d s" % run_timeout(a, warmup + steps)
+            if rc == "timeout" else "exit %s" % rc, logfile))
+        sys.stderr.write(tail(logfile))
+        return res
+    try:
+        with open(metrics) as f:
+            rows = [json.loads(l) for l in f if l.strip()]
+        rows = [r for r in rows if not r.get("eval")]
+        t = {int(r["step"]): r.get("time_s") for r in rows}
+        last = max(t)
+        times = [t[s] - t[s - 1] for s in range(warmup + 1, last + 1)
+                 if t.get(s) is not None and t.get(s - 1) is not None]
+        res["times_s"] = times
+        res["step_s"] = median(times)
+        res["mean_s"] = (t[last] - t[warmup]) / (last - warmup) \
+            if last > warmup and t.get(warmup) is not None else None
+        res["bytes_sent_per_step"] = rows[-1].get("bytes_sent")
+        res["bytes_received_per_step"] = rows[-1].get("bytes_received")
+        res["loss"] = rows[-1].get("loss")
+    except (OSError, ValueError, KeyError) as e:
+        errors.append("%s: unreadable metrics %s (%s)" % (name, metrics, e))
+        return res
+    if res["step_s"] is None:
+        errors.append("%s: no timed steps in %s" % (name, metrics))
+    if lo0 is not None and lo1 is not None:
+        res["lo_bytes_per_step_rank"] = (lo1 - lo0) / float(
+            (warmup + steps) * WORLD)
+    return res
+
+
+def ddp_run(a, variant, ns, warmup, steps, work, tag, errors):
+    name = "ddp-%s-%s" % (variant, tag)
+    logfile = os.path.join(work, name + ".log")
+    if os.path.exists(logfile):
+        os.remove(logfile)
+    limit = run_timeout(a, warmup + steps)
+    cmd = [sys.executable, os.path.join(HERE, "ddp_reference.py"),
+           "--variant", variant, "--data-dir", os.path.join(work, "data"),
+           "--hidden", a.hidden, "--classes", str(CLASSES),
+           "--seed", str(SEED), "--batch", str(BATCH), "--lr", str(LR),
+           "--world-size", str(WORLD), "--warmup", str(warmup),
+           "--steps", str(steps), "--powersgd-rank", str(a.powersgd_rank),
+           "--timeout", str(limit)]
+    res = {"method": "ddp-" + variant, "warmup": warmup, "steps": steps}
+    for attempt in (1, 2):
+        lo0 = ns.lo_tx_bytes() if ns else None
+        # The launcher kills its ranks at `limit`; we kill it 30 s later.
+        rc, wall = run_bounded(cmd, limit + 30, logfile,
+                               ns.name if ns else None)
+        lo1 = ns.lo_tx_bytes() if ns else None
+        if rc == 0 or rc in ("timeout", 124) or attempt == 2:
+            break
+        log("  %s failed (exit %s), once more" % (name, rc))
+    res["wall_s"] = wall
+    if rc != 0:
+        errors.append("%s: %s (log %s)" % (
+            name, "timed out" if rc in ("timeout", 124) else "exit %s" % rc,
+            logfile))
+        sys.stderr.write(tail(logfile))
+        return res
+    try:
+        with open(logfile, errors="replace") as f:
+            lines = [l for l in f.read().splitlines() if l.startswith("{")]
+        out = json.loads(lines[-1])
+        res.update({k: out.get(k) for k in ("step_s", "mean_s", "times_s",
+                                            "loss", "parameters")})
+    except (OSError, ValueError, IndexError) as e:
+        errors.append("%s: no result in %s (%s)" % (name, logfile, e))
+        return res
+    if lo0 is not None and lo1 is not None:
+        res["lo_bytes_per_step_rank"] = (lo1 - lo0) / float(
+            (warmup + steps) * WORLD)
+    return res
+
+
+def show_run(r):
+    s = r.get("step_s")
+    log("  %-16s %s s/step (median of %d steps after %d warm-up)%s" % (
+        r["method"], "%.3f" % s if s is not None else "-", r["steps"],
+        r["warmup"], ", %.1f MB sent/step" % (r["bytes_sent_per_step"] / 1e6)
+        if r.get("bytes_sent_per_step") is not None else ""))
+
+
+# ---------------------------------------------------------------------------
+# Main
+# ---------------------------------------------------------------------------
+
+def fmt(x, f="%.3f"):
+    return f % x if x is not None else "-"
+
+
+def ratio(a, b):
+    return a / b if a is not None and b else None
+
+
+def main():
+    p = argparse.ArgumentParser(
+        description="OTC compressed all-reduce (topk-int8, fp16, none) vs "
+                    "PyTorch DDP (dense, fp16 hook, PowerSGD) on a loopback "
+                    "shaped to 1 Gbit/s in a network namespace of its own.")
+    p.add_argument("--build-dir", default=os.path.join(SOURCE_DIR, "build"))
+    p.add_argument("--hidden", default="4096,4096",
+                   help="hidden widths of the MLP (default 4096,4096: "
+                        "20.0 M parameters)")
+    p.add_argument("--warmup", type=int, default=3,
+                   help="warm-up steps of every run (default 3)")
+    p.add_argument("--steps", type=int, default=8,
+                   help="timed steps of the dense runs on the shaped link "
+                        "(OTC none/fp16, DDP dense/fp16; default 8)")
+    p.add_argument("--steps-compressed", type=int, default=16,
+                   help="timed steps of OTC topk-int8 and DDP PowerSGD on "
+                        "the shaped link (default 16)")
+    p.add_argument("--unshaped-steps", type=int, default=20,
+                   help="timed steps per run on the unshaped loopback "
+                        "(default 20)")
+    p.add_argument("--repeat", type=int, default=2,
+                   help="unshaped OTC runs per method, interleaved; the best "
+                        "median counts (default 2)")
+    p.add_argument("--rate", default="1gbit", help="tbf rate (default 1gbit)")
+    p.add_argument("--burst", default="256kb",
+                   help="tbf burst (default 256kb = 4 x lo's 64 KiB MTU)")
+    p.add_argument("--tbf-latency", default="50ms",
+                   help="tbf latency, sets the queue limit (default 50ms)")
+    p.add_argument("--compress-ratio", type=float, default=0.1)
+    p.add_argument("--compress-block", type=int, default=256)
+    p.add_argument("--powersgd-rank", type=int, default=4)
+    p.add_argument("--no-ddp", action="store_true",
+                   help="OTC only (no PyTorch DDP runs)")
+    p.add_argument("--no-shaped", action="store_true",
+                   help="skip the shaped namespace (unshaped part only)")
+    p.add_argument("--timeout", type=int, default=0,
+                   help="seconds per run before it is killed (default "
+                        "120 + 6 per step)")
+    p.add_argument("--json", default=None,
+                   help="results file (default BUILD/bench/"
+                        "bench_compress.json)")
+    a = p.parse_args()
+
+    signal.signal(signal.SIGTERM, on_signal)
+    signal.signal(signal.SIGHUP, on_signal)
+
+    import numpy as np
+    import gen_mlp
+
+    build = os.path.abspath(a.build_dir)
+    compiler = os.path.join(build, "bin", "otc-compile")
+    if not os.access(compiler, os.X_OK):
+        print("bench_compress: error: %s is missing: build the project first"
+              % compiler, file=sys.stderr)
+        return 2
+    if not shutil.which("mpirun"):
+        print("bench_compress: error: mpirun not found", file=sys.stderr)
+        return 2
+    try:
+        hidden = tuple(int(h) for h in a.hidden.split(",") if h)
+    except ValueError:
+        p.error("--hidden: comma-separated widths expected")
+    work = os.path.join(build, "bench", "compress")
+    shutil.rmtree(work, ignore_errors=True)
+    os.makedirs(os.path.join(work, "data"))
+    json_path = a.json or os.path.join(build, "bench", "bench_compress.json")
+    t_start = time.time()
+    errors, skipped = [], []
+
+    # Model and data.
+    model = gen_mlp.build_mlp(SEED, hidden=hidden, classes=CLASSES,
+                              features=FEATURES)
+    nparams = sum(q.numel() for q in model.parameters())
+    shape = "-".join(str(d) for d in (FEATURES,) + hidden + (CLASSES,))
+    onnx_path = gen_mlp.export_onnx(model, os.path.join(work, "mlp.onnx"))
+    del model
+    log("model: MLP %s, %d parameters (%.2f M, %.1f MB fp32)%s" % (
+        shape, nparams, nparams / 1e6, nparams * 4 / 1e6,
+        "" if nparams >= MIN_PARAMS else
+        "  WARNING: under the issue's 20 M parameters"))
+    most = max(a.warmup + max(a.steps, a.steps_compressed),
+               a.warmup + a.unshaped_steps)
+    # One epoch covers every step (capped at 64 steps: 25 MB; the programs
+    # wrap around).
+    samples = BATCH * WORLD * min(most, 64)
+    rng = np.random.RandomState(SEED)
+    np.save(os.path.join(work, "data", "input.npy"),
+            rng.standard_normal((samples, FEATURES)).astype(np.float32))
+    np.save(os.path.join(work, "data", "labels.npy"),
+            rng.randint(0, CLASSES, samples).astype(np.int64))
+    log("data: %d random samples (np.random seed %d), batch %d per rank, "
+        "%d ranks" % (samples, SEED, BATCH, WORLD))
+
+    # Programs.
+    programs, planned = {}, {}
+    for m in OTC_METHODS:
+        prog = os.path.join(work, "train-" + m)
+        report = os.path.join(work, "report-%s.json" % m)
+        cmd = [compiler, onnx_path, "-o", prog, "--batch", str(BATCH),
+               "--world-size", str(WORLD), "--loss", "cross-entropy",
+               "--optimizer", "sgd", "--lr", str(LR), "--compress", m,
+               "--report-json", report]
+        if m in ("topk-int8",):
+            cmd += ["--compress-ratio", str(a.compress_ratio),
+                    "--compress-block", str(a.compress_block)]
+        log("$ " + " ".join(cmd))
+        try:
+            r = subprocess.run(cmd, stdout=subprocess.PIPE,
+                               stderr=subprocess.STDOUT, timeout=600)
+        except subprocess.TimeoutExpired:
+            print("bench_compress: error: otc-compile timed out",
+                  file=sys.stderr)
+            return 1
+        if r.returncode != 0:
+            sys.stderr.write(r.stdout.decode(errors="replace")[-4000:])
+            print("bench_compress: error: otc-compile failed (exit %d)" %
+                  r.returncode, file=sys.stderr)
+            return 1
+        programs[m] = prog
+        try:
+            with open(report) as f:
+                planned[m] = json.load(f)["ranks"][0]["comm"][
+                    "bytes_sent_per_step"]
+        except (OSError, ValueError, KeyError, IndexError):
+            planned[m] = None
+
+    load = os.getloadavg()[0]
+    if load > 0.5:
+        log("warning: load average %.2f at start on %d cores: other work "
+            "shares the cores, timings will be noisy" %
+            (load, os.cpu_count() or 0))
+
+    shaped, unshaped = {}, {}
+    ns = None
+    qdisc = None
+    # -- The shaped link -------------------------------------------------
+    if a.no_shaped:
+        skipped.append("shaped link: --no-shaped")
+        log("SKIP shaped link: --no-shaped")
+    else:
+        ns = Namespace("otcbench-%d" % os.getpid(), a.rate, a.burst,
+                       a.tbf_latency)
+        try:
+            why = ns.create()
+            if why:
+                skipped.append("shaped link: " + why)
+                log("SKIP shaped link (needs root: CAP_SYS_ADMIN, "
+                    "CAP_NET_ADMIN): " + why)
+            else:
+                qdisc = ns.qdisc()
+                log("namespace %s, lo: %s" % (ns.name, qdisc))
+                log("shaped link (%s): OTC" % a.rate)
+                for m in OTC_METHODS:
+                    steps = a.steps_compressed if m == "topk-int8" \
+                        else a.steps
+                    shaped["otc-" + m] = otc_run(
+                        a, programs[m], m, ns, a.warmup, steps, work,
+                        "shaped", errors)
+                    show_run(shaped["otc-" + m])
+                if not a.no_ddp:
+                    log("shaped link (%s): PyTorch DDP (gloo)" % a.rate)
+                    for v in DDP_VARIANTS:
+                        steps = a.steps_compressed if v == "powersgd" \
+                            else a.steps
+                        shaped["ddp-" + v] = ddp_run(
+                            a, v, ns, a.warmup, steps, work, "shaped",
+                            errors)
+                        show_run(shaped["ddp-" + v])
+        except KeyboardInterrupt:
+            log("interrupted")
+            raise
+        finally:
+            ns.delete()
+
+    # -- The unshaped loopback -------------------------------------------
+    log("unshaped loopback: OTC (%d runs each, interleaved)" % a.repeat)
+    runs = {m: [] for m in OTC_METHODS}
+    for i in range(a.repeat):
+        for m in ("none", "topk-int8", "fp16"):
+            r = otc_run(a, programs[m], m, None, a.warmup, a.unshaped_steps,
+                        work, "unshaped-r%d" % i, errors)
+            show_run(r)
+            runs[m].append(r)
+    for m in OTC_METHODS:
+        ok = [r for r in runs[m] if r.get("step_s") is not None]
+        best = min(ok, key=lambda r: r["step_s"]) if ok else runs[m][0]
+        best = dict(best)
+        best["runs_step_s"] = [r.get("step_s") for r in runs[m]]
+        unshaped["otc-" + m] = best
+    if not a.no_ddp:
+        log("unshaped loopback: PyTorch DDP dense")
+        unshaped["ddp-dense"] = ddp_run(a, "dense", None, a.warmup,
+                                        a.unshaped_steps, work, "unshaped",
+                                        errors)
+        show_run(unshaped["ddp-dense"])
+
+    # -- Table ---------------------------------------------------------------
+    def step(d, k):
+        return d.get(k, {}).get("step_s")
+
+    labels = [("otc-none", "OTC none"), ("otc-fp16", "OTC fp16"),
+              ("otc-topk-int8", "OTC topk-int8 %g" % a.compress_ratio),
+              ("ddp-dense", "DDP dense"), ("ddp-fp16", "DDP fp16 hook"),
+              ("ddp-powersgd", "DDP PowerSGD r%d" % a.powersgd_rank)]
+    log("")
+    log("MLP %s (%.2f M parameters), batch %d x %d ranks, SGD, "
+        "cross-entropy; shaped: lo in a netns, tbf %s burst %s latency %s; "
+        "step time = median after %d warm-up steps" % (
+            shape, nparams / 1e6, BATCH, WORLD, a.rate, a.burst,
+            a.tbf_latency, a.warmup))
+    hdr = ("method", "shaped s/step", "unshaped s/step", "MB sent/step",
+           "lo MB/step/rank")
+    log("%-20s %14s %16s %13s %16s" % hdr)
+    table = []
+    for k, label in labels:
+        if a.no_ddp and k.startswith("ddp"):
+            continue
+        sent = (shaped.get(k) or unshaped.get(k) or {}).get(
+            "bytes_sent_per_step")
+        lo = shaped.get(k, {}).get("lo_bytes_per_step_rank")
+        row = {"method": k, "label": label,
+               "shaped_step_s": step(shaped, k),
+               "unshaped_step_s": step(unshaped, k),
+               "bytes_sent_per_step": sent,
+               "planned_bytes_sent_per_step": planned.get(k[4:])
+               if k.startswith("otc-") else None,
+               "lo_bytes_per_step_rank": lo}
+        table.append(row)
+        log("%-20s %14s %16s %13s %16s" % (
+            label, fmt(row["shaped_step_s"]), fmt(row["unshaped_step_s"]),
+            fmt(sent / 1e6 if sent is not None else None, "%.2f"),
+            fmt(lo / 1e6 if lo is not None else None, "%.2f")))
+
+    none_s, topk_s = step(shaped, "otc-none"), step(shaped, "otc-topk-int8")
+    psgd_s = step(shaped, "ddp-powersgd")
+    un_none, un_topk = step(unshaped, "otc-none"), \
+        step(unshaped, "otc-topk-int8")
+    slowdown = (un_topk / un_none - 1) if un_topk and un_none else None
+    targets = [
+        {"name": "shaped: OTC none / OTC topk-int8",
+         "value": ratio(none_s, topk_s), "threshold": ">= %g" %
+         TARGET_NONE_OVER_TOPK, "met": None if ratio(none_s, topk_s) is None
+         else ratio(none_s, topk_s) >= TARGET_NONE_OVER_TOPK},
+        {"name": "shaped: DDP PowerSGD / OTC topk-int8",
+         "value": ratio(psgd_s, topk_s), "threshold": ">= %g" %
+         TARGET_PSGD_OVER_TOPK, "met": None if ratio(psgd_s, topk_s) is None
+         else ratio(psgd_s, topk_s) >= TARGET_PSGD_OVER_TOPK},
+        {"name": "unshaped: OTC topk-int8 / OTC none - 1",
+         "value": slowdown, "threshold": "<= +%g %%" %
+         (TARGET_UNSHAPED_SLOWDOWN * 100), "met": None if slowdown is None
+         else slowdown <= TARGET_UNSHAPED_SLOWDOWN},
+    ]
+    extra = {
+        "shaped: DDP dense / OTC none": ratio(step(shaped, "ddp-dense"),
+                                              none_s),
+        "shaped: DDP fp16 / OTC fp16": ratio(step(shaped, "ddp-fp16"),
+                                             step(shaped, "otc-fp16")),
+        "shaped: DDP dense / DDP PowerSGD": ratio(step(shaped, "ddp-dense"),
+                                                  psgd_s),
+        "unshaped: DDP dense / OTC none": ratio(step(unshaped, "ddp-dense"),
+                                                un_none),
+    }
+    log("")
+    log("%-42s %10s %10s  %s" % ("target", "measured", "wanted", "status"))
+    for t in targets:
+        if t["value"] is None:
+            v = "-"
+        elif "- 1" in t["name"]:
+            v = "%+.1f %%" % (t["value"] * 100)
+        else:
+            v = "%.2fx" % t["value"]
+        st = "n/a (not measured)" if t["met"] is None else (
+            "met" if t["met"] else "NOT MET")
+        log("%-42s %10s %10s  %s" % (t["name"], v, t["threshold"], st))
+    for k, v in extra.items():
+        if v is not None:
+            log("%-42s %10s" % (k, "%.2fx" % v))
+    for s in skipped:
+        log("SKIP " + s)
+
+    os.makedirs(os.path.dirname(os.path.abspath(json_path)), exist_ok=True)
+    with open(json_path, "w") as f:
+        json.dump({
+            "model": "mlp-" + shape, "parameters": nparams, "batch": BATCH,
+            "world_size": WORLD, "optimizer": "sgd", "lr": LR,
+            "compress_ratio": a.compress_ratio,
+            "compress_block": a.compress_block,
+            "powersgd_rank": a.powersgd_rank,
+            "link": {"rate": a.rate, "burst": a.burst,
+                     "latency": a.tbf_latency, "qdisc": qdisc,
+                     "namespace": ns.name if ns else None},
+            "warmup": a.warmup, "steps": a.steps,
+            "steps_compressed": a.steps_compressed,
+            "unshaped_steps": a.unshaped_steps, "repeat": a.repeat,
+            "load_average": load, "cpus": os.cpu_count(),
+            "duration_s": time.time() - t_start,
+            "table": table, "targets": targets, "ratios": extra,
+            "shaped": shaped, "unshaped": unshaped,
+            "skipped": skipped, "errors": errors}, f, indent=2)
+    log("results written to %s (%.0f s in all)" % (json_path,
+                                                   time.time() - t_start))
+    if errors:
+        for e in errors:
+            print("bench_compress: error: " + e, file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    try:
+        sys.exit(main())
+    except (KeyboardInterrupt, Interrupted) as e:
+        print("bench_compress: interrupted (%s); cleaned up" %
+              (str(e) or "Ctrl-C"), file=sys.stderr)
+        sys.exit(130)

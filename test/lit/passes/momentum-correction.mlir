@@ -1,0 +1,33 @@
+// RUN: otc-opt %s --otc-momentum-correction | FileCheck %s
+// RUN: otc-opt %s --otc-momentum-correction --otc-bucket-gradients --otc-insert-compressed-allreduce="method=topk" --otc-lower-to-exec --otc-plan-memory | FileCheck %s --check-prefix=PLAN
+
+// The velocity is accumulated locally (momentum * v + g + wd * w) and is
+// what gets averaged; the parameter takes a plain SGD step with it, and the
+// velocity becomes per-rank state.
+// CHECK-LABEL: func.func @train_step(
+// CHECK-SAME: %[[W:[^:]*]]: tensor<4xf32> {otc.param = "w"}
+// CHECK-SAME: %[[G:[^:]*]]: tensor<4xf32> {otc.input = "g", otc.role = "data"}
+// CHECK-SAME: %[[V:[^:]*]]: tensor<4xf32> {otc.role = "per-rank", otc.state = "w.momentum_buffer"}
+// CHECK: %[[MU:.*]] = graph.constant dense<0.899999976> : tensor<f32>
+// CHECK: %[[MV:.*]] = graph.mul %[[V]], %[[MU]]
+// CHECK: %[[A:.*]] = graph.add %[[MV]], %[[G]]
+// CHECK: %[[WD:.*]] = graph.constant dense<0.00999999977> : tensor<f32>
+// CHECK: %[[DW:.*]] = graph.mul %[[W]], %[[WD]]
+// CHECK: %[[NV:.*]] = graph.add %[[A]], %[[DW]]
+// CHECK: %[[NW:.*]] = graph.sgd_update %[[W]], %[[NV]] {lr = 5.000000e-02 : f32}
+// CHECK-NOT: momentum_update
+// CHECK: return %[[NW]], %[[NV]]
+
+// The local velocity is computed into a buffer of its own (it is packed and
+// averaged), and copied into the state's buffer at the end of the step.
+// PLAN-LABEL: func.func @train_step
+// PLAN: exec.compressed_all_reduce
+// PLAN: exec.kernel "sgd_update"
+// PLAN: exec.kernel "copy" ins(%{{.*}} : memref<4xf32>) outs(%{{.*}} : memref<4xf32>)
+// PLAN-NEXT: return
+func.func @train_step(%w: tensor<4xf32> {otc.param = "w"}, %g: tensor<4xf32> {otc.input = "g", otc.role = "data"},
+                      %v: tensor<4xf32> {otc.state = "w.momentum_buffer"})
+    -> (tensor<4xf32> {otc.updates = 0 : i64}, tensor<4xf32> {otc.updates = 2 : i64}) {
+  %w2, %v2 = graph.momentum_update %w, %g, %v {lr = 0.05 : f32, momentum = 0.9 : f32, weight_decay = 0.01 : f32} : tensor<4xf32>
+  return %w2, %v2 : tensor<4xf32>, tensor<4xf32>
+}
