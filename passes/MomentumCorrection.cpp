@@ -67,9 +67,9 @@ struct MomentumCorrection
     }
     for (auto [op, v] : llvm::zip(updates, velocities)) {
       b.setInsertionPoint(op);
-      Value w = b.create<graph::SgdUpdateOp>(op.getLoc(), op.getParam(), v,
-                                             op.getLrAttr(),
-                                             b.getF32FloatAttr(0.0f));
+      Value w =
+          b.create<graph::SgdUpdateOp>(op.getLoc(), op.getParam(), v,
+                                       op.getLrAttr(), b.getF32FloatAttr(0.0f));
       op.getNewParam().replaceAllUsesWith(w);
       op.getNewVelocity().replaceAllUsesWith(v);
       op.erase();

@@ -13,6 +13,8 @@
 
 #include <onnx/onnx_pb.h>
 
+#include <climits>
+#include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <sstream>
@@ -80,6 +82,16 @@ std::string readExternal(const onnx::TensorProto &t,
                                           location +
                                           "' outside the model's folder");
   std::string file = dirOf(modelPath) + "/" + location;
+  // Resolve links too: a symlink inside the folder may point outside it.
+  char resolvedDir[PATH_MAX], resolvedFile[PATH_MAX];
+  if (realpath(dirOf(modelPath).c_str(), resolvedDir) &&
+      realpath(file.c_str(), resolvedFile)) {
+    std::string dir = std::string(resolvedDir) + "/";
+    if (std::string(resolvedFile).compare(0, dir.size(), dir) != 0)
+      throw Error(OTC_INVALID_ARGUMENT,
+                  "initializer '" + t.name() + "' has external data '" +
+                      location + "' that resolves outside the model's folder");
+  }
   std::ifstream in(file, std::ios::binary);
   if (!in)
     throw Error(OTC_NOT_FOUND, "cannot open external data '" + file +

@@ -131,19 +131,20 @@ class SyncPowerSGD(object):
                 o += g.numel()
 
         if mats:
+            # No tensor of a matrix's size is allocated here: E holds M in
+            # place, P Q^T is written straight into the gradient (a view of
+            # the bucket). Fresh large tensors cost a page fault per 4 KiB
+            # page every step, which on some VMs dominates the hook.
             ms, qs = [], []
             for g, key, n, m, r in mats:
-                mat = g.reshape(n, m)
                 e = self.error.get(key)
-                if e is not None and e.shape == mat.shape:
-                    mat = mat + e
-                else:
-                    mat = mat.clone()
-                ms.append(mat)
+                if e is None or e.shape != (n, m):
+                    e = torch.zeros(n, m)
+                    self.error[key] = e
+                ms.append(e.add_(g.view(n, m)))       # M = G + E
                 qs.append(self._q(key, m, r))
             # P = M Q for every matrix, in one flat buffer.
-            sizes_p = [n * r for _, _, n, _, r in mats]
-            p_flat = torch.empty(sum(sizes_p))
+            p_flat = torch.empty(sum(n * r for _, _, n, _, r in mats))
             ps, o = [], 0
             for (g, key, n, m, r), mat, q in zip(mats, ms, qs):
                 pv = p_flat[o:o + n * r].view(n, r)
@@ -153,8 +154,7 @@ class SyncPowerSGD(object):
             dist.all_reduce(p_flat)
             ps = [torch.linalg.qr(pv, mode="reduced").Q for pv in ps]
             # Q = M^T P, in one flat buffer.
-            sizes_q = [m * r for _, _, _, m, r in mats]
-            q_flat = torch.empty(sum(sizes_q))
+            q_flat = torch.empty(sum(m * r for _, _, _, m, r in mats))
             qv_list, o = [], 0
             for (g, key, n, m, r), mat, pv in zip(mats, ms, ps):
                 qv = q_flat[o:o + m * r].view(m, r)
@@ -163,10 +163,11 @@ class SyncPowerSGD(object):
                 o += m * r
             dist.all_reduce(q_flat)
             for (g, key, n, m, r), mat, pv, qv in zip(mats, ms, ps, qv_list):
-                approx = torch.matmul(pv, qv.t()).div_(world)
-                self.error[key] = mat.sub_(approx)   # E = M - G'
-                g.copy_(approx.view_as(g))
-                self.q[key] = qv.clone()             # warm start
+                gm = g.view(n, m)
+                torch.matmul(pv, qv.t(), out=gm)      # G' = P Q^T / W
+                gm.div_(world)
+                mat.sub_(gm)                          # E = M - G'
+                self.q[key].copy_(qv)                 # warm start
 
         # bucket.gradients() are views into the bucket's buffer (torch 1.13);
         # if they ever are not, lay the results out in the buffer ourselves.
