@@ -40,6 +40,16 @@
 # Also on the shaped link: lo's tx bytes over the whole run / steps / 2 ranks
 # (wire bytes, headers and set-up included), for OTC and DDP alike.
 #
+# Allocator: the children run with glibc malloc as it comes, unless
+# --malloc-tuned (MALLOC_MMAP_MAX_=0 MALLOC_TRIM_THRESHOLD_=64G for OTC and
+# DDP alike). PyTorch allocates its gradients and temporaries afresh every
+# step, and so does OTC's --compress none path (~8,400 minor faults per step
+# and rank here; fp16 and topk-int8: none); glibc maps blocks that large
+# anew each time, and every 4 KiB page costs a minor fault: cheap on bare
+# metal, ~10 us on some VMs, where it can dominate the step (unshaped DDP
+# dense 1.07 s/step plain vs 0.29 s tuned, OTC none 0.51 vs 0.11 s on the
+# 2-core VM this was written on). Compare both when the numbers look odd.
+#
 # Targets (issue): on the shaped link OTC topk-int8 >= 4x faster than OTC
 # none and >= 2x faster than DDP + PowerSGD; on the unshaped loopback
 # topk-int8 at most 5 % slower than none. A missed target is reported, not an
@@ -51,6 +61,7 @@
 #   /usr/bin/python3 test/bench/bench_compress.py --build-dir build
 #       [--steps 8] [--steps-compressed 16] [--warmup 3]
 #       [--unshaped-steps 20] [--repeat 2] [--rate 1gbit] [--no-ddp]
+#       [--malloc-tuned]
 #
 # Results: BUILD/bench/bench_compress.json (--json). Needs root for the
 # namespace; Open MPI as root needs OMPI_ALLOW_RUN_AS_ROOT=1 and
@@ -101,8 +112,18 @@ def log(msg):
     print(msg, flush=True)
 
 
+# --malloc-tuned: glibc keeps freed memory (no mmap per large block, no
+# trim), so per-step temporaries reuse pages already mapped instead of
+# faulting in fresh ones (a minor fault per 4 KiB page; on some VMs ~10 us
+# each, i.e. ~0.2 s per 64 MB tensor).
+MALLOC_TUNED = {"MALLOC_MMAP_MAX_": "0",
+                "MALLOC_TRIM_THRESHOLD_": str(64 << 30)}
+MALLOC_ENV = {}
+
+
 def child_env():
     env = dict(os.environ)
+    env.update(MALLOC_ENV)
     for k in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
         env[k] = "1"
     env["OMPI_ALLOW_RUN_AS_ROOT"] = "1"
@@ -297,7 +318,10 @@ def otc_run(a, program, method, ns, warmup, steps, work, tag, errors):
         if os.path.exists(path):
             os.remove(path)
     data = os.path.join(work, "data")
-    cmd = ["mpirun", "-np", str(WORLD)] + MPI_FLAGS + [
+    export = []
+    for k in sorted(MALLOC_ENV):
+        export += ["-x", k]
+    cmd = ["mpirun", "-np", str(WORLD)] + MPI_FLAGS + export + [
         program, "--data", "input=" + os.path.join(data, "input.npy"),
         "--data", "labels=" + os.path.join(data, "labels.npy"),
         "--steps", str(warmup + steps), "--threads", "1",
@@ -440,6 +464,11 @@ def main():
     p.add_argument("--compress-ratio", type=float, default=0.1)
     p.add_argument("--compress-block", type=int, default=256)
     p.add_argument("--powersgd-rank", type=int, default=4)
+    p.add_argument("--malloc-tuned", action="store_true",
+                   help="run every child (OTC ranks and DDP ranks alike) "
+                        "with MALLOC_MMAP_MAX_=0 MALLOC_TRIM_THRESHOLD_=64G: "
+                        "per-step large allocations then reuse mapped pages "
+                        "(default: glibc as it comes)")
     p.add_argument("--no-ddp", action="store_true",
                    help="OTC only (no PyTorch DDP runs)")
     p.add_argument("--no-shaped", action="store_true",
@@ -454,6 +483,8 @@ def main():
 
     signal.signal(signal.SIGTERM, on_signal)
     signal.signal(signal.SIGHUP, on_signal)
+    if a.malloc_tuned:
+        MALLOC_ENV.update(MALLOC_TUNED)
 
     import numpy as np
     import gen_mlp
@@ -616,9 +647,12 @@ def main():
     log("")
     log("MLP %s (%.2f M parameters), batch %d x %d ranks, SGD, "
         "cross-entropy; shaped: lo in a netns, tbf %s burst %s latency %s; "
-        "step time = median after %d warm-up steps" % (
+        "step time = median after %d warm-up steps; glibc malloc %s" % (
             shape, nparams / 1e6, BATCH, WORLD, a.rate, a.burst,
-            a.tbf_latency, a.warmup))
+            a.tbf_latency, a.warmup,
+            "tuned (%s)" % " ".join("%s=%s" % kv for kv in
+                                    sorted(MALLOC_ENV.items()))
+            if MALLOC_ENV else "defaults"))
     hdr = ("method", "shaped s/step", "unshaped s/step", "MB sent/step",
            "lo MB/step/rank")
     log("%-20s %14s %16s %13s %16s" % hdr)
@@ -697,6 +731,7 @@ def main():
             "compress_ratio": a.compress_ratio,
             "compress_block": a.compress_block,
             "powersgd_rank": a.powersgd_rank,
+            "malloc_env": MALLOC_ENV,
             "link": {"rate": a.rate, "burst": a.burst,
                      "latency": a.tbf_latency, "qdisc": qdisc,
                      "namespace": ns.name if ns else None},
