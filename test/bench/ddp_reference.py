@@ -41,6 +41,7 @@
 
 import argparse
 import datetime
+import faulthandler
 import json
 import os
 import signal
@@ -197,6 +198,9 @@ def worker(a):
     import gen_mlp
 
     torch.set_num_threads(1)
+    # A rank that hangs prints where (all threads) shortly before the
+    # launcher kills it.
+    faulthandler.dump_traceback_later(max(5, a.timeout - 10), exit=False)
     rank = int(os.environ["RANK"])
     world = int(os.environ["WORLD_SIZE"])
     dist.init_process_group(
@@ -232,8 +236,8 @@ def worker(a):
         loss = float(out)
         if loss != loss:
             print("ddp_reference: rank %d: loss is NaN at step %d" %
-                  (rank, s + 1), file=sys.stderr)
-            return 3
+                  (rank, s + 1), file=sys.stderr, flush=True)
+            os._exit(3)
     dist.barrier()
     if rank == 0:
         t = sorted(times[a.warmup:])
@@ -245,8 +249,10 @@ def worker(a):
             "step_s": med, "mean_s": sum(t) / len(t) if t else None,
             "min_s": t[0] if t else None, "times_s": times[a.warmup:],
             "loss": loss}), flush=True)
-    dist.destroy_process_group()
-    return 0
+    # No teardown: with a comm hook registered, destroying the process group
+    # or the DDP reducer at exit sometimes hangs (torch 1.13, gloo).
+    sys.stderr.flush()
+    os._exit(0)
 
 
 # ---------------------------------------------------------------------------
