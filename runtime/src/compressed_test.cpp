@@ -449,9 +449,9 @@ TEST_F(CompressedTest, BadDescriptorIsAnError) {
 }
 
 TEST_F(CompressedTest, CheckpointHoldsResidualsAndAdaptiveState) {
-  char tmpl[] = "/tmp/otc-compressed-test-XXXXXX";
-  ASSERT_NE(mkdtemp(tmpl), nullptr);
-  std::string dir = tmpl, path = dir + "/c.otcc";
+  std::string dir = otc::testing::makeTempDir("otc-compressed-test");
+  ASSERT_FALSE(dir.empty());
+  std::string path = dir + "/c.otcc";
   otc_compress_desc_t d = topkInt8(0.25f, 64, true);
   d.adaptive = 1, d.ratio_min = 0.05f, d.ratio_max = 0.5f;
   d.warmup_steps = 1;
@@ -514,9 +514,8 @@ protected:
   static constexpr int64_t kD = 8, kC = 3, kN = 512;
 
   void SetUp() override {
-    char tmpl[] = "/tmp/otc-compressed-driver-XXXXXX";
-    ASSERT_NE(mkdtemp(tmpl), nullptr);
-    dir = tmpl;
+    dir = otc::testing::makeTempDir("otc-compressed-driver");
+    ASSERT_FALSE(dir.empty());
     model = dir + "/linear.onnx";
     otc::testing::writeLinearModel(model, kD, kC, 1);
     otc::testing::makeData(kN, kD, kC, 2, x, y);

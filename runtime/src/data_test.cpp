@@ -8,6 +8,7 @@
 
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <functional>
 #include <unistd.h>
@@ -19,8 +20,10 @@ namespace {
 class DataTest : public ::testing::Test {
 protected:
   void SetUp() override {
-    char tmpl[] = "/tmp/otc-data-test-XXXXXX";
-    ASSERT_NE(mkdtemp(tmpl), nullptr);
+    std::string tmpl =
+        (std::filesystem::temp_directory_path() / "otc-data-test-XXXXXX")
+            .string();
+    ASSERT_NE(mkdtemp(tmpl.data()), nullptr);
     dir = tmpl;
   }
   void TearDown() override {

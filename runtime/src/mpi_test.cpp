@@ -439,15 +439,21 @@ int main(int argc, char **argv) {
                  otc_status_message(st));
     return 1;
   }
-  // One shared folder, named by rank 0.
-  char dir[64] = {0};
+  // One shared folder, named by rank 0 (empty name: it could not make one,
+  // and every rank gives up together).
+  char dir[4096] = {0};
   if (otc_comm_rank(gComm) == 0) {
-    std::strcpy(dir, "/tmp/otc-mpi-test-XXXXXX");
-    if (!mkdtemp(dir))
-      return 1;
-    otc::testing::writeLinearModel(std::string(dir) + "/linear.onnx", 4, 3, 1);
+    std::string made = otc::testing::makeTempDir("otc-mpi-test");
+    if (!made.empty() && made.size() < sizeof dir) {
+      std::strcpy(dir, made.c_str());
+      otc::testing::writeLinearModel(made + "/linear.onnx", 4, 3, 1);
+    }
   }
   MPI_Bcast(dir, sizeof dir, MPI_CHAR, 0, MPI_COMM_WORLD);
+  if (dir[0] == 0) {
+    otc_comm_release(gComm);
+    return 1;
+  }
   gDir = dir;
   int failed = RUN_ALL_TESTS() != 0;
   MPI_Allreduce(MPI_IN_PLACE, &failed, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);

@@ -52,9 +52,8 @@ StatusText take(otc_status_t s) {
 class SessionTest : public ::testing::Test {
 protected:
   void SetUp() override {
-    char tmpl[] = "/tmp/otc-session-test-XXXXXX";
-    ASSERT_NE(mkdtemp(tmpl), nullptr);
-    dir = tmpl;
+    dir = otc::testing::makeTempDir("otc-session-test");
+    ASSERT_FALSE(dir.empty());
     modelPath = dir + "/linear.onnx";
     otc::testing::writeLinearModel(modelPath, kD, kC, 1);
     otc::testing::makeData(512, kD, kC, 2, x, y);

@@ -19,7 +19,9 @@
 #include <onnx/onnx_pb.h>
 
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <random>
 #include <stdexcept>
@@ -27,6 +29,16 @@
 #include <vector>
 
 namespace otc::testing {
+
+/// A new empty folder under the system's temporary directory ($TMPDIR),
+/// named `prefix`-XXXXXX; "" when it cannot be created.
+inline std::string makeTempDir(const std::string &prefix) {
+  std::string tmpl =
+      (std::filesystem::temp_directory_path() / (prefix + "-XXXXXX")).string();
+  std::vector<char> buf(tmpl.begin(), tmpl.end());
+  buf.push_back('\0');
+  return mkdtemp(buf.data()) ? std::string(buf.data()) : std::string();
+}
 
 struct Layout {
   int64_t D = 0, C = 0, B = 0;
