@@ -296,31 +296,30 @@ FailureOr<Const> Importer::tensorToConst(const onnx::TensorProto &t,
     }
     return success();
   };
+  // Values come from raw_data when it is set, else from the typed field.
+  auto read = [&](auto tag, const auto &field, auto &out) -> LogicalResult {
+    if (!raw.empty())
+      return fromRaw(tag, out);
+    out.assign(field.begin(), field.end());
+    return success();
+  };
   switch (t.data_type()) {
   case onnx::TensorProto::FLOAT:
     c.isFloat = true;
-    if (raw.empty())
-      c.floats.assign(t.float_data().begin(), t.float_data().end());
-    else if (failed(fromRaw(float(), c.floats)))
+    if (failed(read(float(), t.float_data(), c.floats)))
       return failure();
     break;
   case onnx::TensorProto::DOUBLE:
     c.isFloat = true;
-    if (raw.empty())
-      c.floats.assign(t.double_data().begin(), t.double_data().end());
-    else if (failed(fromRaw(double(), c.floats)))
+    if (failed(read(double(), t.double_data(), c.floats)))
       return failure();
     break;
   case onnx::TensorProto::INT64:
-    if (raw.empty())
-      c.ints.assign(t.int64_data().begin(), t.int64_data().end());
-    else if (failed(fromRaw(int64_t(), c.ints)))
+    if (failed(read(int64_t(), t.int64_data(), c.ints)))
       return failure();
     break;
   case onnx::TensorProto::INT32:
-    if (raw.empty())
-      c.ints.assign(t.int32_data().begin(), t.int32_data().end());
-    else if (failed(fromRaw(int32_t(), c.ints)))
+    if (failed(read(int32_t(), t.int32_data(), c.ints)))
       return failure();
     break;
   case onnx::TensorProto::BOOL:

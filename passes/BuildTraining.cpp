@@ -43,6 +43,27 @@ SmallVector<DictionaryAttr> argAttrDicts(func::FuncOp fn) {
   return attrs;
 }
 
+/// The attributes of the label input the loss adds.
+DictionaryAttr labelAttrs(Builder &b, StringRef label) {
+  return b.getDictionaryAttr(
+      {b.getNamedAttr(attr::kInput, b.getStringAttr(label)),
+       b.getNamedAttr(attr::kRole, b.getStringAttr("label"))});
+}
+
+/// A step function `name` whose leading arguments mirror @forward's (mapped
+/// in `map`), with the builder at the start of its body.
+func::FuncOp createStep(OpBuilder &b, func::FuncOp forward, StringRef name,
+                        ArrayRef<Type> argTypes,
+                        ArrayRef<DictionaryAttr> argAttrs, IRMapping &map) {
+  auto fn = b.create<func::FuncOp>(forward.getLoc(), name,
+                                   b.getFunctionType(argTypes, {}));
+  fn.setAllArgAttrs(argAttrs);
+  b.setInsertionPointToStart(fn.addEntryBlock());
+  for (unsigned i = 0; i < forward.getNumArguments(); ++i)
+    map.map(forward.getArgument(i), fn.getArgument(i));
+  return fn;
+}
+
 struct BuildTraining : otc::impl::BuildTrainingBase<BuildTraining> {
   using Base::Base;
 
@@ -164,9 +185,7 @@ LogicalResult BuildTraining::buildTrainStep(ModuleOp module,
   if (Type t = labelType(forward)) {
     labelArg = argTypes.size();
     argTypes.push_back(t);
-    argAttrs.push_back(b.getDictionaryAttr(
-        {b.getNamedAttr(attr::kInput, b.getStringAttr(label)),
-         b.getNamedAttr(attr::kRole, b.getStringAttr("label"))}));
+    argAttrs.push_back(labelAttrs(b, label));
   }
   unsigned firstState = argTypes.size();
   for (unsigned p : paramArgs) {
@@ -179,16 +198,11 @@ LogicalResult BuildTraining::buildTrainStep(ModuleOp module,
     }
   }
 
-  auto fn = b.create<func::FuncOp>(loc, attr::kTrainFn,
-                                   b.getFunctionType(argTypes, {}));
-  fn.setAllArgAttrs(argAttrs);
-  Block *body = fn.addEntryBlock();
-  b.setInsertionPointToStart(body);
-
   // Forward.
   IRMapping map;
-  for (unsigned i = 0; i < forward.getNumArguments(); ++i)
-    map.map(forward.getArgument(i), fn.getArgument(i));
+  func::FuncOp fn =
+      createStep(b, forward, attr::kTrainFn, argTypes, argAttrs, map);
+  Block *body = &fn.front();
   auto ret = llvm::cast<func::ReturnOp>(forward.front().getTerminator());
   for (Operation &op : forward.front().without_terminator())
     b.clone(op, map);
@@ -318,18 +332,11 @@ LogicalResult BuildTraining::buildEvalStep(ModuleOp module,
   Type lt = labelType(forward);
   if (lt) {
     argTypes.push_back(lt);
-    argAttrs.push_back(b.getDictionaryAttr(
-        {b.getNamedAttr(attr::kInput, b.getStringAttr(label)),
-         b.getNamedAttr(attr::kRole, b.getStringAttr("label"))}));
+    argAttrs.push_back(labelAttrs(b, label));
   }
-  auto fn = b.create<func::FuncOp>(loc, attr::kEvalFn,
-                                   b.getFunctionType(argTypes, {}));
-  fn.setAllArgAttrs(argAttrs);
-  Block *body = fn.addEntryBlock();
-  b.setInsertionPointToStart(body);
   IRMapping map;
-  for (unsigned i = 0; i < forward.getNumArguments(); ++i)
-    map.map(forward.getArgument(i), fn.getArgument(i));
+  func::FuncOp fn =
+      createStep(b, forward, attr::kEvalFn, argTypes, argAttrs, map);
   for (Operation &op : forward.front().without_terminator()) {
     if (auto dropout = llvm::dyn_cast<DropoutOp>(op)) {
       map.map(dropout.getResult(), map.lookup(dropout.getInput()));
