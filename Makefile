@@ -28,6 +28,11 @@ demo: build
 bench: build
 	tools/bench.sh $(BUILD)
 
+# ONNX's own backend tests: table of passed / failed / unsupported.
+conformance: build
+	$(PYTHON) test/conformance/run_conformance.py --build-dir $(BUILD) \
+	  --json $(BUILD)/conformance.json
+
 format:
 	git ls-files '*.cpp' '*.h' | xargs clang-format -i
 

@@ -1005,6 +1005,8 @@ LogicalResult Importer::importGraph(const onnx::GraphProto &graph,
     return error() << "the model has no inputs";
   // The runtime batches every input along its first dimension.
   for (auto [t, name] : llvm::zip(argTypes, argNames)) {
+    if (!options.batchedInputs)
+      break;
     auto rt = llvm::cast<RankedTensorType>(t);
     auto first = llvm::cast<RankedTensorType>(argTypes.front());
     if (rt.getRank() == 0)

@@ -20,6 +20,9 @@ namespace otc {
 struct ImportOptions {
   /// When > 0, the first dimension of every graph input (dynamic or not).
   int64_t batch = 0;
+  /// Training programs batch every input along its first dimension: refuse
+  /// scalar inputs and inputs that disagree on it. Off for inference.
+  bool batchedInputs = true;
 };
 
 /// Imports `path`. Failures are reported as MLIR diagnostics on `context`

@@ -27,6 +27,12 @@ using namespace otc;
 
 void otc::buildTrainingPipeline(OpPassManager &pm,
                                 const CompileOptions &options) {
+  if (options.inference) {
+    pm.addPass(createBuildInference());
+    pm.addPass(createCanonicalizerPass());
+    pm.addPass(createCSEPass());
+    return;
+  }
   pm.addPass(createBuildTraining(options.training));
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createCSEPass());

@@ -25,6 +25,8 @@ struct CompileOptions {
   int64_t worldSize = 1;
   /// Set: gradients go through buckets and compressed all-reduces.
   std::optional<InsertCompressedAllReduceOptions> compress;
+  /// Forward only (`--inference`): @eval_step with every graph output.
+  bool inference = false;
   double bucketMb = 25.0;
   /// Average each rank's momentum rather than its gradient (with compress).
   bool momentumCorrection = false;
@@ -34,7 +36,8 @@ struct CompileOptions {
 };
 
 /// Adds the passes from the imported graph to the training step
-/// (`--emit=train`): loss, autodiff, optimizer, gradient averaging.
+/// (`--emit=train`): loss, autodiff, optimizer, gradient averaging; or to
+/// the inference step when `options.inference`.
 void buildTrainingPipeline(mlir::OpPassManager &pm,
                            const CompileOptions &options);
 /// Adds lowering to the exec dialect and memory planning (`--emit=exec`).

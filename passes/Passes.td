@@ -42,6 +42,18 @@ def BuildTraining : Pass<"otc-build-training", "mlir::ModuleOp"> {
   ];
 }
 
+def BuildInference : Pass<"otc-build-inference", "mlir::ModuleOp"> {
+  let summary = "Turn @forward into an inference-only @eval_step";
+  let description = [{
+    For programs that only run the model (`otc-compile --inference`, the
+    conformance runner): `@forward` becomes `@eval_step` with dropout off,
+    every graph output keeps its ONNX name (`otc.output`) and becomes a
+    persistent output buffer. No loss, gradients or optimizer.
+  }];
+  let dependentDialects = ["::otc::graph::GraphDialect",
+                           "::mlir::func::FuncDialect"];
+}
+
 //===----------------------------------------------------------------------===//
 // Distribution
 //===----------------------------------------------------------------------===//

@@ -209,10 +209,17 @@ void PlanMemory::runOnOperation() {
       auto name = fn.getResultAttrOfType<StringAttr>(i, attr::kOutput);
       if (!name)
         continue;
-      if (!v.getDefiningOp<exec::AllocOp>()) {
-        mlir::emitError(fn.getLoc(), "output '")
-            << name.getValue() << "' is not a buffer the step computes";
-        return signalPassFailure();
+      // An output that is an input, a constant, a parameter or another
+      // output is copied into a buffer of its own.
+      if (!v.getDefiningOp<exec::AllocOp>() || keyOf.count(v) ||
+          inBucket.count(v)) {
+        OpBuilder b(ret);
+        Value copy = b.create<exec::AllocOp>(
+            ret.getLoc(), llvm::cast<MemRefType>(v.getType()));
+        b.create<exec::KernelOp>(ret.getLoc(), "copy", ValueRange{v},
+                                 ValueRange{copy});
+        ret.setOperand(i, copy);
+        v = copy;
       }
       if (failed(record(v, Role::Output, name, "")))
         return signalPassFailure();

@@ -11,7 +11,8 @@ packages=(
   libopenmpi-dev openmpi-bin libdnnl-dev libopenblas-openmp-dev zlib1g-dev nlohmann-json3-dev
   libgtest-dev
   # tests, demo, benchmarks
-  python3-torch python3-onnx python3-numpy dataset-fashion-mnist iproute2
+  python3-torch python3-torchvision python3-onnx python3-numpy
+  dataset-fashion-mnist libonnx-testdata iproute2
 )
 
 missing=()

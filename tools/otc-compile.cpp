@@ -103,6 +103,11 @@ cl::opt<bool> momentumCorrection(
     cl::desc("With --compress and --optimizer momentum: compress each rank's "
              "accumulated momentum instead of its gradient (DGC)"),
     cl::cat(category));
+cl::opt<bool> inference(
+    "inference",
+    cl::desc("Compile the forward only: an @eval_step writing every graph "
+             "output (use with --emit=lib; no loss, optimizer or driver)"),
+    cl::cat(category));
 cl::opt<bool> report("report", cl::desc("Print the per-rank memory plan"),
                      cl::cat(category));
 cl::opt<std::string> reportJson("report-json",
@@ -130,6 +135,12 @@ int main(int argc, char **argv) {
   options.output = output;
   options.emit = emit;
   options.import.batch = batch;
+  options.inference = inference;
+  options.import.batchedInputs = !inference;
+  if (inference && (worldSize > 1 || compress.getNumOccurrences())) {
+    errs() << "otc-compile: --inference takes no --world-size or --compress\n";
+    return 2;
+  }
   options.training.loss = loss;
   options.training.label = label;
   options.training.optimizer = optimizer;

@@ -290,9 +290,13 @@ void initProgram(otc_program *program, const otc_program_entry_t *entry) {
                 "program ABI version " + std::to_string(entry->abi_version) +
                     " is not supported by this runtime (version " +
                     std::to_string(OTC_PROGRAM_ABI_VERSION) + ")");
-  if (!entry->manifest_json || !entry->train_step)
-    throw Error(OTC_INVALID_ARGUMENT,
-                "program entry table lacks a manifest or train_step");
+  if (!entry->manifest_json)
+    throw Error(OTC_INVALID_ARGUMENT, "program entry table lacks a manifest");
+  if (!entry->train_step)
+    throw Error(OTC_FAILED_PRECONDITION,
+                "the program was compiled for inference (otc-compile "
+                "--inference) and has no train_step: a training session "
+                "cannot run it");
   program->entry = entry;
   program->manifest = parseManifest(entry->manifest_json, entry->arena_bytes);
 }

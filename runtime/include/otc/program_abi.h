@@ -80,7 +80,9 @@ typedef struct otc_program_entry {
   uint64_t arena_bytes;      /* bytes of the arena the steps address */
   /* One training step: forward, loss, backward, gradient averaging,
    * optimizer update, all in `arena`. The loss lands at the manifest's
-   * "loss" offset. */
+   * "loss" offset. NULL in a program compiled for inference (manifest
+   * "mode": "inference"), whose eval_step writes every graph output at its
+   * manifest "outputs" offset. */
   int (*train_step)(uint8_t *arena, const otc_step_context_t *ctx);
   /* Forward only on the same inputs; the model output lands at the
    * manifest's "eval_output" offset (and the loss at "eval_loss", if any). */

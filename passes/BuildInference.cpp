@@ -1,0 +1,45 @@
+//===- BuildInference.cpp - @forward as an inference-only step ------------===//
+//
+// Renames @forward to @eval_step and removes training-only behaviour
+// (dropout becomes the identity, as ONNX inference mode defines it).
+//
+//===----------------------------------------------------------------------===//
+
+#include "dialects/graph/GraphDialect.h"
+#include "passes/Attributes.h"
+#include "passes/Passes.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/Builders.h"
+
+namespace otc {
+#define GEN_PASS_DEF_BUILDINFERENCE
+#include "passes/Passes.h.inc"
+} // namespace otc
+
+using namespace mlir;
+using namespace otc;
+
+namespace {
+struct BuildInference : otc::impl::BuildInferenceBase<BuildInference> {
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    auto forward = module.lookupSymbol<func::FuncOp>(attr::kForwardFn);
+    if (!forward) {
+      mlir::emitError(module.getLoc(), "no @forward function");
+      return signalPassFailure();
+    }
+    if (module.lookupSymbol(attr::kEvalFn)) {
+      mlir::emitError(module.getLoc(), "the module already has an @")
+          << attr::kEvalFn;
+      return signalPassFailure();
+    }
+    forward.walk([](graph::DropoutOp op) {
+      op.getResult().replaceAllUsesWith(op.getInput());
+      op.getMask().replaceAllUsesWith(op.getInput());
+      op.erase();
+    });
+    forward.setSymName(attr::kEvalFn);
+  }
+};
+} // namespace
