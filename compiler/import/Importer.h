@@ -1,0 +1,222 @@
+//===- Importer.h - ONNX importer internals ---------------------*- C++ -*-===//
+//
+// Shared by the importer's core (compiler/OnnxImporter.cpp) and its op
+// handlers (compiler/import/*Ops.cpp): the value table, compile-time
+// constants and the helpers handlers use. Not a public header.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef OTC_COMPILER_IMPORT_IMPORTER_H
+#define OTC_COMPILER_IMPORT_IMPORTER_H
+
+#include "compiler/OnnxImporter.h"
+
+#include "dialects/graph/GraphDialect.h"
+
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/Diagnostics.h"
+#include "llvm/ADT/StringMap.h"
+#include "llvm/Support/MathExtras.h"
+
+#include <onnx/onnx_pb.h>
+
+#include <numeric>
+#include <optional>
+#include <vector>
+
+namespace otc::importer {
+
+using namespace mlir;
+
+
+constexpr int64_t kMinOpset = 13;
+constexpr int64_t kMaxOpset = 17;
+/// Constants beyond this many elements are parameters or bugs, not shapes.
+constexpr int64_t kMaxFoldedElements = 1 << 16;
+
+/// A compile-time constant: shape computations and small literal tensors.
+struct Const {
+  SmallVector<int64_t> shape;
+  bool isFloat = false;
+  std::vector<int64_t> ints;
+  std::vector<double> floats;
+
+  int64_t size() const { return isFloat ? floats.size() : ints.size(); }
+  double at(int64_t i) const { return isFloat ? floats[i] : ints[i]; }
+};
+
+/// What an ONNX value name refers to.
+struct Entry {
+  Value value;                 // a tensor in the graph, or
+  std::optional<Const> folded; // a constant known at compile time
+};
+
+/// Operands that configure a node rather than carry data: a float
+/// initializer used only there is a constant, not a parameter.
+inline bool isConfigOperand(StringRef opType, int index) {
+  if (opType == "Dropout")
+    return index >= 1;
+  if (opType == "Reshape" || opType == "Unsqueeze" || opType == "Squeeze")
+    return index == 1;
+  return false;
+}
+
+/// Tensors above this many elements (64 GiB of floats) are refused: every
+/// count below it fits int64_t with room for byte offsets.
+constexpr int64_t kMaxElements = int64_t(1) << 34;
+
+inline int64_t numElements(ArrayRef<int64_t> shape) {
+  return std::accumulate(shape.begin(), shape.end(), int64_t{1},
+                         std::multiplies<int64_t>());
+}
+
+/// The element count of `shape`, or failure when a dimension is negative or
+/// the count exceeds kMaxElements (checked, so it never overflows).
+inline FailureOr<int64_t> checkedElements(ArrayRef<int64_t> shape) {
+  int64_t n = 1;
+  for (int64_t d : shape) {
+    if (d < 0 || llvm::MulOverflow(n, d, n) || n > kMaxElements)
+      return failure();
+  }
+  return n;
+}
+
+/// Imports one ModelProto. Op handlers (one per ONNX operator family, in
+/// compiler/import/*Ops.cpp) use the helpers below; all members are public
+/// to them.
+class Importer {
+public:
+  Importer(MLIRContext *ctx, StringRef path, const ImportOptions &options)
+      : ctx(ctx), b(ctx), path(path.str()), options(options) {}
+
+  OwningOpRef<ModuleOp> run(StringRef bytes);
+
+  // Diagnostics.
+  Location fileLoc() { return FileLineColLoc::get(ctx, path, 0, 0); }
+  InFlightDiagnostic error() { return emitError(fileLoc()); }
+  InFlightDiagnostic nodeError(const onnx::NodeProto &node) {
+    auto diag = emitError(nodeLoc(node));
+    if (!node.name().empty() || node.output_size() == 0)
+      diag << "node '" << node.name() << "'";
+    else
+      diag << "node producing '" << node.output(0) << "'";
+    diag << " (" << node.op_type() << ", opset " << opset << "): ";
+    return diag;
+  }
+  Location nodeLoc(const onnx::NodeProto &node) {
+    return NameLoc::get(
+        b.getStringAttr(node.name().empty() ? node.op_type() : node.name()),
+        fileLoc());
+  }
+
+  LogicalResult prepare(onnx::ModelProto &model);
+  LogicalResult importGraph(const onnx::GraphProto &graph, ModuleOp module);
+  FailureOr<RankedTensorType> inputType(const onnx::ValueInfoProto &info);
+  LogicalResult importNode(const onnx::NodeProto &node);
+
+  // Op handlers, by family (the table in OnnxImporter.cpp maps op types).
+  using OpHandler = LogicalResult (Importer::*)(const onnx::NodeProto &);
+  // ShapeOps.cpp
+  LogicalResult importConstant(const onnx::NodeProto &node);
+  LogicalResult importIdentity(const onnx::NodeProto &node);
+  LogicalResult importDropout(const onnx::NodeProto &node);
+  LogicalResult importShape(const onnx::NodeProto &node);
+  LogicalResult importFoldable(const onnx::NodeProto &node);
+  LogicalResult importReshape(const onnx::NodeProto &node);
+  LogicalResult importFlatten(const onnx::NodeProto &node);
+  // ElementwiseOps.cpp
+  LogicalResult importArithmetic(const onnx::NodeProto &node);
+  LogicalResult importUnary(const onnx::NodeProto &node);
+  LogicalResult importSoftmax(const onnx::NodeProto &node);
+  // MovementOps.cpp
+  LogicalResult importTranspose(const onnx::NodeProto &node);
+  // LinalgOps.cpp
+  LogicalResult importGemm(const onnx::NodeProto &node);
+  LogicalResult importMatMul(const onnx::NodeProto &node);
+
+  // Values.
+  FailureOr<Entry *> operand(const onnx::NodeProto &node, int i);
+  FailureOr<Value> tensor(const onnx::NodeProto &node, int i);
+  FailureOr<Const *> constant(const onnx::NodeProto &node, int i);
+  bool hasInput(const onnx::NodeProto &node, int i) {
+    return i < node.input_size() && !node.input(i).empty();
+  }
+  void define(const onnx::NodeProto &node, int i, Value v) {
+    values[node.output(i)] = Entry{v, std::nullopt};
+  }
+  void defineConst(const onnx::NodeProto &node, int i, Const c) {
+    values[node.output(i)] = Entry{Value(), std::move(c)};
+  }
+  Value materialize(const Const &c, Location loc);
+
+  // Attributes.
+  const onnx::AttributeProto *attr(const onnx::NodeProto &node,
+                                   StringRef name) {
+    for (const auto &a : node.attribute())
+      if (a.name() == name)
+        return &a;
+    return nullptr;
+  }
+  int64_t intAttr(const onnx::NodeProto &node, StringRef name, int64_t dflt) {
+    auto *a = attr(node, name);
+    return a ? a->i() : dflt;
+  }
+  float floatAttr(const onnx::NodeProto &node, StringRef name, float dflt) {
+    auto *a = attr(node, name);
+    return a ? a->f() : dflt;
+  }
+
+  FailureOr<Const> tensorToConst(const onnx::TensorProto &t, Location loc);
+  LogicalResult reshapeTo(const onnx::NodeProto &node, Value input,
+                          ArrayRef<int64_t> shape);
+  FailureOr<SmallVector<int64_t>> normalizeAxes(const onnx::NodeProto &node,
+                                                ArrayRef<int64_t> axes,
+                                                int64_t rank);
+
+  MLIRContext *ctx;
+  OpBuilder b;
+  std::string path;
+  ImportOptions options;
+  int64_t opset = 0;
+  llvm::StringMap<Entry> values;
+  int64_t dropoutStreams = 0;
+};
+
+/// Elementwise fold of two constants with numpy broadcasting.
+template <typename Fn>
+inline FailureOr<Const> foldBinary(const Const &l, const Const &r, Fn fn) {
+  auto shape = graph::broadcastShapes(l.shape, r.shape);
+  if (failed(shape))
+    return failure();
+  Const out;
+  out.shape = *shape;
+  out.isFloat = l.isFloat || r.isFloat;
+  FailureOr<int64_t> count = checkedElements(out.shape);
+  if (failed(count) || *count > kMaxFoldedElements)
+    return failure();
+  int64_t n = *count, rank = out.shape.size();
+  SmallVector<int64_t> coord(rank);
+  auto index = [&](const Const &c) {
+    int64_t off = 0, cr = c.shape.size();
+    for (int64_t k = 0; k < cr; ++k)
+      off = off * c.shape[k] + (c.shape[k] == 1 ? 0 : coord[rank - cr + k]);
+    return off;
+  };
+  for (int64_t i = 0; i < n; ++i) {
+    for (int64_t d = rank - 1, rem = i; d >= 0; --d) {
+      coord[d] = rem % out.shape[d];
+      rem /= out.shape[d];
+    }
+    double v = fn(l.at(index(l)), r.at(index(r)));
+    if (out.isFloat)
+      out.floats.push_back(v);
+    else
+      out.ints.push_back(static_cast<int64_t>(v));
+  }
+  return out;
+}
+
+} // namespace otc::importer
+
+#endif // OTC_COMPILER_IMPORT_IMPORTER_H
