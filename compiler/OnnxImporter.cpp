@@ -90,12 +90,18 @@ Importer::inputType(const onnx::ValueInfoProto &info) {
   case onnx::TensorProto::INT64:
     elt = b.getI64Type();
     break;
+  case onnx::TensorProto::INT32:
+    elt = b.getI32Type();
+    break;
+  case onnx::TensorProto::BOOL:
+    elt = b.getI1Type();
+    break;
   default:
     return error() << "input '" << info.name() << "' has element type "
                    << onnx::TensorProto::DataType_Name(
                           static_cast<onnx::TensorProto::DataType>(
                               tt.elem_type()))
-                   << "; OTC supports float and int64 inputs";
+                   << "; OTC supports float, int64, int32 and bool inputs";
   }
   if (!tt.has_shape())
     return error() << "input '" << info.name() << "' has no shape";
@@ -241,13 +247,8 @@ FailureOr<Value> Importer::tensor(const onnx::NodeProto &node, int i) {
   FailureOr<Entry *> e = operand(node, i);
   if (failed(e))
     return failure();
-  if (!(*e)->value) {
-    const Const &c = *(*e)->folded;
-    if (!c.isFloat)
-      return nodeError(node) << "integer tensor '" << node.input(i)
-                             << "' used in arithmetic; OTC computes in float";
-    (*e)->value = materialize(c, nodeLoc(node));
-  }
+  if (!(*e)->value)
+    (*e)->value = materialize(*(*e)->folded, nodeLoc(node));
   return (*e)->value;
 }
 
@@ -312,6 +313,22 @@ LogicalResult Importer::importNode(const onnx::NodeProto &node) {
       {"Sub", &Importer::importArithmetic},
       {"Mul", &Importer::importArithmetic},
       {"Div", &Importer::importArithmetic},
+      {"Pow", &Importer::importArithmetic},
+      {"PRelu", &Importer::importArithmetic},
+      {"Sum", &Importer::importVariadic},
+      {"Mean", &Importer::importVariadic},
+      {"Max", &Importer::importVariadic},
+      {"Min", &Importer::importVariadic},
+      {"Equal", &Importer::importCompare},
+      {"Less", &Importer::importCompare},
+      {"LessOrEqual", &Importer::importCompare},
+      {"Greater", &Importer::importCompare},
+      {"GreaterOrEqual", &Importer::importCompare},
+      {"And", &Importer::importCompare},
+      {"Or", &Importer::importCompare},
+      {"Xor", &Importer::importCompare},
+      {"Not", &Importer::importNot},
+      {"Where", &Importer::importWhere},
       {"Relu", &Importer::importUnary},
       {"Sigmoid", &Importer::importUnary},
       {"Tanh", &Importer::importUnary},
@@ -319,6 +336,24 @@ LogicalResult Importer::importNode(const onnx::NodeProto &node) {
       {"Exp", &Importer::importUnary},
       {"Log", &Importer::importUnary},
       {"Sqrt", &Importer::importUnary},
+      {"Abs", &Importer::importUnary},
+      {"Reciprocal", &Importer::importUnary},
+      {"Sin", &Importer::importUnary},
+      {"Cos", &Importer::importUnary},
+      {"Erf", &Importer::importUnary},
+      {"Sign", &Importer::importUnary},
+      {"Floor", &Importer::importUnary},
+      {"Ceil", &Importer::importUnary},
+      {"Round", &Importer::importUnary},
+      {"Softplus", &Importer::importUnary},
+      {"Softsign", &Importer::importUnary},
+      {"HardSwish", &Importer::importUnary},
+      {"LeakyRelu", &Importer::importUnary},
+      {"Elu", &Importer::importUnary},
+      {"Celu", &Importer::importUnary},
+      {"Selu", &Importer::importUnary},
+      {"HardSigmoid", &Importer::importUnary},
+      {"Clip", &Importer::importUnary},
       {"Softmax", &Importer::importSoftmax},
       {"LogSoftmax", &Importer::importSoftmax},
       {"Transpose", &Importer::importTranspose},

@@ -7,18 +7,74 @@
 
 #include "compiler/import/Importer.h"
 
+#include "llvm/ADT/StringSwitch.h"
+
+#include <limits>
+
 using namespace mlir;
 
 namespace otc::importer {
 
-// Everything below computes on runtime tensors.
+/// The element type shared by `vs`, or a diagnostic naming the types.
+FailureOr<Type> Importer::commonElementType(const onnx::NodeProto &node,
+                                            ArrayRef<Value> vs) {
+  Type t = llvm::cast<RankedTensorType>(vs.front().getType()).getElementType();
+  for (Value v : vs)
+    if (llvm::cast<RankedTensorType>(v.getType()).getElementType() != t) {
+      auto diag = nodeError(node) << "operand element types differ:";
+      for (Value w : vs)
+        diag << " " << w.getType();
+      return diag;
+    }
+  return t;
+}
+
+LogicalResult Importer::checkBroadcastable(const onnx::NodeProto &node,
+                                           ArrayRef<Value> vs) {
+  SmallVector<int64_t> shape;
+  for (Value v : vs) {
+    auto s = graph::broadcastShapes(
+        shape, llvm::cast<RankedTensorType>(v.getType()).getShape());
+    if (failed(s)) {
+      auto diag = nodeError(node) << "operand shapes are not broadcastable:";
+      for (Value w : vs)
+        diag << " " << w.getType();
+      return diag;
+    }
+    shape = *s;
+  }
+  return success();
+}
+
+/// The binary graph op for an ONNX op type (`lhs op rhs`).
+Value Importer::createBinary(StringRef op, Location loc, Value l, Value r) {
+  if (op == "Add" || op == "Sum" || op == "Mean")
+    return b.create<graph::AddOp>(loc, l, r);
+  if (op == "Sub")
+    return b.create<graph::SubOp>(loc, l, r);
+  if (op == "Mul")
+    return b.create<graph::MulOp>(loc, l, r);
+  if (op == "Div")
+    return b.create<graph::DivOp>(loc, l, r);
+  if (op == "Pow")
+    return b.create<graph::PowOp>(loc, l, r);
+  if (op == "Max")
+    return b.create<graph::MaxOp>(loc, l, r);
+  if (op == "Min")
+    return b.create<graph::MinOp>(loc, l, r);
+  assert(op == "PRelu" && "not a binary op");
+  return b.create<graph::PReluOp>(loc, l, r);
+}
+
+// Everything below computes on runtime tensors (constants fold).
 LogicalResult Importer::importArithmetic(const onnx::NodeProto &node) {
   StringRef op = node.op_type();
   Location loc = nodeLoc(node);
   FailureOr<Entry *> l = operand(node, 0), r = operand(node, 1);
   if (failed(l) || failed(r))
     return failure();
-  if ((*l)->folded && (*r)->folded) {
+  if ((*l)->folded && (*r)->folded &&
+      llvm::is_contained({"Add", "Sub", "Mul", "Div"}, op)) {
     if (op == "Div" && !(*l)->folded->isFloat && !(*r)->folded->isFloat &&
         llvm::is_contained((*r)->folded->ints, 0))
       return nodeError(node) << "integer division by zero";
@@ -39,46 +95,212 @@ LogicalResult Importer::importArithmetic(const onnx::NodeProto &node) {
   FailureOr<Value> lv = tensor(node, 0), rv = tensor(node, 1);
   if (failed(lv) || failed(rv))
     return failure();
-  auto lt = llvm::cast<RankedTensorType>(lv->getType());
-  auto rt = llvm::cast<RankedTensorType>(rv->getType());
-  if (failed(graph::broadcastShapes(lt.getShape(), rt.getShape())))
-    return nodeError(node) << "operand shapes " << lt << " and " << rt
-                           << " are not broadcastable";
-  if (!lt.getElementType().isF32() || !rt.getElementType().isF32())
-    return nodeError(node)
-           << "OTC computes in float32, got " << lt << " and " << rt;
-  Value v = op == "Add"   ? b.create<graph::AddOp>(loc, *lv, *rv).getResult()
-            : op == "Sub" ? b.create<graph::SubOp>(loc, *lv, *rv).getResult()
-            : op == "Mul" ? b.create<graph::MulOp>(loc, *lv, *rv).getResult()
-                          : b.create<graph::DivOp>(loc, *lv, *rv).getResult();
-  define(node, 0, v);
+  FailureOr<Type> elt = commonElementType(node, {*lv, *rv});
+  if (failed(elt) || failed(checkBroadcastable(node, {*lv, *rv})))
+    return failure();
+  bool floatOnly = op == "Pow" || op == "PRelu";
+  if (!elt->isF32() && (floatOnly || !(elt->isInteger(64) || elt->isInteger(32))))
+    return nodeError(node) << "unsupported element type " << *elt
+                           << (floatOnly ? " (float32 only)"
+                                         : " (float32, int64 and int32)");
+  if (op == "PRelu") {
+    // The slope broadcasts to x (unidirectionally).
+    auto xt = llvm::cast<RankedTensorType>(lv->getType());
+    auto shape = graph::broadcastShapes(
+        xt.getShape(), llvm::cast<RankedTensorType>(rv->getType()).getShape());
+    if (ArrayRef<int64_t>(*shape) != xt.getShape())
+      return nodeError(node) << "slope " << rv->getType()
+                             << " does not broadcast to " << xt;
+  }
+  define(node, 0, createBinary(op, loc, *lv, *rv));
+  return success();
+}
+
+LogicalResult Importer::importVariadic(const onnx::NodeProto &node) {
+  StringRef op = node.op_type();
+  Location loc = nodeLoc(node);
+  SmallVector<Value> xs;
+  for (int i = 0; i < node.input_size(); ++i) {
+    FailureOr<Value> x = tensor(node, i);
+    if (failed(x))
+      return failure();
+    xs.push_back(*x);
+  }
+  if (xs.empty())
+    return nodeError(node) << "needs at least one input";
+  FailureOr<Type> elt = commonElementType(node, xs);
+  if (failed(elt) || failed(checkBroadcastable(node, xs)))
+    return failure();
+  if (!elt->isF32() && (op == "Mean" || !(elt->isInteger(64) || elt->isInteger(32))))
+    return nodeError(node) << "unsupported element type " << *elt;
+  Value acc = xs.front();
+  for (Value x : ArrayRef(xs).drop_front())
+    acc = createBinary(op, loc, acc, x);
+  if (xs.size() == 1 && op != "Mean") {
+    define(node, 0, acc);
+    return success();
+  }
+  if (op == "Mean") {
+    auto scalar = RankedTensorType::get({}, b.getF32Type());
+    Value n = b.create<graph::ConstantOp>(
+        loc, DenseElementsAttr::get(
+                 scalar, b.getF32FloatAttr(1.0f / static_cast<float>(xs.size()))));
+    acc = b.create<graph::MulOp>(loc, acc, n);
+  }
+  // A single input still yields a result of the broadcast shape.
+  define(node, 0, acc);
   return success();
 }
 
 LogicalResult Importer::importUnary(const onnx::NodeProto &node) {
   StringRef op = node.op_type();
   Location loc = nodeLoc(node);
+  FailureOr<Value> xv = tensor(node, 0);
+  if (failed(xv))
+    return failure();
+  Value x = *xv;
+  if (!llvm::cast<RankedTensorType>(x.getType()).getElementType().isF32())
+    return nodeError(node) << "unsupported element type "
+                           << x.getType() << " (float32 only)";
+  auto f = [&](StringRef name, float dflt) {
+    return b.getF32FloatAttr(floatAttr(node, name, dflt));
+  };
+  Value v;
+  if (op == "Relu")
+    v = b.create<graph::ReluOp>(loc, x);
+  else if (op == "Sigmoid")
+    v = b.create<graph::SigmoidOp>(loc, x);
+  else if (op == "Tanh")
+    v = b.create<graph::TanhOp>(loc, x);
+  else if (op == "Neg")
+    v = b.create<graph::NegOp>(loc, x);
+  else if (op == "Exp")
+    v = b.create<graph::ExpOp>(loc, x);
+  else if (op == "Log")
+    v = b.create<graph::LogOp>(loc, x);
+  else if (op == "Sqrt")
+    v = b.create<graph::SqrtOp>(loc, x);
+  else if (op == "Abs")
+    v = b.create<graph::AbsOp>(loc, x);
+  else if (op == "Reciprocal")
+    v = b.create<graph::ReciprocalOp>(loc, x);
+  else if (op == "Sin")
+    v = b.create<graph::SinOp>(loc, x);
+  else if (op == "Cos")
+    v = b.create<graph::CosOp>(loc, x);
+  else if (op == "Erf")
+    v = b.create<graph::ErfOp>(loc, x);
+  else if (op == "Sign")
+    v = b.create<graph::SignOp>(loc, x);
+  else if (op == "Floor")
+    v = b.create<graph::FloorOp>(loc, x);
+  else if (op == "Ceil")
+    v = b.create<graph::CeilOp>(loc, x);
+  else if (op == "Round")
+    v = b.create<graph::RoundOp>(loc, x);
+  else if (op == "Softplus")
+    v = b.create<graph::SoftplusOp>(loc, x);
+  else if (op == "Softsign")
+    v = b.create<graph::SoftsignOp>(loc, x);
+  else if (op == "HardSwish")
+    v = b.create<graph::HardSwishOp>(loc, x);
+  else if (op == "LeakyRelu")
+    v = b.create<graph::LeakyReluOp>(loc, x, f("alpha", 0.01f));
+  else if (op == "Elu")
+    v = b.create<graph::EluOp>(loc, x, f("alpha", 1.0f));
+  else if (op == "Celu")
+    v = b.create<graph::CeluOp>(loc, x, f("alpha", 1.0f));
+  else if (op == "Selu")
+    v = b.create<graph::SeluOp>(loc, x, f("alpha", 1.67326319217681884765625f),
+                                f("gamma", 1.05070102214813232421875f));
+  else if (op == "HardSigmoid")
+    v = b.create<graph::HardSigmoidOp>(loc, x, f("alpha", 0.2f),
+                                       f("beta", 0.5f));
+  else {
+    assert(op == "Clip" && "not a unary op");
+    // Opset 13: the bounds are optional inputs, which must be constants.
+    float bounds[2] = {-std::numeric_limits<float>::infinity(),
+                       std::numeric_limits<float>::infinity()};
+    for (int i = 1; i <= 2; ++i) {
+      if (!hasInput(node, i))
+        continue;
+      FailureOr<Const *> c = constant(node, i);
+      if (failed(c))
+        return failure();
+      if ((*c)->size() != 1)
+        return nodeError(node) << "bound #" << i << " must be a scalar";
+      bounds[i - 1] = (*c)->at(0);
+    }
+    v = b.create<graph::ClipOp>(loc, x, b.getF32FloatAttr(bounds[0]),
+                                b.getF32FloatAttr(bounds[1]));
+  }
+  define(node, 0, v);
+  return success();
+}
+
+LogicalResult Importer::importCompare(const onnx::NodeProto &node) {
+  StringRef op = node.op_type();
+  Location loc = nodeLoc(node);
+  FailureOr<Value> l = tensor(node, 0), r = tensor(node, 1);
+  if (failed(l) || failed(r))
+    return failure();
+  FailureOr<Type> elt = commonElementType(node, {*l, *r});
+  if (failed(elt) || failed(checkBroadcastable(node, {*l, *r})))
+    return failure();
+  SmallVector<int64_t> shape = *graph::broadcastShapes(
+      llvm::cast<RankedTensorType>(l->getType()).getShape(),
+      llvm::cast<RankedTensorType>(r->getType()).getShape());
+  auto type = RankedTensorType::get(shape, b.getI1Type());
+  if (op == "And" || op == "Or" || op == "Xor") {
+    if (!elt->isInteger(1))
+      return nodeError(node) << "expects boolean operands";
+    define(node, 0,
+           b.create<graph::LogicalOp>(loc, type, b.getStringAttr(op.lower()),
+                                      *l, *r));
+    return success();
+  }
+  if (!(elt->isF32() || elt->isInteger(64) || elt->isInteger(32)))
+    return nodeError(node) << "unsupported element type " << *elt
+                           << " (float32, int64 and int32)";
+  StringRef pred = llvm::StringSwitch<StringRef>(op)
+                       .Case("Equal", "eq")
+                       .Case("Less", "lt")
+                       .Case("LessOrEqual", "le")
+                       .Case("Greater", "gt")
+                       .Default("ge");
+  define(node, 0,
+         b.create<graph::CompareOp>(loc, type, b.getStringAttr(pred), *l, *r));
+  return success();
+}
+
+LogicalResult Importer::importNot(const onnx::NodeProto &node) {
   FailureOr<Value> x = tensor(node, 0);
   if (failed(x))
     return failure();
-  if (!llvm::cast<RankedTensorType>(x->getType()).getElementType().isF32())
-    return nodeError(node) << "expects a float32 input";
-  Value v;
-  if (op == "Relu")
-    v = b.create<graph::ReluOp>(loc, *x);
-  else if (op == "Sigmoid")
-    v = b.create<graph::SigmoidOp>(loc, *x);
-  else if (op == "Tanh")
-    v = b.create<graph::TanhOp>(loc, *x);
-  else if (op == "Neg")
-    v = b.create<graph::NegOp>(loc, *x);
-  else if (op == "Exp")
-    v = b.create<graph::ExpOp>(loc, *x);
-  else if (op == "Log")
-    v = b.create<graph::LogOp>(loc, *x);
-  else
-    v = b.create<graph::SqrtOp>(loc, *x);
-  define(node, 0, v);
+  if (!llvm::cast<RankedTensorType>(x->getType()).getElementType().isInteger(1))
+    return nodeError(node) << "expects a boolean input";
+  define(node, 0, b.create<graph::NotOp>(nodeLoc(node), *x));
+  return success();
+}
+
+LogicalResult Importer::importWhere(const onnx::NodeProto &node) {
+  FailureOr<Value> c = tensor(node, 0), l = tensor(node, 1),
+                   r = tensor(node, 2);
+  if (failed(c) || failed(l) || failed(r))
+    return failure();
+  if (!llvm::cast<RankedTensorType>(c->getType()).getElementType().isInteger(1))
+    return nodeError(node) << "the condition must be boolean";
+  FailureOr<Type> elt = commonElementType(node, {*l, *r});
+  if (failed(elt) || failed(checkBroadcastable(node, {*c, *l, *r})))
+    return failure();
+  SmallVector<int64_t> shape;
+  for (Value v : {*c, *l, *r})
+    shape = *graph::broadcastShapes(
+        shape, llvm::cast<RankedTensorType>(v.getType()).getShape());
+  define(node, 0,
+         b.create<graph::WhereOp>(nodeLoc(node),
+                                  RankedTensorType::get(shape, *elt), *c, *l,
+                                  *r));
   return success();
 }
 

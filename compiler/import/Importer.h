@@ -55,13 +55,18 @@ struct Entry {
 /// Operands that configure a node rather than carry data: a float
 /// initializer used only there is a constant, not a parameter.
 inline bool isConfigOperand(StringRef opType, int index) {
-  if (opType == "Dropout")
-    return index >= 1;
-  if (opType == "Reshape" || opType == "Unsqueeze" || opType == "Squeeze")
-    return index == 1;
-  return false;
+  if (index == 0)
+    return opType == "ConstantOfShape" || opType == "Range";
+  static const llvm::StringMap<int> firstConfig = {
+      {"Dropout", 1},   {"Reshape", 1},   {"Unsqueeze", 1}, {"Squeeze", 1},
+      {"Clip", 1},      {"Pad", 1},       {"Slice", 1},     {"Resize", 1},
+      {"TopK", 1},      {"Tile", 1},      {"Expand", 1},    {"Split", 1},
+      {"ReduceSum", 1}, {"OneHot", 1},    {"CumSum", 1},    {"Trilu", 1},
+      {"Range", 0},
+  };
+  auto it = firstConfig.find(opType);
+  return it != firstConfig.end() && index >= it->second;
 }
-
 /// Tensors above this many elements (64 GiB of floats) are refused: every
 /// count below it fits int64_t with room for byte offsets.
 constexpr int64_t kMaxElements = int64_t(1) << 34;
@@ -129,6 +134,15 @@ public:
   LogicalResult importArithmetic(const onnx::NodeProto &node);
   LogicalResult importUnary(const onnx::NodeProto &node);
   LogicalResult importSoftmax(const onnx::NodeProto &node);
+  LogicalResult importVariadic(const onnx::NodeProto &node);
+  LogicalResult importCompare(const onnx::NodeProto &node);
+  LogicalResult importNot(const onnx::NodeProto &node);
+  LogicalResult importWhere(const onnx::NodeProto &node);
+  FailureOr<Type> commonElementType(const onnx::NodeProto &node,
+                                    ArrayRef<Value> vs);
+  LogicalResult checkBroadcastable(const onnx::NodeProto &node,
+                                   ArrayRef<Value> vs);
+  Value createBinary(StringRef op, Location loc, Value l, Value r);
   // MovementOps.cpp
   LogicalResult importTranspose(const onnx::NodeProto &node);
   // LinalgOps.cpp

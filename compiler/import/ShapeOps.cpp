@@ -106,6 +106,7 @@ LogicalResult Importer::importShape(const onnx::NodeProto &node) {
 
 LogicalResult Importer::importFoldable(const onnx::NodeProto &node) {
   StringRef op = node.op_type();
+  Location loc = nodeLoc(node);
   // Shape computations: fold when every input is constant.
   bool allConst = true;
   for (int i = 0; i < node.input_size(); ++i) {
@@ -161,12 +162,33 @@ LogicalResult Importer::importFoldable(const onnx::NodeProto &node) {
       return success();
     }
     auto t = llvm::cast<RankedTensorType>((*e)->value.getType());
-    if (to == onnx::TensorProto::FLOAT && t.getElementType().isF32()) {
-      define(node, 0, (*e)->value);
-      return success();
+    Type target;
+    switch (to) {
+    case onnx::TensorProto::FLOAT:
+      target = b.getF32Type();
+      break;
+    case onnx::TensorProto::INT64:
+      target = b.getI64Type();
+      break;
+    case onnx::TensorProto::INT32:
+      target = b.getI32Type();
+      break;
+    case onnx::TensorProto::BOOL:
+      target = b.getI1Type();
+      break;
+    default:
+      return nodeError(node)
+             << "unsupported Cast target type "
+             << onnx::TensorProto::DataType_Name(
+                    static_cast<onnx::TensorProto::DataType>(to))
+             << " of a runtime tensor (float, int64, int32, bool)";
     }
-    return nodeError(node) << "unsupported operator: Cast of a runtime "
-                              "tensor to another element type";
+    define(node, 0,
+           target == t.getElementType()
+               ? (*e)->value
+               : b.create<graph::CastOp>(loc, t.clone(target), (*e)->value)
+                     .getResult());
+    return success();
   }
   if (op == "Unsqueeze" || op == "Squeeze") {
     FailureOr<Entry *> e = operand(node, 0);

@@ -29,6 +29,8 @@ class Graph_Op<string mnemonic, list<Trait> traits = []>
 def Graph_F32Tensor : RankedTensorOf<[F32]>;
 def Graph_IndexTensor : RankedTensorOf<[I64, I32]>;
 def Graph_AnyTensor : RankedTensorOf<[AnyType]>;
+def Graph_NumericTensor : RankedTensorOf<[F32, I64, I32]>;
+def Graph_BoolTensor : RankedTensorOf<[I1]>;
 def Graph_ScalarF32 : 0DTensorOf<[F32]>;
 
 #endif // OTC_GRAPH_BASE

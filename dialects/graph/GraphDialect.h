@@ -24,6 +24,9 @@ mlir::LogicalResult
 inferBroadcastResult(std::optional<mlir::Location> loc, mlir::Type lhs,
                      mlir::Type rhs,
                      llvm::SmallVectorImpl<mlir::Type> &results);
+/// True when the derivative of unary op `kind` (a mnemonic) is computed
+/// from the forward's output rather than its input (see graph.unary_grad).
+bool unaryGradUsesOutput(llvm::StringRef kind);
 /// The numpy broadcast of two shapes, or failure when incompatible.
 mlir::FailureOr<llvm::SmallVector<int64_t>>
 broadcastShapes(llvm::ArrayRef<int64_t> a, llvm::ArrayRef<int64_t> b);

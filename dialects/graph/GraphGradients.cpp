@@ -113,35 +113,78 @@ LogicalResult DivOp::buildGradients(OpBuilder &b, ArrayRef<Value> resultGrads,
   return success();
 }
 
-template <typename GradOp>
-static LogicalResult fromOutput(Operation *op, OpBuilder &b,
-                                ArrayRef<Value> resultGrads,
-                                SmallVectorImpl<Value> &operandGrads) {
-  operandGrads.assign(
-      {b.create<GradOp>(op->getLoc(), resultGrads[0], op->getResult(0))});
+/// dx through `unary_grad` from the forward input or output, whichever
+/// the derivative of `kind` reads.
+static LogicalResult unaryGrad(Operation *op, OpBuilder &b, ArrayRef<Value> g,
+                               SmallVectorImpl<Value> &out, float alpha = 0.0f,
+                               float beta = 0.0f) {
+  StringRef kind = op->getName().stripDialect();
+  bool useY = unaryGradUsesOutput(kind);
+  out.assign({b.create<UnaryGradOp>(
+      op->getLoc(), op->getResult(0).getType(), b.getStringAttr(kind), g[0],
+      useY ? Value() : op->getOperand(0), useY ? op->getResult(0) : Value(),
+      b.getF32FloatAttr(alpha), b.getF32FloatAttr(beta))});
   return success();
 }
 
-LogicalResult ReluOp::buildGradients(OpBuilder &b, ArrayRef<Value> g,
-                                     SmallVectorImpl<Value> &out) {
-  return fromOutput<ReluGradOp>(*this, b, g, out);
+#define OTC_UNARY_GRAD(OP)                                                     \
+  LogicalResult OP::buildGradients(OpBuilder &b, ArrayRef<Value> g,            \
+                                   SmallVectorImpl<Value> &out) {              \
+    return unaryGrad(*this, b, g, out);                                        \
+  }
+OTC_UNARY_GRAD(ReluOp)
+OTC_UNARY_GRAD(SigmoidOp)
+OTC_UNARY_GRAD(TanhOp)
+OTC_UNARY_GRAD(ExpOp)
+OTC_UNARY_GRAD(SqrtOp)
+OTC_UNARY_GRAD(AbsOp)
+OTC_UNARY_GRAD(ReciprocalOp)
+OTC_UNARY_GRAD(SinOp)
+OTC_UNARY_GRAD(CosOp)
+OTC_UNARY_GRAD(ErfOp)
+OTC_UNARY_GRAD(SignOp)
+OTC_UNARY_GRAD(FloorOp)
+OTC_UNARY_GRAD(CeilOp)
+OTC_UNARY_GRAD(RoundOp)
+OTC_UNARY_GRAD(SoftplusOp)
+OTC_UNARY_GRAD(SoftsignOp)
+OTC_UNARY_GRAD(MishOp)
+OTC_UNARY_GRAD(HardSwishOp)
+#undef OTC_UNARY_GRAD
+
+LogicalResult LeakyReluOp::buildGradients(OpBuilder &b, ArrayRef<Value> g,
+                                          SmallVectorImpl<Value> &out) {
+  return unaryGrad(*this, b, g, out, getAlpha().convertToFloat());
 }
-LogicalResult SigmoidOp::buildGradients(OpBuilder &b, ArrayRef<Value> g,
-                                        SmallVectorImpl<Value> &out) {
-  return fromOutput<SigmoidGradOp>(*this, b, g, out);
-}
-LogicalResult TanhOp::buildGradients(OpBuilder &b, ArrayRef<Value> g,
-                                     SmallVectorImpl<Value> &out) {
-  return fromOutput<TanhGradOp>(*this, b, g, out);
-}
-LogicalResult ExpOp::buildGradients(OpBuilder &b, ArrayRef<Value> g,
+LogicalResult EluOp::buildGradients(OpBuilder &b, ArrayRef<Value> g,
                                     SmallVectorImpl<Value> &out) {
-  return fromOutput<ExpGradOp>(*this, b, g, out);
+  return unaryGrad(*this, b, g, out, getAlpha().convertToFloat());
 }
-LogicalResult SqrtOp::buildGradients(OpBuilder &b, ArrayRef<Value> g,
+LogicalResult CeluOp::buildGradients(OpBuilder &b, ArrayRef<Value> g,
                                      SmallVectorImpl<Value> &out) {
-  return fromOutput<SqrtGradOp>(*this, b, g, out);
+  return unaryGrad(*this, b, g, out, getAlpha().convertToFloat());
 }
+LogicalResult SeluOp::buildGradients(OpBuilder &b, ArrayRef<Value> g,
+                                     SmallVectorImpl<Value> &out) {
+  return unaryGrad(*this, b, g, out, getAlpha().convertToFloat(),
+                   getGamma().convertToFloat());
+}
+LogicalResult HardSigmoidOp::buildGradients(OpBuilder &b, ArrayRef<Value> g,
+                                            SmallVectorImpl<Value> &out) {
+  return unaryGrad(*this, b, g, out, getAlpha().convertToFloat(),
+                   getBeta().convertToFloat());
+}
+LogicalResult ClipOp::buildGradients(OpBuilder &b, ArrayRef<Value> g,
+                                     SmallVectorImpl<Value> &out) {
+  return unaryGrad(*this, b, g, out, getMin().convertToFloat(),
+                   getMax().convertToFloat());
+}
+LogicalResult GeluOp::buildGradients(OpBuilder &b, ArrayRef<Value> g,
+                                     SmallVectorImpl<Value> &out) {
+  return unaryGrad(*this, b, g, out, 0.0f,
+                   getApproximate() == "tanh" ? 1.0f : 0.0f);
+}
+
 LogicalResult NegOp::buildGradients(OpBuilder &b, ArrayRef<Value> g,
                                     SmallVectorImpl<Value> &out) {
   out.assign({b.create<NegOp>(getLoc(), g[0])});
@@ -150,6 +193,65 @@ LogicalResult NegOp::buildGradients(OpBuilder &b, ArrayRef<Value> g,
 LogicalResult LogOp::buildGradients(OpBuilder &b, ArrayRef<Value> g,
                                     SmallVectorImpl<Value> &out) {
   out.assign({b.create<DivOp>(getLoc(), g[0], getInput())});
+  return success();
+}
+
+/// Gradients of pow/max/min/prelu through `binary_grad`, summed back to
+/// each operand's shape.
+static LogicalResult binaryGrad(Operation *op, OpBuilder &b, ArrayRef<Value> g,
+                                SmallVectorImpl<Value> &out) {
+  Location loc = op->getLoc();
+  StringRef kind = op->getName().stripDialect();
+  Value lhs = op->getOperand(0), rhs = op->getOperand(1);
+  for (int64_t i = 0; i < 2; ++i) {
+    Value d = b.create<BinaryGradOp>(loc, g[0].getType(), b.getStringAttr(kind),
+                                     b.getI64IntegerAttr(i), g[0], lhs, rhs);
+    out.push_back(sumTo(b, loc, d, op->getOperand(i).getType()));
+  }
+  return success();
+}
+LogicalResult PowOp::buildGradients(OpBuilder &b, ArrayRef<Value> g,
+                                    SmallVectorImpl<Value> &out) {
+  return binaryGrad(*this, b, g, out);
+}
+LogicalResult MaxOp::buildGradients(OpBuilder &b, ArrayRef<Value> g,
+                                    SmallVectorImpl<Value> &out) {
+  return binaryGrad(*this, b, g, out);
+}
+LogicalResult MinOp::buildGradients(OpBuilder &b, ArrayRef<Value> g,
+                                    SmallVectorImpl<Value> &out) {
+  return binaryGrad(*this, b, g, out);
+}
+LogicalResult PReluOp::buildGradients(OpBuilder &b, ArrayRef<Value> g,
+                                      SmallVectorImpl<Value> &out) {
+  return binaryGrad(*this, b, g, out);
+}
+
+LogicalResult WhereOp::buildGradients(OpBuilder &b, ArrayRef<Value> g,
+                                      SmallVectorImpl<Value> &out) {
+  Location loc = getLoc();
+  auto type = llvm::cast<RankedTensorType>(g[0].getType());
+  if (!type.getElementType().isF32())
+    return success();
+  auto scalar = RankedTensorType::get({}, type.getElementType());
+  Value zero = b.create<ConstantOp>(
+      loc, DenseElementsAttr::get(scalar, b.getF32FloatAttr(0.0f)));
+  Value dl = b.create<WhereOp>(loc, type, getCondition(), g[0], zero);
+  Value dr = b.create<WhereOp>(loc, type, getCondition(), zero, g[0]);
+  out.assign({Value(), sumTo(b, loc, dl, getLhs().getType()),
+              sumTo(b, loc, dr, getRhs().getType())});
+  return success();
+}
+
+LogicalResult CastOp::buildGradients(OpBuilder &b, ArrayRef<Value> g,
+                                     SmallVectorImpl<Value> &out) {
+  // Only float-to-float casts carry a gradient.
+  Type from = getInput().getType().getElementType();
+  Type to = getType().getElementType();
+  if (llvm::isa<FloatType>(from) && llvm::isa<FloatType>(to))
+    out.assign({b.create<CastOp>(getLoc(), getInput().getType(), g[0])});
+  else
+    out.assign({Value()});
   return success();
 }
 

@@ -218,6 +218,89 @@ OpFoldResult AddOp::fold(FoldAdaptor adaptor) {
   return {};
 }
 
+bool otc::graph::unaryGradUsesOutput(StringRef kind) {
+  return llvm::is_contained({"relu", "sigmoid", "tanh", "exp", "sqrt"}, kind);
+}
+
+LogicalResult UnaryGradOp::verify() {
+  bool useY = unaryGradUsesOutput(getKind());
+  if (useY ? (!getOutput() || getInput()) : (!getInput() || getOutput()))
+    return emitOpError("the derivative of '")
+           << getKind() << "' reads the forward's "
+           << (useY ? "output (y)" : "input (x)") << " only";
+  Value saved = useY ? getOutput() : getInput();
+  if (saved.getType() != getType() || getGrad().getType() != getType())
+    return emitOpError("operands must have the result's type");
+  return success();
+}
+
+LogicalResult BinaryGradOp::verify() {
+  if (!llvm::is_contained({"pow", "max", "min", "prelu"}, getKind()))
+    return emitOpError("unknown kind '") << getKind() << "'";
+  if (getOperand() != 0 && getOperand() != 1)
+    return emitOpError("operand must be 0 or 1");
+  if (getResult().getType() != getGrad().getType())
+    return emitOpError("result must have the gradient's type");
+  return success();
+}
+
+/// Shape of the broadcast of `types`, or failure.
+static FailureOr<SmallVector<int64_t>> broadcastAll(TypeRange types) {
+  SmallVector<int64_t> shape;
+  for (Type t : types) {
+    auto s = broadcastShapes(shape, llvm::cast<ShapedType>(t).getShape());
+    if (failed(s))
+      return failure();
+    shape = *s;
+  }
+  return shape;
+}
+
+LogicalResult CompareOp::verify() {
+  if (!llvm::is_contained({"eq", "lt", "le", "gt", "ge"}, getPredicate()))
+    return emitOpError("unknown predicate '") << getPredicate() << "'";
+  if (getLhs().getType().getElementType() !=
+      getRhs().getType().getElementType())
+    return emitOpError("operand element types differ");
+  auto shape = broadcastAll({getLhs().getType(), getRhs().getType()});
+  if (failed(shape) || ArrayRef<int64_t>(*shape) != getType().getShape())
+    return emitOpError("result shape is not the operands' broadcast");
+  return success();
+}
+
+LogicalResult LogicalOp::verify() {
+  if (!llvm::is_contained({"and", "or", "xor"}, getKind()))
+    return emitOpError("unknown kind '") << getKind() << "'";
+  auto shape = broadcastAll({getLhs().getType(), getRhs().getType()});
+  if (failed(shape) || ArrayRef<int64_t>(*shape) != getType().getShape())
+    return emitOpError("result shape is not the operands' broadcast");
+  return success();
+}
+
+LogicalResult WhereOp::verify() {
+  if (getLhs().getType().getElementType() !=
+          getRhs().getType().getElementType() ||
+      getType().getElementType() != getLhs().getType().getElementType())
+    return emitOpError("branches and result must share an element type");
+  auto shape = broadcastAll(
+      {getCondition().getType(), getLhs().getType(), getRhs().getType()});
+  if (failed(shape) || ArrayRef<int64_t>(*shape) != getType().getShape())
+    return emitOpError("result shape is not the operands' broadcast");
+  return success();
+}
+
+LogicalResult CastOp::verify() {
+  if (getInput().getType().getShape() != getType().getShape())
+    return emitOpError("cast changes the shape");
+  return success();
+}
+
+OpFoldResult CastOp::fold(FoldAdaptor) {
+  if (getInput().getType() == getType())
+    return getInput();
+  return {};
+}
+
 LogicalResult DropoutOp::verify() {
   float r = getRatio().convertToFloat();
   if (!(r >= 0.0f && r < 1.0f))

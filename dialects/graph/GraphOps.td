@@ -144,8 +144,8 @@ class Graph_BinaryOp<string mnemonic, string onnxName>
     %z = graph.}] # mnemonic # [{ %x, %y : (tensor<64x10xf32>, tensor<10xf32>) -> tensor<64x10xf32>
     ```
   }];
-  let arguments = (ins Graph_F32Tensor:$lhs, Graph_F32Tensor:$rhs);
-  let results = (outs Graph_F32Tensor:$result);
+  let arguments = (ins Graph_NumericTensor:$lhs, Graph_NumericTensor:$rhs);
+  let results = (outs Graph_NumericTensor:$result);
   let assemblyFormat = "$lhs `,` $rhs attr-dict `:` functional-type(operands, results)";
   let extraClassDefinition = [{
     ::mlir::LogicalResult $cppClass::inferReturnTypes(
@@ -161,6 +161,10 @@ def Graph_AddOp : Graph_BinaryOp<"add", "Add"> { let hasFolder = 1; }
 def Graph_SubOp : Graph_BinaryOp<"sub", "Sub">;
 def Graph_MulOp : Graph_BinaryOp<"mul", "Mul">;
 def Graph_DivOp : Graph_BinaryOp<"div", "Div">;
+def Graph_PowOp : Graph_BinaryOp<"pow", "Pow">;
+def Graph_MaxOp : Graph_BinaryOp<"max", "Max (of two operands)">;
+def Graph_MinOp : Graph_BinaryOp<"min", "Min (of two operands)">;
+def Graph_PReluOp : Graph_BinaryOp<"prelu", "PRelu (lhs = x, rhs = slope)">;
 
 class Graph_UnaryOp<string mnemonic, string onnxName, string formula>
     : Graph_Op<mnemonic, [Pure, SameOperandsAndResultType, Graph_Differentiable]> {
@@ -184,6 +188,141 @@ def Graph_NegOp : Graph_UnaryOp<"neg", "Neg", "-x">;
 def Graph_ExpOp : Graph_UnaryOp<"exp", "Exp", "exp(x)">;
 def Graph_LogOp : Graph_UnaryOp<"log", "Log", "log(x)">;
 def Graph_SqrtOp : Graph_UnaryOp<"sqrt", "Sqrt", "sqrt(x)">;
+def Graph_AbsOp : Graph_UnaryOp<"abs", "Abs", "|x|">;
+def Graph_ReciprocalOp : Graph_UnaryOp<"reciprocal", "Reciprocal", "1 / x">;
+def Graph_SinOp : Graph_UnaryOp<"sin", "Sin", "sin(x)">;
+def Graph_CosOp : Graph_UnaryOp<"cos", "Cos", "cos(x)">;
+def Graph_ErfOp : Graph_UnaryOp<"erf", "Erf", "erf(x)">;
+def Graph_SignOp : Graph_UnaryOp<"sign", "Sign", "sign(x)">;
+def Graph_FloorOp : Graph_UnaryOp<"floor", "Floor", "floor(x)">;
+def Graph_CeilOp : Graph_UnaryOp<"ceil", "Ceil", "ceil(x)">;
+def Graph_RoundOp : Graph_UnaryOp<"round", "Round", "round half to even">;
+def Graph_SoftplusOp : Graph_UnaryOp<"softplus", "Softplus", "log(1 + exp(x))">;
+def Graph_SoftsignOp : Graph_UnaryOp<"softsign", "Softsign", "x / (1 + |x|)">;
+def Graph_MishOp : Graph_UnaryOp<"mish", "Mish", "x * tanh(softplus(x))">;
+def Graph_HardSwishOp
+    : Graph_UnaryOp<"hard_swish", "HardSwish", "x * max(0, min(1, x / 6 + 1 / 2))">;
+
+/// A unary op with float attributes (ONNX names and defaults).
+class Graph_AttrUnaryOp<string mnemonic, string onnxName, string formula,
+                        dag attrs, string example>
+    : Graph_Op<mnemonic, [Pure, SameOperandsAndResultType, Graph_Differentiable]> {
+  let summary = "Elementwise " # onnxName;
+  let description = [{
+    ONNX `}] # onnxName # [{`: `y = }] # formula # [{`.
+
+    ```mlir
+    %y = graph.}] # mnemonic # [{ %x {}] # example # [{} : tensor<64x256xf32>
+    ```
+  }];
+  let arguments = !con((ins Graph_F32Tensor:$input), attrs);
+  let results = (outs Graph_F32Tensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input)";
+}
+
+def Graph_LeakyReluOp : Graph_AttrUnaryOp<"leaky_relu", "LeakyRelu",
+    "x >= 0 ? x : alpha * x",
+    (ins DefaultValuedAttr<F32Attr, "0.01f">:$alpha), "alpha = 0.1 : f32">;
+def Graph_EluOp : Graph_AttrUnaryOp<"elu", "Elu",
+    "x > 0 ? x : alpha * (exp(x) - 1)",
+    (ins DefaultValuedAttr<F32Attr, "1.0f">:$alpha), "alpha = 1.0 : f32">;
+def Graph_CeluOp : Graph_AttrUnaryOp<"celu", "Celu",
+    "max(0, x) + min(0, alpha * (exp(x / alpha) - 1))",
+    (ins DefaultValuedAttr<F32Attr, "1.0f">:$alpha), "alpha = 1.0 : f32">;
+def Graph_SeluOp : Graph_AttrUnaryOp<"selu", "Selu",
+    "gamma * (x > 0 ? x : alpha * (exp(x) - 1))",
+    (ins DefaultValuedAttr<F32Attr, "1.67326319217681884765625f">:$alpha,
+         DefaultValuedAttr<F32Attr, "1.05070102214813232421875f">:$gamma),
+    "alpha = 1.67326 : f32, gamma = 1.0507 : f32">;
+def Graph_HardSigmoidOp : Graph_AttrUnaryOp<"hard_sigmoid", "HardSigmoid",
+    "max(0, min(1, alpha * x + beta))",
+    (ins DefaultValuedAttr<F32Attr, "0.2f">:$alpha,
+         DefaultValuedAttr<F32Attr, "0.5f">:$beta),
+    "alpha = 0.2 : f32, beta = 0.5 : f32">;
+def Graph_ClipOp : Graph_AttrUnaryOp<"clip", "Clip (bounds folded from its inputs)",
+    "min(max(x, min), max)", (ins F32Attr:$min, F32Attr:$max),
+    "min = 0.0 : f32, max = 6.0 : f32">;
+def Graph_GeluOp : Graph_AttrUnaryOp<"gelu", "Gelu (opset 20; also the Erf/Tanh expansions)",
+    "0.5 * x * (1 + erf(x / sqrt(2))), or its tanh approximation",
+    (ins DefaultValuedStrAttr<StrAttr, "none">:$approximate),
+    "approximate = \"tanh\"">;
+
+//===----------------------------------------------------------------------===//
+// Comparisons, logic, selection, casts (no gradient through predicates)
+//===----------------------------------------------------------------------===//
+
+def Graph_CompareOp : Graph_Op<"compare", [Pure]> {
+  let summary = "Elementwise comparison with broadcasting (ONNX Equal, Less, ...)";
+  let description = [{
+    `predicate` is one of `eq`, `lt`, `le`, `gt`, `ge`; the result is a
+    boolean tensor of the broadcast shape.
+
+    ```mlir
+    %m = graph.compare "lt" %a, %b : (tensor<4x8xf32>, tensor<8xf32>) -> tensor<4x8xi1>
+    ```
+  }];
+  let arguments = (ins StrAttr:$predicate, Graph_NumericTensor:$lhs,
+                       Graph_NumericTensor:$rhs);
+  let results = (outs Graph_BoolTensor:$result);
+  let assemblyFormat = "$predicate $lhs `,` $rhs attr-dict `:` functional-type(operands, results)";
+  let hasVerifier = 1;
+}
+
+def Graph_LogicalOp : Graph_Op<"logical", [Pure]> {
+  let summary = "Elementwise And, Or, Xor of booleans with broadcasting";
+  let description = [{
+    ```mlir
+    %m = graph.logical "and" %a, %b : (tensor<4xi1>, tensor<4xi1>) -> tensor<4xi1>
+    ```
+  }];
+  let arguments = (ins StrAttr:$kind, Graph_BoolTensor:$lhs, Graph_BoolTensor:$rhs);
+  let results = (outs Graph_BoolTensor:$result);
+  let assemblyFormat = "$kind $lhs `,` $rhs attr-dict `:` functional-type(operands, results)";
+  let hasVerifier = 1;
+}
+
+def Graph_NotOp : Graph_Op<"not", [Pure, SameOperandsAndResultType]> {
+  let summary = "Elementwise logical not (ONNX Not)";
+  let description = [{
+    ```mlir
+    %n = graph.not %m : tensor<4xi1>
+    ```
+  }];
+  let arguments = (ins Graph_BoolTensor:$input);
+  let results = (outs Graph_BoolTensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input)";
+}
+
+def Graph_WhereOp : Graph_Op<"where", [Pure, Graph_Differentiable]> {
+  let summary = "Select by a boolean condition with broadcasting (ONNX Where)";
+  let description = [{
+    ```mlir
+    %y = graph.where %c, %a, %b
+        : (tensor<4x4xi1>, tensor<4x4xf32>, tensor<f32>) -> tensor<4x4xf32>
+    ```
+  }];
+  let arguments = (ins Graph_BoolTensor:$condition, Graph_AnyTensor:$lhs,
+                       Graph_AnyTensor:$rhs);
+  let results = (outs Graph_AnyTensor:$result);
+  let assemblyFormat = "$condition `,` $lhs `,` $rhs attr-dict `:` functional-type(operands, results)";
+  let hasVerifier = 1;
+}
+
+def Graph_CastOp : Graph_Op<"cast", [Pure, Graph_Differentiable]> {
+  let summary = "Element type conversion of a runtime tensor (ONNX Cast)";
+  let description = [{
+    Float to integer truncates toward zero; any non-zero value is `true`.
+
+    ```mlir
+    %i = graph.cast %x : tensor<8xf32> -> tensor<8xi64>
+    ```
+  }];
+  let arguments = (ins Graph_AnyTensor:$input);
+  let results = (outs Graph_AnyTensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input) `->` type($result)";
+  let hasVerifier = 1;
+  let hasFolder = 1;
+}
 
 def Graph_DropoutOp : Graph_Op<"dropout",
     [Graph_Differentiable, AllTypesMatch<["input", "result", "mask"]>]> {
@@ -231,26 +370,56 @@ def Graph_LogSoftmaxOp : Graph_SoftmaxBase<"log_softmax", "LogSoftmax">;
 // Gradient ops
 //===----------------------------------------------------------------------===//
 
-class Graph_ActivationGradOp<string mnemonic, string formula>
-    : Graph_Op<mnemonic, [Pure, SameOperandsAndResultType]> {
-  let summary = "Backward of an activation from its output";
+def Graph_UnaryGradOp : Graph_Op<"unary_grad",
+    [Pure, AttrSizedOperandSegments, AllTypesMatch<["grad", "result"]>,
+     TypesMatchWith<"x matches the result", "result", "input", "$_self">,
+     TypesMatchWith<"y matches the result", "result", "output", "$_self">]> {
+  let summary = "Backward of an elementwise unary op";
   let description = [{
-    `dx = }] # formula # [{` where `y` is the forward's result.
+    `dx = dy * f'(x)` for the forward op named by `kind` (its mnemonic), from
+    the forward's input `x` or output `y` (whichever the derivative needs:
+    see `unaryGradUsesOutput`); `alpha` and `beta` carry the forward's float
+    attributes (selu: alpha, gamma; clip: min, max; hard_sigmoid: alpha,
+    beta; gelu: beta = 1 for the tanh approximation).
 
     ```mlir
-    %dx = graph.}] # mnemonic # [{ %dy, %y : tensor<64x256xf32>
+    %dx = graph.unary_grad "relu" %dy y %y : tensor<64x256xf32>
+    %dx = graph.unary_grad "gelu" %dy x %x : tensor<64x256xf32>
     ```
   }];
-  let arguments = (ins Graph_F32Tensor:$grad, Graph_F32Tensor:$output);
+  let arguments = (ins StrAttr:$kind, Graph_F32Tensor:$grad,
+                       Optional<Graph_F32Tensor>:$input,
+                       Optional<Graph_F32Tensor>:$output,
+                       DefaultValuedAttr<F32Attr, "0.0f">:$alpha,
+                       DefaultValuedAttr<F32Attr, "0.0f">:$beta);
   let results = (outs Graph_F32Tensor:$result);
-  let assemblyFormat = "$grad `,` $output attr-dict `:` type($result)";
+  let assemblyFormat = [{
+    $kind $grad (`x` $input^)? (`y` $output^)? attr-dict `:` type($result)
+  }];
+  let hasVerifier = 1;
 }
 
-def Graph_ReluGradOp : Graph_ActivationGradOp<"relu_grad", "dy * (y > 0)">;
-def Graph_SigmoidGradOp : Graph_ActivationGradOp<"sigmoid_grad", "dy * y * (1 - y)">;
-def Graph_TanhGradOp : Graph_ActivationGradOp<"tanh_grad", "dy * (1 - y * y)">;
-def Graph_ExpGradOp : Graph_ActivationGradOp<"exp_grad", "dy * y">;
-def Graph_SqrtGradOp : Graph_ActivationGradOp<"sqrt_grad", "dy / (2 * y)">;
+def Graph_BinaryGradOp : Graph_Op<"binary_grad", [Pure]> {
+  let summary = "Backward of a broadcasting binary op for one operand";
+  let description = [{
+    The gradient of `kind` (pow, max, min, prelu) with respect to operand
+    `operand` (0 = lhs, 1 = rhs), in the broadcast result's shape; the
+    caller sums it back to the operand's shape. Ties of max/min split the
+    gradient evenly (as PyTorch).
+
+    ```mlir
+    %da = graph.binary_grad "pow" 0 %dy, %a, %b
+        : (tensor<4x8xf32>, tensor<4x8xf32>, tensor<f32>) -> tensor<4x8xf32>
+    ```
+  }];
+  let arguments = (ins StrAttr:$kind, I64Attr:$operand, Graph_F32Tensor:$grad,
+                       Graph_F32Tensor:$lhs, Graph_F32Tensor:$rhs);
+  let results = (outs Graph_F32Tensor:$result);
+  let assemblyFormat = [{
+    $kind $operand $grad `,` $lhs `,` $rhs attr-dict `:` functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
 
 class Graph_SoftmaxGradBase<string mnemonic, string formula>
     : Graph_Op<mnemonic, [Pure, SameOperandsAndResultType]> {
