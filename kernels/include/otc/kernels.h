@@ -22,6 +22,7 @@ extern "C" {
 /* Status codes returned by kernels that can fail on user data. */
 #define OTCK_OK 0
 #define OTCK_ERR_LABEL_OUT_OF_RANGE 1
+#define OTCK_ERR_INDEX_OUT_OF_RANGE 2
 
 /*--- GEMM ------------------------------------------------------------------*/
 
@@ -140,6 +141,231 @@ void otck_momentum_f32(int64_t n, float *w, const float *g, float *v, float lr,
 void otck_adam_f32(int64_t n, float *w, const float *g, float *m, float *v,
                    float lr, float beta1, float beta2, float eps, float wd,
                    int64_t step, int decoupled);
+
+/*--- Reductions, indexing, data movement ----------------------------------*/
+
+/* Semantics are ONNX's (opsets 13-17). Data-movement kernels are
+ * type-agnostic (elements of `elem_size` bytes), arithmetic ones float32,
+ * indices int64 (negative ones count from the end). Kernels that split a
+ * reduction or a scatter across threads give results that do not depend on
+ * the thread count. */
+
+/* dst[i . dst_strides] = src[i . src_strides] for every multi-index i of
+ * `shape`. Strides are in elements; source strides may be 0 (broadcast) or
+ * negative (reversed slice; src points at element [0, ..., 0]); destination
+ * strides are non-negative and address distinct elements. */
+void otck_strided_copy(int rank, const int64_t *shape, const void *src,
+                       const int64_t *src_strides, void *dst,
+                       const int64_t *dst_strides, int64_t elem_size);
+
+/* Sets n elements of dst to *value. */
+void otck_fill(int64_t n, const void *value, void *dst, int64_t elem_size);
+
+/* dst[i . dst_strides] += src[i . src_strides] over `shape`: the backward of
+ * Expand, Slice and Tile. A 0 destination stride sums over that dimension;
+ * positions that differ in a dimension with a non-zero destination stride are
+ * distinct. Sums are accumulated in double. */
+void otck_strided_add_f32(int rank, const int64_t *shape, const float *src,
+                          const int64_t *src_strides, float *dst,
+                          const int64_t *dst_strides);
+
+typedef enum otck_pad_mode {
+  OTCK_PAD_CONSTANT = 0,
+  OTCK_PAD_REFLECT = 1,
+  OTCK_PAD_EDGE = 2,
+} otck_pad_mode;
+
+/* ONNX Pad. y has in_shape[d] + pads_begin[d] + pads_end[d] elements along d.
+ * Negative pads crop: the input is cropped first, then padded (reflect and
+ * edge mirror the cropped edges). `value` (one element) is read in constant
+ * mode only. Reflect repeats periodically when a pad exceeds the size - 1;
+ * reflect or edge padding of an empty dimension writes zeros. */
+void otck_pad(int rank, const int64_t *in_shape, const int64_t *pads_begin,
+              const int64_t *pads_end, int mode, const void *value,
+              const void *x, void *y, int64_t elem_size);
+/* dx (in_shape) = adjoint of otck_pad applied to dy: each input position
+ * receives the sum of the dy elements it was copied to (0 if cropped). */
+void otck_pad_grad_f32(int rank, const int64_t *in_shape,
+                       const int64_t *pads_begin, const int64_t *pads_end,
+                       int mode, const float *dy, float *dx);
+
+typedef enum otck_reduce_op {
+  OTCK_REDUCE_SUM = 0,
+  OTCK_REDUCE_MEAN = 1,
+  OTCK_REDUCE_MAX = 2,
+  OTCK_REDUCE_MIN = 3,
+  OTCK_REDUCE_PROD = 4,
+  OTCK_REDUCE_SUM_SQUARE = 5,
+  OTCK_REDUCE_L1 = 6,
+  OTCK_REDUCE_L2 = 7,
+  OTCK_REDUCE_LOG_SUM_EXP = 8,
+} otck_reduce_op;
+
+/* y = op over the dimensions d of x where reduced[d] != 0; y is contiguous
+ * over the kept dimensions in order (keepdims only changes y's shape).
+ * Accumulates in double. Empty reductions: SUM, SUM_SQUARE, L1, L2 give 0,
+ * MEAN NaN, MAX -inf, MIN +inf, PROD 1, LOG_SUM_EXP -inf. MAX and MIN
+ * propagate NaN. */
+void otck_reduce_f32(otck_reduce_op op, int rank, const int64_t *in_shape,
+                     const uint8_t *reduced, const float *x, float *y);
+/* dx (x's shape) from x, the forward's y and dy (both y-shaped):
+ * SUM dy, MEAN dy/count, SUM_SQUARE 2 x dy, L1 sign(x) dy (0 at 0),
+ * L2 x/y dy (0 where y == 0), LOG_SUM_EXP exp(x - y) dy (0 where y = -inf),
+ * MAX/MIN dy split evenly among the positions equal to y (NaN positions when
+ * y is NaN), PROD dy * (product of the other elements), exact with zeros. */
+void otck_reduce_grad_f32(otck_reduce_op op, int rank, const int64_t *in_shape,
+                          const uint8_t *reduced, const float *x,
+                          const float *y, const float *dy, float *dx);
+
+/* ArgMax (is_max) / ArgMin of x viewed as [outer, n, inner] along n; y is
+ * [outer, inner]. Ties give the first index, or the last when
+ * select_last_index. NaN wins over any number (numpy and PyTorch). n == 0
+ * writes 0. */
+void otck_arg_reduce_f32(int is_max, int64_t outer, int64_t n, int64_t inner,
+                         int select_last_index, const float *x, int64_t *y);
+
+/* CumSum of x viewed as [outer, n, inner] along n, accumulated in double.
+ * The backward is the same kernel with `reverse` flipped. x and y may
+ * alias. */
+void otck_cumsum_f32(int64_t outer, int64_t n, int64_t inner, int exclusive,
+                     int reverse, const float *x, float *y);
+
+/* TopK of x viewed as [outer, n, inner] along n (0 <= k <= n); values and
+ * indices are [outer, k, inner]. Equal values are ordered by the lower index;
+ * NaN ranks above every number. Results are always sorted (best first),
+ * which `sorted == 0` allows. The backward is otck_gather_elements_grad_f32
+ * with the indices. */
+void otck_topk_f32(int64_t outer, int64_t n, int64_t inner, int64_t k,
+                   int largest, int sorted, const float *x, float *values,
+                   int64_t *indices);
+
+/* Gather along an axis: x is [outer, axis_dim, inner], y is
+ * [outer, num_indices, inner]. Returns OTCK_ERR_INDEX_OUT_OF_RANGE (y left
+ * unspecified) when an index is outside [-axis_dim, axis_dim). */
+int otck_gather(int64_t outer, int64_t axis_dim, int64_t inner, const void *x,
+                int64_t num_indices, const int64_t *indices, void *y,
+                int64_t elem_size);
+/* dx [outer, axis_dim, inner] = 0, then dy's rows are added at their indices
+ * (repeated indices in index order). */
+int otck_gather_grad_f32(int64_t outer, int64_t axis_dim, int64_t inner,
+                         int64_t num_indices, const int64_t *indices,
+                         const float *dy, float *dx);
+
+/* GatherElements: y (idx_shape) [i] = x[i with i[axis] = indices[i]].
+ * idx_shape[d] <= x_shape[d] off the axis. */
+int otck_gather_elements(int rank, const int64_t *x_shape,
+                         const int64_t *idx_shape, int axis, const void *x,
+                         const int64_t *indices, void *y, int64_t elem_size);
+/* dx (x_shape) = 0, then dy (idx_shape) scatter-added at the indices
+ * (repeated indices in index order). Also the backward of TopK. */
+int otck_gather_elements_grad_f32(int rank, const int64_t *x_shape,
+                                  const int64_t *idx_shape, int axis,
+                                  const int64_t *indices, const float *dy,
+                                  float *dx);
+
+typedef enum otck_scatter_reduction {
+  OTCK_SCATTER_NONE = 0,
+  OTCK_SCATTER_ADD = 1,
+  OTCK_SCATTER_MUL = 2,
+  OTCK_SCATTER_MAX = 3,
+  OTCK_SCATTER_MIN = 4,
+} otck_scatter_reduction;
+
+/* ScatterElements: y = data (y may alias data), then for every position i of
+ * idx_shape in row-major order y[i with i[axis] = indices[i]] =
+ * reduction(that element, updates[i]) (NONE overwrites, so the last repeated
+ * index wins; MAX/MIN propagate NaN). */
+int otck_scatter_elements_f32(int rank, const int64_t *data_shape,
+                              const int64_t *idx_shape, int axis, int reduction,
+                              const float *data, const int64_t *indices,
+                              const float *updates, float *y);
+
+/* OneHot: y [outer, depth, inner] = on_value where the index (indices
+ * [outer, inner], negative ones + depth) equals the depth position, else
+ * off_value; an index out of range gives a row of off_value (ONNX).
+ * Always returns OTCK_OK. */
+int otck_one_hot_f32(int64_t outer, int64_t depth, int64_t inner,
+                     const int64_t *indices, float off_value, float on_value,
+                     float *y);
+
+/* out = cond ? a : b over out_shape, broadcasting by strides (0 on broadcast
+ * dimensions) as in otck_binary_f32; cond is uint8 (non-zero = true). */
+void otck_where(int rank, const int64_t *out_shape, const uint8_t *cond,
+                const int64_t *c_strides, const void *a,
+                const int64_t *a_strides, const void *b,
+                const int64_t *b_strides, void *out, int64_t elem_size);
+
+typedef enum otck_compare_op {
+  OTCK_CMP_EQUAL = 0,
+  OTCK_CMP_LESS = 1,
+  OTCK_CMP_LESS_OR_EQUAL = 2,
+  OTCK_CMP_GREATER = 3,
+  OTCK_CMP_GREATER_OR_EQUAL = 4,
+} otck_compare_op;
+
+/* out = (a op b) as uint8 0/1 over out_shape, broadcasting by strides
+ * (IEEE comparisons: NaN compares false). */
+void otck_compare_f32(otck_compare_op op, int rank, const int64_t *out_shape,
+                      const float *a, const int64_t *a_strides, const float *b,
+                      const int64_t *b_strides, uint8_t *out);
+void otck_compare_i64(otck_compare_op op, int rank, const int64_t *out_shape,
+                      const int64_t *a, const int64_t *a_strides,
+                      const int64_t *b, const int64_t *b_strides, uint8_t *out);
+
+typedef enum otck_logic_op {
+  OTCK_LOGIC_AND = 0,
+  OTCK_LOGIC_OR = 1,
+  OTCK_LOGIC_XOR = 2,
+} otck_logic_op;
+
+/* out = a op b over out_shape for bools (uint8, non-zero = true; out is 0/1),
+ * broadcasting by strides. */
+void otck_logic(otck_logic_op op, int rank, const int64_t *out_shape,
+                const uint8_t *a, const int64_t *a_strides, const uint8_t *b,
+                const int64_t *b_strides, uint8_t *out);
+/* y = !x over n bools (y is 0/1); x and y may alias. */
+void otck_not(int64_t n, const uint8_t *x, uint8_t *y);
+
+/* Trilu of x viewed as [batch, rows, cols]: upper keeps the elements with
+ * col - row >= k, lower those with col - row <= k; the others become zero
+ * bytes. x and y may alias. */
+void otck_trilu(int64_t batch, int64_t rows, int64_t cols, int64_t k, int upper,
+                const void *x, void *y, int64_t elem_size);
+
+typedef enum otck_resize_mode {
+  OTCK_RESIZE_NEAREST = 0,
+  OTCK_RESIZE_LINEAR = 1,
+} otck_resize_mode;
+
+typedef enum otck_resize_coord {
+  OTCK_RESIZE_HALF_PIXEL = 0,
+  OTCK_RESIZE_PYTORCH_HALF_PIXEL = 1,
+  OTCK_RESIZE_ALIGN_CORNERS = 2,
+  OTCK_RESIZE_ASYMMETRIC = 3,
+  OTCK_RESIZE_TF_HALF_PIXEL_FOR_NN = 4,
+} otck_resize_coord;
+
+typedef enum otck_resize_nearest {
+  OTCK_RESIZE_ROUND_PREFER_FLOOR = 0,
+  OTCK_RESIZE_ROUND_PREFER_CEIL = 1,
+  OTCK_RESIZE_FLOOR = 2,
+  OTCK_RESIZE_CEIL = 3,
+} otck_resize_nearest;
+
+/* ONNX Resize (no antialias, no cubic, no tf_crop_and_resize) over every
+ * dimension: scales[d] is ONNX's scale of dimension d (out_shape[d] is
+ * usually floor(in_shape[d] * scales[d])); coordinates are computed in
+ * double. Linear is n-linear over all dimensions, with sample coordinates
+ * clamped to [0, in - 1]; nearest clamps its index into range. */
+void otck_resize_f32(int rank, const int64_t *in_shape,
+                     const int64_t *out_shape, const float *scales, int mode,
+                     int coord_mode, int nearest_mode, const float *x,
+                     float *y);
+/* dx (in_shape) = adjoint of otck_resize_f32 applied to dy (out_shape). */
+void otck_resize_grad_f32(int rank, const int64_t *in_shape,
+                          const int64_t *out_shape, const float *scales,
+                          int mode, int coord_mode, int nearest_mode,
+                          const float *dy, float *dx);
 
 /*--- Threads ---------------------------------------------------------------*/
 
