@@ -29,8 +29,9 @@ using namespace otc::kernels;
 
 namespace {
 
-/// Floats one column buffer may hold before the work is cut finer (4 MiB).
-constexpr int64_t kColBudget = int64_t(1) << 20;
+/// Floats one column buffer may hold before the work is cut finer (1 MiB,
+/// so that a GEMM's column operand stays in a core's L2 cache).
+constexpr int64_t kColBudget = int64_t(1) << 18;
 /// Fewest output columns of a forward tile (narrower GEMMs lose speed).
 constexpr int64_t kMinTile = 128;
 /// Fewest GEMM rows (or weight-gradient columns) a channel block aims for.
@@ -96,14 +97,14 @@ bool makeGeom(const otck_conv_desc *d, ConvGeom &g) {
   return true;
 }
 
-/// Number of parts to cut `total` into: enough that none exceeds maxPer,
-/// else `wanted` when each keeps at least minPer; balanced by the caller.
+/// Number of parts to cut `total` into: `wanted`, or more so that none
+/// exceeds maxPer, but never so many that parts fall below minPer.
 int64_t splitParts(int64_t total, int64_t maxPer, int64_t minPer,
                    int64_t wanted) {
-  int64_t parts = ceilDiv(total, std::max<int64_t>(maxPer, 1));
-  parts =
-      std::max(parts, std::min(wanted, total / std::max<int64_t>(minPer, 1)));
-  parts = std::clamp<int64_t>(parts, 1, total);
+  const int64_t most = total / std::max<int64_t>(minPer, 1);
+  int64_t parts =
+      std::max(wanted, ceilDiv(total, std::max<int64_t>(maxPer, 1)));
+  parts = std::clamp<int64_t>(std::min(parts, most), 1, total);
   // Balance: the same count with equal sizes, the last possibly shorter.
   return ceilDiv(total, ceilDiv(total, parts));
 }
