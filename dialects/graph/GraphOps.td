@@ -577,4 +577,6 @@ class Graph_AdamBase<string mnemonic, string decay>
 def Graph_AdamUpdateOp : Graph_AdamBase<"adam_update", "L2 (coupled)">;
 def Graph_AdamWUpdateOp : Graph_AdamBase<"adamw_update", "decoupled">;
 
+include "dialects/graph/GraphTensorOps.td"
+
 #endif // OTC_GRAPH_OPS

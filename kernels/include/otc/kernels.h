@@ -367,6 +367,147 @@ void otck_resize_grad_f32(int rank, const int64_t *in_shape,
                           int mode, int coord_mode, int nearest_mode,
                           const float *dy, float *dx);
 
+/*--- Convolution, pooling, normalization -----------------------------------*/
+
+/* Layout is NCHW: [batch, channels, spatial...] with 1 to 3 spatial
+ * dimensions. Descriptors hold 3 entries per spatial array, the first
+ * `spatial` of them in the tensor's order (D, H, W); the others are ignored.
+ * Kernels given an invalid descriptor (spatial not 1..3, a negative size,
+ * a kernel, stride, dilation or conv channel count below 1, groups not
+ * dividing the channels) do nothing; sizes of 0 are valid.
+ * Results are the same bits whatever the thread count. */
+
+/* A convolution (ONNX Conv): x [batch, in_channels, in...], w [out_channels,
+ * in_channels / groups, kernel...], y [batch, out_channels, out...].
+ * Position o of y reads x at o * stride - pad_begin + k * dilation (zero
+ * outside x); the end pads are implied by out[], which the compiler computes
+ * (auto_pad resolved). groups divides both channel counts. */
+typedef struct otck_conv_desc {
+  int32_t spatial;  /* 1, 2 or 3 */
+  int32_t reserved; /* 0 */
+  int64_t batch, in_channels, out_channels, groups;
+  int64_t in[3], out[3], kernel[3], stride[3], dilation[3], pad_begin[3];
+} otck_conv_desc;
+
+/* Bytes of workspace every conv kernel below (grad_bias excepted) needs for
+ * `d` (0 possible: the pointer may then be null); depends on the descriptor
+ * only, never on the thread count, and stays under 256 MiB unless one
+ * column buffer or the weights alone come near that. Float-aligned is
+ * enough; contents are scratch, never read before written. */
+int64_t otck_conv_workspace_bytes(const otck_conv_desc *d);
+/* y = conv(x, w) + bias (bias nullable, [out_channels]). */
+void otck_conv_f32(const otck_conv_desc *d, const float *x, const float *w,
+                   const float *bias, float *y, void *workspace);
+/* dx [batch, in_channels, in...] = d(sum dy * y) / dx (overwritten; input
+ * positions no output reads get 0). */
+void otck_conv_grad_input_f32(const otck_conv_desc *d, const float *dy,
+                              const float *w, float *dx, void *workspace);
+/* dw [out_channels, in_channels / groups, kernel...] (overwritten). */
+void otck_conv_grad_weight_f32(const otck_conv_desc *d, const float *dy,
+                               const float *x, float *dw, void *workspace);
+/* db [out_channels] = sum of dy over batch and out positions. */
+void otck_conv_grad_bias_f32(const otck_conv_desc *d, const float *dy,
+                             float *db);
+/* ONNX ConvTranspose as the adjoint of a convolution. `d` describes the
+ * forward convolution whose *input* has y's shape and whose output has x's:
+ * d->in = ConvTranspose's output size (output_padding and output_shape
+ * included), d->out = x's spatial size, d->in_channels = ConvTranspose's
+ * output channels, d->out_channels = its input channels, same kernel,
+ * strides, dilations, groups and pad_begin. ConvTranspose's weight
+ * [C_in, C_out / groups, kernel...] is then exactly that convolution's
+ * weight, and y = conv_grad_input(dy = x) + bias (bias nullable,
+ * [d->in_channels]). Uses otck_conv_workspace_bytes(d) of workspace. */
+void otck_conv_transpose_f32(const otck_conv_desc *d, const float *x,
+                             const float *w, const float *bias, float *y,
+                             void *workspace);
+
+/* Max and average pooling, x [batch, channels, in...], y [batch, channels,
+ * out...]. Window o covers x positions o * stride - pad_begin + k * dilation
+ * for k in [0, kernel); out[] is computed by the compiler (ceil_mode
+ * included), so windows may run past the input. */
+typedef struct otck_pool_desc {
+  int32_t spatial;           /* 1, 2 or 3 */
+  int32_t count_include_pad; /* average pooling only */
+  int64_t batch, channels;
+  int64_t in[3], out[3], kernel[3], stride[3], dilation[3], pad_begin[3],
+      pad_end[3];
+} otck_pool_desc;
+
+/* y = max over the window's positions inside x, as PyTorch: ties keep the
+ * first position in row-major order, a NaN wins (index of the window's last
+ * NaN); a window with no position inside x gives -inf and index -1.
+ * indices (nullable, shaped like y) receive the flat index of the max within
+ * x's (n, c) plane (ONNX's Indices add (n * channels + c) * plane size). */
+void otck_max_pool_f32(const otck_pool_desc *d, const float *x, float *y,
+                       int64_t *indices);
+/* dx (overwritten) = dy scattered to the forward's indices, summed where
+ * windows share a max; indices outside the plane are skipped. */
+void otck_max_pool_grad_f32(const otck_pool_desc *d, const float *dy,
+                            const int64_t *indices, float *dx);
+/* y = sum of the window's positions inside x / divisor, where divisor counts
+ * the window positions inside [-pad_begin, in + pad_end) when
+ * count_include_pad, else those inside x (PyTorch's avg_pool, ceil_mode
+ * included; dilation as ONNX AveragePool-19). An empty divisor gives 0. */
+void otck_avg_pool_f32(const otck_pool_desc *d, const float *x, float *y);
+/* dx (overwritten) = adjoint of otck_avg_pool_f32. */
+void otck_avg_pool_grad_f32(const otck_pool_desc *d, const float *dy,
+                            float *dx);
+
+/* Normalisations. Statistics are accumulated in double over a fixed
+ * order, so results do not depend on the thread count; variances are
+ * biased; invstd = 1 / sqrt(var + eps). */
+
+/* Training-mode BatchNorm, x viewed as [N, C, S] (S = product of the spatial
+ * dims): batch mean/var per channel over N and S; y = (x - mean) * invstd *
+ * scale + bias; saved_mean/saved_invstd [C] for the backward. running_mean /
+ * running_var [C] are updated in place: running = running * momentum +
+ * batch_stat * (1 - momentum) (ONNX convention: PyTorch's momentum is
+ * 1 - this), running_var taking the unbiased variance (n / (n - 1), n = N*S;
+ * NaN when n == 1, as PyTorch) when unbiased_running_var is 1 (PyTorch) and
+ * the biased one when 0 (ONNX). saved_* and running_* are nullable. N*S == 0
+ * leaves every output untouched. */
+void otck_batch_norm_train_f32(int64_t N, int64_t C, int64_t S, const float *x,
+                               const float *scale, const float *bias, float eps,
+                               float momentum, int unbiased_running_var,
+                               float *y, float *saved_mean, float *saved_invstd,
+                               float *running_mean, float *running_var);
+/* Inference BatchNorm: y = (x - mean) / sqrt(var + eps) * scale + bias. */
+void otck_batch_norm_infer_f32(int64_t N, int64_t C, int64_t S, const float *x,
+                               const float *scale, const float *bias,
+                               const float *mean, const float *var, float eps,
+                               float *y);
+/* Backward of otck_batch_norm_train_f32 (batch statistics): dx [N, C, S],
+ * dscale/dbias [C] (both nullable; zero when N*S == 0). */
+void otck_batch_norm_grad_f32(int64_t N, int64_t C, int64_t S, const float *dy,
+                              const float *x, const float *scale,
+                              const float *saved_mean,
+                              const float *saved_invstd, float *dx,
+                              float *dscale, float *dbias);
+/* LayerNorm over the trailing D elements of each of M rows: y = (x - mean) *
+ * invstd * scale + bias; scale/bias [D] (bias nullable); mean/invstd [M]
+ * (nullable) are saved for the backward. */
+void otck_layer_norm_f32(int64_t M, int64_t D, const float *x,
+                         const float *scale, const float *bias, float eps,
+                         float *y, float *mean, float *invstd);
+/* Backward of otck_layer_norm_f32: dx [M, D]; dscale/dbias [D] (nullable;
+ * sums over the M rows, zero when M == 0). */
+void otck_layer_norm_grad_f32(int64_t M, int64_t D, const float *dy,
+                              const float *x, const float *scale,
+                              const float *mean, const float *invstd, float *dx,
+                              float *dscale, float *dbias);
+/* InstanceNorm, x viewed as [N, C, S]: statistics per (n, c) over S;
+ * scale/bias [C]; mean/invstd [N*C] (nullable) saved for the backward. */
+void otck_instance_norm_f32(int64_t N, int64_t C, int64_t S, const float *x,
+                            const float *scale, const float *bias, float eps,
+                            float *y, float *mean, float *invstd);
+/* Backward of otck_instance_norm_f32: dx [N, C, S]; dscale/dbias [C]
+ * (nullable). */
+void otck_instance_norm_grad_f32(int64_t N, int64_t C, int64_t S,
+                                 const float *dy, const float *x,
+                                 const float *scale, const float *mean,
+                                 const float *invstd, float *dx, float *dscale,
+                                 float *dbias);
+
 /*--- Threads ---------------------------------------------------------------*/
 
 /* Sets the number of threads the kernels (and the BLAS) use; <= 0 keeps the

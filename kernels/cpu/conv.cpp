@@ -1,0 +1,880 @@
+//===- conv.cpp - Convolution forward, backward and transpose -------------===//
+//
+// NCHW convolution with 1 to 3 spatial dimensions (held right-aligned in 3
+// slots, leading unused ones of size 1, so slot 2 is always contiguous),
+// lowered to im2col + otck_gemm_f32 per group; the input gradient is the
+// adjoint (transposed weights times dy, then col2im). Depthwise convolutions
+// with a small channel multiplier use direct loops instead: their GEMMs would
+// have one or two rows.
+//
+// Work is cut into items (image x output tile x output-channel block for the
+// forward, image x group x input-channel block for the input gradient,
+// group x input-channel block x batch chunk for the weight gradient) whose
+// number depends on the descriptor only, and every GEMM runs on one thread:
+// oneDNN's threaded sgemm splits K at high thread counts, which would make
+// results depend on the thread count. Items run in parallel, one workspace
+// buffer per worker; the weight gradient's batch chunks write separate
+// partial sums that are added in chunk order.
+//
+//===----------------------------------------------------------------------===//
+
+#include "otc/kernels.h"
+
+#include "parallel.h"
+
+#include <algorithm>
+#include <cstdint>
+
+using namespace otc::kernels;
+
+namespace {
+
+/// Floats one column buffer may hold before the work is cut finer (1 MiB,
+/// so that a GEMM's column operand stays in a core's L2 cache).
+constexpr int64_t kColBudget = int64_t(1) << 18;
+/// Fewest output columns of a forward tile (narrower GEMMs lose speed).
+constexpr int64_t kMinTile = 128;
+/// Fewest GEMM rows (or weight-gradient columns) a channel block aims for.
+constexpr int64_t kMinRows = 64;
+/// Items the planners aim for, enough to feed kMaxThreads threads.
+constexpr int64_t kTargetItems = 64;
+/// Multiply-adds below which a kernel stays on the calling thread.
+constexpr int64_t kConvGrain = int64_t(1) << 16;
+/// Workspace the buffers may take before fewer workers share them.
+constexpr int64_t kWorkspaceCap = int64_t(256) << 20;
+/// Channel multiplier up to which depthwise convolutions use direct loops.
+constexpr int64_t kDirectMaxMultiplier = 4;
+
+int64_t ceilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+/// Rounds a float count up to 64 bytes so that buffers stay aligned alike.
+int64_t roundFloats(int64_t n) { return ceilDiv(n, 16) * 16; }
+
+/// A convolution with its spatial arrays completed to 3 dimensions.
+struct ConvGeom {
+  int64_t n, c, m, g, cg, mg;
+  int64_t in[3], out[3], k[3], s[3], dil[3], pad[3];
+  int64_t inSize, outSize, kSize, colRows; // colRows = cg * kSize
+  bool pointwise; // 1x1, stride 1, no padding: x is its own column matrix.
+  bool direct;    // depthwise with a small multiplier: direct loops.
+};
+
+bool makeGeom(const otck_conv_desc *d, ConvGeom &g) {
+  if (!d || d->spatial < 1 || d->spatial > 3)
+    return false;
+  g.n = d->batch;
+  g.c = d->in_channels;
+  g.m = d->out_channels;
+  g.g = d->groups;
+  if (g.n < 0 || g.c <= 0 || g.m <= 0 || g.g <= 0 || g.c % g.g != 0 ||
+      g.m % g.g != 0)
+    return false;
+  g.cg = g.c / g.g;
+  g.mg = g.m / g.g;
+  g.inSize = g.outSize = g.kSize = 1;
+  g.pointwise = true;
+  for (int i = 0; i < 3; ++i) {
+    // Right-aligned: a descriptor's last spatial dim is the contiguous one,
+    // which the loops expect in slot 2; leading slots get size 1.
+    const int j = i - (3 - d->spatial);
+    const bool used = j >= 0;
+    g.in[i] = used ? d->in[j] : 1;
+    g.out[i] = used ? d->out[j] : 1;
+    g.k[i] = used ? d->kernel[j] : 1;
+    g.s[i] = used ? d->stride[j] : 1;
+    g.dil[i] = used ? d->dilation[j] : 1;
+    g.pad[i] = used ? d->pad_begin[j] : 0;
+    if (g.in[i] < 0 || g.out[i] < 0 || g.k[i] < 1 || g.s[i] < 1 || g.dil[i] < 1)
+      return false;
+    g.inSize *= g.in[i];
+    g.outSize *= g.out[i];
+    g.kSize *= g.k[i];
+    g.pointwise = g.pointwise && g.k[i] == 1 && g.s[i] == 1 && g.pad[i] == 0 &&
+                  g.in[i] == g.out[i];
+  }
+  g.colRows = g.cg * g.kSize;
+  g.direct = g.cg == 1 && g.mg <= kDirectMaxMultiplier;
+  return true;
+}
+
+/// Number of parts to cut `total` into: `wanted`, or more so that none
+/// exceeds maxPer, but never so many that parts fall below minPer.
+int64_t splitParts(int64_t total, int64_t maxPer, int64_t minPer,
+                   int64_t wanted) {
+  const int64_t most = total / std::max<int64_t>(minPer, 1);
+  int64_t parts =
+      std::max(wanted, ceilDiv(total, std::max<int64_t>(maxPer, 1)));
+  parts = std::clamp<int64_t>(std::min(parts, most), 1, total);
+  // Balance: the same count with equal sizes, the last possibly shorter.
+  return ceilDiv(total, ceilDiv(total, parts));
+}
+
+/// Buffers for `items` items of `bufFloats` each next to `extraFloats`:
+/// one per worker, as many as the workspace cap allows (at least one).
+int64_t bufferCount(int64_t items, int64_t bufFloats, int64_t extraFloats) {
+  int64_t n = std::min<int64_t>(items, kMaxThreads);
+  if (bufFloats > 0) {
+    int64_t room = (kWorkspaceCap / 4 - extraFloats) / bufFloats;
+    n = std::min(n, std::max<int64_t>(room, 1));
+  }
+  return std::max<int64_t>(n, 1);
+}
+
+/// How a kernel cuts its work: `items` items, buffer b at workspace floats
+/// extra + b * bufFloats, `workers` buffers at most.
+struct Plan {
+  int64_t items = 0;
+  int64_t bufFloats = 0;
+  int64_t extraFloats = 0;
+  int64_t workers = 1;
+  int64_t itemCost = 0;    // multiply-adds of one item
+  bool sharedCols = false; // forward: columns of every tile in extra
+  // Forward: output tiles and output-channel blocks per image and group.
+  int64_t tiles = 1, tile = 0, mBlocks = 1, mb = 0;
+  // Gradients: input-channel blocks per group, batch chunks (weight only).
+  int64_t cBlocks = 1, cb = 0, chunks = 1;
+  int64_t bytes() const { return (extraFloats + workers * bufFloats) * 4; }
+};
+
+Plan planForward(const ConvGeom &g) {
+  Plan p;
+  if (g.direct || g.n == 0 || g.outSize == 0)
+    return p;
+  if (g.pointwise) {
+    p.tile = g.outSize;
+  } else {
+    int64_t maxTile = std::max(kMinTile, kColBudget / g.colRows);
+    p.tiles =
+        splitParts(g.outSize, maxTile, kMinTile, ceilDiv(kTargetItems, g.n));
+    p.tile = ceilDiv(g.outSize, p.tiles);
+  }
+  p.mBlocks =
+      splitParts(g.mg, g.mg, kMinRows, ceilDiv(kTargetItems, g.n * p.tiles));
+  p.mb = ceilDiv(g.mg, p.mBlocks);
+  p.items = g.n * p.tiles * p.mBlocks;
+  p.itemCost = g.g * p.mb * g.colRows * p.tile;
+  const int64_t colFloats =
+      g.pointwise ? 0 : roundFloats(g.c * g.kSize * p.tile);
+  const int64_t tmpFloats = p.tiles > 1 ? roundFloats(p.mb * p.tile) : 0;
+  // Output-channel blocks of one tile share its columns: built once per
+  // tile, first, when they fit in half the cap.
+  const int64_t units = g.n * p.tiles;
+  p.sharedCols =
+      colFloats > 0 && p.mBlocks > 1 && units * colFloats <= kWorkspaceCap / 8;
+  if (p.sharedCols) {
+    p.extraFloats = units * colFloats;
+    p.bufFloats = tmpFloats;
+  } else {
+    p.bufFloats =
+        (g.pointwise ? 0 : roundFloats(g.colRows * p.tile)) + tmpFloats;
+  }
+  p.workers = bufferCount(p.items, p.bufFloats, p.extraFloats);
+  return p;
+}
+
+Plan planGradInput(const ConvGeom &g) {
+  Plan p;
+  if (g.direct || g.n == 0 || g.outSize == 0)
+    return p;
+  const int64_t wanted = ceilDiv(kTargetItems, g.n * g.g);
+  if (g.pointwise)
+    p.cBlocks = splitParts(g.cg, g.cg, kMinRows, wanted);
+  else
+    p.cBlocks = splitParts(g.cg, kColBudget / (g.kSize * g.outSize),
+                           ceilDiv(kMinRows, g.kSize), wanted);
+  p.cb = ceilDiv(g.cg, p.cBlocks);
+  p.items = g.n * g.g * p.cBlocks;
+  p.itemCost = p.cb * g.kSize * g.mg * g.outSize;
+  // Blocks of input channels read column blocks of the weights: transposed
+  // weights make them contiguous rows.
+  if (p.cBlocks > 1)
+    p.extraFloats = roundFloats(g.m * g.colRows);
+  if (!g.pointwise)
+    p.bufFloats = roundFloats(p.cb * g.kSize * g.outSize);
+  p.workers = bufferCount(p.items, p.bufFloats, p.extraFloats);
+  return p;
+}
+
+Plan planGradWeight(const ConvGeom &g) {
+  Plan p;
+  if (g.direct || g.n == 0 || g.outSize == 0)
+    return p;
+  const int64_t wanted = ceilDiv(kTargetItems, g.g);
+  if (g.pointwise)
+    p.cBlocks = splitParts(g.cg, g.cg, kMinRows, wanted);
+  else
+    p.cBlocks = splitParts(g.cg, kColBudget / (g.kSize * g.outSize),
+                           ceilDiv(kMinRows, g.kSize), wanted);
+  p.cb = ceilDiv(g.cg, p.cBlocks);
+  const int64_t wFloats = g.m * g.colRows;
+  p.chunks =
+      std::clamp<int64_t>(ceilDiv(kTargetItems, g.g * p.cBlocks), 1, g.n);
+  // Partial sums beyond the first chunk's (written to dw) take at most half
+  // the cap.
+  p.chunks = std::min(p.chunks, 1 + kWorkspaceCap / 8 / wFloats);
+  p.items = g.g * p.cBlocks * p.chunks;
+  p.itemCost = ceilDiv(g.n, p.chunks) * g.mg * p.cb * g.kSize * g.outSize;
+  p.extraFloats = (p.chunks - 1) * roundFloats(wFloats);
+  p.bufFloats = roundFloats((g.pointwise ? 0 : p.cb * g.kSize * g.outSize) +
+                            (p.cBlocks > 1 ? g.mg * p.cb * g.kSize : 0));
+  p.workers = bufferCount(p.items, p.bufFloats, p.extraFloats);
+  return p;
+}
+
+/// Runs fn(item, buffer) for every item, in parallel over at most
+/// p.workers threads, each with its own buffer.
+template <typename Fn> void runItems(const Plan &p, float *ws, Fn fn) {
+  float *buffers = ws ? ws + p.extraFloats : nullptr;
+  auto bufferOf = [&](int64_t t) {
+    return buffers ? buffers + t * p.bufFloats : nullptr;
+  };
+  const int64_t workers =
+      std::min<int64_t>({p.workers, p.items, int64_t(omp_get_max_threads())});
+  if (workers <= 1 || !shouldParallelize(p.items * p.itemCost, kConvGrain)) {
+    for (int64_t i = 0; i < p.items; ++i)
+      fn(i, bufferOf(0));
+    return;
+  }
+#pragma omp parallel num_threads(int(workers))
+  {
+    float *buf = bufferOf(omp_get_thread_num());
+#pragma omp for schedule(dynamic, 1)
+    for (int64_t i = 0; i < p.items; ++i)
+      fn(i, buf);
+  }
+}
+
+/// otck_gemm_f32 on the calling thread only, whatever the context.
+void gemmSerial(int transA, int transB, int64_t M, int64_t N, int64_t K,
+                const float *A, const float *B, float beta, float *C) {
+  const int saved = omp_get_max_threads();
+  if (saved != 1)
+    omp_set_num_threads(1);
+  otck_gemm_f32(transA, transB, M, N, K, 1.0f, A, B, beta, C);
+  if (saved != 1)
+    omp_set_num_threads(saved);
+}
+
+/// Outputs [lo, hi) of one dimension whose tap at offset `off`
+/// (k * dilation - pad) lands inside the input: 0 <= o * s + off < in.
+inline void tapRange(int64_t in, int64_t out, int64_t s, int64_t off,
+                     int64_t &lo, int64_t &hi) {
+  lo = off >= 0 ? 0 : ceilDiv(-off, s);
+  hi = in - off <= 0 ? 0 : ceilDiv(in - off, s);
+  lo = std::min(lo, out);
+  hi = std::clamp(hi, lo, out);
+}
+
+/// Zeroes p[0, n). Pads leave runs of one or two elements, for which a
+/// memset call (what the compiler makes of a zeroing loop) costs more than
+/// the stores.
+inline void zeroFloats(float *p, int64_t n) {
+  switch (n) {
+  case 4:
+    p[3] = 0.0f;
+    [[fallthrough]];
+  case 3:
+    p[2] = 0.0f;
+    [[fallthrough]];
+  case 2:
+    p[1] = 0.0f;
+    [[fallthrough]];
+  case 1:
+    p[0] = 0.0f;
+    [[fallthrough]];
+  case 0:
+    return;
+  default:
+    if (n > 0)
+      std::fill(p, p + n, 0.0f);
+  }
+}
+
+/// One im2col row for a tap (offD, offH, offW) when the H and W strides are
+/// 1 and output rows are as wide as input rows: within an output plane the
+/// tap's valid outputs then read one contiguous span of the input, copied at
+/// once; the outputs whose column falls in the padding read a neighbouring
+/// row's element in that span and are zeroed afterwards. dst[p - p0] for
+/// output positions p in [p0, p1).
+void im2colRowFlat(const ConvGeom &g, const float *xc, int64_t offD,
+                   int64_t offH, int64_t offW, int64_t p0, int64_t p1,
+                   float *dst) {
+  const int64_t oW = g.out[2], oHW = g.out[1] * g.out[2];
+  int64_t hlo, hhi, wlo, whi;
+  tapRange(g.in[1], g.out[1], 1, offH, hlo, hhi);
+  tapRange(g.in[2], g.out[2], 1, offW, wlo, whi);
+  for (int64_t od = p0 / oHW; od * oHW < p1; ++od) {
+    const int64_t ps = od * oHW;
+    const int64_t a = std::max(p0, ps), b = std::min(p1, ps + oHW);
+    const int64_t id = od * g.s[0] + offD;
+    if (id < 0 || id >= g.in[0] || hlo >= hhi || wlo >= whi) {
+      zeroFloats(dst + (a - p0), b - a);
+      continue;
+    }
+    // [first, last): first to last valid output of the plane.
+    const int64_t first = ps + hlo * oW + wlo, last = ps + (hhi - 1) * oW + whi;
+    const int64_t cs = std::clamp(first, a, b), ce = std::clamp(last, cs, b);
+    zeroFloats(dst + (a - p0), cs - a);
+    zeroFloats(dst + (ce - p0), b - ce);
+    if (cs == ce)
+      continue;
+    // Input index of output p is src + p.
+    const int64_t src = id * g.in[1] * g.in[2] + offH * g.in[2] + offW - ps;
+    std::copy(xc + (src + cs), xc + (src + ce), dst + (cs - p0));
+    if (wlo == 0 && whi == oW)
+      continue;
+    for (int64_t q = ps + ((cs - ps) / oW) * oW; q < ce; q += oW) {
+      const int64_t z0 = std::max(q, cs), z1 = std::min(q + wlo, ce);
+      zeroFloats(dst + (z0 - p0), z1 - z0);
+      const int64_t z2 = std::max(q + whi, cs), z3 = std::min(q + oW, ce);
+      zeroFloats(dst + (z2 - p0), z3 - z2);
+    }
+  }
+}
+
+/// The same for any strides, one output row segment at a time.
+void im2colRowRuns(const ConvGeom &g, const float *xc, int64_t offD,
+                   int64_t offH, int64_t offW, int64_t p0, int64_t p1,
+                   float *dst) {
+  const int64_t oW = g.out[2], oHW = g.out[1] * g.out[2];
+  int64_t wlo, whi;
+  tapRange(g.in[2], oW, g.s[2], offW, wlo, whi);
+  int64_t od = p0 / oHW, oh = (p0 / oW) % g.out[1], ow = p0 % oW;
+  for (int64_t p = p0; p < p1;) {
+    const int64_t end = ow + std::min(oW - ow, p1 - p);
+    // d[o - ow] is the column of output o of this row.
+    float *d = dst + (p - p0);
+    const int64_t id = od * g.s[0] + offD, ih = oh * g.s[1] + offH;
+    if (id >= 0 && id < g.in[0] && ih >= 0 && ih < g.in[1]) {
+      const float *xr = xc + (id * g.in[1] + ih) * g.in[2];
+      const int64_t lo = std::clamp(wlo, ow, end);
+      const int64_t hi = std::clamp(whi, lo, end);
+      zeroFloats(d, lo - ow);
+      if (g.s[2] == 1) {
+        std::copy(xr + (lo + offW), xr + (hi + offW), d + (lo - ow));
+      } else {
+        for (int64_t o = lo; o < hi; ++o)
+          d[o - ow] = xr[o * g.s[2] + offW];
+      }
+      zeroFloats(d + (hi - ow), end - hi);
+    } else {
+      zeroFloats(d, end - ow);
+    }
+    p += end - ow;
+    ow = 0;
+    if (++oh == g.out[1]) {
+      oh = 0;
+      ++od;
+    }
+  }
+}
+
+/// col [cn * kSize, tn] = im2col of channels [0, cn) of x (channel stride
+/// inSize) at output positions [p0, p0 + tn). Row order (c, kd, kh, kw)
+/// matches the weights' layout.
+void im2col(const ConvGeom &g, const float *x, int64_t cn, int64_t p0,
+            int64_t tn, float *col) {
+  const bool flat = g.s[1] == 1 && g.s[2] == 1 && g.out[2] == g.in[2];
+  float *dst = col;
+  for (int64_t c = 0; c < cn; ++c) {
+    const float *xc = x + c * g.inSize;
+    for (int64_t kd = 0; kd < g.k[0]; ++kd)
+      for (int64_t kh = 0; kh < g.k[1]; ++kh)
+        for (int64_t kw = 0; kw < g.k[2]; ++kw, dst += tn) {
+          const int64_t offD = kd * g.dil[0] - g.pad[0];
+          const int64_t offH = kh * g.dil[1] - g.pad[1];
+          const int64_t offW = kw * g.dil[2] - g.pad[2];
+          if (flat)
+            im2colRowFlat(g, xc, offD, offH, offW, p0, p0 + tn, dst);
+          else
+            im2colRowRuns(g, xc, offD, offH, offW, p0, p0 + tn, dst);
+        }
+  }
+}
+
+/// x channels [0, cn) (channel stride inSize, zeroed by the caller) +=
+/// col2im of col [cn * kSize, outSize]: the adjoint of im2col. col is
+/// scratch: with H and W strides of 1 and rows as wide as the input's, a
+/// tap's outputs in a plane add to one contiguous span of x once the
+/// outputs whose column falls in the padding are zeroed in col.
+void col2im(const ConvGeom &g, float *col, int64_t cn, float *x) {
+  const bool flat = g.s[1] == 1 && g.s[2] == 1 && g.out[2] == g.in[2];
+  const int64_t oW = g.out[2], oHW = g.out[1] * g.out[2];
+  int64_t r = 0;
+  for (int64_t c = 0; c < cn; ++c) {
+    float *xc = x + c * g.inSize;
+    for (int64_t kd = 0; kd < g.k[0]; ++kd)
+      for (int64_t kh = 0; kh < g.k[1]; ++kh)
+        for (int64_t kw = 0; kw < g.k[2]; ++kw, ++r) {
+          float *src = col + r * g.outSize;
+          const int64_t offD = kd * g.dil[0] - g.pad[0];
+          const int64_t offH = kh * g.dil[1] - g.pad[1];
+          const int64_t offW = kw * g.dil[2] - g.pad[2];
+          int64_t dlo, dhi, hlo, hhi, wlo, whi;
+          tapRange(g.in[0], g.out[0], g.s[0], offD, dlo, dhi);
+          tapRange(g.in[1], g.out[1], g.s[1], offH, hlo, hhi);
+          tapRange(g.in[2], g.out[2], g.s[2], offW, wlo, whi);
+          if (hlo >= hhi || wlo >= whi)
+            continue;
+          if (flat) {
+            for (int64_t od = dlo; od < dhi; ++od) {
+              const int64_t ps = od * oHW;
+              const int64_t first = ps + hlo * oW + wlo;
+              const int64_t last = ps + (hhi - 1) * oW + whi;
+              if (wlo > 0 || whi < oW)
+                for (int64_t q = ps + hlo * oW; q < last; q += oW) {
+                  // Row q's padding columns inside [first, last).
+                  const int64_t z0 = std::max(q, first);
+                  zeroFloats(src + z0, q + wlo - z0);
+                  const int64_t z1 = std::min(q + oW, last);
+                  zeroFloats(src + (q + whi), z1 - (q + whi));
+                }
+              // x index of output p is at + p.
+              const int64_t at = (od * g.s[0] + offD) * g.in[1] * g.in[2] +
+                                 offH * g.in[2] + offW - ps;
+              float *xs = xc + (at + first);
+              const float *cs = src + first;
+              const int64_t len = last - first;
+#pragma omp simd
+              for (int64_t i = 0; i < len; ++i)
+                xs[i] += cs[i];
+            }
+            continue;
+          }
+          for (int64_t od = dlo; od < dhi; ++od)
+            for (int64_t oh = hlo; oh < hhi; ++oh) {
+              const int64_t id = od * g.s[0] + offD, ih = oh * g.s[1] + offH;
+              float *xr = xc + (id * g.in[1] + ih) * g.in[2];
+              const float *sr = src + (od * g.out[1] + oh) * g.out[2];
+              if (g.s[2] == 1) {
+#pragma omp simd
+                for (int64_t o = wlo; o < whi; ++o)
+                  xr[o + offW] += sr[o];
+              } else {
+                for (int64_t o = wlo; o < whi; ++o)
+                  xr[o * g.s[2] + offW] += sr[o];
+              }
+            }
+        }
+  }
+}
+
+/// Calls fn(outRow, inRow, lo, hi, offW, tap) for every output row (od, oh)
+/// of one plane and every kernel tap whose input row exists, with the tap's
+/// valid outputs [lo, hi) of that row (outRow/inRow are row offsets).
+template <typename Fn> void forEachRowTap(const ConvGeom &g, Fn fn) {
+  for (int64_t od = 0; od < g.out[0]; ++od)
+    for (int64_t oh = 0; oh < g.out[1]; ++oh) {
+      const int64_t outRow = (od * g.out[1] + oh) * g.out[2];
+      int64_t tap = 0;
+      for (int64_t kd = 0; kd < g.k[0]; ++kd) {
+        const int64_t id = od * g.s[0] + kd * g.dil[0] - g.pad[0];
+        if (id < 0 || id >= g.in[0]) {
+          tap += g.k[1] * g.k[2];
+          continue;
+        }
+        for (int64_t kh = 0; kh < g.k[1]; ++kh) {
+          const int64_t ih = oh * g.s[1] + kh * g.dil[1] - g.pad[1];
+          if (ih < 0 || ih >= g.in[1]) {
+            tap += g.k[2];
+            continue;
+          }
+          const int64_t inRow = (id * g.in[1] + ih) * g.in[2];
+          for (int64_t kw = 0; kw < g.k[2]; ++kw, ++tap) {
+            const int64_t offW = kw * g.dil[2] - g.pad[2];
+            int64_t lo, hi;
+            tapRange(g.in[2], g.out[2], g.s[2], offW, lo, hi);
+            fn(outRow, inRow, lo, hi, offW, tap);
+          }
+        }
+      }
+    }
+}
+
+//===----------------------------------------------------------------------===//
+// Direct depthwise loops
+//===----------------------------------------------------------------------===//
+
+void directForward(const ConvGeom &g, const float *x, const float *w,
+                   const float *bias, float *y) {
+  parallelFor(
+      g.n * g.m, g.outSize * g.kSize, kParallelGrain,
+      [&](int64_t begin, int64_t end) {
+        for (int64_t plane = begin; plane < end; ++plane) {
+          const int64_t n = plane / g.m, m = plane % g.m;
+          const float *xp = x + (n * g.c + m / g.mg) * g.inSize;
+          const float *wm = w + m * g.kSize;
+          float *yp = y + plane * g.outSize;
+          const float b = bias ? bias[m] : 0.0f;
+          for (int64_t i = 0; i < g.outSize; ++i)
+            yp[i] = b;
+          const int64_t s = g.s[2];
+          forEachRowTap(g, [&](int64_t outRow, int64_t inRow, int64_t lo,
+                               int64_t hi, int64_t offW, int64_t tap) {
+            const float wv = wm[tap];
+            float *yr = yp + outRow;
+            const float *xr = xp + inRow;
+            if (s == 1) {
+#pragma omp simd
+              for (int64_t o = lo; o < hi; ++o)
+                yr[o] += wv * xr[o + offW];
+            } else {
+              for (int64_t o = lo; o < hi; ++o)
+                yr[o] += wv * xr[o * s + offW];
+            }
+          });
+        }
+      },
+      1);
+}
+
+void directGradInput(const ConvGeom &g, const float *dy, const float *w,
+                     float *dx) {
+  parallelFor(
+      g.n * g.c, g.mg * g.outSize * g.kSize, kParallelGrain,
+      [&](int64_t begin, int64_t end) {
+        for (int64_t plane = begin; plane < end; ++plane) {
+          const int64_t n = plane / g.c, c = plane % g.c;
+          float *xp = dx + plane * g.inSize;
+          for (int64_t i = 0; i < g.inSize; ++i)
+            xp[i] = 0.0f;
+          const int64_t s = g.s[2];
+          for (int64_t m = c * g.mg; m < (c + 1) * g.mg; ++m) {
+            const float *wm = w + m * g.kSize;
+            const float *yp = dy + (n * g.m + m) * g.outSize;
+            forEachRowTap(g, [&](int64_t outRow, int64_t inRow, int64_t lo,
+                                 int64_t hi, int64_t offW, int64_t tap) {
+              const float wv = wm[tap];
+              const float *yr = yp + outRow;
+              float *xr = xp + inRow;
+              if (s == 1) {
+#pragma omp simd
+                for (int64_t o = lo; o < hi; ++o)
+                  xr[o + offW] += wv * yr[o];
+              } else {
+                for (int64_t o = lo; o < hi; ++o)
+                  xr[o * s + offW] += wv * yr[o];
+              }
+            });
+          }
+        }
+      },
+      1);
+}
+
+void directGradWeight(const ConvGeom &g, const float *dy, const float *x,
+                      float *dw) {
+  // Taps are accumulated in blocks so that each row pair is read once per
+  // block; each dw entry sums rows in a fixed order (float per row, double
+  // across rows).
+  constexpr int64_t kTapBlock = 32;
+  parallelFor(
+      g.m, g.n * g.outSize * g.kSize, kParallelGrain,
+      [&](int64_t begin, int64_t end) {
+        double acc[kTapBlock];
+        for (int64_t m = begin; m < end; ++m) {
+          for (int64_t t0 = 0; t0 < g.kSize; t0 += kTapBlock) {
+            const int64_t t1 = std::min(g.kSize, t0 + kTapBlock);
+            for (int64_t t = t0; t < t1; ++t)
+              acc[t - t0] = 0.0;
+            const int64_t s = g.s[2];
+            for (int64_t n = 0; n < g.n; ++n) {
+              const float *xp = x + (n * g.c + m / g.mg) * g.inSize;
+              const float *yp = dy + (n * g.m + m) * g.outSize;
+              forEachRowTap(g, [&](int64_t outRow, int64_t inRow, int64_t lo,
+                                   int64_t hi, int64_t offW, int64_t tap) {
+                if (tap < t0 || tap >= t1)
+                  return;
+                const float *yr = yp + outRow;
+                const float *xr = xp + inRow;
+                float sum = 0.0f;
+                if (s == 1) {
+#pragma omp simd reduction(+ : sum)
+                  for (int64_t o = lo; o < hi; ++o)
+                    sum += yr[o] * xr[o + offW];
+                } else {
+                  for (int64_t o = lo; o < hi; ++o)
+                    sum += yr[o] * xr[o * s + offW];
+                }
+                acc[tap - t0] += sum;
+              });
+            }
+            for (int64_t t = t0; t < t1; ++t)
+              dw[m * g.kSize + t] = float(acc[t - t0]);
+          }
+        }
+      },
+      1);
+}
+
+//===----------------------------------------------------------------------===//
+// im2col + GEMM
+//===----------------------------------------------------------------------===//
+
+void gemmForward(const ConvGeom &g, const Plan &p, const float *x,
+                 const float *w, const float *bias, float *y, float *ws) {
+  // Shared columns: unit u = n * tiles + t holds im2col of all channels,
+  // groups one after the other.
+  const int64_t colFloats = roundFloats(g.c * g.kSize * p.tile);
+  if (p.sharedCols)
+    parallelFor(
+        g.n * p.tiles, g.c * g.kSize * p.tile, kParallelGrain,
+        [&](int64_t begin, int64_t end) {
+          for (int64_t u = begin; u < end; ++u) {
+            const int64_t n = u / p.tiles, p0 = (u % p.tiles) * p.tile;
+            im2col(g, x + n * g.c * g.inSize, g.c, p0,
+                   std::min(p.tile, g.outSize - p0), ws + u * colFloats);
+          }
+        },
+        1);
+  runItems(p, ws, [&](int64_t item, float *buf) {
+    const int64_t mBlk = item % p.mBlocks;
+    const int64_t t = (item / p.mBlocks) % p.tiles;
+    const int64_t n = item / (p.mBlocks * p.tiles);
+    const int64_t p0 = t * p.tile, tn = std::min(p.tile, g.outSize - p0);
+    const int64_t m0 = mBlk * p.mb, mn = std::min(p.mb, g.mg - m0);
+    float *col = buf;
+    float *tmp = p.sharedCols || g.pointwise
+                     ? buf
+                     : buf + roundFloats(g.colRows * p.tile);
+    for (int64_t grp = 0; grp < g.g; ++grp) {
+      const float *xg = x + (n * g.c + grp * g.cg) * g.inSize;
+      const float *wg = w + (grp * g.mg + m0) * g.colRows;
+      const float *bg = bias ? bias + grp * g.mg + m0 : nullptr;
+      float *yg = y + (n * g.m + grp * g.mg + m0) * g.outSize;
+      const float *cols = xg;
+      if (p.sharedCols) {
+        cols = ws + (n * p.tiles + t) * colFloats + grp * g.colRows * tn;
+      } else if (!g.pointwise) {
+        im2col(g, xg, g.cg, p0, tn, col);
+        cols = col;
+      }
+      if (p.tiles == 1) {
+        // Whole rows of y: the GEMM writes them, bias pre-filled.
+        if (bg)
+          for (int64_t m = 0; m < mn; ++m)
+            std::fill(yg + m * g.outSize, yg + (m + 1) * g.outSize, bg[m]);
+        gemmSerial(0, 0, mn, g.outSize, g.colRows, wg, cols, bg ? 1.0f : 0.0f,
+                   yg);
+        continue;
+      }
+      gemmSerial(0, 0, mn, tn, g.colRows, wg, cols, 0.0f, tmp);
+      for (int64_t m = 0; m < mn; ++m) {
+        float *yr = yg + m * g.outSize + p0;
+        const float *tr = tmp + m * tn;
+        if (bg) {
+          const float b = bg[m];
+#pragma omp simd
+          for (int64_t j = 0; j < tn; ++j)
+            yr[j] = tr[j] + b;
+        } else {
+          std::copy(tr, tr + tn, yr);
+        }
+      }
+    }
+  });
+}
+
+/// Wt[grp][r][m] = w[grp * mg + m][r]: rows of input-channel blocks.
+void transposeWeights(const ConvGeom &g, const float *w, float *wt) {
+  parallelFor(
+      g.g * g.colRows, g.mg, kParallelGrain,
+      [&](int64_t begin, int64_t end) {
+        for (int64_t row = begin; row < end; ++row) {
+          const int64_t grp = row / g.colRows, r = row % g.colRows;
+          const float *src = w + grp * g.mg * g.colRows + r;
+          float *dst = wt + row * g.mg;
+          for (int64_t m = 0; m < g.mg; ++m)
+            dst[m] = src[m * g.colRows];
+        }
+      },
+      1);
+}
+
+void gemmGradInput(const ConvGeom &g, const Plan &p, const float *dy,
+                   const float *w, float *dx, float *ws) {
+  float *wt = ws;
+  if (p.cBlocks > 1)
+    transposeWeights(g, w, wt);
+  runItems(p, ws, [&](int64_t item, float *buf) {
+    const int64_t cBlk = item % p.cBlocks;
+    const int64_t grp = (item / p.cBlocks) % g.g;
+    const int64_t n = item / (p.cBlocks * g.g);
+    const int64_t c0 = cBlk * p.cb, cn = std::min(p.cb, g.cg - c0);
+    const float *dyg = dy + (n * g.m + grp * g.mg) * g.outSize;
+    float *dxc = dx + (n * g.c + grp * g.cg + c0) * g.inSize;
+    float *out = g.pointwise ? dxc : buf;
+    const int64_t rows = cn * g.kSize;
+    if (p.cBlocks == 1)
+      gemmSerial(1, 0, rows, g.outSize, g.mg, w + grp * g.mg * g.colRows, dyg,
+                 0.0f, out);
+    else
+      gemmSerial(0, 0, rows, g.outSize, g.mg,
+                 wt + (grp * g.colRows + c0 * g.kSize) * g.mg, dyg, 0.0f, out);
+    if (g.pointwise)
+      return;
+    std::fill(dxc, dxc + cn * g.inSize, 0.0f);
+    col2im(g, buf, cn, dxc);
+  });
+}
+
+void gemmGradWeight(const ConvGeom &g, const Plan &p, const float *dy,
+                    const float *x, float *dw, float *ws) {
+  const int64_t wFloats = g.m * g.colRows;
+  const int64_t partialStride = roundFloats(wFloats);
+  runItems(p, ws, [&](int64_t item, float *buf) {
+    const int64_t chunk = item % p.chunks;
+    const int64_t cBlk = (item / p.chunks) % p.cBlocks;
+    const int64_t grp = item / (p.chunks * p.cBlocks);
+    const int64_t c0 = cBlk * p.cb, cn = std::min(p.cb, g.cg - c0);
+    const int64_t cols = cn * g.kSize;
+    const int64_t nBegin = g.n * chunk / p.chunks;
+    const int64_t nEnd = g.n * (chunk + 1) / p.chunks;
+    float *target = chunk == 0 ? dw : ws + (chunk - 1) * partialStride;
+    float *tg = target + grp * g.mg * g.colRows;
+    float *col = buf;
+    // A block of input channels is a column block of dw: accumulate it in
+    // tmp, then copy; the whole group accumulates in place.
+    float *tmp = g.pointwise ? buf : buf + p.cb * g.kSize * g.outSize;
+    float *acc = p.cBlocks == 1 ? tg : tmp;
+    for (int64_t n = nBegin; n < nEnd; ++n) {
+      const float *xc = x + (n * g.c + grp * g.cg + c0) * g.inSize;
+      const float *dyg = dy + (n * g.m + grp * g.mg) * g.outSize;
+      const float *colsSrc = xc;
+      if (!g.pointwise) {
+        im2col(g, xc, cn, 0, g.outSize, col);
+        colsSrc = col;
+      }
+      gemmSerial(0, 1, g.mg, cols, g.outSize, dyg, colsSrc,
+                 n == nBegin ? 0.0f : 1.0f, acc);
+    }
+    if (p.cBlocks > 1)
+      for (int64_t m = 0; m < g.mg; ++m)
+        std::copy(tmp + m * cols, tmp + (m + 1) * cols,
+                  tg + m * g.colRows + c0 * g.kSize);
+  });
+  if (p.chunks == 1)
+    return;
+  parallelFor(wFloats, p.chunks, kParallelGrain,
+              [&](int64_t begin, int64_t end) {
+                for (int64_t c = 1; c < p.chunks; ++c) {
+                  const float *part = ws + (c - 1) * partialStride;
+#pragma omp simd
+                  for (int64_t i = begin; i < end; ++i)
+                    dw[i] += part[i];
+                }
+              });
+}
+
+void zero(int64_t n, float *p) {
+  parallelFor(n, 1, kParallelGrain, [&](int64_t begin, int64_t end) {
+    std::fill(p + begin, p + end, 0.0f);
+  });
+}
+
+void gradInput(const ConvGeom &g, const float *dy, const float *w, float *dx,
+               void *workspace) {
+  if (g.n == 0)
+    return;
+  if (g.outSize == 0) {
+    zero(g.n * g.c * g.inSize, dx);
+    return;
+  }
+  if (g.direct) {
+    directGradInput(g, dy, w, dx);
+    return;
+  }
+  gemmGradInput(g, planGradInput(g), dy, w, dx,
+                static_cast<float *>(workspace));
+}
+
+} // namespace
+
+extern "C" int64_t otck_conv_workspace_bytes(const otck_conv_desc *d) {
+  ConvGeom g;
+  if (!makeGeom(d, g))
+    return 0;
+  return std::max({planForward(g).bytes(), planGradInput(g).bytes(),
+                   planGradWeight(g).bytes()});
+}
+
+extern "C" void otck_conv_f32(const otck_conv_desc *d, const float *x,
+                              const float *w, const float *bias, float *y,
+                              void *workspace) {
+  ConvGeom g;
+  if (!makeGeom(d, g) || g.n == 0 || g.outSize == 0)
+    return;
+  if (g.direct) {
+    directForward(g, x, w, bias, y);
+    return;
+  }
+  gemmForward(g, planForward(g), x, w, bias, y,
+              static_cast<float *>(workspace));
+}
+
+extern "C" void otck_conv_grad_input_f32(const otck_conv_desc *d,
+                                         const float *dy, const float *w,
+                                         float *dx, void *workspace) {
+  ConvGeom g;
+  if (makeGeom(d, g))
+    gradInput(g, dy, w, dx, workspace);
+}
+
+extern "C" void otck_conv_grad_weight_f32(const otck_conv_desc *d,
+                                          const float *dy, const float *x,
+                                          float *dw, void *workspace) {
+  ConvGeom g;
+  if (!makeGeom(d, g))
+    return;
+  if (g.n == 0 || g.outSize == 0) {
+    zero(g.m * g.colRows, dw);
+    return;
+  }
+  if (g.direct) {
+    directGradWeight(g, dy, x, dw);
+    return;
+  }
+  gemmGradWeight(g, planGradWeight(g), dy, x, dw,
+                 static_cast<float *>(workspace));
+}
+
+extern "C" void otck_conv_grad_bias_f32(const otck_conv_desc *d,
+                                        const float *dy, float *db) {
+  ConvGeom g;
+  if (!makeGeom(d, g))
+    return;
+  parallelFor(
+      g.m, g.n * g.outSize, kParallelGrain,
+      [&](int64_t begin, int64_t end) {
+        for (int64_t m = begin; m < end; ++m) {
+          double s = 0.0;
+          for (int64_t n = 0; n < g.n; ++n)
+            s += sumContiguous(dy + (n * g.m + m) * g.outSize, g.outSize);
+          db[m] = float(s);
+        }
+      },
+      1);
+}
+
+extern "C" void otck_conv_transpose_f32(const otck_conv_desc *d, const float *x,
+                                        const float *w, const float *bias,
+                                        float *y, void *workspace) {
+  ConvGeom g;
+  if (!makeGeom(d, g))
+    return;
+  gradInput(g, x, w, y, workspace);
+  if (!bias || g.n == 0)
+    return;
+  parallelFor(
+      g.n * g.c, g.inSize, kParallelGrain,
+      [&](int64_t begin, int64_t end) {
+        for (int64_t plane = begin; plane < end; ++plane) {
+          const float b = bias[plane % g.c];
+          float *yp = y + plane * g.inSize;
+#pragma omp simd
+          for (int64_t i = 0; i < g.inSize; ++i)
+            yp[i] += b;
+        }
+      },
+      1);
+}

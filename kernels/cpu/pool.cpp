@@ -1,0 +1,274 @@
+//===- pool.cpp - Max and average pooling, forward and backward -----------===//
+//
+// NCHW pooling with 1 to 3 spatial dimensions (held right-aligned in 3 slots,
+// leading unused ones of size 1, so slot 2 is always contiguous).
+// Forward kernels work on one output row (fixed n, c, od, oh) at a time and
+// visit the window's taps in row-major order, each tap as a loop over the
+// outputs it reaches, so the inner loops run along the row (contiguous for
+// stride 1). Visiting taps in that order keeps PyTorch's tie and NaN rules
+// for max pooling. Backward kernels scatter into dx one (n, c) plane per
+// thread, so no two threads write the same element.
+//
+//===----------------------------------------------------------------------===//
+
+#include "otc/kernels.h"
+
+#include "parallel.h"
+
+#include <algorithm>
+#include <cstdint>
+#include <limits>
+
+using namespace otc::kernels;
+
+namespace {
+
+constexpr float kNegInf = -std::numeric_limits<float>::infinity();
+
+int64_t ceilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+/// A pooling with its spatial arrays completed to 3 dimensions.
+struct PoolGeom {
+  int64_t planes; // batch * channels
+  int64_t in[3], out[3], k[3], s[3], dil[3], pb[3], pe[3];
+  int64_t inSize, outSize;
+  bool includePad;
+};
+
+bool makeGeom(const otck_pool_desc *d, PoolGeom &g) {
+  if (!d || d->spatial < 1 || d->spatial > 3 || d->batch < 0 || d->channels < 0)
+    return false;
+  g.planes = d->batch * d->channels;
+  g.inSize = g.outSize = 1;
+  g.includePad = d->count_include_pad != 0;
+  for (int i = 0; i < 3; ++i) {
+    // Right-aligned: a descriptor's last spatial dim is the contiguous one,
+    // which the loops expect in slot 2; leading slots get size 1.
+    const int j = i - (3 - d->spatial);
+    const bool used = j >= 0;
+    g.in[i] = used ? d->in[j] : 1;
+    g.out[i] = used ? d->out[j] : 1;
+    g.k[i] = used ? d->kernel[j] : 1;
+    g.s[i] = used ? d->stride[j] : 1;
+    g.dil[i] = used ? d->dilation[j] : 1;
+    g.pb[i] = used ? d->pad_begin[j] : 0;
+    g.pe[i] = used ? d->pad_end[j] : 0;
+    if (g.in[i] < 0 || g.out[i] < 0 || g.k[i] < 1 || g.s[i] < 1 || g.dil[i] < 1)
+      return false;
+    g.inSize *= g.in[i];
+    g.outSize *= g.out[i];
+  }
+  return true;
+}
+
+/// Outputs [lo, hi) of one dimension whose tap at offset `off`
+/// (k * dilation - pad_begin) lands inside the input.
+inline void tapRange(int64_t in, int64_t out, int64_t s, int64_t off,
+                     int64_t &lo, int64_t &hi) {
+  lo = off >= 0 ? 0 : ceilDiv(-off, s);
+  hi = in - off <= 0 ? 0 : ceilDiv(in - off, s);
+  lo = std::min(lo, out);
+  hi = std::clamp(hi, lo, out);
+}
+
+/// Number of taps j in [0, k) of window o of dimension i whose position
+/// o * s - pb + j * dil lies in [lo, hi).
+inline int64_t tapCount(const PoolGeom &g, int i, int64_t o, int64_t lo,
+                        int64_t hi) {
+  const int64_t start = o * g.s[i] - g.pb[i];
+  if (g.dil[i] == 1)
+    return std::max<int64_t>(0, std::min(hi, start + g.k[i]) -
+                                    std::max(lo, start));
+  const int64_t first = lo > start ? ceilDiv(lo - start, g.dil[i]) : 0;
+  const int64_t last = hi > start ? ceilDiv(hi - start, g.dil[i]) : 0;
+  return std::max<int64_t>(0, std::min(last, g.k[i]) - first);
+}
+
+/// The average's divisor along dimension i for window o.
+inline int64_t divisorAlong(const PoolGeom &g, int i, int64_t o) {
+  return g.includePad ? tapCount(g, i, o, -g.pb[i], g.in[i] + g.pe[i])
+                      : tapCount(g, i, o, 0, g.in[i]);
+}
+
+/// Calls fn(inRow, lo, hi, offW) for every tap of output row (od, oh) whose
+/// input row exists, in row-major tap order, with the outputs [lo, hi) of
+/// the row that the tap reaches.
+template <typename Fn>
+void forEachTap(const PoolGeom &g, int64_t od, int64_t oh, Fn fn) {
+  for (int64_t kd = 0; kd < g.k[0]; ++kd) {
+    const int64_t id = od * g.s[0] + kd * g.dil[0] - g.pb[0];
+    if (id < 0 || id >= g.in[0])
+      continue;
+    for (int64_t kh = 0; kh < g.k[1]; ++kh) {
+      const int64_t ih = oh * g.s[1] + kh * g.dil[1] - g.pb[1];
+      if (ih < 0 || ih >= g.in[1])
+        continue;
+      const int64_t inRow = (id * g.in[1] + ih) * g.in[2];
+      for (int64_t kw = 0; kw < g.k[2]; ++kw) {
+        const int64_t offW = kw * g.dil[2] - g.pb[2];
+        int64_t lo, hi;
+        tapRange(g.in[2], g.out[2], g.s[2], offW, lo, hi);
+        fn(inRow, lo, hi, offW);
+      }
+    }
+  }
+}
+
+/// Runs fn(plane, od, oh) over every output row, in parallel.
+template <typename Fn> void forEachOutputRow(const PoolGeom &g, Fn fn) {
+  const int64_t rowsPerPlane = g.out[0] * g.out[1];
+  const int64_t cost = g.out[2] * g.k[0] * g.k[1] * g.k[2];
+  parallelFor(
+      g.planes * rowsPerPlane, cost, kParallelGrain,
+      [&](int64_t begin, int64_t end) {
+        for (int64_t row = begin; row < end; ++row) {
+          const int64_t r = row % rowsPerPlane;
+          fn(row / rowsPerPlane, r / g.out[1], r % g.out[1]);
+        }
+      },
+      1);
+}
+
+/// Runs fn(plane) over every (n, c) plane, in parallel.
+template <typename Fn> void forEachPlane(const PoolGeom &g, Fn fn) {
+  parallelFor(
+      g.planes, g.outSize * g.k[0] * g.k[1] * g.k[2] + g.inSize, kParallelGrain,
+      [&](int64_t begin, int64_t end) {
+        for (int64_t plane = begin; plane < end; ++plane)
+          fn(plane);
+      },
+      1);
+}
+
+} // namespace
+
+extern "C" void otck_max_pool_f32(const otck_pool_desc *d, const float *x,
+                                  float *y, int64_t *indices) {
+  PoolGeom g;
+  if (!makeGeom(d, g))
+    return;
+  const int64_t s = g.s[2];
+  forEachOutputRow(g, [&](int64_t plane, int64_t od, int64_t oh) {
+    const float *xp = x + plane * g.inSize;
+    const int64_t outRow = plane * g.outSize + (od * g.out[1] + oh) * g.out[2];
+    float *yr = y + outRow;
+    std::fill(yr, yr + g.out[2], kNegInf);
+    if (!indices) {
+      forEachTap(g, od, oh,
+                 [&](int64_t inRow, int64_t lo, int64_t hi, int64_t offW) {
+                   const float *xr = xp + inRow;
+                   // A NaN replaces the max and then stays (nothing
+                   // compares greater than it), as in PyTorch.
+                   for (int64_t o = lo; o < hi; ++o) {
+                     const float v = xr[o * s + offW];
+                     yr[o] = (v > yr[o] || v != v) ? v : yr[o];
+                   }
+                 });
+      return;
+    }
+    int64_t *ir = indices + outRow;
+    std::fill(ir, ir + g.out[2], int64_t(-1));
+    forEachTap(g, od, oh,
+               [&](int64_t inRow, int64_t lo, int64_t hi, int64_t offW) {
+                 // PyTorch: the first tap sets the index even when it is
+                 // -inf; later ones replace it when greater or NaN.
+                 for (int64_t o = lo; o < hi; ++o) {
+                   const int64_t at = inRow + o * s + offW;
+                   const float v = xp[at];
+                   const bool take = v > yr[o] || v != v || ir[o] < 0;
+                   yr[o] = take ? v : yr[o];
+                   ir[o] = take ? at : ir[o];
+                 }
+               });
+  });
+}
+
+extern "C" void otck_max_pool_grad_f32(const otck_pool_desc *d, const float *dy,
+                                       const int64_t *indices, float *dx) {
+  PoolGeom g;
+  if (!makeGeom(d, g))
+    return;
+  forEachPlane(g, [&](int64_t plane) {
+    float *xp = dx + plane * g.inSize;
+    const float *yp = dy + plane * g.outSize;
+    const int64_t *ip = indices + plane * g.outSize;
+    std::fill(xp, xp + g.inSize, 0.0f);
+    for (int64_t o = 0; o < g.outSize; ++o) {
+      const int64_t at = ip[o];
+      if (at >= 0 && at < g.inSize)
+        xp[at] += yp[o];
+    }
+  });
+}
+
+extern "C" void otck_avg_pool_f32(const otck_pool_desc *d, const float *x,
+                                  float *y) {
+  PoolGeom g;
+  if (!makeGeom(d, g))
+    return;
+  const int64_t s = g.s[2];
+  forEachOutputRow(g, [&](int64_t plane, int64_t od, int64_t oh) {
+    const float *xp = x + plane * g.inSize;
+    float *yr = y + plane * g.outSize + (od * g.out[1] + oh) * g.out[2];
+    std::fill(yr, yr + g.out[2], 0.0f);
+    forEachTap(g, od, oh,
+               [&](int64_t inRow, int64_t lo, int64_t hi, int64_t offW) {
+                 const float *xr = xp + inRow;
+                 if (s == 1) {
+#pragma omp simd
+                   for (int64_t o = lo; o < hi; ++o)
+                     yr[o] += xr[o + offW];
+                 } else {
+                   for (int64_t o = lo; o < hi; ++o)
+                     yr[o] += xr[o * s + offW];
+                 }
+               });
+    const int64_t rowDiv = divisorAlong(g, 0, od) * divisorAlong(g, 1, oh);
+    for (int64_t o = 0; o < g.out[2]; ++o) {
+      const int64_t div = rowDiv * divisorAlong(g, 2, o);
+      yr[o] = div > 0 ? yr[o] / float(div) : 0.0f;
+    }
+  });
+}
+
+extern "C" void otck_avg_pool_grad_f32(const otck_pool_desc *d, const float *dy,
+                                       float *dx) {
+  PoolGeom g;
+  if (!makeGeom(d, g))
+    return;
+  // dy / divisor for a chunk of one output row, computed once per output.
+  constexpr int64_t kChunk = 256;
+  const int64_t s = g.s[2];
+  forEachPlane(g, [&](int64_t plane) {
+    float *xp = dx + plane * g.inSize;
+    const float *yp = dy + plane * g.outSize;
+    std::fill(xp, xp + g.inSize, 0.0f);
+    float grad[kChunk];
+    for (int64_t od = 0; od < g.out[0]; ++od)
+      for (int64_t oh = 0; oh < g.out[1]; ++oh) {
+        const float *yr = yp + (od * g.out[1] + oh) * g.out[2];
+        const int64_t rowDiv = divisorAlong(g, 0, od) * divisorAlong(g, 1, oh);
+        for (int64_t o0 = 0; o0 < g.out[2]; o0 += kChunk) {
+          const int64_t o1 = std::min(g.out[2], o0 + kChunk);
+          for (int64_t o = o0; o < o1; ++o) {
+            const int64_t div = rowDiv * divisorAlong(g, 2, o);
+            grad[o - o0] = div > 0 ? yr[o] / float(div) : 0.0f;
+          }
+          forEachTap(g, od, oh,
+                     [&](int64_t inRow, int64_t lo, int64_t hi, int64_t offW) {
+                       float *xr = xp + inRow;
+                       lo = std::max(lo, o0);
+                       hi = std::min(hi, o1);
+                       if (s == 1) {
+#pragma omp simd
+                         for (int64_t o = lo; o < hi; ++o)
+                           xr[o + offW] += grad[o - o0];
+                       } else {
+                         for (int64_t o = lo; o < hi; ++o)
+                           xr[o * s + offW] += grad[o - o0];
+                       }
+                     });
+        }
+      }
+  });
+}
