@@ -7,6 +7,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "passes/EmitCpp.h"
+#include "passes/EmitKernels.h"
 
 #include "dialects/dist/DistDialect.h"
 #include "dialects/exec/ExecDialect.h"
@@ -28,14 +29,6 @@ using namespace otc;
 
 namespace {
 
-std::string floatLiteral(double v) {
-  if (std::isnan(v))
-    return "__builtin_nanf(\"\")";
-  if (std::isinf(v))
-    return v > 0 ? "__builtin_inff()" : "(-__builtin_inff())";
-  return llvm::formatv("{0:e9}f", v).str();
-}
-
 std::string cType(Type t) {
   if (t.isF32())
     return "float";
@@ -48,7 +41,7 @@ std::string cType(Type t) {
   if (t.isInteger(8))
     return "uint8_t";
   if (t.isInteger(1))
-    return "bool";
+    return "uint8_t"; // the kernels' boolean: one byte, 0 or 1
   return "";
 }
 
@@ -83,27 +76,6 @@ std::string cString(StringRef s) {
   return out + "\"";
 }
 
-std::string intList(ArrayRef<int64_t> v) {
-  std::string s;
-  for (auto [i, x] : llvm::enumerate(v))
-    s += (i ? ", " : "") + std::to_string(x);
-  return s;
-}
-
-/// Contiguous strides of `shape` laid over the trailing dims of a rank-`rank`
-/// iteration space; 0 on broadcast (size-1 or missing) dimensions.
-SmallVector<int64_t> broadcastStrides(ArrayRef<int64_t> shape,
-                                      ArrayRef<int64_t> space) {
-  SmallVector<int64_t> strides(space.size(), 0);
-  int64_t stride = 1;
-  for (int64_t i = shape.size() - 1; i >= 0; --i) {
-    int64_t dim = space.size() - shape.size() + i;
-    strides[dim] = shape[i] == 1 ? 0 : stride;
-    stride *= shape[i];
-  }
-  return strides;
-}
-
 class Emitter {
 public:
   Emitter(raw_ostream &os) : os(os) {}
@@ -112,31 +84,12 @@ public:
   std::string constants;
 
 private:
-  LogicalResult emitKernel(exec::KernelOp k);
   LogicalResult emitCompressedAllReduce(exec::CompressedAllReduceOp op);
   std::string name(Value v) { return names.lookup(v); }
   std::string bind(Value v) {
     std::string n = "v" + std::to_string(counter++);
     names[v] = n;
     return n;
-  }
-  /// `static const int64_t NAME[] = {...};` inside the current block, or
-  /// nullptr for empty lists.
-  std::string array(StringRef name, ArrayRef<int64_t> v) {
-    if (v.empty())
-      return "nullptr";
-    os << "    static const int64_t " << name << "[] = {" << intList(v)
-       << "};\n";
-    return name.str();
-  }
-  float f32Attr(Operation *op, StringRef n, float dflt) {
-    if (auto a = op->getAttrOfType<FloatAttr>(n))
-      return a.getValueAsDouble();
-    return dflt;
-  }
-  bool boolAttr(Operation *op, StringRef n) {
-    auto a = op->getAttrOfType<BoolAttr>(n);
-    return a && a.getValue();
   }
 
   raw_ostream &os;
@@ -170,15 +123,18 @@ LogicalResult Emitter::emitFunction(func::FuncOp fn, StringRef cName) {
         for (APFloat v : dense.getValues<APFloat>())
           is << (i++ ? ", " : "") << floatLiteral(v.convertToDouble());
       } else {
+        bool isBool = dense.getElementType().isInteger(1);
         for (APInt v : dense.getValues<APInt>())
-          is << (i++ ? ", " : "") << v.getSExtValue();
+          is << (i++ ? ", " : "")
+             << (isBool ? static_cast<int64_t>(v.getZExtValue())
+                        : v.getSExtValue());
       }
       constants += "alignas(64) static const " + t + " " + g + "[] = {" +
                    is.str() + "};\n";
       os << "  " << t << " *" << bind(c) << " = const_cast<" << t << " *>(" << g
          << ");\n";
     } else if (auto k = llvm::dyn_cast<exec::KernelOp>(op)) {
-      if (failed(emitKernel(k)))
+      if (failed(emitKernelCall(k, os, [&](Value v) { return name(v); })))
         return failure();
     } else if (auto ar = llvm::dyn_cast<exec::AllReduceOp>(op)) {
       if (ar.getKind() != "mean")
@@ -196,186 +152,6 @@ LogicalResult Emitter::emitFunction(func::FuncOp fn, StringRef cName) {
     }
   }
   os << "}\n\n";
-  return success();
-}
-
-LogicalResult Emitter::emitKernel(exec::KernelOp k) {
-  StringRef kn = k.getKernel();
-  auto ins = k.getIns();
-  auto outs = k.getOuts();
-  auto shape = [](Value v) {
-    return llvm::cast<MemRefType>(v.getType()).getShape();
-  };
-  auto numel = [](Value v) {
-    return llvm::cast<MemRefType>(v.getType()).getNumElements();
-  };
-  auto in = [&](unsigned i) { return name(ins[i]); };
-  auto out = [&](unsigned i) { return name(outs[i]); };
-  bool anyTyped = kn == "softmax_cross_entropy" ||
-                  kn == "softmax_cross_entropy_grad" || kn == "copy" ||
-                  kn == "transpose";
-  for (Value v : k->getOperands())
-    if (!anyTyped &&
-        !llvm::cast<MemRefType>(v.getType()).getElementType().isF32())
-      return k.emitOpError("the CPU kernels take f32 buffers only");
-
-  os << "  { // " << kn << "\n";
-  std::string unary = llvm::StringSwitch<std::string>(kn)
-                          .Cases("relu", "relu_grad", "OTCK_RELU")
-                          .Cases("sigmoid", "sigmoid_grad", "OTCK_SIGMOID")
-                          .Cases("tanh", "tanh_grad", "OTCK_TANH")
-                          .Case("neg", "OTCK_NEG")
-                          .Cases("exp", "exp_grad", "OTCK_EXP")
-                          .Case("log", "OTCK_LOG")
-                          .Cases("sqrt", "sqrt_grad", "OTCK_SQRT")
-                          .Default("");
-  std::string binary = llvm::StringSwitch<std::string>(kn)
-                           .Case("add", "OTCK_ADD")
-                           .Case("sub", "OTCK_SUB")
-                           .Case("mul", "OTCK_MUL")
-                           .Case("div", "OTCK_DIV")
-                           .Default("");
-  if (kn == "gemm") {
-    bool ta = boolAttr(k, "transA"), tb = boolAttr(k, "transB");
-    ArrayRef<int64_t> a = shape(ins[0]), y = shape(outs[0]);
-    int64_t m = y[0], n = y[1], kk = ta ? a[0] : a[1];
-    float alpha = f32Attr(k, "alpha", 1.0f), beta = f32Attr(k, "beta", 1.0f);
-    float gemmBeta = 0.0f;
-    if (ins.size() == 3) {
-      // out = beta * broadcast(C), then accumulate the product into it.
-      std::string sh = array("shape", y);
-      std::string cs = array("cs", broadcastStrides(shape(ins[2]), y));
-      std::string zs = array("zs", {0, 0});
-      os << "    static const float beta = " << floatLiteral(beta) << ";\n"
-         << "    otck_binary_f32(OTCK_MUL, 2, " << sh << ", " << in(2) << ", "
-         << cs << ", &beta, " << zs << ", " << out(0) << ");\n";
-      gemmBeta = 1.0f;
-    }
-    os << "    otck_gemm_f32(" << ta << ", " << tb << ", " << m << ", " << n
-       << ", " << kk << ", " << floatLiteral(alpha) << ", " << in(0) << ", "
-       << in(1) << ", " << floatLiteral(gemmBeta) << ", " << out(0) << ");\n";
-  } else if (!binary.empty()) {
-    ArrayRef<int64_t> y = shape(outs[0]);
-    std::string sh = array("shape", y);
-    std::string as = array("as", broadcastStrides(shape(ins[0]), y));
-    std::string bs = array("bs", broadcastStrides(shape(ins[1]), y));
-    os << "    otck_binary_f32(" << binary << ", " << y.size() << ", " << sh
-       << ", " << in(0) << ", " << as << ", " << in(1) << ", " << bs << ", "
-       << out(0) << ");\n";
-  } else if (!unary.empty() && !kn.ends_with("_grad")) {
-    os << "    otck_unary_f32(" << unary << ", " << numel(outs[0]) << ", "
-       << in(0) << ", " << out(0) << ", 0.0f);\n";
-  } else if (!unary.empty()) {
-    os << "    otck_unary_grad_f32(" << unary << ", " << numel(outs[0]) << ", "
-       << in(0) << ", " << in(1) << ", " << out(0) << ");\n";
-  } else if (kn == "softmax" || kn == "log_softmax" || kn == "softmax_grad" ||
-             kn == "log_softmax_grad") {
-    ArrayRef<int64_t> s = shape(outs[0]);
-    int64_t rank = s.size();
-    int64_t axis = k->getAttrOfType<IntegerAttr>("axis")
-                       ? k->getAttrOfType<IntegerAttr>("axis").getInt()
-                       : -1;
-    if (axis < 0)
-      axis += rank;
-    int64_t outer = 1, inner = 1;
-    for (int64_t i = 0; i < axis; ++i)
-      outer *= s[i];
-    for (int64_t i = axis + 1; i < rank; ++i)
-      inner *= s[i];
-    bool log = kn.starts_with("log_");
-    if (kn.ends_with("_grad"))
-      os << "    otck_softmax_grad_f32(" << outer << ", " << s[axis] << ", "
-         << inner << ", " << in(1) << ", " << in(0) << ", " << out(0) << ", "
-         << log << ");\n";
-    else
-      os << "    otck_softmax_f32(" << outer << ", " << s[axis] << ", " << inner
-         << ", " << in(0) << ", " << out(0) << ", " << log << ");\n";
-  } else if (kn == "transpose") {
-    auto perm = k->getAttrOfType<DenseI64ArrayAttr>("perm");
-    if (!perm)
-      return k.emitOpError("transpose needs a perm attribute");
-    ArrayRef<int64_t> s = shape(ins[0]);
-    std::string sh = array("shape", s);
-    std::string pm = array("perm", perm.asArrayRef());
-    auto t = llvm::cast<MemRefType>(ins[0].getType());
-    os << "    otck_transpose(" << s.size() << ", " << sh << ", " << pm << ", "
-       << in(0) << ", " << out(0) << ", "
-       << std::max<unsigned>(t.getElementTypeBitWidth() / 8, 1) << ");\n";
-  } else if (kn == "copy") {
-    auto t = llvm::cast<MemRefType>(ins[0].getType());
-    os << "    otck_copy("
-       << t.getNumElements() *
-              std::max<unsigned>(t.getElementTypeBitWidth() / 8, 1)
-       << ", " << in(0) << ", " << out(0) << ");\n";
-  } else if (kn == "reduce_sum_to") {
-    ArrayRef<int64_t> x = shape(ins[0]);
-    std::string sh = array("shape", x);
-    std::string ys = array("ys", broadcastStrides(shape(outs[0]), x));
-    os << "    otck_reduce_sum_to_f32(" << x.size() << ", " << sh << ", "
-       << in(0) << ", " << ys << ", " << numel(outs[0]) << ", " << out(0)
-       << ");\n";
-  } else if (kn == "softmax_cross_entropy" ||
-             kn == "softmax_cross_entropy_grad") {
-    if (!llvm::cast<MemRefType>(ins[1].getType())
-             .getElementType()
-             .isInteger(64))
-      return k.emitOpError("labels must be int64");
-    ArrayRef<int64_t> s = shape(ins[0]);
-    if (kn == "softmax_cross_entropy")
-      os << "    if (otck_softmax_ce_f32(" << s[0] << ", " << s[1] << ", "
-         << in(0) << ", " << in(1) << ", " << out(1) << ", " << out(0)
-         << ") != OTCK_OK)\n      return OTC_STEP_ERR_LABEL_RANGE;\n";
-    else
-      os << "    otck_softmax_ce_grad_f32(" << s[0] << ", " << s[1] << ", "
-         << in(0) << ", " << in(1) << ", " << in(2) << ", " << out(0) << ");\n";
-  } else if (kn == "mse") {
-    os << "    otck_mse_f32(" << numel(ins[0]) << ", " << in(0) << ", " << in(1)
-       << ", " << out(0) << ");\n";
-  } else if (kn == "mse_grad") {
-    os << "    otck_mse_grad_f32(" << numel(ins[0]) << ", " << in(0) << ", "
-       << in(1) << ", " << in(2) << ", " << out(0) << ");\n";
-  } else if (kn == "pack" || kn == "unpack") {
-    // Members the planner did not place inside the bucket are copied.
-    bool pack = kn == "pack";
-    std::string bucket = pack ? out(0) : in(0);
-    int64_t offset = 0;
-    for (Value m : pack ? ins : outs) {
-      int64_t n = numel(m);
-      std::string slice = bucket + " + " + std::to_string(offset);
-      std::string src = pack ? name(m) : slice, dst = pack ? slice : name(m);
-      os << "    if (" << src << " != " << dst << ")\n      otck_copy(" << n * 4
-         << ", " << src << ", " << dst << ");\n";
-      offset += n;
-    }
-  } else if (kn == "dropout") {
-    auto stream = k->getAttrOfType<IntegerAttr>("stream");
-    os << "    otck_dropout_f32(" << numel(ins[0]) << ", " << in(0) << ", "
-       << out(0) << ", " << out(1) << ", "
-       << floatLiteral(f32Attr(k, "ratio", 0)) << ", ctx->seed, "
-       << (stream ? stream.getInt() : 0) << "u);\n";
-  } else if (kn == "sgd_update") {
-    os << "    otck_sgd_f32(" << numel(outs[0]) << ", " << out(0) << ", "
-       << in(0) << ", " << floatLiteral(f32Attr(k, "lr", 0)) << ", "
-       << floatLiteral(f32Attr(k, "weight_decay", 0)) << ");\n";
-  } else if (kn == "momentum_update") {
-    os << "    otck_momentum_f32(" << numel(outs[0]) << ", " << out(0) << ", "
-       << in(0) << ", " << out(1) << ", " << floatLiteral(f32Attr(k, "lr", 0))
-       << ", " << floatLiteral(f32Attr(k, "momentum", 0)) << ", "
-       << floatLiteral(f32Attr(k, "weight_decay", 0)) << ", "
-       << boolAttr(k, "nesterov") << ");\n";
-  } else if (kn == "adam_update" || kn == "adamw_update") {
-    os << "    otck_adam_f32(" << numel(outs[0]) << ", " << out(0) << ", "
-       << in(0) << ", " << out(1) << ", " << out(2) << ", "
-       << floatLiteral(f32Attr(k, "lr", 0)) << ", "
-       << floatLiteral(f32Attr(k, "beta1", 0)) << ", "
-       << floatLiteral(f32Attr(k, "beta2", 0)) << ", "
-       << floatLiteral(f32Attr(k, "epsilon", 0)) << ", "
-       << floatLiteral(f32Attr(k, "weight_decay", 0)) << ", ctx->step, "
-       << (kn == "adamw_update") << ");\n";
-  } else {
-    return k.emitOpError("the CPU emitter has no kernel for '") << kn << "'";
-  }
-  os << "  }\n";
   return success();
 }
 

@@ -9,6 +9,7 @@
 #include "dialects/dist/DistDialect.h"
 #include "dialects/exec/ExecDialect.h"
 #include "dialects/graph/GraphDialect.h"
+#include "passes/KernelDescs.h"
 #include "passes/Passes.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -30,8 +31,12 @@ namespace {
 /// serves several ops with one entry.
 StringRef kernelFor(Operation *op) {
   StringRef name = op->getName().stripDialect();
-  if (name == "matmul")
-    return "gemm";
+  if (name == "matmul") {
+    auto rank = [&](unsigned i) {
+      return llvm::cast<ShapedType>(op->getOperand(i).getType()).getRank();
+    };
+    return rank(0) == 2 && rank(1) == 2 ? "gemm" : "matmul";
+  }
   if (name == "reshape")
     return "copy";
   return name;
@@ -82,11 +87,20 @@ struct KernelPattern : ConversionPattern {
         return rewriter.notifyMatchFailure(op, "unconvertible result type");
       outs.push_back(rewriter.create<exec::AllocOp>(op->getLoc(), bufferType));
     }
+    // Convolutions get their scratch memory from the arena, sized by the
+    // kernel library for this exact descriptor.
+    otck_conv_desc desc;
+    if (convDescOf(op, kernel, op->getOperands(), op->getResult(0), desc)) {
+      int64_t bytes = otck_conv_workspace_bytes(&desc);
+      if (bytes > 0)
+        outs.push_back(rewriter.create<exec::AllocOp>(
+            op->getLoc(), MemRefType::get({bytes}, rewriter.getI8Type())));
+    }
     auto call =
         rewriter.create<exec::KernelOp>(op->getLoc(), kernel, operands, outs);
     for (NamedAttribute a : op->getAttrs())
       call->setAttr(a.getName(), a.getValue());
-    rewriter.replaceOp(op, outs);
+    rewriter.replaceOp(op, ValueRange(outs).take_front(op->getNumResults()));
     return success();
   }
 };

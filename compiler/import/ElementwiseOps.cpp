@@ -9,6 +9,8 @@
 
 #include "llvm/ADT/StringSwitch.h"
 
+#include <cmath>
+#include <functional>
 #include <limits>
 
 using namespace mlir;
@@ -152,9 +154,47 @@ LogicalResult Importer::importVariadic(const onnx::NodeProto &node) {
   return success();
 }
 
+/// Folds a unary op on a compile-time constant (shape computations such
+/// as Neg(Size(...))); false when `op` has no folder.
+static bool foldUnary(StringRef op, const Const &in, Const &out) {
+  std::function<double(double)> f;
+  if (op == "Neg")
+    f = [](double x) { return -x; };
+  else if (op == "Abs")
+    f = [](double x) { return std::fabs(x); };
+  else if (op == "Floor")
+    f = [](double x) { return std::floor(x); };
+  else if (op == "Ceil")
+    f = [](double x) { return std::ceil(x); };
+  else if (op == "Sqrt" && in.isFloat)
+    f = [](double x) { return std::sqrt(x); };
+  else if (op == "Reciprocal" && in.isFloat)
+    f = [](double x) { return 1.0 / x; };
+  else
+    return false;
+  out.shape = in.shape;
+  out.isFloat = in.isFloat;
+  for (int64_t i = 0; i < in.size(); ++i) {
+    double v = f(in.at(i));
+    if (in.isFloat)
+      out.floats.push_back(static_cast<float>(v));
+    else
+      out.ints.push_back(static_cast<int64_t>(v));
+  }
+  return true;
+}
+
 LogicalResult Importer::importUnary(const onnx::NodeProto &node) {
   StringRef op = node.op_type();
   Location loc = nodeLoc(node);
+  FailureOr<Entry *> e = operand(node, 0);
+  if (failed(e))
+    return failure();
+  Const folded;
+  if ((*e)->folded && foldUnary(op, *(*e)->folded, folded)) {
+    defineConst(node, 0, std::move(folded));
+    return success();
+  }
   FailureOr<Value> xv = tensor(node, 0);
   if (failed(xv))
     return failure();

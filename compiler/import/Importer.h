@@ -143,6 +143,40 @@ public:
   LogicalResult checkBroadcastable(const onnx::NodeProto &node,
                                    ArrayRef<Value> vs);
   Value createBinary(StringRef op, Location loc, Value l, Value r);
+  // TensorOps.cpp
+  LogicalResult importReduce(const onnx::NodeProto &node);
+  LogicalResult importArgReduce(const onnx::NodeProto &node);
+  LogicalResult importCumSum(const onnx::NodeProto &node);
+  LogicalResult importTopK(const onnx::NodeProto &node);
+  LogicalResult importSlice(const onnx::NodeProto &node);
+  LogicalResult importConcat(const onnx::NodeProto &node);
+  LogicalResult importSplit(const onnx::NodeProto &node);
+  LogicalResult importExpand(const onnx::NodeProto &node);
+  LogicalResult importTile(const onnx::NodeProto &node);
+  LogicalResult importPad(const onnx::NodeProto &node);
+  LogicalResult importGather(const onnx::NodeProto &node);
+  LogicalResult importGatherElements(const onnx::NodeProto &node);
+  LogicalResult importScatterElements(const onnx::NodeProto &node);
+  LogicalResult importOneHot(const onnx::NodeProto &node);
+  LogicalResult importTrilu(const onnx::NodeProto &node);
+  LogicalResult importResize(const onnx::NodeProto &node);
+  LogicalResult importDepthToSpace(const onnx::NodeProto &node);
+  LogicalResult importShapeOf(const onnx::NodeProto &node);
+  FailureOr<SmallVector<int64_t>> intsInput(const onnx::NodeProto &node, int i,
+                                            ArrayRef<int64_t> dflt);
+  SmallVector<int64_t> intsAttr(const onnx::NodeProto &node, StringRef name,
+                                ArrayRef<int64_t> dflt);
+  FailureOr<Value> floatTensor(const onnx::NodeProto &node, int i);
+  FailureOr<Value> indexTensor(const onnx::NodeProto &node, int i);
+  Value createSlice(Location loc, Value x, ArrayRef<int64_t> starts,
+                    ArrayRef<int64_t> steps, ArrayRef<int64_t> shape);
+  // NNOps.cpp
+  LogicalResult importConv(const onnx::NodeProto &node);
+  LogicalResult importPool(const onnx::NodeProto &node);
+  LogicalResult importGlobalPool(const onnx::NodeProto &node);
+  LogicalResult importBatchNorm(const onnx::NodeProto &node);
+  LogicalResult importLayerNorm(const onnx::NodeProto &node);
+  LogicalResult importInstanceNorm(const onnx::NodeProto &node);
   // MovementOps.cpp
   LogicalResult importTranspose(const onnx::NodeProto &node);
   // LinalgOps.cpp

@@ -52,15 +52,35 @@ LogicalResult Importer::importMatMul(const onnx::NodeProto &node) {
     return failure();
   auto at = llvm::cast<RankedTensorType>(a->getType());
   auto bt = llvm::cast<RankedTensorType>(bb->getType());
-  if (at.getRank() != 2 || bt.getRank() != 2)
-    return nodeError(node)
-           << "unsupported operator form: MatMul of " << at << " and " << bt
-           << " (only 2-D operands are supported)";
-  if (at.getDimSize(1) != bt.getDimSize(0))
+  if (!at.getElementType().isF32() || !bt.getElementType().isF32())
+    return nodeError(node) << "unsupported element types " << at << " and "
+                           << bt << " (float32 only)";
+  if (at.getRank() == 0 || bt.getRank() == 0)
+    return nodeError(node) << "MatMul operands must not be scalars";
+  // numpy: a 1-D lhs is a row, a 1-D rhs a column, removed afterwards.
+  Value lhs = *a, rhs = *bb;
+  if (at.getRank() == 1)
+    lhs = b.create<graph::ReshapeOp>(loc, at.clone({1, at.getDimSize(0)}), lhs);
+  if (bt.getRank() == 1)
+    rhs = b.create<graph::ReshapeOp>(loc, bt.clone({bt.getDimSize(0), 1}), rhs);
+  auto lt = llvm::cast<RankedTensorType>(lhs.getType());
+  auto rt = llvm::cast<RankedTensorType>(rhs.getType());
+  if (lt.getShape().back() != rt.getDimSize(rt.getRank() - 2))
     return nodeError(node)
            << "inner dimensions differ: " << at << " and " << bt;
-  define(node, 0, b.create<graph::MatMulOp>(loc, *a, *bb));
-  return success();
+  if (failed(graph::broadcastShapes(lt.getShape().drop_back(2),
+                                    rt.getShape().drop_back(2))))
+    return nodeError(node) << "batch dimensions of " << at << " and " << bt
+                           << " do not broadcast";
+  Value y = b.create<graph::MatMulOp>(loc, lhs, rhs, b.getBoolAttr(false),
+                                      b.getBoolAttr(false));
+  auto yt = llvm::cast<RankedTensorType>(y.getType());
+  SmallVector<int64_t> shape(yt.getShape());
+  if (bt.getRank() == 1)
+    shape.pop_back();
+  if (at.getRank() == 1)
+    shape.erase(shape.end() - (bt.getRank() == 1 ? 1 : 2));
+  return reshapeTo(node, y, shape);
 }
 
 } // namespace otc::importer

@@ -238,9 +238,7 @@ LogicalResult Importer::importFoldable(const onnx::NodeProto &node) {
     return reshapeTo(node, (*e)->value, outShape);
   }
   if (!allConst)
-    return nodeError(node) << "unsupported operator: " << op
-                           << " on runtime tensors (only shape "
-                              "computations on constants are folded)";
+    return op == "Gather" ? importGather(node) : importConcat(node);
   if (op == "Gather") {
     FailureOr<Const *> dataC = constant(node, 0), idxC = constant(node, 1);
     if (failed(dataC) || failed(idxC))

@@ -91,7 +91,9 @@ LogicalResult KernelOp::verify() {
        rank(getOuts()[0]) != 2))
     return emitOpError("gemm takes 2-D operands");
   if (auto axis = (*this)->getAttrOfType<IntegerAttr>("axis")) {
-    int64_t r = rank(getOuts()[0]);
+    int64_t r = 0;
+    for (Value v : getOperands())
+      r = std::max<int64_t>(r, rank(v));
     if (axis.getInt() < -r || axis.getInt() >= r)
       return emitOpError("axis ")
              << axis.getInt() << " out of range for rank " << r;

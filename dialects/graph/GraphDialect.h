@@ -27,6 +27,10 @@ inferBroadcastResult(std::optional<mlir::Location> loc, mlir::Type lhs,
 /// True when the derivative of unary op `kind` (a mnemonic) is computed
 /// from the forward's output rather than its input (see graph.unary_grad).
 bool unaryGradUsesOutput(llvm::StringRef kind);
+/// Output extent of a convolution or pooling window along one dimension
+/// (floor mode; 0 when the window does not fit).
+int64_t windowOutputSize(int64_t in, int64_t kernel, int64_t stride,
+                         int64_t dilation, int64_t padBegin, int64_t padEnd);
 /// The numpy broadcast of two shapes, or failure when incompatible.
 mlir::FailureOr<llvm::SmallVector<int64_t>>
 broadcastShapes(llvm::ArrayRef<int64_t> a, llvm::ArrayRef<int64_t> b);

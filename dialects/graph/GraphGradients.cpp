@@ -59,12 +59,15 @@ LogicalResult MatMulOp::buildGradients(OpBuilder &b,
                                        SmallVectorImpl<Value> &operandGrads) {
   Value dy = resultGrads[0];
   Location loc = getLoc();
-  FloatAttr one = b.getF32FloatAttr(1.0f);
-  Value da = b.create<GemmOp>(loc, dy, getB(), Value(), one, one,
-                              b.getBoolAttr(false), b.getBoolAttr(true));
-  Value db = b.create<GemmOp>(loc, getA(), dy, Value(), one, one,
-                              b.getBoolAttr(true), b.getBoolAttr(false));
-  operandGrads.assign({da, db});
+  bool ta = getTransA(), tb = getTransB();
+  auto mm = [&](Value x, Value y, bool tx, bool ty) -> Value {
+    return b.create<MatMulOp>(loc, x, y, b.getBoolAttr(tx), b.getBoolAttr(ty));
+  };
+  // As GemmOp; broadcast batch dimensions are summed back.
+  Value da = ta ? mm(getB(), dy, tb, true) : mm(dy, getB(), false, !tb);
+  Value db = tb ? mm(dy, getA(), true, ta) : mm(getA(), dy, !ta, false);
+  operandGrads.assign({sumTo(b, loc, da, getA().getType()),
+                       sumTo(b, loc, db, getB().getType())});
   return success();
 }
 

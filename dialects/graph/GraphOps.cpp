@@ -194,14 +194,26 @@ LogicalResult MatMulOp::inferReturnTypes(MLIRContext *,
                                          SmallVectorImpl<Type> &types) {
   auto a = llvm::cast<RankedTensorType>(adaptor.getA().getType());
   auto b = llvm::cast<RankedTensorType>(adaptor.getB().getType());
-  if (a.getRank() != 2 || b.getRank() != 2)
-    return emitOptionalError(loc, "matmul supports 2-D operands, got ", a,
-                             " and ", b);
-  if (a.getDimSize(1) != b.getDimSize(0))
-    return emitOptionalError(loc, "matmul inner dimensions differ: ",
-                             a.getDimSize(1), " vs ", b.getDimSize(0));
-  types.push_back(RankedTensorType::get({a.getDimSize(0), b.getDimSize(1)},
-                                        a.getElementType()));
+  if (a.getRank() < 2 || b.getRank() < 2)
+    return emitOptionalError(loc, "matmul needs operands of rank >= 2, got ",
+                             a, " and ", b);
+  bool ta = adaptor.getTransA(), tb = adaptor.getTransB();
+  int64_t ra = a.getRank(), rb = b.getRank();
+  int64_t m = a.getDimSize(ta ? ra - 1 : ra - 2);
+  int64_t ka = a.getDimSize(ta ? ra - 2 : ra - 1);
+  int64_t kb = b.getDimSize(tb ? rb - 1 : rb - 2);
+  int64_t n = b.getDimSize(tb ? rb - 2 : rb - 1);
+  if (ka != kb)
+    return emitOptionalError(loc, "matmul inner dimensions differ: ", ka,
+                             " vs ", kb);
+  auto batch = broadcastShapes(a.getShape().drop_back(2),
+                               b.getShape().drop_back(2));
+  if (failed(batch))
+    return emitOptionalError(loc, "matmul batch dimensions of ", a, " and ",
+                             b, " do not broadcast");
+  SmallVector<int64_t> shape(*batch);
+  shape.append({m, n});
+  types.push_back(RankedTensorType::get(shape, a.getElementType()));
   return success();
 }
 
@@ -219,7 +231,9 @@ OpFoldResult AddOp::fold(FoldAdaptor adaptor) {
 }
 
 bool otc::graph::unaryGradUsesOutput(StringRef kind) {
-  return llvm::is_contained({"relu", "sigmoid", "tanh", "exp", "sqrt"}, kind);
+  return llvm::is_contained({"relu", "sigmoid", "tanh", "exp", "sqrt",
+                             "hard_sigmoid", "reciprocal"},
+                            kind);
 }
 
 LogicalResult UnaryGradOp::verify() {

@@ -119,13 +119,20 @@ def Graph_GemmOp : Graph_Op<"gemm",
 
 def Graph_MatMulOp : Graph_Op<"matmul",
     [Pure, InferTypeOpAdaptor, Graph_Differentiable]> {
-  let summary = "Matrix product of 2-D tensors (ONNX MatMul)";
+  let summary = "Batched matrix product with broadcasting (ONNX MatMul)";
   let description = [{
+    Operands of rank >= 2 (the importer reshapes 1-D ones): the last two
+    dimensions multiply, the leading ones broadcast as numpy.
+    `transA`/`transB` (an OTC extension the gradients use) transpose the
+    last two dimensions of an operand first.
+
     ```mlir
-    %y = graph.matmul %a, %b : (tensor<8x4xf32>, tensor<4x3xf32>) -> tensor<8x3xf32>
+    %y = graph.matmul %a, %b : (tensor<2x8x4xf32>, tensor<4x3xf32>) -> tensor<2x8x3xf32>
     ```
   }];
-  let arguments = (ins Graph_F32Tensor:$a, Graph_F32Tensor:$b);
+  let arguments = (ins Graph_F32Tensor:$a, Graph_F32Tensor:$b,
+                       DefaultValuedAttr<BoolAttr, "false">:$transA,
+                       DefaultValuedAttr<BoolAttr, "false">:$transB);
   let results = (outs Graph_F32Tensor:$result);
   let assemblyFormat = "$a `,` $b attr-dict `:` functional-type(operands, results)";
 }
@@ -578,5 +585,6 @@ def Graph_AdamUpdateOp : Graph_AdamBase<"adam_update", "L2 (coupled)">;
 def Graph_AdamWUpdateOp : Graph_AdamBase<"adamw_update", "decoupled">;
 
 include "dialects/graph/GraphTensorOps.td"
+include "dialects/graph/GraphNNOps.td"
 
 #endif // OTC_GRAPH_OPS

@@ -75,7 +75,7 @@ LogicalResult ReduceOp::verify() {
   auto in = getInput().getType();
   if (failed(verifyAxes(*this, getAxes(), in.getRank())))
     return failure();
-  if (reducedShape(in.getShape(), getAxes(), getKeepdims()) !=
+  if (ArrayRef<int64_t>(reducedShape(in.getShape(), getAxes(), getKeepdims())) !=
       getType().getShape())
     return emitOpError("result shape does not match the reduction of ")
            << in;
@@ -108,7 +108,7 @@ LogicalResult ArgReduceOp::verify() {
   if (failed(verifyAxis(*this, getAxis(), in.getRank())))
     return failure();
   int64_t axis = normalizeAxis(getAxis(), in.getRank());
-  if (reducedShape(in.getShape(), {axis}, getKeepdims()) !=
+  if (ArrayRef<int64_t>(reducedShape(in.getShape(), {axis}, getKeepdims())) !=
       getType().getShape())
     return emitOpError("result shape does not match the reduction of ") << in;
   return success();

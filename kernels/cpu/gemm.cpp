@@ -15,6 +15,8 @@
 
 #include <dnnl.h>
 
+#include <utility>
+
 using namespace otc::kernels;
 
 namespace {
@@ -55,4 +57,36 @@ extern "C" void otck_gemm_f32(int transA, int transB, int64_t M, int64_t N,
   const int64_t ldb = transB ? K : N;
   dnnl_sgemm(transA ? 'T' : 'N', transB ? 'T' : 'N', M, N, K, alpha, A, lda, B,
              ldb, beta, C, N);
+}
+
+extern "C" void otck_batched_gemm_f32(int batch_rank, const int64_t *batch_shape,
+                                      const int64_t *a_strides,
+                                      const int64_t *b_strides, int transA,
+                                      int transB, int64_t M, int64_t N,
+                                      int64_t K, const float *A,
+                                      const float *B, float *C) {
+  if (batch_rank < 0 || batch_rank > OTCK_MAX_RANK)
+    return;
+  int64_t count = 1;
+  for (int d = 0; d < batch_rank; ++d)
+    count *= batch_shape[d];
+  auto one = [&](int64_t i) {
+    int64_t aOff = 0, bOff = 0;
+    for (int d = batch_rank - 1; d >= 0; --d) {
+      int64_t idx = i % batch_shape[d];
+      i /= batch_shape[d];
+      aOff += idx * a_strides[d];
+      bOff += idx * b_strides[d];
+    }
+    return std::pair<int64_t, int64_t>(aOff, bOff);
+  };
+  // Many small products: one per thread (each GEMM then runs on one
+  // thread); few large ones: one after the other, each threaded.
+  bool perThread = count >= omp_get_max_threads() && M * N * K < (1 << 22);
+#pragma omp parallel for schedule(static) if (perThread && count > 1)
+  for (int64_t i = 0; i < count; ++i) {
+    auto [aOff, bOff] = one(i);
+    otck_gemm_f32(transA, transB, M, N, K, 1.0f, A + aOff * M * K,
+                  B + bOff * K * N, 0.0f, C + i * M * N);
+  }
 }

@@ -468,9 +468,13 @@ Tap resizeTap(const ResizeDim &d, int64_t o, int mode, int coord, int nearest) {
   case OTCK_RESIZE_PYTORCH_HALF_PIXEL:
     x = d.m > 1 ? (double(o) + 0.5) / d.scale - 0.5 : 0.0;
     break;
-  case OTCK_RESIZE_ALIGN_CORNERS:
-    x = d.m > 1 ? double(o) * (n - 1.0) / (m - 1.0) : 0.0;
+  case OTCK_RESIZE_ALIGN_CORNERS: {
+    // ONNX divides by the unrounded resized length (n * scale).
+    double resized = n * d.scale;
+    x = resized > 1.0 ? double(o) * (n - 1.0) / (resized - 1.0) : 0.0;
+    (void)m;
     break;
+  }
   case OTCK_RESIZE_ASYMMETRIC:
     x = double(o) / d.scale;
     break;

@@ -90,6 +90,14 @@ void checkStepResult(otc_session_t *s, int rc, const char *what) {
                 std::string(what) +
                     " failed: a label is outside [0, classes); check the "
                     "label data");
+  if (rc == OTC_STEP_ERR_INDEX_RANGE)
+    throw Error(OTC_INVALID_ARGUMENT,
+                std::string(what) +
+                    " failed: an index input is outside its dimension; "
+                    "check the index data (token ids, positions)");
+  if (rc == OTC_STEP_ERR_DIVISION_BY_ZERO)
+    throw Error(OTC_INVALID_ARGUMENT,
+                std::string(what) + " failed: integer division by zero");
   throw Error(OTC_INTERNAL,
               std::string(what) + " failed with code " + std::to_string(rc));
 }

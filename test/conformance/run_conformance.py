@@ -7,6 +7,10 @@ under the suites of libonnx-testdata, the model is compiled for inference
 inputs and its outputs compared with the stored ones (fp32: rtol 1e-4,
 atol 1e-5).
 
+Inputs the test feeds but OTC needs as compile-time constants (axes,
+starts, sizes, K, ...: they fix static shapes) are bound to their value in
+the test's data sets and the model recompiled; the table says which.
+
 Outcomes:
   pass         every output of every data set matches
   unsupported  otc-compile refused the model with a diagnostic (the reason)
@@ -93,24 +97,69 @@ def first_diagnostic(text):
     return lines[0].strip() if lines else "no diagnostic"
 
 
+# Diagnostics that name a graph input OTC needs as a compile-time constant.
+CONST_INPUT = re.compile(r"input '([^']+)' (?:must be a compile-time constant"
+                         r"|dimension \d+ is 0)")
+
+
+def bind_inputs(d, names, out_path):
+    """Writes the model of test `d` with the graph inputs `names` turned into
+    initializers holding their value in every data set (None if the data
+    sets disagree, so the inputs cannot be bound)."""
+    model = onnx.load(os.path.join(d, "model.onnx"))
+    values = {}
+    for inputs, _ in data_sets(d):
+        graph_inputs = [i.name for i in model.graph.input]
+        for pos, (name, value) in enumerate(inputs):
+            name = name or graph_inputs[pos]
+            if name in names:
+                if name in values and not np.array_equal(values[name], value):
+                    return None
+                values[name] = value
+    if set(values) != set(names):
+        return None
+    kept = [i for i in model.graph.input if i.name not in names]
+    del model.graph.input[:]
+    model.graph.input.extend(kept)
+    for name, value in values.items():
+        model.graph.initializer.append(numpy_helper.from_array(value, name))
+    onnx.save(model, out_path)
+    return out_path
+
+
 def compile_test(args, tid, d):
-    """Returns (tid, library path or None, outcome or None, reason)."""
-    out = os.path.join(args.work_dir, tid.replace("/", "__") + ".so")
-    cmd = [args.otc_compile, os.path.join(d, "model.onnx"), "--inference",
-           "--emit=lib", "-o", out]
-    try:
-        p = subprocess.run(cmd, capture_output=True, text=True,
-                           timeout=args.compile_timeout)
-    except subprocess.TimeoutExpired:
-        return tid, None, "fail", "otc-compile timed out"
-    if p.returncode == 0:
-        return tid, out, None, ""
-    if p.returncode < 0:
-        return tid, None, "fail", f"otc-compile crashed (signal {-p.returncode})"
-    reason = first_diagnostic(p.stderr)
-    if "host compiler failed" in p.stderr:
-        return tid, None, "fail", "emitted C++ does not compile: " + reason
-    return tid, None, "unsupported", reason
+    """Returns (tid, library path or None, outcome or None, reason, bound).
+
+    Shape-like inputs (axes, starts, sizes, K, ...) that the test feeds as
+    graph inputs are bound to their test value and the model recompiled:
+    OTC compiles static shapes, so such inputs must be constants."""
+    base = os.path.join(args.work_dir, tid.replace("/", "__"))
+    out = base + ".so"
+    model, bound = os.path.join(d, "model.onnx"), []
+    while True:
+        cmd = [args.otc_compile, model, "--inference", "--emit=lib", "-o", out]
+        try:
+            p = subprocess.run(cmd, capture_output=True, text=True,
+                               timeout=args.compile_timeout)
+        except subprocess.TimeoutExpired:
+            return tid, None, "fail", "otc-compile timed out", bound
+        if p.returncode == 0:
+            return tid, out, None, "", bound
+        if p.returncode < 0:
+            return (tid, None, "fail",
+                    f"otc-compile crashed (signal {-p.returncode})", bound)
+        reason = first_diagnostic(p.stderr)
+        if "host compiler failed" in p.stderr:
+            return (tid, None, "fail", "emitted C++ does not compile: " +
+                    first_diagnostic(p.stderr.split("host compiler failed", 1)[1]),
+                    bound)
+        m = CONST_INPUT.search(reason)
+        if not m or m.group(1) in bound or len(bound) >= 8:
+            return tid, None, "unsupported", reason, bound
+        bound.append(m.group(1))
+        model = bind_inputs(d, bound, base + ".bound.onnx")
+        if model is None:
+            return tid, None, "unsupported", reason, bound
 
 
 def read_tensor(path):
@@ -156,7 +205,7 @@ def compare(name, got, want, rtol, atol):
     return None
 
 
-def run_test(lib, d, rtol, atol):
+def run_test(lib, d, rtol, atol, bound=frozenset()):
     """Runs one compiled test; returns (outcome, reason)."""
     so = ctypes.CDLL(lib, mode=ctypes.RTLD_LOCAL)
     so.otc_program_entry.restype = ctypes.POINTER(Entry)
@@ -187,6 +236,8 @@ def run_test(lib, d, rtol, atol):
     for inputs, outputs in sets:
         for pos, (name, value) in enumerate(inputs):
             name = name or (graph_inputs[pos] if pos < len(graph_inputs) else "")
+            if name in bound:
+                continue
             spec = specs.get(name)
             if spec is None:
                 return "fail", f"input '{name}' is not in the manifest"
@@ -216,7 +267,7 @@ def worker(args):
         job = json.loads(line)
         try:
             outcome, reason = run_test(job["lib"], job["dir"], args.rtol,
-                                       args.atol)
+                                       args.atol, set(job["bound"]))
         except Exception as e:  # a runner problem is a failed test
             outcome, reason = "fail", f"{type(e).__name__}: {e}"
         print(json.dumps({"id": job["id"], "outcome": outcome,
@@ -287,12 +338,15 @@ def main():
 
     tests = find_tests(args.data_dir, args.suites.split(","), args.filter)
     start = time.time()
-    results, jobs = {}, []
+    results, jobs, bound_inputs = {}, [], {}
     with concurrent.futures.ThreadPoolExecutor(args.jobs) as pool:
-        for tid, lib, outcome, reason in pool.map(
+        for tid, lib, outcome, reason, bound in pool.map(
                 lambda t: compile_test(args, *t), tests):
+            if bound:
+                bound_inputs[tid] = bound
             if lib:
-                jobs.append({"id": tid, "lib": lib, "dir": dict(tests)[tid]})
+                jobs.append({"id": tid, "lib": lib, "dir": dict(tests)[tid],
+                             "bound": bound})
             else:
                 results[tid] = (outcome, reason)
     run_compiled(args, jobs, results)
@@ -306,6 +360,8 @@ def main():
             unexpected.append(tid)
         if not args.summary_only or (outcome == "fail" and tid not in known):
             note = f"  [known: {known[tid]}]" if tid in known else ""
+            if tid in bound_inputs and outcome == "pass":
+                note += "  (bound: " + ", ".join(bound_inputs[tid]) + ")"
             print(f"{outcome:<12} {tid:<60} {reason}{note}")
     for suite in args.suites.split(","):
         sc = {"pass": 0, "fail": 0, "unsupported": 0}
@@ -314,12 +370,15 @@ def main():
                 sc[results[tid][0]] += 1
         print(f"suite {suite:<18} passed {sc['pass']:4}  failed {sc['fail']:4}"
               f"  unsupported {sc['unsupported']:4}")
-    print(f"conformance: {len(tests)} tests, passed {counts['pass']}, failed "
+    nbound = sum(1 for t in bound_inputs if results[t][0] == "pass")
+    print(f"conformance: {len(tests)} tests, passed {counts['pass']} ({nbound} "
+          f"with shape inputs bound to their test value), failed "
           f"{counts['fail']} ({len(unexpected)} not known), unsupported "
           f"{counts['unsupported']} in {time.time() - start:.0f} s")
     if args.json:
         with open(args.json, "w") as f:
-            json.dump({tid: {"outcome": o, "reason": r}
+            json.dump({tid: {"outcome": o, "reason": r,
+                             "bound": bound_inputs.get(tid, [])}
                        for tid, (o, r) in sorted(results.items())}, f,
                       indent=1)
     status = 0

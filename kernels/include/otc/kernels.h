@@ -33,6 +33,15 @@ void otck_gemm_f32(int transA, int transB, int64_t M, int64_t N, int64_t K,
                    float alpha, const float *A, const float *B, float beta,
                    float *C);
 
+/* For each index i of the broadcast batch shape (batch_rank dims):
+ * C[i] = op(A[a(i)]) * op(B[b(i)]) with M x N x K matrices as
+ * otck_gemm_f32 (alpha 1, beta 0); a_strides/b_strides count whole matrices
+ * per batch dimension (0 on a broadcast one), C is contiguous. */
+void otck_batched_gemm_f32(int batch_rank, const int64_t *batch_shape,
+                           const int64_t *a_strides, const int64_t *b_strides,
+                           int transA, int transB, int64_t M, int64_t N,
+                           int64_t K, const float *A, const float *B, float *C);
+
 /*--- Elementwise -----------------------------------------------------------*/
 
 typedef enum otck_binary_op {

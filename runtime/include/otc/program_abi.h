@@ -27,6 +27,11 @@ extern "C" {
 /* A gradient held a NaN or an infinity on some rank: every rank returns this
  * before any optimizer update, the step is skipped and reported. */
 #define OTC_STEP_SKIPPED_NONFINITE 3
+/* An index input (Gather, GatherElements, ScatterElements, ...) held a value
+ * outside its dimension. */
+#define OTC_STEP_ERR_INDEX_RANGE 4
+/* An integer division or modulo by zero. */
+#define OTC_STEP_ERR_DIVISION_BY_ZERO 5
 
 /* A compressed all-reduce as the compiler configured it (DESIGN §8). */
 typedef struct otc_compress_desc {

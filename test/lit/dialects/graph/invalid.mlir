@@ -63,3 +63,56 @@ func.func @reduce_to(%a: tensor<4x8xf32>) {
   %0 = graph.reduce_sum_to %a : tensor<4x8xf32> -> tensor<3xf32>
   return
 }
+
+// -----
+
+func.func @conv_shape(%x: tensor<8x3x32x32xf32>, %w: tensor<16x3x3x3xf32>) {
+  // expected-error @+1 {{result must have shape [8, 16, 30, 30]}}
+  %0 = graph.conv %x, %w {strides = array<i64: 1, 1>, dilations = array<i64: 1, 1>,
+      pads_begin = array<i64: 0, 0>, pads_end = array<i64: 0, 0>, group = 1 : i64}
+      : (tensor<8x3x32x32xf32>, tensor<16x3x3x3xf32>) -> tensor<8x16x32x32xf32>
+  return
+}
+
+// -----
+
+func.func @conv_group(%x: tensor<8x4x8x8xf32>, %w: tensor<6x4x3x3xf32>) {
+  // expected-error @+1 {{do not fit group 2}}
+  %0 = graph.conv %x, %w {strides = array<i64: 1, 1>, dilations = array<i64: 1, 1>,
+      pads_begin = array<i64: 0, 0>, pads_end = array<i64: 0, 0>, group = 2 : i64}
+      : (tensor<8x4x8x8xf32>, tensor<6x4x3x3xf32>) -> tensor<8x6x6x6xf32>
+  return
+}
+
+// -----
+
+func.func @slice_bounds(%x: tensor<4x8xf32>) {
+  // expected-error @+1 {{dimension 1 reads outside [0, 8)}}
+  %0 = graph.slice %x {starts = array<i64: 0, 6>, steps = array<i64: 1, 1>} : tensor<4x8xf32> -> tensor<4x3xf32>
+  return
+}
+
+// -----
+
+func.func @reduce_kind(%x: tensor<4x8xf32>) {
+  // expected-error @+1 {{unknown reduction 'median'}}
+  %0 = graph.reduce "median" %x {axes = array<i64: 1>, keepdims = false} : tensor<4x8xf32> -> tensor<4xf32>
+  return
+}
+
+// -----
+
+func.func @unary_grad_saved(%dy: tensor<4xf32>, %x: tensor<4xf32>) {
+  // expected-error @+1 {{the derivative of 'relu' reads the forward's output (y) only}}
+  %0 = graph.unary_grad "relu" %dy x %x : tensor<4xf32>
+  return
+}
+
+// -----
+
+func.func @layer_norm_scale(%x: tensor<8x64xf32>, %s: tensor<32xf32>) {
+  // expected-error @+1 {{scale and bias must have shape [64]}}
+  %0:3 = graph.layer_norm %x, %s {axis = -1 : i64, epsilon = 1.0e-05 : f32}
+      : (tensor<8x64xf32>, tensor<32xf32>) -> (tensor<8x64xf32>, tensor<8x1xf32>, tensor<8x1xf32>)
+  return
+}

@@ -1,0 +1,96 @@
+//===- KernelDescs.h - kernel descriptors from ops --------------*- C++ -*-===//
+//
+// The descriptor structs of otc/kernels.h built from an op's operand shapes
+// and window attributes. Shared by otc-lower-to-exec (workspace sizes, asked
+// of the kernel library at compile time) and the C++ emitter (the same
+// descriptor as a static initializer), so both agree by construction.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef OTC_PASSES_KERNELDESCS_H
+#define OTC_PASSES_KERNELDESCS_H
+
+#include "otc/kernels.h"
+
+#include "mlir/IR/BuiltinAttributes.h"
+#include "mlir/IR/BuiltinTypes.h"
+#include "mlir/IR/Operation.h"
+
+namespace otc {
+
+inline llvm::ArrayRef<int64_t> shapeOf(mlir::Value v) {
+  return llvm::cast<mlir::ShapedType>(v.getType()).getShape();
+}
+
+inline llvm::ArrayRef<int64_t> i64ArrayAttr(mlir::Operation *op,
+                                            llvm::StringRef name) {
+  if (auto a = op->getAttrOfType<mlir::DenseI64ArrayAttr>(name))
+    return a.asArrayRef();
+  return {};
+}
+
+/// The descriptor of a convolution-family op. `input` is the tensor in the
+/// role of the convolution's input ([N, C, s...]), `output` its output
+/// ([N, M, o...]); `weight` is [M, C / group, k...].
+inline otck_conv_desc convDesc(mlir::Operation *op, mlir::Value input,
+                               mlir::Value weight, mlir::Value output) {
+  otck_conv_desc d{};
+  auto in = shapeOf(input), w = shapeOf(weight), out = shapeOf(output);
+  d.spatial = static_cast<int32_t>(in.size()) - 2;
+  d.batch = in[0];
+  d.in_channels = in[1];
+  d.out_channels = out[1];
+  auto group = op->getAttrOfType<mlir::IntegerAttr>("group");
+  d.groups = group ? group.getInt() : 1;
+  auto strides = i64ArrayAttr(op, "strides");
+  auto dilations = i64ArrayAttr(op, "dilations");
+  auto pads = i64ArrayAttr(op, "pads_begin");
+  for (int i = 0; i < 3; ++i) {
+    bool used = i < d.spatial;
+    d.in[i] = used ? in[2 + i] : 1;
+    d.out[i] = used ? out[2 + i] : 1;
+    d.kernel[i] = used ? w[2 + i] : 1;
+    d.stride[i] = used ? strides[i] : 1;
+    d.dilation[i] = used ? dilations[i] : 1;
+    d.pad_begin[i] = used ? pads[i] : 0;
+  }
+  return d;
+}
+
+/// The descriptor of a pooling op from its input and output shapes.
+inline otck_pool_desc poolDesc(mlir::Operation *op, mlir::Value input,
+                               mlir::Value output) {
+  otck_pool_desc d{};
+  auto in = shapeOf(input), out = shapeOf(output);
+  d.spatial = static_cast<int32_t>(in.size()) - 2;
+  auto cip = op->getAttrOfType<mlir::BoolAttr>("count_include_pad");
+  d.count_include_pad = cip && cip.getValue();
+  d.batch = in[0];
+  d.channels = in[1];
+  auto kernel = i64ArrayAttr(op, "kernel_shape");
+  auto strides = i64ArrayAttr(op, "strides");
+  auto dilations = i64ArrayAttr(op, "dilations");
+  auto begin = i64ArrayAttr(op, "pads_begin");
+  auto end = i64ArrayAttr(op, "pads_end");
+  for (int i = 0; i < 3; ++i) {
+    bool used = i < d.spatial;
+    d.in[i] = used ? in[2 + i] : 1;
+    d.out[i] = used ? out[2 + i] : 1;
+    d.kernel[i] = used ? kernel[i] : 1;
+    d.stride[i] = used ? strides[i] : 1;
+    d.dilation[i] = used ? dilations[i] : 1;
+    d.pad_begin[i] = used ? begin[i] : 0;
+    d.pad_end[i] = used ? end[i] : 0;
+  }
+  return d;
+}
+
+/// The conv descriptor of an exec or graph conv-family op, whose operands
+/// follow the graph op's order (see LowerToExec); null kernel name → none.
+/// Returns false for ops that need no workspace.
+bool convDescOf(mlir::Operation *op, llvm::StringRef kernel,
+                mlir::ValueRange ins, mlir::Value out, otck_conv_desc &d);
+
+} // namespace otc
+
+#endif // OTC_PASSES_KERNELDESCS_H
