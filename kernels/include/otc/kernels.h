@@ -23,6 +23,8 @@ extern "C" {
 #define OTCK_OK 0
 #define OTCK_ERR_LABEL_OUT_OF_RANGE 1
 #define OTCK_ERR_INDEX_OUT_OF_RANGE 2
+#define OTCK_ERR_DIVISION_BY_ZERO 3 /* integer division or modulo by 0 */
+#define OTCK_ERR_UNSUPPORTED 4      /* a type code or rank a kernel lacks */
 
 /*--- GEMM ------------------------------------------------------------------*/
 
@@ -44,19 +46,113 @@ void otck_batched_gemm_f32(int batch_rank, const int64_t *batch_shape,
 
 /*--- Elementwise -----------------------------------------------------------*/
 
+/* Binary ops. Kernels taking two operands broadcast them with strides: out[i]
+ * = a[..] op b[..] over out_shape, a_strides/b_strides in elements with 0 on
+ * broadcast dimensions (numpy broadcasting). */
 typedef enum otck_binary_op {
   OTCK_ADD = 0,
   OTCK_SUB = 1,
   OTCK_MUL = 2,
-  OTCK_DIV = 3,
+  OTCK_DIV = 3,  /* integers: truncates toward zero (C) */
+  OTCK_POW = 4,  /* float: std::pow; a row whose exponent is one broadcast
+                    value takes OTCK_POW_SCALAR's exact special cases */
+  OTCK_MAX = 5,  /* NaN in either operand gives NaN */
+  OTCK_MIN = 6,  /* NaN in either operand gives NaN */
+  OTCK_MOD = 7,  /* ONNX Mod fmod=0: Python's a - floor(a/b) b, sign of b */
+  OTCK_FMOD = 8, /* ONNX Mod fmod=1: C fmod / %, sign of a */
+  OTCK_PRELU = 9 /* a = x, b = slope: a >= 0 ? a : b * a */
 } otck_binary_op;
 
-/* out[i] = a[i] op b[i] over out_shape with numpy broadcasting expressed as
- * strides (a_strides/b_strides have 0 on broadcast dimensions). */
+/* Float: IEEE results (x / 0 = inf, fmod(x, 0) = NaN), never an error. out
+ * may alias a or b when it has the same shape and strides. */
 void otck_binary_f32(otck_binary_op op, int rank, const int64_t *out_shape,
                      const float *a, const int64_t *a_strides, const float *b,
                      const int64_t *b_strides, float *out);
 
+/* Backward of a binary op: da and db are out_shape-sized, contiguous (the
+ * compiler reduces them to the operands' shapes with otck_reduce_sum_to_f32);
+ * either may be NULL when not needed; dy is contiguous out_shape. da or db may
+ * alias dy. a and b are read through their strides (ADD and SUB read neither:
+ * NULL is fine). PyTorch's formulas:
+ *   ADD  da = dy, db = dy            SUB  da = dy, db = -dy
+ *   MUL  da = dy b, db = dy a        DIV  da = dy / b, db = -dy (a / b) / b
+ *   POW  da = b == 0 ? 0 : dy b a^(b-1),
+ *        db = (a == 0 && b >= 0) ? 0 : dy a^b log(a)
+ *   MAX  the larger operand gets dy, a tie gives dy/2 to each (MIN alike;
+ *        with a NaN operand both get dy)
+ *   MOD  da = dy, db = -dy floor(a / b)   FMOD da = dy, db = -dy trunc(a / b)
+ *   PRELU da = a > 0 ? dy : b dy, db (dslope) = a > 0 ? 0 : a dy */
+void otck_binary_grad_f32(otck_binary_op op, int rank, const int64_t *out_shape,
+                          const float *a, const int64_t *a_strides,
+                          const float *b, const int64_t *b_strides,
+                          const float *dy, float *da, float *db);
+
+/* Integer binary ops (every otck_binary_op), wrapping on overflow (two's
+ * complement; INT_MIN / -1 = INT_MIN). DIV/MOD/FMOD by zero (and POW of 0 to
+ * a negative power) write 0 there and return OTCK_ERR_DIVISION_BY_ZERO; POW
+ * to a negative power truncates (1, -1 or 0 otherwise). Returns
+ * OTCK_ERR_UNSUPPORTED for a rank outside [0, OTCK_MAX_RANK]. */
+int otck_binary_i32(otck_binary_op op, int rank, const int64_t *out_shape,
+                    const int32_t *a, const int64_t *a_strides,
+                    const int32_t *b, const int64_t *b_strides, int32_t *out);
+int otck_binary_i64(otck_binary_op op, int rank, const int64_t *out_shape,
+                    const int64_t *a, const int64_t *a_strides,
+                    const int64_t *b, const int64_t *b_strides, int64_t *out);
+
+/* Unary ops: y = f(x; alpha, beta). The kernels take every parameter
+ * explicitly; the ONNX attribute defaults are listed for the compiler.
+ * `grad` names the forward tensor otck_unary_grad_f32 reads: x (input),
+ * y (output) or - (neither).
+ *
+ *   op               y                                     grad  defaults
+ *   RELU             max(x, 0)                             y (0 at x = 0)
+ *   SIGMOID          1 / (1 + exp(-x))                     y
+ *   TANH             tanh(x)                               y
+ *   NEG              -x                                    -
+ *   EXP              exp(x)                                y
+ *   LOG              log(x)                                x
+ *   SQRT             sqrt(x)                               y
+ *   SCALE            alpha x                               -
+ *   LEAKY_RELU       x > 0 ? x : alpha x                   x     alpha 0.01
+ *   ELU              x > 0 ? x : alpha expm1(x)            x     alpha 1
+ *   SELU             beta (x > 0 ? x : alpha expm1(x))     x     see below
+ *   CELU             x > 0 ? x : alpha expm1(x / alpha)    x     alpha 1
+ *   GELU             x Phi(x) = x (1 + erf(x / sqrt 2)) / 2  x
+ *   GELU_TANH        x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))) / 2  x
+ *   HARD_SIGMOID     clamp(alpha x + beta, 0, 1)           y     0.2, 0.5
+ *   HARD_SWISH       x clamp(x + 3, 0, 6) / 6              x
+ *   MISH             x tanh(softplus(x))                   x
+ *   SOFTPLUS         log(1 + exp(x))                       x
+ *   SOFTSIGN         x / (1 + |x|)                         x
+ *   ABS              |x|                                   x (0 at x = 0)
+ *   RECIPROCAL       1 / x                                 y
+ *   SIN, COS         sin(x), cos(x)                        x
+ *   ERF              erf(x)                                x
+ *   SIGN             -1, 0 or 1 (+0 for +-0)               -, dx = 0
+ *   FLOOR, CEIL      floor(x), ceil(x)                     -, dx = 0
+ *   ROUND            nearest integer, ties to even         -, dx = 0
+ *   CLIP             min(max(x, alpha), beta)              x     -inf, inf
+ *                    (dx = dy where alpha <= x <= beta, as torch.clamp)
+ *   POW_SCALAR       x^alpha (std::pow; alpha 2, 3, 0.5,   x
+ *                    -0.5, -1, -2 as x x, x x x, sqrt(x), 1 / sqrt(x),
+ *                    1 / x, 1 / (x x), as torch.pow; dx = 0 for alpha 0)
+ *   ADD_SCALAR       x + alpha                             -
+ *   IDENTITY         x                                     -
+ *   THRESHOLDED_RELU x > alpha ? x : 0                     x     alpha 1
+ *   SHRINK           x < -alpha ? x + beta :               x     0.5, 0
+ *                    x > alpha ? x - beta : 0  (alpha = lambd, beta = bias)
+ *   TAN              tan(x)                                y
+ *   ASIN ACOS ATAN SINH COSH ASINH ACOSH ATANH             x
+ *
+ * SELU: alpha = 1.67326319217681884765625, beta (gamma) =
+ * 1.05070102214813232421875. Gradients at kinks are PyTorch's (RELU, ABS
+ * 0 at 0; LEAKY_RELU, ELU take the x <= 0 side; HARD_SWISH x/3 + 1/2 on
+ * [-3, 3]; HARD_SIGMOID 0 where y is 0 or 1). At +-inf each op returns its
+ * limit (GELU(-inf) = 0, SOFTSIGN(inf) = 1, ...) and each gradient too. NaN
+ * gives NaN, except x^0 = 1 and the gradients of SIGN/FLOOR/CEIL/ROUND (0).
+ * The vectorised functions are within 1e-6 relative or 1e-7 absolute of
+ * the exact value; TAN, the inverse and hyperbolic trigonometric ops and
+ * POW_SCALAR with another exponent call libm. */
 typedef enum otck_unary_op {
   OTCK_RELU = 0,
   OTCK_SIGMOID = 1,
@@ -65,20 +161,84 @@ typedef enum otck_unary_op {
   OTCK_EXP = 4,
   OTCK_LOG = 5,
   OTCK_SQRT = 6,
-  OTCK_SCALE = 7, /* y = alpha * x */
+  OTCK_SCALE = 7,
+  OTCK_LEAKY_RELU = 8,
+  OTCK_ELU = 9,
+  OTCK_SELU = 10,
+  OTCK_CELU = 11,
+  OTCK_GELU = 12,
+  OTCK_GELU_TANH = 13,
+  OTCK_HARD_SIGMOID = 14,
+  OTCK_HARD_SWISH = 15,
+  OTCK_MISH = 16,
+  OTCK_SOFTPLUS = 17,
+  OTCK_SOFTSIGN = 18,
+  OTCK_ABS = 19,
+  OTCK_RECIPROCAL = 20,
+  OTCK_SIN = 21,
+  OTCK_COS = 22,
+  OTCK_ERF = 23,
+  OTCK_SIGN = 24,
+  OTCK_FLOOR = 25,
+  OTCK_CEIL = 26,
+  OTCK_ROUND = 27,
+  OTCK_CLIP = 28,
+  OTCK_POW_SCALAR = 29,
+  OTCK_ADD_SCALAR = 30,
+  OTCK_IDENTITY = 31,
+  OTCK_THRESHOLDED_RELU = 32,
+  OTCK_SHRINK = 33,
+  OTCK_TAN = 34,
+  OTCK_ASIN = 35,
+  OTCK_ACOS = 36,
+  OTCK_ATAN = 37,
+  OTCK_SINH = 38,
+  OTCK_COSH = 39,
+  OTCK_ASINH = 40,
+  OTCK_ACOSH = 41,
+  OTCK_ATANH = 42
 } otck_unary_op;
 
-/* y = f(x) elementwise over n elements; `alpha` is used by OTCK_SCALE only.
- * x and y may alias. */
+/* y = f(x) elementwise over n elements; alpha and beta as listed above
+ * (ignored by the other ops). x and y may alias. */
 void otck_unary_f32(otck_unary_op op, int64_t n, const float *x, float *y,
-                    float alpha);
+                    float alpha, float beta);
 
-/* Backward of a unary op from the forward's output y ("saved"):
- * RELU dx = dy * (y > 0), SIGMOID dx = dy * y (1 - y), TANH dx = dy (1 - y^2),
- * EXP dx = dy * y, SQRT dx = dy / (2 y), NEG dx = -dy. LOG and SCALE need the
- * input or alpha and are differentiated by other kernels (dx untouched). */
+/* dx = dy * f'(x), from the one forward tensor the op's `grad` column names
+ * (x: forward input, y: forward output); the other may be NULL. Given NULL
+ * for the tensor it reads, the kernel returns without writing dx. dx may
+ * alias dy, x or y. alpha and beta as in the forward. */
 void otck_unary_grad_f32(otck_unary_op op, int64_t n, const float *dy,
-                         const float *saved, float *dx);
+                         const float *x, const float *y, float *dx, float alpha,
+                         float beta);
+
+/* Element types of otck_cast: ONNX TensorProto.DataType numbers. */
+typedef enum otck_dtype {
+  OTCK_DT_FLOAT = 1,
+  OTCK_DT_UINT8 = 2,
+  OTCK_DT_INT8 = 3,
+  OTCK_DT_UINT16 = 4,
+  OTCK_DT_INT16 = 5,
+  OTCK_DT_INT32 = 6,
+  OTCK_DT_INT64 = 7,
+  OTCK_DT_BOOL = 9, /* one byte, 0 or 1 (any nonzero byte reads as 1) */
+  OTCK_DT_FLOAT16 = 10,
+  OTCK_DT_DOUBLE = 11,
+  OTCK_DT_UINT32 = 12,
+  OTCK_DT_UINT64 = 13,
+  OTCK_DT_BFLOAT16 = 16
+} otck_dtype;
+
+/* y = (to_type) x over n elements, between any two otck_dtype types:
+ * to a float type: round to nearest even, once (double -> fp16/bf16 and
+ *   integer -> fp16/bf16 included), overflow to +-inf, NaN stays NaN;
+ * float -> integer: truncate toward zero, saturate out-of-range values to the
+ *   type's range (+-inf too), NaN -> 0;
+ * integer -> integer: wraps modulo 2^bits (numpy's astype);
+ * -> bool: nonzero (NaN too) -> 1; bool -> x: 0 or 1.
+ * x and y may alias only when the two types have the same size. Returns
+ * OTCK_ERR_UNSUPPORTED (y untouched) for another type code. */
+int otck_cast(int64_t n, int from_type, const void *x, int to_type, void *y);
 
 /*--- Data movement ---------------------------------------------------------*/
 
