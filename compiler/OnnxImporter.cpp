@@ -199,6 +199,7 @@ FailureOr<Const> Importer::tensorToConst(const onnx::TensorProto &t,
       return failure();
     break;
   case onnx::TensorProto::BOOL:
+    c.isBool = true;
     if (!raw.empty()) {
       if (failed(rawCount(1)))
         return failure();
@@ -227,6 +228,12 @@ Value Importer::materialize(const Const &c, Location loc) {
     auto type = RankedTensorType::get(c.shape, b.getF32Type());
     return b.create<graph::ConstantOp>(
         loc, DenseElementsAttr::get(type, ArrayRef<float>(v)));
+  }
+  if (c.isBool) {
+    SmallVector<bool> v(c.ints.begin(), c.ints.end());
+    auto type = RankedTensorType::get(c.shape, b.getI1Type());
+    return b.create<graph::ConstantOp>(
+        loc, DenseElementsAttr::get(type, ArrayRef<bool>(v)));
   }
   auto type = RankedTensorType::get(c.shape, b.getI64Type());
   return b.create<graph::ConstantOp>(

@@ -1,7 +1,8 @@
 //===- BuildInference.cpp - @forward as an inference-only step ------------===//
 //
-// Renames @forward to @eval_step and removes training-only behaviour
-// (dropout becomes the identity, as ONNX inference mode defines it).
+// Renames @forward to @eval_step. Dropout stays: the importer only creates
+// graph.dropout for an explicit training_mode = true (inference-mode
+// Dropout is imported as the identity).
 //
 //===----------------------------------------------------------------------===//
 
@@ -34,11 +35,6 @@ struct BuildInference : otc::impl::BuildInferenceBase<BuildInference> {
           << attr::kEvalFn;
       return signalPassFailure();
     }
-    forward.walk([](graph::DropoutOp op) {
-      op.getResult().replaceAllUsesWith(op.getInput());
-      op.getMask().replaceAllUsesWith(op.getInput());
-      op.erase();
-    });
     forward.setSymName(attr::kEvalFn);
   }
 };

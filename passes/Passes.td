@@ -46,9 +46,11 @@ def BuildInference : Pass<"otc-build-inference", "mlir::ModuleOp"> {
   let summary = "Turn @forward into an inference-only @eval_step";
   let description = [{
     For programs that only run the model (`otc-compile --inference`, the
-    conformance runner): `@forward` becomes `@eval_step` with dropout off,
-    every graph output keeps its ONNX name (`otc.output`) and becomes a
-    persistent output buffer. No loss, gradients or optimizer.
+    conformance runner): `@forward` becomes `@eval_step`; every graph
+    output keeps its ONNX name (`otc.output`) and becomes a persistent
+    output buffer. No loss, gradients or optimizer. Dropout stays as the
+    model states it (only an explicit training_mode = true imports as
+    `graph.dropout`).
   }];
   let dependentDialects = ["::otc::graph::GraphDialect",
                            "::mlir::func::FuncDialect"];

@@ -39,6 +39,7 @@ constexpr int64_t kMaxFoldedElements = 1 << 16;
 struct Const {
   SmallVector<int64_t> shape;
   bool isFloat = false;
+  bool isBool = false; // integer values that are booleans (0 or 1)
   std::vector<int64_t> ints;
   std::vector<double> floats;
 

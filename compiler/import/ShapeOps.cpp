@@ -149,6 +149,7 @@ LogicalResult Importer::importFoldable(const onnx::NodeProto &node) {
         }
         break;
       case onnx::TensorProto::BOOL:
+        c.isBool = true;
         for (int64_t i = 0; i < in.size(); ++i)
           c.ints.push_back(in.at(i) != 0);
         break;
@@ -254,6 +255,7 @@ LogicalResult Importer::importFoldable(const onnx::NodeProto &node) {
     int64_t dim = data->shape[axis];
     Const c;
     c.isFloat = data->isFloat;
+    c.isBool = data->isBool;
     c.shape.append(data->shape.begin(), data->shape.begin() + axis);
     c.shape.append(idx->shape.begin(), idx->shape.end());
     c.shape.append(data->shape.begin() + axis + 1, data->shape.end());
@@ -293,6 +295,7 @@ LogicalResult Importer::importFoldable(const onnx::NodeProto &node) {
   axis = axis < 0 ? axis + rank : axis;
   Const c;
   c.isFloat = first.isFloat;
+  c.isBool = first.isBool;
   c.shape = first.shape;
   c.shape[axis] = 0;
   for (Const *p : parts) {

@@ -250,6 +250,7 @@ LogicalResult Importer::importSlice(const onnx::NodeProto &node) {
     const Const &in = *(*e)->folded;
     Const c;
     c.isFloat = in.isFloat;
+    c.isBool = in.isBool;
     c.shape = shape;
     int64_t n = numElements(shape);
     SmallVector<int64_t> strides(rank, 1);

@@ -272,7 +272,8 @@ template <typename GradOp, typename OpT>
 static LogicalResult softmaxGrad(OpT op, OpBuilder &b, ArrayRef<Value> g,
                                  SmallVectorImpl<Value> &out) {
   int64_t rank = op.getInput().getType().getRank();
-  int64_t axis = op.getAxis() < 0 ? op.getAxis() + rank : op.getAxis();
+  int64_t axis = op.getAxisAttr().getInt();
+  axis = axis < 0 ? axis + rank : axis;
   out.assign({b.create<GradOp>(op.getLoc(), g[0], op.getResult(),
                                b.getI64IntegerAttr(axis))});
   return success();

@@ -86,7 +86,7 @@ LogicalResult ConvOp::verify() {
   auto shape = convShape(*this, getInput().getType().getShape(),
                          getWeight().getType().getShape(), getStrides(),
                          getDilations(), getPadsBegin(), getPadsEnd(),
-                         getGroup());
+                         getGroupAttr().getInt());
   if (failed(shape))
     return failure();
   if (getResult().getType().getShape() != ArrayRef<int64_t>(*shape))
@@ -123,11 +123,11 @@ LogicalResult ConvTransposeOp::verify() {
   if (w.size() != y.size() || y.size() < 3)
     return emitOpError("weight and result ranks must match (>= 3)");
   SmallVector<int64_t> convWeight(w);
-  if (getGroup() < 1)
+  if (getGroupAttr().getInt() < 1)
     return emitOpError("group must be >= 1");
   auto shape =
       convShape(*this, y, convWeight, getStrides(), getDilations(),
-                getPadsBegin(), getPadsEnd(), getGroup());
+                getPadsBegin(), getPadsEnd(), getGroupAttr().getInt());
   if (failed(shape))
     return failure();
   if (getInput().getType().getShape() != ArrayRef<int64_t>(*shape))
@@ -307,9 +307,9 @@ LogicalResult BatchNormInferenceOp::buildGradients(
 LogicalResult LayerNormOp::verify() {
   auto in = getInput().getType();
   int64_t rank = in.getRank();
-  int64_t axis = getAxis() < 0 ? getAxis() + rank : getAxis();
+  int64_t axis = getAxisAttr().getInt() < 0 ? getAxisAttr().getInt() + rank : getAxisAttr().getInt();
   if (axis < 0 || axis >= rank)
-    return emitOpError("axis ") << getAxis() << " out of range for rank "
+    return emitOpError("axis ") << getAxisAttr().getInt() << " out of range for rank "
                                 << rank;
   ArrayRef<int64_t> normalized = in.getShape().drop_front(axis);
   if (getScale().getType().getShape() != normalized ||
@@ -332,7 +332,7 @@ LogicalResult LayerNormOp::buildGradients(OpBuilder &b, ArrayRef<Value> g,
   if (g[1] || g[2])
     return emitOpError("no gradient through the mean or invstd results");
   int64_t rank = getInput().getType().getRank();
-  int64_t axis = getAxis() < 0 ? getAxis() + rank : getAxis();
+  int64_t axis = getAxisAttr().getInt() < 0 ? getAxisAttr().getInt() + rank : getAxisAttr().getInt();
   auto scaleType = getScale().getType();
   auto grad = b.create<LayerNormGradOp>(
       getLoc(), TypeRange{getInput().getType(), scaleType, scaleType}, g[0],

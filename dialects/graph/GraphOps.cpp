@@ -251,7 +251,7 @@ LogicalResult UnaryGradOp::verify() {
 LogicalResult BinaryGradOp::verify() {
   if (!llvm::is_contained({"pow", "max", "min", "prelu"}, getKind()))
     return emitOpError("unknown kind '") << getKind() << "'";
-  if (getOperand() != 0 && getOperand() != 1)
+  if (getOperandAttr().getInt() != 0 && getOperandAttr().getInt() != 1)
     return emitOpError("operand must be 0 or 1");
   if (getResult().getType() != getGrad().getType())
     return emitOpError("result must have the gradient's type");

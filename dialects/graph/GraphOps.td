@@ -379,8 +379,8 @@ def Graph_LogSoftmaxOp : Graph_SoftmaxBase<"log_softmax", "LogSoftmax">;
 
 def Graph_UnaryGradOp : Graph_Op<"unary_grad",
     [Pure, AttrSizedOperandSegments, AllTypesMatch<["grad", "result"]>,
-     TypesMatchWith<"x matches the result", "result", "input", "$_self">,
-     TypesMatchWith<"y matches the result", "result", "output", "$_self">]> {
+     OptionalTypesMatchWith<"x matches the result", "result", "input", "$_self">,
+     OptionalTypesMatchWith<"y matches the result", "result", "output", "$_self">]> {
   let summary = "Backward of an elementwise unary op";
   let description = [{
     `dx = dy * f'(x)` for the forward op named by `kind` (its mnemonic), from

@@ -105,9 +105,9 @@ LogicalResult ArgReduceOp::verify() {
   if (getKind() != "max" && getKind() != "min")
     return emitOpError("kind must be max or min");
   auto in = getInput().getType();
-  if (failed(verifyAxis(*this, getAxis(), in.getRank())))
+  if (failed(verifyAxis(*this, getAxisAttr().getInt(), in.getRank())))
     return failure();
-  int64_t axis = normalizeAxis(getAxis(), in.getRank());
+  int64_t axis = normalizeAxis(getAxisAttr().getInt(), in.getRank());
   if (ArrayRef<int64_t>(reducedShape(in.getShape(), {axis}, getKeepdims())) !=
       getType().getShape())
     return emitOpError("result shape does not match the reduction of ") << in;
@@ -115,7 +115,7 @@ LogicalResult ArgReduceOp::verify() {
 }
 
 LogicalResult CumSumOp::verify() {
-  return verifyAxis(*this, getAxis(), getType().getRank());
+  return verifyAxis(*this, getAxisAttr().getInt(), getType().getRank());
 }
 
 LogicalResult CumSumOp::buildGradients(OpBuilder &b, ArrayRef<Value> g,
@@ -129,14 +129,14 @@ LogicalResult CumSumOp::buildGradients(OpBuilder &b, ArrayRef<Value> g,
 
 LogicalResult TopKOp::verify() {
   auto in = getInput().getType();
-  if (failed(verifyAxis(*this, getAxis(), in.getRank())))
+  if (failed(verifyAxis(*this, getAxisAttr().getInt(), in.getRank())))
     return failure();
-  int64_t axis = normalizeAxis(getAxis(), in.getRank());
-  if (getK() < 0 || getK() > in.getDimSize(axis))
-    return emitOpError("k = ") << getK() << " outside [0, "
+  int64_t axis = normalizeAxis(getAxisAttr().getInt(), in.getRank());
+  if (getKAttr().getInt() < 0 || getKAttr().getInt() > in.getDimSize(axis))
+    return emitOpError("k = ") << getKAttr().getInt() << " outside [0, "
                                << in.getDimSize(axis) << "]";
   SmallVector<int64_t> shape(in.getShape());
-  shape[axis] = getK();
+  shape[axis] = getKAttr().getInt();
   if (getValues().getType().getShape() != ArrayRef(shape) ||
       getIndices().getType().getShape() != ArrayRef(shape))
     return emitOpError("results must have shape [") << shape << "]";
@@ -149,7 +149,7 @@ LogicalResult TopKOp::buildGradients(OpBuilder &b, ArrayRef<Value> g,
     out.assign({Value()});
     return success();
   }
-  int64_t axis = normalizeAxis(getAxis(), getInput().getType().getRank());
+  int64_t axis = normalizeAxis(getAxisAttr().getInt(), getInput().getType().getRank());
   out.assign({b.create<GatherElementsGradOp>(getLoc(), getInput().getType(),
                                              g[0], getIndices(),
                                              b.getI64IntegerAttr(axis))});
@@ -219,9 +219,9 @@ LogicalResult ConcatOp::verify() {
   if (getInputs().empty())
     return emitOpError("needs at least one input");
   int64_t rank = getType().getRank();
-  if (failed(verifyAxis(*this, getAxis(), rank)))
+  if (failed(verifyAxis(*this, getAxisAttr().getInt(), rank)))
     return failure();
-  int64_t axis = normalizeAxis(getAxis(), rank);
+  int64_t axis = normalizeAxis(getAxisAttr().getInt(), rank);
   int64_t total = 0;
   for (Value v : getInputs()) {
     auto t = tensorType(v);
@@ -242,7 +242,7 @@ LogicalResult ConcatOp::verify() {
 LogicalResult ConcatOp::buildGradients(OpBuilder &b, ArrayRef<Value> g,
                                        SmallVectorImpl<Value> &out) {
   int64_t rank = getType().getRank();
-  int64_t axis = normalizeAxis(getAxis(), rank);
+  int64_t axis = normalizeAxis(getAxisAttr().getInt(), rank);
   int64_t offset = 0;
   for (Value v : getInputs()) {
     auto t = tensorType(v);
@@ -403,9 +403,9 @@ LogicalResult ResizeOp::buildGradients(OpBuilder &b, ArrayRef<Value> g,
 LogicalResult GatherOp::verify() {
   auto in = getInput().getType();
   auto idx = getIndices().getType();
-  if (failed(verifyAxis(*this, getAxis(), in.getRank())))
+  if (failed(verifyAxis(*this, getAxisAttr().getInt(), in.getRank())))
     return failure();
-  int64_t axis = normalizeAxis(getAxis(), in.getRank());
+  int64_t axis = normalizeAxis(getAxisAttr().getInt(), in.getRank());
   SmallVector<int64_t> shape(in.getShape().take_front(axis));
   shape.append(idx.getShape().begin(), idx.getShape().end());
   shape.append(in.getShape().begin() + axis + 1, in.getShape().end());
@@ -422,7 +422,7 @@ LogicalResult GatherOp::buildGradients(OpBuilder &b, ArrayRef<Value> g,
     out.assign({Value(), Value()});
     return success();
   }
-  int64_t axis = normalizeAxis(getAxis(), in.getRank());
+  int64_t axis = normalizeAxis(getAxisAttr().getInt(), in.getRank());
   out.assign({b.create<GatherGradOp>(getLoc(), in, g[0], getIndices(),
                                      b.getI64IntegerAttr(axis)),
               Value()});
@@ -432,7 +432,7 @@ LogicalResult GatherOp::buildGradients(OpBuilder &b, ArrayRef<Value> g,
 LogicalResult GatherElementsOp::verify() {
   auto in = getInput().getType();
   auto idx = getIndices().getType();
-  if (failed(verifyAxis(*this, getAxis(), in.getRank())))
+  if (failed(verifyAxis(*this, getAxisAttr().getInt(), in.getRank())))
     return failure();
   if (idx.getRank() != in.getRank() || getType().getShape() != idx.getShape())
     return emitOpError("indices and result need the input's rank and the "
@@ -447,7 +447,7 @@ LogicalResult GatherElementsOp::buildGradients(OpBuilder &b, ArrayRef<Value> g,
     out.assign({Value(), Value()});
     return success();
   }
-  int64_t axis = normalizeAxis(getAxis(), in.getRank());
+  int64_t axis = normalizeAxis(getAxisAttr().getInt(), in.getRank());
   out.assign({b.create<GatherElementsGradOp>(getLoc(), in, g[0], getIndices(),
                                              b.getI64IntegerAttr(axis)),
               Value()});
@@ -456,7 +456,7 @@ LogicalResult GatherElementsOp::buildGradients(OpBuilder &b, ArrayRef<Value> g,
 
 LogicalResult ScatterElementsOp::verify() {
   auto data = getData().getType();
-  if (failed(verifyAxis(*this, getAxis(), data.getRank())))
+  if (failed(verifyAxis(*this, getAxisAttr().getInt(), data.getRank())))
     return failure();
   if (!llvm::is_contained({"none", "add", "mul", "max", "min"},
                           getReduction()))
@@ -475,7 +475,7 @@ LogicalResult ScatterElementsOp::buildGradients(OpBuilder &b,
   if (getReduction() != "none" && getReduction() != "add")
     return emitOpError("no gradient for reduction '") << getReduction() << "'";
   Location loc = getLoc();
-  int64_t axis = normalizeAxis(getAxis(), getType().getRank());
+  int64_t axis = normalizeAxis(getAxisAttr().getInt(), getType().getRank());
   auto axisAttr = b.getI64IntegerAttr(axis);
   // add: both pass dy through; none: overwritten positions get no gradient.
   Value ddata = g[0];
@@ -493,12 +493,12 @@ LogicalResult ScatterElementsOp::buildGradients(OpBuilder &b,
 LogicalResult OneHotOp::verify() {
   auto idx = getIndices().getType();
   int64_t rank = idx.getRank() + 1;
-  if (failed(verifyAxis(*this, getAxis(), rank)))
+  if (failed(verifyAxis(*this, getAxisAttr().getInt(), rank)))
     return failure();
-  int64_t axis = normalizeAxis(getAxis(), rank);
+  int64_t axis = normalizeAxis(getAxisAttr().getInt(), rank);
   SmallVector<int64_t> shape(idx.getShape());
-  shape.insert(shape.begin() + axis, getDepth());
-  if (getDepth() < 1 || getType().getShape() != ArrayRef(shape))
+  shape.insert(shape.begin() + axis, getDepthAttr().getInt());
+  if (getDepthAttr().getInt() < 1 || getType().getShape() != ArrayRef(shape))
     return emitOpError("result must have shape [") << shape << "]";
   return success();
 }

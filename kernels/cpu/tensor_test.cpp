@@ -1558,7 +1558,8 @@ std::vector<std::pair<int64_t, double>> refTaps(int64_t n, int64_t m,
   else if (coord == OTCK_RESIZE_PYTORCH_HALF_PIXEL)
     x = m > 1 ? (o + 0.5) / scale - 0.5 : 0.0;
   else if (coord == OTCK_RESIZE_ALIGN_CORNERS)
-    x = m == 1 ? 0.0 : o * double(n - 1) / double(m - 1);
+    // ONNX divides by the unrounded resized length n * scale.
+    x = n * scale <= 1.0 ? 0.0 : o * double(n - 1) / (n * scale - 1.0);
   else if (coord == OTCK_RESIZE_ASYMMETRIC)
     x = o / scale;
   else

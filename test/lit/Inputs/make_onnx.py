@@ -152,7 +152,53 @@ def huge_init():
     return model(nodes, [fx("x", [4, 1 << 32])], [fx("y", [4, 1 << 32])], [w], opset=13)
 
 
-KINDS = {"dropout-train": dropout_train, "unsqueeze-dup": unsqueeze_dup,
+def cnn():
+    # Conv (SAME_UPPER, stride 2) -> BatchNorm -> Relu -> MaxPool (ceil) ->
+    # GlobalAveragePool -> Flatten -> Gemm.
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3, 9, 9])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 10])
+    nodes = [
+        helper.make_node("Conv", ["x", "w", "b"], ["c"], name="conv",
+                         strides=[2, 2], auto_pad="SAME_UPPER"),
+        helper.make_node("BatchNormalization", ["c", "s", "bb", "m", "v"], ["n"],
+                         name="bn"),
+        helper.make_node("Relu", ["n"], ["r"], name="relu"),
+        helper.make_node("MaxPool", ["r"], ["p"], name="pool", kernel_shape=[2, 2],
+                         strides=[2, 2], ceil_mode=1),
+        helper.make_node("GlobalAveragePool", ["p"], ["g"], name="gap"),
+        helper.make_node("Flatten", ["g"], ["f"], name="flatten"),
+        helper.make_node("Gemm", ["f", "fw", "fb"], ["y"], name="fc", transB=1),
+    ]
+    return model(nodes, [x], [y], [weights("w", 8, 3, 3, 3), weights("b", 8),
+                                   weights("s", 8), weights("bb", 8),
+                                   weights("m", 8), weights("v", 8),
+                                   weights("fw", 10, 8), weights("fb", 10)])
+
+
+def attention():
+    # Token embedding (Gather), LayerNorm (opset 17), batched MatMul with a
+    # transposed key, causal mask (Where), Softmax, a constant Slice.
+    ids = helper.make_tensor_value_info("ids", TensorProto.INT64, [2, 4])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 4, 2])
+    mask = numpy_helper.from_array(np.tril(np.ones((4, 4), dtype=bool)), "mask")
+    nodes = [
+        helper.make_node("Gather", ["emb", "ids"], ["e"], name="embed", axis=0),
+        helper.make_node("LayerNormalization", ["e", "ln_s", "ln_b"], ["h"],
+                         name="ln", axis=-1),
+        helper.make_node("Transpose", ["h"], ["ht"], name="kt", perm=[0, 2, 1]),
+        helper.make_node("MatMul", ["h", "ht"], ["sc"], name="scores"),
+        helper.make_node("Where", ["mask", "sc", "ninf"], ["ms"], name="causal"),
+        helper.make_node("Softmax", ["ms"], ["a"], name="softmax", axis=-1),
+        helper.make_node("MatMul", ["a", "h"], ["o"], name="context"),
+        helper.make_node("Slice", ["o", "st", "en", "ax"], ["y"], name="head"),
+    ]
+    return model(nodes, [ids], [y],
+                 [weights("emb", 16, 6), weights("ln_s", 6), weights("ln_b", 6),
+                  mask, numpy_helper.from_array(np.array(-np.inf, np.float32), "ninf"),
+                  ints("st", [0]), ints("en", [2]), ints("ax", [2])], opset=17)
+
+
+KINDS = {"cnn": cnn, "attention": attention, "dropout-train": dropout_train, "unsqueeze-dup": unsqueeze_dup,
          "concat-mismatch": concat_mismatch, "big-fold": big_fold, "rank9": rank9,
          "batch-mismatch": batch_mismatch, "huge-init": huge_init, "shape-chain": shape_chain, "ops": ops, "unsupported": unsupported,
          "dynamic": dynamic, "bad-reshape": bad_reshape}

@@ -24,7 +24,7 @@ func.func @forward(%x: tensor<4x8xf32> {otc.input = "input", otc.role = "data"},
 // CHECK: %[[Y:.*]] = graph.tanh %[[H]]
 // CHECK: %[[LOSS:.*]], %[[P:.*]] = graph.softmax_cross_entropy %[[Y]], %[[L]]
 // CHECK: %[[DY:.*]] = graph.softmax_cross_entropy_grad %[[P]], %[[L]]
-// CHECK: %[[DH:.*]] = graph.tanh_grad %[[DY]], %[[Y]]
+// CHECK: %[[DH:.*]] = graph.unary_grad "tanh" %[[DY]] y %[[Y]]
 // CHECK-DAG: %[[DW:.*]] = graph.gemm %[[DH]], %[[X]] {{{.*}}transA = true
 // CHECK-DAG: %[[DB:.*]] = graph.reduce_sum_to %[[DH]] : tensor<4x3xf32> -> tensor<3xf32>
 // CHECK: graph.momentum_update %[[W]], %[[DW]], %[[VW]] {{{.*}}nesterov = true

@@ -43,8 +43,8 @@ func.func @training_ops(%logits: tensor<4x3xf32>, %labels: tensor<4xi64>, %w: te
   %d = graph.softmax_cross_entropy_grad %probs, %labels, %loss : (tensor<4x3xf32>, tensor<4xi64>, tensor<f32>) -> tensor<4x3xf32>
   // CHECK: graph.reduce_sum_to %{{.*}} : tensor<4x3xf32> -> tensor<3xf32>
   %s = graph.reduce_sum_to %d : tensor<4x3xf32> -> tensor<3xf32>
-  // CHECK: graph.relu_grad
-  %r = graph.relu_grad %s, %w : tensor<3xf32>
+  // CHECK: graph.unary_grad "relu" %{{.*}} y %{{.*}} : tensor<3xf32>
+  %r = graph.unary_grad "relu" %s y %w : tensor<3xf32>
   // CHECK: graph.sgd_update
   %w1 = graph.sgd_update %w, %r {lr = 1.0e-01 : f32} : tensor<3xf32>
   // CHECK: graph.momentum_update {{.*}} nesterov = true
