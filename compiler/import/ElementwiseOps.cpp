@@ -281,6 +281,35 @@ LogicalResult Importer::importUnary(const onnx::NodeProto &node) {
 LogicalResult Importer::importCompare(const onnx::NodeProto &node) {
   StringRef op = node.op_type();
   Location loc = nodeLoc(node);
+  FailureOr<Entry *> le = operand(node, 0), re = operand(node, 1);
+  if (failed(le) || failed(re))
+    return failure();
+  if ((*le)->folded && (*re)->folded) {
+    // Shape computations (torch's expand/pad exports) fold.
+    std::function<double(double, double)> f =
+        llvm::StringSwitch<std::function<double(double, double)>>(op)
+            .Case("Equal", [](double a, double b) { return a == b; })
+            .Case("Less", [](double a, double b) { return a < b; })
+            .Case("LessOrEqual", [](double a, double b) { return a <= b; })
+            .Case("Greater", [](double a, double b) { return a > b; })
+            .Case("GreaterOrEqual", [](double a, double b) { return a >= b; })
+            .Case("And", [](double a, double b) { return a != 0 && b != 0; })
+            .Case("Or", [](double a, double b) { return a != 0 || b != 0; })
+            .Default([](double a, double b) { return (a != 0) != (b != 0); });
+    FailureOr<Const> c = foldBinary(*(*le)->folded, *(*re)->folded, f);
+    if (failed(c))
+      return nodeError(node) << "cannot fold constants: shapes are not "
+                                "broadcastable or the result is too large";
+    if (c->isFloat) {
+      c->isFloat = false;
+      for (double v : c->floats)
+        c->ints.push_back(v != 0);
+      c->floats.clear();
+    }
+    c->isBool = true;
+    defineConst(node, 0, std::move(*c));
+    return success();
+  }
   FailureOr<Value> l = tensor(node, 0), r = tensor(node, 1);
   if (failed(l) || failed(r))
     return failure();
@@ -314,6 +343,16 @@ LogicalResult Importer::importCompare(const onnx::NodeProto &node) {
 }
 
 LogicalResult Importer::importNot(const onnx::NodeProto &node) {
+  FailureOr<Entry *> e = operand(node, 0);
+  if (failed(e))
+    return failure();
+  if ((*e)->folded) {
+    Const c = *(*e)->folded;
+    for (int64_t &v : c.ints)
+      v = v == 0;
+    defineConst(node, 0, std::move(c));
+    return success();
+  }
   FailureOr<Value> x = tensor(node, 0);
   if (failed(x))
     return failure();
@@ -324,6 +363,40 @@ LogicalResult Importer::importNot(const onnx::NodeProto &node) {
 }
 
 LogicalResult Importer::importWhere(const onnx::NodeProto &node) {
+  FailureOr<Entry *> ce = operand(node, 0), le = operand(node, 1),
+                     re = operand(node, 2);
+  if (failed(ce) || failed(le) || failed(re))
+    return failure();
+  if ((*ce)->folded && (*le)->folded && (*re)->folded) {
+    // where(c, l, r) = select by c, over the broadcast of all three.
+    const Const &cond = *(*ce)->folded;
+    FailureOr<Const> picked = foldBinary(
+        *(*le)->folded, *(*re)->folded, [](double a, double) { return a; });
+    FailureOr<Const> other = foldBinary(
+        *(*le)->folded, *(*re)->folded, [](double, double b) { return b; });
+    if (failed(picked) || failed(other))
+      return nodeError(node) << "cannot fold constants";
+    FailureOr<Const> mask =
+        foldBinary(cond, *picked, [](double c, double) { return c != 0; });
+    FailureOr<Const> lhs =
+        foldBinary(cond, *picked, [](double, double v) { return v; });
+    FailureOr<Const> rhs =
+        foldBinary(cond, *other, [](double, double v) { return v; });
+    if (failed(mask) || failed(lhs) || failed(rhs))
+      return nodeError(node) << "cannot fold constants: shapes are not "
+                                "broadcastable";
+    Const c = *lhs;
+    c.isBool = (*le)->folded->isBool && (*re)->folded->isBool;
+    for (int64_t i = 0; i < c.size(); ++i)
+      if (mask->at(i) == 0) {
+        if (c.isFloat)
+          c.floats[i] = rhs->floats[i];
+        else
+          c.ints[i] = rhs->ints[i];
+      }
+    defineConst(node, 0, std::move(c));
+    return success();
+  }
   FailureOr<Value> c = tensor(node, 0), l = tensor(node, 1),
                    r = tensor(node, 2);
   if (failed(c) || failed(l) || failed(r))

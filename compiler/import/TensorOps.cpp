@@ -30,8 +30,10 @@ Importer::intsInput(const onnx::NodeProto &node, int i,
   if (failed(c))
     return failure();
   SmallVector<int64_t> out;
+  // Integers are read exactly (INT64_MAX "to the end" bounds included).
   for (int64_t k = 0; k < (*c)->size(); ++k)
-    out.push_back(static_cast<int64_t>((*c)->at(k)));
+    out.push_back((*c)->isFloat ? static_cast<int64_t>((*c)->floats[k])
+                                : (*c)->ints[k]);
   return out;
 }
 

@@ -1,0 +1,245 @@
+#!/usr/bin/python3
+#===- gradcheck_test.py - OTC gradients vs PyTorch autograd, per op --------===#
+#
+# One table of cases, one tiny torch module each: the op applied to
+# parameters (so they receive gradients), plus the data input x (zeros) to
+# give the model an input, exported to ONNX. OTC compiles it with an MSE
+# loss against a random target and takes one SGD step with lr 1, so each
+# parameter's update is its gradient: (w0 - w1) is compared with
+# torch.autograd's gradient of the same loss (max|a - b| / max|b| per
+# parameter, 1e-4).
+#
+#===------------------------------------------------------------------------===#
+
+import os
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import otc_testlib as T  # noqa: E402
+
+TOL = 1e-4
+
+
+def cases():
+    """name -> (fn(p) -> tensor, {param: (shape, domain)}, opset).
+
+    domain: "any" (standard normal), "pos" (|n| + 0.5), "unit" (in (-0.9,
+    0.9)). The output's first dimension is the batch."""
+    import torch
+    import torch.nn.functional as F
+    t = torch
+    a = {"a": ((4, 6), "any")}
+    ab = {"a": ((4, 6), "any"), "b": ((4, 6), "any")}
+    img = {"x": ((2, 3, 6, 6), "any")}
+    unary = {
+        "relu": F.relu, "sigmoid": t.sigmoid, "tanh": t.tanh, "neg": t.neg,
+        "abs": t.abs, "sin": t.sin, "cos": t.cos, "erf": t.erf,
+        "softplus": F.softplus, "softsign": F.softsign,
+        "hardswish": F.hardswish, "leaky_relu": lambda v: F.leaky_relu(v, 0.1),
+        "elu": F.elu, "celu": lambda v: F.celu(v, 0.7), "selu": F.selu,
+        "hardsigmoid": F.hardsigmoid, "clip": lambda v: t.clamp(v, -0.5, 0.7),
+        "gelu_erf": F.gelu, "softmax": lambda v: F.softmax(v, dim=1),
+        "log_softmax": lambda v: F.log_softmax(v, dim=0),
+    }
+    table = {k: (lambda p, f=f: f(p["a"]), a, 13) for k, f in unary.items()}
+    pos = {"a": ((4, 6), "pos")}
+    table.update({
+        "sqrt": (lambda p: t.sqrt(p["a"]), pos, 13),
+        "exp": (lambda p: t.exp(p["a"]), a, 13),
+        "log": (lambda p: t.log(p["a"]), pos, 13),
+        "reciprocal": (lambda p: t.reciprocal(p["a"]), pos, 13),
+        "add_bcast": (lambda p: p["a"] + p["b"],
+                      {"a": ((4, 6), "any"), "b": ((6,), "any")}, 13),
+        "sub_bcast": (lambda p: p["a"] - p["b"],
+                      {"a": ((4, 1), "any"), "b": ((4, 6), "any")}, 13),
+        "mul": (lambda p: p["a"] * p["b"], ab, 13),
+        "div": (lambda p: p["a"] / p["b"],
+                {"a": ((4, 6), "any"), "b": ((4, 6), "pos")}, 13),
+        "pow": (lambda p: t.pow(p["a"], p["b"]),
+                {"a": ((4, 6), "pos"), "b": ((4, 6), "any")}, 13),
+        "max": (lambda p: t.maximum(p["a"], p["b"]), ab, 13),
+        "min": (lambda p: t.minimum(p["a"], p["b"]), ab, 13),
+        "prelu": (lambda p: F.prelu(p["x"], p["s"]),
+                  {"x": ((2, 3, 4), "any"), "s": ((3,), "pos")}, 13),
+        "where": (lambda p: t.where(p["a"] > 0, p["a"] * 2.0, p["b"]), ab, 13),
+        "matmul_2d": (lambda p: p["a"] @ p["b"],
+                      {"a": ((4, 5), "any"), "b": ((5, 3), "any")}, 13),
+        "matmul_batched_bcast": (lambda p: p["a"] @ p["b"],
+                                 {"a": ((2, 3, 4, 5), "any"),
+                                  "b": ((5, 6), "any")}, 13),
+        "matmul_bt": (lambda p: p["a"] @ p["b"].transpose(-1, -2),
+                      {"a": ((2, 4, 5), "any"), "b": ((2, 3, 5), "any")}, 13),
+        "linear": (lambda p: F.linear(p["x"], p["w"], p["b"]),
+                   {"x": ((4, 5), "any"), "w": ((3, 5), "any"),
+                    "b": ((3,), "any")}, 13),
+        "transpose": (lambda p: p["a"].reshape(4, 2, 3).permute(0, 2, 1), a, 13),
+        "concat": (lambda p: t.cat([p["a"], p["b"] * 2.0], dim=1), ab, 13),
+        "split": (lambda p: t.split(p["a"], [2, 4], dim=1)[1] * 3.0, a, 13),
+        "slice_step": (lambda p: p["a"][:, 1::2], a, 13),
+        "slice_neg_step": (lambda p: t.flip(p["a"], [1]), a, 13),
+        "expand": (lambda p: p["a"].expand(4, 6),
+                   {"a": ((1, 6), "any")}, 13),
+        "tile": (lambda p: p["a"].repeat(2, 3), a, 13),
+        "pad_constant": (lambda p: F.pad(p["x"], (1, 2, 0, 1)), img, 13),
+        "pad_reflect": (lambda p: F.pad(p["x"], (2, 1, 1, 2), mode="reflect"),
+                        img, 13),
+        "pad_edge": (lambda p: F.pad(p["x"], (2, 1, 1, 2), mode="replicate"),
+                     img, 13),
+        "embedding": (lambda p: F.embedding(
+            t.tensor([[1, 3, 3], [0, 2, 5]]), p["w"]),
+            {"w": ((7, 4), "any")}, 13),
+        "gather_elements": (lambda p: t.gather(
+            p["a"], 1, t.tensor([[0, 5, 5], [1, 2, 3], [4, 4, 0], [2, 2, 2]])),
+            a, 13),
+        "reduce_sum": (lambda p: p["a"].sum(dim=1, keepdim=True), a, 13),
+        "reduce_mean": (lambda p: p["a"].mean(dim=0), a, 13),
+        "reduce_max": (lambda p: p["a"].amax(dim=1), a, 13),
+        "reduce_min": (lambda p: p["a"].amin(dim=0, keepdim=True), a, 13),
+        "reduce_prod": (lambda p: p["a"].prod(dim=1), a, 13),
+        "reduce_l2": (lambda p: t.norm(p["a"], dim=1), a, 13),
+        "reduce_logsumexp": (lambda p: t.logsumexp(p["a"], dim=1), a, 13),
+        "cumsum": (lambda p: t.cumsum(p["a"], dim=1), a, 13),
+        "topk": (lambda p: t.topk(p["a"], 3, dim=1).values, a, 13),
+        "trilu": (lambda p: t.triu(p["a"], diagonal=1), a, 14),
+        "depth_to_space": (lambda p: F.pixel_shuffle(p["x"], 2),
+                           {"x": ((2, 8, 3, 3), "any")}, 13),
+        "conv2d": (lambda p: F.conv2d(p["x"], p["w"], p["b"], stride=2,
+                                      padding=1),
+                   {"x": ((2, 3, 7, 7), "any"), "w": ((4, 3, 3, 3), "any"),
+                    "b": ((4,), "any")}, 13),
+        "conv2d_dilated_groups": (lambda p: F.conv2d(
+            p["x"], p["w"], None, padding=2, dilation=2, groups=2),
+            {"x": ((2, 4, 6, 6), "any"), "w": ((6, 2, 3, 3), "any")}, 13),
+        "conv2d_depthwise": (lambda p: F.conv2d(p["x"], p["w"], None,
+                                                padding=1, groups=4),
+                             {"x": ((2, 4, 5, 5), "any"),
+                              "w": ((4, 1, 3, 3), "any")}, 13),
+        "conv1d": (lambda p: F.conv1d(p["x"], p["w"], p["b"], stride=2),
+                   {"x": ((2, 3, 9), "any"), "w": ((5, 3, 3), "any"),
+                    "b": ((5,), "any")}, 13),
+        "conv_transpose2d": (lambda p: F.conv_transpose2d(
+            p["x"], p["w"], p["b"], stride=2, padding=1, output_padding=1),
+            {"x": ((2, 3, 4, 4), "any"), "w": ((3, 2, 3, 3), "any"),
+             "b": ((2,), "any")}, 13),
+        "max_pool": (lambda p: F.max_pool2d(p["x"], 3, stride=2, padding=1),
+                     img, 13),
+        "max_pool_ceil": (lambda p: F.max_pool2d(p["x"], 2, ceil_mode=True),
+                          {"x": ((2, 3, 5, 5), "any")}, 13),
+        "avg_pool": (lambda p: F.avg_pool2d(p["x"], 3, stride=2, padding=1),
+                     img, 13),
+        "avg_pool_exclude_pad": (lambda p: F.avg_pool2d(
+            p["x"], 3, stride=2, padding=1, count_include_pad=False), img, 13),
+        "global_avg_pool": (lambda p: F.adaptive_avg_pool2d(p["x"], 1), img, 13),
+        "layer_norm": (lambda p: F.layer_norm(p["x"], (6,), p["g"], p["b"]),
+                       {"x": ((4, 6), "any"), "g": ((6,), "any"),
+                        "b": ((6,), "any")}, 17),
+        "instance_norm": (lambda p: F.instance_norm(p["x"], weight=p["g"],
+                                                    bias=p["b"]),
+                          {"x": ((2, 3, 4, 4), "any"), "g": ((3,), "any"),
+                           "b": ((3,), "any")}, 13),
+        "batch_norm_eval": (lambda p: F.batch_norm(
+            p["x"], t.tensor([0.1, -0.2, 0.3]), t.tensor([1.5, 0.5, 2.0]),
+            p["g"], p["b"], training=False),
+            {"x": ((2, 3, 4, 4), "any"), "g": ((3,), "any"),
+             "b": ((3,), "any")}, 13),
+        "resize_nearest": (lambda p: F.interpolate(p["x"], scale_factor=2,
+                                                   mode="nearest"), img, 13),
+        "resize_bilinear": (lambda p: F.interpolate(
+            p["x"], scale_factor=2, mode="bilinear", align_corners=False),
+            img, 13),
+    })
+    return table
+
+
+def make_params(spec, seed):
+    import numpy as np
+    rng = np.random.RandomState(seed)
+    out = {}
+    for name, (shape, domain) in spec.items():
+        v = rng.standard_normal(shape).astype(np.float32)
+        if domain == "pos":
+            v = np.abs(v) + 0.5
+        out[name] = v
+    return out
+
+
+def build_module(fn, params):
+    import torch
+
+    class Case(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            for k, v in params.items():
+                self.register_parameter(k, torch.nn.Parameter(
+                    torch.tensor(v)))
+
+        def forward(self, x):
+            p = {k: getattr(self, k) for k in params}
+            return fn(p) + x
+
+    return Case()
+
+
+def main():
+    args, ctx = T.parse_args(
+        "gradcheck", "OTC gradients vs PyTorch autograd, one case per op.",
+        extra=lambda p: p.add_argument("--filter", default=""))
+    checks = T.Checks("gradcheck")
+    import numpy as np
+    import torch
+    torch.set_num_threads(1)
+    table = {k: v for k, v in cases().items() if args.filter in k}
+    jobs, prepared = [], {}
+    for i, (name, (fn, spec, opset)) in enumerate(sorted(table.items())):
+        params = make_params(spec, seed=100 + i)
+        module = build_module(fn, params)
+        with torch.no_grad():
+            y0 = fn({k: torch.tensor(v) for k, v in params.items()})
+        x = np.zeros(tuple(y0.shape), np.float32)
+        onnx_path = ctx.path(name, "model.onnx")
+        torch.onnx.export(module, (torch.tensor(x),), onnx_path,
+                          input_names=["x_in"], output_names=["y"],
+                          opset_version=opset, do_constant_folding=False)
+        target = np.random.RandomState(i).standard_normal(
+            x.shape).astype(np.float32)
+        prepared[name] = (module, params, x, target)
+        jobs.append((onnx_path, ctx.path(name, "train"),
+                     dict(loss="mse", label="target", optimizer="sgd",
+                          lr=1.0, batch=x.shape[0] if x.ndim else None,
+                          seed=0)))
+    results = T.compile_many(ctx, jobs)
+    for (name, (module, params, x, target)), res in zip(
+            sorted(prepared.items()), results):
+        if not T.require_ok(checks, "%s: otc-compile" % name, res):
+            continue
+        xp, tp = ctx.path(name, "x.npy"), ctx.path(name, "target.npy")
+        np.save(xp, x)
+        np.save(tp, target)
+        exported = ctx.path(name, "trained.onnx")
+        r = T.run(T.train_cmd(ctx.path(name, "train"),
+                              {"x_in": xp, "target": tp}, steps=1,
+                              no_shuffle=True, export=exported,
+                              threads=args.threads), timeout=120)
+        if not T.require_ok(checks, "%s: one SGD step" % name, r):
+            continue
+        module.zero_grad()
+        y = module(torch.tensor(x))
+        torch.nn.functional.mse_loss(y, torch.tensor(target)).backward()
+        got = T.read_onnx_weights(exported)
+        worst, detail = 0.0, ""
+        for k, v in params.items():
+            if k not in got:
+                worst, detail = float("inf"), "parameter %s not exported" % k
+                break
+            g_otc = v - got[k]
+            g_ref = getattr(module, k).grad.numpy()
+            err = T.rel_err(g_otc, g_ref)
+            if err > worst:
+                worst, detail = err, "%s: rel err %.2e" % (k, err)
+        checks.check("%s: gradients match autograd (rel %.0e)" % (name, TOL),
+                     worst <= TOL, detail)
+    return checks.finish()
+
+
+if __name__ == "__main__":
+    sys.exit(main())
