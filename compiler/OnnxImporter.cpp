@@ -43,6 +43,7 @@ namespace otc::importer {
 
 LogicalResult Importer::prepare(onnx::ModelProto &model) {
   opset = 0;
+  producer = model.producer_name();
   for (const auto &imp : model.opset_import())
     if (imp.domain().empty() || imp.domain() == "ai.onnx")
       opset = imp.version();
@@ -505,6 +506,14 @@ LogicalResult Importer::importGraph(const onnx::GraphProto &graph,
   for (const auto &node : graph.node())
     if (failed(importNode(node)))
       return failure();
+  // Running statistics of training-mode BatchNorm are buffers: updated by
+  // the forward, not by the optimizer.
+  fn.walk([&](graph::BatchNormOp bn) {
+    for (Value stat : {bn.getRunningMean(), bn.getRunningVar()})
+      if (auto arg = llvm::dyn_cast<BlockArgument>(stat))
+        if (fn.getArgAttr(arg.getArgNumber(), attr::kParam))
+          fn.setArgAttr(arg.getArgNumber(), attr::kBuffer, b.getUnitAttr());
+  });
 
   SmallVector<Value> results;
   SmallVector<Type> resultTypes;

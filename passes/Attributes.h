@@ -14,6 +14,10 @@
 namespace otc::attr {
 // Function arguments.
 inline constexpr llvm::StringLiteral kParam = "otc.param"; // initializer name
+// A parameter the forward updates itself rather than the optimizer
+// (BatchNorm running statistics): loaded, checkpointed and exported like a
+// parameter, never differentiated.
+inline constexpr llvm::StringLiteral kBuffer = "otc.buffer";
 inline constexpr llvm::StringLiteral kState = "otc.state"; // optimizer slot
 inline constexpr llvm::StringLiteral kInput = "otc.input"; // model input name
 inline constexpr llvm::StringLiteral kRole = "otc.role";   // "data" | "label"

@@ -176,7 +176,8 @@ LogicalResult BuildTraining::buildTrainStep(ModuleOp module,
   // Arguments: the forward's, then the label, then optimizer state.
   SmallVector<unsigned> paramArgs;
   for (unsigned i = 0; i < forward.getNumArguments(); ++i)
-    if (forward.getArgAttr(i, attr::kParam))
+    if (forward.getArgAttr(i, attr::kParam) &&
+        !forward.getArgAttr(i, attr::kBuffer))
       paramArgs.push_back(i);
   SmallVector<StringRef> slots = stateSlots(optimizer);
   SmallVector<Type> argTypes(forward.getArgumentTypes());
@@ -307,6 +308,20 @@ LogicalResult BuildTraining::buildTrainStep(ModuleOp module,
     }
     stateArg += slots.size();
   }
+  // Buffers (BatchNorm running statistics) take the forward's new values.
+  DenseMap<Value, Value> bufferUpdates;
+  fn.walk([&](BatchNormOp bn) {
+    bufferUpdates[bn.getRunningMean()] = bn.getNewMean();
+    bufferUpdates[bn.getRunningVar()] = bn.getNewVar();
+  });
+  for (unsigned i = 0; i < forward.getNumArguments(); ++i) {
+    if (!forward.getArgAttr(i, attr::kBuffer))
+      continue;
+    if (Value next = bufferUpdates.lookup(fn.getArgument(i))) {
+      results.push_back(next);
+      updates.push_back(i);
+    }
+  }
   results.push_back(*lossValue);
   b.create<func::ReturnOp>(loc, results);
 
@@ -340,6 +355,23 @@ LogicalResult BuildTraining::buildEvalStep(ModuleOp module,
   for (Operation &op : forward.front().without_terminator()) {
     if (auto dropout = llvm::dyn_cast<DropoutOp>(op)) {
       map.map(dropout.getResult(), map.lookup(dropout.getInput()));
+      continue;
+    }
+    // Evaluation normalises with the running statistics.
+    if (auto bn = llvm::dyn_cast<BatchNormOp>(op)) {
+      if (!bn.getNewMean().use_empty() || !bn.getNewVar().use_empty() ||
+          !bn.getSavedMean().use_empty() || !bn.getSavedInvstd().use_empty())
+        return bn.emitOpError("the model reads BatchNorm's running or saved "
+                              "statistics; only its normalised output is "
+                              "supported in evaluation");
+      auto lookup = [&](Value v) { return map.lookup(v); };
+      map.map(bn.getResult(),
+              b.create<BatchNormInferenceOp>(
+                   bn.getLoc(), bn.getResult().getType(),
+                   lookup(bn.getInput()), lookup(bn.getScale()),
+                   lookup(bn.getBias()), lookup(bn.getRunningMean()),
+                   lookup(bn.getRunningVar()), bn.getEpsilonAttr())
+                  .getResult());
       continue;
     }
     b.clone(op, map);

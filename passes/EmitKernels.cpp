@@ -1024,8 +1024,7 @@ LogicalResult KernelEmitter::batchNorm() {
     return failure();
   // ins: x, scale, bias, running_mean, running_var;
   // outs: y, new_mean, new_var, saved_mean, saved_invstd. The running
-  // statistics are copied, then updated in place with the biased batch
-  // variance (ONNX BatchNormalization-15; PyTorch uses the unbiased one).
+  // statistics are copied, then updated in place.
   for (int i = 0; i < 2; ++i)
     os << "    if (" << out(1 + i) << " != " << in(3 + i) << ")\n      otck_copy("
        << numel(ins[3 + i]) * 4 << ", " << in(3 + i) << ", " << out(1 + i)
@@ -1033,7 +1032,8 @@ LogicalResult KernelEmitter::batchNorm() {
   os << "    otck_batch_norm_train_f32(" << ncs(shapeOf(ins[0])) << ", "
      << in(0) << ", " << in(1) << ", " << in(2) << ", "
      << floatLiteral(f32("epsilon", 1e-5f)) << ", "
-     << floatLiteral(f32("momentum", 0.9f)) << ", 0, " << out(0) << ", "
+     << floatLiteral(f32("momentum", 0.9f)) << ", "
+     << flag("unbiased_running_var") << ", " << out(0) << ", "
      << out(3) << ", " << out(4) << ", " << out(1) << ", " << out(2)
      << ");\n";
   return success();

@@ -228,6 +228,9 @@ public:
   std::string path;
   ImportOptions options;
   int64_t opset = 0;
+  /// ModelProto.producer_name: PyTorch-exported BatchNorm keeps PyTorch's
+  /// running-variance update (unbiased), ONNX's reference the biased one.
+  std::string producer;
   llvm::StringMap<Entry> values;
   int64_t dropoutStreams = 0;
 };

@@ -278,12 +278,17 @@ LogicalResult Importer::importBatchNorm(const onnx::NodeProto &node) {
       return nodeError(node) << "scale, bias, mean and var must be ["
                              << xt.getDimSize(1) << "]";
   auto eps = b.getF32FloatAttr(floatAttr(node, "epsilon", 1e-5f));
-  if (intAttr(node, "training_mode", 0)) {
+  // Opset 14 added training_mode; before it, the running-statistics
+  // outputs alone say "training".
+  bool training = opset >= 14 ? intAttr(node, "training_mode", 0) != 0
+                              : node.output_size() > 1;
+  if (training) {
     auto perChannel = typeOf(in[1]);
     auto op = b.create<graph::BatchNormOp>(
         loc, TypeRange{xt, perChannel, perChannel, perChannel, perChannel},
         in[0], in[1], in[2], in[3], in[4], eps,
-        b.getF32FloatAttr(floatAttr(node, "momentum", 0.9f)));
+        b.getF32FloatAttr(floatAttr(node, "momentum", 0.9f)),
+        b.getBoolAttr(producer == "pytorch"));
     define(node, 0, op.getResult());
     if (node.output_size() > 1 && !node.output(1).empty())
       define(node, 1, op.getNewMean());

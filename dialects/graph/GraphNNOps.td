@@ -159,8 +159,8 @@ def Graph_BatchNormOp : Graph_Op<"batch_norm", [Pure, Graph_Differentiable]> {
     Normalises with the batch's statistics over N and the spatial dims;
     `new_mean`/`new_var` are the updated running statistics
     (`running * momentum + batch * (1 - momentum)` with the biased batch
-    variance, as ONNX defines it; PyTorch's running_var uses the unbiased
-    one), `saved_mean`/`saved_invstd` feed the backward.
+    variance as ONNX defines it, or the unbiased one as PyTorch when
+    `unbiased_running_var`), `saved_mean`/`saved_invstd` feed the backward.
 
     ```mlir
     %y, %rm, %rv, %sm, %si = graph.batch_norm %x, %s, %b, %m, %v
@@ -172,7 +172,8 @@ def Graph_BatchNormOp : Graph_Op<"batch_norm", [Pure, Graph_Differentiable]> {
   let arguments = (ins Graph_F32Tensor:$input, Graph_F32Tensor:$scale,
                        Graph_F32Tensor:$bias, Graph_F32Tensor:$running_mean,
                        Graph_F32Tensor:$running_var, F32Attr:$epsilon,
-                       F32Attr:$momentum);
+                       F32Attr:$momentum,
+                       DefaultValuedAttr<BoolAttr, "false">:$unbiased_running_var);
   let results = (outs Graph_F32Tensor:$result, Graph_F32Tensor:$new_mean,
                       Graph_F32Tensor:$new_var, Graph_F32Tensor:$saved_mean,
                       Graph_F32Tensor:$saved_invstd);
