@@ -119,10 +119,10 @@ LogicalResult BuildTraining::validateOptions(ModuleOp module,
                            "(float initializers)");
   auto out = llvm::cast<RankedTensorType>(forward.getResultTypes()[0]);
   if (loss == "cross-entropy" &&
-      (out.getRank() != 2 || !out.getElementType().isF32()))
+      (out.getRank() < 2 || !out.getElementType().isF32()))
     return mlir::emitError(forward.getLoc(),
-                           "cross-entropy needs a [batch, classes] float "
-                           "output, the model's first output is ")
+                           "cross-entropy needs a [batch, ..., classes] "
+                           "float output, the model's first output is ")
            << out;
   if (loss == "none" && out.getNumElements() != 1)
     return mlir::emitError(forward.getLoc(),
@@ -143,8 +143,8 @@ LogicalResult BuildTraining::validateOptions(ModuleOp module,
 
 Type BuildTraining::labelType(func::FuncOp forward) {
   auto out = llvm::cast<RankedTensorType>(forward.getResultTypes()[0]);
-  if (loss == "cross-entropy")
-    return RankedTensorType::get({out.getDimSize(0)},
+  if (loss == "cross-entropy") // one class index per position
+    return RankedTensorType::get(out.getShape().drop_back(),
                                  IntegerType::get(&getContext(), 64));
   if (loss == "mse")
     return out;
@@ -154,11 +154,22 @@ Type BuildTraining::labelType(func::FuncOp forward) {
 FailureOr<Value> BuildTraining::buildLoss(OpBuilder &b, Location loc,
                                           Value output, Value label) {
   auto scalar = RankedTensorType::get({}, b.getF32Type());
-  if (loss == "cross-entropy")
+  if (loss == "cross-entropy") {
+    // [batch, ..., classes]: every position is a sample (sequence models).
+    auto out = llvm::cast<RankedTensorType>(output.getType());
+    if (out.getRank() > 2) {
+      int64_t classes = out.getShape().back();
+      int64_t rows = out.getNumElements() / std::max<int64_t>(classes, 1);
+      output = b.create<ReshapeOp>(loc, out.clone({rows, classes}), output);
+      label = b.create<ReshapeOp>(
+          loc, llvm::cast<RankedTensorType>(label.getType()).clone({rows}),
+          label);
+    }
     return b
         .create<SoftmaxCrossEntropyOp>(loc, scalar, output.getType(), output,
                                        label)
         .getLoss();
+  }
   if (loss == "mse")
     return b.create<MseOp>(loc, scalar, output, label).getLoss();
   if (output.getType() == scalar)

@@ -352,21 +352,26 @@ int64_t readInteger(const uint8_t *p, DType dtype) {
 // file is a clear input error rather than a failed step.
 void checkLabels(const Manifest &m, const Dataset &ds) {
   if (m.loss != "cross-entropy" || !m.evalOutput ||
-      m.evalOutput->shape.size() != 2)
+      m.evalOutput->shape.size() < 2)
     return;
-  int64_t classes = m.evalOutput->shape[1];
+  // [batch, ..., classes] outputs: one label per position of a sample.
+  int64_t classes = m.evalOutput->shape.back();
   for (const Dataset::Column &col : ds.columns()) {
-    if (col.input->role != "label" || col.input->sampleNumel() != 1)
+    if (col.input->role != "label")
       continue;
-    for (int64_t i = 0; i < ds.size(); ++i) {
-      int64_t y = readInteger(col.data.data() + size_t(i) * col.sampleBytes,
-                              col.input->dtype);
-      if (y < 0 || y >= classes)
-        throw UsageError("'" + col.source + "': label " + std::to_string(y) +
-                         " of sample " + std::to_string(i) +
-                         " is outside [0, " + std::to_string(classes) +
-                         ") for input '" + col.input->name + "'");
-    }
+    int64_t per = col.input->sampleNumel();
+    size_t width = col.sampleBytes / size_t(std::max<int64_t>(per, 1));
+    for (int64_t i = 0; i < ds.size(); ++i)
+      for (int64_t j = 0; j < per; ++j) {
+        int64_t y = readInteger(col.data.data() + size_t(i) * col.sampleBytes +
+                                    size_t(j) * width,
+                                col.input->dtype);
+        if (y < 0 || y >= classes)
+          throw UsageError("'" + col.source + "': label " + std::to_string(y) +
+                           " of sample " + std::to_string(i) +
+                           " is outside [0, " + std::to_string(classes) +
+                           ") for input '" + col.input->name + "'");
+      }
   }
 }
 

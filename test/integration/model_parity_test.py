@@ -40,7 +40,78 @@ def resnet18():
     return model, (8, 3, 32, 32), None, 15
 
 
-MODELS = {"resnet18": resnet18}
+def gpt():
+    """A GPT-style decoder: token + position embedding, 4 pre-LayerNorm
+    blocks of causal multi-head attention and a GELU MLP, vocab 512,
+    context 64; logits [batch, context, vocab]."""
+    import math
+    import torch
+    import torch.nn as nn
+    import torch.nn.functional as F
+    vocab, context, d, heads = 512, 64, 64, 4
+
+    class Block(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.ln1, self.ln2 = nn.LayerNorm(d), nn.LayerNorm(d)
+            self.qkv, self.proj = nn.Linear(d, 3 * d), nn.Linear(d, d)
+            self.fc, self.out = nn.Linear(d, 4 * d), nn.Linear(4 * d, d)
+            self.register_buffer("causal", torch.tril(
+                torch.ones(context, context, dtype=torch.bool)))
+
+        def forward(self, x):
+            b, t, c = x.shape
+            q, k, v = self.qkv(self.ln1(x)).split(c, dim=2)
+            q, k, v = (z.view(b, t, heads, c // heads).transpose(1, 2)
+                       for z in (q, k, v))
+            att = (q @ k.transpose(-2, -1)) / math.sqrt(c // heads)
+            att = att.masked_fill(~self.causal[:t, :t], float("-inf"))
+            y = (F.softmax(att, dim=-1) @ v).transpose(1, 2).reshape(b, t, c)
+            x = x + self.proj(y)
+            return x + self.out(F.gelu(self.fc(self.ln2(x))))
+
+    class GPT(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.tok, self.pos = nn.Embedding(vocab, d), nn.Embedding(context, d)
+            self.blocks = nn.Sequential(*[Block() for _ in range(4)])
+            self.ln, self.head = nn.LayerNorm(d), nn.Linear(d, vocab)
+
+        def forward(self, ids):
+            positions = torch.arange(ids.shape[1])
+            x = self.tok(ids) + self.pos(positions)
+            return self.head(self.ln(self.blocks(x)))
+
+    torch.manual_seed(0)
+    return GPT(), (4, context), vocab, 17
+
+
+def bert():
+    """A BERT-style encoder from torch.nn.TransformerEncoder (2 post-norm
+    layers, GELU, no dropout) with token embeddings and a per-token
+    classifier."""
+    import torch
+    import torch.nn as nn
+    vocab, length, d = 256, 32, 64
+
+    class Bert(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.tok = nn.Embedding(vocab, d)
+            layer = nn.TransformerEncoderLayer(d, 4, dim_feedforward=128,
+                                               dropout=0.0, activation="gelu",
+                                               batch_first=True)
+            self.encoder = nn.TransformerEncoder(layer, num_layers=2)
+            self.head = nn.Linear(d, 8)
+
+        def forward(self, ids):
+            return self.head(self.encoder(self.tok(ids)))
+
+    torch.manual_seed(0)
+    return Bert(), (4, length), vocab, 17
+
+
+MODELS = {"resnet18": resnet18, "gpt": gpt, "bert": bert}
 
 
 def main():

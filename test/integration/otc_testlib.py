@@ -461,7 +461,11 @@ def torch_train(model, opt_name, x, y, steps, lr, momentum=0.0,
         i = (s % per_epoch) * b
         opt.zero_grad()
         out = model(xt[i:i + b])
-        l = fn(out, yt[i:i + b])
+        target = yt[i:i + b]
+        if loss == "cross-entropy" and out.dim() > 2:
+            # [batch, ..., classes] with a label per position, as OTC.
+            out, target = out.reshape(-1, out.shape[-1]), target.reshape(-1)
+        l = fn(out, target)
         l.backward()
         if first_grads is None:
             first_grads = {k: p.grad.detach().numpy().copy()
