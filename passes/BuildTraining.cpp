@@ -82,9 +82,13 @@ private:
 
 LogicalResult BuildTraining::validateOptions(ModuleOp module,
                                              func::FuncOp forward) {
-  if (loss != "cross-entropy" && loss != "mse" && loss != "none")
+  if (!llvm::is_contained({"cross-entropy", "mse", "l1", "bce-with-logits",
+                           "nll", "none"},
+                          loss))
     return mlir::emitError(module.getLoc(), "unknown loss '")
-           << loss << "' (expected cross-entropy, mse or none)";
+           << loss
+           << "' (expected cross-entropy, mse, l1, bce-with-logits, nll or "
+              "none)";
   if (optimizer != "sgd" && optimizer != "momentum" && optimizer != "adam" &&
       optimizer != "adamw")
     return mlir::emitError(module.getLoc(), "unknown optimizer '")
@@ -118,11 +122,14 @@ LogicalResult BuildTraining::validateOptions(ModuleOp module,
                            "the model has no trainable parameters "
                            "(float initializers)");
   auto out = llvm::cast<RankedTensorType>(forward.getResultTypes()[0]);
-  if (loss == "cross-entropy" &&
+  if ((loss == "cross-entropy" || loss == "nll") &&
       (out.getRank() < 2 || !out.getElementType().isF32()))
-    return mlir::emitError(forward.getLoc(),
-                           "cross-entropy needs a [batch, ..., classes] "
-                           "float output, the model's first output is ")
+    return mlir::emitError(forward.getLoc(), "")
+           << loss << " needs a [batch, ..., classes] float output, the "
+           << "model's first output is " << out;
+  if (loss != "none" && !out.getElementType().isF32())
+    return mlir::emitError(forward.getLoc(), "")
+           << loss << " needs a float output, the model's first output is "
            << out;
   if (loss == "none" && out.getNumElements() != 1)
     return mlir::emitError(forward.getLoc(),
@@ -143,11 +150,11 @@ LogicalResult BuildTraining::validateOptions(ModuleOp module,
 
 Type BuildTraining::labelType(func::FuncOp forward) {
   auto out = llvm::cast<RankedTensorType>(forward.getResultTypes()[0]);
-  if (loss == "cross-entropy") // one class index per position
+  if (loss == "cross-entropy" || loss == "nll") // a class per position
     return RankedTensorType::get(out.getShape().drop_back(),
                                  IntegerType::get(&getContext(), 64));
-  if (loss == "mse")
-    return out;
+  if (loss == "mse" || loss == "l1" || loss == "bce-with-logits")
+    return out; // targets of the output's shape
   return {};
 }
 
@@ -172,6 +179,46 @@ FailureOr<Value> BuildTraining::buildLoss(OpBuilder &b, Location loc,
   }
   if (loss == "mse")
     return b.create<MseOp>(loc, scalar, output, label).getLoss();
+  auto out = llvm::cast<RankedTensorType>(output.getType());
+  SmallVector<int64_t> all;
+  for (int64_t d = 0; d < out.getRank(); ++d)
+    all.push_back(d);
+  auto mean = [&](Value v) -> Value {
+    return b.create<ReduceOp>(loc, scalar, b.getStringAttr("mean"), v,
+                              b.getDenseI64ArrayAttr(all),
+                              b.getBoolAttr(false));
+  };
+  if (loss == "l1") // torch.nn.L1Loss: mean |pred - target|
+    return mean(b.create<AbsOp>(loc, b.create<SubOp>(loc, output, label)));
+  if (loss == "bce-with-logits") {
+    // torch.nn.BCEWithLogitsLoss, the stable form:
+    // mean(max(x, 0) - x * t + log(1 + exp(-|x|))).
+    Value softplus = b.create<SoftplusOp>(
+        loc, b.create<NegOp>(loc, b.create<AbsOp>(loc, output)));
+    Value v = b.create<AddOp>(
+        loc,
+        b.create<SubOp>(loc, b.create<ReluOp>(loc, output),
+                        b.create<MulOp>(loc, output, label)),
+        softplus);
+    return mean(v);
+  }
+  if (loss == "nll") {
+    // torch.nn.NLLLoss on log-probabilities: -mean(logp[i, label_i]).
+    auto lt = llvm::cast<RankedTensorType>(label.getType());
+    SmallVector<int64_t> shape(lt.getShape());
+    shape.push_back(1);
+    Value idx = b.create<ReshapeOp>(loc, lt.clone(shape), label);
+    Value picked = b.create<GatherElementsOp>(
+        loc, out.clone(shape), output, idx,
+        b.getI64IntegerAttr(out.getRank() - 1));
+    SmallVector<int64_t> dims;
+    for (int64_t d = 0; d < out.getRank(); ++d)
+      dims.push_back(d);
+    Value m = b.create<ReduceOp>(loc, scalar, b.getStringAttr("mean"), picked,
+                                 b.getDenseI64ArrayAttr(dims),
+                                 b.getBoolAttr(false));
+    return b.create<NegOp>(loc, m).getResult();
+  }
   if (output.getType() == scalar)
     return output;
   return b.create<ReshapeOp>(loc, scalar, output).getResult();

@@ -23,7 +23,8 @@ def BuildTraining : Pass<"otc-build-training", "mlir::ModuleOp"> {
                            "::mlir::func::FuncDialect"];
   let options = [
     Option<"loss", "loss", "std::string", "\"cross-entropy\"",
-           "Loss on the first output: cross-entropy, mse or none (the "
+           "Loss on the first output: cross-entropy, mse, l1, "
+           "bce-with-logits, nll (log-probabilities) or none (the "
            "output is already a scalar loss)">,
     Option<"label", "label", "std::string", "\"labels\"",
            "Name of the new label/target input">,

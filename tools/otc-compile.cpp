@@ -39,7 +39,8 @@ cl::opt<otc::Stage> emit(
                clEnumValN(otc::Stage::Exe, "exe", "training executable")),
     cl::cat(category));
 cl::opt<std::string> loss("loss",
-                          cl::desc("cross-entropy, mse or none (the model's "
+                          cl::desc("cross-entropy, mse, l1, bce-with-logits, "
+                                   "nll or none (the model's "
                                    "first output is its loss)"),
                           cl::init("cross-entropy"), cl::cat(category));
 cl::opt<std::string> label("label", cl::desc("Name of the label input"),

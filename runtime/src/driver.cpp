@@ -351,7 +351,7 @@ int64_t readInteger(const uint8_t *p, DType dtype) {
 // Cross-entropy labels must be class indices; checked once up front so a bad
 // file is a clear input error rather than a failed step.
 void checkLabels(const Manifest &m, const Dataset &ds) {
-  if (m.loss != "cross-entropy" || !m.evalOutput ||
+  if ((m.loss != "cross-entropy" && m.loss != "nll") || !m.evalOutput ||
       m.evalOutput->shape.size() < 2)
     return;
   // [batch, ..., classes] outputs: one label per position of a sample.
@@ -610,7 +610,8 @@ EvalResult Run::evaluate() {
   for (size_t c = 0; c < ds.columns().size(); ++c)
     if (label && ds.columns()[c].input == label)
       labelColumn = c;
-  bool classify = m_.loss == "cross-entropy" && out && label &&
+  bool classify = (m_.loss == "cross-entropy" || m_.loss == "nll") && out &&
+                  label &&
                   out->dtype == DType::F32 && out->shape.size() == 2 &&
                   out->shape[0] == m_.batch;
   r.hasAccuracy = classify;

@@ -148,7 +148,33 @@ def cases():
             p["x"], scale_factor=2, mode="bilinear", align_corners=False),
             img, 13),
     })
+    # The compile-time losses (the op is the identity or log_softmax).
+    table.update({
+        "loss_l1": (lambda p: p["a"] * 1.0, a, 13, "l1"),
+        "loss_bce_with_logits": (lambda p: p["a"] * 1.0, a, 13,
+                                 "bce-with-logits"),
+        "loss_nll": (lambda p: F.log_softmax(p["a"], dim=1), a, 13, "nll"),
+        "loss_cross_entropy_3d": (lambda p: p["a"] * 1.0,
+                                  {"a": ((2, 3, 5), "any")}, 13,
+                                  "cross-entropy"),
+    })
     return table
+
+
+LOSSES = {
+    # name: (torch loss of (output, target), integer targets?)
+    "mse": (lambda y, t: __import__("torch").nn.functional.mse_loss(y, t),
+            False),
+    "l1": (lambda y, t: __import__("torch").nn.functional.l1_loss(y, t),
+           False),
+    "bce-with-logits": (lambda y, t: __import__(
+        "torch").nn.functional.binary_cross_entropy_with_logits(y, t), False),
+    "nll": (lambda y, t: __import__("torch").nn.functional.nll_loss(
+        y.reshape(-1, y.shape[-1]), t.reshape(-1)), True),
+    "cross-entropy": (lambda y, t: __import__(
+        "torch").nn.functional.cross_entropy(y.reshape(-1, y.shape[-1]),
+                                             t.reshape(-1)), True),
+}
 
 
 def make_params(spec, seed):
@@ -190,7 +216,9 @@ def main():
     torch.set_num_threads(1)
     table = {k: v for k, v in cases().items() if args.filter in k}
     jobs, prepared = [], {}
-    for i, (name, (fn, spec, opset)) in enumerate(sorted(table.items())):
+    for i, (name, case) in enumerate(sorted(table.items())):
+        fn, spec, opset = case[:3]
+        loss = case[3] if len(case) > 3 else "mse"
         params = make_params(spec, seed=100 + i)
         module = build_module(fn, params)
         with torch.no_grad():
@@ -200,15 +228,20 @@ def main():
         torch.onnx.export(module, (torch.tensor(x),), onnx_path,
                           input_names=["x_in"], output_names=["y"],
                           opset_version=opset, do_constant_folding=False)
-        target = np.random.RandomState(i).standard_normal(
-            x.shape).astype(np.float32)
-        prepared[name] = (module, params, x, target)
+        trng = np.random.RandomState(i)
+        if LOSSES[loss][1]:
+            target = trng.randint(0, x.shape[-1], size=x.shape[:-1])
+        elif loss == "bce-with-logits":
+            target = trng.uniform(0, 1, x.shape).astype(np.float32)
+        else:
+            target = trng.standard_normal(x.shape).astype(np.float32)
+        prepared[name] = (module, params, x, target, loss)
         jobs.append((onnx_path, ctx.path(name, "train"),
-                     dict(loss="mse", label="target", optimizer="sgd",
+                     dict(loss=loss, label="target", optimizer="sgd",
                           lr=1.0, batch=x.shape[0] if x.ndim else None,
                           seed=0)))
     results = T.compile_many(ctx, jobs)
-    for (name, (module, params, x, target)), res in zip(
+    for (name, (module, params, x, target, loss)), res in zip(
             sorted(prepared.items()), results):
         if not T.require_ok(checks, "%s: otc-compile" % name, res):
             continue
@@ -224,7 +257,7 @@ def main():
             continue
         module.zero_grad()
         y = module(torch.tensor(x))
-        torch.nn.functional.mse_loss(y, torch.tensor(target)).backward()
+        LOSSES[loss][0](y, torch.tensor(target)).backward()
         got = T.read_onnx_weights(exported)
         worst, detail = 0.0, ""
         for k, v in params.items():
