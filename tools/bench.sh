@@ -4,9 +4,11 @@
 # usage: tools/bench.sh [BUILD_DIR] [bench_mlp.py options]
 #        (default BUILD_DIR: build; e.g. --threads 1,2 --steps 300 --repeat 3)
 #
-# Runs test/bench/bench_mlp.py: the MLP's training step time and peak memory,
-# OTC vs PyTorch eager, side by side at the same thread counts, and prints the
-# table with the ratios. Results also go to BUILD_DIR/bench/bench_mlp.json.
+# Runs test/bench/bench_mlp.py and bench_models.py: training step time and
+# peak memory of the MLP, ResNet-18, a GPT-style decoder and a
+# TransformerEncoder model, OTC vs PyTorch eager, side by side at the same
+# thread counts, and prints the tables with the ratios. Results also go to
+# BUILD_DIR/bench/bench_mlp.json and bench_models.json.
 # Run it on an otherwise idle machine: timings share the cores.
 #
 #===----------------------------------------------------------------------===#
@@ -22,6 +24,9 @@ BUILD="${1:-$ROOT/build}"
 }
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 /usr/bin/python3 "$ROOT/test/bench/bench_mlp.py" --build-dir "$BUILD" "$@"
+# ResNet-18, the GPT-style decoder and the TransformerEncoder model (AdamW):
+# step time and training memory, OTC vs PyTorch eager: bench_models.json.
+/usr/bin/python3 "$ROOT/test/bench/bench_models.py" --build-dir "$BUILD"
 # Then the compressed all-reduce on a 1 Gbit/s link vs PyTorch DDP (a netns of
 # its own: root; otherwise its shaped part is skipped): bench_compress.json.
 exec /usr/bin/python3 "$ROOT/test/bench/bench_compress.py" --build-dir "$BUILD"

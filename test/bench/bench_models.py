@@ -10,9 +10,13 @@
 #              steps after --warmup; PyTorch eager: the same loop (forward,
 #              loss, backward, AdamW step) timed in a child process.
 #              Best of --repeat runs.
-#   memory     max RSS of each process (GNU time) minus the same process
-#              running 0 steps (framework, code and data excluded), and
-#              OTC's static plan peak (--report-json).
+#   memory     training memory: OTC's static plan peak (--report-json:
+#              parameters, gradients, optimizer state, activations; the
+#              arena is allocated and touched at start-up, so its RSS does
+#              not grow with steps) vs PyTorch's parameter bytes plus the
+#              growth of its max RSS (GNU time) over the same process running
+#              0 steps (gradients, optimizer state, activations, allocator
+#              caches). Both processes' total max RSS is reported too.
 #
 # Prints a table with OTC / PyTorch ratios (< 1: OTC faster / smaller) and
 # writes BUILD/bench/bench_models.json.
@@ -66,7 +70,8 @@ def torch_child(a):
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[2])
+    ap = argparse.ArgumentParser(
+        description="OTC vs PyTorch eager: ResNet-18, GPT, BERT training steps")
     ap.add_argument("--build-dir", default=os.path.join(SOURCE_DIR, "build"))
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--steps", type=int, default=20)
@@ -139,28 +144,35 @@ def main():
             o_rss.append(rss)
         _, t_base = torch_run(0)
         _, _, o_base = B.otc_run(a, program, a.threads, 0, work, "base")
+        param_bytes = 4 * sum(p.numel() for p in model.parameters())
+        torch_delta = B.diff(B.best_max(t_rss), t_base)
         row = {
             "otc_step_s": B.best(o_steps), "torch_step_s": B.best(t_steps),
-            "otc_rss_delta": B.diff(B.best_max(o_rss), o_base),
-            "torch_rss_delta": B.diff(B.best_max(t_rss), t_base),
             "otc_planned_peak": planned,
+            "torch_training_bytes": (torch_delta + param_bytes
+                                     if torch_delta is not None else None),
+            "otc_max_rss": B.best_max(o_rss), "torch_max_rss":
+                B.best_max(t_rss),
         }
         row["step_ratio"] = (row["otc_step_s"] / row["torch_step_s"]
                              if row["otc_step_s"] and row["torch_step_s"]
                              else None)
-        row["memory_ratio"] = (row["otc_rss_delta"] / row["torch_rss_delta"]
-                               if row["otc_rss_delta"] and
-                               row["torch_rss_delta"] else None)
+        row["memory_ratio"] = (planned / row["torch_training_bytes"]
+                               if row["torch_training_bytes"] else None)
+        row["rss_ratio"] = (row["otc_max_rss"] / row["torch_max_rss"]
+                            if row["otc_max_rss"] and row["torch_max_rss"]
+                            else None)
         rows[name] = row
-    print("model       threads  OTC ms/step  torch ms/step  ratio   "
-          "OTC RSS+ MiB  torch RSS+ MiB  ratio   OTC planned MiB")
+    print("model     thr  OTC ms/step  torch ms/step  ratio  OTC train MiB  "
+          "torch train MiB  ratio  OTC RSS MiB  torch RSS MiB  ratio")
+    ratio = lambda v: "%.2f" % v if v else "-"  # noqa: E731
     for name, r in rows.items():
-        print("%-10s  %7d  %11s  %13s  %5s  %12s  %14s  %5s  %15s" % (
+        print("%-8s  %3d  %11s  %13s  %5s  %13s  %15s  %5s  %11s  %13s  %5s" % (
             name, a.threads, B.ms(r["otc_step_s"]), B.ms(r["torch_step_s"]),
-            "%.2f" % r["step_ratio"] if r["step_ratio"] else "-",
-            B.mib(r["otc_rss_delta"]), B.mib(r["torch_rss_delta"]),
-            "%.2f" % r["memory_ratio"] if r["memory_ratio"] else "-",
-            B.mib(r["otc_planned_peak"])))
+            ratio(r["step_ratio"]), B.mib(r["otc_planned_peak"]),
+            B.mib(r["torch_training_bytes"]), ratio(r["memory_ratio"]),
+            B.mib(r["otc_max_rss"]), B.mib(r["torch_max_rss"]),
+            ratio(r["rss_ratio"])))
     out = a.json or os.path.join(a.build_dir, "bench", "bench_models.json")
     os.makedirs(os.path.dirname(out), exist_ok=True)
     with open(out, "w") as f:
