@@ -375,6 +375,8 @@ LogicalResult Importer::importNode(const onnx::NodeProto &node) {
       {"BatchNormalization", &Importer::importBatchNorm},
       {"LayerNormalization", &Importer::importLayerNorm},
       {"InstanceNormalization", &Importer::importInstanceNorm},
+      {"Einsum", &Importer::importEinsum},
+      {"CastLike", &Importer::importCastLike},
       {"Relu", &Importer::importUnary},
       {"Sigmoid", &Importer::importUnary},
       {"Tanh", &Importer::importUnary},

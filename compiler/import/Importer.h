@@ -183,6 +183,8 @@ public:
   // LinalgOps.cpp
   LogicalResult importGemm(const onnx::NodeProto &node);
   LogicalResult importMatMul(const onnx::NodeProto &node);
+  LogicalResult importEinsum(const onnx::NodeProto &node);
+  LogicalResult importCastLike(const onnx::NodeProto &node);
 
   // Values.
   FailureOr<Entry *> operand(const onnx::NodeProto &node, int i);

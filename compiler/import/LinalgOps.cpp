@@ -4,6 +4,10 @@
 
 #include "compiler/import/Importer.h"
 
+#include "llvm/ADT/StringExtras.h"
+
+#include <algorithm>
+
 using namespace mlir;
 
 namespace otc::importer {
@@ -81,6 +85,153 @@ LogicalResult Importer::importMatMul(const onnx::NodeProto &node) {
   if (at.getRank() == 1)
     shape.erase(shape.end() - (bt.getRank() == 1 ? 1 : 2));
   return reshapeTo(node, y, shape);
+}
+
+/// Einsum without ellipsis or repeated labels within an operand: one
+/// operand is a transpose and sum; two operands become sums of labels only
+/// one side has, a transpose of each to [batch, free, contracted] /
+/// [batch, contracted, free], one batched MatMul and a transpose to the
+/// output order (the contractions attention and bilinear layers use).
+LogicalResult Importer::importEinsum(const onnx::NodeProto &node) {
+  Location loc = nodeLoc(node);
+  std::string eq;
+  if (auto *a = attr(node, "equation"))
+    eq = a->s();
+  eq.erase(std::remove(eq.begin(), eq.end(), ' '), eq.end());
+  size_t arrow = eq.find("->");
+  if (arrow == std::string::npos || eq.find("...") != std::string::npos)
+    return nodeError(node) << "unsupported equation '" << eq
+                           << "' (needs an explicit '->', no ellipsis)";
+  SmallVector<StringRef> parts;
+  llvm::SplitString(StringRef(eq).take_front(arrow), parts, ",");
+  SmallVector<std::string> inputs(parts.begin(), parts.end());
+  std::string out = eq.substr(arrow + 2);
+  if (static_cast<int>(inputs.size()) != node.input_size() ||
+      inputs.empty() || inputs.size() > 2)
+    return nodeError(node) << "unsupported equation '" << eq
+                           << "' (one or two operands)";
+  SmallVector<Value> xs;
+  llvm::DenseMap<char, int64_t> size;
+  for (auto [i, labels] : llvm::enumerate(inputs)) {
+    FailureOr<Value> x = floatTensor(node, i);
+    if (failed(x))
+      return failure();
+    auto t = llvm::cast<RankedTensorType>(x->getType());
+    if (static_cast<int64_t>(labels.size()) != t.getRank())
+      return nodeError(node) << "operand " << i << " has rank " << t.getRank()
+                             << " but " << labels.size() << " labels";
+    for (auto [d, c] : llvm::enumerate(labels)) {
+      if (llvm::count(labels, c) > 1)
+        return nodeError(node) << "unsupported: repeated label '" << c
+                               << "' (diagonals)";
+      auto [it, inserted] = size.insert({c, t.getDimSize(d)});
+      if (!inserted && it->second != t.getDimSize(d))
+        return nodeError(node) << "label '" << c << "' has sizes "
+                               << it->second << " and " << t.getDimSize(d);
+    }
+    xs.push_back(*x);
+  }
+  for (char c : out)
+    if (!size.count(c) || llvm::count(out, c) > 1)
+      return nodeError(node) << "output label '" << c
+                             << "' is repeated or not in an input";
+  auto f32 = b.getF32Type();
+  // Sums away the labels of `x` that `keep` lacks; returns the new labels.
+  auto sumAway = [&](Value &x, std::string labels,
+                     StringRef keep) -> std::string {
+    SmallVector<int64_t> axes, shape;
+    std::string left;
+    for (auto [d, c] : llvm::enumerate(labels)) {
+      if (keep.contains(c)) {
+        left += c;
+        shape.push_back(size[c]);
+      } else {
+        axes.push_back(d);
+      }
+    }
+    if (!axes.empty())
+      x = b.create<graph::ReduceOp>(loc, RankedTensorType::get(shape, f32),
+                                    b.getStringAttr("sum"), x,
+                                    b.getDenseI64ArrayAttr(axes),
+                                    b.getBoolAttr(false));
+    return left;
+  };
+  auto permute = [&](Value x, StringRef from, StringRef to) -> Value {
+    SmallVector<int64_t> perm;
+    for (char c : to)
+      perm.push_back(from.find(c));
+    bool identity = true;
+    for (auto [i, p] : llvm::enumerate(perm))
+      identity &= static_cast<int64_t>(i) == p;
+    return identity ? x : b.create<graph::TransposeOp>(loc, x, perm);
+  };
+  if (xs.size() == 1) {
+    std::string left = sumAway(xs[0], inputs[0], out);
+    define(node, 0, permute(xs[0], left, out));
+    return success();
+  }
+  std::string a = sumAway(xs[0], inputs[0], inputs[1] + out);
+  std::string bl = sumAway(xs[1], inputs[1], a + out);
+  std::string batch, freeA, freeB, contracted;
+  for (char c : a) {
+    bool inB = bl.find(c) != std::string::npos;
+    bool inOut = out.find(c) != std::string::npos;
+    (inB ? (inOut ? batch : contracted) : freeA) += c;
+  }
+  for (char c : bl)
+    if (a.find(c) == std::string::npos)
+      freeB += c;
+  auto prod = [&](StringRef labels) {
+    int64_t n = 1;
+    for (char c : labels)
+      n *= size[c];
+    return n;
+  };
+  SmallVector<int64_t> bshape;
+  for (char c : batch)
+    bshape.push_back(size[c]);
+  auto shaped = [&](ArrayRef<int64_t> tail) {
+    SmallVector<int64_t> s(bshape);
+    s.append(tail.begin(), tail.end());
+    return RankedTensorType::get(s, f32);
+  };
+  Value lhs = b.create<graph::ReshapeOp>(
+      loc, shaped({prod(freeA), prod(contracted)}),
+      permute(xs[0], a, batch + freeA + contracted));
+  Value rhs = b.create<graph::ReshapeOp>(
+      loc, shaped({prod(contracted), prod(freeB)}),
+      permute(xs[1], bl, batch + contracted + freeB));
+  Value y = b.create<graph::MatMulOp>(loc, lhs, rhs, b.getBoolAttr(false),
+                                      b.getBoolAttr(false));
+  std::string ylabels = batch + freeA + freeB;
+  SmallVector<int64_t> yshape;
+  for (char c : ylabels)
+    yshape.push_back(size[c]);
+  y = b.create<graph::ReshapeOp>(loc, RankedTensorType::get(yshape, f32), y);
+  define(node, 0, permute(y, ylabels, out));
+  return success();
+}
+
+LogicalResult Importer::importCastLike(const onnx::NodeProto &node) {
+  FailureOr<Entry *> x = operand(node, 0), like = operand(node, 1);
+  if (failed(x) || failed(like))
+    return failure();
+  Type target =
+      (*like)->value
+          ? llvm::cast<RankedTensorType>((*like)->value.getType())
+                .getElementType()
+          : ((*like)->folded->isFloat ? Type(b.getF32Type())
+                                      : Type(b.getI64Type()));
+  FailureOr<Value> v = tensor(node, 0);
+  if (failed(v))
+    return failure();
+  auto t = llvm::cast<RankedTensorType>(v->getType());
+  define(node, 0,
+         t.getElementType() == target
+             ? *v
+             : b.create<graph::CastOp>(nodeLoc(node), t.clone(target), *v)
+                   .getResult());
+  return success();
 }
 
 } // namespace otc::importer
