@@ -376,6 +376,8 @@ LogicalResult Importer::importNode(const onnx::NodeProto &node) {
       {"LayerNormalization", &Importer::importLayerNorm},
       {"InstanceNormalization", &Importer::importInstanceNorm},
       {"Einsum", &Importer::importEinsum},
+      {"NegativeLogLikelihoodLoss", &Importer::importLoss},
+      {"SoftmaxCrossEntropyLoss", &Importer::importLoss},
       {"CastLike", &Importer::importCastLike},
       {"Relu", &Importer::importUnary},
       {"Sigmoid", &Importer::importUnary},

@@ -178,6 +178,10 @@ public:
   LogicalResult importBatchNorm(const onnx::NodeProto &node);
   LogicalResult importLayerNorm(const onnx::NodeProto &node);
   LogicalResult importInstanceNorm(const onnx::NodeProto &node);
+  // LossOps.cpp
+  LogicalResult importLoss(const onnx::NodeProto &node);
+  FailureOr<Value> nllLoss(const onnx::NodeProto &node, Value logp,
+                           Value target, Value weight);
   // MovementOps.cpp
   LogicalResult importTranspose(const onnx::NodeProto &node);
   // LinalgOps.cpp

@@ -167,6 +167,14 @@ def cases():
         "loss_cross_entropy_3d": (lambda p: p["a"] * 1.0,
                                   {"a": ((2, 3, 5), "any")}, 13,
                                   "cross-entropy"),
+        # ONNX's own loss ops (the model's output is the loss: --loss none).
+        "onnx_softmax_cross_entropy_loss": (lambda p: F.cross_entropy(
+            p["a"], t.tensor([[1, 0, 3], [2, 2, 1]]),
+            weight=t.tensor([0.5, 2.0, 1.0, 3.0]), ignore_index=3).reshape(1),
+            {"a": ((2, 4, 3), "any")}, 13, "none"),
+        "onnx_nll_loss": (lambda p: F.nll_loss(
+            F.log_softmax(p["a"], 1), t.tensor([1, 0, 3, 2]),
+            reduction="sum").reshape(1), a, 13, "none"),
     })
     return table
 
@@ -175,6 +183,7 @@ LOSSES = {
     # name: (torch loss of (output, target), integer targets?)
     "mse": (lambda y, t: __import__("torch").nn.functional.mse_loss(y, t),
             False),
+    "none": (lambda y, t: y.sum(), False),
     "l1": (lambda y, t: __import__("torch").nn.functional.l1_loss(y, t),
            False),
     "bce-with-logits": (lambda y, t: __import__(
@@ -247,7 +256,8 @@ def main():
             target = trng.standard_normal(x.shape).astype(np.float32)
         prepared[name] = (module, params, x, target, loss)
         jobs.append((onnx_path, ctx.path(name, "train"),
-                     dict(loss=loss, label="target", optimizer="sgd",
+                     dict(loss=loss, label=None if loss == "none" else
+                          "target", optimizer="sgd",
                           lr=1.0, batch=x.shape[0] if x.ndim else None,
                           seed=0)))
     results = T.compile_many(ctx, jobs)
@@ -259,8 +269,10 @@ def main():
         np.save(xp, x)
         np.save(tp, target)
         exported = ctx.path(name, "trained.onnx")
-        r = T.run(T.train_cmd(ctx.path(name, "train"),
-                              {"x_in": xp, "target": tp}, steps=1,
+        data = {"x_in": xp}
+        if loss != "none":
+            data["target"] = tp
+        r = T.run(T.train_cmd(ctx.path(name, "train"), data, steps=1,
                               no_shuffle=True, export=exported,
                               threads=args.threads), timeout=120)
         if not T.require_ok(checks, "%s: one SGD step" % name, r):
