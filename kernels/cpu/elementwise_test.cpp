@@ -11,8 +11,9 @@
 
 #include "otc/kernels.h"
 
+#include "kernels_test_util.h"
+
 #include <gtest/gtest.h>
-#include <omp.h>
 
 #include <algorithm>
 #include <cfloat>
@@ -25,110 +26,19 @@
 #include <string>
 #include <vector>
 
+using namespace otc::kernels::test;
+
 namespace {
 
-using Shape = std::vector<int64_t>;
-
-const float kNaN = std::numeric_limits<float>::quiet_NaN();
-const float kInf = std::numeric_limits<float>::infinity();
 const double kPi = 3.14159265358979323846;
 
-size_t sz(int64_t n) { return static_cast<size_t>(n); }
-
-std::vector<float> randomVec(int64_t n, float lo, float hi, unsigned seed) {
-  std::mt19937 gen(seed);
-  std::uniform_real_distribution<float> dist(lo, hi);
-  std::vector<float> v(sz(std::max<int64_t>(n, 0)));
-  for (float &x : v)
-    x = dist(gen);
-  return v;
-}
-
-int64_t numel(const Shape &s) {
-  int64_t n = 1;
-  for (int64_t d : s)
-    n *= d;
-  return n;
-}
-
-Shape contiguousStrides(const Shape &s) {
-  Shape st(s.size());
-  int64_t acc = 1;
-  for (size_t i = s.size(); i-- > 0;) {
-    st[i] = acc;
-    acc *= s[i];
-  }
-  return st;
-}
-
-/// Strides of `operand` (numpy right-aligned) broadcast to `out`.
-Shape broadcastStrides(const Shape &operand, const Shape &out) {
-  Shape st(out.size(), 0);
-  Shape own = contiguousStrides(operand);
-  size_t off = out.size() - operand.size();
-  for (size_t i = 0; i < operand.size(); ++i)
-    st[off + i] = operand[i] == 1 ? 0 : own[i];
-  return st;
-}
-
-std::string shapeStr(const Shape &s) {
-  std::string r = "[";
-  for (size_t i = 0; i < s.size(); ++i)
-    r += (i ? "," : "") + std::to_string(s[i]);
-  return r + "]";
-}
-
-/// Calls fn(flatIndex, multiIndex) for every element of shape, row-major.
-void forEachIndex(const Shape &shape,
-                  const std::function<void(int64_t, const Shape &)> &fn) {
-  int64_t n = numel(shape);
-  Shape idx(shape.size(), 0);
-  for (int64_t flat = 0; flat < n; ++flat) {
-    fn(flat, idx);
-    for (size_t d = shape.size(); d-- > 0;) {
-      if (++idx[d] < shape[d])
-        break;
-      idx[d] = 0;
-    }
-  }
-}
-
-int64_t dot(const Shape &idx, const Shape &strides) {
-  int64_t off = 0;
-  for (size_t i = 0; i < idx.size(); ++i)
-    off += idx[i] * strides[i];
-  return off;
-}
-
-/// |got - want| <= rtol |want| + atol; NaN matches NaN, inf matches itself.
-/// A reference beyond the float range expects the float overflow, +-inf.
+/// test::near with scale |want|, except that a reference beyond the float
+/// range expects the float overflow, +-inf. Hides test::near in this file.
 ::testing::AssertionResult near(double got, double want, double rtol,
                                 double atol) {
   if (std::fabs(want) > FLT_MAX)
     want = std::copysign(double(kInf), want);
-  if (std::isnan(want) && std::isnan(got))
-    return ::testing::AssertionSuccess();
-  if (std::isinf(want) && got == want)
-    return ::testing::AssertionSuccess();
-  double err = std::fabs(got - want);
-  if (err <= rtol * std::fabs(want) + atol)
-    return ::testing::AssertionSuccess();
-  return ::testing::AssertionFailure()
-         << "got " << got << " want " << want << " (err " << err << ", allowed "
-         << rtol * std::fabs(want) + atol << ")";
-}
-
-/// Runs fn with `threads` OpenMP threads, restoring the previous count.
-template <typename F> void withThreads(int threads, F fn) {
-  int old = omp_get_max_threads();
-  omp_set_num_threads(threads);
-  fn();
-  omp_set_num_threads(old);
-}
-
-bool sameBits(const std::vector<float> &a, const std::vector<float> &b) {
-  return a.size() == b.size() &&
-         std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
+  return otc::kernels::test::near(got, want, rtol, atol);
 }
 
 //===----------------------------------------------------------------------===//

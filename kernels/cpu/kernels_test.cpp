@@ -10,6 +10,8 @@
 
 #include "otc/kernels.h"
 
+#include "kernels_test_util.h"
+
 #include <gtest/gtest.h>
 #include <omp.h>
 
@@ -17,105 +19,16 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
-#include <functional>
-#include <limits>
 #include <numeric>
 #include <random>
 #include <string>
 #include <vector>
 
+using namespace otc::kernels::test;
+
 namespace {
 
-using Shape = std::vector<int64_t>;
-
 constexpr double kRtol = 1e-5;
-const float kNaN = std::numeric_limits<float>::quiet_NaN();
-const float kInf = std::numeric_limits<float>::infinity();
-
-/// int64_t element count to size_t.
-size_t sz(int64_t n) { return static_cast<size_t>(n); }
-
-std::vector<float> randomVec(int64_t n, float lo, float hi, unsigned seed) {
-  std::mt19937 gen(seed);
-  std::uniform_real_distribution<float> dist(lo, hi);
-  std::vector<float> v(sz(std::max<int64_t>(n, 0)));
-  for (float &x : v)
-    x = dist(gen);
-  return v;
-}
-
-int64_t numel(const Shape &s) {
-  int64_t n = 1;
-  for (int64_t d : s)
-    n *= d;
-  return n;
-}
-
-Shape contiguousStrides(const Shape &s) {
-  Shape st(s.size());
-  int64_t acc = 1;
-  for (size_t i = s.size(); i-- > 0;) {
-    st[i] = acc;
-    acc *= s[i];
-  }
-  return st;
-}
-
-/// Strides of `operand` (numpy right-aligned) broadcast to `out`: 0 where the
-/// operand has no dimension or a size-1 dimension.
-Shape broadcastStrides(const Shape &operand, const Shape &out) {
-  Shape st(out.size(), 0);
-  Shape own = contiguousStrides(operand);
-  size_t off = out.size() - operand.size();
-  for (size_t i = 0; i < operand.size(); ++i)
-    st[off + i] = operand[i] == 1 ? 0 : own[i];
-  return st;
-}
-
-std::string shapeStr(const Shape &s) {
-  std::string r = "[";
-  for (size_t i = 0; i < s.size(); ++i)
-    r += (i ? "," : "") + std::to_string(s[i]);
-  return r + "]";
-}
-
-/// |got - want| <= rtol * scale + atol, where scale defaults to |want|.
-::testing::AssertionResult near(double got, double want, double rtol,
-                                double atol = 0.0, double scale = -1.0) {
-  if (std::isnan(want) && std::isnan(got))
-    return ::testing::AssertionSuccess();
-  if (std::isinf(want) && got == want)
-    return ::testing::AssertionSuccess();
-  double s = scale >= 0.0 ? scale : std::fabs(want);
-  double err = std::fabs(got - want);
-  if (err <= rtol * s + atol)
-    return ::testing::AssertionSuccess();
-  return ::testing::AssertionFailure()
-         << "got " << got << " want " << want << " (err " << err << ", allowed "
-         << rtol * s + atol << ")";
-}
-
-/// Calls fn(flatIndex, multiIndex) for every element of shape, row-major.
-void forEachIndex(const Shape &shape,
-                  const std::function<void(int64_t, const Shape &)> &fn) {
-  int64_t n = numel(shape);
-  Shape idx(shape.size(), 0);
-  for (int64_t flat = 0; flat < n; ++flat) {
-    fn(flat, idx);
-    for (size_t d = shape.size(); d-- > 0;) {
-      if (++idx[d] < shape[d])
-        break;
-      idx[d] = 0;
-    }
-  }
-}
-
-int64_t dot(const Shape &idx, const Shape &strides) {
-  int64_t off = 0;
-  for (size_t i = 0; i < idx.size(); ++i)
-    off += idx[i] * strides[i];
-  return off;
-}
 
 //===----------------------------------------------------------------------===//
 // GEMM
@@ -935,10 +848,6 @@ void refAdam(std::vector<double> &w, const std::vector<double> &g,
     double vhat = v[i] / (1 - std::pow(b2, step));
     w[i] -= lr * mhat / (std::sqrt(vhat) + eps);
   }
-}
-
-std::vector<double> toDouble(const std::vector<float> &v) {
-  return std::vector<double>(v.begin(), v.end());
 }
 
 void expectVecNear(const std::vector<float> &got,

@@ -15,38 +15,22 @@
 
 #include "otc/kernels.h"
 
+#include "kernels_test_util.h"
+
 #include <gtest/gtest.h>
-#include <omp.h>
 
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
-#include <cstring>
 #include <functional>
 #include <limits>
 #include <random>
 #include <string>
 #include <vector>
 
+using namespace otc::kernels::test;
+
 namespace {
-
-const float kNaN = std::numeric_limits<float>::quiet_NaN();
-const float kInf = std::numeric_limits<float>::infinity();
-
-size_t sz(int64_t n) { return static_cast<size_t>(n); }
-
-std::vector<float> randomVec(int64_t n, float lo, float hi, unsigned seed) {
-  std::mt19937 gen(seed);
-  std::uniform_real_distribution<float> dist(lo, hi);
-  std::vector<float> v(sz(std::max<int64_t>(n, 0)));
-  for (float &x : v)
-    x = dist(gen);
-  return v;
-}
-
-std::vector<double> toDouble(const std::vector<float> &v) {
-  return std::vector<double>(v.begin(), v.end());
-}
 
 /// Every got[i] within rtol * scale[i] + atol of want[i] (NaN matches NaN,
 /// an infinity itself).
@@ -85,11 +69,6 @@ double maxAbs(const std::vector<double> &v) {
   return m;
 }
 
-bool sameBits(const std::vector<float> &a, const std::vector<float> &b) {
-  return a.size() == b.size() &&
-         (a.empty() || std::memcmp(a.data(), b.data(), a.size() * 4) == 0);
-}
-
 /// Central differences of f at x, every element, in double.
 std::vector<double>
 numericGrad(const std::function<double(const std::vector<double> &)> &f,
@@ -112,14 +91,6 @@ double dotD(const std::vector<double> &a, const std::vector<double> &b) {
   for (size_t i = 0; i < a.size(); ++i)
     s += a[i] * b[i];
   return s;
-}
-
-/// Runs fn with `threads` OpenMP threads, then restores the setting.
-template <typename Fn> void withThreads(int threads, Fn fn) {
-  const int before = omp_get_max_threads();
-  omp_set_num_threads(threads);
-  fn();
-  omp_set_num_threads(before);
 }
 
 /// A workspace filled with NaN, with a guard after the requested bytes.

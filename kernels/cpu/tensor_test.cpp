@@ -12,37 +12,22 @@
 
 #include "otc/kernels.h"
 
+#include "kernels_test_util.h"
+
 #include <gtest/gtest.h>
-#include <omp.h>
 
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
-#include <functional>
-#include <limits>
 #include <numeric>
 #include <random>
 #include <string>
 #include <vector>
 
+using namespace otc::kernels::test;
+
 namespace {
-
-using Shape = std::vector<int64_t>;
-
-const float kNaN = std::numeric_limits<float>::quiet_NaN();
-const float kInf = std::numeric_limits<float>::infinity();
-
-size_t sz(int64_t n) { return static_cast<size_t>(n); }
-
-std::vector<float> randomVec(int64_t n, float lo, float hi, unsigned seed) {
-  std::mt19937 gen(seed);
-  std::uniform_real_distribution<float> dist(lo, hi);
-  std::vector<float> v(sz(std::max<int64_t>(n, 0)));
-  for (float &x : v)
-    x = dist(gen);
-  return v;
-}
 
 /// Values from a small integer set, so that ties are common.
 std::vector<float> tieVec(int64_t n, int levels, unsigned seed) {
@@ -60,92 +45,6 @@ std::vector<unsigned char> randomBytes(int64_t n, unsigned seed) {
   for (auto &b : v)
     b = static_cast<unsigned char>(gen());
   return v;
-}
-
-int64_t numel(const Shape &s) {
-  int64_t n = 1;
-  for (int64_t d : s)
-    n *= d;
-  return n;
-}
-
-Shape contiguousStrides(const Shape &s) {
-  Shape st(s.size());
-  int64_t acc = 1;
-  for (size_t i = s.size(); i-- > 0;) {
-    st[i] = acc;
-    acc *= s[i];
-  }
-  return st;
-}
-
-/// Strides of `operand` (numpy right-aligned) broadcast to `out`.
-Shape broadcastStrides(const Shape &operand, const Shape &out) {
-  Shape st(out.size(), 0);
-  Shape own = contiguousStrides(operand);
-  size_t off = out.size() - operand.size();
-  for (size_t i = 0; i < operand.size(); ++i)
-    st[off + i] = operand[i] == 1 ? 0 : own[i];
-  return st;
-}
-
-std::string shapeStr(const Shape &s) {
-  std::string r = "[";
-  for (size_t i = 0; i < s.size(); ++i)
-    r += (i ? "," : "") + std::to_string(s[i]);
-  return r + "]";
-}
-
-/// |got - want| <= rtol * scale + atol (scale defaults to |want|); NaN
-/// matches NaN and infinities must match exactly.
-::testing::AssertionResult near(double got, double want, double rtol,
-                                double atol = 0.0, double scale = -1.0) {
-  if (std::isnan(want) && std::isnan(got))
-    return ::testing::AssertionSuccess();
-  if (std::isinf(want) && got == want)
-    return ::testing::AssertionSuccess();
-  double s = scale >= 0.0 ? scale : std::fabs(want);
-  double err = std::fabs(got - want);
-  if (err <= rtol * s + atol)
-    return ::testing::AssertionSuccess();
-  return ::testing::AssertionFailure()
-         << "got " << got << " want " << want << " (err " << err << ", allowed "
-         << rtol * s + atol << ")";
-}
-
-/// Calls fn(flatIndex, multiIndex) for every element of shape, row-major.
-void forEachIndex(const Shape &shape,
-                  const std::function<void(int64_t, const Shape &)> &fn) {
-  int64_t n = numel(shape);
-  Shape idx(shape.size(), 0);
-  for (int64_t flat = 0; flat < n; ++flat) {
-    fn(flat, idx);
-    for (size_t d = shape.size(); d-- > 0;) {
-      if (++idx[d] < shape[d])
-        break;
-      idx[d] = 0;
-    }
-  }
-}
-
-int64_t dot(const Shape &idx, const Shape &strides) {
-  int64_t off = 0;
-  for (size_t i = 0; i < idx.size(); ++i)
-    off += idx[i] * strides[i];
-  return off;
-}
-
-bool sameBits(const std::vector<float> &a, const std::vector<float> &b) {
-  return a.size() == b.size() &&
-         std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
-}
-
-/// Runs fn with 1 and then 2 OpenMP threads, restoring the setting.
-template <typename Fn> void withThreads(int n, Fn fn) {
-  const int before = omp_get_max_threads();
-  omp_set_num_threads(n);
-  fn();
-  omp_set_num_threads(before);
 }
 
 //===----------------------------------------------------------------------===//
@@ -663,10 +562,6 @@ std::vector<double> refReduce(otck_reduce_op op, const Shape &shape,
   for (auto &g : groups)
     y.push_back(refReduceOne(op, g));
   return y;
-}
-
-std::vector<double> toDouble(const std::vector<float> &v) {
-  return std::vector<double>(v.begin(), v.end());
 }
 
 struct RedCase {

@@ -1,0 +1,148 @@
+//===- kernels_test_util.h - Helpers shared by the kernel tests -*- C++ -*-===//
+//
+// Test-only helpers used by more than one of the CPU kernel unit tests
+// (kernels_test.cpp, tensor_test.cpp, elementwise_test.cpp, nn_test.cpp):
+// random data, shapes and strides, row-major index iteration, an approximate
+// comparison, bitwise equality and running under a given OpenMP thread
+// count. Helpers that only one test needs, or that a test needs to behave
+// differently, stay in that test.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef OTC_KERNELS_CPU_KERNELS_TEST_UTIL_H
+#define OTC_KERNELS_CPU_KERNELS_TEST_UTIL_H
+
+#include <gtest/gtest.h>
+#include <omp.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <functional>
+#include <limits>
+#include <random>
+#include <string>
+#include <vector>
+
+namespace otc::kernels::test {
+
+using Shape = std::vector<int64_t>;
+
+inline constexpr float kNaN = std::numeric_limits<float>::quiet_NaN();
+inline constexpr float kInf = std::numeric_limits<float>::infinity();
+
+/// int64_t element count to size_t.
+inline size_t sz(int64_t n) { return static_cast<size_t>(n); }
+
+/// n floats uniform in [lo, hi), the same sequence for the same seed.
+inline std::vector<float> randomVec(int64_t n, float lo, float hi,
+                                    unsigned seed) {
+  std::mt19937 gen(seed);
+  std::uniform_real_distribution<float> dist(lo, hi);
+  std::vector<float> v(sz(std::max<int64_t>(n, 0)));
+  for (float &x : v)
+    x = dist(gen);
+  return v;
+}
+
+inline std::vector<double> toDouble(const std::vector<float> &v) {
+  return std::vector<double>(v.begin(), v.end());
+}
+
+inline int64_t numel(const Shape &s) {
+  int64_t n = 1;
+  for (int64_t d : s)
+    n *= d;
+  return n;
+}
+
+inline Shape contiguousStrides(const Shape &s) {
+  Shape st(s.size());
+  int64_t acc = 1;
+  for (size_t i = s.size(); i-- > 0;) {
+    st[i] = acc;
+    acc *= s[i];
+  }
+  return st;
+}
+
+/// Strides of `operand` (numpy right-aligned) broadcast to `out`: 0 where the
+/// operand has no dimension or a size-1 dimension.
+inline Shape broadcastStrides(const Shape &operand, const Shape &out) {
+  Shape st(out.size(), 0);
+  Shape own = contiguousStrides(operand);
+  size_t off = out.size() - operand.size();
+  for (size_t i = 0; i < operand.size(); ++i)
+    st[off + i] = operand[i] == 1 ? 0 : own[i];
+  return st;
+}
+
+inline std::string shapeStr(const Shape &s) {
+  std::string r = "[";
+  for (size_t i = 0; i < s.size(); ++i)
+    r += (i ? "," : "") + std::to_string(s[i]);
+  return r + "]";
+}
+
+/// Calls fn(flatIndex, multiIndex) for every element of shape, row-major.
+inline void
+forEachIndex(const Shape &shape,
+             const std::function<void(int64_t, const Shape &)> &fn) {
+  int64_t n = numel(shape);
+  Shape idx(shape.size(), 0);
+  for (int64_t flat = 0; flat < n; ++flat) {
+    fn(flat, idx);
+    for (size_t d = shape.size(); d-- > 0;) {
+      if (++idx[d] < shape[d])
+        break;
+      idx[d] = 0;
+    }
+  }
+}
+
+/// Offset of a multi-index under the given strides.
+inline int64_t dot(const Shape &idx, const Shape &strides) {
+  int64_t off = 0;
+  for (size_t i = 0; i < idx.size(); ++i)
+    off += idx[i] * strides[i];
+  return off;
+}
+
+/// |got - want| <= rtol * scale + atol, where scale defaults to |want|; NaN
+/// matches NaN and an infinity matches itself. Note that with rtol > 0 and the
+/// default scale, an infinite want accepts any finite got (inf <= inf).
+inline ::testing::AssertionResult near(double got, double want, double rtol,
+                                       double atol = 0.0, double scale = -1.0) {
+  if (std::isnan(want) && std::isnan(got))
+    return ::testing::AssertionSuccess();
+  if (std::isinf(want) && got == want)
+    return ::testing::AssertionSuccess();
+  double s = scale >= 0.0 ? scale : std::fabs(want);
+  double err = std::fabs(got - want);
+  if (err <= rtol * s + atol)
+    return ::testing::AssertionSuccess();
+  return ::testing::AssertionFailure()
+         << "got " << got << " want " << want << " (err " << err << ", allowed "
+         << rtol * s + atol << ")";
+}
+
+/// Same size and the same bits (NaN payloads and signed zeros included).
+inline bool sameBits(const std::vector<float> &a, const std::vector<float> &b) {
+  return a.size() == b.size() &&
+         (a.empty() ||
+          std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0);
+}
+
+/// Runs fn with `threads` OpenMP threads, then restores the previous count.
+template <typename Fn> inline void withThreads(int threads, Fn fn) {
+  const int before = omp_get_max_threads();
+  omp_set_num_threads(threads);
+  fn();
+  omp_set_num_threads(before);
+}
+
+} // namespace otc::kernels::test
+
+#endif // OTC_KERNELS_CPU_KERNELS_TEST_UTIL_H
