@@ -3,7 +3,7 @@
 // RUN: not otc-opt %s --otc-build-training="loss=none" 2>&1 | FileCheck %s --check-prefix=NONE
 // RUN: not otc-opt %s --otc-build-training="lr=-1" 2>&1 | FileCheck %s --check-prefix=LR
 
-// expected-error @+1 {{unknown loss 'hinge' (expected cross-entropy, mse or none)}}
+// expected-error @+1 {{unknown loss 'hinge' (expected cross-entropy, mse, l1, bce-with-logits, nll or none)}}
 module {
   func.func @forward(%x: tensor<4x8xf32> {otc.input = "input", otc.role = "data"},
                      %w: tensor<8x3xf32> {otc.param = "w"}) -> (tensor<4x3xf32> {otc.output = "y"}) {
