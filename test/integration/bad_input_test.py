@@ -8,7 +8,7 @@
 # When a check fails the command, exit code, stdout and stderr are printed.
 #
 #   otc-compile: truncated ONNX, garbage bytes, empty file, missing file,
-#     unsupported op (Einsum: names node, op type, opset), an unresolvable
+#     unsupported op (Hardmax: names node, op type, opset), an unresolvable
 #     dynamic dimension, unknown flag, bad flag values;
 #   the program: unknown flag, --steps abc, missing / garbage / mis-shaped
 #     data files, a missing input, fewer samples than a batch, labels out of
@@ -88,8 +88,9 @@ def expect_failure(checks, what, result, words):
 # Models built with onnx.helper
 # ---------------------------------------------------------------------------
 
-def einsum_model(path):
-    """input [N, 8] -> Gemm -> Einsum('ni,ni->ni') (node 'square_einsum')."""
+def hardmax_model(path):
+    """input [N, 8] -> Gemm -> Hardmax (node 'pick_hardmax'), an operator OTC
+    does not support."""
     import onnx
     from onnx import TensorProto, helper, numpy_helper
     rng = np.random.RandomState(0)
@@ -99,11 +100,11 @@ def einsum_model(path):
     nodes = [
         helper.make_node("Gemm", ["input", "fc.weight", "fc.bias"], ["h"],
                          name="fc", transB=1),
-        helper.make_node("Einsum", ["h", "h"], ["logits"],
-                         name="square_einsum", equation="ni,ni->ni"),
+        helper.make_node("Hardmax", ["h"], ["logits"], name="pick_hardmax",
+                         axis=1),
     ]
     g = helper.make_graph(
-        nodes, "einsum_net",
+        nodes, "hardmax_net",
         [helper.make_tensor_value_info("input", TensorProto.FLOAT,
                                        ["N", 8])],
         [helper.make_tensor_value_info("logits", TensorProto.FLOAT,
@@ -431,14 +432,14 @@ def case_missing_onnx(e):
                       "no-such-model.onnx"])
 
 
-@case("unsupported-op", "otc-compile: an unsupported op (Einsum)")
+@case("unsupported-op", "otc-compile: an unsupported op (Hardmax)")
 def case_unsupported_op(e):
-    einsum = e.ctx.path("einsum.onnx")
-    einsum_model(einsum)
-    e.compile_("unsupported op (Einsum) names node, op type and opset",
-               einsum,
-               words=[("unsupported", "not supported"), "Einsum",
-                      "square_einsum", "opset"])
+    model = e.ctx.path("hardmax.onnx")
+    hardmax_model(model)
+    e.compile_("unsupported op (Hardmax) names node, op type and opset",
+               model,
+               words=[("unsupported", "not supported"), "Hardmax",
+                      "pick_hardmax", "opset"])
 
 
 @case("dynamic-dim", "otc-compile: an unresolvable dynamic dimension")
