@@ -82,9 +82,9 @@ private:
 
 LogicalResult BuildTraining::validateOptions(ModuleOp module,
                                              func::FuncOp forward) {
-  if (!llvm::is_contained({"cross-entropy", "mse", "l1", "bce-with-logits",
-                           "nll", "none"},
-                          loss))
+  if (!llvm::is_contained(
+          {"cross-entropy", "mse", "l1", "bce-with-logits", "nll", "none"},
+          loss))
     return mlir::emitError(module.getLoc(), "unknown loss '")
            << loss
            << "' (expected cross-entropy, mse, l1, bce-with-logits, nll or "
@@ -195,11 +195,11 @@ FailureOr<Value> BuildTraining::buildLoss(OpBuilder &b, Location loc,
     // mean(max(x, 0) - x * t + log(1 + exp(-|x|))).
     Value softplus = b.create<SoftplusOp>(
         loc, b.create<NegOp>(loc, b.create<AbsOp>(loc, output)));
-    Value v = b.create<AddOp>(
-        loc,
-        b.create<SubOp>(loc, b.create<ReluOp>(loc, output),
-                        b.create<MulOp>(loc, output, label)),
-        softplus);
+    Value v =
+        b.create<AddOp>(loc,
+                        b.create<SubOp>(loc, b.create<ReluOp>(loc, output),
+                                        b.create<MulOp>(loc, output, label)),
+                        softplus);
     return mean(v);
   }
   if (loss == "nll") {
@@ -208,15 +208,15 @@ FailureOr<Value> BuildTraining::buildLoss(OpBuilder &b, Location loc,
     SmallVector<int64_t> shape(lt.getShape());
     shape.push_back(1);
     Value idx = b.create<ReshapeOp>(loc, lt.clone(shape), label);
-    Value picked = b.create<GatherElementsOp>(
-        loc, out.clone(shape), output, idx,
-        b.getI64IntegerAttr(out.getRank() - 1));
+    Value picked =
+        b.create<GatherElementsOp>(loc, out.clone(shape), output, idx,
+                                   b.getI64IntegerAttr(out.getRank() - 1));
     SmallVector<int64_t> dims;
     for (int64_t d = 0; d < out.getRank(); ++d)
       dims.push_back(d);
-    Value m = b.create<ReduceOp>(loc, scalar, b.getStringAttr("mean"), picked,
-                                 b.getDenseI64ArrayAttr(dims),
-                                 b.getBoolAttr(false));
+    Value m =
+        b.create<ReduceOp>(loc, scalar, b.getStringAttr("mean"), picked,
+                           b.getDenseI64ArrayAttr(dims), b.getBoolAttr(false));
     return b.create<NegOp>(loc, m).getResult();
   }
   if (output.getType() == scalar)
@@ -425,10 +425,10 @@ LogicalResult BuildTraining::buildEvalStep(ModuleOp module,
       auto lookup = [&](Value v) { return map.lookup(v); };
       map.map(bn.getResult(),
               b.create<BatchNormInferenceOp>(
-                   bn.getLoc(), bn.getResult().getType(),
-                   lookup(bn.getInput()), lookup(bn.getScale()),
-                   lookup(bn.getBias()), lookup(bn.getRunningMean()),
-                   lookup(bn.getRunningVar()), bn.getEpsilonAttr())
+                   bn.getLoc(), bn.getResult().getType(), lookup(bn.getInput()),
+                   lookup(bn.getScale()), lookup(bn.getBias()),
+                   lookup(bn.getRunningMean()), lookup(bn.getRunningVar()),
+                   bn.getEpsilonAttr())
                   .getResult());
       continue;
     }

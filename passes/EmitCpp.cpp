@@ -302,7 +302,8 @@ LogicalResult otc::emitCpp(ModuleOp module, raw_ostream &out,
   if (module->hasAttr(attr::kTraining) && train == "nullptr")
     return mlir::emitError(module.getLoc(), "no @train_step to emit");
   if (train == "nullptr" && eval == "nullptr")
-    return mlir::emitError(module.getLoc(), "no @train_step or @eval_step to emit");
+    return mlir::emitError(module.getLoc(),
+                           "no @train_step or @eval_step to emit");
   if (train == "nullptr" && options.withMain)
     return mlir::emitError(module.getLoc(),
                            "an inference-only program has no training "

@@ -29,8 +29,8 @@ std::string otc::floatLiteral(double v) {
   return llvm::formatv("{0:e9}f", v).str();
 }
 
-bool otc::convDescOf(Operation *op, StringRef kernel, ValueRange ins,
-                     Value out, otck_conv_desc &d) {
+bool otc::convDescOf(Operation *op, StringRef kernel, ValueRange ins, Value out,
+                     otck_conv_desc &d) {
   if (kernel == "conv")
     d = convDesc(op, ins[0], ins[1], out);
   else if (kernel == "conv_transpose")
@@ -379,7 +379,7 @@ LogicalResult KernelEmitter::matmul() {
   bool ta = flag("transA"), tb = flag("transB");
   ArrayRef<int64_t> a = shapeOf(ins[0]), b = shapeOf(ins[1]),
                     y = shapeOf(outs[0]);
-  int64_t ra = a.size(), rb = b.size(), ry = y.size();
+  int64_t ra = a.size(), ry = y.size();
   int64_t m = y[ry - 2], n = y[ry - 1], kk = ta ? a[ra - 2] : a[ra - 1];
   ArrayRef<int64_t> batch = y.drop_back(2);
   // Batch strides in matrices of each operand (0 where broadcast).
@@ -390,7 +390,6 @@ LogicalResult KernelEmitter::matmul() {
      << ", " << bbs << ", " << ta << ", " << tb << ", " << m << ", " << n
      << ", " << kk << ", " << in(0) << ", " << in(1) << ", " << out(0)
      << ");\n";
-  (void)rb;
   return success();
 }
 
@@ -536,8 +535,8 @@ LogicalResult KernelEmitter::where() {
   std::string as = array("as", broadcastStrides(shapeOf(ins[1]), y));
   std::string bs = array("bs", broadcastStrides(shapeOf(ins[2]), y));
   os << "    otck_where(" << y.size() << ", " << sh << ", " << in(0) << ", "
-     << cs << ", " << in(1) << ", " << as << ", " << in(2) << ", " << bs
-     << ", " << out(0) << ", " << elemSize(outs[0]) << ");\n";
+     << cs << ", " << in(1) << ", " << as << ", " << in(2) << ", " << bs << ", "
+     << out(0) << ", " << elemSize(outs[0]) << ");\n";
   return success();
 }
 
@@ -563,8 +562,8 @@ LogicalResult KernelEmitter::softmax() {
        << ", " << in(1) << ", " << in(0) << ", " << out(0) << ", " << log
        << ");\n";
   else
-    os << "    otck_softmax_f32(" << outer << ", " << n << ", " << inner
-       << ", " << in(0) << ", " << out(0) << ", " << log << ");\n";
+    os << "    otck_softmax_f32(" << outer << ", " << n << ", " << inner << ", "
+       << in(0) << ", " << out(0) << ", " << log << ");\n";
   return success();
 }
 
@@ -596,15 +595,12 @@ LogicalResult KernelEmitter::reduceSumTo() {
   ArrayRef<int64_t> x = shapeOf(ins[0]);
   std::string sh = array("shape", x);
   std::string ys = array("ys", broadcastStrides(shapeOf(outs[0]), x));
-  os << "    otck_reduce_sum_to_f32(" << x.size() << ", " << sh << ", "
-     << in(0) << ", " << ys << ", " << numel(outs[0]) << ", " << out(0)
-     << ");\n";
+  os << "    otck_reduce_sum_to_f32(" << x.size() << ", " << sh << ", " << in(0)
+     << ", " << ys << ", " << numel(outs[0]) << ", " << out(0) << ");\n";
   return success();
 }
 
-std::string reduceEnum(StringRef kind) {
-  return "OTCK_REDUCE_" + kind.upper();
-}
+std::string reduceEnum(StringRef kind) { return "OTCK_REDUCE_" + kind.upper(); }
 
 LogicalResult KernelEmitter::reduce() {
   if (failed(requireF32()))
@@ -640,8 +636,8 @@ LogicalResult KernelEmitter::argReduce() {
   ArrayRef<int64_t> x = shapeOf(ins[0]);
   auto [outer, n, inner] = around(x, axisOf(x.size()));
   os << "    otck_arg_reduce_f32(" << (str("kind") == "max") << ", " << outer
-     << ", " << n << ", " << inner << ", " << flag("select_last_index")
-     << ", " << in(0) << ", " << out(0) << ");\n";
+     << ", " << n << ", " << inner << ", " << flag("select_last_index") << ", "
+     << in(0) << ", " << out(0) << ");\n";
   return success();
 }
 
@@ -691,9 +687,8 @@ LogicalResult KernelEmitter::slice() {
 
 LogicalResult KernelEmitter::sliceGrad() {
   ArrayRef<int64_t> dy = shapeOf(ins[0]);
-  auto [offset, strides] = sliceView(shapeOf(outs[0]),
-                                     i64ArrayAttr(k, "starts"),
-                                     i64ArrayAttr(k, "steps"));
+  auto [offset, strides] = sliceView(
+      shapeOf(outs[0]), i64ArrayAttr(k, "starts"), i64ArrayAttr(k, "steps"));
   std::string sh = array("shape", dy);
   std::string ss = array("ss", contiguousStrides(dy));
   std::string ds = array("ds", strides);
@@ -714,8 +709,8 @@ LogicalResult KernelEmitter::sliceGrad() {
   os << "    static const float zero = 0.0f;\n"
      << "    otck_fill(" << numel(outs[0]) << ", &zero, " << out(0) << ", 4);\n"
      << "    otck_strided_copy(" << dy.size() << ", " << sh << ", " << in(0)
-     << " + " << srcOffset << ", " << ss << ", " << out(0) << " + "
-     << dstOffset << ", " << ds << ", 4);\n";
+     << " + " << srcOffset << ", " << ss << ", " << out(0) << " + " << dstOffset
+     << ", " << ds << ", 4);\n";
   return success();
 }
 
@@ -743,8 +738,8 @@ LogicalResult KernelEmitter::expand() {
   std::string ss = array("ss", broadcastStrides(shapeOf(ins[0]), y));
   std::string ds = array("ds", contiguousStrides(y));
   os << "    otck_strided_copy(" << y.size() << ", " << sh << ", " << in(0)
-     << ", " << ss << ", " << out(0) << ", " << ds << ", "
-     << elemSize(outs[0]) << ");\n";
+     << ", " << ss << ", " << out(0) << ", " << ds << ", " << elemSize(outs[0])
+     << ");\n";
   return success();
 }
 
@@ -753,8 +748,8 @@ LogicalResult KernelEmitter::tile() {
   ArrayRef<int64_t> x = shapeOf(ins[0]);
   ArrayRef<int64_t> reps = i64ArrayAttr(k, "repeats");
   SmallVector<int64_t> shape, src, dst;
-  SmallVector<int64_t> xs = contiguousStrides(x), ys = contiguousStrides(
-                                                      shapeOf(outs[0]));
+  SmallVector<int64_t> xs = contiguousStrides(x),
+                       ys = contiguousStrides(shapeOf(outs[0]));
   for (size_t d = 0; d < x.size(); ++d) {
     shape.append({reps[d], x[d]});
     src.append({0, xs[d]});
@@ -767,8 +762,8 @@ LogicalResult KernelEmitter::tile() {
   std::string ss = array("ss", src);
   std::string ds = array("ds", dst);
   os << "    otck_strided_copy(" << shape.size() << ", " << sh << ", " << in(0)
-     << ", " << ss << ", " << out(0) << ", " << ds << ", "
-     << elemSize(outs[0]) << ");\n";
+     << ", " << ss << ", " << out(0) << ", " << ds << ", " << elemSize(outs[0])
+     << ");\n";
   return success();
 }
 
@@ -810,9 +805,9 @@ LogicalResult KernelEmitter::padGrad() {
   std::string sh = array("shape", x);
   std::string pb = array("pb", i64ArrayAttr(k, "pads_begin"));
   std::string pe = array("pe", i64ArrayAttr(k, "pads_end"));
-  os << "    otck_pad_grad_f32(" << x.size() << ", " << sh << ", " << pb
-     << ", " << pe << ", " << padMode(str("mode")) << ", " << in(0) << ", "
-     << out(0) << ");\n";
+  os << "    otck_pad_grad_f32(" << x.size() << ", " << sh << ", " << pb << ", "
+     << pe << ", " << padMode(str("mode")) << ", " << in(0) << ", " << out(0)
+     << ");\n";
   return success();
 }
 
@@ -836,8 +831,8 @@ LogicalResult KernelEmitter::resize() {
   for (auto [i, s] : llvm::enumerate(scales.asArrayRef()))
     os << (i ? ", " : "") << floatLiteral(s);
   os << "};\n";
-  std::string mode = str("mode") == "linear" ? "OTCK_RESIZE_LINEAR"
-                                             : "OTCK_RESIZE_NEAREST";
+  std::string mode =
+      str("mode") == "linear" ? "OTCK_RESIZE_LINEAR" : "OTCK_RESIZE_NEAREST";
   std::string coord =
       "OTCK_RESIZE_" + str("coordinate_transformation_mode").upper();
   std::string nearest = "OTCK_RESIZE_" + str("nearest_mode").upper();
@@ -970,8 +965,8 @@ LogicalResult KernelEmitter::conv() {
   std::string ws = outs.size() > 1 ? out(1) : "nullptr";
   std::string bias = ins.size() > 2 ? in(2) : "nullptr";
   if (kn == "conv")
-    os << "    otck_conv_f32(" << desc << ", " << in(0) << ", " << in(1)
-       << ", " << bias << ", " << out(0) << ", " << ws << ");\n";
+    os << "    otck_conv_f32(" << desc << ", " << in(0) << ", " << in(1) << ", "
+       << bias << ", " << out(0) << ", " << ws << ");\n";
   else if (kn == "conv_transpose")
     os << "    otck_conv_transpose_f32(" << desc << ", " << in(0) << ", "
        << in(1) << ", " << bias << ", " << out(0) << ", " << ws << ");\n";
@@ -1026,16 +1021,15 @@ LogicalResult KernelEmitter::batchNorm() {
   // outs: y, new_mean, new_var, saved_mean, saved_invstd. The running
   // statistics are copied, then updated in place.
   for (int i = 0; i < 2; ++i)
-    os << "    if (" << out(1 + i) << " != " << in(3 + i) << ")\n      otck_copy("
-       << numel(ins[3 + i]) * 4 << ", " << in(3 + i) << ", " << out(1 + i)
-       << ");\n";
+    os << "    if (" << out(1 + i) << " != " << in(3 + i)
+       << ")\n      otck_copy(" << numel(ins[3 + i]) * 4 << ", " << in(3 + i)
+       << ", " << out(1 + i) << ");\n";
   os << "    otck_batch_norm_train_f32(" << ncs(shapeOf(ins[0])) << ", "
      << in(0) << ", " << in(1) << ", " << in(2) << ", "
      << floatLiteral(f32("epsilon", 1e-5f)) << ", "
      << floatLiteral(f32("momentum", 0.9f)) << ", "
-     << flag("unbiased_running_var") << ", " << out(0) << ", "
-     << out(3) << ", " << out(4) << ", " << out(1) << ", " << out(2)
-     << ");\n";
+     << flag("unbiased_running_var") << ", " << out(0) << ", " << out(3) << ", "
+     << out(4) << ", " << out(1) << ", " << out(2) << ");\n";
   return success();
 }
 
@@ -1044,8 +1038,8 @@ LogicalResult KernelEmitter::batchNormInference() {
     return failure();
   os << "    otck_batch_norm_infer_f32(" << ncs(shapeOf(ins[0])) << ", "
      << in(0) << ", " << in(1) << ", " << in(2) << ", " << in(3) << ", "
-     << in(4) << ", " << floatLiteral(f32("epsilon", 1e-5f)) << ", "
-     << out(0) << ");\n";
+     << in(4) << ", " << floatLiteral(f32("epsilon", 1e-5f)) << ", " << out(0)
+     << ");\n";
   return success();
 }
 
@@ -1055,9 +1049,8 @@ LogicalResult KernelEmitter::normGrad() {
   // ins: dy, x, scale, mean, invstd; outs: dx, dscale, dbias.
   StringRef kn = k.getKernel();
   ArrayRef<int64_t> x = shapeOf(ins[1]);
-  std::string args = in(0) + ", " + in(1) + ", " + in(2) + ", " + in(3) +
-                     ", " + in(4) + ", " + out(0) + ", " + out(1) + ", " +
-                     out(2);
+  std::string args = in(0) + ", " + in(1) + ", " + in(2) + ", " + in(3) + ", " +
+                     in(4) + ", " + out(0) + ", " + out(1) + ", " + out(2);
   if (kn == "layer_norm_grad") {
     int64_t axis = i64("axis", 1), m = 1, d = 1;
     for (int64_t i = 0; i < static_cast<int64_t>(x.size()); ++i)
@@ -1080,8 +1073,8 @@ LogicalResult KernelEmitter::layerNorm() {
     (i < axis ? m : d) *= x[i];
   os << "    otck_layer_norm_f32(" << m << ", " << d << ", " << in(0) << ", "
      << in(1) << ", " << (ins.size() > 2 ? in(2) : "nullptr") << ", "
-     << floatLiteral(f32("epsilon", 1e-5f)) << ", " << out(0) << ", "
-     << out(1) << ", " << out(2) << ");\n";
+     << floatLiteral(f32("epsilon", 1e-5f)) << ", " << out(0) << ", " << out(1)
+     << ", " << out(2) << ");\n";
   return success();
 }
 
@@ -1090,8 +1083,8 @@ LogicalResult KernelEmitter::instanceNorm() {
     return failure();
   os << "    otck_instance_norm_f32(" << ncs(shapeOf(ins[0])) << ", " << in(0)
      << ", " << in(1) << ", " << in(2) << ", "
-     << floatLiteral(f32("epsilon", 1e-5f)) << ", " << out(0) << ", "
-     << out(1) << ", " << out(2) << ");\n";
+     << floatLiteral(f32("epsilon", 1e-5f)) << ", " << out(0) << ", " << out(1)
+     << ", " << out(2) << ");\n";
   return success();
 }
 
@@ -1102,8 +1095,8 @@ LogicalResult KernelEmitter::instanceNorm() {
 LogicalResult KernelEmitter::loss() {
   StringRef kn = k.getKernel();
   if (kn == "mse") {
-    os << "    otck_mse_f32(" << numel(ins[0]) << ", " << in(0) << ", "
-       << in(1) << ", " << out(0) << ");\n";
+    os << "    otck_mse_f32(" << numel(ins[0]) << ", " << in(0) << ", " << in(1)
+       << ", " << out(0) << ");\n";
     return success();
   }
   if (kn == "mse_grad") {
@@ -1160,10 +1153,10 @@ LogicalResult KernelEmitter::optimizer() {
        << flag("nesterov") << ");\n";
   } else {
     os << "    otck_adam_f32(" << numel(outs[0]) << ", " << out(0) << ", "
-       << in(0) << ", " << out(1) << ", " << out(2) << ", " << lit("lr")
-       << ", " << lit("beta1") << ", " << lit("beta2") << ", "
-       << lit("epsilon") << ", " << lit("weight_decay") << ", ctx->step, "
-       << (kn == "adamw_update") << ");\n";
+       << in(0) << ", " << out(1) << ", " << out(2) << ", " << lit("lr") << ", "
+       << lit("beta1") << ", " << lit("beta2") << ", " << lit("epsilon") << ", "
+       << lit("weight_decay") << ", ctx->step, " << (kn == "adamw_update")
+       << ");\n";
   }
   return success();
 }

@@ -101,7 +101,8 @@ LogicalResult Importer::importArithmetic(const onnx::NodeProto &node) {
   if (failed(elt) || failed(checkBroadcastable(node, {*lv, *rv})))
     return failure();
   bool floatOnly = op == "Pow" || op == "PRelu";
-  if (!elt->isF32() && (floatOnly || !(elt->isInteger(64) || elt->isInteger(32))))
+  if (!elt->isF32() &&
+      (floatOnly || !(elt->isInteger(64) || elt->isInteger(32))))
     return nodeError(node) << "unsupported element type " << *elt
                            << (floatOnly ? " (float32 only)"
                                          : " (float32, int64 and int32)");
@@ -111,8 +112,8 @@ LogicalResult Importer::importArithmetic(const onnx::NodeProto &node) {
     auto shape = graph::broadcastShapes(
         xt.getShape(), llvm::cast<RankedTensorType>(rv->getType()).getShape());
     if (ArrayRef<int64_t>(*shape) != xt.getShape())
-      return nodeError(node) << "slope " << rv->getType()
-                             << " does not broadcast to " << xt;
+      return nodeError(node)
+             << "slope " << rv->getType() << " does not broadcast to " << xt;
   }
   define(node, 0, createBinary(op, loc, *lv, *rv));
   return success();
@@ -133,7 +134,8 @@ LogicalResult Importer::importVariadic(const onnx::NodeProto &node) {
   FailureOr<Type> elt = commonElementType(node, xs);
   if (failed(elt) || failed(checkBroadcastable(node, xs)))
     return failure();
-  if (!elt->isF32() && (op == "Mean" || !(elt->isInteger(64) || elt->isInteger(32))))
+  if (!elt->isF32() &&
+      (op == "Mean" || !(elt->isInteger(64) || elt->isInteger(32))))
     return nodeError(node) << "unsupported element type " << *elt;
   Value acc = xs.front();
   for (Value x : ArrayRef(xs).drop_front())
@@ -145,8 +147,9 @@ LogicalResult Importer::importVariadic(const onnx::NodeProto &node) {
   if (op == "Mean") {
     auto scalar = RankedTensorType::get({}, b.getF32Type());
     Value n = b.create<graph::ConstantOp>(
-        loc, DenseElementsAttr::get(
-                 scalar, b.getF32FloatAttr(1.0f / static_cast<float>(xs.size()))));
+        loc,
+        DenseElementsAttr::get(
+            scalar, b.getF32FloatAttr(1.0f / static_cast<float>(xs.size()))));
     acc = b.create<graph::MulOp>(loc, acc, n);
   }
   // A single input still yields a result of the broadcast shape.
@@ -200,8 +203,8 @@ LogicalResult Importer::importUnary(const onnx::NodeProto &node) {
     return failure();
   Value x = *xv;
   if (!llvm::cast<RankedTensorType>(x.getType()).getElementType().isF32())
-    return nodeError(node) << "unsupported element type "
-                           << x.getType() << " (float32 only)";
+    return nodeError(node) << "unsupported element type " << x.getType()
+                           << " (float32 only)";
   auto f = [&](StringRef name, float dflt) {
     return b.getF32FloatAttr(floatAttr(node, name, dflt));
   };
@@ -370,10 +373,10 @@ LogicalResult Importer::importWhere(const onnx::NodeProto &node) {
   if ((*ce)->folded && (*le)->folded && (*re)->folded) {
     // where(c, l, r) = select by c, over the broadcast of all three.
     const Const &cond = *(*ce)->folded;
-    FailureOr<Const> picked = foldBinary(
-        *(*le)->folded, *(*re)->folded, [](double a, double) { return a; });
-    FailureOr<Const> other = foldBinary(
-        *(*le)->folded, *(*re)->folded, [](double, double b) { return b; });
+    FailureOr<Const> picked = foldBinary(*(*le)->folded, *(*re)->folded,
+                                         [](double a, double) { return a; });
+    FailureOr<Const> other = foldBinary(*(*le)->folded, *(*re)->folded,
+                                        [](double, double b) { return b; });
     if (failed(picked) || failed(other))
       return nodeError(node) << "cannot fold constants";
     FailureOr<Const> mask =
@@ -411,9 +414,8 @@ LogicalResult Importer::importWhere(const onnx::NodeProto &node) {
     shape = *graph::broadcastShapes(
         shape, llvm::cast<RankedTensorType>(v.getType()).getShape());
   define(node, 0,
-         b.create<graph::WhereOp>(nodeLoc(node),
-                                  RankedTensorType::get(shape, *elt), *c, *l,
-                                  *r));
+         b.create<graph::WhereOp>(
+             nodeLoc(node), RankedTensorType::get(shape, *elt), *c, *l, *r));
   return success();
 }
 
@@ -426,8 +428,8 @@ LogicalResult Importer::importSoftmax(const onnx::NodeProto &node) {
   int64_t rank = llvm::cast<RankedTensorType>(x->getType()).getRank();
   int64_t axis = intAttr(node, "axis", -1);
   if (axis < -rank || axis >= rank)
-    return nodeError(node)
-           << "axis " << axis << " out of range for rank " << rank;
+    return nodeError(node) << "axis " << axis << " out of range for rank "
+                           << rank;
   Value v = op == "Softmax"
                 ? b.create<graph::SoftmaxOp>(loc, *x, axis).getResult()
                 : b.create<graph::LogSoftmaxOp>(loc, *x, axis).getResult();

@@ -29,7 +29,6 @@ namespace otc::importer {
 
 using namespace mlir;
 
-
 constexpr int64_t kMinOpset = 13;
 constexpr int64_t kMaxOpset = 17;
 /// Constants beyond this many elements are parameters or bugs, not shapes.
@@ -59,10 +58,10 @@ inline bool isConfigOperand(StringRef opType, int index) {
   if (index == 0)
     return opType == "ConstantOfShape" || opType == "Range";
   static const llvm::StringMap<int> firstConfig = {
-      {"Dropout", 1},   {"Reshape", 1},   {"Unsqueeze", 1}, {"Squeeze", 1},
-      {"Clip", 1},      {"Pad", 1},       {"Slice", 1},     {"Resize", 1},
-      {"TopK", 1},      {"Tile", 1},      {"Expand", 1},    {"Split", 1},
-      {"ReduceSum", 1}, {"OneHot", 1},    {"CumSum", 1},    {"Trilu", 1},
+      {"Dropout", 1},   {"Reshape", 1}, {"Unsqueeze", 1}, {"Squeeze", 1},
+      {"Clip", 1},      {"Pad", 1},     {"Slice", 1},     {"Resize", 1},
+      {"TopK", 1},      {"Tile", 1},    {"Expand", 1},    {"Split", 1},
+      {"ReduceSum", 1}, {"OneHot", 1},  {"CumSum", 1},    {"Trilu", 1},
       {"Range", 0},
   };
   auto it = firstConfig.find(opType);
@@ -165,6 +164,8 @@ public:
   LogicalResult importShapeOf(const onnx::NodeProto &node);
   FailureOr<SmallVector<int64_t>> intsInput(const onnx::NodeProto &node, int i,
                                             ArrayRef<int64_t> dflt);
+  FailureOr<int64_t> axisAttr(const onnx::NodeProto &node, int64_t dflt,
+                              int64_t rank);
   SmallVector<int64_t> intsAttr(const onnx::NodeProto &node, StringRef name,
                                 ArrayRef<int64_t> dflt);
   FailureOr<Value> floatTensor(const onnx::NodeProto &node, int i);

@@ -28,11 +28,11 @@ LogicalResult Importer::importGemm(const onnx::NodeProto &node) {
   auto bt = llvm::cast<RankedTensorType>(bb->getType());
   bool ta = intAttr(node, "transA", 0), tb = intAttr(node, "transB", 0);
   if (at.getRank() != 2 || bt.getRank() != 2)
-    return nodeError(node)
-           << "Gemm needs 2-D A and B, got " << at << " and " << bt;
+    return nodeError(node) << "Gemm needs 2-D A and B, got " << at << " and "
+                           << bt;
   if (at.getDimSize(ta ? 0 : 1) != bt.getDimSize(tb ? 1 : 0))
-    return nodeError(node)
-           << "inner dimensions differ: " << at << " and " << bt;
+    return nodeError(node) << "inner dimensions differ: " << at << " and "
+                           << bt;
   auto g = b.create<graph::GemmOp>(
       loc, *a, *bb, c, b.getF32FloatAttr(floatAttr(node, "alpha", 1.0f)),
       b.getF32FloatAttr(floatAttr(node, "beta", 1.0f)), b.getBoolAttr(ta),
@@ -70,8 +70,8 @@ LogicalResult Importer::importMatMul(const onnx::NodeProto &node) {
   auto lt = llvm::cast<RankedTensorType>(lhs.getType());
   auto rt = llvm::cast<RankedTensorType>(rhs.getType());
   if (lt.getShape().back() != rt.getDimSize(rt.getRank() - 2))
-    return nodeError(node)
-           << "inner dimensions differ: " << at << " and " << bt;
+    return nodeError(node) << "inner dimensions differ: " << at << " and "
+                           << bt;
   if (failed(graph::broadcastShapes(lt.getShape().drop_back(2),
                                     rt.getShape().drop_back(2))))
     return nodeError(node) << "batch dimensions of " << at << " and " << bt
@@ -106,8 +106,8 @@ LogicalResult Importer::importEinsum(const onnx::NodeProto &node) {
   llvm::SplitString(StringRef(eq).take_front(arrow), parts, ",");
   SmallVector<std::string> inputs(parts.begin(), parts.end());
   std::string out = eq.substr(arrow + 2);
-  if (static_cast<int>(inputs.size()) != node.input_size() ||
-      inputs.empty() || inputs.size() > 2)
+  if (static_cast<int>(inputs.size()) != node.input_size() || inputs.empty() ||
+      inputs.size() > 2)
     return nodeError(node) << "unsupported equation '" << eq
                            << "' (one or two operands)";
   SmallVector<Value> xs;
@@ -122,19 +122,19 @@ LogicalResult Importer::importEinsum(const onnx::NodeProto &node) {
                              << " but " << labels.size() << " labels";
     for (auto [d, c] : llvm::enumerate(labels)) {
       if (llvm::count(labels, c) > 1)
-        return nodeError(node) << "unsupported: repeated label '" << c
-                               << "' (diagonals)";
+        return nodeError(node)
+               << "unsupported: repeated label '" << c << "' (diagonals)";
       auto [it, inserted] = size.insert({c, t.getDimSize(d)});
       if (!inserted && it->second != t.getDimSize(d))
-        return nodeError(node) << "label '" << c << "' has sizes "
-                               << it->second << " and " << t.getDimSize(d);
+        return nodeError(node) << "label '" << c << "' has sizes " << it->second
+                               << " and " << t.getDimSize(d);
     }
     xs.push_back(*x);
   }
   for (char c : out)
     if (!size.count(c) || llvm::count(out, c) > 1)
-      return nodeError(node) << "output label '" << c
-                             << "' is repeated or not in an input";
+      return nodeError(node)
+             << "output label '" << c << "' is repeated or not in an input";
   auto f32 = b.getF32Type();
   // Sums away the labels of `x` that `keep` lacks; returns the new labels.
   auto sumAway = [&](Value &x, std::string labels,
@@ -150,10 +150,9 @@ LogicalResult Importer::importEinsum(const onnx::NodeProto &node) {
       }
     }
     if (!axes.empty())
-      x = b.create<graph::ReduceOp>(loc, RankedTensorType::get(shape, f32),
-                                    b.getStringAttr("sum"), x,
-                                    b.getDenseI64ArrayAttr(axes),
-                                    b.getBoolAttr(false));
+      x = b.create<graph::ReduceOp>(
+          loc, RankedTensorType::get(shape, f32), b.getStringAttr("sum"), x,
+          b.getDenseI64ArrayAttr(axes), b.getBoolAttr(false));
     return left;
   };
   auto permute = [&](Value x, StringRef from, StringRef to) -> Value {
@@ -195,9 +194,9 @@ LogicalResult Importer::importEinsum(const onnx::NodeProto &node) {
     s.append(tail.begin(), tail.end());
     return RankedTensorType::get(s, f32);
   };
-  Value lhs = b.create<graph::ReshapeOp>(
-      loc, shaped({prod(freeA), prod(contracted)}),
-      permute(xs[0], a, batch + freeA + contracted));
+  Value lhs =
+      b.create<graph::ReshapeOp>(loc, shaped({prod(freeA), prod(contracted)}),
+                                 permute(xs[0], a, batch + freeA + contracted));
   Value rhs = b.create<graph::ReshapeOp>(
       loc, shaped({prod(contracted), prod(freeB)}),
       permute(xs[1], bl, batch + contracted + freeB));
@@ -216,12 +215,11 @@ LogicalResult Importer::importCastLike(const onnx::NodeProto &node) {
   FailureOr<Entry *> x = operand(node, 0), like = operand(node, 1);
   if (failed(x) || failed(like))
     return failure();
-  Type target =
-      (*like)->value
-          ? llvm::cast<RankedTensorType>((*like)->value.getType())
-                .getElementType()
-          : ((*like)->folded->isFloat ? Type(b.getF32Type())
-                                      : Type(b.getI64Type()));
+  Type target = (*like)->value
+                    ? llvm::cast<RankedTensorType>((*like)->value.getType())
+                          .getElementType()
+                    : ((*like)->folded->isFloat ? Type(b.getF32Type())
+                                                : Type(b.getI64Type()));
   FailureOr<Value> v = tensor(node, 0);
   if (failed(v))
     return failure();

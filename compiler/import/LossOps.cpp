@@ -30,8 +30,8 @@ FailureOr<Value> Importer::nllLoss(const onnx::NodeProto &node, Value logp,
       tt.getShape().drop_front() != lt.getShape().drop_front(2))
     return nodeError(node) << "scores " << lt << " and labels " << tt
                            << " do not fit [N, C, d...] / [N, d...]";
-  if (weight && typeOf(weight).getShape() !=
-                    ArrayRef<int64_t>{lt.getDimSize(1)})
+  if (weight &&
+      typeOf(weight).getShape() != ArrayRef<int64_t>{lt.getDimSize(1)})
     return nodeError(node) << "weights must be [" << lt.getDimSize(1) << "]";
   std::string reduction = "mean";
   if (auto *a = attr(node, "reduction"))
@@ -58,8 +58,8 @@ FailureOr<Value> Importer::nllLoss(const onnx::NodeProto &node, Value logp,
   SmallVector<int64_t> idxShape(tt.getShape());
   idxShape.insert(idxShape.begin() + 1, 1);
   Value idx = b.create<graph::ReshapeOp>(loc, tt.clone(idxShape), safe);
-  Value p = b.create<graph::GatherElementsOp>(loc, lt.clone(picked), logp,
-                                              idx, b.getI64IntegerAttr(1));
+  Value p = b.create<graph::GatherElementsOp>(loc, lt.clone(picked), logp, idx,
+                                              b.getI64IntegerAttr(1));
   p = b.create<graph::ReshapeOp>(loc, tt.clone(f32), p);
   Value w;
   if (weight)
@@ -73,9 +73,8 @@ FailureOr<Value> Importer::nllLoss(const onnx::NodeProto &node, Value logp,
     w = b.create<graph::WhereOp>(loc, tt.clone(f32), valid, ones,
                                  scalarOf(f32, b.getF32FloatAttr(0)));
   }
-  Value loss = b.create<graph::NegOp>(loc, w ? b.create<graph::MulOp>(loc, p, w)
-                                                 .getResult()
-                                           : p);
+  Value loss = b.create<graph::NegOp>(
+      loc, w ? b.create<graph::MulOp>(loc, p, w).getResult() : p);
   if (reduction == "none")
     return loss;
   SmallVector<int64_t> all;
@@ -92,8 +91,7 @@ FailureOr<Value> Importer::nllLoss(const onnx::NodeProto &node, Value logp,
   if (!w)
     return reduce("mean", loss);
   // Weighted mean: divided by the total weight of the counted positions.
-  return b
-      .create<graph::DivOp>(loc, reduce("sum", loss), reduce("sum", w))
+  return b.create<graph::DivOp>(loc, reduce("sum", loss), reduce("sum", w))
       .getResult();
 }
 

@@ -29,8 +29,8 @@ LogicalResult Importer::importTranspose(const onnx::NodeProto &node) {
     llvm::sort(sorted);
     for (int64_t i = 0; i < static_cast<int64_t>(sorted.size()); ++i)
       if (sorted[i] != i || static_cast<int64_t>(perm.size()) != rank)
-        return nodeError(node) << "perm is not a permutation of 0.."
-                               << rank - 1;
+        return nodeError(node)
+               << "perm is not a permutation of 0.." << rank - 1;
     Const c;
     c.isFloat = in.isFloat;
     c.isBool = in.isBool;
@@ -67,8 +67,7 @@ LogicalResult Importer::importTranspose(const onnx::NodeProto &node) {
   for (int64_t p : perm) {
     if (p < 0 || p >= rank || seen[p] ||
         perm.size() != static_cast<size_t>(rank))
-      return nodeError(node)
-             << "perm is not a permutation of 0.." << rank - 1;
+      return nodeError(node) << "perm is not a permutation of 0.." << rank - 1;
     seen[p] = true;
   }
   define(node, 0, b.create<graph::TransposeOp>(loc, *x, perm));

@@ -24,7 +24,8 @@ struct Window {
 
 /// Resolves the window attributes of `node` over input spatial extents
 /// `in` (kernel from the weight or kernel_shape), SAME padding included.
-static FailureOr<Window> resolveWindow(Importer &im, const onnx::NodeProto &node,
+static FailureOr<Window> resolveWindow(Importer &im,
+                                       const onnx::NodeProto &node,
                                        ArrayRef<int64_t> in,
                                        ArrayRef<int64_t> kernel) {
   int64_t n = in.size();
@@ -99,8 +100,8 @@ LogicalResult Importer::importConv(const onnx::NodeProto &node) {
   if (!transpose) {
     if (wt.getDimSize(1) * group != xt.getDimSize(1) ||
         wt.getDimSize(0) % group != 0)
-      return nodeError(node) << "weight " << wt << " does not fit input "
-                             << xt << " with group " << group;
+      return nodeError(node) << "weight " << wt << " does not fit input " << xt
+                             << " with group " << group;
     FailureOr<Window> win = resolveWindow(*this, node, in, kernel);
     if (failed(win))
       return failure();
@@ -114,12 +115,12 @@ LogicalResult Importer::importConv(const onnx::NodeProto &node) {
       shape.push_back(o);
     }
     define(node, 0,
-           b.create<graph::ConvOp>(
-               loc, xt.clone(shape), *x, *w, bias,
-               b.getDenseI64ArrayAttr(win->strides),
-               b.getDenseI64ArrayAttr(win->dilations),
-               b.getDenseI64ArrayAttr(win->begin),
-               b.getDenseI64ArrayAttr(win->end), b.getI64IntegerAttr(group)));
+           b.create<graph::ConvOp>(loc, xt.clone(shape), *x, *w, bias,
+                                   b.getDenseI64ArrayAttr(win->strides),
+                                   b.getDenseI64ArrayAttr(win->dilations),
+                                   b.getDenseI64ArrayAttr(win->begin),
+                                   b.getDenseI64ArrayAttr(win->end),
+                                   b.getI64IntegerAttr(group)));
     return success();
   }
   // ConvTranspose: weight [C, M / group, k...].
@@ -145,8 +146,8 @@ LogicalResult Importer::importConv(const onnx::NodeProto &node) {
   if (auto *a = attr(node, "auto_pad"))
     autoPad = a->s();
   SmallVector<int64_t> begin(pads.begin(), pads.begin() + spatial),
-      end(pads.begin() + spatial, pads.end()), shape{xt.getDimSize(0),
-                                                     wt.getDimSize(1) * group};
+      end(pads.begin() + spatial, pads.end()),
+      shape{xt.getDimSize(0), wt.getDimSize(1) * group};
   for (int64_t d = 0; d < spatial; ++d) {
     if (strides[d] < 1 || dilations[d] < 1 || outPad[d] < 0 ||
         outPad[d] >= std::max(strides[d], dilations[d]))
@@ -177,9 +178,9 @@ LogicalResult Importer::importConv(const onnx::NodeProto &node) {
   define(node, 0,
          b.create<graph::ConvTransposeOp>(
              loc, xt.clone(shape), *x, *w, bias,
-             b.getDenseI64ArrayAttr(strides),
-             b.getDenseI64ArrayAttr(dilations), b.getDenseI64ArrayAttr(begin),
-             b.getDenseI64ArrayAttr(end), b.getI64IntegerAttr(group)));
+             b.getDenseI64ArrayAttr(strides), b.getDenseI64ArrayAttr(dilations),
+             b.getDenseI64ArrayAttr(begin), b.getDenseI64ArrayAttr(end),
+             b.getI64IntegerAttr(group)));
   return success();
 }
 
@@ -228,8 +229,8 @@ LogicalResult Importer::importPool(const onnx::NodeProto &node) {
   auto pe = b.getDenseI64ArrayAttr(win->end);
   if (isMax) {
     auto op = b.create<graph::MaxPoolOp>(
-        loc, xt.clone(shape), RankedTensorType::get(shape, b.getI64Type()),
-        *x, k, s, dl, pb, pe);
+        loc, xt.clone(shape), RankedTensorType::get(shape, b.getI64Type()), *x,
+        k, s, dl, pb, pe);
     define(node, 0, op.getResult());
   } else {
     define(node, 0,
@@ -252,12 +253,12 @@ LogicalResult Importer::importGlobalPool(const onnx::NodeProto &node) {
     axes.push_back(d);
     shape.push_back(1);
   }
-  define(node, 0,
-         b.create<graph::ReduceOp>(
-             nodeLoc(node), xt.clone(shape),
-             b.getStringAttr(node.op_type() == "GlobalMaxPool" ? "max"
-                                                               : "mean"),
-             *x, b.getDenseI64ArrayAttr(axes), b.getBoolAttr(true)));
+  define(
+      node, 0,
+      b.create<graph::ReduceOp>(
+          nodeLoc(node), xt.clone(shape),
+          b.getStringAttr(node.op_type() == "GlobalMaxPool" ? "max" : "mean"),
+          *x, b.getDenseI64ArrayAttr(axes), b.getBoolAttr(true)));
   return success();
 }
 
@@ -316,10 +317,11 @@ LogicalResult Importer::importLayerNorm(const onnx::NodeProto &node) {
     bias = *bv;
   }
   auto xt = typeOf(*x);
-  int64_t rank = xt.getRank(), axis = intAttr(node, "axis", -1);
-  if (axis < -rank || axis >= rank)
-    return nodeError(node) << "axis " << axis << " out of range";
-  axis = axis < 0 ? axis + rank : axis;
+  int64_t rank = xt.getRank();
+  FailureOr<int64_t> axisOr = axisAttr(node, -1, rank);
+  if (failed(axisOr))
+    return failure();
+  int64_t axis = *axisOr;
   ArrayRef<int64_t> normalized = xt.getShape().drop_front(axis);
   // Scale and bias broadcast to the normalised shape (exporters may pass
   // them with leading 1s).
@@ -362,9 +364,9 @@ LogicalResult Importer::importInstanceNorm(const onnx::NodeProto &node) {
   SmallVector<int64_t> stats(xt.getShape().take_front(2));
   define(node, 0,
          b.create<graph::InstanceNormOp>(
-             nodeLoc(node),
-             TypeRange{xt, xt.clone(stats), xt.clone(stats)}, *x, *scale,
-             *bias, b.getF32FloatAttr(floatAttr(node, "epsilon", 1e-5f)))
+              nodeLoc(node), TypeRange{xt, xt.clone(stats), xt.clone(stats)},
+              *x, *scale, *bias,
+              b.getF32FloatAttr(floatAttr(node, "epsilon", 1e-5f)))
              .getResult());
   return success();
 }

@@ -88,10 +88,10 @@ LogicalResult Importer::importShape(const onnx::NodeProto &node) {
   if (failed(e))
     return failure();
   SmallVector<int64_t> shape =
-      (*e)->value ? SmallVector<int64_t>(
-                        llvm::cast<RankedTensorType>((*e)->value.getType())
-                            .getShape())
-                  : (*e)->folded->shape;
+      (*e)->value
+          ? SmallVector<int64_t>(
+                llvm::cast<RankedTensorType>((*e)->value.getType()).getShape())
+          : (*e)->folded->shape;
   int64_t rank = shape.size();
   int64_t start = intAttr(node, "start", 0), end = intAttr(node, "end", rank);
   start = std::clamp<int64_t>(start < 0 ? start + rank : start, 0, rank);
@@ -334,10 +334,10 @@ LogicalResult Importer::importReshape(const onnx::NodeProto &node) {
   if (failed(e))
     return failure();
   SmallVector<int64_t> inShape =
-      (*e)->value ? SmallVector<int64_t>(
-                        llvm::cast<RankedTensorType>((*e)->value.getType())
-                            .getShape())
-                  : (*e)->folded->shape;
+      (*e)->value
+          ? SmallVector<int64_t>(
+                llvm::cast<RankedTensorType>((*e)->value.getType()).getShape())
+          : (*e)->folded->shape;
   bool allowZero = intAttr(node, "allowzero", 0) != 0;
   SmallVector<int64_t> shape;
   int64_t inferred = -1;

@@ -20,10 +20,21 @@ RankedTensorType typeOf(Value v) {
 }
 } // namespace
 
+/// Attribute "axis" (default `dflt`) of a node over rank `rank`, made
+/// non-negative; a diagnostic when out of range.
+FailureOr<int64_t> Importer::axisAttr(const onnx::NodeProto &node, int64_t dflt,
+                                      int64_t rank) {
+  int64_t axis = intAttr(node, "axis", dflt);
+  if (axis < -rank || axis >= rank)
+    return nodeError(node) << "axis " << axis << " out of range for rank "
+                           << rank;
+  return axis < 0 ? axis + rank : axis;
+}
+
 /// The integers of constant input `i`, or `dflt` when the input is absent.
-FailureOr<SmallVector<int64_t>>
-Importer::intsInput(const onnx::NodeProto &node, int i,
-                    ArrayRef<int64_t> dflt) {
+FailureOr<SmallVector<int64_t>> Importer::intsInput(const onnx::NodeProto &node,
+                                                    int i,
+                                                    ArrayRef<int64_t> dflt) {
   if (!hasInput(node, i))
     return SmallVector<int64_t>(dflt);
   FailureOr<Const *> c = constant(node, i);
@@ -105,10 +116,9 @@ LogicalResult Importer::importReduce(const onnx::NodeProto &node) {
       shape.push_back(1);
   }
   bool logSum = kind == "log_sum";
-  Value y = b.create<graph::ReduceOp>(loc, t.clone(shape),
-                                      b.getStringAttr(logSum ? "sum" : kind),
-                                      *x, b.getDenseI64ArrayAttr(*norm),
-                                      b.getBoolAttr(keepdims));
+  Value y = b.create<graph::ReduceOp>(
+      loc, t.clone(shape), b.getStringAttr(logSum ? "sum" : kind), *x,
+      b.getDenseI64ArrayAttr(*norm), b.getBoolAttr(keepdims));
   if (logSum)
     y = b.create<graph::LogOp>(loc, y);
   define(node, 0, y);
@@ -120,10 +130,11 @@ LogicalResult Importer::importArgReduce(const onnx::NodeProto &node) {
   if (failed(x))
     return failure();
   auto t = typeOf(*x);
-  int64_t rank = t.getRank(), axis = intAttr(node, "axis", 0);
-  if (axis < -rank || axis >= rank)
-    return nodeError(node) << "axis " << axis << " out of range";
-  axis = axis < 0 ? axis + rank : axis;
+  int64_t rank = t.getRank();
+  FailureOr<int64_t> axisOr = axisAttr(node, 0, rank);
+  if (failed(axisOr))
+    return failure();
+  int64_t axis = *axisOr;
   bool keepdims = intAttr(node, "keepdims", 1) != 0;
   SmallVector<int64_t> shape(t.getShape());
   if (keepdims)
@@ -162,10 +173,11 @@ LogicalResult Importer::importTopK(const onnx::NodeProto &node) {
   if (failed(x) || failed(kv))
     return failure();
   auto t = typeOf(*x);
-  int64_t rank = t.getRank(), axis = intAttr(node, "axis", -1);
-  if (axis < -rank || axis >= rank)
-    return nodeError(node) << "axis " << axis << " out of range";
-  axis = axis < 0 ? axis + rank : axis;
+  int64_t rank = t.getRank();
+  FailureOr<int64_t> axisOr = axisAttr(node, -1, rank);
+  if (failed(axisOr))
+    return failure();
+  int64_t axis = *axisOr;
   if (kv->size() != 1 || (*kv)[0] < 0 || (*kv)[0] > t.getDimSize(axis))
     return nodeError(node) << "K must be one value in [0, "
                            << t.getDimSize(axis) << "]";
@@ -293,10 +305,11 @@ LogicalResult Importer::importConcat(const onnx::NodeProto &node) {
   if (failed(elt))
     return failure();
   auto first = typeOf(xs.front());
-  int64_t rank = first.getRank(), axis = intAttr(node, "axis", 0);
-  if (rank == 0 || axis < -rank || axis >= rank)
-    return nodeError(node) << "axis " << axis << " out of range";
-  axis = axis < 0 ? axis + rank : axis;
+  int64_t rank = first.getRank();
+  FailureOr<int64_t> axisOr = axisAttr(node, 0, rank);
+  if (failed(axisOr))
+    return failure();
+  int64_t axis = *axisOr;
   SmallVector<int64_t> shape(first.getShape());
   shape[axis] = 0;
   for (Value x : xs) {
@@ -319,10 +332,11 @@ LogicalResult Importer::importSplit(const onnx::NodeProto &node) {
   if (failed(x))
     return failure();
   auto t = typeOf(*x);
-  int64_t rank = t.getRank(), axis = intAttr(node, "axis", 0);
-  if (axis < -rank || axis >= rank)
-    return nodeError(node) << "axis " << axis << " out of range";
-  axis = axis < 0 ? axis + rank : axis;
+  int64_t rank = t.getRank();
+  FailureOr<int64_t> axisOr = axisAttr(node, 0, rank);
+  if (failed(axisOr))
+    return failure();
+  int64_t axis = *axisOr;
   int64_t dim = t.getDimSize(axis), parts = node.output_size();
   SmallVector<int64_t> sizes;
   if (hasInput(node, 1)) {
@@ -406,8 +420,7 @@ LogicalResult Importer::importPad(const onnx::NodeProto &node) {
   auto t = typeOf(*x);
   int64_t rank = t.getRank();
   if (static_cast<int64_t>(pads->size()) != 2 * rank)
-    return nodeError(node) << "pads need 2 * rank = " << 2 * rank
-                           << " entries";
+    return nodeError(node) << "pads need 2 * rank = " << 2 * rank << " entries";
   if (hasInput(node, 3))
     return nodeError(node) << "unsupported: the axes input (opset 18)";
   float value = 0.0f;
@@ -430,18 +443,18 @@ LogicalResult Importer::importPad(const onnx::NodeProto &node) {
     int64_t s = t.getDimSize(d) + begin[d] + end[d];
     if (s <= 0)
       return nodeError(node) << "dimension " << d << " pads to " << s;
-    if (mode == "reflect" && (begin[d] >= t.getDimSize(d) || end[d] >= t.getDimSize(d)) &&
+    if (mode == "reflect" &&
+        (begin[d] >= t.getDimSize(d) || end[d] >= t.getDimSize(d)) &&
         (begin[d] > 0 || end[d] > 0))
       return nodeError(node) << "reflect pads must be smaller than the "
                                 "dimension";
     shape.push_back(s);
   }
   define(node, 0,
-         b.create<graph::PadOp>(nodeLoc(node), t.clone(shape), *x,
-                                b.getStringAttr(mode),
-                                b.getDenseI64ArrayAttr(begin),
-                                b.getDenseI64ArrayAttr(end),
-                                b.getF32FloatAttr(value)));
+         b.create<graph::PadOp>(
+             nodeLoc(node), t.clone(shape), *x, b.getStringAttr(mode),
+             b.getDenseI64ArrayAttr(begin), b.getDenseI64ArrayAttr(end),
+             b.getF32FloatAttr(value)));
   return success();
 }
 
@@ -464,10 +477,11 @@ LogicalResult Importer::importGather(const onnx::NodeProto &node) {
   if (failed(x) || failed(idx))
     return failure();
   auto t = typeOf(*x);
-  int64_t rank = t.getRank(), axis = intAttr(node, "axis", 0);
-  if (rank == 0 || axis < -rank || axis >= rank)
-    return nodeError(node) << "axis " << axis << " out of range";
-  axis = axis < 0 ? axis + rank : axis;
+  int64_t rank = t.getRank();
+  FailureOr<int64_t> axisOr = axisAttr(node, 0, rank);
+  if (failed(axisOr))
+    return failure();
+  int64_t axis = *axisOr;
   SmallVector<int64_t> shape(t.getShape().take_front(axis));
   llvm::append_range(shape, typeOf(*idx).getShape());
   shape.append(t.getShape().begin() + axis + 1, t.getShape().end());
@@ -487,9 +501,9 @@ LogicalResult Importer::importGatherElements(const onnx::NodeProto &node) {
     return nodeError(node) << "axis out of range or indices of another rank";
   axis = axis < 0 ? axis + rank : axis;
   define(node, 0,
-         b.create<graph::GatherElementsOp>(
-             nodeLoc(node), t.clone(typeOf(*idx).getShape()), *x, *idx,
-             b.getI64IntegerAttr(axis)));
+         b.create<graph::GatherElementsOp>(nodeLoc(node),
+                                           t.clone(typeOf(*idx).getShape()), *x,
+                                           *idx, b.getI64IntegerAttr(axis)));
   return success();
 }
 
@@ -509,9 +523,9 @@ LogicalResult Importer::importScatterElements(const onnx::NodeProto &node) {
   if (auto *a = attr(node, "reduction"))
     reduction = a->s();
   define(node, 0,
-         b.create<graph::ScatterElementsOp>(
-             nodeLoc(node), t, *data, *idx, *upd, b.getI64IntegerAttr(axis),
-             b.getStringAttr(reduction)));
+         b.create<graph::ScatterElementsOp>(nodeLoc(node), t, *data, *idx, *upd,
+                                            b.getI64IntegerAttr(axis),
+                                            b.getStringAttr(reduction)));
   return success();
 }
 
@@ -613,11 +627,10 @@ LogicalResult Importer::importResize(const onnx::NodeProto &node) {
   if (llvm::any_of(shape, [](int64_t s) { return s <= 0; }))
     return nodeError(node) << "the result would be empty";
   define(node, 0,
-         b.create<graph::ResizeOp>(nodeLoc(node), t.clone(shape), *x,
-                                   b.getStringAttr(mode),
-                                   b.getStringAttr(coord),
-                                   b.getStringAttr(nearest),
-                                   b.getDenseF32ArrayAttr(scales)));
+         b.create<graph::ResizeOp>(
+             nodeLoc(node), t.clone(shape), *x, b.getStringAttr(mode),
+             b.getStringAttr(coord), b.getStringAttr(nearest),
+             b.getDenseF32ArrayAttr(scales)));
   return success();
 }
 
@@ -639,9 +652,8 @@ LogicalResult Importer::importDepthToSpace(const onnx::NodeProto &node) {
       return nodeError(node) << "channels not divisible by blocksize^2";
     bool crd = attr(node, "mode") && attr(node, "mode")->s() == "CRD";
     int64_t co = c / (bs * bs);
-    SmallVector<int64_t> s6 =
-        crd ? SmallVector<int64_t>{n, co, bs, bs, h, w}
-            : SmallVector<int64_t>{n, bs, bs, co, h, w};
+    SmallVector<int64_t> s6 = crd ? SmallVector<int64_t>{n, co, bs, bs, h, w}
+                                  : SmallVector<int64_t>{n, bs, bs, co, h, w};
     SmallVector<int64_t> perm = crd ? SmallVector<int64_t>{0, 1, 4, 2, 5, 3}
                                     : SmallVector<int64_t>{0, 3, 4, 1, 5, 2};
     y = b.create<graph::ReshapeOp>(loc, t.clone(s6), *x);
@@ -704,7 +716,8 @@ LogicalResult Importer::importShapeOf(const onnx::NodeProto &node) {
   double s = (*start)->at(0), l = (*limit)->at(0), d = (*delta)->at(0);
   if (d == 0)
     return nodeError(node) << "delta must be non-zero";
-  int64_t n = std::max<int64_t>(0, static_cast<int64_t>(std::ceil((l - s) / d)));
+  int64_t n =
+      std::max<int64_t>(0, static_cast<int64_t>(std::ceil((l - s) / d)));
   if (n == 0 || n > kMaxFoldedElements)
     return nodeError(node) << "range of " << n << " elements is not supported";
   c.isFloat = (*start)->isFloat;

@@ -11,9 +11,9 @@
 using namespace mlir;
 using namespace otc::graph;
 
-int64_t otc::graph::windowOutputSize(int64_t in, int64_t kernel,
-                                     int64_t stride, int64_t dilation,
-                                     int64_t padBegin, int64_t padEnd) {
+int64_t otc::graph::windowOutputSize(int64_t in, int64_t kernel, int64_t stride,
+                                     int64_t dilation, int64_t padBegin,
+                                     int64_t padEnd) {
   int64_t span = dilation * (kernel - 1) + 1;
   int64_t padded = in + padBegin + padEnd;
   return padded < span ? 0 : (padded - span) / stride + 1;
@@ -35,8 +35,7 @@ static LogicalResult verifyWindow(Operation *op, int64_t spatial,
   for (int64_t d = 0; d < spatial; ++d)
     if (strides[d] < 1 || dilations[d] < 1 || padsBegin[d] < 0 ||
         padsEnd[d] < 0)
-      return op->emitOpError(
-          "strides and dilations must be >= 1, pads >= 0");
+      return op->emitOpError("strides and dilations must be >= 1, pads >= 0");
   return success();
 }
 
@@ -47,8 +46,7 @@ convShape(Operation *op, ArrayRef<int64_t> in, ArrayRef<int64_t> weight,
           ArrayRef<int64_t> padsBegin, ArrayRef<int64_t> padsEnd,
           int64_t group) {
   int64_t spatial = static_cast<int64_t>(in.size()) - 2;
-  if (failed(verifyWindow(op, spatial, strides, dilations, padsBegin,
-                          padsEnd)))
+  if (failed(verifyWindow(op, spatial, strides, dilations, padsBegin, padsEnd)))
     return failure();
   if (weight.size() != in.size())
     return op->emitOpError("weight rank must equal the input rank");
@@ -83,10 +81,10 @@ static SmallVector<int64_t> nonChannelAxes(int64_t rank) {
 //===----------------------------------------------------------------------===//
 
 LogicalResult ConvOp::verify() {
-  auto shape = convShape(*this, getInput().getType().getShape(),
-                         getWeight().getType().getShape(), getStrides(),
-                         getDilations(), getPadsBegin(), getPadsEnd(),
-                         getGroupAttr().getInt());
+  auto shape =
+      convShape(*this, getInput().getType().getShape(),
+                getWeight().getType().getShape(), getStrides(), getDilations(),
+                getPadsBegin(), getPadsEnd(), getGroupAttr().getInt());
   if (failed(shape))
     return failure();
   if (getResult().getType().getShape() != ArrayRef<int64_t>(*shape))
@@ -103,15 +101,14 @@ LogicalResult ConvOp::buildGradients(OpBuilder &b, ArrayRef<Value> g,
   Location loc = getLoc();
   Value dx = b.create<ConvGradInputOp>(
       loc, getInput().getType(), g[0], getWeight(), getStridesAttr(),
-      getDilationsAttr(), getPadsBeginAttr(), getPadsEndAttr(),
-      getGroupAttr());
+      getDilationsAttr(), getPadsBeginAttr(), getPadsEndAttr(), getGroupAttr());
   Value dw = b.create<ConvGradWeightOp>(
       loc, getWeight().getType(), g[0], getInput(), getStridesAttr(),
-      getDilationsAttr(), getPadsBeginAttr(), getPadsEndAttr(),
-      getGroupAttr());
+      getDilationsAttr(), getPadsBeginAttr(), getPadsEndAttr(), getGroupAttr());
   out.assign({dx, dw});
   if (getBias())
-    out.push_back(sumOver(b, loc, g[0], nonChannelAxes(getResult().getType().getRank()),
+    out.push_back(sumOver(b, loc, g[0],
+                          nonChannelAxes(getResult().getType().getRank()),
                           getBias().getType()));
   return success();
 }
@@ -125,9 +122,8 @@ LogicalResult ConvTransposeOp::verify() {
   SmallVector<int64_t> convWeight(w);
   if (getGroupAttr().getInt() < 1)
     return emitOpError("group must be >= 1");
-  auto shape =
-      convShape(*this, y, convWeight, getStrides(), getDilations(),
-                getPadsBegin(), getPadsEnd(), getGroupAttr().getInt());
+  auto shape = convShape(*this, y, convWeight, getStrides(), getDilations(),
+                         getPadsBegin(), getPadsEnd(), getGroupAttr().getInt());
   if (failed(shape))
     return failure();
   if (getInput().getType().getShape() != ArrayRef<int64_t>(*shape))
@@ -144,17 +140,16 @@ LogicalResult ConvTransposeOp::buildGradients(OpBuilder &b, ArrayRef<Value> g,
   Location loc = getLoc();
   // y = conv_grad_input(x, w): dx = conv(dy, w); dw = conv_grad_weight
   // with x in the role of the convolution's output gradient.
-  Value dx = b.create<ConvOp>(loc, getInput().getType(), g[0], getWeight(),
-                              Value(), getStridesAttr(), getDilationsAttr(),
-                              getPadsBeginAttr(), getPadsEndAttr(),
-                              getGroupAttr());
+  Value dx = b.create<ConvOp>(
+      loc, getInput().getType(), g[0], getWeight(), Value(), getStridesAttr(),
+      getDilationsAttr(), getPadsBeginAttr(), getPadsEndAttr(), getGroupAttr());
   Value dw = b.create<ConvGradWeightOp>(
       loc, getWeight().getType(), getInput(), g[0], getStridesAttr(),
-      getDilationsAttr(), getPadsBeginAttr(), getPadsEndAttr(),
-      getGroupAttr());
+      getDilationsAttr(), getPadsBeginAttr(), getPadsEndAttr(), getGroupAttr());
   out.assign({dx, dw});
   if (getBias())
-    out.push_back(sumOver(b, loc, g[0], nonChannelAxes(getResult().getType().getRank()),
+    out.push_back(sumOver(b, loc, g[0],
+                          nonChannelAxes(getResult().getType().getRank()),
                           getBias().getType()));
   return success();
 }
@@ -164,28 +159,25 @@ LogicalResult ConvTransposeOp::buildGradients(OpBuilder &b, ArrayRef<Value> g,
 //===----------------------------------------------------------------------===//
 
 static LogicalResult verifyPool(Operation *op, RankedTensorType in,
-                                RankedTensorType out,
-                                ArrayRef<int64_t> kernel,
+                                RankedTensorType out, ArrayRef<int64_t> kernel,
                                 ArrayRef<int64_t> strides,
                                 ArrayRef<int64_t> dilations,
                                 ArrayRef<int64_t> padsBegin,
                                 ArrayRef<int64_t> padsEnd) {
   int64_t spatial = in.getRank() - 2;
-  if (failed(verifyWindow(op, spatial, strides, dilations, padsBegin,
-                          padsEnd)))
+  if (failed(verifyWindow(op, spatial, strides, dilations, padsBegin, padsEnd)))
     return failure();
   if (static_cast<int64_t>(kernel.size()) != spatial ||
       llvm::any_of(kernel, [](int64_t k) { return k < 1; }))
-    return op->emitOpError("kernel_shape needs ")
-           << spatial << " entries >= 1";
+    return op->emitOpError("kernel_shape needs ") << spatial << " entries >= 1";
   if (out.getRank() != in.getRank() ||
       out.getShape().take_front(2) != in.getShape().take_front(2))
     return op->emitOpError("result must keep N and C of the input");
   for (int64_t d = 0; d < spatial; ++d) {
     // ceil_mode may add one window beyond the floor count.
-    int64_t floorOut = windowOutputSize(in.getDimSize(2 + d), kernel[d],
-                                        strides[d], dilations[d],
-                                        padsBegin[d], padsEnd[d]);
+    int64_t floorOut =
+        windowOutputSize(in.getDimSize(2 + d), kernel[d], strides[d],
+                         dilations[d], padsBegin[d], padsEnd[d]);
     int64_t o = out.getDimSize(2 + d);
     if (o != floorOut && o != floorOut + 1)
       return op->emitOpError("spatial dimension ")
@@ -197,24 +189,24 @@ static LogicalResult verifyPool(Operation *op, RankedTensorType in,
 LogicalResult MaxPoolOp::verify() {
   if (getIndices().getType().getShape() != getResult().getType().getShape())
     return emitOpError("indices must have the result's shape");
-  return verifyPool(*this, getInput().getType(), getResult().getType(), getKernelShape(),
-                    getStrides(), getDilations(), getPadsBegin(),
-                    getPadsEnd());
+  return verifyPool(*this, getInput().getType(), getResult().getType(),
+                    getKernelShape(), getStrides(), getDilations(),
+                    getPadsBegin(), getPadsEnd());
 }
 
 LogicalResult MaxPoolOp::buildGradients(OpBuilder &b, ArrayRef<Value> g,
                                         SmallVectorImpl<Value> &out) {
-  out.assign({b.create<MaxPoolGradOp>(
-      getLoc(), getInput().getType(), g[0], getIndices(), getKernelShapeAttr(),
-      getStridesAttr(), getDilationsAttr(), getPadsBeginAttr(),
-      getPadsEndAttr())});
+  out.assign({b.create<MaxPoolGradOp>(getLoc(), getInput().getType(), g[0],
+                                      getIndices(), getKernelShapeAttr(),
+                                      getStridesAttr(), getDilationsAttr(),
+                                      getPadsBeginAttr(), getPadsEndAttr())});
   return success();
 }
 
 LogicalResult AvgPoolOp::verify() {
-  return verifyPool(*this, getInput().getType(), getResult().getType(), getKernelShape(),
-                    getStrides(), getDilations(), getPadsBegin(),
-                    getPadsEnd());
+  return verifyPool(*this, getInput().getType(), getResult().getType(),
+                    getKernelShape(), getStrides(), getDilations(),
+                    getPadsBegin(), getPadsEnd());
 }
 
 LogicalResult AvgPoolOp::buildGradients(OpBuilder &b, ArrayRef<Value> g,
@@ -246,10 +238,10 @@ static LogicalResult verifyPerChannel(Operation *op, RankedTensorType in,
 LogicalResult BatchNormOp::verify() {
   if (getResult().getType() != getInput().getType())
     return emitOpError("result must have the input's type");
-  return verifyPerChannel(
-      *this, getInput().getType(),
-      {getScale(), getBias(), getRunningMean(), getRunningVar(), getNewMean(),
-       getNewVar(), getSavedMean(), getSavedInvstd()});
+  return verifyPerChannel(*this, getInput().getType(),
+                          {getScale(), getBias(), getRunningMean(),
+                           getRunningVar(), getNewMean(), getNewVar(),
+                           getSavedMean(), getSavedInvstd()});
 }
 
 LogicalResult BatchNormOp::buildGradients(OpBuilder &b, ArrayRef<Value> g,
@@ -262,8 +254,8 @@ LogicalResult BatchNormOp::buildGradients(OpBuilder &b, ArrayRef<Value> g,
                 getBias().getType()},
       g[0], getInput(), getScale(), getSavedMean(), getSavedInvstd(),
       b.getI64IntegerAttr(1));
-  out.assign({grad.getDinput(), grad.getDscale(), grad.getDbias(), Value(),
-              Value()});
+  out.assign(
+      {grad.getDinput(), grad.getDscale(), grad.getDbias(), Value(), Value()});
   return success();
 }
 
@@ -274,8 +266,9 @@ LogicalResult BatchNormInferenceOp::verify() {
                           {getScale(), getBias(), getMean(), getVar()});
 }
 
-LogicalResult BatchNormInferenceOp::buildGradients(
-    OpBuilder &b, ArrayRef<Value> g, SmallVectorImpl<Value> &out) {
+LogicalResult
+BatchNormInferenceOp::buildGradients(OpBuilder &b, ArrayRef<Value> g,
+                                     SmallVectorImpl<Value> &out) {
   // An affine map per channel: y = a * x + c, a = scale / sqrt(var + eps).
   Location loc = getLoc();
   auto in = getInput().getType();
@@ -307,15 +300,15 @@ LogicalResult BatchNormInferenceOp::buildGradients(
 LogicalResult LayerNormOp::verify() {
   auto in = getInput().getType();
   int64_t rank = in.getRank();
-  int64_t axis = getAxisAttr().getInt() < 0 ? getAxisAttr().getInt() + rank : getAxisAttr().getInt();
+  int64_t axis = getAxisAttr().getInt() < 0 ? getAxisAttr().getInt() + rank
+                                            : getAxisAttr().getInt();
   if (axis < 0 || axis >= rank)
-    return emitOpError("axis ") << getAxisAttr().getInt() << " out of range for rank "
-                                << rank;
+    return emitOpError("axis ")
+           << getAxisAttr().getInt() << " out of range for rank " << rank;
   ArrayRef<int64_t> normalized = in.getShape().drop_front(axis);
   if (getScale().getType().getShape() != normalized ||
       (getBias() && getBias().getType().getShape() != normalized))
-    return emitOpError("scale and bias must have shape [")
-           << normalized << "]";
+    return emitOpError("scale and bias must have shape [") << normalized << "]";
   SmallVector<int64_t> stats(in.getShape().take_front(axis));
   stats.append(rank - axis, 1);
   if (getMean().getType().getShape() != ArrayRef(stats) ||
@@ -332,7 +325,8 @@ LogicalResult LayerNormOp::buildGradients(OpBuilder &b, ArrayRef<Value> g,
   if (g[1] || g[2])
     return emitOpError("no gradient through the mean or invstd results");
   int64_t rank = getInput().getType().getRank();
-  int64_t axis = getAxisAttr().getInt() < 0 ? getAxisAttr().getInt() + rank : getAxisAttr().getInt();
+  int64_t axis = getAxisAttr().getInt() < 0 ? getAxisAttr().getInt() + rank
+                                            : getAxisAttr().getInt();
   auto scaleType = getScale().getType();
   auto grad = b.create<LayerNormGradOp>(
       getLoc(), TypeRange{getInput().getType(), scaleType, scaleType}, g[0],

@@ -195,8 +195,8 @@ LogicalResult MatMulOp::inferReturnTypes(MLIRContext *,
   auto a = llvm::cast<RankedTensorType>(adaptor.getA().getType());
   auto b = llvm::cast<RankedTensorType>(adaptor.getB().getType());
   if (a.getRank() < 2 || b.getRank() < 2)
-    return emitOptionalError(loc, "matmul needs operands of rank >= 2, got ",
-                             a, " and ", b);
+    return emitOptionalError(loc, "matmul needs operands of rank >= 2, got ", a,
+                             " and ", b);
   bool ta = adaptor.getTransA(), tb = adaptor.getTransB();
   int64_t ra = a.getRank(), rb = b.getRank();
   int64_t m = a.getDimSize(ta ? ra - 1 : ra - 2);
@@ -206,11 +206,11 @@ LogicalResult MatMulOp::inferReturnTypes(MLIRContext *,
   if (ka != kb)
     return emitOptionalError(loc, "matmul inner dimensions differ: ", ka,
                              " vs ", kb);
-  auto batch = broadcastShapes(a.getShape().drop_back(2),
-                               b.getShape().drop_back(2));
+  auto batch =
+      broadcastShapes(a.getShape().drop_back(2), b.getShape().drop_back(2));
   if (failed(batch))
-    return emitOptionalError(loc, "matmul batch dimensions of ", a, " and ",
-                             b, " do not broadcast");
+    return emitOptionalError(loc, "matmul batch dimensions of ", a, " and ", b,
+                             " do not broadcast");
   SmallVector<int64_t> shape(*batch);
   shape.append({m, n});
   types.push_back(RankedTensorType::get(shape, a.getElementType()));
@@ -231,9 +231,9 @@ OpFoldResult AddOp::fold(FoldAdaptor adaptor) {
 }
 
 bool otc::graph::unaryGradUsesOutput(StringRef kind) {
-  return llvm::is_contained({"relu", "sigmoid", "tanh", "exp", "sqrt",
-                             "hard_sigmoid", "reciprocal"},
-                            kind);
+  return llvm::is_contained(
+      {"relu", "sigmoid", "tanh", "exp", "sqrt", "hard_sigmoid", "reciprocal"},
+      kind);
 }
 
 LogicalResult UnaryGradOp::verify() {

@@ -20,9 +20,8 @@ static int64_t normalizeAxis(int64_t axis, int64_t rank) {
 }
 
 /// The shape of `in` reduced over `axes` (sorted, non-negative).
-static SmallVector<int64_t> reducedShape(ArrayRef<int64_t> in,
-                                         ArrayRef<int64_t> axes,
-                                         bool keepdims) {
+static SmallVector<int64_t>
+reducedShape(ArrayRef<int64_t> in, ArrayRef<int64_t> axes, bool keepdims) {
   SmallVector<int64_t> out;
   for (auto [d, s] : llvm::enumerate(in)) {
     if (!llvm::is_contained(axes, static_cast<int64_t>(d)))
@@ -37,8 +36,7 @@ static LogicalResult verifyAxes(Operation *op, ArrayRef<int64_t> axes,
                                 int64_t rank) {
   for (auto [i, a] : llvm::enumerate(axes)) {
     if (a < 0 || a >= rank)
-      return op->emitOpError("axis ")
-             << a << " out of range for rank " << rank;
+      return op->emitOpError("axis ") << a << " out of range for rank " << rank;
     if (i > 0 && axes[i - 1] >= a)
       return op->emitOpError("axes must be sorted and distinct");
   }
@@ -55,8 +53,8 @@ static LogicalResult verifyAxis(Operation *op, int64_t axis, int64_t rank) {
 static Value f32Constant(OpBuilder &b, Location loc, RankedTensorType type,
                          float v) {
   return b.create<ConstantOp>(
-      loc, DenseElementsAttr::get(type.clone(b.getF32Type()),
-                                  b.getF32FloatAttr(v)));
+      loc,
+      DenseElementsAttr::get(type.clone(b.getF32Type()), b.getF32FloatAttr(v)));
 }
 
 //===----------------------------------------------------------------------===//
@@ -75,10 +73,9 @@ LogicalResult ReduceOp::verify() {
   auto in = getInput().getType();
   if (failed(verifyAxes(*this, getAxes(), in.getRank())))
     return failure();
-  if (ArrayRef<int64_t>(reducedShape(in.getShape(), getAxes(), getKeepdims())) !=
-      getType().getShape())
-    return emitOpError("result shape does not match the reduction of ")
-           << in;
+  if (ArrayRef<int64_t>(reducedShape(in.getShape(), getAxes(),
+                                     getKeepdims())) != getType().getShape())
+    return emitOpError("result shape does not match the reduction of ") << in;
   return success();
 }
 
@@ -95,9 +92,9 @@ LogicalResult ReduceGradOp::verify() {
 
 LogicalResult ReduceOp::buildGradients(OpBuilder &b, ArrayRef<Value> g,
                                        SmallVectorImpl<Value> &out) {
-  out.assign({b.create<ReduceGradOp>(getLoc(), getInput().getType(),
-                                     getKindAttr(), g[0], getInput(),
-                                     getResult(), getAxesAttr())});
+  out.assign(
+      {b.create<ReduceGradOp>(getLoc(), getInput().getType(), getKindAttr(),
+                              g[0], getInput(), getResult(), getAxesAttr())});
   return success();
 }
 
@@ -121,9 +118,9 @@ LogicalResult CumSumOp::verify() {
 LogicalResult CumSumOp::buildGradients(OpBuilder &b, ArrayRef<Value> g,
                                        SmallVectorImpl<Value> &out) {
   // The adjoint of a prefix sum is the suffix sum (same exclusivity).
-  out.assign({b.create<CumSumOp>(getLoc(), getType(), g[0], getAxisAttr(),
-                                 getExclusiveAttr(),
-                                 b.getBoolAttr(!getReverse()))});
+  out.assign(
+      {b.create<CumSumOp>(getLoc(), getType(), g[0], getAxisAttr(),
+                          getExclusiveAttr(), b.getBoolAttr(!getReverse()))});
   return success();
 }
 
@@ -149,7 +146,8 @@ LogicalResult TopKOp::buildGradients(OpBuilder &b, ArrayRef<Value> g,
     out.assign({Value()});
     return success();
   }
-  int64_t axis = normalizeAxis(getAxisAttr().getInt(), getInput().getType().getRank());
+  int64_t axis =
+      normalizeAxis(getAxisAttr().getInt(), getInput().getType().getRank());
   out.assign({b.create<GatherElementsGradOp>(getLoc(), getInput().getType(),
                                              g[0], getIndices(),
                                              b.getI64IntegerAttr(axis))});
@@ -226,7 +224,8 @@ LogicalResult ConcatOp::verify() {
   for (Value v : getInputs()) {
     auto t = tensorType(v);
     if (t.getRank() != rank || t.getElementType() != getType().getElementType())
-      return emitOpError("inputs must match the result's rank and element type");
+      return emitOpError(
+          "inputs must match the result's rank and element type");
     for (int64_t d = 0; d < rank; ++d)
       if (d != axis && t.getDimSize(d) != getType().getDimSize(d))
         return emitOpError("inputs differ from the result in dimension ") << d;
@@ -281,8 +280,7 @@ LogicalResult ExpandOp::buildGradients(OpBuilder &b, ArrayRef<Value> g,
     out.assign({Value()});
     return success();
   }
-  out.assign(
-      {b.create<ReduceSumToOp>(getLoc(), getInput().getType(), g[0])});
+  out.assign({b.create<ReduceSumToOp>(getLoc(), getInput().getType(), g[0])});
   return success();
 }
 
@@ -312,9 +310,9 @@ LogicalResult TileOp::buildGradients(OpBuilder &b, ArrayRef<Value> g,
   }
   Location loc = getLoc();
   Value view = b.create<ReshapeOp>(loc, in.clone(interleaved), g[0]);
-  out.assign({b.create<ReduceOp>(loc, in, b.getStringAttr("sum"), view,
-                                 b.getDenseI64ArrayAttr(axes),
-                                 b.getBoolAttr(false))});
+  out.assign(
+      {b.create<ReduceOp>(loc, in, b.getStringAttr("sum"), view,
+                          b.getDenseI64ArrayAttr(axes), b.getBoolAttr(false))});
   return success();
 }
 
@@ -329,11 +327,12 @@ static LogicalResult verifyPads(Operation *op, StringRef mode,
     return op->emitOpError("pads need one entry per dimension");
   for (size_t d = 0; d < in.size(); ++d) {
     if (in[d] + begin[d] + end[d] != out[d])
-      return op->emitOpError("dimension ") << d << " pads to "
-                                           << in[d] + begin[d] + end[d]
-                                           << ", the result has " << out[d];
-    if (mode != "constant" && out[d] > 0 && in[d] + std::min<int64_t>(begin[d], 0) +
-                                                    std::min<int64_t>(end[d], 0) <= 0)
+      return op->emitOpError("dimension ")
+             << d << " pads to " << in[d] + begin[d] + end[d]
+             << ", the result has " << out[d];
+    if (mode != "constant" && out[d] > 0 &&
+        in[d] + std::min<int64_t>(begin[d], 0) + std::min<int64_t>(end[d], 0) <=
+            0)
       return op->emitOpError("cannot ") << mode << "-pad an empty dimension";
   }
   return success();
@@ -350,9 +349,9 @@ LogicalResult PadOp::buildGradients(OpBuilder &b, ArrayRef<Value> g,
     out.assign({Value()});
     return success();
   }
-  out.assign({b.create<PadGradOp>(getLoc(), getInput().getType(), g[0],
-                                  getModeAttr(), getPadsBeginAttr(),
-                                  getPadsEndAttr())});
+  out.assign(
+      {b.create<PadGradOp>(getLoc(), getInput().getType(), g[0], getModeAttr(),
+                           getPadsBeginAttr(), getPadsEndAttr())});
   return success();
 }
 
@@ -389,10 +388,10 @@ LogicalResult ResizeOp::verify() {
 
 LogicalResult ResizeOp::buildGradients(OpBuilder &b, ArrayRef<Value> g,
                                        SmallVectorImpl<Value> &out) {
-  out.assign({b.create<ResizeGradOp>(
-      getLoc(), getInput().getType(), g[0], getModeAttr(),
-      getCoordinateTransformationModeAttr(), getNearestModeAttr(),
-      getScalesAttr())});
+  out.assign({b.create<ResizeGradOp>(getLoc(), getInput().getType(), g[0],
+                                     getModeAttr(),
+                                     getCoordinateTransformationModeAttr(),
+                                     getNearestModeAttr(), getScalesAttr())});
   return success();
 }
 
@@ -458,19 +457,16 @@ LogicalResult ScatterElementsOp::verify() {
   auto data = getData().getType();
   if (failed(verifyAxis(*this, getAxisAttr().getInt(), data.getRank())))
     return failure();
-  if (!llvm::is_contained({"none", "add", "mul", "max", "min"},
-                          getReduction()))
+  if (!llvm::is_contained({"none", "add", "mul", "max", "min"}, getReduction()))
     return emitOpError("unknown reduction '") << getReduction() << "'";
   if (getIndices().getType().getShape() != getUpdates().getType().getShape() ||
-      getIndices().getType().getRank() != data.getRank() ||
-      getType() != data)
+      getIndices().getType().getRank() != data.getRank() || getType() != data)
     return emitOpError("indices and updates must share a shape of the data's "
                        "rank, the result the data's type");
   return success();
 }
 
-LogicalResult ScatterElementsOp::buildGradients(OpBuilder &b,
-                                                ArrayRef<Value> g,
+LogicalResult ScatterElementsOp::buildGradients(OpBuilder &b, ArrayRef<Value> g,
                                                 SmallVectorImpl<Value> &out) {
   if (getReduction() != "none" && getReduction() != "add")
     return emitOpError("no gradient for reduction '") << getReduction() << "'";

@@ -59,12 +59,11 @@ extern "C" void otck_gemm_f32(int transA, int transB, int64_t M, int64_t N,
              ldb, beta, C, N);
 }
 
-extern "C" void otck_batched_gemm_f32(int batch_rank, const int64_t *batch_shape,
-                                      const int64_t *a_strides,
-                                      const int64_t *b_strides, int transA,
-                                      int transB, int64_t M, int64_t N,
-                                      int64_t K, const float *A,
-                                      const float *B, float *C) {
+extern "C" void
+otck_batched_gemm_f32(int batch_rank, const int64_t *batch_shape,
+                      const int64_t *a_strides, const int64_t *b_strides,
+                      int transA, int transB, int64_t M, int64_t N, int64_t K,
+                      const float *A, const float *B, float *C) {
   if (batch_rank < 0 || batch_rank > OTCK_MAX_RANK)
     return;
   int64_t count = 1;

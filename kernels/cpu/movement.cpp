@@ -462,7 +462,7 @@ struct ResizeDim {
 };
 
 Tap resizeTap(const ResizeDim &d, int64_t o, int mode, int coord, int nearest) {
-  const double n = double(d.n), m = double(d.m);
+  const double n = double(d.n);
   double x;
   switch (coord) {
   case OTCK_RESIZE_PYTORCH_HALF_PIXEL:
@@ -472,7 +472,6 @@ Tap resizeTap(const ResizeDim &d, int64_t o, int mode, int coord, int nearest) {
     // ONNX divides by the unrounded resized length (n * scale).
     double resized = n * d.scale;
     x = resized > 1.0 ? double(o) * (n - 1.0) / (resized - 1.0) : 0.0;
-    (void)m;
     break;
   }
   case OTCK_RESIZE_ASYMMETRIC:

@@ -611,8 +611,7 @@ EvalResult Run::evaluate() {
     if (label && ds.columns()[c].input == label)
       labelColumn = c;
   bool classify = (m_.loss == "cross-entropy" || m_.loss == "nll") && out &&
-                  label &&
-                  out->dtype == DType::F32 && out->shape.size() == 2 &&
+                  label && out->dtype == DType::F32 && out->shape.size() == 2 &&
                   out->shape[0] == m_.batch;
   r.hasAccuracy = classify;
   r.hasLoss = classify || m_.evalLossOffset >= 0;
