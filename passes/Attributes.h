@@ -21,6 +21,12 @@ inline constexpr llvm::StringLiteral kBuffer = "otc.buffer";
 inline constexpr llvm::StringLiteral kState = "otc.state"; // optimizer slot
 inline constexpr llvm::StringLiteral kInput = "otc.input"; // model input name
 inline constexpr llvm::StringLiteral kRole = "otc.role";   // "data" | "label"
+// SDP (DESIGN §7): the ranks owning a component parameter, the kept feature
+// ranges of a sliced one, and (backward masking) a parameter this rank
+// holds but does not train.
+inline constexpr llvm::StringLiteral kSdpOwners = "otc.sdp_owners";
+inline constexpr llvm::StringLiteral kSdpSlices = "otc.sdp_slices";
+inline constexpr llvm::StringLiteral kSdpFrozen = "otc.sdp_frozen";
 // Function results.
 inline constexpr llvm::StringLiteral kOutput = "otc.output";   // output name
 inline constexpr llvm::StringLiteral kUpdates = "otc.updates"; // arg index
@@ -31,10 +37,14 @@ inline constexpr llvm::StringLiteral kBuffers = "otc.buffers";
 inline constexpr llvm::StringLiteral kArenaBytes = "otc.arena_bytes";
 inline constexpr llvm::StringLiteral kMemory = "otc.memory";
 inline constexpr llvm::StringLiteral kSeed = "otc.seed";
+inline constexpr llvm::StringLiteral kSdp = "dist.sdp"; // SDP plan
 
 // Names of the step functions and of their persistent outputs.
 inline constexpr llvm::StringLiteral kForwardFn = "forward";
 inline constexpr llvm::StringLiteral kTrainFn = "train_step";
+// SDP: @forward_rank<r> becomes @train_step_rank<r>.
+inline constexpr llvm::StringLiteral kForwardRankPrefix = "forward_rank";
+inline constexpr llvm::StringLiteral kTrainRankPrefix = "train_step_rank";
 inline constexpr llvm::StringLiteral kEvalFn = "eval_step";
 inline constexpr llvm::StringLiteral kLossOutput = "loss";
 inline constexpr llvm::StringLiteral kEvalOutput = "eval_output";

@@ -73,7 +73,8 @@ private:
   LogicalResult validateOptions(ModuleOp module, func::FuncOp forward);
   FailureOr<Value> buildLoss(OpBuilder &b, Location loc, Value output,
                              Value label);
-  LogicalResult buildTrainStep(ModuleOp module, func::FuncOp forward);
+  LogicalResult buildTrainStep(ModuleOp module, func::FuncOp forward,
+                               StringRef name);
   LogicalResult buildEvalStep(ModuleOp module, func::FuncOp forward);
   Type labelType(func::FuncOp forward);
 };
@@ -225,18 +226,26 @@ FailureOr<Value> BuildTraining::buildLoss(OpBuilder &b, Location loc,
 }
 
 LogicalResult BuildTraining::buildTrainStep(ModuleOp module,
-                                            func::FuncOp forward) {
+                                            func::FuncOp forward,
+                                            StringRef name) {
   MLIRContext *ctx = &getContext();
   Location loc = forward.getLoc();
   OpBuilder b(ctx);
   b.setInsertionPointAfter(forward);
 
-  // Arguments: the forward's, then the label, then optimizer state.
-  SmallVector<unsigned> paramArgs;
-  for (unsigned i = 0; i < forward.getNumArguments(); ++i)
-    if (forward.getArgAttr(i, attr::kParam) &&
-        !forward.getArgAttr(i, attr::kBuffer))
+  // Arguments: the forward's, then the label, then optimizer state. SDP
+  // parameters this rank holds but does not train get neither gradients
+  // nor state; they come back unchanged (the owners' values replace them).
+  SmallVector<unsigned> paramArgs, frozenArgs;
+  for (unsigned i = 0; i < forward.getNumArguments(); ++i) {
+    if (!forward.getArgAttr(i, attr::kParam) ||
+        forward.getArgAttr(i, attr::kBuffer))
+      continue;
+    if (forward.getArgAttr(i, attr::kSdpFrozen))
+      frozenArgs.push_back(i);
+    else
       paramArgs.push_back(i);
+  }
   SmallVector<StringRef> slots = stateSlots(optimizer);
   SmallVector<Type> argTypes(forward.getArgumentTypes());
   SmallVector<DictionaryAttr> argAttrs = argAttrDicts(forward);
@@ -259,8 +268,7 @@ LogicalResult BuildTraining::buildTrainStep(ModuleOp module,
 
   // Forward.
   IRMapping map;
-  func::FuncOp fn =
-      createStep(b, forward, attr::kTrainFn, argTypes, argAttrs, map);
+  func::FuncOp fn = createStep(b, forward, name, argTypes, argAttrs, map);
   Block *body = &fn.front();
   auto ret = llvm::cast<func::ReturnOp>(forward.front().getTerminator());
   for (Operation &op : forward.front().without_terminator())
@@ -366,6 +374,10 @@ LogicalResult BuildTraining::buildTrainStep(ModuleOp module,
     }
     stateArg += slots.size();
   }
+  for (unsigned p : frozenArgs) {
+    results.push_back(fn.getArgument(p));
+    updates.push_back(p);
+  }
   // Buffers (BatchNorm running statistics) take the forward's new values.
   DenseMap<Value, Value> bufferUpdates;
   fn.walk([&](BatchNormOp bn) {
@@ -461,12 +473,29 @@ void BuildTraining::runOnOperation() {
     mlir::emitError(module.getLoc(), "no @forward function to train");
     return signalPassFailure();
   }
-  // Each function is inserted right after @forward: eval first, so that
+  // SDP: one training step per rank variant (@forward_rank<r>).
+  SmallVector<func::FuncOp> variants;
+  for (auto fn : module.getOps<func::FuncOp>())
+    if (fn.getSymName().starts_with(attr::kForwardRankPrefix))
+      variants.push_back(fn);
+  // Each function is inserted right after its forward: eval first, so that
   // @train_step comes first in the module.
   if (failed(validateOptions(module, forward)) ||
-      failed(buildEvalStep(module, forward)) ||
-      failed(buildTrainStep(module, forward)))
+      failed(buildEvalStep(module, forward)))
     return signalPassFailure();
+  if (variants.empty() &&
+      failed(buildTrainStep(module, forward, attr::kTrainFn)))
+    return signalPassFailure();
+  for (func::FuncOp variant : variants) {
+    std::string name =
+        (attr::kTrainRankPrefix +
+         variant.getSymName().drop_front(attr::kForwardRankPrefix.size()))
+            .str();
+    if (failed(validateOptions(module, variant)) ||
+        failed(buildTrainStep(module, variant, name)))
+      return signalPassFailure();
+    variant.erase();
+  }
 
   Builder b(&getContext());
   auto f = [&](double v) { return b.getF64FloatAttr(v); };

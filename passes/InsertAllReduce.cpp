@@ -2,7 +2,10 @@
 
 #include "dialects/dist/DistDialect.h"
 #include "dialects/graph/GraphDialect.h"
+#include "passes/Attributes.h"
 #include "passes/Passes.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
 
 #include "mlir/IR/Builders.h"
 
@@ -26,18 +29,59 @@ struct InsertAllReduce : otc::impl::InsertAllReduceBase<InsertAllReduce> {
       return signalPassFailure();
     }
     Builder attrs(&getContext());
+    if (auto w = module->getAttrOfType<IntegerAttr>(dist::kWorldSizeAttr);
+        w && w.getInt() != worldSize) {
+      mlir::emitError(module.getLoc(), "the module is compiled for ")
+          << w.getInt() << " ranks, not " << worldSize;
+      return signalPassFailure();
+    }
     module->setAttr(dist::kWorldSizeAttr, attrs.getI64IntegerAttr(worldSize));
     if (worldSize == 1)
       return;
+    // SDP: a component's gradient is averaged over its owners only.
+    auto owners = [&](Value w) -> DenseI64ArrayAttr {
+      auto arg = llvm::dyn_cast<BlockArgument>(w);
+      if (!arg)
+        return {};
+      auto fn = llvm::cast<func::FuncOp>(arg.getOwner()->getParentOp());
+      auto o = fn.getArgAttrOfType<DenseI64ArrayAttr>(arg.getArgNumber(),
+                                                      attr::kSdpOwners);
+      return o && o.size() < worldSize ? o : DenseI64ArrayAttr();
+    };
     // The gradient is operand 1 of every optimizer update.
     module.walk([&](Operation *op) {
       if (!graph::isOptimizerUpdate(op))
         return;
+      DenseI64ArrayAttr ranks = owners(op->getOperand(0));
+      if (ranks && ranks.size() == 1)
+        return; // a single owner averages over itself
       OpBuilder b(op);
       Value avg = b.create<dist::AllReduceOp>(
           op->getLoc(), op->getOperand(1).getType(), op->getOperand(1),
-          dist::ReduceKind::mean);
+          dist::ReduceKind::mean, ranks);
       op->setOperand(1, avg);
+    });
+    // SDP backward masking: every rank holds every parameter, but only the
+    // owners update a component's; the first owner sends the result.
+    auto sdp = module->getAttrOfType<DictionaryAttr>(attr::kSdp);
+    auto masking = sdp ? sdp.getAs<StringAttr>("masking") : StringAttr();
+    if (!masking || masking.getValue() != "backward")
+      return;
+    module.walk([&](func::ReturnOp ret) {
+      auto fn = llvm::cast<func::FuncOp>(ret->getParentOp());
+      OpBuilder b(ret);
+      for (unsigned i = 0; i < ret.getNumOperands(); ++i) {
+        auto target = fn.getResultAttrOfType<IntegerAttr>(i, attr::kUpdates);
+        if (!target)
+          continue;
+        DenseI64ArrayAttr ranks = owners(fn.getArgument(target.getInt()));
+        if (!ranks)
+          continue;
+        Value v = ret.getOperand(i);
+        ret.setOperand(i, b.create<dist::BroadcastOp>(
+                              ret.getLoc(), v.getType(), v,
+                              b.getI64IntegerAttr(ranks[0])));
+      }
     });
   }
 };

@@ -234,6 +234,20 @@ struct LowerToExec : otc::impl::LowerToExecBase<LowerToExec> {
     target.addDynamicallyLegalOp<func::ReturnOp>(
         [&](func::ReturnOp op) { return converter.isLegal(op); });
 
+    // SDP owner-group collectives need per-rank programs and
+    // sub-communicators, which the exec level does not model yet.
+    WalkResult sdp = getOperation().walk([](Operation *op) {
+      auto ar = llvm::dyn_cast<dist::AllReduceOp>(op);
+      if ((ar && ar.getRanks()) || llvm::isa<dist::BroadcastOp>(op)) {
+        op->emitOpError("SDP owner-group collectives are not lowered to exec "
+                        "yet (inspect SDP programs with --emit=train)");
+        return WalkResult::interrupt();
+      }
+      return WalkResult::advance();
+    });
+    if (sdp.wasInterrupted())
+      return signalPassFailure();
+
     RewritePatternSet patterns(ctx);
     patterns.add<KernelPattern, UpdatePattern>(converter, ctx);
     patterns.add<ConstantPattern, AllReducePattern, BucketPattern,

@@ -61,6 +61,67 @@ def BuildInference : Pass<"otc-build-inference", "mlir::ModuleOp"> {
 // Distribution
 //===----------------------------------------------------------------------===//
 
+def SdpFindComponents : Pass<"otc-sdp-find-components", "mlir::ModuleOp"> {
+  let summary = "Report what Subnetwork Data Parallelism can drop in @forward";
+  let description = [{
+    An analysis: for `mode=block`, every residual branch `f` of an
+    `x + f(x)` whose inside nothing else reads and whose parameters nothing
+    else uses; for `mode=neuron`, every group of features a gemm, matmul or
+    conv produces and another contracts, through per-feature ops only
+    (bias, activations, BatchNorm, Dropout, scalar arithmetic). Each found
+    component gets `sdp.component = "<name>"` and a remark; each rejected
+    candidate `sdp.rejected = "<reason>"` and a remark with the reason.
+  }];
+  let options = [
+    Option<"mode", "mode", "std::string", "\"block\"",
+           "block (residual branches) or neuron (neuron groups)">,
+  ];
+}
+
+def Sdp : Pass<"otc-sdp", "mlir::ModuleOp"> {
+  let summary = "Split @forward into per-rank subnetworks (SDP)";
+  let description = [{
+    Finds the components as `otc-sdp-find-components` does (a neuron group
+    becomes `world-size` contiguous chunks of its features), gives each
+    max(1, round(active * world-size)) owner ranks in a balanced cycle
+    (`assignment=random`: the cycle runs over a seeded permutation of the
+    ranks), and clones @forward into one `@forward_rank<r>` per distinct
+    mask, named after the first rank with that mask.
+
+    Forward masking: a dropped branch becomes the identity and its
+    parameters disappear; dropped features are sliced out of every
+    parameter and activation (`otc.sdp_slices` on the argument records the
+    kept index ranges per axis). With `rescale`, what is kept is scaled by
+    world-size / owners, as inverted dropout, so the full model evaluates
+    without rescaling. Backward masking (blocks only): the forward is whole;
+    parameters of components the rank does not own are `otc.sdp_frozen`
+    (no gradient, no optimizer state; the owners' update is broadcast).
+    Component parameters carry their owner ranks (`otc.sdp_owners`), over
+    which their gradients are averaged. The module records the world size
+    and `dist.sdp` (options, components with owners, the variant of each
+    rank). With active = 1 every rank owns everything: plain data
+    parallelism.
+  }];
+  let dependentDialects = ["::otc::graph::GraphDialect",
+                           "::otc::dist::DistDialect"];
+  let options = [
+    Option<"mode", "mode", "std::string", "\"block\"",
+           "block (residual branches) or neuron (neuron groups)">,
+    Option<"masking", "masking", "std::string", "\"forward\"",
+           "forward (drop from the forward) or backward (drop gradients)">,
+    Option<"active", "active", "double", "0.5",
+           "Fraction of the ranks that own each component">,
+    Option<"worldSize", "world-size", "int64_t", "1",
+           "Number of data-parallel ranks">,
+    Option<"seed", "seed", "uint64_t", "0",
+           "Seed of the random assignment">,
+    Option<"assignment", "assignment", "std::string", "\"cyclic\"",
+           "cyclic (balanced) or random (seeded, still balanced)">,
+    Option<"rescale", "rescale", "bool", "true",
+           "Scale kept components by world-size / owners (forward masking)">,
+  ];
+}
+
 def InsertAllReduce : Pass<"otc-insert-allreduce", "mlir::ModuleOp"> {
   let summary = "Average gradients over the ranks before the optimizer";
   let description = [{

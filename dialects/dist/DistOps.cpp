@@ -3,6 +3,7 @@
 #include "dialects/dist/DistDialect.h"
 
 #include "mlir/IR/Builders.h"
+#include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/DialectImplementation.h"
 
 using namespace mlir;
@@ -16,6 +17,46 @@ void DistDialect::initialize() {
 #define GET_OP_LIST
 #include "dialects/dist/DistOps.cpp.inc"
       >();
+}
+
+/// The world size recorded on the enclosing module, if any.
+static std::optional<int64_t> worldSizeOf(Operation *op) {
+  auto module = op->getParentOfType<ModuleOp>();
+  if (!module)
+    return std::nullopt;
+  if (auto w = module->getAttrOfType<IntegerAttr>(kWorldSizeAttr))
+    return w.getInt();
+  return std::nullopt;
+}
+
+LogicalResult AllReduceOp::verify() {
+  std::optional<ArrayRef<int64_t>> ranks = getRanks();
+  if (!ranks)
+    return success();
+  if (ranks->empty())
+    return emitOpError("ranks must not be empty");
+  for (size_t i = 0; i < ranks->size(); ++i) {
+    if ((*ranks)[i] < 0)
+      return emitOpError("ranks must be non-negative, got ") << (*ranks)[i];
+    if (i && (*ranks)[i] <= (*ranks)[i - 1])
+      return emitOpError("ranks must be sorted and distinct");
+  }
+  if (std::optional<int64_t> world = worldSizeOf(*this))
+    if (ranks->back() >= *world)
+      return emitOpError("rank ")
+             << ranks->back() << " is outside the world of size " << *world;
+  return success();
+}
+
+LogicalResult BroadcastOp::verify() {
+  int64_t root = getRootAttr().getInt();
+  if (root < 0)
+    return emitOpError("root must be non-negative, got ") << root;
+  if (std::optional<int64_t> world = worldSizeOf(*this))
+    if (root >= *world)
+      return emitOpError("root ")
+             << root << " is outside the world of size " << *world;
+  return success();
 }
 
 LogicalResult CompressedAllReduceOp::verify() {

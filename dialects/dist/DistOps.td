@@ -41,13 +41,39 @@ def Dist_AllReduceOp : Dist_Op<"all_reduce",
     (`mean` divides the sum by the world size). The op communicates, so it
     is not `Pure`: it is never folded, duplicated or removed.
 
+    With `ranks` (sorted, distinct, a proper subset of the world) only those
+    ranks take part (an SDP owner group: one sub-communicator per distinct
+    set) and `mean` divides by their number.
+
     ```mlir
     %avg = dist.all_reduce mean %grad : tensor<256x784xf32>
+    %own = dist.all_reduce mean %grad {ranks = array<i64: 0, 2>} : tensor<256x784xf32>
     ```
   }];
-  let arguments = (ins RankedTensorOf<[F32]>:$input, Dist_ReduceKind:$kind);
+  let arguments = (ins RankedTensorOf<[F32]>:$input, Dist_ReduceKind:$kind,
+                       OptionalAttr<DenseI64ArrayAttr>:$ranks);
   let results = (outs RankedTensorOf<[F32]>:$result);
   let assemblyFormat = "$kind $input attr-dict `:` type($input)";
+  let hasVerifier = 1;
+}
+
+def Dist_BroadcastOp : Dist_Op<"broadcast",
+    [AllTypesMatch<["input", "result"]>,
+     MemoryEffects<[MemRead, MemWrite]>]> {
+  let summary = "Every rank receives the root rank's tensor";
+  let description = [{
+    SDP backward masking: a component's parameters are updated by its
+    owners only, and the first owner (`root`) sends the new values to every
+    rank. Ranks other than `root` ignore their own `input`.
+
+    ```mlir
+    %w2 = dist.broadcast %w {root = 1 : i64} : tensor<64x64xf32>
+    ```
+  }];
+  let arguments = (ins RankedTensorOf<[F32]>:$input, I64Attr:$root);
+  let results = (outs RankedTensorOf<[F32]>:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input)";
+  let hasVerifier = 1;
 }
 
 def Dist_BucketOp : Dist_Op<"bucket", [Pure]> {

@@ -1,0 +1,448 @@
+//===- Sdp.cpp - Subnetwork Data Parallelism ------------------------------===//
+//
+// otc-sdp-find-components reports what SDP may drop; otc-sdp assigns each
+// component its owner ranks and specializes @forward into one
+// @forward_rank<r> per distinct mask, which otc-build-training turns into
+// @train_step_rank<r> (DESIGN §7).
+//
+//===----------------------------------------------------------------------===//
+
+#include "dialects/dist/DistDialect.h"
+#include "dialects/graph/GraphDialect.h"
+#include "passes/Attributes.h"
+#include "passes/Passes.h"
+#include "passes/SdpAnalysis.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/IRMapping.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
+#include "llvm/ADT/BitVector.h"
+#include "llvm/ADT/ScopeExit.h"
+
+#include <map>
+
+#include <cmath>
+#include <random>
+
+namespace otc {
+#define GEN_PASS_DEF_SDPFINDCOMPONENTS
+#define GEN_PASS_DEF_SDP
+#include "passes/Passes.h.inc"
+} // namespace otc
+
+using namespace mlir;
+using namespace otc;
+
+namespace {
+
+int64_t elements(func::FuncOp fn, ArrayRef<sdp::ParamUse> params) {
+  int64_t n = 0;
+  for (const sdp::ParamUse &p : params)
+    n += llvm::cast<RankedTensorType>(fn.getArgument(p.arg).getType())
+             .getNumElements();
+  return n;
+}
+
+LogicalResult checkMode(ModuleOp module, StringRef mode) {
+  if (mode == "block" || mode == "neuron")
+    return success();
+  return mlir::emitError(module.getLoc(), "unknown SDP mode '")
+         << mode << "' (expected block or neuron)";
+}
+
+struct SdpFindComponents
+    : otc::impl::SdpFindComponentsBase<SdpFindComponents> {
+  using Base::Base;
+
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    if (failed(checkMode(module, mode)))
+      return signalPassFailure();
+    auto forward = module.lookupSymbol<func::FuncOp>(attr::kForwardFn);
+    if (!forward) {
+      mlir::emitError(module.getLoc(), "no @forward function to analyse");
+      return signalPassFailure();
+    }
+    sdp::Components found = sdp::findComponents(forward, mode);
+    Builder b(&getContext());
+    for (sdp::Block &block : found.blocks) {
+      block.add->setAttr("sdp.component", b.getStringAttr(block.name));
+      block.add->emitRemark("B-SDP component '")
+          << block.name << "': residual branch of " << block.ops.size()
+          << " ops, " << block.params.size() << " parameters ("
+          << elements(forward, block.params) << " elements)";
+    }
+    for (sdp::NeuronGroup &group : found.groups) {
+      group.producer->setAttr("sdp.component", b.getStringAttr(group.name));
+      group.producer->emitRemark("N-SDP neuron group '")
+          << group.name << "': " << group.features << " features, "
+          << group.consumerInputs.size() << " consumer(s), "
+          << group.params.size() << " sliced parameters";
+    }
+    for (sdp::Rejection &r : found.rejected) {
+      r.op->setAttr("sdp.rejected", b.getStringAttr(r.reason));
+      r.op->emitRemark("not an SDP component: ") << r.reason;
+    }
+  }
+};
+
+/// One droppable unit: a residual branch, or a contiguous chunk of a neuron
+/// group's features.
+struct Component {
+  std::string name;
+  int64_t block = -1, group = -1; // index into Components
+  int64_t lo = 0, hi = 0;         // feature range of a neuron chunk
+  SmallVector<int64_t> owners;
+};
+
+struct Sdp : otc::impl::SdpBase<Sdp> {
+  using Base::Base;
+
+  void runOnOperation() override;
+
+private:
+  LogicalResult validate(ModuleOp module);
+  void assignOwners(MutableArrayRef<Component> comps,
+                    ArrayRef<SmallVector<int64_t>> families);
+  FailureOr<func::FuncOp> specialize(func::FuncOp forward, const sdp::Components &found,
+                          ArrayRef<Component> comps, int64_t rank);
+  int64_t ownerCount() const {
+    return std::clamp<int64_t>(std::llround(active * worldSize), 1, worldSize);
+  }
+};
+
+} // namespace
+
+LogicalResult Sdp::validate(ModuleOp module) {
+  if (failed(checkMode(module, mode)))
+    return failure();
+  if (masking != "forward" && masking != "backward")
+    return mlir::emitError(module.getLoc(), "unknown SDP masking '")
+           << masking << "' (expected forward or backward)";
+  if (assignment != "cyclic" && assignment != "random")
+    return mlir::emitError(module.getLoc(), "unknown SDP assignment '")
+           << assignment << "' (expected cyclic or random)";
+  if (!(active > 0.0 && active <= 1.0))
+    return mlir::emitError(module.getLoc(),
+                           "the active fraction must be in (0, 1], got ")
+           << active;
+  if (worldSize < 1)
+    return mlir::emitError(module.getLoc(),
+                           "world size must be at least 1, got ")
+           << worldSize;
+  if (mode == "neuron" && masking == "backward")
+    return mlir::emitError(module.getLoc(),
+                           "neuron-level SDP with backward masking is not "
+                           "supported yet (use forward masking)");
+  if (module->hasAttr(attr::kSdp))
+    return mlir::emitError(module.getLoc(), "the module is already SDP");
+  return success();
+}
+
+/// Every component gets ownerCount() consecutive ranks of a cycle that runs
+/// on through each family (all blocks; the chunks of one neuron group), so
+/// each rank owns about the active fraction of every family. `random`
+/// cycles through a seeded permutation of the ranks instead; every family
+/// uses the same one, so a rank keeps the same chunks of every group.
+void Sdp::assignOwners(MutableArrayRef<Component> comps,
+                       ArrayRef<SmallVector<int64_t>> families) {
+  SmallVector<int64_t> order;
+  for (int64_t r = 0; r < worldSize; ++r)
+    order.push_back(r);
+  if (assignment == "random") { // Fisher-Yates on the raw generator
+    std::mt19937_64 rng(seed);
+    for (int64_t i = worldSize - 1; i > 0; --i)
+      std::swap(order[i], order[rng() % (i + 1)]);
+  }
+  int64_t n = ownerCount();
+  for (const SmallVector<int64_t> &family : families) {
+    int64_t next = 0;
+    for (int64_t c : family) {
+      for (int64_t j = 0; j < n; ++j)
+        comps[c].owners.push_back(order[(next + j) % worldSize]);
+      next = (next + n) % worldSize;
+      llvm::sort(comps[c].owners);
+    }
+  }
+}
+
+FailureOr<func::FuncOp> Sdp::specialize(func::FuncOp forward, const sdp::Components &found,
+                             ArrayRef<Component> comps, int64_t rank) {
+  MLIRContext *ctx = &getContext();
+  IRMapping map;
+  auto fn = llvm::cast<func::FuncOp>(forward->clone(map));
+  // Erased unless it is returned.
+  auto guard = llvm::make_scope_exit([&] {
+    if (fn && !fn->getParentOp())
+      fn.erase();
+  });
+  fn.setSymName((attr::kForwardRankPrefix + Twine(rank)).str());
+  OpBuilder b(ctx);
+  auto owns = [&](const Component &c) {
+    return llvm::is_contained(c.owners, rank);
+  };
+  auto scale = [&](Value v, Operation *before, double s) -> Value {
+    b.setInsertionPoint(before);
+    auto scalar = RankedTensorType::get({}, b.getF32Type());
+    Value c = b.create<graph::ConstantOp>(
+        before->getLoc(),
+        DenseElementsAttr::get(scalar,
+                               b.getF32FloatAttr(static_cast<float>(s))));
+    return b.create<graph::MulOp>(before->getLoc(), v.getType(), v, c);
+  };
+  // Dropped components lose their parameters; kept ones are averaged over
+  // their owners, and with forward masking rescaled as inverted dropout so
+  // that the full model (every component, no rescaling) evaluates alike.
+  DenseMap<unsigned, SmallVector<int64_t>> ownersOf;
+  DenseMap<unsigned, SmallVector<std::pair<int64_t, SmallVector<int64_t>>>>
+      slices; // arg -> (axis, kept ranges)
+  std::map<std::pair<unsigned, int64_t>, SmallVector<const Component *>>
+      chunksOf; // (arg, axis) -> the chunks of it this rank keeps
+  for (const Component &c : comps) {
+    double s = double(worldSize) / double(c.owners.size());
+    if (c.block >= 0) {
+      const sdp::Block &blk = found.blocks[c.block];
+      for (const sdp::ParamUse &p : blk.params)
+        ownersOf[p.arg] = c.owners;
+      if (masking == "backward")
+        continue;
+      Operation *add = map.lookup(blk.add);
+      if (owns(c)) {
+        if (rescale && s != 1.0)
+          add->setOperand(blk.add->getOperand(0) == blk.branch ? 0 : 1,
+                          scale(map.lookup(blk.branch), add, s));
+        continue;
+      }
+      add->getResult(0).replaceAllUsesWith(map.lookup(blk.residual));
+      add->erase();
+      for (Operation *op : llvm::reverse(blk.ops)) {
+        Operation *clone = map.lookup(op);
+        if (clone->use_empty())
+          clone->erase();
+      }
+      continue;
+    }
+    const sdp::NeuronGroup &g = found.groups[c.group];
+    if (!owns(c))
+      continue;
+    for (const sdp::ParamUse &p : g.params) {
+      auto &list = slices[p.arg];
+      auto it = llvm::find_if(list, [&](auto &e) { return e.first == p.axis; });
+      if (it == list.end()) {
+        list.push_back({p.axis, {}});
+        it = std::prev(list.end());
+      }
+      SmallVector<int64_t> &ranges = it->second;
+      if (!ranges.empty() && ranges.back() == c.lo)
+        ranges.back() = c.hi; // merge adjacent chunks
+      else
+        ranges.append({c.lo, c.hi});
+      chunksOf[{p.arg, p.axis}].push_back(&c);
+    }
+  }
+  // A parameter two groups slice (rows by one, columns by the other) is
+  // held in tiles; each tile is owned by the ranks owning both its chunks.
+  // Averaging is per tensor, so every tile a rank holds must have the same
+  // owners (true when the owner count divides the world size).
+  DenseMap<unsigned, SmallVector<SmallVector<const Component *>>> byArg;
+  for (auto &[key, chunks] : chunksOf)
+    byArg[key.first].push_back(chunks);
+  for (auto &[arg, axes] : byArg) {
+    std::optional<SmallVector<int64_t>> common;
+    SmallVector<size_t> idx(axes.size(), 0);
+    while (true) {
+      SmallVector<int64_t> owners(axes[0][idx[0]]->owners);
+      for (size_t a = 1; a < axes.size(); ++a)
+        llvm::erase_if(owners, [&](int64_t r) {
+          return !llvm::is_contained(axes[a][idx[a]]->owners, r);
+        });
+      if (common && *common != owners) {
+        forward.emitError("parameter '")
+            << sdp::paramName(forward, arg)
+            << "' would be held in parts with different owner sets on rank "
+            << rank << "; choose an active fraction whose owner count ("
+            << ownerCount() << ") divides the world size (" << worldSize
+            << ")";
+        return failure();
+      }
+      common = owners;
+      size_t a = 0;
+      while (a < axes.size() && ++idx[a] == axes[a].size())
+        idx[a++] = 0;
+      if (a == axes.size())
+        break;
+    }
+    ownersOf[arg] = *common;
+  }
+
+  // Neuron groups: narrow every value carrying the features, rescale what
+  // the consumers read.
+  for (auto [gi, g] : llvm::enumerate(found.groups)) {
+    int64_t kept = 0;
+    for (const Component &c : comps)
+      if (c.group == int64_t(gi) && owns(c))
+        kept += c.hi - c.lo;
+    if (kept == g.features)
+      continue;
+    for (auto [v, axis] : g.values) {
+      Value clone = map.lookup(v);
+      auto t = llvm::cast<RankedTensorType>(clone.getType());
+      SmallVector<int64_t> shape(t.getShape());
+      shape[axis] = kept;
+      clone.setType(t.clone(shape));
+    }
+    double s = double(g.features) / double(kept);
+    if (rescale)
+      for (OpOperand *in : g.consumerInputs) {
+        Operation *consumer = map.lookup(in->getOwner());
+        Value v = consumer->getOperand(in->getOperandNumber());
+        consumer->setOperand(in->getOperandNumber(), scale(v, consumer, s));
+      }
+  }
+
+  // Dead code of dropped branches (static chains feeding them included).
+  bool changed = true;
+  while (changed) {
+    changed = false;
+    for (Operation &op :
+         llvm::make_early_inc_range(llvm::reverse(fn.front().getOperations())))
+      if (!op.hasTrait<OpTrait::IsTerminator>() && op.use_empty() &&
+          (isPure(&op) || llvm::isa<graph::DropoutOp>(op)) &&
+          !llvm::isa<func::ReturnOp>(op)) {
+        op.erase();
+        changed = true;
+      }
+  }
+
+  // Parameter arguments: drop unused component parameters, narrow sliced
+  // ones, record owners.
+  llvm::BitVector erase(fn.getNumArguments());
+  for (BlockArgument arg : fn.getArguments()) {
+    unsigned i = arg.getArgNumber();
+    auto owners = ownersOf.find(i);
+    if (owners == ownersOf.end())
+      continue;
+    if (arg.use_empty() && masking == "forward") {
+      erase.set(i);
+      continue;
+    }
+    if (masking == "backward" && !llvm::is_contained(owners->second, rank))
+      fn.setArgAttr(i, attr::kSdpFrozen, b.getUnitAttr());
+    fn.setArgAttr(i, attr::kSdpOwners,
+                  b.getDenseI64ArrayAttr(owners->second));
+    auto sl = slices.find(i);
+    if (sl == slices.end())
+      continue;
+    auto t = llvm::cast<RankedTensorType>(arg.getType());
+    SmallVector<int64_t> shape(t.getShape());
+    SmallVector<Attribute> records;
+    for (auto &[axis, ranges] : sl->second) {
+      int64_t n = 0;
+      for (size_t k = 0; k + 1 < ranges.size(); k += 2)
+        n += ranges[k + 1] - ranges[k];
+      if (n == shape[axis])
+        continue;
+      shape[axis] = n;
+      records.push_back(b.getDictionaryAttr(
+          {b.getNamedAttr("axis", b.getI64IntegerAttr(axis)),
+           b.getNamedAttr("ranges", b.getDenseI64ArrayAttr(ranges))}));
+    }
+    if (records.empty())
+      continue;
+    arg.setType(t.clone(shape));
+    fn.setArgAttr(i, attr::kSdpSlices, b.getArrayAttr(records));
+  }
+  fn.eraseArguments(erase);
+  fn.setType(FunctionType::get(ctx, fn.front().getArgumentTypes(),
+                               fn.getResultTypes()));
+  func::FuncOp result = fn;
+  fn = nullptr;
+  return result;
+}
+
+void Sdp::runOnOperation() {
+  ModuleOp module = getOperation();
+  if (failed(validate(module)))
+    return signalPassFailure();
+  auto forward = module.lookupSymbol<func::FuncOp>(attr::kForwardFn);
+  if (!forward) {
+    mlir::emitError(module.getLoc(), "no @forward function to split");
+    return signalPassFailure();
+  }
+  sdp::Components found = sdp::findComponents(forward, mode);
+
+  // Components and the families masks balance over.
+  SmallVector<Component> comps;
+  SmallVector<SmallVector<int64_t>> families;
+  if (!found.blocks.empty())
+    families.emplace_back();
+  for (auto [i, blk] : llvm::enumerate(found.blocks)) {
+    families.back().push_back(comps.size());
+    comps.push_back({blk.name, int64_t(i), -1, 0, 0, {}});
+  }
+  for (auto [i, g] : llvm::enumerate(found.groups)) {
+    families.emplace_back();
+    if (g.features < worldSize) {
+      g.producer->emitError("neuron group '")
+          << g.name << "' has " << g.features
+          << " features, fewer than the world size " << worldSize;
+      return signalPassFailure();
+    }
+    int64_t chunks = worldSize;
+    for (int64_t c = 0; c < chunks; ++c) {
+      families.back().push_back(comps.size());
+      comps.push_back({(g.name + "[" + Twine(c) + "]").str(), -1, int64_t(i),
+                       c * g.features / chunks, (c + 1) * g.features / chunks,
+                       {}});
+    }
+  }
+  if (comps.empty()) {
+    InFlightDiagnostic d = forward.emitError("found no ")
+                           << (mode == "block" ? "residual branches"
+                                               : "neuron groups")
+                           << " to drop";
+    for (sdp::Rejection &r : found.rejected)
+      d.attachNote(r.op->getLoc()) << r.reason;
+    return signalPassFailure();
+  }
+  assignOwners(comps, families);
+
+  // One specialized forward per distinct mask, named after its first rank.
+  OpBuilder b(&getContext());
+  SmallVector<int64_t> variantOf;
+  std::map<std::vector<bool>, int64_t> seen;
+  b.setInsertionPointAfter(forward);
+  for (int64_t r = 0; r < worldSize; ++r) {
+    std::vector<bool> mask;
+    for (const Component &c : comps)
+      mask.push_back(llvm::is_contained(c.owners, r));
+    auto [it, inserted] = seen.try_emplace(mask, r);
+    variantOf.push_back(it->second);
+    if (!inserted)
+      continue;
+    FailureOr<func::FuncOp> fn = specialize(forward, found, comps, r);
+    if (failed(fn))
+      return signalPassFailure();
+    b.insert(*fn);
+  }
+
+  SmallVector<Attribute> records;
+  for (const Component &c : comps)
+    records.push_back(b.getDictionaryAttr(
+        {b.getNamedAttr("name", b.getStringAttr(c.name)),
+         b.getNamedAttr("owners", b.getDenseI64ArrayAttr(c.owners))}));
+  module->setAttr(dist::kWorldSizeAttr, b.getI64IntegerAttr(worldSize));
+  module->setAttr(
+      attr::kSdp,
+      b.getDictionaryAttr({
+          b.getNamedAttr("mode", b.getStringAttr(mode)),
+          b.getNamedAttr("masking", b.getStringAttr(masking)),
+          b.getNamedAttr("active", b.getF64FloatAttr(active)),
+          b.getNamedAttr("assignment", b.getStringAttr(assignment)),
+          b.getNamedAttr("seed", b.getI64IntegerAttr(seed)),
+          b.getNamedAttr("rescale", b.getBoolAttr(rescale)),
+          b.getNamedAttr("components", b.getArrayAttr(records)),
+          b.getNamedAttr("rank_variant", b.getDenseI64ArrayAttr(variantOf)),
+      }));
+}

@@ -1,0 +1,475 @@
+//===- SdpAnalysis.cpp - droppable components for SDP ---------------------===//
+
+#include "passes/SdpAnalysis.h"
+
+#include "dialects/graph/GraphDialect.h"
+#include "passes/Attributes.h"
+
+#include "mlir/IR/Builders.h"
+#include "llvm/ADT/DenseSet.h"
+#include "llvm/ADT/SetVector.h"
+#include "llvm/ADT/StringExtras.h"
+
+#include <variant>
+
+using namespace mlir;
+using namespace otc;
+using namespace otc::sdp;
+
+StringRef otc::sdp::paramName(func::FuncOp forward, unsigned arg) {
+  if (auto name = forward.getArgAttrOfType<StringAttr>(arg, attr::kParam))
+    return name.getValue();
+  return "";
+}
+
+namespace {
+
+/// Facts about @forward every search needs.
+class Graph {
+public:
+  explicit Graph(func::FuncOp fn) : fn(fn) {
+    // A value is static when it depends on parameters and constants only.
+    for (BlockArgument arg : fn.getArguments())
+      if (fn.getArgAttr(arg.getArgNumber(), attr::kParam))
+        staticValues.insert(arg);
+    for (Operation &op : fn.front()) {
+      position[&op] = position.size();
+      if (llvm::all_of(op.getOperands(),
+                       [&](Value v) { return staticValues.contains(v); }))
+        staticValues.insert(op.result_begin(), op.result_end());
+    }
+  }
+
+  bool isStatic(Value v) const { return staticValues.contains(v); }
+
+  /// The parameter argument `v` is, if any.
+  std::optional<unsigned> paramArg(Value v) const {
+    auto arg = llvm::dyn_cast<BlockArgument>(v);
+    if (arg && arg.getOwner() == &fn.front() &&
+        fn.getArgAttr(arg.getArgNumber(), attr::kParam))
+      return arg.getArgNumber();
+    return std::nullopt;
+  }
+
+  bool isTrainable(unsigned arg) const {
+    return !fn.getArgAttr(arg, attr::kBuffer);
+  }
+
+  /// Ops computed (transitively) from `v`, in program order.
+  llvm::SetVector<Operation *> descendants(Value v) const {
+    llvm::SetVector<Operation *> out;
+    DenseSet<Value> reached{v};
+    for (Operation &op : fn.front()) {
+      if (llvm::none_of(op.getOperands(),
+                        [&](Value o) { return reached.contains(o); }))
+        continue;
+      out.insert(&op);
+      reached.insert(op.result_begin(), op.result_end());
+    }
+    return out;
+  }
+
+  /// Collects the parameters `v` (a static value) is computed from and the
+  /// static ops in between.
+  void staticSources(Value v, llvm::SetVector<unsigned> &params,
+                     DenseSet<Operation *> &ops) const {
+    if (std::optional<unsigned> p = paramArg(v)) {
+      params.insert(*p);
+      return;
+    }
+    Operation *def = v.getDefiningOp();
+    if (!def || !ops.insert(def).second)
+      return;
+    for (Value o : def->getOperands())
+      staticSources(o, params, ops);
+  }
+
+  /// The first user of `v` not in `allowed`, if any.
+  Operation *userOutside(Value v, const DenseSet<Operation *> &allowed) const {
+    for (Operation *user : v.getUsers())
+      if (!allowed.contains(user))
+        return user;
+    return nullptr;
+  }
+
+  /// The common dotted prefix of the names of `params` ("layer1.0" for
+  /// "layer1.0.conv1.weight" and "layer1.0.bn1.bias").
+  std::string commonName(ArrayRef<unsigned> params) const {
+    SmallVector<StringRef> prefix;
+    bool first = true;
+    for (unsigned p : params) {
+      SmallVector<StringRef> parts;
+      paramName(fn, p).split(parts, '.');
+      if (!parts.empty())
+        parts.pop_back(); // the tensor's own name ("weight")
+      if (first) {
+        prefix = parts;
+        first = false;
+        continue;
+      }
+      size_t n = 0;
+      while (n < prefix.size() && n < parts.size() && prefix[n] == parts[n])
+        ++n;
+      prefix.resize(n);
+    }
+    return prefix.empty() ? std::string("<model>") : llvm::join(prefix, ".");
+  }
+
+  mutable func::FuncOp fn;
+  DenseMap<Operation *, size_t> position;
+  DenseSet<Value> staticValues;
+};
+
+/// Why `x + f` is not a droppable residual branch, or the branch.
+std::variant<std::string, sdp::Block> residualBranch(const Graph &g, Operation *add,
+                                                Value x, Value f) {
+  llvm::SetVector<Operation *> fromX = g.descendants(x);
+  Operation *fdef = f.getDefiningOp();
+  if (!fdef || !fromX.contains(fdef))
+    return std::string("not a residual connection: neither operand is "
+                       "computed from the other (a projection shortcut?)");
+  // The branch: the ops between x and f.
+  DenseSet<Operation *> branch{fdef};
+  SmallVector<Operation *> work{fdef};
+  llvm::SetVector<unsigned> params;
+  DenseSet<Operation *> staticOps;
+  while (!work.empty()) {
+    Operation *op = work.pop_back_val();
+    for (Value v : op->getOperands()) {
+      if (v == x)
+        continue;
+      Operation *def = v.getDefiningOp();
+      if (def && fromX.contains(def)) {
+        if (branch.insert(def).second)
+          work.push_back(def);
+        continue;
+      }
+      if (!g.isStatic(v))
+        return std::string("the branch also reads an activation other than "
+                           "the residual input (a projection shortcut or a "
+                           "skip from elsewhere)");
+      g.staticSources(v, params, staticOps);
+    }
+  }
+  // Nothing computed inside the branch may be used outside it.
+  for (Operation *op : branch)
+    for (Value r : op->getResults()) {
+      if (r == f) {
+        if (!f.hasOneUse())
+          return std::string("the branch output is used besides the "
+                             "residual add");
+        continue;
+      }
+      if (Operation *user = g.userOutside(r, branch))
+        return ("a value inside the branch is also used outside it (by '" +
+                user->getName().getStringRef() + "')")
+            .str();
+    }
+  DenseSet<Operation *> allowed(branch);
+  allowed.insert(staticOps.begin(), staticOps.end());
+  for (Operation *op : staticOps)
+    for (Value r : op->getResults())
+      if (g.userOutside(r, allowed))
+        return std::string("a constant the branch reads is shared with ops "
+                           "outside it");
+  sdp::Block block;
+  for (unsigned p : params) {
+    if (g.userOutside(g.fn.getArgument(p), allowed))
+      return ("parameter '" + paramName(g.fn, p) +
+              "' is also used outside the branch")
+          .str();
+    block.params.push_back({p, -1});
+  }
+  if (llvm::none_of(params, [&](unsigned p) { return g.isTrainable(p); }))
+    return std::string("the branch has no trainable parameters");
+  block.add = add;
+  block.residual = x;
+  block.branch = f;
+  for (Operation *op : fromX)
+    if (branch.contains(op))
+      block.ops.push_back(op);
+  block.name = g.commonName(params.getArrayRef());
+  return block;
+}
+
+void findBlocks(const Graph &g, Components &out) {
+  for (Operation &op : g.fn.front()) {
+    auto add = llvm::dyn_cast<graph::AddOp>(op);
+    if (!add)
+      continue;
+    Value lhs = add.getLhs(), rhs = add.getRhs();
+    // Bias adds and the like: one side is a parameter or constant.
+    if (g.isStatic(lhs) || g.isStatic(rhs))
+      continue;
+    if (lhs.getType() != add.getType() || rhs.getType() != add.getType()) {
+      out.rejected.push_back(
+          {add, "the operands' shapes differ from the result's (broadcast)"});
+      continue;
+    }
+    std::variant<std::string, sdp::Block> a = residualBranch(g, add, lhs, rhs);
+    std::variant<std::string, sdp::Block> b = residualBranch(g, add, rhs, lhs);
+    if (auto *block = std::get_if<sdp::Block>(&a))
+      out.blocks.push_back(std::move(*block));
+    else if (auto *block = std::get_if<sdp::Block>(&b))
+      out.blocks.push_back(std::move(*block));
+    else // report the reason for the orientation that reached furthest
+      out.rejected.push_back(
+          {add, std::get<std::string>(a).rfind("not a residual", 0) == 0
+                    ? std::get<std::string>(b)
+                    : std::get<std::string>(a)});
+  }
+  // A branch holding another one would drop it as a side effect: keep the
+  // inner (finer) ones.
+  DenseSet<Operation *> adds;
+  for (sdp::Block &b : out.blocks)
+    adds.insert(b.add);
+  SmallVector<sdp::Block> kept;
+  for (sdp::Block &b : out.blocks) {
+    auto inner = llvm::find_if(
+        b.ops, [&](Operation *op) { return op != b.add && adds.contains(op); });
+    if (inner != b.ops.end()) {
+      out.rejected.push_back({b.add, "the branch contains another residual "
+                                     "branch (the inner ones are dropped)"});
+      continue;
+    }
+    kept.push_back(std::move(b));
+  }
+  out.blocks = std::move(kept);
+  // Two branches of one module (attention and MLP of a Transformer block)
+  // share a prefix: number the later ones.
+  llvm::StringMap<int> seen;
+  for (sdp::Block &b : out.blocks)
+    if (int n = seen[b.name]++)
+      b.name += "#" + std::to_string(n);
+}
+
+/// The parameter weight of a gemm/matmul/conv and the axis of its output
+/// features (`out`) or of its input features (`!out`), if the op is a
+/// feature producer/consumer.
+std::optional<std::pair<unsigned, int64_t>> weightAxis(const Graph &g,
+                                                       Operation *op,
+                                                       bool out) {
+  auto param = [&](Value w, int64_t rank) -> std::optional<unsigned> {
+    auto t = llvm::cast<RankedTensorType>(w.getType());
+    if (t.getRank() != rank && rank >= 0)
+      return std::nullopt;
+    return g.paramArg(w);
+  };
+  if (auto gemm = llvm::dyn_cast<graph::GemmOp>(op)) {
+    std::optional<unsigned> w = param(gemm.getB(), 2);
+    if (!w || gemm.getTransA())
+      return std::nullopt;
+    return std::make_pair(*w, int64_t(gemm.getTransB() == out ? 0 : 1));
+  }
+  if (auto mm = llvm::dyn_cast<graph::MatMulOp>(op)) {
+    std::optional<unsigned> w = param(mm.getB(), 2);
+    if (!w || mm.getTransA())
+      return std::nullopt;
+    return std::make_pair(*w, int64_t(mm.getTransB() == out ? 0 : 1));
+  }
+  if (auto conv = llvm::dyn_cast<graph::ConvOp>(op)) {
+    std::optional<unsigned> w = param(conv.getWeight(), -1);
+    if (!w || conv.getGroupAttr().getInt() != 1)
+      return std::nullopt;
+    return std::make_pair(*w, int64_t(out ? 0 : 1));
+  }
+  return std::nullopt;
+}
+
+/// The feature axis of the producer's output.
+int64_t outputFeatureAxis(Operation *op) {
+  if (llvm::isa<graph::ConvOp>(op))
+    return 1;
+  return llvm::cast<RankedTensorType>(op->getResult(0).getType()).getRank() -
+         1;
+}
+
+/// Whether static operand `v`, broadcast against a value whose features lie
+/// on `axis` of rank `rank`, is per-feature (returns its feature axis) or
+/// uniform over the features (returns -1); fails otherwise.
+FailureOr<int64_t> perFeatureOperand(Value v, int64_t axis, int64_t rank,
+                                     int64_t features) {
+  auto t = llvm::cast<RankedTensorType>(v.getType());
+  int64_t offset = rank - t.getRank();
+  if (offset < 0)
+    return failure();
+  int64_t featureAxis = -1;
+  for (int64_t d = 0; d < t.getRank(); ++d) {
+    if (t.getDimSize(d) == 1)
+      continue;
+    if (d + offset != axis || t.getDimSize(d) != features)
+      return failure();
+    featureAxis = d;
+  }
+  return featureAxis;
+}
+
+std::variant<std::string, NeuronGroup> neuronGroup(const Graph &g,
+                                                   Operation *producer) {
+  auto [weight, outAxis] = *weightAxis(g, producer, /*out=*/true);
+  NeuronGroup group;
+  group.producer = producer;
+  int64_t axis = outputFeatureAxis(producer);
+  Value out = producer->getResult(0);
+  group.features = llvm::cast<RankedTensorType>(out.getType()).getDimSize(axis);
+  group.params.push_back({weight, outAxis});
+  DenseSet<Operation *> members{producer};
+  // The producer's own bias.
+  Value bias;
+  if (auto gemm = llvm::dyn_cast<graph::GemmOp>(producer))
+    bias = gemm.getC();
+  if (auto conv = llvm::dyn_cast<graph::ConvOp>(producer))
+    bias = conv.getBias();
+  if (bias) {
+    std::optional<unsigned> b = g.paramArg(bias);
+    auto bt = llvm::cast<RankedTensorType>(bias.getType());
+    if (!b || bt.getRank() != 1 || bt.getDimSize(0) != group.features)
+      return std::string("the producer's bias is not a per-feature parameter");
+    group.params.push_back({*b, 0});
+  }
+
+  DenseMap<Value, int64_t> region{{out, axis}};
+  group.values.push_back({out, axis});
+  int64_t rank = llvm::cast<RankedTensorType>(out.getType()).getRank();
+  for (Operation &op : g.fn.front()) {
+    if (g.position.lookup(&op) <= g.position.lookup(producer))
+      continue;
+    SmallVector<unsigned> inRegion;
+    for (OpOperand &o : op.getOpOperands())
+      if (region.count(o.get()))
+        inRegion.push_back(o.getOperandNumber());
+    if (inRegion.empty())
+      continue;
+    auto reject = [&](const Twine &why) {
+      return ("the features reach '" + op.getName().getStringRef() + "', " +
+              why)
+          .str();
+    };
+    if (llvm::isa<func::ReturnOp>(op))
+      return std::string("the features are a model output");
+    // Consumers contract the features away.
+    if (inRegion.size() == 1 && inRegion[0] == 0 &&
+        region.lookup(op.getOperand(0)) ==
+            (llvm::isa<graph::ConvOp>(op)
+                 ? 1
+                 : llvm::cast<RankedTensorType>(op.getOperand(0).getType())
+                           .getRank() -
+                       1)) {
+      if (auto w = weightAxis(g, &op, /*out=*/false)) {
+        if (w->first == weight)
+          return reject("whose weight is the producer's");
+        group.params.push_back({w->first, w->second});
+        group.consumerInputs.push_back(&op.getOpOperand(0));
+        members.insert(&op);
+        continue;
+      }
+    }
+    // Per-feature ops keep the features where they are.
+    Value first = op.getOperand(inRegion[0]);
+    int64_t a = region.lookup(first);
+    auto join = [&](Value v, int64_t at) {
+      region[v] = at;
+      group.values.push_back({v, at});
+    };
+    if (auto bn = llvm::dyn_cast<graph::BatchNormOp>(op)) {
+      if (inRegion.size() != 1 || inRegion[0] != 0 || a != 1)
+        return reject("not as the normalised input");
+      for (Value s : {bn.getScale(), bn.getBias(), bn.getRunningMean(),
+                      bn.getRunningVar()}) {
+        std::optional<unsigned> p = g.paramArg(s);
+        if (!p)
+          return reject("whose statistics are not parameters");
+        group.params.push_back({*p, 0});
+      }
+      join(bn.getResult(), 1);
+      for (Value r : op.getResults().drop_front())
+        join(r, 0);
+      members.insert(&op);
+      continue;
+    }
+    bool unary = op.getNumOperands() == 1 &&
+                 op.hasTrait<OpTrait::SameOperandsAndResultType>() &&
+                 llvm::isa<graph::GraphDialect>(op.getDialect());
+    if (unary || llvm::isa<graph::DropoutOp>(op)) {
+      for (Value r : op.getResults())
+        join(r, a);
+      members.insert(&op);
+      continue;
+    }
+    if (llvm::isa<graph::AddOp, graph::SubOp, graph::MulOp, graph::DivOp>(
+            op)) {
+      if (op.getResult(0).getType() != first.getType())
+        return reject("which broadcasts them to a larger shape");
+      for (OpOperand &o : op.getOpOperands()) {
+        if (region.count(o.get())) {
+          if (region.lookup(o.get()) != a)
+            return reject("which mixes two feature layouts");
+          continue;
+        }
+        if (!g.isStatic(o.get()))
+          return reject("which combines them with an activation outside "
+                        "the group (the residual stream is never sliced)");
+        FailureOr<int64_t> at =
+            perFeatureOperand(o.get(), a, rank, group.features);
+        if (failed(at))
+          return reject("with an operand that is neither per-feature nor "
+                        "uniform");
+        if (*at >= 0) {
+          std::optional<unsigned> p = g.paramArg(o.get());
+          if (!p)
+            return reject("with a per-feature constant (only parameters "
+                          "are sliced)");
+          group.params.push_back({*p, *at});
+        }
+      }
+      join(op.getResult(0), a);
+      members.insert(&op);
+      continue;
+    }
+    if (llvm::isa<graph::ReshapeOp, graph::SliceOp, graph::TransposeOp>(op))
+      return reject("which moves them to other axes (attention-head groups "
+                    "are not split yet)");
+    return reject("which does not act on each feature separately");
+  }
+  if (group.consumerInputs.empty())
+    return std::string("no matmul, gemm or conv consumes the features");
+  for (ParamUse &p : group.params)
+    if (Operation *user = g.userOutside(g.fn.getArgument(p.arg), members))
+      return ("parameter '" + paramName(g.fn, p.arg) +
+              "' is also used outside the group (by '" +
+              user->getName().getStringRef() + "')")
+          .str();
+  // Named after its producer: the first parameter with a module path
+  // (torch names MatMul weights it transposes "onnx::MatMul_<n>").
+  group.name = paramName(g.fn, weight).str();
+  for (ParamUse &p : group.params)
+    if (paramName(g.fn, p.arg).contains('.')) {
+      group.name = paramName(g.fn, p.arg).rsplit('.').first.str();
+      break;
+    }
+  return group;
+}
+
+void findGroups(const Graph &g, Components &out) {
+  for (Operation &op : g.fn.front()) {
+    if (!weightAxis(g, &op, /*out=*/true))
+      continue;
+    std::variant<std::string, NeuronGroup> r = neuronGroup(g, &op);
+    if (auto *group = std::get_if<NeuronGroup>(&r))
+      out.groups.push_back(std::move(*group));
+    else
+      out.rejected.push_back({&op, std::get<std::string>(r)});
+  }
+}
+
+} // namespace
+
+Components otc::sdp::findComponents(func::FuncOp forward, StringRef mode) {
+  Graph g(forward);
+  Components out;
+  if (mode == "block")
+    findBlocks(g, out);
+  else
+    findGroups(g, out);
+  return out;
+}

@@ -1,0 +1,72 @@
+//===- SdpAnalysis.h - droppable components for SDP -------------*- C++ -*-===//
+//
+// Finds what Subnetwork Data Parallelism may drop in @forward (DESIGN §7):
+// residual branches for block-level SDP, groups of coupled neurons for
+// neuron-level SDP, each with the parameters it owns, and the candidates it
+// rejected with the reason.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef OTC_PASSES_SDPANALYSIS_H
+#define OTC_PASSES_SDPANALYSIS_H
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/SmallVector.h"
+
+#include <string>
+
+namespace otc::sdp {
+
+/// A parameter argument of @forward a component owns: whole (`axis` < 0)
+/// or the features along `axis` (neuron groups).
+struct ParamUse {
+  unsigned arg;
+  int64_t axis = -1;
+};
+
+/// A residual branch `y = x + f(x)`: dropping it makes the add `x`.
+struct Block {
+  std::string name;     // common prefix of its parameters' names
+  mlir::Operation *add; // the residual graph.add
+  mlir::Value residual; // x
+  mlir::Value branch;   // f(x)
+  llvm::SmallVector<mlir::Operation *> ops; // f's ops, in program order
+  llvm::SmallVector<ParamUse> params;
+};
+
+/// Features a producer (gemm, matmul or conv with a parameter weight) makes
+/// and consumers of the same kind contract, through per-feature ops only:
+/// any subset of them can be sliced away consistently.
+struct NeuronGroup {
+  std::string name;
+  mlir::Operation *producer;
+  int64_t features; // width of the feature axis
+  /// Every value carrying the features (the producer's results and the
+  /// per-feature ops' results) with its feature axis.
+  llvm::SmallVector<std::pair<mlir::Value, int64_t>> values;
+  /// The operands through which the consumers read the features.
+  llvm::SmallVector<mlir::OpOperand *> consumerInputs;
+  llvm::SmallVector<ParamUse> params;
+};
+
+struct Rejection {
+  mlir::Operation *op;
+  std::string reason;
+};
+
+struct Components {
+  llvm::SmallVector<Block> blocks;
+  llvm::SmallVector<NeuronGroup> groups;
+  llvm::SmallVector<Rejection> rejected;
+};
+
+/// `mode` is "block" or "neuron".
+Components findComponents(mlir::func::FuncOp forward, llvm::StringRef mode);
+
+/// The initializer name of `forward`'s argument `arg`.
+llvm::StringRef paramName(mlir::func::FuncOp forward, unsigned arg);
+
+} // namespace otc::sdp
+
+#endif // OTC_PASSES_SDPANALYSIS_H

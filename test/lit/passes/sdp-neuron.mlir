@@ -1,0 +1,44 @@
+// RUN: otc-opt %s --otc-sdp="mode=neuron world-size=2 active=0.5" | FileCheck %s
+// RUN: otc-opt %s --otc-sdp="mode=neuron world-size=4 active=0.5" --otc-build-training="loss=mse" --otc-insert-allreduce="world-size=4" | FileCheck %s --check-prefix=TRAIN
+
+
+// Neuron groups: fc1's 8 hidden units (through its bias and a relu) into
+// fc2; fc2's 6 into the head. Rank r keeps half of each.
+func.func @forward(%x: tensor<2x5xf32> {otc.input = "x", otc.role = "data"},
+                   %w1: tensor<8x5xf32> {otc.param = "fc1.weight"},
+                   %c1: tensor<8xf32> {otc.param = "fc1.bias"},
+                   %w2: tensor<6x8xf32> {otc.param = "fc2.weight"},
+                   %c2: tensor<6xf32> {otc.param = "fc2.bias"},
+                   %w3: tensor<6x3xf32> {otc.param = "fc3.weight"}) -> tensor<2x3xf32> {
+  %0 = graph.gemm %x, %w1, %c1 {transB = true} : (tensor<2x5xf32>, tensor<8x5xf32>, tensor<8xf32>) -> tensor<2x8xf32>
+  %1 = graph.relu %0 : tensor<2x8xf32>
+  %2 = graph.gemm %1, %w2, %c2 {transB = true} : (tensor<2x8xf32>, tensor<6x8xf32>, tensor<6xf32>) -> tensor<2x6xf32>
+  %3 = graph.sigmoid %2 : tensor<2x6xf32>
+  %4 = graph.matmul %3, %w3 : (tensor<2x6xf32>, tensor<6x3xf32>) -> tensor<2x3xf32>
+  return %4 : tensor<2x3xf32>
+}
+
+// Rank 1 keeps fc1's units 4..7 and fc2's 3..5: fc2.weight loses columns
+// for the first group and rows for the second. What the consumers read is
+// scaled by 2 (= features / kept).
+// CHECK: components = [{name = "fc1[0]", owners = array<i64: 0>}, {name = "fc1[1]", owners = array<i64: 1>}, {name = "fc2[0]", owners = array<i64: 0>}, {name = "fc2[1]", owners = array<i64: 1>}]
+// CHECK-LABEL: func.func @forward_rank1(
+// CHECK-SAME: tensor<4x5xf32> {otc.param = "fc1.weight", otc.sdp_owners = array<i64: 1>, otc.sdp_slices = [{axis = 0 : i64, ranges = array<i64: 4, 8>}]}
+// CHECK-SAME: tensor<4xf32> {otc.param = "fc1.bias", otc.sdp_owners = array<i64: 1>, otc.sdp_slices = [{axis = 0 : i64, ranges = array<i64: 4, 8>}]}
+// CHECK-SAME: tensor<3x4xf32> {otc.param = "fc2.weight", otc.sdp_owners = array<i64: 1>, otc.sdp_slices = [{axis = 1 : i64, ranges = array<i64: 4, 8>}, {axis = 0 : i64, ranges = array<i64: 3, 6>}]}
+// CHECK-SAME: tensor<3xf32> {otc.param = "fc2.bias", otc.sdp_owners = array<i64: 1>, otc.sdp_slices = [{axis = 0 : i64, ranges = array<i64: 3, 6>}]}
+// CHECK-SAME: tensor<3x3xf32> {otc.param = "fc3.weight", otc.sdp_owners = array<i64: 1>, otc.sdp_slices = [{axis = 0 : i64, ranges = array<i64: 3, 6>}]}
+// CHECK: %[[H:.*]] = graph.gemm %arg0, %arg1, %arg2 {transB = true} : (tensor<2x5xf32>, tensor<4x5xf32>, tensor<4xf32>) -> tensor<2x4xf32>
+// CHECK: %[[R:.*]] = graph.relu %[[H]] : tensor<2x4xf32>
+// CHECK: %[[S:.*]] = graph.mul %[[R]], %{{.*}} : (tensor<2x4xf32>, tensor<f32>) -> tensor<2x4xf32>
+// CHECK: graph.gemm %[[S]], %arg3, %arg4 {transB = true} : (tensor<2x4xf32>, tensor<3x4xf32>, tensor<3xf32>) -> tensor<2x3xf32>
+// CHECK: graph.matmul %{{.*}}, %arg5 : (tensor<2x3xf32>, tensor<3x3xf32>) -> tensor<2x3xf32>
+
+// Four ranks, two owners per chunk: ranks {0, 1} and {2, 3} hold the same
+// chunks and average their gradients in their owner group.
+// TRAIN-LABEL: func.func @train_step_rank0(
+// TRAIN-SAME: tensor<4x5xf32> {otc.param = "fc1.weight", otc.sdp_owners = array<i64: 0, 1>, otc.sdp_slices = [{axis = 0 : i64, ranges = array<i64: 0, 2, 4, 6>}]}
+// TRAIN: dist.all_reduce mean %{{.*}} {ranks = array<i64: 0, 1>} : tensor<4x5xf32>
+// TRAIN-LABEL: func.func @train_step_rank2(
+// TRAIN: dist.all_reduce mean %{{.*}} {ranks = array<i64: 2, 3>} : tensor<4x5xf32>
+// TRAIN-NOT: func.func @train_step_rank1
