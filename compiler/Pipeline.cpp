@@ -33,6 +33,9 @@ void otc::buildTrainingPipeline(OpPassManager &pm,
     pm.addPass(createCSEPass());
     return;
   }
+  // SDP specializes the forward per rank; each is then differentiated.
+  if (options.sdp)
+    pm.addPass(createSdp(*options.sdp));
   pm.addPass(createBuildTraining(options.training));
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createCSEPass());

@@ -25,6 +25,8 @@ struct CompileOptions {
   int64_t worldSize = 1;
   /// Set: gradients go through buckets and compressed all-reduces.
   std::optional<InsertCompressedAllReduceOptions> compress;
+  /// Set: subnetwork data parallelism (one training step per rank mask).
+  std::optional<SdpOptions> sdp;
   /// Forward only (`--inference`): @eval_step with every graph output.
   bool inference = false;
   double bucketMb = 25.0;

@@ -28,6 +28,12 @@ struct BucketGradients : otc::impl::BucketGradientsBase<BucketGradients> {
           << bucketMb;
       return signalPassFailure();
     }
+    if (module->hasAttr(attr::kSdp)) {
+      mlir::emitError(module.getLoc(),
+                      "gradient buckets for SDP owner groups are not "
+                      "supported yet");
+      return signalPassFailure();
+    }
     auto fn = module.lookupSymbol<func::FuncOp>(attr::kTrainFn);
     if (!fn)
       return;

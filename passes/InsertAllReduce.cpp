@@ -25,14 +25,14 @@ struct InsertAllReduce : otc::impl::InsertAllReduceBase<InsertAllReduce> {
     ModuleOp module = getOperation();
     if (worldSize < 1) {
       mlir::emitError(module.getLoc(), "world size must be at least 1, got ")
-          << worldSize;
+          << static_cast<int64_t>(worldSize);
       return signalPassFailure();
     }
     Builder attrs(&getContext());
     if (auto w = module->getAttrOfType<IntegerAttr>(dist::kWorldSizeAttr);
         w && w.getInt() != worldSize) {
       mlir::emitError(module.getLoc(), "the module is compiled for ")
-          << w.getInt() << " ranks, not " << worldSize;
+          << w.getInt() << " ranks, not " << static_cast<int64_t>(worldSize);
       return signalPassFailure();
     }
     module->setAttr(dist::kWorldSizeAttr, attrs.getI64IntegerAttr(worldSize));
@@ -78,9 +78,9 @@ struct InsertAllReduce : otc::impl::InsertAllReduceBase<InsertAllReduce> {
         if (!ranks)
           continue;
         Value v = ret.getOperand(i);
-        ret.setOperand(i, b.create<dist::BroadcastOp>(
-                              ret.getLoc(), v.getType(), v,
-                              b.getI64IntegerAttr(ranks[0])));
+        ret.setOperand(
+            i, b.create<dist::BroadcastOp>(ret.getLoc(), v.getType(), v,
+                                           b.getI64IntegerAttr(ranks[0])));
       }
     });
   }

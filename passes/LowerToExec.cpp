@@ -9,6 +9,7 @@
 #include "dialects/dist/DistDialect.h"
 #include "dialects/exec/ExecDialect.h"
 #include "dialects/graph/GraphDialect.h"
+#include "passes/Attributes.h"
 #include "passes/KernelDescs.h"
 #include "passes/Passes.h"
 
@@ -234,13 +235,18 @@ struct LowerToExec : otc::impl::LowerToExecBase<LowerToExec> {
     target.addDynamicallyLegalOp<func::ReturnOp>(
         [&](func::ReturnOp op) { return converter.isLegal(op); });
 
-    // SDP owner-group collectives need per-rank programs and
-    // sub-communicators, which the exec level does not model yet.
+    // SDP programs need one arena per rank variant and sub-communicators
+    // for the owner groups, which the exec level does not model yet.
+    if (getOperation()->hasAttr(attr::kSdp)) {
+      mlir::emitError(getOperation().getLoc(),
+                      "SDP programs are not lowered to exec yet (inspect "
+                      "them with --emit=train)");
+      return signalPassFailure();
+    }
     WalkResult sdp = getOperation().walk([](Operation *op) {
       auto ar = llvm::dyn_cast<dist::AllReduceOp>(op);
       if ((ar && ar.getRanks()) || llvm::isa<dist::BroadcastOp>(op)) {
-        op->emitOpError("SDP owner-group collectives are not lowered to exec "
-                        "yet (inspect SDP programs with --emit=train)");
+        op->emitOpError("owner-group collectives are not lowered to exec yet");
         return WalkResult::interrupt();
       }
       return WalkResult::advance();

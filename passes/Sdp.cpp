@@ -51,8 +51,7 @@ LogicalResult checkMode(ModuleOp module, StringRef mode) {
          << mode << "' (expected block or neuron)";
 }
 
-struct SdpFindComponents
-    : otc::impl::SdpFindComponentsBase<SdpFindComponents> {
+struct SdpFindComponents : otc::impl::SdpFindComponentsBase<SdpFindComponents> {
   using Base::Base;
 
   void runOnOperation() override {
@@ -105,8 +104,9 @@ private:
   LogicalResult validate(ModuleOp module);
   void assignOwners(MutableArrayRef<Component> comps,
                     ArrayRef<SmallVector<int64_t>> families);
-  FailureOr<func::FuncOp> specialize(func::FuncOp forward, const sdp::Components &found,
-                          ArrayRef<Component> comps, int64_t rank);
+  FailureOr<func::FuncOp> specialize(func::FuncOp forward,
+                                     const sdp::Components &found,
+                                     ArrayRef<Component> comps, int64_t rank);
   int64_t ownerCount() const {
     return std::clamp<int64_t>(std::llround(active * worldSize), 1, worldSize);
   }
@@ -130,7 +130,7 @@ LogicalResult Sdp::validate(ModuleOp module) {
   if (worldSize < 1)
     return mlir::emitError(module.getLoc(),
                            "world size must be at least 1, got ")
-           << worldSize;
+           << static_cast<int64_t>(worldSize);
   if (mode == "neuron" && masking == "backward")
     return mlir::emitError(module.getLoc(),
                            "neuron-level SDP with backward masking is not "
@@ -167,8 +167,10 @@ void Sdp::assignOwners(MutableArrayRef<Component> comps,
   }
 }
 
-FailureOr<func::FuncOp> Sdp::specialize(func::FuncOp forward, const sdp::Components &found,
-                             ArrayRef<Component> comps, int64_t rank) {
+FailureOr<func::FuncOp> Sdp::specialize(func::FuncOp forward,
+                                        const sdp::Components &found,
+                                        ArrayRef<Component> comps,
+                                        int64_t rank) {
   MLIRContext *ctx = &getContext();
   IRMapping map;
   auto fn = llvm::cast<func::FuncOp>(forward->clone(map));
@@ -262,8 +264,8 @@ FailureOr<func::FuncOp> Sdp::specialize(func::FuncOp forward, const sdp::Compone
             << sdp::paramName(forward, arg)
             << "' would be held in parts with different owner sets on rank "
             << rank << "; choose an active fraction whose owner count ("
-            << ownerCount() << ") divides the world size (" << worldSize
-            << ")";
+            << ownerCount() << ") divides the world size ("
+            << static_cast<int64_t>(worldSize) << ")";
         return failure();
       }
       common = owners;
@@ -329,8 +331,7 @@ FailureOr<func::FuncOp> Sdp::specialize(func::FuncOp forward, const sdp::Compone
     }
     if (masking == "backward" && !llvm::is_contained(owners->second, rank))
       fn.setArgAttr(i, attr::kSdpFrozen, b.getUnitAttr());
-    fn.setArgAttr(i, attr::kSdpOwners,
-                  b.getDenseI64ArrayAttr(owners->second));
+    fn.setArgAttr(i, attr::kSdpOwners, b.getDenseI64ArrayAttr(owners->second));
     auto sl = slices.find(i);
     if (sl == slices.end())
       continue;
@@ -386,22 +387,26 @@ void Sdp::runOnOperation() {
     if (g.features < worldSize) {
       g.producer->emitError("neuron group '")
           << g.name << "' has " << g.features
-          << " features, fewer than the world size " << worldSize;
+          << " features, fewer than the world size "
+          << static_cast<int64_t>(worldSize);
       return signalPassFailure();
     }
     int64_t chunks = worldSize;
     for (int64_t c = 0; c < chunks; ++c) {
       families.back().push_back(comps.size());
-      comps.push_back({(g.name + "[" + Twine(c) + "]").str(), -1, int64_t(i),
-                       c * g.features / chunks, (c + 1) * g.features / chunks,
+      comps.push_back({(g.name + "[" + Twine(c) + "]").str(),
+                       -1,
+                       int64_t(i),
+                       c * g.features / chunks,
+                       (c + 1) * g.features / chunks,
                        {}});
     }
   }
   if (comps.empty()) {
-    InFlightDiagnostic d = forward.emitError("found no ")
-                           << (mode == "block" ? "residual branches"
-                                               : "neuron groups")
-                           << " to drop";
+    InFlightDiagnostic d =
+        forward.emitError("found no ")
+        << (mode == "block" ? "residual branches" : "neuron groups")
+        << " to drop";
     for (sdp::Rejection &r : found.rejected)
       d.attachNote(r.op->getLoc()) << r.reason;
     return signalPassFailure();

@@ -121,8 +121,8 @@ public:
 };
 
 /// Why `x + f` is not a droppable residual branch, or the branch.
-std::variant<std::string, sdp::Block> residualBranch(const Graph &g, Operation *add,
-                                                Value x, Value f) {
+std::variant<std::string, sdp::Block>
+residualBranch(const Graph &g, Operation *add, Value x, Value f) {
   llvm::SetVector<Operation *> fromX = g.descendants(x);
   Operation *fdef = f.getDefiningOp();
   if (!fdef || !fromX.contains(fdef))
@@ -246,9 +246,8 @@ void findBlocks(const Graph &g, Components &out) {
 /// The parameter weight of a gemm/matmul/conv and the axis of its output
 /// features (`out`) or of its input features (`!out`), if the op is a
 /// feature producer/consumer.
-std::optional<std::pair<unsigned, int64_t>> weightAxis(const Graph &g,
-                                                       Operation *op,
-                                                       bool out) {
+std::optional<std::pair<unsigned, int64_t>>
+weightAxis(const Graph &g, Operation *op, bool out) {
   auto param = [&](Value w, int64_t rank) -> std::optional<unsigned> {
     auto t = llvm::cast<RankedTensorType>(w.getType());
     if (t.getRank() != rank && rank >= 0)
@@ -280,8 +279,7 @@ std::optional<std::pair<unsigned, int64_t>> weightAxis(const Graph &g,
 int64_t outputFeatureAxis(Operation *op) {
   if (llvm::isa<graph::ConvOp>(op))
     return 1;
-  return llvm::cast<RankedTensorType>(op->getResult(0).getType()).getRank() -
-         1;
+  return llvm::cast<RankedTensorType>(op->getResult(0).getType()).getRank() - 1;
 }
 
 /// Whether static operand `v`, broadcast against a value whose features lie
@@ -396,8 +394,7 @@ std::variant<std::string, NeuronGroup> neuronGroup(const Graph &g,
       members.insert(&op);
       continue;
     }
-    if (llvm::isa<graph::AddOp, graph::SubOp, graph::MulOp, graph::DivOp>(
-            op)) {
+    if (llvm::isa<graph::AddOp, graph::SubOp, graph::MulOp, graph::DivOp>(op)) {
       if (op.getResult(0).getType() != first.getType())
         return reject("which broadcasts them to a larger shape");
       for (OpOperand &o : op.getOpOperands()) {

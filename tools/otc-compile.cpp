@@ -104,6 +104,25 @@ cl::opt<bool> momentumCorrection(
     cl::desc("With --compress and --optimizer momentum: compress each rank's "
              "accumulated momentum instead of its gradient (DGC)"),
     cl::cat(category));
+cl::opt<std::string> sdp(
+    "sdp",
+    cl::desc("Subnetwork data parallelism: block (drop residual branches) or "
+             "neuron (drop neuron groups) per rank"),
+    cl::value_desc("mode"), cl::cat(category));
+cl::opt<double> sdpActive("sdp-active",
+                          cl::desc("Fraction of the ranks owning each SDP "
+                                   "component (default 0.5)"),
+                          cl::init(0.5), cl::cat(category));
+cl::opt<std::string> sdpMasking(
+    "sdp-masking",
+    cl::desc("forward (dropped components leave the rank's program, the "
+             "default) or backward (whole forward, gradients only for owned "
+             "components)"),
+    cl::init("forward"), cl::cat(category));
+cl::opt<std::string> sdpAssignment(
+    "sdp-assignment",
+    cl::desc("cyclic (balanced, the default) or random (seeded by --seed)"),
+    cl::init("cyclic"), cl::cat(category));
 cl::opt<bool> inference(
     "inference",
     cl::desc("Compile the forward only: an @eval_step writing every graph "
@@ -176,6 +195,25 @@ int main(int argc, char **argv) {
     return 2;
   }
   options.momentumCorrection = momentumCorrection;
+  if (sdp.getNumOccurrences()) {
+    if (inference || options.compress) {
+      errs() << "otc-compile: --sdp does not combine with --inference or "
+                "--compress yet\n";
+      return 2;
+    }
+    otc::SdpOptions s;
+    s.mode = sdp;
+    s.masking = sdpMasking;
+    s.active = sdpActive;
+    s.assignment = sdpAssignment;
+    s.seed = seed;
+    s.worldSize = worldSize;
+    options.sdp = s;
+  } else if (sdpActive.getNumOccurrences() || sdpMasking.getNumOccurrences() ||
+             sdpAssignment.getNumOccurrences()) {
+    errs() << "otc-compile: SDP options need --sdp block|neuron\n";
+    return 2;
+  }
   options.seed = seed;
   options.report = report;
   options.reportJson = reportJson;
