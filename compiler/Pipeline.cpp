@@ -9,6 +9,7 @@
 #include "passes/Attributes.h"
 #include "passes/EmitCpp.h"
 
+#include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/BuiltinAttributes.h"
 #include "mlir/Support/FileUtilities.h"
 #include "mlir/Transforms/Passes.h"
@@ -134,6 +135,17 @@ RankReport rankReport(ModuleOp module, int64_t world) {
   }
   if (buckets.empty())
     r.commBytes = memory.getAs<IntegerAttr>("grads").getInt();
+  // SDP: only gradients with other owners travel (within their group), and
+  // with backward masking the owners' new values.
+  if (module->hasAttr(attr::kSdp)) {
+    r.commBytes = 0;
+    module.walk([&](Operation *op) {
+      if (llvm::isa<exec::AllReduceOp, exec::BroadcastOp>(op))
+        r.commBytes +=
+            llvm::cast<MemRefType>(op->getOperand(0).getType()).getNumElements() *
+            4;
+    });
+  }
   if (world <= 1)
     r.commBytes = 0;
   auto add = [&](StringRef key, int64_t v) {
@@ -144,16 +156,33 @@ RankReport rankReport(ModuleOp module, int64_t world) {
   return r;
 }
 
-llvm::json::Value reportJson(ModuleOp module, int64_t world) {
-  RankReport r = rankReport(module, world);
+/// The SDP components rank `rank` owns, by name (empty without SDP).
+llvm::json::Array ownedComponents(ModuleOp module, int64_t rank) {
+  llvm::json::Array owned;
+  if (auto sdp = module->getAttrOfType<DictionaryAttr>(attr::kSdp))
+    for (auto c :
+         sdp.getAs<ArrayAttr>("components").getAsRange<DictionaryAttr>())
+      if (llvm::is_contained(c.getAs<DenseI64ArrayAttr>("owners").asArrayRef(),
+                             rank))
+        owned.push_back(c.getAs<StringAttr>("name").getValue().str());
+  return owned;
+}
+
+/// `perRank[r]` is the planned program rank r runs.
+llvm::json::Value reportJson(ArrayRef<ModuleOp> perRank, int64_t world) {
   llvm::json::Array ranks;
-  for (int64_t rank = 0; rank < world; ++rank)
-    ranks.push_back(llvm::json::Object{
+  for (int64_t rank = 0; rank < world; ++rank) {
+    RankReport r = rankReport(perRank[rank], world);
+    llvm::json::Object o{
         {"rank", rank},
         {"memory", llvm::json::Object(r.memory)},
         {"comm",
          llvm::json::Object{{"bytes_sent_per_step", r.commBytes},
-                            {"bytes_received_per_step", r.commBytes}}}});
+                            {"bytes_received_per_step", r.commBytes}}}};
+    if (perRank[rank]->hasAttr(attr::kSdp))
+      o["components"] = ownedComponents(perRank[rank], rank);
+    ranks.push_back(std::move(o));
+  }
   return llvm::json::Object{{"world_size", world}, {"ranks", std::move(ranks)}};
 }
 
@@ -168,20 +197,41 @@ std::string humanBytes(int64_t b) {
   return buf;
 }
 
-void printReport(ModuleOp module, int64_t world) {
-  RankReport r = rankReport(module, world);
+void printReport(ArrayRef<ModuleOp> perRank, int64_t world) {
   auto row = [](StringRef k, int64_t v) {
     llvm::outs() << llvm::formatv("  {0,-12} {1,12}  ({2})\n", k, v,
                                   humanBytes(v));
   };
-  llvm::outs() << "memory per rank (static plan, " << world << " rank"
-               << (world == 1 ? "" : "s") << ", all ranks alike):\n";
-  for (StringRef k : {"params", "grads", "optimizer", "activations", "inputs",
-                      "outputs", "comm_buffers", "peak"})
-    row(k, *r.memory.getInteger(k));
-  llvm::outs() << "communication per step per rank:\n";
-  row("sent", r.commBytes);
-  row("received", r.commBytes);
+  // One table per distinct program, naming the ranks that run it.
+  for (int64_t rank = 0; rank < world; ++rank) {
+    ModuleOp m = perRank[rank];
+    if (llvm::is_contained(perRank.take_front(rank), m))
+      continue;
+    RankReport r = rankReport(m, world);
+    std::string ranks;
+    for (int64_t q = rank; q < world; ++q)
+      if (perRank[q] == m)
+        ranks += (ranks.empty() ? "" : ", ") + std::to_string(q);
+    if (world > 1 && !llvm::all_equal(perRank))
+      llvm::outs() << "rank" << (ranks.find(',') != std::string::npos ? "s " : " ")
+                   << ranks << ": ";
+    llvm::outs() << "memory per rank (static plan, " << world << " rank"
+                 << (world == 1 ? "" : "s")
+                 << (llvm::all_equal(perRank) ? ", all ranks alike" : "")
+                 << "):\n";
+    if (m->hasAttr(attr::kSdp)) {
+      llvm::outs() << "  components  ";
+      for (const llvm::json::Value &c : ownedComponents(m, rank))
+        llvm::outs() << " " << *c.getAsString();
+      llvm::outs() << "\n";
+    }
+    for (StringRef k : {"params", "grads", "optimizer", "activations",
+                        "inputs", "outputs", "comm_buffers", "peak"})
+      row(k, *r.memory.getInteger(k));
+    llvm::outs() << "communication per step per rank:\n";
+    row("sent", r.commBytes);
+    row("received", r.commBytes);
+  }
 }
 
 LogicalResult hostCompile(StringRef source, const CompileOptions &options) {
@@ -254,27 +304,85 @@ int otc::compile(const CompileOptions &options, MLIRContext &context,
     return 1;
   if (options.emit == Stage::Train)
     return emitMlir();
-  if (failed(run([](OpPassManager &pm, const CompileOptions &) {
-        buildExecPipeline(pm);
-      })))
-    return 1;
+  auto lower = [&](ModuleOp m) {
+    PassManager pm(&context);
+    if (configurePassManager)
+      configurePassManager(pm);
+    buildExecPipeline(pm);
+    return pm.run(m);
+  };
   int64_t world = options.worldSize;
+  // SDP: one program per distinct rank mask plus the whole model.
+  OwningOpRef<ModuleOp> full;
+  SmallVector<OwningOpRef<ModuleOp>> variants;
+  SmallVector<int64_t> rankVariant;
+  SmallVector<ModuleOp> perRank(world, *module);
+  if (auto sdp = (*module)->getAttrOfType<DictionaryAttr>(attr::kSdp)) {
+    SmallVector<int64_t> reps;
+    for (int64_t rep : sdp.getAs<DenseI64ArrayAttr>("rank_variant")
+                           .asArrayRef()) {
+      auto it = llvm::find(reps, rep);
+      rankVariant.push_back(it - reps.begin());
+      if (it == reps.end())
+        reps.push_back(rep);
+    }
+    for (int64_t rep : reps) {
+      OwningOpRef<ModuleOp> v = module->clone();
+      std::string keep = (attr::kTrainRankPrefix + Twine(rep)).str();
+      for (auto fn : llvm::make_early_inc_range(v->getOps<func::FuncOp>())) {
+        if (fn.getSymName() == keep)
+          fn.setSymName(attr::kTrainFn);
+        else
+          fn.erase();
+      }
+      if (failed(lower(*v)))
+        return 1;
+      variants.push_back(std::move(v));
+    }
+    full = module->clone();
+    for (auto fn : llvm::make_early_inc_range(full->getOps<func::FuncOp>()))
+      if (fn.getSymName() != attr::kEvalFn)
+        fn.erase();
+    if (failed(lower(*full)))
+      return 1;
+    for (int64_t r = 0; r < world; ++r)
+      perRank[r] = *variants[rankVariant[r]];
+  } else if (failed(lower(*module))) {
+    return 1;
+  }
   if (options.report)
-    printReport(*module, world);
+    printReport(perRank, world);
   if (!options.reportJson.empty() &&
       failed(writeFile(options.reportJson, [&](raw_ostream &os) {
-        os << llvm::formatv("{0:2}", reportJson(*module, world)) << "\n";
+        os << llvm::formatv("{0:2}", reportJson(perRank, world)) << "\n";
       })))
     return 1;
-  if (options.emit == Stage::Exec)
-    return emitMlir();
+  if (options.emit == Stage::Exec) {
+    if (!full)
+      return emitMlir();
+    return failed(writeFile(options.output,
+                            [&](raw_ostream &os) {
+                              for (auto [i, v] : llvm::enumerate(variants))
+                                os << "// variant " << i << "\n" << *v << "\n";
+                              os << "// the whole model\n" << *full << "\n";
+                            }))
+               ? 1
+               : 0;
+  }
 
   EmitCppOptions emitOptions;
   emitOptions.withMain = options.emit == Stage::Exe;
   std::string source;
   llvm::raw_string_ostream os(source);
-  if (failed(emitCpp(*module, os, emitOptions)))
+  if (full) {
+    SmallVector<ModuleOp> vs;
+    for (auto &v : variants)
+      vs.push_back(*v);
+    if (failed(emitSdpCpp(*full, vs, rankVariant, os, emitOptions)))
+      return 1;
+  } else if (failed(emitCpp(*module, os, emitOptions))) {
     return 1;
+  }
   if (options.emit == Stage::Cpp)
     return failed(writeFile(options.output,
                             [&](raw_ostream &out) { out << source; }))

@@ -139,8 +139,18 @@ LogicalResult Emitter::emitFunction(func::FuncOp fn, StringRef cName) {
     } else if (auto ar = llvm::dyn_cast<exec::AllReduceOp>(op)) {
       if (ar.getKind() != "mean")
         return ar.emitError("only mean all-reduce can be emitted");
-      os << "  if (ctx->all_reduce_mean_f32(ctx->comm, " << name(ar.getBuffer())
-         << ", " << ar.getBuffer().getType().getNumElements()
+      if (std::optional<int64_t> group = ar.getGroup())
+        os << "  if (ctx->group_all_reduce_mean_f32(ctx->comm, " << *group
+           << ", ";
+      else
+        os << "  if (ctx->all_reduce_mean_f32(ctx->comm, ";
+      os << name(ar.getBuffer()) << ", "
+         << ar.getBuffer().getType().getNumElements()
+         << ") != 0)\n    return OTC_STEP_ERR_COMM;\n";
+    } else if (auto bc = llvm::dyn_cast<exec::BroadcastOp>(op)) {
+      os << "  if (ctx->broadcast_f32(ctx->comm, " << bc.getRootAttr().getInt()
+         << ", " << name(bc.getBuffer()) << ", "
+         << bc.getBuffer().getType().getNumElements()
          << ") != 0)\n    return OTC_STEP_ERR_COMM;\n";
     } else if (auto car = llvm::dyn_cast<exec::CompressedAllReduceOp>(op)) {
       if (failed(emitCompressedAllReduce(car)))
@@ -221,6 +231,25 @@ FailureOr<std::string> otc::buildManifest(ModuleOp module) {
     optimizer.erase("label");
   }
   m["mode"] = module->hasAttr(attr::kTraining) ? "training" : "inference";
+  if (auto sdp = module->getAttrOfType<DictionaryAttr>(attr::kSdp)) {
+    llvm::json::Object o;
+    for (StringRef k : {"mode", "masking", "assignment"})
+      o[k] = sdp.getAs<StringAttr>(k).getValue().str();
+    o["active"] = sdp.getAs<FloatAttr>("active").getValueAsDouble();
+    o["rank_variant"] = llvm::json::Array(
+        sdp.getAs<DenseI64ArrayAttr>("rank_variant").asArrayRef());
+    llvm::json::Array groups, comps;
+    for (auto g : sdp.getAs<ArrayAttr>("groups").getAsRange<DenseI64ArrayAttr>())
+      groups.push_back(llvm::json::Array(g.asArrayRef()));
+    for (auto c : sdp.getAs<ArrayAttr>("components").getAsRange<DictionaryAttr>())
+      comps.push_back(llvm::json::Object{
+          {"name", c.getAs<StringAttr>("name").getValue().str()},
+          {"owners", llvm::json::Array(
+                         c.getAs<DenseI64ArrayAttr>("owners").asArrayRef())}});
+    o["groups"] = std::move(groups);
+    o["components"] = std::move(comps);
+    m["sdp"] = std::move(o);
+  }
   m["loss"] = loss;
   m["optimizer"] = std::move(optimizer);
 
@@ -237,6 +266,23 @@ FailureOr<std::string> otc::buildManifest(ModuleOp module) {
                          {"shape", llvm::json::Array(type.getShape())},
                          {"offset", offset}};
     if (role == "param") {
+      // SDP: the owners averaging this parameter, the feature ranges this
+      // rank keeps of it, whether it only receives the owners' values.
+      if (auto o = d.getAs<DenseI64ArrayAttr>(attr::kSdpOwners))
+        e["owners"] = llvm::json::Array(o.asArrayRef());
+      if (auto slices = d.getAs<ArrayAttr>(attr::kSdpSlices)) {
+        llvm::json::Array a;
+        for (auto sl : slices.getAsRange<DictionaryAttr>())
+          a.push_back(llvm::json::Object{
+              {"axis", sl.getAs<IntegerAttr>("axis").getInt()},
+              {"ranges", llvm::json::Array(
+                             sl.getAs<DenseI64ArrayAttr>("ranges").asArrayRef())}});
+        e["slices"] = std::move(a);
+      }
+      if (d.get(attr::kSdpFrozen))
+        e["frozen"] = true;
+      if (d.get(attr::kBuffer)) // updated by the forward, per rank
+        e["buffer"] = true;
       params.push_back(std::move(e));
     } else if (role == "state") {
       // "<param>.<slot>": the parameter is everything before the last dot.
@@ -281,8 +327,11 @@ FailureOr<std::string> otc::buildManifest(ModuleOp module) {
   return s;
 }
 
-LogicalResult otc::emitCpp(ModuleOp module, raw_ostream &out,
-                           const EmitCppOptions &options) {
+/// Writes `module`'s program into `namespace ns`, ending with its entry
+/// table `entry` (whose SDP fields `variants` initialises).
+static LogicalResult emitProgram(ModuleOp module, raw_ostream &out,
+                                 StringRef ns, bool withMain,
+                                 StringRef variants) {
   FailureOr<std::string> manifest = buildManifest(module);
   if (failed(manifest))
     return failure();
@@ -299,35 +348,77 @@ LogicalResult otc::emitCpp(ModuleOp module, raw_ostream &out,
       return failure();
     (fn.getName() == attr::kTrainFn ? train : eval) = "&" + cName;
   }
-  if (module->hasAttr(attr::kTraining) && train == "nullptr")
+  // An SDP program's full model only evaluates; its variants train.
+  bool sdpFull = module->hasAttr(attr::kSdp) && !variants.starts_with("0,");
+  if (module->hasAttr(attr::kTraining) && train == "nullptr" && !sdpFull)
     return mlir::emitError(module.getLoc(), "no @train_step to emit");
   if (train == "nullptr" && eval == "nullptr")
     return mlir::emitError(module.getLoc(),
                            "no @train_step or @eval_step to emit");
-  if (train == "nullptr" && options.withMain)
+  if (train == "nullptr" && withMain && !sdpFull)
     return mlir::emitError(module.getLoc(),
                            "an inference-only program has no training "
                            "driver: emit a library (--emit=lib)");
+  out << "namespace " << ns << " {\n"
+      << emitter.constants << "\n"
+      << "static const char kManifest[] = " << cString(*manifest) << ";\n\n"
+      << body << "static const otc_program_entry_t entry = {\n"
+      << "    OTC_PROGRAM_ABI_VERSION, kManifest, "
+      << module->getAttrOfType<IntegerAttr>(attr::kArenaBytes).getInt()
+      << "ull, " << train << ", " << eval << ", " << variants << "};\n"
+      << "} // namespace " << ns << "\n\n";
+  return success();
+}
 
+static void emitPrologue(raw_ostream &out, bool withMain) {
   out << "// Generated by otc-compile. Do not edit.\n"
       << "#include <stdint.h>\n\n"
       << "#include \"otc/compress.h\"\n"
       << "#include \"otc/kernels.h\"\n"
       << "#include \"otc/program_abi.h\"\n"
-      << (options.withMain ? "#include \"otc/runtime.h\"\n" : "") << "\n"
-      << "namespace {\n"
-      << emitter.constants << "\n"
-      << "static const char kManifest[] = " << cString(*manifest) << ";\n\n"
-      << body << "} // namespace\n\n"
-      << "extern \"C\" const otc_program_entry_t *otc_program_entry(void) {\n"
-      << "  static const otc_program_entry_t entry = {\n"
-      << "      OTC_PROGRAM_ABI_VERSION, kManifest, "
-      << module->getAttrOfType<IntegerAttr>(attr::kArenaBytes).getInt()
-      << "ull, " << train << ", " << eval << "};\n"
-      << "  return &entry;\n}\n";
-  if (options.withMain)
+      << (withMain ? "#include \"otc/runtime.h\"\n" : "") << "\n";
+}
+
+static void emitEpilogue(raw_ostream &out, StringRef entry, bool withMain) {
+  out << "extern \"C\" const otc_program_entry_t *otc_program_entry(void) {\n"
+      << "  return &" << entry << ";\n}\n";
+  if (withMain)
     out << "\nint main(int argc, char **argv) {\n"
         << "  return otc_driver_main(argc, argv, otc_program_entry());\n}\n";
+}
+
+LogicalResult otc::emitCpp(ModuleOp module, raw_ostream &out,
+                           const EmitCppOptions &options) {
+  emitPrologue(out, options.withMain);
+  if (failed(emitProgram(module, out, "program", options.withMain,
+                         "0, nullptr, nullptr")))
+    return failure();
+  emitEpilogue(out, "program::entry", options.withMain);
+  return success();
+}
+
+LogicalResult otc::emitSdpCpp(ModuleOp full, ArrayRef<ModuleOp> variants,
+                              ArrayRef<int64_t> rankVariant, raw_ostream &out,
+                              const EmitCppOptions &options) {
+  emitPrologue(out, options.withMain);
+  for (auto [i, v] : llvm::enumerate(variants))
+    if (failed(emitProgram(v, out, "variant" + std::to_string(i),
+                           options.withMain, "0, nullptr, nullptr")))
+      return failure();
+  out << "namespace {\n"
+      << "const otc_program_entry_t *const kVariants[] = {";
+  for (size_t i = 0; i < variants.size(); ++i)
+    out << (i ? ", " : "") << "&variant" << i << "::entry";
+  out << "};\nconst int32_t kRankVariant[] = {";
+  for (auto [r, v] : llvm::enumerate(rankVariant))
+    out << (r ? ", " : "") << v;
+  out << "};\n} // namespace\n\n";
+  if (failed(emitProgram(full, out, "full", options.withMain,
+                         (std::to_string(variants.size()) +
+                          ", kVariants, kRankVariant")
+                             .c_str())))
+    return failure();
+  emitEpilogue(out, "full::entry", options.withMain);
   return success();
 }
 

@@ -20,6 +20,16 @@ struct EmitCppOptions {
 mlir::LogicalResult emitCpp(mlir::ModuleOp module, llvm::raw_ostream &os,
                             const EmitCppOptions &options = {});
 
+/// Writes an SDP program: one memory-planned module per rank variant (each
+/// with @train_step) and `full`, the whole model (@eval_step; assembled
+/// from the owners for evaluation and export). `rankVariant[r]` indexes
+/// `variants`.
+mlir::LogicalResult emitSdpCpp(mlir::ModuleOp full,
+                               llvm::ArrayRef<mlir::ModuleOp> variants,
+                               llvm::ArrayRef<int64_t> rankVariant,
+                               llvm::raw_ostream &os,
+                               const EmitCppOptions &options = {});
+
 /// The manifest JSON of a memory-planned module (also embedded by emitCpp).
 mlir::FailureOr<std::string> buildManifest(mlir::ModuleOp module);
 

@@ -67,20 +67,23 @@ struct InsertAllReduce : otc::impl::InsertAllReduceBase<InsertAllReduce> {
     auto masking = sdp ? sdp.getAs<StringAttr>("masking") : StringAttr();
     if (!masking || masking.getValue() != "backward")
       return;
+    // In parameter order, the same on every rank.
     module.walk([&](func::ReturnOp ret) {
       auto fn = llvm::cast<func::FuncOp>(ret->getParentOp());
+      SmallVector<std::pair<int64_t, unsigned>> targets; // (arg, result)
+      for (unsigned i = 0; i < ret.getNumOperands(); ++i)
+        if (auto t = fn.getResultAttrOfType<IntegerAttr>(i, attr::kUpdates))
+          targets.push_back({t.getInt(), i});
+      llvm::sort(targets);
       OpBuilder b(ret);
-      for (unsigned i = 0; i < ret.getNumOperands(); ++i) {
-        auto target = fn.getResultAttrOfType<IntegerAttr>(i, attr::kUpdates);
-        if (!target)
-          continue;
-        DenseI64ArrayAttr ranks = owners(fn.getArgument(target.getInt()));
+      for (auto [arg, i] : targets) {
+        DenseI64ArrayAttr ranks = owners(fn.getArgument(arg));
         if (!ranks)
           continue;
         Value v = ret.getOperand(i);
-        ret.setOperand(
-            i, b.create<dist::BroadcastOp>(ret.getLoc(), v.getType(), v,
-                                           b.getI64IntegerAttr(ranks[0])));
+        ret.setOperand(i, b.create<dist::BroadcastOp>(
+                              ret.getLoc(), v.getType(), v,
+                              b.getI64IntegerAttr(ranks[0])));
       }
     });
   }

@@ -148,11 +148,40 @@ struct AllReducePattern : OpConversionPattern<dist::AllReduceOp> {
   LogicalResult
   matchAndRewrite(dist::AllReduceOp op, OpAdaptor adaptor,
                   ConversionPatternRewriter &rewriter) const override {
+    // An owner group runs on the sub-communicator of its index in the
+    // module's SDP plan.
+    IntegerAttr group;
+    if (std::optional<ArrayRef<int64_t>> ranks = op.getRanks()) {
+      auto module = op->getParentOfType<ModuleOp>();
+      auto sdp = module->getAttrOfType<DictionaryAttr>(attr::kSdp);
+      auto groups = sdp ? sdp.getAs<ArrayAttr>("groups") : ArrayAttr();
+      for (auto [i, g] : llvm::enumerate(groups ? groups.getValue()
+                                                : ArrayRef<Attribute>()))
+        if (llvm::cast<DenseI64ArrayAttr>(g).asArrayRef() == *ranks)
+          group = rewriter.getI64IntegerAttr(i);
+      if (!group)
+        return op.emitOpError("owner group is not among the module's SDP "
+                              "groups");
+    }
     Value buffer =
         writableBuffer(rewriter, op, op.getInput(), adaptor.getInput());
     rewriter.create<exec::AllReduceOp>(
         op.getLoc(), buffer,
-        rewriter.getStringAttr(dist::stringifyReduceKind(op.getKind())));
+        rewriter.getStringAttr(dist::stringifyReduceKind(op.getKind())),
+        group);
+    rewriter.replaceOp(op, buffer);
+    return success();
+  }
+};
+
+struct BroadcastPattern : OpConversionPattern<dist::BroadcastOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(dist::BroadcastOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Value buffer =
+        writableBuffer(rewriter, op, op.getInput(), adaptor.getInput());
+    rewriter.create<exec::BroadcastOp>(op.getLoc(), buffer, op.getRootAttr());
     rewriter.replaceOp(op, buffer);
     return success();
   }
@@ -235,28 +264,10 @@ struct LowerToExec : otc::impl::LowerToExecBase<LowerToExec> {
     target.addDynamicallyLegalOp<func::ReturnOp>(
         [&](func::ReturnOp op) { return converter.isLegal(op); });
 
-    // SDP programs need one arena per rank variant and sub-communicators
-    // for the owner groups, which the exec level does not model yet.
-    if (getOperation()->hasAttr(attr::kSdp)) {
-      mlir::emitError(getOperation().getLoc(),
-                      "SDP programs are not lowered to exec yet (inspect "
-                      "them with --emit=train)");
-      return signalPassFailure();
-    }
-    WalkResult sdp = getOperation().walk([](Operation *op) {
-      auto ar = llvm::dyn_cast<dist::AllReduceOp>(op);
-      if ((ar && ar.getRanks()) || llvm::isa<dist::BroadcastOp>(op)) {
-        op->emitOpError("owner-group collectives are not lowered to exec yet");
-        return WalkResult::interrupt();
-      }
-      return WalkResult::advance();
-    });
-    if (sdp.wasInterrupted())
-      return signalPassFailure();
-
     RewritePatternSet patterns(ctx);
     patterns.add<KernelPattern, UpdatePattern>(converter, ctx);
-    patterns.add<ConstantPattern, AllReducePattern, BucketPattern,
+    patterns.add<ConstantPattern, AllReducePattern, BroadcastPattern,
+                 BucketPattern,
                  UnbucketPattern, CompressedAllReducePattern>(converter, ctx);
     populateFunctionOpInterfaceTypeConversionPattern<func::FuncOp>(patterns,
                                                                    converter);

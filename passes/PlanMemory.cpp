@@ -50,6 +50,9 @@ struct Persistent {
   MemRefType type;
   std::string kind; // inputs: data | label; state: optimizer | residual
   int64_t offset = -1;
+  /// Parameters: whether the forward updates it (a buffer) and, in an SDP
+  /// program, owners, kept slices, frozen.
+  SmallVector<NamedAttribute> sdp;
 };
 
 /// True when every member of a planned pack/unpack already is the slice
@@ -128,6 +131,13 @@ void PlanMemory::runOnOperation() {
       if (auto n = fn.getArgAttrOfType<StringAttr>(i, attr::kParam)) {
         if (failed(record(arg, Role::Param, n, "")))
           return signalPassFailure();
+        Persistent &p = persistent.find(keyOf[arg])->second;
+        p.sdp.clear();
+        for (StringRef a : {attr::kBuffer, attr::kSdpOwners,
+                            attr::kSdpSlices, attr::kSdpFrozen})
+          if (Attribute v = fn.getArgAttr(i, a))
+            p.sdp.push_back(
+                NamedAttribute(StringAttr::get(&getContext(), a), v));
       } else if (auto n = fn.getArgAttrOfType<StringAttr>(i, attr::kState)) {
         // Error-feedback residuals are state of the communication.
         auto role = fn.getArgAttrOfType<StringAttr>(i, attr::kRole);
@@ -361,6 +371,7 @@ void PlanMemory::runOnOperation() {
         b.getNamedAttr("type", TypeAttr::get(p.type))};
     if (!p.kind.empty())
       fields.push_back(b.getNamedAttr("kind", b.getStringAttr(p.kind)));
+    fields.append(p.sdp.begin(), p.sdp.end());
     buffers.push_back(b.getDictionaryAttr(fields));
   }
   int64_t arenaBytes = alignUp(tempBase + tempPeak);

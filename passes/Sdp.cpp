@@ -21,6 +21,7 @@
 #include "llvm/ADT/ScopeExit.h"
 
 #include <map>
+#include <set>
 
 #include <cmath>
 #include <random>
@@ -432,6 +433,19 @@ void Sdp::runOnOperation() {
     b.insert(*fn);
   }
 
+  // The owner groups a collective can run on (a sub-communicator each):
+  // every distinct owner set of more than one rank and fewer than all.
+  std::set<std::vector<int64_t>> groupSet;
+  for (auto fn : module.getOps<func::FuncOp>())
+    for (unsigned i = 0; i < fn.getNumArguments(); ++i)
+      if (auto o = fn.getArgAttrOfType<DenseI64ArrayAttr>(i, attr::kSdpOwners))
+        if (o.size() > 1 && o.size() < worldSize)
+          groupSet.insert(std::vector<int64_t>(o.asArrayRef().begin(),
+                                               o.asArrayRef().end()));
+  SmallVector<Attribute> groups;
+  for (const std::vector<int64_t> &g : groupSet)
+    groups.push_back(b.getDenseI64ArrayAttr(g));
+
   SmallVector<Attribute> records;
   for (const Component &c : comps)
     records.push_back(b.getDictionaryAttr(
@@ -449,5 +463,6 @@ void Sdp::runOnOperation() {
           b.getNamedAttr("rescale", b.getBoolAttr(rescale)),
           b.getNamedAttr("components", b.getArrayAttr(records)),
           b.getNamedAttr("rank_variant", b.getDenseI64ArrayAttr(variantOf)),
+          b.getNamedAttr("groups", b.getArrayAttr(groups)),
       }));
 }

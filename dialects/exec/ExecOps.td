@@ -96,13 +96,31 @@ def Exec_AllReduceOp : Exec_Op<"all_reduce",
     [MemoryEffects<[MemRead, MemWrite]>]> {
   let summary = "Average a buffer over all ranks, in place";
   let description = [{
+    With `group`, over the ranks of that SDP owner group only (an index
+    into the module's `dist.sdp` groups; the runtime holds one
+    sub-communicator per group).
+
     ```mlir
     exec.all_reduce mean %grad : memref<256x784xf32>
+    exec.all_reduce mean %grad {group = 1 : i64} : memref<256x784xf32>
     ```
   }];
-  let arguments = (ins MemRefOf<[F32]>:$buffer, StrAttr:$kind);
+  let arguments = (ins MemRefOf<[F32]>:$buffer, StrAttr:$kind,
+                       OptionalAttr<I64Attr>:$group);
   let assemblyFormat = "$kind $buffer attr-dict `:` type($buffer)";
   let hasVerifier = 1;
+}
+
+def Exec_BroadcastOp : Exec_Op<"broadcast",
+    [MemoryEffects<[MemRead, MemWrite]>]> {
+  let summary = "Overwrite a buffer with the root rank's, in place";
+  let description = [{
+    ```mlir
+    exec.broadcast %w {root = 1 : i64} : memref<64x64xf32>
+    ```
+  }];
+  let arguments = (ins MemRefOf<[F32]>:$buffer, I64Attr:$root);
+  let assemblyFormat = "$buffer attr-dict `:` type($buffer)";
 }
 
 def Exec_CompressedAllReduceOp : Exec_Op<"compressed_all_reduce",

@@ -192,7 +192,8 @@ CheckpointData readCheckpoint(const std::string &path,
                    ", this program: world "
                    "size " +
                    std::to_string(manifest.worldSize) +
-                   "; parameter names or shapes may differ too)");
+                   "; parameter names or shapes, or the SDP assignment of "
+               "components to ranks, may differ too)");
   Reader body(path, p + kHeaderBytes, file.size() - 4 - kHeaderBytes);
   bool hasRuntime = false;
   for (uint32_t i = 0; i < sections; ++i) {
@@ -346,7 +347,20 @@ otc_status_t otc_checkpoint_validate(const otc_program_t *program,
   return guard([&] {
     if (!program || !path)
       throw Error(OTC_INVALID_ARGUMENT, "program and path must not be NULL");
-    readCheckpoint(path, program->manifest);
+    if (program->variants.empty())
+      return (void)readCheckpoint(path, program->manifest);
+    // SDP: each rank's checkpoint belongs to its variant.
+    std::string first;
+    for (const Manifest &v : program->variants) {
+      try {
+        readCheckpoint(path, v);
+        return;
+      } catch (const Error &e) {
+        if (first.empty())
+          first = e.what();
+      }
+    }
+    throw Error(OTC_FAILED_PRECONDITION, first);
   });
 }
 

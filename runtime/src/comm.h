@@ -17,6 +17,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 namespace otc {
 
@@ -30,6 +31,8 @@ struct StepComm {
   CompressState *compress = nullptr;
   int64_t step = 0;
   uint64_t seed = 0;
+  /// SDP owner groups by index (the manifest's "sdp" "groups").
+  const std::vector<std::vector<int64_t>> *groups = nullptr;
 };
 
 /// Averages `count` floats in place over all ranks and counts the bytes.
@@ -55,6 +58,26 @@ void abortAll(otc_comm_t *comm, int exitCode);
 /// The callback handed to programs (otc_step_context_t::all_reduce_mean_f32);
 /// `comm` is a StepComm.
 int allReduceMeanCallback(void *comm, float *data, int64_t count);
+
+/// SDP: creates a sub-communicator for every group not yet split off
+/// `comm`. Collective: every rank calls it with the same list.
+void splitGroups(otc_comm_t *comm,
+                 const std::vector<std::vector<int64_t>> &groups);
+/// Averages `count` floats over the ranks of `group` (split before; this
+/// rank a member); counted like allReduceMeanF32.
+void groupAllReduceMeanF32(otc_comm_t *comm, const std::vector<int64_t> &group,
+                           float *data, int64_t count);
+/// True on every member of `group` iff all members hold the same `count`
+/// floats in `data` bit for bit (NaNs compare by bits too). Uncounted.
+bool groupIdentical(otc_comm_t *comm, const std::vector<int64_t> &group,
+                    const float *data, int64_t count);
+/// Every rank receives `root`'s `count` floats; counted as sent by the
+/// root and received by the others.
+void broadcastF32(otc_comm_t *comm, int64_t root, float *data, int64_t count);
+/// The step-context callbacks for the two (`comm` is a StepComm).
+int groupAllReduceMeanCallback(void *comm, int64_t group, float *data,
+                               int64_t count);
+int broadcastCallback(void *comm, int64_t root, float *data, int64_t count);
 
 /// Records why a collective run from a program failed (the callbacks return
 /// a code, so the message waits here for the session to report it).

@@ -5,8 +5,11 @@
 
 #include <mpi.h>
 
+#include <algorithm>
 #include <cstdlib>
+#include <cstring>
 #include <limits>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <vector>
@@ -19,6 +22,8 @@ struct otc_comm {
   uint64_t bytesSent = 0;
   uint64_t bytesReceived = 0;
   std::string lastError;
+  /// SDP owner groups split off `comm` (MPI_COMM_NULL: local comm).
+  std::map<std::vector<int64_t>, MPI_Comm> groups;
 };
 
 namespace otc {
@@ -163,6 +168,122 @@ int allReduceMeanCallback(void *opaque, float *data, int64_t count) {
   }
 }
 
+void splitGroups(otc_comm_t *comm,
+                 const std::vector<std::vector<int64_t>> &groups) {
+  for (const std::vector<int64_t> &g : groups) {
+    for (int64_t r : g)
+      if (r < 0 || r >= comm->size)
+        throw Error(OTC_INVALID_ARGUMENT,
+                    "SDP owner group names rank " + std::to_string(r) +
+                        " of a world of " + std::to_string(comm->size));
+    if (comm->groups.count(g))
+      continue;
+    MPI_Comm sub = MPI_COMM_NULL;
+    if (comm->isMpi) {
+      bool member = std::find(g.begin(), g.end(), comm->rank) != g.end();
+      OTC_MPI_CHECK(MPI_Comm_split(comm->comm, member ? 0 : MPI_UNDEFINED,
+                                   comm->rank, &sub));
+      if (sub != MPI_COMM_NULL)
+        OTC_MPI_CHECK(MPI_Comm_set_errhandler(sub, MPI_ERRORS_RETURN));
+    }
+    comm->groups[g] = sub;
+  }
+}
+
+void groupAllReduceMeanF32(otc_comm_t *comm, const std::vector<int64_t> &group,
+                           float *data, int64_t count) {
+  auto it = comm->groups.find(group);
+  if (it == comm->groups.end() ||
+      std::find(group.begin(), group.end(), comm->rank) == group.end())
+    throw Error(OTC_INTERNAL, "all-reduce over an SDP owner group this rank "
+                              "is not a member of");
+  if (!comm->isMpi || group.size() <= 1 || count == 0)
+    return;
+  for (int64_t begin = 0; begin < count; begin += kMaxChunk) {
+    int n = int(std::min(kMaxChunk, count - begin));
+    OTC_MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, data + begin, n, MPI_FLOAT,
+                                MPI_SUM, it->second));
+  }
+  float scale = 1.0f / float(group.size());
+  for (int64_t i = 0; i < count; ++i)
+    data[i] *= scale;
+  comm->bytesSent += uint64_t(count) * sizeof(float);
+  comm->bytesReceived += uint64_t(count) * sizeof(float);
+}
+
+bool groupIdentical(otc_comm_t *comm, const std::vector<int64_t> &group,
+                    const float *data, int64_t count) {
+  if (!comm->isMpi || group.size() <= 1)
+    return true;
+  auto it = comm->groups.find(group);
+  MPI_Comm on = int(group.size()) == comm->size ? comm->comm
+                : it != comm->groups.end()      ? it->second
+                                                : MPI_COMM_NULL;
+  if (on == MPI_COMM_NULL)
+    throw Error(OTC_INTERNAL, "no communicator for an SDP owner group");
+  // Compared as integers: the minimum and maximum bit patterns agree iff
+  // every member holds the same bits.
+  std::vector<int32_t> lo(static_cast<size_t>(count)), hi;
+  std::memcpy(lo.data(), data, size_t(count) * sizeof(float));
+  hi = lo;
+  for (int64_t begin = 0; begin < count; begin += kMaxChunk) {
+    int n = int(std::min(kMaxChunk, count - begin));
+    OTC_MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, lo.data() + begin, n, MPI_INT32_T,
+                                MPI_MIN, on));
+    OTC_MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, hi.data() + begin, n, MPI_INT32_T,
+                                MPI_MAX, on));
+  }
+  return lo == hi;
+}
+
+void broadcastF32(otc_comm_t *comm, int64_t root, float *data, int64_t count) {
+  if (root < 0 || root >= comm->size)
+    throw Error(OTC_INTERNAL, "broadcast from rank " + std::to_string(root) +
+                                  " of a world of " +
+                                  std::to_string(comm->size));
+  if (!comm->isMpi || comm->size == 1 || count == 0)
+    return;
+  for (int64_t begin = 0; begin < count; begin += kMaxChunk) {
+    int n = int(std::min(kMaxChunk, count - begin));
+    OTC_MPI_CHECK(
+        MPI_Bcast(data + begin, n, MPI_FLOAT, int(root), comm->comm));
+  }
+  (root == comm->rank ? comm->bytesSent : comm->bytesReceived) +=
+      uint64_t(count) * sizeof(float);
+}
+
+int groupAllReduceMeanCallback(void *opaque, int64_t group, float *data,
+                               int64_t count) {
+  auto *sc = static_cast<StepComm *>(opaque);
+  otc_comm_t *comm = sc ? sc->comm : nullptr;
+  try {
+    if (!sc || !sc->groups || group < 0 ||
+        group >= int64_t(sc->groups->size()))
+      throw Error(OTC_INTERNAL, "the program names SDP owner group " +
+                                    std::to_string(group) +
+                                    ", which the manifest lacks");
+    groupAllReduceMeanF32(comm, (*sc->groups)[size_t(group)], data, count);
+    return OTC_STEP_OK;
+  } catch (const std::exception &e) {
+    if (comm)
+      comm->lastError = e.what();
+    return OTC_STEP_ERR_COMM;
+  }
+}
+
+int broadcastCallback(void *opaque, int64_t root, float *data, int64_t count) {
+  auto *sc = static_cast<StepComm *>(opaque);
+  otc_comm_t *comm = sc ? sc->comm : nullptr;
+  try {
+    broadcastF32(comm, root, data, count);
+    return OTC_STEP_OK;
+  } catch (const std::exception &e) {
+    if (comm)
+      comm->lastError = e.what();
+    return OTC_STEP_ERR_COMM;
+  }
+}
+
 void setCommError(otc_comm_t *comm, const std::string &why) {
   if (comm)
     comm->lastError = why;
@@ -220,8 +341,12 @@ void otc_comm_release(otc_comm_t *comm) {
   if (comm->isMpi && comm->comm != MPI_COMM_NULL) {
     int finalized = 0;
     MPI_Finalized(&finalized);
-    if (!finalized)
+    if (!finalized) {
+      for (auto &[ranks, sub] : comm->groups)
+        if (sub != MPI_COMM_NULL)
+          MPI_Comm_free(&sub);
       MPI_Comm_free(&comm->comm);
+    }
   }
   delete comm;
 }

@@ -12,6 +12,7 @@
 #include "data.h"
 #include "loader.h"
 #include "metrics.h"
+#include "sdp.h"
 #include "session.h"
 #include "status.h"
 
@@ -615,17 +616,24 @@ EvalResult Run::evaluate() {
                   out->shape[0] == m_.batch;
   r.hasAccuracy = classify;
   r.hasLoss = classify || m_.evalLossOffset >= 0;
+  // SDP: the whole model is assembled on every rank, even one without an
+  // evaluation batch (the assembly is collective).
+  if (session_->isSdp())
+    assembleFullModel(session_.get());
+  std::vector<float> output(out ? size_t(out->numel()) : 0);
   for (int64_t b = begin; b < end; b += m_.batch) {
     int64_t valid = std::min(m_.batch, end - b);
     std::vector<int64_t> indices(size_t(m_.batch), -1);
     for (int64_t i = 0; i < valid; ++i)
       indices[size_t(i)] = b + i;
     bindBatch(ds, indices);
-    throwIfError(otc_session_eval_step(session_.get(), nullptr, 0));
+    throwIfError(otc_session_eval_step(
+        session_.get(), classify ? output.data() : nullptr,
+        classify ? output.size() * sizeof(float) : 0));
     if (classify) {
       // Computed here rather than read from eval_loss so that padded rows
       // of the last batch do not count.
-      const float *logits = reinterpret_cast<const float *>(session_->at(*out));
+      const float *logits = output.data();
       int64_t classes = out->shape[1];
       const Dataset::Column &col = ds.columns()[labelColumn];
       for (int64_t i = 0; i < valid; ++i) {
@@ -822,8 +830,9 @@ int Run::run() {
     return kExitFailure;
   }
   if (!o_.exportPath.empty()) {
+    // SDP assembles the whole model from every rank's part.
     if (!allRanks(comm_, exitCode, [&] {
-          if (rank_ == 0)
+          if (rank_ == 0 || session_->isSdp())
             throwIfError(
                 otc_session_export_onnx(session_.get(), o_.exportPath.c_str()));
         }))

@@ -8,6 +8,7 @@
 
 #include "export.h"
 #include "checkpoint.h"
+#include "sdp.h"
 #include "session.h"
 #include "status.h"
 
@@ -195,8 +196,7 @@ void fillFromInitializer(const onnx::TensorProto &t, const TensorSpec &spec,
 
 } // namespace
 
-void loadInitialParams(otc_session_t *session) {
-  const Manifest &m = session->manifest();
+void loadInitialParams(const Manifest &m, uint8_t *arena) {
   if (m.params.empty())
     return;
   onnx::ModelProto model = readModel(m.modelPath);
@@ -208,12 +208,36 @@ void loadInitialParams(otc_session_t *session) {
     if (it == byName.end())
       throw Error(OTC_NOT_FOUND, "the source model '" + m.modelPath +
                                      "' has no initializer '" + p.name + "'");
-    fillFromInitializer(*it->second, p, m.modelPath, session->at(p));
+    if (p.slices.empty()) {
+      fillFromInitializer(*it->second, p, m.modelPath, arena + p.offset);
+      continue;
+    }
+    // An SDP slice: read the whole tensor, keep this rank's features.
+    TensorSpec whole = p;
+    whole.shape.assign(it->second->dims().begin(), it->second->dims().end());
+    if (whole.shape.size() != p.shape.size())
+      throw Error(OTC_INVALID_ARGUMENT,
+                  "initializer '" + p.name + "' has shape " +
+                      shapeString(whole.shape) + " but the program slices " +
+                      shapeString(p.shape) + " out of it");
+    for (const auto &[axis, ranges] : p.slices)
+      if (ranges.back() > whole.shape[size_t(axis)])
+        throw Error(OTC_INVALID_ARGUMENT,
+                    "initializer '" + p.name + "' " +
+                        shapeString(whole.shape) +
+                        " is narrower than the features the program keeps");
+    std::vector<uint8_t> full(whole.bytes());
+    fillFromInitializer(*it->second, whole, m.modelPath, full.data());
+    forEachKept(p, whole.shape, [&](int64_t local, int64_t global) {
+      size_t e = dtypeSize(p.dtype);
+      std::memcpy(arena + p.offset + size_t(local) * e,
+                  full.data() + size_t(global) * e, e);
+    });
   }
 }
 
-void exportOnnx(const otc_session_t *session, const std::string &path) {
-  const Manifest &m = session->manifest();
+void exportOnnx(const Manifest &m, const uint8_t *arena,
+                const std::string &path) {
   onnx::ModelProto model = readModel(m.modelPath);
   std::map<std::string, onnx::TensorProto *> byName;
   for (onnx::TensorProto &t : *model.mutable_graph()->mutable_initializer())
@@ -234,7 +258,7 @@ void exportOnnx(const otc_session_t *session, const std::string &path) {
     t.clear_dims();
     for (int64_t d : p.shape)
       t.add_dims(d);
-    t.set_raw_data(session->at(p), p.bytes());
+    t.set_raw_data(arena + p.offset, p.bytes());
   }
   std::string bytes;
   if (!model.SerializeToString(&bytes))

@@ -6,16 +6,21 @@
 
 #include "otc/runtime.h"
 
+#include <cstdint>
 #include <string>
 
 namespace otc {
 
-/// Fills every manifest parameter of the session's arena from the
-/// initializers of the program's source model.
-void loadInitialParams(otc_session_t *session);
+struct Manifest;
 
-/// Writes the source model with the session's parameters as initializers.
-void exportOnnx(const otc_session_t *session, const std::string &path);
+/// Fills every parameter of `m` in `arena` from the initializers of the
+/// source model (SDP: only the feature ranges the manifest keeps).
+void loadInitialParams(const Manifest &m, uint8_t *arena);
+
+/// Writes the source model with `m`'s parameters in `arena` as
+/// initializers.
+void exportOnnx(const Manifest &m, const uint8_t *arena,
+                const std::string &path);
 
 } // namespace otc
 

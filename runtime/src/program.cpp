@@ -111,6 +111,8 @@ const TensorSpec *Manifest::findInput(const std::string &name) const {
 }
 
 bool Manifest::hasPerRankState() const {
+  if (sdp) // every rank trains its own subnetwork
+    return true;
   for (const TensorSpec &t : state)
     if (t.role == "residual" || t.role == "per-rank")
       return true;
@@ -159,6 +161,33 @@ TensorSpec parseTensor(const json &j, const std::string &where,
     t.role = j["role"].get<std::string>();
   if (j.contains("param"))
     t.param = j["param"].get<std::string>();
+  if (j.contains("owners"))
+    for (const json &r : j["owners"])
+      t.owners.push_back(r.get<int64_t>());
+  if (j.contains("slices"))
+    for (const json &sl : j["slices"]) {
+      int64_t axis = field(sl, "axis", at).get<int64_t>();
+      std::vector<int64_t> ranges;
+      for (const json &r : field(sl, "ranges", at))
+        ranges.push_back(r.get<int64_t>());
+      if (axis < 0 || axis >= int64_t(t.shape.size()) || ranges.empty() ||
+          ranges.size() % 2)
+        bad(at + " has a malformed slice");
+      int64_t kept = 0, last = 0;
+      for (size_t k = 0; k < ranges.size(); k += 2) {
+        if (ranges[k] < last || ranges[k + 1] <= ranges[k])
+          bad(at + " has slice ranges out of order");
+        kept += ranges[k + 1] - ranges[k];
+        last = ranges[k + 1];
+      }
+      if (kept != t.shape[size_t(axis)])
+        bad(at + " keeps " + std::to_string(kept) + " features of axis " +
+            std::to_string(axis) + " but has " +
+            std::to_string(t.shape[size_t(axis)]));
+      t.slices.push_back({axis, std::move(ranges)});
+    }
+  t.frozen = j.value("frozen", false);
+  t.buffer = j.value("buffer", false);
   if (t.offset % dtypeSize(t.dtype) != 0)
     bad(at + " is misaligned (offset " + std::to_string(t.offset) + ")");
   if (t.offset > arenaBytes || t.bytes() > arenaBytes - t.offset)
@@ -265,6 +294,25 @@ Manifest parseManifest(const std::string &text, uint64_t entryArenaBytes) {
         (m.evalLossOffset % 4 != 0 ||
          uint64_t(m.evalLossOffset) + 4 > m.arenaBytes))
       bad("eval_loss_offset is misaligned or outside the arena");
+    if (j.contains("sdp")) {
+      const json &o = j["sdp"];
+      SdpPlan plan;
+      plan.mode = field(o, "mode", "sdp").get<std::string>();
+      plan.masking = field(o, "masking", "sdp").get<std::string>();
+      plan.active = field(o, "active", "sdp").get<double>();
+      for (const json &v : field(o, "rank_variant", "sdp"))
+        plan.rankVariant.push_back(v.get<int32_t>());
+      for (const json &g : field(o, "groups", "sdp"))
+        plan.groups.push_back(g.get<std::vector<int64_t>>());
+      for (const json &c : field(o, "components", "sdp"))
+        plan.components.push_back(
+            {field(c, "name", "sdp component").get<std::string>(),
+             field(c, "owners", "sdp component").get<std::vector<int64_t>>()});
+      if (int64_t(plan.rankVariant.size()) != m.worldSize)
+        bad("sdp rank_variant has " + std::to_string(plan.rankVariant.size()) +
+            " entries for a world of " + std::to_string(m.worldSize));
+      m.sdp = std::move(plan);
+    }
   } catch (const json::exception &e) {
     bad(std::string("wrong field type: ") + e.what());
   }
@@ -272,6 +320,16 @@ Manifest parseManifest(const std::string &text, uint64_t entryArenaBytes) {
   hashTensors(h, "params", m.params);
   hashTensors(h, "state", m.state);
   h = fnv1a64(&m.worldSize, sizeof m.worldSize, h);
+  // SDP: a checkpoint belongs to one assignment of components to ranks.
+  if (m.sdp) {
+    for (int32_t v : m.sdp->rankVariant)
+      h = fnv1a64(&v, sizeof v, h);
+    for (const auto &[name, owners] : m.sdp->components) {
+      h = fnv1a64(name.data(), name.size(), h);
+      for (int64_t r : owners)
+        h = fnv1a64(&r, sizeof r, h);
+    }
+  }
   m.hash = h;
   return m;
 }
@@ -292,13 +350,35 @@ void initProgram(otc_program *program, const otc_program_entry_t *entry) {
                     std::to_string(OTC_PROGRAM_ABI_VERSION) + ")");
   if (!entry->manifest_json)
     throw Error(OTC_INVALID_ARGUMENT, "program entry table lacks a manifest");
-  if (!entry->train_step)
+  if (!entry->train_step && entry->num_variants <= 0)
     throw Error(OTC_FAILED_PRECONDITION,
                 "the program was compiled for inference (otc-compile "
                 "--inference) and has no train_step: a training session "
                 "cannot run it");
   program->entry = entry;
   program->manifest = parseManifest(entry->manifest_json, entry->arena_bytes);
+  // SDP: the whole model evaluates; each rank trains its variant.
+  if (entry->num_variants > 0) {
+    const Manifest &m = program->manifest;
+    if (!m.sdp || !entry->variants || !entry->rank_variant || !entry->eval_step)
+      throw Error(OTC_INVALID_ARGUMENT,
+                  "program entry table has variants but no SDP plan");
+    for (int32_t r = 0; r < m.worldSize; ++r)
+      if (entry->rank_variant[r] < 0 ||
+          entry->rank_variant[r] >= entry->num_variants)
+        throw Error(OTC_INVALID_ARGUMENT,
+                    "program entry table maps rank " + std::to_string(r) +
+                        " to a variant it lacks");
+    for (int32_t v = 0; v < entry->num_variants; ++v) {
+      const otc_program_entry_t *e = entry->variants[v];
+      if (!e || e->abi_version != OTC_PROGRAM_ABI_VERSION ||
+          !e->manifest_json || !e->train_step)
+        throw Error(OTC_INVALID_ARGUMENT,
+                    "SDP variant " + std::to_string(v) + " is malformed");
+      program->variants.push_back(
+          parseManifest(e->manifest_json, e->arena_bytes));
+    }
+  }
 }
 
 } // namespace

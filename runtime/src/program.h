@@ -34,6 +34,15 @@ struct TensorSpec {
   uint64_t offset = 0;
   std::string role;  // inputs: "data", "label" or ""
   std::string param; // state: the parameter it belongs to
+  /// SDP parameters: the ranks averaging it (empty: every rank), the
+  /// feature ranges [begin, end) this rank keeps per sliced axis of the
+  /// full tensor, and whether this rank only receives the owners' values.
+  std::vector<int64_t> owners;
+  std::vector<std::pair<int64_t, std::vector<int64_t>>> slices;
+  bool frozen = false;
+  /// A parameter the forward updates (BatchNorm running statistics): each
+  /// rank keeps its own.
+  bool buffer = false;
 
   int64_t numel() const;
   /// Elements per sample: the product of shape[1:].
@@ -50,6 +59,16 @@ struct OptimizerSpec {
   double beta1 = 0.9, beta2 = 0.999, eps = 1e-8;
 };
 
+/// Subnetwork data parallelism: which components each rank owns and which
+/// program variant it runs (the top-level manifest of an SDP program).
+struct SdpPlan {
+  std::string mode, masking;
+  double active = 1;
+  std::vector<int32_t> rankVariant;
+  std::vector<std::vector<int64_t>> groups;
+  std::vector<std::pair<std::string, std::vector<int64_t>>> components;
+};
+
 struct Manifest {
   int version = 1;
   std::string modelPath;
@@ -63,6 +82,7 @@ struct Manifest {
   int64_t lossOffset = -1;
   std::optional<TensorSpec> evalOutput;
   int64_t evalLossOffset = -1;
+  std::optional<SdpPlan> sdp;
   /// Identifies the program for checkpoints: parameter and state names,
   /// dtypes and shapes, and the world size (not offsets, which a recompile
   /// may change without changing what a checkpoint means).
@@ -72,7 +92,7 @@ struct Manifest {
   const TensorSpec *findInput(const std::string &name) const;
   const TensorSpec *inputWithRole(const std::string &role) const;
   /// True when some state differs between ranks (error-feedback residuals,
-  /// momentum-corrected velocities):
+  /// momentum-corrected velocities, SDP subnetworks):
   /// checkpoints are then written per rank.
   bool hasPerRankState() const;
 };
@@ -88,7 +108,10 @@ uint64_t fnv1a64(const void *data, size_t size,
 struct otc_program {
   const otc_program_entry_t *entry = nullptr;
   void *handle = nullptr; // dlopen handle, when loaded from a file
+  /// The program (for SDP: the whole model, which only evaluates).
   otc::Manifest manifest;
+  /// SDP: the per-rank training programs, parallel to entry->variants.
+  std::vector<otc::Manifest> variants;
 };
 
 #endif // OTC_RUNTIME_PROGRAM_H

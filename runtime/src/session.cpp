@@ -1,6 +1,7 @@
 //===- session.cpp - Sessions, steps, parameters, checkpoints -------------===//
 
 #include "session.h"
+#include "sdp.h"
 #include "checkpoint.h"
 #include "comm.h"
 #include "export.h"
@@ -8,6 +9,7 @@
 
 #include <dlfcn.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 
@@ -72,7 +74,38 @@ otc_step_context_t makeContext(otc_session_t *s, int64_t step) {
   ctx.comm = &s->stepComm;
   ctx.all_reduce_mean_f32 = allReduceMeanCallback;
   ctx.compressed_all_reduce_mean_f32 = compressedAllReduceCallback;
+  ctx.group_all_reduce_mean_f32 = groupAllReduceMeanCallback;
+  ctx.broadcast_f32 = broadcastCallback;
+  if (s->program->manifest.sdp)
+    s->stepComm.groups = &s->program->manifest.sdp->groups;
   return ctx;
+}
+
+/// OTC_SDP_CHECK=1 (and debug builds): after every step, the owners of
+/// each SDP component must hold identical values (not its buffers: each
+/// rank keeps the BatchNorm statistics of its own batches).
+bool sdpCheckEnabled() {
+#ifndef NDEBUG
+  return true;
+#else
+  const char *v = std::getenv("OTC_SDP_CHECK");
+  return v && *v && std::strcmp(v, "0") != 0;
+#endif
+}
+
+void checkOwnersAgree(otc_session_t *s) {
+  for (const TensorSpec &p : s->manifest().params) {
+    if (p.owners.size() <= 1 || p.dtype != DType::F32 || p.buffer ||
+        std::find(p.owners.begin(), p.owners.end(),
+                  otc_comm_rank(s->comm)) == p.owners.end())
+      continue;
+    if (!groupIdentical(s->comm, p.owners,
+                        reinterpret_cast<const float *>(s->at(p)), p.numel()))
+      throw Error(OTC_INTERNAL,
+                  "after step " + std::to_string(s->step) +
+                      " the owners of SDP parameter '" + p.name +
+                      "' hold different values");
+  }
 }
 
 void checkStepResult(otc_session_t *s, int rc, const char *what) {
@@ -128,19 +161,30 @@ otc_status_t otc_session_create(otc_program_t *program, otc_comm_t *comm,
     auto s = std::make_unique<otc_session>();
     s->program = program;
     s->comm = comm;
+    s->entry = program->entry;
+    s->trainManifest = &program->manifest;
+    if (!program->variants.empty()) {
+      // SDP: this rank trains its own subnetwork; the owner groups get
+      // their sub-communicators now, on every rank in the same order.
+      int32_t v = program->entry->rank_variant[otc_comm_rank(comm)];
+      s->entry = program->entry->variants[v];
+      s->trainManifest = &program->variants[size_t(v)];
+      splitGroups(comm, m.sdp->groups);
+    }
     if (options)
       s->options = *options;
     else
       otc_session_options_initialize(&s->options);
     s->seed = s->options.seed;
-    size_t bytes = (std::max<uint64_t>(m.arenaBytes, 1) + 63) / 64 * 64;
+    const Manifest &tm = s->manifest();
+    size_t bytes = (std::max<uint64_t>(tm.arenaBytes, 1) + 63) / 64 * 64;
     s->arena.reset(static_cast<uint8_t *>(std::aligned_alloc(64, bytes)));
     if (!s->arena)
       throw Error(OTC_INTERNAL, "cannot allocate the arena of " +
-                                    std::to_string(m.arenaBytes) + " bytes");
+                                    std::to_string(tm.arenaBytes) + " bytes");
     std::memset(s->arena.get(), 0, bytes);
     setKernelThreads(s->options.num_threads);
-    loadInitialParams(s.get());
+    loadInitialParams(tm, s->arena.get());
     *out_session = s.release();
   });
 }
@@ -175,7 +219,7 @@ otc_status_t otc_session_train_step(otc_session_t *session, float *out_loss) {
     otc_step_context_t ctx = makeContext(session, session->step + 1);
     session->compress.touched.clear();
     session->lastStepSkipped = false;
-    int rc = session->program->entry->train_step(session->arena.get(), &ctx);
+    int rc = session->entry->train_step(session->arena.get(), &ctx);
     uint64_t sent1, recv1;
     otc_comm_bytes(session->comm, &sent1, &recv1);
     session->stepBytesSent = sent1 - sent0;
@@ -191,6 +235,8 @@ otc_status_t otc_session_train_step(otc_session_t *session, float *out_loss) {
       session->compress.touched.clear();
       checkStepResult(session, rc, "train_step");
       ++session->step;
+      if (session->isSdp() && sdpCheckEnabled())
+        checkOwnersAgree(session);
     }
     if (out_loss) {
       int64_t off = session->manifest().lossOffset;
@@ -205,23 +251,36 @@ otc_status_t otc_session_eval_step(otc_session_t *session, void *out,
                                    size_t out_bytes) {
   return guard([&] {
     checkSession(session);
-    const Manifest &m = session->manifest();
-    if (!session->program->entry->eval_step)
+    // SDP evaluates the whole model, assembled from the owners, on the
+    // inputs bound to this rank's training program.
+    const otc_program_entry_t *entry =
+        session->isSdp() ? session->program->entry : session->entry;
+    const Manifest &m = session->isSdp() ? session->program->manifest
+                                         : session->manifest();
+    if (!entry->eval_step)
       throw Error(OTC_FAILED_PRECONDITION, "the program has no eval_step");
     if (out && (!m.evalOutput || out_bytes != m.evalOutput->bytes()))
       throw Error(OTC_INVALID_ARGUMENT,
                   "eval output needs " +
                       std::to_string(m.evalOutput ? m.evalOutput->bytes() : 0) +
                       " bytes, got " + std::to_string(out_bytes));
+    uint8_t *arena = session->arena.get();
+    if (session->isSdp()) {
+      assembleFullModel(session);
+      arena = session->fullArena.get();
+      for (const TensorSpec &in : m.inputs)
+        if (const TensorSpec *t = session->manifest().findInput(in.name))
+          std::memcpy(arena + in.offset, session->at(*t), in.bytes());
+    }
     otc_step_context_t ctx = makeContext(session, session->step);
-    int rc = session->program->entry->eval_step(session->arena.get(), &ctx);
+    int rc = entry->eval_step(arena, &ctx);
     checkStepResult(session, rc, "eval_step");
     session->hasEvalLoss = m.evalLossOffset >= 0;
     if (session->hasEvalLoss)
-      std::memcpy(&session->lastEvalLoss,
-                  session->arena.get() + m.evalLossOffset, sizeof(float));
+      std::memcpy(&session->lastEvalLoss, arena + m.evalLossOffset,
+                  sizeof(float));
     if (out && out_bytes)
-      std::memcpy(out, session->at(*m.evalOutput), out_bytes);
+      std::memcpy(out, arena + m.evalOutput->offset, out_bytes);
   });
 }
 
@@ -304,7 +363,13 @@ otc_status_t otc_session_export_onnx(const otc_session_t *session,
     checkSession(session);
     if (!path)
       throw Error(OTC_INVALID_ARGUMENT, "export path is NULL");
-    exportOnnx(session, path);
+    if (!session->isSdp())
+      return exportOnnx(session->manifest(), session->arena.get(), path);
+    // Collective: every rank assembles, rank 0 writes.
+    auto *s = const_cast<otc_session_t *>(session);
+    assembleFullModel(s);
+    if (otc_comm_rank(s->comm) == 0)
+      exportOnnx(s->program->manifest, s->fullArena.get(), path);
   });
 }
 

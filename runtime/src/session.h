@@ -32,7 +32,17 @@ struct otc_session {
   /// What the step context's `comm` points at; refreshed every step.
   otc::StepComm stepComm;
 
-  const otc::Manifest &manifest() const { return program->manifest; }
+  /// The program this rank trains: the program itself, or (SDP) its
+  /// variant for this rank.
+  const otc_program_entry_t *entry = nullptr;
+  const otc::Manifest *trainManifest = nullptr;
+  /// SDP: the whole model, assembled from the owners for evaluation and
+  /// export (allocated at the first use) and the step it was assembled at.
+  std::unique_ptr<uint8_t, ArenaDeleter> fullArena;
+  int64_t assembledStep = -1;
+
+  bool isSdp() const { return !program->variants.empty(); }
+  const otc::Manifest &manifest() const { return *trainManifest; }
   uint8_t *at(const otc::TensorSpec &t) const { return arena.get() + t.offset; }
 };
 

@@ -55,6 +55,8 @@ class StepContext(ctypes.Structure):
         ("comm", ctypes.c_void_p),
         ("all_reduce_mean_f32", ctypes.c_void_p),
         ("compressed_all_reduce_mean_f32", ctypes.c_void_p),
+        ("group_all_reduce_mean_f32", ctypes.c_void_p),
+        ("broadcast_f32", ctypes.c_void_p),
     ]
 
 

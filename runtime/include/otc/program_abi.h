@@ -18,7 +18,7 @@
 extern "C" {
 #endif
 
-#define OTC_PROGRAM_ABI_VERSION 2
+#define OTC_PROGRAM_ABI_VERSION 3
 
 /* Status codes a step returns (0 = success). */
 #define OTC_STEP_OK 0
@@ -77,6 +77,14 @@ typedef struct otc_step_context {
                                         const otc_compress_desc_t *desc,
                                         float *data, int64_t count,
                                         float *residual, int64_t bucket);
+  /* SDP: averages `count` floats of `data` in place over the ranks of owner
+   * group `group` (an index into the manifest's "sdp" "groups"; this rank is
+   * a member). Returns 0 on success. */
+  int (*group_all_reduce_mean_f32)(void *comm, int64_t group, float *data,
+                                   int64_t count);
+  /* SDP backward masking: every rank receives rank `root`'s `count` floats
+   * in `data`. Returns 0 on success. */
+  int (*broadcast_f32)(void *comm, int64_t root, float *data, int64_t count);
 } otc_step_context_t;
 
 typedef struct otc_program_entry {
@@ -92,6 +100,14 @@ typedef struct otc_program_entry {
   /* Forward only on the same inputs; the model output lands at the
    * manifest's "eval_output" offset (and the loss at "eval_loss", if any). */
   int (*eval_step)(uint8_t *arena, const otc_step_context_t *ctx);
+  /* Subnetwork data parallelism: rank r trains `variants[rank_variant[r]]`
+   * (a complete program of its own: manifest, arena, train_step), and this
+   * entry is the whole model (eval_step only), which the runtime assembles
+   * from the owners for evaluation and export; its manifest's "sdp" object
+   * has the plan (components, owners, groups). 0 and NULL otherwise. */
+  int32_t num_variants;
+  const struct otc_program_entry *const *variants;
+  const int32_t *rank_variant; /* one per rank of the compiled world */
 } otc_program_entry_t;
 
 /* Symbol every compiled program exports. */

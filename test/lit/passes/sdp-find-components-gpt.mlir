@@ -13,6 +13,7 @@
 // the two MLPs; two distinct masks, two training steps; gradients of
 // components are averaged within the owner pair, the rest over all.
 // SPLIT: components = [{name = "blocks.0", owners = array<i64: 0, 1>}, {name = "blocks.0#1", owners = array<i64: 2, 3>}, {name = "blocks.1", owners = array<i64: 0, 1>}, {name = "blocks.1#1", owners = array<i64: 2, 3>}]
+// SPLIT-SAME: groups = [array<i64: 0, 1>, array<i64: 2, 3>]
 // SPLIT-SAME: rank_variant = array<i64: 0, 0, 2, 2>
 // SPLIT-LABEL: func.func @train_step_rank0(
 // SPLIT-NOT: blocks.0.fc.weight

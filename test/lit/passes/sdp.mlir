@@ -22,7 +22,7 @@ func.func @forward(%x: tensor<2x4xf32> {otc.input = "x", otc.role = "data"},
 // Forward masking: rank 0 owns b1, rank 1 owns b2; the kept branch is
 // scaled by 2 (= world / owners), the dropped one is gone with its
 // parameters.
-// FWD: module attributes {dist.sdp = {active = 5.000000e-01 : f64, assignment = "cyclic", components = [{name = "b1.fc", owners = array<i64: 0>}, {name = "b2.fc", owners = array<i64: 1>}], masking = "forward", mode = "block", rank_variant = array<i64: 0, 1>, rescale = true, seed = 0 : i64}, dist.world_size = 2 : i64}
+// FWD: module attributes {dist.sdp = {active = 5.000000e-01 : f64, assignment = "cyclic", components = [{name = "b1.fc", owners = array<i64: 0>}, {name = "b2.fc", owners = array<i64: 1>}], groups = [], masking = "forward", mode = "block", rank_variant = array<i64: 0, 1>, rescale = true, seed = 0 : i64}, dist.world_size = 2 : i64}
 // FWD-LABEL: func.func @forward(
 // FWD-LABEL: func.func @forward_rank0(
 // FWD-SAME: %{{.*}}: tensor<4x4xf32> {otc.param = "b1.fc.weight", otc.sdp_owners = array<i64: 0>}

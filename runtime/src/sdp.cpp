@@ -1,0 +1,84 @@
+//===- sdp.cpp - Subnetwork data parallelism in the runtime ---------------===//
+
+#include "sdp.h"
+#include "comm.h"
+#include "export.h"
+#include "session.h"
+#include "status.h"
+
+#include <cstring>
+
+namespace otc {
+
+void forEachKept(const TensorSpec &local, const std::vector<int64_t> &fullShape,
+                 const std::function<void(int64_t, int64_t)> &fn) {
+  size_t rank = fullShape.size();
+  // The full-tensor index of every kept position, per axis.
+  std::vector<std::vector<int64_t>> kept(rank);
+  for (size_t a = 0; a < rank; ++a)
+    for (int64_t i = 0; i < fullShape[a]; ++i)
+      kept[a].push_back(i);
+  for (const auto &[axis, ranges] : local.slices) {
+    std::vector<int64_t> &k = kept[size_t(axis)];
+    k.clear();
+    for (size_t r = 0; r + 1 < ranges.size(); r += 2)
+      for (int64_t i = ranges[r]; i < ranges[r + 1]; ++i)
+        k.push_back(i);
+  }
+  int64_t n = local.numel();
+  std::vector<size_t> idx(rank, 0);
+  for (int64_t l = 0; l < n; ++l) {
+    int64_t g = 0;
+    for (size_t a = 0; a < rank; ++a)
+      g = g * fullShape[a] + kept[a][idx[a]];
+    fn(l, g);
+    for (size_t a = rank; a-- > 0;) {
+      if (++idx[a] < kept[a].size())
+        break;
+      idx[a] = 0;
+    }
+  }
+}
+
+void assembleFullModel(otc_session_t *s) {
+  const Manifest &full = s->program->manifest;
+  if (!s->fullArena) {
+    size_t bytes = (std::max<uint64_t>(full.arenaBytes, 1) + 63) / 64 * 64;
+    s->fullArena.reset(static_cast<uint8_t *>(std::aligned_alloc(64, bytes)));
+    if (!s->fullArena)
+      throw Error(OTC_INTERNAL, "cannot allocate the whole model's arena of " +
+                                    std::to_string(full.arenaBytes) + " bytes");
+    std::memset(s->fullArena.get(), 0, bytes);
+    loadInitialParams(full, s->fullArena.get());
+    s->assembledStep = -1;
+  }
+  if (s->assembledStep == s->step)
+    return;
+  int rank = otc_comm_rank(s->comm);
+  for (const TensorSpec &p : full.params) {
+    if (p.dtype != DType::F32)
+      throw Error(OTC_FAILED_PRECONDITION, "parameter '" + p.name +
+                                         "' is not float32; SDP assembles "
+                                         "float32 parameters only");
+    // The first owner of each element contributes it; a sum over all
+    // ranks then holds every owned element exactly once.
+    size_t n = size_t(p.numel());
+    std::vector<double> buf(2 * n, 0.0); // values, then "held" flags
+    const TensorSpec *l = s->manifest().findParam(p.name);
+    if (l && (l->owners.empty() ? rank == 0 : rank == l->owners[0])) {
+      const float *src = reinterpret_cast<const float *>(s->at(*l));
+      forEachKept(*l, p.shape, [&](int64_t local, int64_t global) {
+        buf[size_t(global)] = src[local];
+        buf[n + size_t(global)] = 1.0;
+      });
+    }
+    allReduceSumF64(s->comm, buf.data(), int64_t(buf.size()));
+    float *dst = reinterpret_cast<float *>(s->fullArena.get() + p.offset);
+    for (size_t i = 0; i < n; ++i)
+      if (buf[n + i] > 0.5)
+        dst[i] = float(buf[i]);
+  }
+  s->assembledStep = s->step;
+}
+
+} // namespace otc

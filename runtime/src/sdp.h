@@ -1,0 +1,30 @@
+//===- sdp.h - Subnetwork data parallelism in the runtime -------*- C++ -*-===//
+//
+// An SDP program trains one variant per rank (a subnetwork: fewer or
+// narrower parameters) and keeps the whole model for evaluation and export,
+// assembled from the components' owners.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef OTC_RUNTIME_SDP_H
+#define OTC_RUNTIME_SDP_H
+
+#include "program.h"
+
+#include <functional>
+
+namespace otc {
+
+/// Calls `fn(localIndex, fullIndex)` for every element of the SDP slice
+/// `local` (row-major linear indices) of a tensor of shape `fullShape`.
+void forEachKept(const TensorSpec &local, const std::vector<int64_t> &fullShape,
+                 const std::function<void(int64_t, int64_t)> &fn);
+
+/// Brings the session's whole-model arena up to date with the current
+/// step: every parameter element from the first of its owners (elements no
+/// rank holds keep their initial values). Collective: every rank calls it.
+void assembleFullModel(otc_session_t *session);
+
+} // namespace otc
+
+#endif // OTC_RUNTIME_SDP_H
