@@ -330,6 +330,7 @@ int otc::compile(const CompileOptions &options, MLIRContext &context,
       OwningOpRef<ModuleOp> v = module->clone();
       std::string keep = (attr::kTrainRankPrefix + Twine(rep)).str();
       for (auto fn : llvm::make_early_inc_range(v->getOps<func::FuncOp>())) {
+        // (@eval_step and @calibrate_step belong to the whole model.)
         if (fn.getSymName() == keep)
           fn.setSymName(attr::kTrainFn);
         else
@@ -341,7 +342,8 @@ int otc::compile(const CompileOptions &options, MLIRContext &context,
     }
     full = module->clone();
     for (auto fn : llvm::make_early_inc_range(full->getOps<func::FuncOp>()))
-      if (fn.getSymName() != attr::kEvalFn)
+      if (fn.getSymName() != attr::kEvalFn &&
+          fn.getSymName() != attr::kCalibrateFn)
         fn.erase();
     if (failed(lower(*full)))
       return 1;

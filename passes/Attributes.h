@@ -46,6 +46,8 @@ inline constexpr llvm::StringLiteral kTrainFn = "train_step";
 inline constexpr llvm::StringLiteral kForwardRankPrefix = "forward_rank";
 inline constexpr llvm::StringLiteral kTrainRankPrefix = "train_step_rank";
 inline constexpr llvm::StringLiteral kEvalFn = "eval_step";
+// SDP: re-estimates the whole model's BatchNorm statistics.
+inline constexpr llvm::StringLiteral kCalibrateFn = "calibrate_step";
 inline constexpr llvm::StringLiteral kLossOutput = "loss";
 inline constexpr llvm::StringLiteral kEvalOutput = "eval_output";
 inline constexpr llvm::StringLiteral kEvalLossOutput = "eval_loss";

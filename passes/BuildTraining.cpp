@@ -76,6 +76,7 @@ private:
   LogicalResult buildTrainStep(ModuleOp module, func::FuncOp forward,
                                StringRef name);
   LogicalResult buildEvalStep(ModuleOp module, func::FuncOp forward);
+  void buildCalibrateStep(ModuleOp module, func::FuncOp forward);
   Type labelType(func::FuncOp forward);
 };
 
@@ -466,6 +467,46 @@ LogicalResult BuildTraining::buildEvalStep(ModuleOp module,
   return success();
 }
 
+/// SDP's whole model was never trained as a whole: its BatchNorm running
+/// statistics come from the subnetworks. @calibrate_step runs the forward
+/// in training mode and returns only the new statistics, so the runtime can
+/// re-estimate them on the assembled model (as slimmable networks do).
+void BuildTraining::buildCalibrateStep(ModuleOp module, func::FuncOp forward) {
+  OpBuilder b(&getContext());
+  b.setInsertionPointAfter(forward);
+  IRMapping map;
+  func::FuncOp fn =
+      createStep(b, forward, attr::kCalibrateFn, forward.getArgumentTypes(),
+                 argAttrDicts(forward), map);
+  DenseMap<Value, Value> next;
+  for (Operation &op : forward.front().without_terminator()) {
+    if (auto dropout = llvm::dyn_cast<DropoutOp>(op)) {
+      map.map(dropout.getResult(), map.lookup(dropout.getInput()));
+      continue;
+    }
+    Operation *clone = b.clone(op, map);
+    if (auto bn = llvm::dyn_cast<BatchNormOp>(clone)) {
+      next[bn.getRunningMean()] = bn.getNewMean();
+      next[bn.getRunningVar()] = bn.getNewVar();
+    }
+  }
+  SmallVector<Value> results;
+  SmallVector<int64_t> updates;
+  for (unsigned i = 0; i < forward.getNumArguments(); ++i)
+    if (forward.getArgAttr(i, attr::kBuffer))
+      if (Value v = next.lookup(fn.getArgument(i))) {
+        results.push_back(v);
+        updates.push_back(i);
+      }
+  b.create<func::ReturnOp>(forward.getLoc(), results);
+  SmallVector<Type> types;
+  for (Value v : results)
+    types.push_back(v.getType());
+  fn.setFunctionType(b.getFunctionType(forward.getArgumentTypes(), types));
+  for (auto [i, arg] : llvm::enumerate(updates))
+    fn.setResultAttr(i, attr::kUpdates, b.getI64IntegerAttr(arg));
+}
+
 void BuildTraining::runOnOperation() {
   ModuleOp module = getOperation();
   auto forward = module.lookupSymbol<func::FuncOp>(attr::kForwardFn);
@@ -486,6 +527,11 @@ void BuildTraining::runOnOperation() {
   if (variants.empty() &&
       failed(buildTrainStep(module, forward, attr::kTrainFn)))
     return signalPassFailure();
+  bool hasBuffers = false;
+  for (unsigned i = 0; i < forward.getNumArguments(); ++i)
+    hasBuffers |= static_cast<bool>(forward.getArgAttr(i, attr::kBuffer));
+  if (!variants.empty() && hasBuffers)
+    buildCalibrateStep(module, forward);
   for (func::FuncOp variant : variants) {
     std::string name =
         (attr::kTrainRankPrefix +

@@ -338,15 +338,20 @@ static LogicalResult emitProgram(ModuleOp module, raw_ostream &out,
   std::string body;
   llvm::raw_string_ostream os(body);
   Emitter emitter(os);
-  std::string train = "nullptr", eval = "nullptr";
+  std::string train = "nullptr", eval = "nullptr", calibrate = "nullptr";
   for (auto fn : module.getOps<func::FuncOp>()) {
-    if (fn.getName() != attr::kTrainFn && fn.getName() != attr::kEvalFn)
+    std::string *slot = fn.getName() == attr::kTrainFn ? &train
+                        : fn.getName() == attr::kEvalFn ? &eval
+                        : fn.getName() == attr::kCalibrateFn ? &calibrate
+                                                             : nullptr;
+    if (!slot)
       return mlir::emitError(fn.getLoc(), "unexpected function @")
-             << fn.getName() << " (expected @train_step and @eval_step)";
+             << fn.getName()
+             << " (expected @train_step, @eval_step or @calibrate_step)";
     std::string cName = ("otc_" + fn.getName()).str();
     if (failed(emitter.emitFunction(fn, cName)))
       return failure();
-    (fn.getName() == attr::kTrainFn ? train : eval) = "&" + cName;
+    *slot = "&" + cName;
   }
   // An SDP program's full model only evaluates; its variants train.
   bool sdpFull = module->hasAttr(attr::kSdp) && !variants.starts_with("0,");
@@ -365,7 +370,8 @@ static LogicalResult emitProgram(ModuleOp module, raw_ostream &out,
       << body << "static const otc_program_entry_t entry = {\n"
       << "    OTC_PROGRAM_ABI_VERSION, kManifest, "
       << module->getAttrOfType<IntegerAttr>(attr::kArenaBytes).getInt()
-      << "ull, " << train << ", " << eval << ", " << variants << "};\n"
+      << "ull, " << train << ", " << eval << ", " << variants << ", "
+      << calibrate << "};\n"
       << "} // namespace " << ns << "\n\n";
   return success();
 }

@@ -63,6 +63,9 @@ struct Options {
   std::string resumeFrom;
   std::string exportPath;
   std::string metricsPath;
+  /// SDP with BatchNorm: training batches per rank that re-estimate the
+  /// whole model's running statistics before evaluation and export.
+  int64_t sdpCalibrationBatches = 100;
   bool quiet = false;
   bool help = false;
 };
@@ -101,6 +104,10 @@ const char *kUsage =
     "  --resume-from FILE      continue from FILE\n"
     "output:\n"
     "  --export FILE.onnx      write the trained model as ONNX\n"
+    "  --sdp-calibration-batches N\n"
+    "                          SDP with BatchNorm: training batches per rank\n"
+    "                          that re-estimate the whole model's running\n"
+    "                          statistics before eval/export (default 100)\n"
     "  --metrics FILE.jsonl    JSON lines: one per logged step and per eval\n"
     "  --log-every N           log every N steps (default 50)\n"
     "  --quiet                 print errors only\n"
@@ -135,7 +142,7 @@ Options parseOptions(int argc, char **argv) {
       "--steps",          "--epochs",           "--seed",        "--data",
       "--eval-data",      "--dataset",          "--threads",     "--log-every",
       "--checkpoint-dir", "--checkpoint-every", "--resume-from", "--export",
-      "--metrics"};
+      "--metrics",        "--sdp-calibration-batches"};
   for (int i = 1; i < argc; ++i) {
     std::string arg = argv[i];
     std::string value;
@@ -191,6 +198,8 @@ Options parseOptions(int argc, char **argv) {
       o.resumeFrom = value;
     else if (arg == "--export")
       o.exportPath = value;
+    else if (arg == "--sdp-calibration-batches")
+      o.sdpCalibrationBatches = parseInt(arg, value, 0);
     else if (arg == "--metrics")
       o.metricsPath = value;
     else if (arg == "--quiet")
@@ -397,6 +406,7 @@ private:
   void bindBatch(const Dataset &ds, const std::vector<int64_t> &indices);
   EvalResult evaluate();
   void reportEval();
+  void prepareFullModel();
   void saveCheckpoint();
   std::vector<uint8_t> loaderExtra() const;
   /// Global batches the loader has handed out since epoch 0 began.
@@ -419,6 +429,8 @@ private:
   /// step moves the data position without moving the step.
   std::pair<int64_t, int64_t> lastSaved_{-1, -1};
   bool resumed_ = false;
+  /// SDP: the step the whole model was assembled and calibrated at.
+  int64_t preparedStep_ = -1;
 };
 
 void Run::loadData() {
@@ -599,6 +611,30 @@ void Run::bindBatch(const Dataset &ds, const std::vector<int64_t> &indices) {
   }
 }
 
+/// SDP: assembles the whole model from the owners on every rank (even one
+/// without an evaluation batch: it is collective) and, with BatchNorm,
+/// re-estimates its running statistics on training batches of each rank's
+/// shard, averaged over the ranks.
+void Run::prepareFullModel() {
+  int64_t step = otc_session_step(session_.get());
+  if (!session_->isSdp() || preparedStep_ == step)
+    return;
+  assembleFullModel(session_.get());
+  if (program_->entry->calibrate_step && train_ && o_.sdpCalibrationBatches) {
+    const Dataset &ds = *train_;
+    int64_t n = ds.size(), batches = o_.sdpCalibrationBatches;
+    for (int64_t k = 0; k < batches; ++k) {
+      std::vector<int64_t> indices(size_t(m_.batch));
+      for (int64_t i = 0; i < m_.batch; ++i)
+        indices[size_t(i)] = ((rank_ * batches + k) * m_.batch + i) % n;
+      bindBatch(ds, indices);
+      calibrateFullModel(session_.get());
+    }
+    averageFullBuffers(session_.get());
+  }
+  preparedStep_ = step;
+}
+
 EvalResult Run::evaluate() {
   EvalResult r;
   const Dataset &ds = *eval_;
@@ -616,10 +652,7 @@ EvalResult Run::evaluate() {
                   out->shape[0] == m_.batch;
   r.hasAccuracy = classify;
   r.hasLoss = classify || m_.evalLossOffset >= 0;
-  // SDP: the whole model is assembled on every rank, even one without an
-  // evaluation batch (the assembly is collective).
-  if (session_->isSdp())
-    assembleFullModel(session_.get());
+  prepareFullModel();
   std::vector<float> output(out ? size_t(out->numel()) : 0);
   for (int64_t b = begin; b < end; b += m_.batch) {
     int64_t valid = std::min(m_.batch, end - b);
@@ -831,6 +864,8 @@ int Run::run() {
   }
   if (!o_.exportPath.empty()) {
     // SDP assembles the whole model from every rank's part.
+    if (!allRanks(comm_, exitCode, [&] { prepareFullModel(); }))
+      return exitCode == kExitUsage ? kExitFailure : exitCode;
     if (!allRanks(comm_, exitCode, [&] {
           if (rank_ == 0 || session_->isSdp())
             throwIfError(

@@ -81,4 +81,39 @@ void assembleFullModel(otc_session_t *s) {
   s->assembledStep = s->step;
 }
 
+void calibrateFullModel(otc_session_t *s) {
+  const otc_program_entry_t *entry = s->program->entry;
+  if (!entry->calibrate_step)
+    return;
+  assembleFullModel(s);
+  const Manifest &full = s->program->manifest;
+  for (const TensorSpec &in : full.inputs)
+    if (const TensorSpec *t = s->manifest().findInput(in.name))
+      std::memcpy(s->fullArena.get() + in.offset, s->at(*t), in.bytes());
+  otc_step_context_t ctx{};
+  ctx.step = s->step;
+  ctx.seed = stepSeed(s->seed, s->step);
+  int rc = entry->calibrate_step(s->fullArena.get(), &ctx);
+  if (rc != OTC_STEP_OK)
+    throw Error(OTC_INTERNAL, "calibrate_step failed with code " +
+                                  std::to_string(rc));
+}
+
+void averageFullBuffers(otc_session_t *s) {
+  if (!s->fullArena)
+    return;
+  for (const TensorSpec &p : s->program->manifest.params) {
+    if (!p.buffer || p.dtype != DType::F32)
+      continue;
+    std::vector<double> v(size_t(p.numel()));
+    auto *data = reinterpret_cast<float *>(s->fullArena.get() + p.offset);
+    for (size_t i = 0; i < v.size(); ++i)
+      v[i] = data[i];
+    allReduceSumF64(s->comm, v.data(), int64_t(v.size()));
+    int world = otc_comm_size(s->comm);
+    for (size_t i = 0; i < v.size(); ++i)
+      data[i] = float(v[i] / world);
+  }
+}
+
 } // namespace otc

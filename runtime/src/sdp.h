@@ -25,6 +25,15 @@ void forEachKept(const TensorSpec &local, const std::vector<int64_t> &fullShape,
 /// rank holds keep their initial values). Collective: every rank calls it.
 void assembleFullModel(otc_session_t *session);
 
+/// Runs the whole model's calibrate_step (if it has BatchNorm) on the
+/// inputs bound to this rank's training program: the assembled model's
+/// running statistics move towards this batch's. Local to the rank.
+void calibrateFullModel(otc_session_t *session);
+
+/// Averages the whole model's buffers (running statistics) over all ranks.
+/// Collective.
+void averageFullBuffers(otc_session_t *session);
+
 } // namespace otc
 
 #endif // OTC_RUNTIME_SDP_H

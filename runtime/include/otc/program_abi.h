@@ -108,6 +108,10 @@ typedef struct otc_program_entry {
   int32_t num_variants;
   const struct otc_program_entry *const *variants;
   const int32_t *rank_variant; /* one per rank of the compiled world */
+  /* SDP whole model with BatchNorm: the forward in training mode, writing
+   * only the new running statistics, which the runtime re-estimates on the
+   * assembled model before evaluation and export. NULL otherwise. */
+  int (*calibrate_step)(uint8_t *arena, const otc_step_context_t *ctx);
 } otc_program_entry_t;
 
 /* Symbol every compiled program exports. */

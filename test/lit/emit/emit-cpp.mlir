@@ -23,7 +23,7 @@
 // CHECK: otck_adam_f32(24, [[W]], [[DW]], {{v[0-9]+}}, {{v[0-9]+}}, 1.000000047e-03f, 8.999999762e-01f, 9.990000129e-01f, 9.999999939e-09f, 0.000000000e+00f, ctx->step, 0);
 // CHECK: return OTC_STEP_OK;
 // CHECK: static const otc_program_entry_t entry = {
-// CHECK-NEXT: OTC_PROGRAM_ABI_VERSION, kManifest, {{[0-9]+}}ull, &otc_train_step, nullptr, 0, nullptr, nullptr};
+// CHECK-NEXT: OTC_PROGRAM_ABI_VERSION, kManifest, {{[0-9]+}}ull, &otc_train_step, nullptr, 0, nullptr, nullptr, nullptr};
 // CHECK: extern "C" const otc_program_entry_t *otc_program_entry(void) {
 // CHECK-NEXT: return &program::entry;
 
