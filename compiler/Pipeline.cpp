@@ -169,7 +169,8 @@ llvm::json::Array ownedComponents(ModuleOp module, int64_t rank) {
 }
 
 /// `perRank[r]` is the planned program rank r runs.
-llvm::json::Value reportJson(ArrayRef<ModuleOp> perRank, int64_t world) {
+llvm::json::Value reportJson(ArrayRef<ModuleOp> perRank, int64_t world,
+                             ModuleOp full) {
   llvm::json::Array ranks;
   for (int64_t rank = 0; rank < world; ++rank) {
     RankReport r = rankReport(perRank[rank], world);
@@ -183,7 +184,15 @@ llvm::json::Value reportJson(ArrayRef<ModuleOp> perRank, int64_t world) {
       o["components"] = ownedComponents(perRank[rank], rank);
     ranks.push_back(std::move(o));
   }
-  return llvm::json::Object{{"world_size", world}, {"ranks", std::move(ranks)}};
+  llvm::json::Object report{{"world_size", world},
+                            {"ranks", std::move(ranks)}};
+  // SDP evaluates and exports the whole model, in an arena of its own that
+  // each rank allocates at the first evaluation.
+  if (full)
+    report["sdp"] = llvm::json::Object{
+        {"whole_model_arena",
+         full->getAttrOfType<IntegerAttr>(attr::kArenaBytes).getInt()}};
+  return report;
 }
 
 std::string humanBytes(int64_t b) {
@@ -352,11 +361,22 @@ int otc::compile(const CompileOptions &options, MLIRContext &context,
   } else if (failed(lower(*module))) {
     return 1;
   }
-  if (options.report)
+  if (options.report) {
     printReport(perRank, world);
+    if (full)
+      llvm::outs() << "whole model (evaluation and export, allocated at the "
+                      "first evaluation): "
+                   << humanBytes((*full)
+                                     ->getAttrOfType<IntegerAttr>(
+                                         attr::kArenaBytes)
+                                     .getInt())
+                   << "\n";
+  }
   if (!options.reportJson.empty() &&
       failed(writeFile(options.reportJson, [&](raw_ostream &os) {
-        os << llvm::formatv("{0:2}", reportJson(perRank, world)) << "\n";
+        os << llvm::formatv("{0:2}", reportJson(perRank, world,
+                                                 full ? *full : ModuleOp()))
+           << "\n";
       })))
     return 1;
   if (options.emit == Stage::Exec) {

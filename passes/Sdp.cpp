@@ -91,7 +91,8 @@ struct SdpFindComponents : otc::impl::SdpFindComponentsBase<SdpFindComponents> {
 /// group's features.
 struct Component {
   std::string name;
-  int64_t block = -1, group = -1; // index into Components
+  SmallVector<int64_t> blocks; // residual branches (of one module)
+  int64_t group = -1;           // or the neuron group, by index
   int64_t lo = 0, hi = 0;         // feature range of a neuron chunk
   SmallVector<int64_t> owners;
 };
@@ -202,30 +203,38 @@ FailureOr<func::FuncOp> Sdp::specialize(func::FuncOp forward,
       slices; // arg -> (axis, kept ranges)
   std::map<std::pair<unsigned, int64_t>, SmallVector<const Component *>>
       chunksOf; // (arg, axis) -> the chunks of it this rank keeps
-  for (const Component &c : comps) {
-    double s = double(worldSize) / double(c.owners.size());
-    if (c.block >= 0) {
-      const sdp::Block &blk = found.blocks[c.block];
-      for (const sdp::ParamUse &p : blk.params)
-        ownersOf[p.arg] = c.owners;
-      if (masking == "backward")
-        continue;
-      Operation *add = map.lookup(blk.add);
-      if (owns(c)) {
-        if (rescale && s != 1.0)
-          add->setOperand(blk.add->getOperand(0) == blk.branch ? 0 : 1,
-                          scale(map.lookup(blk.branch), add, s));
-        continue;
-      }
-      add->getResult(0).replaceAllUsesWith(map.lookup(blk.residual));
-      add->erase();
-      for (Operation *op : llvm::reverse(blk.ops)) {
-        Operation *clone = map.lookup(op);
-        if (clone->use_empty())
-          clone->erase();
-      }
+  // Branches are dropped last first: a later branch's residual input is an
+  // earlier branch's add, which dropping that replaces.
+  SmallVector<std::pair<int64_t, const Component *>> branches;
+  for (const Component &c : comps)
+    for (int64_t b : c.blocks)
+      branches.push_back({b, &c});
+  llvm::sort(branches, [](auto &a, auto &b) { return a.first > b.first; });
+  for (auto [b, c] : branches) {
+    const sdp::Block &blk = found.blocks[b];
+    for (const sdp::ParamUse &p : blk.params)
+      ownersOf[p.arg] = c->owners;
+    if (masking == "backward")
+      continue;
+    Operation *add = map.lookup(blk.add);
+    if (owns(*c)) {
+      double s = double(worldSize) / double(c->owners.size());
+      if (rescale && s != 1.0)
+        add->setOperand(blk.add->getOperand(0) == blk.branch ? 0 : 1,
+                        scale(map.lookup(blk.branch), add, s));
       continue;
     }
+    add->getResult(0).replaceAllUsesWith(map.lookup(blk.residual));
+    add->erase();
+    for (Operation *op : llvm::reverse(blk.ops)) {
+      Operation *clone = map.lookup(op);
+      if (clone->use_empty())
+        clone->erase();
+    }
+  }
+  for (const Component &c : comps) {
+    if (c.group < 0)
+      continue;
     const sdp::NeuronGroup &g = found.groups[c.group];
     if (!owns(c))
       continue;
@@ -379,9 +388,16 @@ void Sdp::runOnOperation() {
   SmallVector<SmallVector<int64_t>> families;
   if (!found.blocks.empty())
     families.emplace_back();
+  // The residual branches of one module (a Transformer block's attention
+  // and MLP) are one component: a rank runs the block or skips it.
   for (auto [i, blk] : llvm::enumerate(found.blocks)) {
+    StringRef module = StringRef(blk.name).split('#').first;
+    if (!comps.empty() && comps.back().name == module) {
+      comps.back().blocks.push_back(i);
+      continue;
+    }
     families.back().push_back(comps.size());
-    comps.push_back({blk.name, int64_t(i), -1, 0, 0, {}});
+    comps.push_back({module.str(), {int64_t(i)}, -1, 0, 0, {}});
   }
   for (auto [i, g] : llvm::enumerate(found.groups)) {
     families.emplace_back();
@@ -396,7 +412,7 @@ void Sdp::runOnOperation() {
     for (int64_t c = 0; c < chunks; ++c) {
       families.back().push_back(comps.size());
       comps.push_back({(g.name + "[" + Twine(c) + "]").str(),
-                       -1,
+                       {},
                        int64_t(i),
                        c * g.features / chunks,
                        (c + 1) * g.features / chunks,

@@ -17,12 +17,18 @@
 #   owners and export, parameters narrower in the report;
 # - block-level, backward masking, C = 0.5: owners agree, every rank ends
 #   with the same whole model;
-# - a checkpoint of one assignment is refused by a program with another.
+# - a checkpoint of one assignment is refused by a program with another;
+# - memory (the planner's per-rank peak, which is the arena each rank
+#   allocates: checked against the compiled program's entry table): the
+#   GPT-style decoder with 8 blocks, block-level C = 0.5 on 4 ranks, at most
+#   0.60 of data parallelism's per-rank peak; the MLP (784-256-128-10),
+#   neuron-level C = 0.5, at most 0.65.
 #
 #   /usr/bin/python3 test/integration/sdp_test.py --build-dir build
 #
 #===------------------------------------------------------------------------===#
 
+import ctypes
 import json
 import os
 import sys
@@ -189,7 +195,85 @@ def main():
                  "program, naming the SDP assignment",
                  r.returncode != 0 and "SDP assignment" in text,
                  "exit %s: %s" % (r.returncode, text.strip()[-300:]))
+    memory(ctx, checks)
     checks.finish()
+
+
+class Entry(ctypes.Structure):
+    pass
+
+
+Entry._fields_ = [
+    ("abi_version", ctypes.c_uint32),
+    ("manifest_json", ctypes.c_char_p),
+    ("arena_bytes", ctypes.c_uint64),
+    ("train_step", ctypes.c_void_p),
+    ("eval_step", ctypes.c_void_p),
+    ("num_variants", ctypes.c_int32),
+    ("variants", ctypes.POINTER(ctypes.POINTER(Entry))),
+    ("rank_variant", ctypes.POINTER(ctypes.c_int32)),
+    ("calibrate_step", ctypes.c_void_p),
+]
+
+
+def arenas_per_rank(lib_path, world):
+    """The arena bytes each rank of a compiled SDP program allocates."""
+    lib = ctypes.CDLL(lib_path)
+    lib.otc_program_entry.restype = ctypes.POINTER(Entry)
+    e = lib.otc_program_entry().contents
+    return [e.variants[e.rank_variant[r]].contents.arena_bytes
+            for r in range(world)]
+
+
+def gpt8(path):
+    """model_parity_test's GPT-style decoder with 8 blocks."""
+    import torch
+    import torch.nn as nn
+    import model_parity_test as M
+    model, shape, vocab, opset = M.gpt()
+    model.blocks = nn.Sequential(*[type(model.blocks[0])() for _ in range(8)])
+    torch.onnx.export(model, torch.randint(0, vocab, shape), path,
+                      opset_version=opset,
+                      training=torch.onnx.TrainingMode.TRAINING,
+                      do_constant_folding=False)
+
+
+def memory(ctx, checks):
+    gpt = ctx.path("gpt8.onnx")
+    gpt8(gpt)
+    mlp = ctx.path("mlp.onnx")
+    T.gen_mlp(mlp, seed=1)
+    cases = [("GPT-style, 8 blocks, block-level C = 0.5", gpt, "gpt",
+              dict(sdp="block", sdp_active=0.5), 0.60, dict(optimizer="adamw")),
+             ("MLP, neuron-level C = 0.5", mlp, "mlp",
+              dict(sdp="neuron", sdp_active=0.5), 0.65,
+              dict(optimizer="adam", batch=64))]
+    for what, model, name, sdp, bound, flags in cases:
+        base = dict(flags, world_size=4, loss="cross-entropy", label="labels")
+        jobs = [(model, ctx.path(name, "ddp.mlir"),
+                 dict(base, emit="exec",
+                      report_json=ctx.path(name, "ddp.json"))),
+                (model, ctx.path(name, "sdp.so"),
+                 dict(base, emit="lib", report_json=ctx.path(name, "sdp.json"),
+                      **sdp))]
+        ok = True
+        for (_, out, _), res in zip(jobs, T.compile_many(ctx, jobs)):
+            ok &= T.require_ok(checks, "otc-compile %s" % out, res)
+        if not ok:
+            continue
+        with open(ctx.path(name, "ddp.json")) as f:
+            ddp = json.load(f)["ranks"][0]["memory"]["peak"]
+        with open(ctx.path(name, "sdp.json")) as f:
+            ranks = json.load(f)["ranks"]
+        peaks = [r["memory"]["peak"] for r in ranks]
+        arenas = arenas_per_rank(ctx.path(name, "sdp.so"), 4)
+        checks.check("%s: the reported peaks are the arenas the program "
+                     "allocates" % what, peaks == arenas,
+                     "report %s, entry table %s" % (peaks, arenas))
+        worst = max(peaks) / ddp
+        checks.check("%s: per-rank peak <= %.2f of data parallelism's"
+                     % (what, bound), worst <= bound,
+                     "%.3f (%d vs %d bytes)" % (worst, max(peaks), ddp))
 
 
 if __name__ == "__main__":

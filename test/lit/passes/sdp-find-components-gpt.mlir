@@ -9,18 +9,19 @@
 // CHECK: remark: B-SDP component 'blocks.1': residual branch of 28 ops, 6 parameters (304 elements)
 // CHECK: remark: B-SDP component 'blocks.1#1': residual branch of 18 ops, 6 parameters (568 elements)
 
-// Four ranks at C = 0.5: ranks {0, 1} own blocks.0 and blocks.1, {2, 3}
-// the two MLPs; two distinct masks, two training steps; gradients of
-// components are averaged within the owner pair, the rest over all.
-// SPLIT: components = [{name = "blocks.0", owners = array<i64: 0, 1>}, {name = "blocks.0#1", owners = array<i64: 2, 3>}, {name = "blocks.1", owners = array<i64: 0, 1>}, {name = "blocks.1#1", owners = array<i64: 2, 3>}]
+// Four ranks at C = 0.5: a Transformer block's two branches form one
+// component; ranks {0, 1} run blocks.0, {2, 3} blocks.1; two distinct
+// masks, two training steps; gradients of components are averaged within
+// the owner pair, the rest over all.
+// SPLIT: components = [{name = "blocks.0", owners = array<i64: 0, 1>}, {name = "blocks.1", owners = array<i64: 2, 3>}]
 // SPLIT-SAME: groups = [array<i64: 0, 1>, array<i64: 2, 3>]
 // SPLIT-SAME: rank_variant = array<i64: 0, 0, 2, 2>
 // SPLIT-LABEL: func.func @train_step_rank0(
-// SPLIT-NOT: blocks.0.fc.weight
+// SPLIT-NOT: blocks.1.fc.weight
 // SPLIT: dist.all_reduce mean %{{.*}} {ranks = array<i64: 0, 1>}
 // SPLIT-NOT: {ranks = array<i64: 2, 3>}
 // SPLIT-LABEL: func.func @train_step_rank2(
-// SPLIT-NOT: blocks.0.qkv.weight
+// SPLIT-NOT: blocks.0.fc.weight
 // SPLIT: dist.all_reduce mean %{{.*}} {ranks = array<i64: 2, 3>}
 // SPLIT-NOT: {ranks = array<i64: 0, 1>}
 
