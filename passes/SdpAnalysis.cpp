@@ -243,34 +243,51 @@ void findBlocks(const Graph &g, Components &out) {
       b.name += "#" + std::to_string(n);
 }
 
-/// The parameter weight of a gemm/matmul/conv and the axis of its output
-/// features (`out`) or of its input features (`!out`), if the op is a
-/// feature producer/consumer.
-std::optional<std::pair<unsigned, int64_t>>
-weightAxis(const Graph &g, Operation *op, bool out) {
-  auto param = [&](Value w, int64_t rank) -> std::optional<unsigned> {
+/// The parameter weight of a gemm/matmul/conv: the argument, the axis of
+/// its output features (`out`) or of its input features (`!out`), and the
+/// transpose between the parameter and the op (torch exports Linear on 3-D
+/// inputs as MatMul(x, Transpose(W))), if any.
+struct WeightUse {
+  unsigned arg;
+  int64_t axis;
+  Operation *transpose = nullptr;
+  int64_t transposedAxis = -1; // the features' axis after the transpose
+};
+
+std::optional<WeightUse> weightAxis(const Graph &g, Operation *op, bool out) {
+  // `axis` is the features' axis of the weight operand `w` as the op sees
+  // it; a 2-D transpose of a parameter in between flips it.
+  auto use = [&](Value w, int64_t rank,
+                 int64_t axis) -> std::optional<WeightUse> {
     auto t = llvm::cast<RankedTensorType>(w.getType());
     if (t.getRank() != rank && rank >= 0)
       return std::nullopt;
-    return g.paramArg(w);
+    if (std::optional<unsigned> p = g.paramArg(w))
+      return WeightUse{*p, axis};
+    auto tr = w.getDefiningOp<graph::TransposeOp>();
+    if (!tr || t.getRank() != 2 || tr.getPerm() != ArrayRef<int64_t>{1, 0})
+      return std::nullopt;
+    if (std::optional<unsigned> p = g.paramArg(tr.getInput()))
+      return WeightUse{*p, 1 - axis, tr, axis};
+    return std::nullopt;
   };
   if (auto gemm = llvm::dyn_cast<graph::GemmOp>(op)) {
-    std::optional<unsigned> w = param(gemm.getB(), 2);
-    if (!w || gemm.getTransA())
+    if (gemm.getTransA())
       return std::nullopt;
-    return std::make_pair(*w, int64_t(gemm.getTransB() == out ? 0 : 1));
+    return use(gemm.getB(), 2, gemm.getTransB() == out ? 0 : 1);
   }
   if (auto mm = llvm::dyn_cast<graph::MatMulOp>(op)) {
-    std::optional<unsigned> w = param(mm.getB(), 2);
-    if (!w || mm.getTransA())
+    if (mm.getTransA())
       return std::nullopt;
-    return std::make_pair(*w, int64_t(mm.getTransB() == out ? 0 : 1));
+    return use(mm.getB(), 2, mm.getTransB() == out ? 0 : 1);
   }
   if (auto conv = llvm::dyn_cast<graph::ConvOp>(op)) {
-    std::optional<unsigned> w = param(conv.getWeight(), -1);
-    if (!w || conv.getGroupAttr().getInt() != 1)
+    if (conv.getGroupAttr().getInt() != 1)
       return std::nullopt;
-    return std::make_pair(*w, int64_t(out ? 0 : 1));
+    std::optional<unsigned> p = g.paramArg(conv.getWeight());
+    if (!p)
+      return std::nullopt;
+    return WeightUse{*p, out ? 0 : 1};
   }
   return std::nullopt;
 }
@@ -304,14 +321,23 @@ FailureOr<int64_t> perFeatureOperand(Value v, int64_t axis, int64_t rank,
 
 std::variant<std::string, NeuronGroup> neuronGroup(const Graph &g,
                                                    Operation *producer) {
-  auto [weight, outAxis] = *weightAxis(g, producer, /*out=*/true);
+  WeightUse produced = *weightAxis(g, producer, /*out=*/true);
+  unsigned weight = produced.arg;
   NeuronGroup group;
   group.producer = producer;
   int64_t axis = outputFeatureAxis(producer);
   Value out = producer->getResult(0);
   group.features = llvm::cast<RankedTensorType>(out.getType()).getDimSize(axis);
-  group.params.push_back({weight, outAxis});
+  group.params.push_back({weight, produced.axis});
   DenseSet<Operation *> members{producer};
+  // A transposed weight narrows along with its parameter.
+  auto addTranspose = [&](const WeightUse &w) {
+    if (!w.transpose)
+      return;
+    members.insert(w.transpose);
+    group.values.push_back({w.transpose->getResult(0), w.transposedAxis});
+  };
+  addTranspose(produced);
   // The producer's own bias.
   Value bias;
   if (auto gemm = llvm::dyn_cast<graph::GemmOp>(producer))
@@ -354,9 +380,10 @@ std::variant<std::string, NeuronGroup> neuronGroup(const Graph &g,
                            .getRank() -
                        1)) {
       if (auto w = weightAxis(g, &op, /*out=*/false)) {
-        if (w->first == weight)
+        if (w->arg == weight)
           return reject("whose weight is the producer's");
-        group.params.push_back({w->first, w->second});
+        group.params.push_back({w->arg, w->axis});
+        addTranspose(*w);
         group.consumerInputs.push_back(&op.getOpOperand(0));
         members.insert(&op);
         continue;
