@@ -141,9 +141,9 @@ RankReport rankReport(ModuleOp module, int64_t world) {
     r.commBytes = 0;
     module.walk([&](Operation *op) {
       if (llvm::isa<exec::AllReduceOp, exec::BroadcastOp>(op))
-        r.commBytes +=
-            llvm::cast<MemRefType>(op->getOperand(0).getType()).getNumElements() *
-            4;
+        r.commBytes += llvm::cast<MemRefType>(op->getOperand(0).getType())
+                           .getNumElements() *
+                       4;
     });
   }
   if (world <= 1)
@@ -177,15 +177,13 @@ llvm::json::Value reportJson(ArrayRef<ModuleOp> perRank, int64_t world,
     llvm::json::Object o{
         {"rank", rank},
         {"memory", llvm::json::Object(r.memory)},
-        {"comm",
-         llvm::json::Object{{"bytes_sent_per_step", r.commBytes},
-                            {"bytes_received_per_step", r.commBytes}}}};
+        {"comm", llvm::json::Object{{"bytes_sent_per_step", r.commBytes},
+                                    {"bytes_received_per_step", r.commBytes}}}};
     if (perRank[rank]->hasAttr(attr::kSdp))
       o["components"] = ownedComponents(perRank[rank], rank);
     ranks.push_back(std::move(o));
   }
-  llvm::json::Object report{{"world_size", world},
-                            {"ranks", std::move(ranks)}};
+  llvm::json::Object report{{"world_size", world}, {"ranks", std::move(ranks)}};
   // SDP evaluates and exports the whole model, in an arena of its own that
   // each rank allocates at the first evaluation.
   if (full)
@@ -222,7 +220,8 @@ void printReport(ArrayRef<ModuleOp> perRank, int64_t world) {
       if (perRank[q] == m)
         ranks += (ranks.empty() ? "" : ", ") + std::to_string(q);
     if (world > 1 && !llvm::all_equal(perRank))
-      llvm::outs() << "rank" << (ranks.find(',') != std::string::npos ? "s " : " ")
+      llvm::outs() << "rank"
+                   << (ranks.find(',') != std::string::npos ? "s " : " ")
                    << ranks << ": ";
     llvm::outs() << "memory per rank (static plan, " << world << " rank"
                  << (world == 1 ? "" : "s")
@@ -234,8 +233,8 @@ void printReport(ArrayRef<ModuleOp> perRank, int64_t world) {
         llvm::outs() << " " << *c.getAsString();
       llvm::outs() << "\n";
     }
-    for (StringRef k : {"params", "grads", "optimizer", "activations",
-                        "inputs", "outputs", "comm_buffers", "peak"})
+    for (StringRef k : {"params", "grads", "optimizer", "activations", "inputs",
+                        "outputs", "comm_buffers", "peak"})
       row(k, *r.memory.getInteger(k));
     llvm::outs() << "communication per step per rank:\n";
     row("sent", r.commBytes);
@@ -328,8 +327,8 @@ int otc::compile(const CompileOptions &options, MLIRContext &context,
   SmallVector<ModuleOp> perRank(world, *module);
   if (auto sdp = (*module)->getAttrOfType<DictionaryAttr>(attr::kSdp)) {
     SmallVector<int64_t> reps;
-    for (int64_t rep : sdp.getAs<DenseI64ArrayAttr>("rank_variant")
-                           .asArrayRef()) {
+    for (int64_t rep :
+         sdp.getAs<DenseI64ArrayAttr>("rank_variant").asArrayRef()) {
       auto it = llvm::find(reps, rep);
       rankVariant.push_back(it - reps.begin());
       if (it == reps.end())
@@ -366,16 +365,16 @@ int otc::compile(const CompileOptions &options, MLIRContext &context,
     if (full)
       llvm::outs() << "whole model (evaluation and export, allocated at the "
                       "first evaluation): "
-                   << humanBytes((*full)
-                                     ->getAttrOfType<IntegerAttr>(
-                                         attr::kArenaBytes)
-                                     .getInt())
+                   << humanBytes(
+                          (*full)
+                              ->getAttrOfType<IntegerAttr>(attr::kArenaBytes)
+                              .getInt())
                    << "\n";
   }
   if (!options.reportJson.empty() &&
       failed(writeFile(options.reportJson, [&](raw_ostream &os) {
         os << llvm::formatv("{0:2}", reportJson(perRank, world,
-                                                 full ? *full : ModuleOp()))
+                                                full ? *full : ModuleOp()))
            << "\n";
       })))
     return 1;

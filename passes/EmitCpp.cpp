@@ -239,9 +239,11 @@ FailureOr<std::string> otc::buildManifest(ModuleOp module) {
     o["rank_variant"] = llvm::json::Array(
         sdp.getAs<DenseI64ArrayAttr>("rank_variant").asArrayRef());
     llvm::json::Array groups, comps;
-    for (auto g : sdp.getAs<ArrayAttr>("groups").getAsRange<DenseI64ArrayAttr>())
+    for (auto g :
+         sdp.getAs<ArrayAttr>("groups").getAsRange<DenseI64ArrayAttr>())
       groups.push_back(llvm::json::Array(g.asArrayRef()));
-    for (auto c : sdp.getAs<ArrayAttr>("components").getAsRange<DictionaryAttr>())
+    for (auto c :
+         sdp.getAs<ArrayAttr>("components").getAsRange<DictionaryAttr>())
       comps.push_back(llvm::json::Object{
           {"name", c.getAs<StringAttr>("name").getValue().str()},
           {"owners", llvm::json::Array(
@@ -275,8 +277,9 @@ FailureOr<std::string> otc::buildManifest(ModuleOp module) {
         for (auto sl : slices.getAsRange<DictionaryAttr>())
           a.push_back(llvm::json::Object{
               {"axis", sl.getAs<IntegerAttr>("axis").getInt()},
-              {"ranges", llvm::json::Array(
-                             sl.getAs<DenseI64ArrayAttr>("ranges").asArrayRef())}});
+              {"ranges",
+               llvm::json::Array(
+                   sl.getAs<DenseI64ArrayAttr>("ranges").asArrayRef())}});
         e["slices"] = std::move(a);
       }
       if (d.get(attr::kSdpFrozen))
@@ -340,8 +343,8 @@ static LogicalResult emitProgram(ModuleOp module, raw_ostream &out,
   Emitter emitter(os);
   std::string train = "nullptr", eval = "nullptr", calibrate = "nullptr";
   for (auto fn : module.getOps<func::FuncOp>()) {
-    std::string *slot = fn.getName() == attr::kTrainFn ? &train
-                        : fn.getName() == attr::kEvalFn ? &eval
+    std::string *slot = fn.getName() == attr::kTrainFn       ? &train
+                        : fn.getName() == attr::kEvalFn      ? &eval
                         : fn.getName() == attr::kCalibrateFn ? &calibrate
                                                              : nullptr;
     if (!slot)
@@ -419,10 +422,10 @@ LogicalResult otc::emitSdpCpp(ModuleOp full, ArrayRef<ModuleOp> variants,
   for (auto [r, v] : llvm::enumerate(rankVariant))
     out << (r ? ", " : "") << v;
   out << "};\n} // namespace\n\n";
-  if (failed(emitProgram(full, out, "full", options.withMain,
-                         (std::to_string(variants.size()) +
-                          ", kVariants, kRankVariant")
-                             .c_str())))
+  if (failed(emitProgram(
+          full, out, "full", options.withMain,
+          (std::to_string(variants.size()) + ", kVariants, kRankVariant")
+              .c_str())))
     return failure();
   emitEpilogue(out, "full::entry", options.withMain);
   return success();

@@ -81,9 +81,9 @@ struct InsertAllReduce : otc::impl::InsertAllReduceBase<InsertAllReduce> {
         if (!ranks)
           continue;
         Value v = ret.getOperand(i);
-        ret.setOperand(i, b.create<dist::BroadcastOp>(
-                              ret.getLoc(), v.getType(), v,
-                              b.getI64IntegerAttr(ranks[0])));
+        ret.setOperand(
+            i, b.create<dist::BroadcastOp>(ret.getLoc(), v.getType(), v,
+                                           b.getI64IntegerAttr(ranks[0])));
       }
     });
   }

@@ -155,8 +155,8 @@ struct AllReducePattern : OpConversionPattern<dist::AllReduceOp> {
       auto module = op->getParentOfType<ModuleOp>();
       auto sdp = module->getAttrOfType<DictionaryAttr>(attr::kSdp);
       auto groups = sdp ? sdp.getAs<ArrayAttr>("groups") : ArrayAttr();
-      for (auto [i, g] : llvm::enumerate(groups ? groups.getValue()
-                                                : ArrayRef<Attribute>()))
+      for (auto [i, g] :
+           llvm::enumerate(groups ? groups.getValue() : ArrayRef<Attribute>()))
         if (llvm::cast<DenseI64ArrayAttr>(g).asArrayRef() == *ranks)
           group = rewriter.getI64IntegerAttr(i);
       if (!group)
@@ -167,8 +167,7 @@ struct AllReducePattern : OpConversionPattern<dist::AllReduceOp> {
         writableBuffer(rewriter, op, op.getInput(), adaptor.getInput());
     rewriter.create<exec::AllReduceOp>(
         op.getLoc(), buffer,
-        rewriter.getStringAttr(dist::stringifyReduceKind(op.getKind())),
-        group);
+        rewriter.getStringAttr(dist::stringifyReduceKind(op.getKind())), group);
     rewriter.replaceOp(op, buffer);
     return success();
   }
@@ -267,8 +266,8 @@ struct LowerToExec : otc::impl::LowerToExecBase<LowerToExec> {
     RewritePatternSet patterns(ctx);
     patterns.add<KernelPattern, UpdatePattern>(converter, ctx);
     patterns.add<ConstantPattern, AllReducePattern, BroadcastPattern,
-                 BucketPattern,
-                 UnbucketPattern, CompressedAllReducePattern>(converter, ctx);
+                 BucketPattern, UnbucketPattern, CompressedAllReducePattern>(
+        converter, ctx);
     populateFunctionOpInterfaceTypeConversionPattern<func::FuncOp>(patterns,
                                                                    converter);
     populateReturnOpTypeConversionPattern(patterns, converter);

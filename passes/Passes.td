@@ -93,7 +93,10 @@ def Sdp : Pass<"otc-sdp", "mlir::ModuleOp"> {
     parameter and activation (`otc.sdp_slices` on the argument records the
     kept index ranges per axis). With `rescale`, what is kept is scaled by
     world-size / owners, as inverted dropout, so the full model evaluates
-    without rescaling. Backward masking (blocks only): the forward is whole;
+    without rescaling; `auto` does so unless the model has BatchNorm, whose
+    statistics the runtime re-estimates on the whole model anyway (and
+    rescaled training measured worse there). Backward masking (blocks
+    only): the forward is whole;
     parameters of components the rank does not own are `otc.sdp_frozen`
     (no gradient, no optimizer state; the owners' update is broadcast).
     Component parameters carry their owner ranks (`otc.sdp_owners`), over
@@ -117,8 +120,9 @@ def Sdp : Pass<"otc-sdp", "mlir::ModuleOp"> {
            "Seed of the random assignment">,
     Option<"assignment", "assignment", "std::string", "\"cyclic\"",
            "cyclic (balanced) or random (seeded, still balanced)">,
-    Option<"rescale", "rescale", "bool", "true",
-           "Scale kept components by world-size / owners (forward masking)">,
+    Option<"rescale", "rescale", "std::string", "\"auto\"",
+           "Scale kept components by world-size / owners (forward masking): "
+           "on, off, or auto (on unless the model has BatchNorm)">,
   ];
 }
 

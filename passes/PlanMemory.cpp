@@ -133,8 +133,8 @@ void PlanMemory::runOnOperation() {
           return signalPassFailure();
         Persistent &p = persistent.find(keyOf[arg])->second;
         p.sdp.clear();
-        for (StringRef a : {attr::kBuffer, attr::kSdpOwners,
-                            attr::kSdpSlices, attr::kSdpFrozen})
+        for (StringRef a : {attr::kBuffer, attr::kSdpOwners, attr::kSdpSlices,
+                            attr::kSdpFrozen})
           if (Attribute v = fn.getArgAttr(i, a))
             p.sdp.push_back(
                 NamedAttribute(StringAttr::get(&getContext(), a), v));

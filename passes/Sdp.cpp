@@ -92,8 +92,8 @@ struct SdpFindComponents : otc::impl::SdpFindComponentsBase<SdpFindComponents> {
 struct Component {
   std::string name;
   SmallVector<int64_t> blocks; // residual branches (of one module)
-  int64_t group = -1;           // or the neuron group, by index
-  int64_t lo = 0, hi = 0;         // feature range of a neuron chunk
+  int64_t group = -1;          // or the neuron group, by index
+  int64_t lo = 0, hi = 0;      // feature range of a neuron chunk
   SmallVector<int64_t> owners;
 };
 
@@ -109,6 +109,7 @@ private:
   FailureOr<func::FuncOp> specialize(func::FuncOp forward,
                                      const sdp::Components &found,
                                      ArrayRef<Component> comps, int64_t rank);
+  bool doRescale = true;
   int64_t ownerCount() const {
     return std::clamp<int64_t>(std::llround(active * worldSize), 1, worldSize);
   }
@@ -119,6 +120,9 @@ private:
 LogicalResult Sdp::validate(ModuleOp module) {
   if (failed(checkMode(module, mode)))
     return failure();
+  if (rescale != "auto" && rescale != "on" && rescale != "off")
+    return mlir::emitError(module.getLoc(), "unknown SDP rescale '")
+           << rescale << "' (expected auto, on or off)";
   if (masking != "forward" && masking != "backward")
     return mlir::emitError(module.getLoc(), "unknown SDP masking '")
            << masking << "' (expected forward or backward)";
@@ -219,7 +223,7 @@ FailureOr<func::FuncOp> Sdp::specialize(func::FuncOp forward,
     Operation *add = map.lookup(blk.add);
     if (owns(*c)) {
       double s = double(worldSize) / double(c->owners.size());
-      if (rescale && s != 1.0)
+      if (doRescale && s != 1.0)
         add->setOperand(blk.add->getOperand(0) == blk.branch ? 0 : 1,
                         scale(map.lookup(blk.branch), add, s));
       continue;
@@ -305,7 +309,7 @@ FailureOr<func::FuncOp> Sdp::specialize(func::FuncOp forward,
       clone.setType(t.clone(shape));
     }
     double s = double(g.features) / double(kept);
-    if (rescale)
+    if (doRescale)
       for (OpOperand *in : g.consumerInputs) {
         Operation *consumer = map.lookup(in->getOwner());
         Value v = consumer->getOperand(in->getOperandNumber());
@@ -382,6 +386,11 @@ void Sdp::runOnOperation() {
     return signalPassFailure();
   }
   sdp::Components found = sdp::findComponents(forward, mode);
+  doRescale = rescale == "on" ||
+              (rescale == "auto" &&
+               forward
+                   .walk([](graph::BatchNormOp) { return WalkResult::interrupt(); })
+                   .wasInterrupted() == false);
 
   // Components and the families masks balance over.
   SmallVector<Component> comps;
@@ -476,7 +485,7 @@ void Sdp::runOnOperation() {
           b.getNamedAttr("active", b.getF64FloatAttr(active)),
           b.getNamedAttr("assignment", b.getStringAttr(assignment)),
           b.getNamedAttr("seed", b.getI64IntegerAttr(seed)),
-          b.getNamedAttr("rescale", b.getBoolAttr(rescale)),
+          b.getNamedAttr("rescale", b.getBoolAttr(doRescale)),
           b.getNamedAttr("components", b.getArrayAttr(records)),
           b.getNamedAttr("rank_variant", b.getDenseI64ArrayAttr(variantOf)),
           b.getNamedAttr("groups", b.getArrayAttr(groups)),

@@ -123,11 +123,12 @@ cl::opt<std::string> sdpAssignment(
     "sdp-assignment",
     cl::desc("cyclic (balanced, the default) or random (seeded by --seed)"),
     cl::init("cyclic"), cl::cat(category));
-cl::opt<bool> sdpNoRescale(
-    "sdp-no-rescale",
-    cl::desc("Forward masking: do not scale what a rank keeps by world size / "
-             "owners (the default, as inverted dropout)"),
-    cl::cat(category));
+cl::opt<std::string> sdpRescale(
+    "sdp-rescale",
+    cl::desc("Forward masking: scale what a rank keeps by world size / owners, "
+             "as inverted dropout: on, off, or auto (the default: on unless "
+             "the model has BatchNorm)"),
+    cl::init("auto"), cl::cat(category));
 cl::opt<bool> inference(
     "inference",
     cl::desc("Compile the forward only: an @eval_step writing every graph "
@@ -211,12 +212,13 @@ int main(int argc, char **argv) {
     s.masking = sdpMasking;
     s.active = sdpActive;
     s.assignment = sdpAssignment;
-    s.rescale = !sdpNoRescale;
+    s.rescale = sdpRescale;
     s.seed = seed;
     s.worldSize = worldSize;
     options.sdp = s;
   } else if (sdpActive.getNumOccurrences() || sdpMasking.getNumOccurrences() ||
-             sdpAssignment.getNumOccurrences() || sdpNoRescale) {
+             sdpAssignment.getNumOccurrences() ||
+             sdpRescale.getNumOccurrences()) {
     errs() << "otc-compile: SDP options need --sdp block|neuron\n";
     return 2;
   }

@@ -193,7 +193,7 @@ CheckpointData readCheckpoint(const std::string &path,
                    "size " +
                    std::to_string(manifest.worldSize) +
                    "; parameter names or shapes, or the SDP assignment of "
-               "components to ranks, may differ too)");
+                   "components to ranks, may differ too)");
   Reader body(path, p + kHeaderBytes, file.size() - 4 - kHeaderBytes);
   bool hasRuntime = false;
   for (uint32_t i = 0; i < sections; ++i) {

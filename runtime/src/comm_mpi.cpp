@@ -245,8 +245,7 @@ void broadcastF32(otc_comm_t *comm, int64_t root, float *data, int64_t count) {
     return;
   for (int64_t begin = 0; begin < count; begin += kMaxChunk) {
     int n = int(std::min(kMaxChunk, count - begin));
-    OTC_MPI_CHECK(
-        MPI_Bcast(data + begin, n, MPI_FLOAT, int(root), comm->comm));
+    OTC_MPI_CHECK(MPI_Bcast(data + begin, n, MPI_FLOAT, int(root), comm->comm));
   }
   (root == comm->rank ? comm->bytesSent : comm->bytesReceived) +=
       uint64_t(count) * sizeof(float);
@@ -257,8 +256,7 @@ int groupAllReduceMeanCallback(void *opaque, int64_t group, float *data,
   auto *sc = static_cast<StepComm *>(opaque);
   otc_comm_t *comm = sc ? sc->comm : nullptr;
   try {
-    if (!sc || !sc->groups || group < 0 ||
-        group >= int64_t(sc->groups->size()))
+    if (!sc || !sc->groups || group < 0 || group >= int64_t(sc->groups->size()))
       throw Error(OTC_INTERNAL, "the program names SDP owner group " +
                                     std::to_string(group) +
                                     ", which the manifest lacks");

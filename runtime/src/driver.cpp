@@ -139,9 +139,12 @@ std::pair<std::string, std::string> parseBinding(const std::string &flag,
 Options parseOptions(int argc, char **argv) {
   Options o;
   static const char *kWithValue[] = {
-      "--steps",          "--epochs",           "--seed",        "--data",
-      "--eval-data",      "--dataset",          "--threads",     "--log-every",
-      "--checkpoint-dir", "--checkpoint-every", "--resume-from", "--export",
+      "--steps",          "--epochs",
+      "--seed",           "--data",
+      "--eval-data",      "--dataset",
+      "--threads",        "--log-every",
+      "--checkpoint-dir", "--checkpoint-every",
+      "--resume-from",    "--export",
       "--metrics",        "--sdp-calibration-batches"};
   for (int i = 1; i < argc; ++i) {
     std::string arg = argv[i];

@@ -223,8 +223,7 @@ void loadInitialParams(const Manifest &m, uint8_t *arena) {
     for (const auto &[axis, ranges] : p.slices)
       if (ranges.back() > whole.shape[size_t(axis)])
         throw Error(OTC_INVALID_ARGUMENT,
-                    "initializer '" + p.name + "' " +
-                        shapeString(whole.shape) +
+                    "initializer '" + p.name + "' " + shapeString(whole.shape) +
                         " is narrower than the features the program keeps");
     std::vector<uint8_t> full(whole.bytes());
     fillFromInitializer(*it->second, whole, m.modelPath, full.data());

@@ -366,9 +366,9 @@ void initProgram(otc_program *program, const otc_program_entry_t *entry) {
     for (int32_t r = 0; r < m.worldSize; ++r)
       if (entry->rank_variant[r] < 0 ||
           entry->rank_variant[r] >= entry->num_variants)
-        throw Error(OTC_INVALID_ARGUMENT,
-                    "program entry table maps rank " + std::to_string(r) +
-                        " to a variant it lacks");
+        throw Error(OTC_INVALID_ARGUMENT, "program entry table maps rank " +
+                                              std::to_string(r) +
+                                              " to a variant it lacks");
     for (int32_t v = 0; v < entry->num_variants; ++v) {
       const otc_program_entry_t *e = entry->variants[v];
       if (!e || e->abi_version != OTC_PROGRAM_ABI_VERSION ||

@@ -43,13 +43,7 @@ void forEachKept(const TensorSpec &local, const std::vector<int64_t> &fullShape,
 void assembleFullModel(otc_session_t *s) {
   const Manifest &full = s->program->manifest;
   if (!s->fullArena) {
-    size_t bytes = (std::max<uint64_t>(full.arenaBytes, 1) + 63) / 64 * 64;
-    s->fullArena.reset(static_cast<uint8_t *>(std::aligned_alloc(64, bytes)));
-    if (!s->fullArena)
-      throw Error(OTC_INTERNAL, "cannot allocate the whole model's arena of " +
-                                    std::to_string(full.arenaBytes) + " bytes");
-    std::memset(s->fullArena.get(), 0, bytes);
-    loadInitialParams(full, s->fullArena.get());
+    s->fullArena = makeArena(full);
     s->assembledStep = -1;
   }
   if (s->assembledStep == s->step)
@@ -57,9 +51,10 @@ void assembleFullModel(otc_session_t *s) {
   int rank = otc_comm_rank(s->comm);
   for (const TensorSpec &p : full.params) {
     if (p.dtype != DType::F32)
-      throw Error(OTC_FAILED_PRECONDITION, "parameter '" + p.name +
-                                         "' is not float32; SDP assembles "
-                                         "float32 parameters only");
+      throw Error(OTC_FAILED_PRECONDITION,
+                  "parameter '" + p.name +
+                      "' is not float32; SDP assembles "
+                      "float32 parameters only");
     // The first owner of each element contributes it; a sum over all
     // ranks then holds every owned element exactly once.
     size_t n = size_t(p.numel());
@@ -95,8 +90,8 @@ void calibrateFullModel(otc_session_t *s) {
   ctx.seed = stepSeed(s->seed, s->step);
   int rc = entry->calibrate_step(s->fullArena.get(), &ctx);
   if (rc != OTC_STEP_OK)
-    throw Error(OTC_INTERNAL, "calibrate_step failed with code " +
-                                  std::to_string(rc));
+    throw Error(OTC_INTERNAL,
+                "calibrate_step failed with code " + std::to_string(rc));
 }
 
 void averageFullBuffers(otc_session_t *s) {

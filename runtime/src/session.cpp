@@ -1,10 +1,10 @@
 //===- session.cpp - Sessions, steps, parameters, checkpoints -------------===//
 
 #include "session.h"
-#include "sdp.h"
 #include "checkpoint.h"
 #include "comm.h"
 #include "export.h"
+#include "sdp.h"
 #include "status.h"
 
 #include <dlfcn.h>
@@ -24,6 +24,17 @@ uint64_t stepSeed(uint64_t seed, int64_t step) {
   x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
   x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
   return x ^ (x >> 31);
+}
+
+Arena makeArena(const Manifest &m) {
+  size_t bytes = (std::max<uint64_t>(m.arenaBytes, 1) + 63) / 64 * 64;
+  Arena arena(static_cast<uint8_t *>(std::aligned_alloc(64, bytes)));
+  if (!arena)
+    throw Error(OTC_INTERNAL, "cannot allocate an arena of " +
+                                  std::to_string(m.arenaBytes) + " bytes");
+  std::memset(arena.get(), 0, bytes);
+  loadInitialParams(m, arena.get());
+  return arena;
 }
 
 std::string worldSizeMismatchMessage(int32_t compiled, int32_t actual) {
@@ -96,15 +107,14 @@ bool sdpCheckEnabled() {
 void checkOwnersAgree(otc_session_t *s) {
   for (const TensorSpec &p : s->manifest().params) {
     if (p.owners.size() <= 1 || p.dtype != DType::F32 || p.buffer ||
-        std::find(p.owners.begin(), p.owners.end(),
-                  otc_comm_rank(s->comm)) == p.owners.end())
+        std::find(p.owners.begin(), p.owners.end(), otc_comm_rank(s->comm)) ==
+            p.owners.end())
       continue;
     if (!groupIdentical(s->comm, p.owners,
                         reinterpret_cast<const float *>(s->at(p)), p.numel()))
-      throw Error(OTC_INTERNAL,
-                  "after step " + std::to_string(s->step) +
-                      " the owners of SDP parameter '" + p.name +
-                      "' hold different values");
+      throw Error(OTC_INTERNAL, "after step " + std::to_string(s->step) +
+                                    " the owners of SDP parameter '" + p.name +
+                                    "' hold different values");
   }
 }
 
@@ -177,14 +187,8 @@ otc_status_t otc_session_create(otc_program_t *program, otc_comm_t *comm,
       otc_session_options_initialize(&s->options);
     s->seed = s->options.seed;
     const Manifest &tm = s->manifest();
-    size_t bytes = (std::max<uint64_t>(tm.arenaBytes, 1) + 63) / 64 * 64;
-    s->arena.reset(static_cast<uint8_t *>(std::aligned_alloc(64, bytes)));
-    if (!s->arena)
-      throw Error(OTC_INTERNAL, "cannot allocate the arena of " +
-                                    std::to_string(tm.arenaBytes) + " bytes");
-    std::memset(s->arena.get(), 0, bytes);
+    s->arena = makeArena(tm);
     setKernelThreads(s->options.num_threads);
-    loadInitialParams(tm, s->arena.get());
     *out_session = s.release();
   });
 }
@@ -255,8 +259,8 @@ otc_status_t otc_session_eval_step(otc_session_t *session, void *out,
     // inputs bound to this rank's training program.
     const otc_program_entry_t *entry =
         session->isSdp() ? session->program->entry : session->entry;
-    const Manifest &m = session->isSdp() ? session->program->manifest
-                                         : session->manifest();
+    const Manifest &m =
+        session->isSdp() ? session->program->manifest : session->manifest();
     if (!entry->eval_step)
       throw Error(OTC_FAILED_PRECONDITION, "the program has no eval_step");
     if (out && (!m.evalOutput || out_bytes != m.evalOutput->bytes()))

@@ -14,12 +14,13 @@
 struct ArenaDeleter {
   void operator()(uint8_t *p) const;
 };
+using Arena = std::unique_ptr<uint8_t, ArenaDeleter>;
 
 struct otc_session {
   otc_program_t *program = nullptr;
   otc_comm_t *comm = nullptr;
   otc_session_options_t options{};
-  std::unique_ptr<uint8_t, ArenaDeleter> arena;
+  Arena arena;
   int64_t step = 0;
   uint64_t seed = 0;
   float lastEvalLoss = 0;
@@ -38,7 +39,7 @@ struct otc_session {
   const otc::Manifest *trainManifest = nullptr;
   /// SDP: the whole model, assembled from the owners for evaluation and
   /// export (allocated at the first use) and the step it was assembled at.
-  std::unique_ptr<uint8_t, ArenaDeleter> fullArena;
+  Arena fullArena;
   int64_t assembledStep = -1;
 
   bool isSdp() const { return !program->variants.empty(); }
@@ -52,6 +53,9 @@ namespace otc {
 /// seed and the step, so a resumed run draws the same random numbers.
 uint64_t stepSeed(uint64_t seed, int64_t step);
 
+/// A zeroed, 64-byte aligned arena of `m` with its parameters' initial
+/// values from the source model.
+Arena makeArena(const Manifest &m);
 /// "compiled for --world-size W but runs on N ranks; ..." message.
 std::string worldSizeMismatchMessage(int32_t compiled, int32_t actual);
 

@@ -5,6 +5,7 @@
 // RUN: not otc-opt %s --otc-sdp="world-size=2" 2>&1 | FileCheck %s --check-prefix=NONE
 // RUN: not otc-opt %s --otc-sdp="mode=neuron world-size=4" 2>&1 | FileCheck %s --check-prefix=NARROW
 // RUN: not otc-opt %s --otc-sdp="world-size=2" --otc-sdp="world-size=2" 2>&1 | FileCheck %s --check-prefix=TWICE
+// RUN: not otc-opt %s --otc-sdp="rescale=maybe" 2>&1 | FileCheck %s --check-prefix=RESCALE
 
 // MODE: unknown SDP mode 'layer' (expected block or neuron)
 // ACTIVE: the active fraction must be in (0, 1], got 0
@@ -14,6 +15,7 @@
 // NONE: note: not a residual connection: neither operand is computed from the other
 // NARROW: error: neuron group 'fc1' has 3 features, fewer than the world size 4
 // TWICE: error: found no residual branches to drop
+// RESCALE: unknown SDP rescale 'maybe' (expected auto, on or off)
 
 // No residual branch: the add sums two separate paths.
 func.func @forward(%x: tensor<2x4xf32> {otc.input = "x", otc.role = "data"},
