@@ -7,8 +7,9 @@
 # Runs test/bench/bench_mlp.py and bench_models.py: training step time and
 # peak memory of the MLP, ResNet-18, a GPT-style decoder and a
 # TransformerEncoder model, OTC vs PyTorch eager, side by side at the same
-# thread counts, and prints the tables with the ratios. Results also go to
-# BUILD_DIR/bench/bench_mlp.json and bench_models.json.
+# thread counts, and prints the tables with the ratios; then bench_sdp.py
+# (SDP vs data parallelism) and bench_compress.py (compressed all-reduce).
+# Results also go to BUILD_DIR/bench/*.json.
 # Run it on an otherwise idle machine: timings share the cores.
 #
 #===----------------------------------------------------------------------===#
@@ -27,6 +28,10 @@ export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 # ResNet-18, the GPT-style decoder and the TransformerEncoder model (AdamW):
 # step time and training memory, OTC vs PyTorch eager: bench_models.json.
 /usr/bin/python3 "$ROOT/test/bench/bench_models.py" --build-dir "$BUILD"
+# SDP (block / neuron, C = 0.5 / 0.75) vs data parallelism on 4 ranks: per-rank
+# peak memory and step time of the 8-block GPT-style decoder and the residual
+# CNN: bench_sdp.json.
+/usr/bin/python3 "$ROOT/test/bench/bench_sdp.py" --build-dir "$BUILD"
 # Then the compressed all-reduce on a 1 Gbit/s link vs PyTorch DDP (a netns of
 # its own: root; otherwise its shaped part is skipped): bench_compress.json.
 exec /usr/bin/python3 "$ROOT/test/bench/bench_compress.py" --build-dir "$BUILD"
