@@ -211,11 +211,11 @@ FailureOr<func::FuncOp> Sdp::specialize(func::FuncOp forward,
   // earlier branch's add, which dropping that replaces.
   SmallVector<std::pair<int64_t, const Component *>> branches;
   for (const Component &c : comps)
-    for (int64_t b : c.blocks)
-      branches.push_back({b, &c});
-  llvm::sort(branches, [](auto &a, auto &b) { return a.first > b.first; });
-  for (auto [b, c] : branches) {
-    const sdp::Block &blk = found.blocks[b];
+    for (int64_t i : c.blocks)
+      branches.push_back({i, &c});
+  llvm::sort(branches, [](auto &x, auto &y) { return x.first > y.first; });
+  for (auto [i, c] : branches) {
+    const sdp::Block &blk = found.blocks[i];
     for (const sdp::ParamUse &p : blk.params)
       ownersOf[p.arg] = c->owners;
     if (masking == "backward")
