@@ -8,6 +8,8 @@
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
 
+#include <map>
+
 namespace otc {
 #define GEN_PASS_DEF_BUCKETGRADIENTS
 #include "passes/Passes.h.inc"
@@ -28,87 +30,143 @@ struct BucketGradients : otc::impl::BucketGradientsBase<BucketGradients> {
           << bucketMb;
       return signalPassFailure();
     }
-    if (module->hasAttr(attr::kSdp)) {
-      mlir::emitError(module.getLoc(),
-                      "gradient buckets for SDP owner groups are not "
-                      "supported yet");
-      return signalPassFailure();
-    }
-    auto fn = module.lookupSymbol<func::FuncOp>(attr::kTrainFn);
-    if (!fn)
-      return;
-    Block &block = fn.front();
-    SmallVector<Operation *> updates;
-    for (Operation &op : block)
-      if (graph::isOptimizerUpdate(&op))
-        updates.push_back(&op);
-    if (updates.empty())
-      return;
-    if (llvm::any_of(block, [](Operation &op) {
-          return llvm::isa<dist::AllReduceOp, dist::BucketOp>(op);
-        })) {
-      mlir::emitError(fn.getLoc(), "gradients are already reduced or bucketed");
-      return signalPassFailure();
-    }
+    bool sdp = module->hasAttr(attr::kSdp);
+    for (auto fn : module.getOps<func::FuncOp>())
+      if (fn.getSymName() == attr::kTrainFn ||
+          fn.getSymName().starts_with(attr::kTrainRankPrefix))
+        if (failed(bucket(fn, sdp)))
+          return signalPassFailure();
+  }
 
-    // Gradients in the order backward produces them (arguments first).
-    DenseMap<Operation *, int64_t> position;
-    int64_t n = 0;
-    for (Operation &op : block)
-      position[&op] = n++;
-    auto pos = [&](Value v) -> int64_t {
-      Operation *def = v.getDefiningOp();
-      return def ? position[def] : -1;
-    };
-    SmallVector<Operation *> order(updates);
-    llvm::stable_sort(order, [&](Operation *a, Operation *b) {
-      return pos(a->getOperand(1)) < pos(b->getOperand(1));
+private:
+  LogicalResult bucket(func::FuncOp fn, bool sdp);
+};
+
+/// SDP: the owner ranks of the parameter an update writes (empty: all).
+SmallVector<int64_t> ownersOf(Operation *update) {
+  auto arg = llvm::dyn_cast<BlockArgument>(update->getOperand(0));
+  if (!arg)
+    return {};
+  auto fn = llvm::cast<func::FuncOp>(arg.getOwner()->getParentOp());
+  auto owners =
+      fn.getArgAttrOfType<DenseI64ArrayAttr>(arg.getArgNumber(), attr::kSdpOwners);
+  auto world = fn->getParentOfType<ModuleOp>()->getAttrOfType<IntegerAttr>(
+      dist::kWorldSizeAttr);
+  if (!owners || (world && int64_t(owners.size()) == world.getInt()))
+    return {};
+  return SmallVector<int64_t>(owners.asArrayRef());
+}
+
+LogicalResult BucketGradients::bucket(func::FuncOp fn, bool sdp) {
+  Block &block = fn.front();
+  SmallVector<Operation *> updates;
+  for (Operation &op : block)
+    if (graph::isOptimizerUpdate(&op))
+      updates.push_back(&op);
+  if (updates.empty())
+    return success();
+  if (llvm::any_of(block, [](Operation &op) {
+        return llvm::isa<dist::AllReduceOp, dist::BucketOp>(op);
+      }))
+    return mlir::emitError(fn.getLoc(),
+                           "gradients are already reduced or bucketed");
+
+  DenseMap<Operation *, int64_t> position;
+  int64_t n = 0;
+  for (Operation &op : block)
+    position[&op] = n++;
+  auto pos = [&](Value v) -> int64_t {
+    Operation *def = v.getDefiningOp();
+    return def ? position[def] : -1;
+  };
+  // The updates of each owner set, in the order their buckets fill.
+  // Without SDP: one set, in the order backward produces the gradients.
+  // With SDP a rank's buckets on different owner groups must reach the
+  // collectives in one order on every rank: parameter order, which all
+  // ranks share.
+  std::map<SmallVector<int64_t>, SmallVector<Operation *>> sets;
+  for (Operation *u : updates) {
+    SmallVector<int64_t> owners = sdp ? ownersOf(u) : SmallVector<int64_t>();
+    if (owners.size() == 1)
+      continue; // a single owner has nothing to exchange
+    sets[owners].push_back(u);
+  }
+  auto argOf = [](Operation *u) {
+    auto arg = llvm::dyn_cast<BlockArgument>(u->getOperand(0));
+    return arg ? int64_t(arg.getArgNumber()) : int64_t(-1);
+  };
+  for (auto &[owners, list] : sets)
+    llvm::stable_sort(list, [&](Operation *a, Operation *b) {
+      return sdp ? argOf(a) < argOf(b)
+                 : pos(a->getOperand(1)) < pos(b->getOperand(1));
     });
 
-    // Greedy buckets of at most bucketMb MiB.
-    const double limit = bucketMb * 1024.0 * 1024.0;
-    SmallVector<SmallVector<Operation *>> buckets;
+  // Greedy buckets of at most bucketMb MiB.
+  const double limit = bucketMb * 1024.0 * 1024.0;
+  struct Bucket {
+    SmallVector<int64_t> owners;
+    SmallVector<Operation *> members;
+  };
+  SmallVector<Bucket> buckets;
+  for (auto &[owners, list] : sets) {
     double bytes = 0;
-    for (Operation *u : order) {
+    bool open = false;
+    for (Operation *u : list) {
       auto t = llvm::cast<RankedTensorType>(u->getOperand(1).getType());
       double b = t.getNumElements() * 4.0;
-      if (buckets.empty() || (bytes + b > limit && !buckets.back().empty())) {
-        buckets.emplace_back();
+      if (!open || (bytes + b > limit && !buckets.back().members.empty())) {
+        buckets.push_back({owners, {}});
         bytes = 0;
+        open = true;
       }
-      buckets.back().push_back(u);
+      buckets.back().members.push_back(u);
       bytes += b;
     }
-
-    OpBuilder b(&getContext());
-    Operation *firstUpdate = updates.front();
-    for (auto &members : buckets) {
-      SmallVector<Value> grads;
-      int64_t elements = 0, last = -1;
-      Operation *lastDef = nullptr;
-      for (Operation *u : members) {
-        Value g = u->getOperand(1);
-        grads.push_back(g);
-        elements += llvm::cast<RankedTensorType>(g.getType()).getNumElements();
-        if (pos(g) > last) {
-          last = pos(g);
-          lastDef = g.getDefiningOp();
-        }
-      }
-      // Form the bucket as soon as its last gradient exists.
-      if (lastDef)
-        b.setInsertionPointAfter(lastDef);
-      else
-        b.setInsertionPointToStart(&block);
-      auto flat = RankedTensorType::get({elements}, b.getF32Type());
-      Value bucket = b.create<dist::BucketOp>(fn.getLoc(), flat, grads);
-      b.setInsertionPoint(firstUpdate);
-      auto unbucket = b.create<dist::UnbucketOp>(
-          fn.getLoc(), ValueRange(grads).getTypes(), bucket);
-      for (auto [u, g] : llvm::zip(members, unbucket.getResults()))
-        u->setOperand(1, g);
-    }
   }
-};
+  if (sdp)
+    llvm::stable_sort(buckets, [&](const Bucket &a, const Bucket &b) {
+      return argOf(a.members.front()) < argOf(b.members.front());
+    });
+  else
+    llvm::stable_sort(buckets, [&](const Bucket &a, const Bucket &b) {
+      return pos(a.members.front()->getOperand(1)) <
+             pos(b.members.front()->getOperand(1));
+    });
+
+  OpBuilder b(&getContext());
+  Operation *firstUpdate = updates.front();
+  for (Bucket &bk : buckets) {
+    SmallVector<Value> grads;
+    int64_t elements = 0, last = -1;
+    Operation *lastDef = nullptr;
+    for (Operation *u : bk.members) {
+      Value g = u->getOperand(1);
+      grads.push_back(g);
+      elements += llvm::cast<RankedTensorType>(g.getType()).getNumElements();
+      if (pos(g) > last) {
+        last = pos(g);
+        lastDef = g.getDefiningOp();
+      }
+    }
+    // Form the bucket as soon as its last gradient exists; SDP buckets all
+    // wait for the end of backward, in their common order.
+    if (sdp)
+      b.setInsertionPoint(firstUpdate);
+    else if (lastDef)
+      b.setInsertionPointAfter(lastDef);
+    else
+      b.setInsertionPointToStart(&block);
+    auto flat = RankedTensorType::get({elements}, b.getF32Type());
+    auto bucket = b.create<dist::BucketOp>(fn.getLoc(), flat, grads);
+    if (!bk.owners.empty())
+      bucket->setAttr("ranks", b.getDenseI64ArrayAttr(bk.owners));
+    b.setInsertionPoint(firstUpdate);
+    auto unbucket = b.create<dist::UnbucketOp>(
+        fn.getLoc(), ValueRange(grads).getTypes(), bucket);
+    for (auto [u, g] : llvm::zip(bk.members, unbucket.getResults()))
+      u->setOperand(1, g);
+  }
+  return success();
+}
 
 } // namespace

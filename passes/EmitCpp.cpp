@@ -102,6 +102,7 @@ LogicalResult Emitter::emitFunction(func::FuncOp fn, StringRef cName) {
   os << "static int " << cName
      << "(uint8_t *arena, const otc_step_context_t *ctx) {\n"
      << "  (void)ctx;\n";
+  bool agreed = false;
   for (Operation &op : fn.front()) {
     if (auto view = llvm::dyn_cast<exec::ViewOp>(op)) {
       std::string t = cType(view.getType().getElementType());
@@ -134,6 +135,15 @@ LogicalResult Emitter::emitFunction(func::FuncOp fn, StringRef cName) {
       os << "  " << t << " *" << bind(c) << " = const_cast<" << t << " *>(" << g
          << ");\n";
     } else if (auto k = llvm::dyn_cast<exec::KernelOp>(op)) {
+      // SDP: owner-group buckets only remember a non-finite gradient; every
+      // rank agrees before it updates anything.
+      if (!agreed && k.getKernel().ends_with("_update") &&
+          fn->getParentOfType<ModuleOp>()->hasAttr(attr::kSdp)) {
+        os << "  if (int rc = ctx->agree_finite(ctx->comm))\n"
+           << "    return rc == OTC_STEP_SKIPPED_NONFINITE ? rc : "
+              "OTC_STEP_ERR_COMM;\n";
+        agreed = true;
+      }
       if (failed(emitKernelCall(k, os, [&](Value v) { return name(v); })))
         return failure();
     } else if (auto ar = llvm::dyn_cast<exec::AllReduceOp>(op)) {
@@ -184,8 +194,13 @@ LogicalResult Emitter::emitCompressedAllReduce(exec::CompressedAllReduceOp op) {
      << ", 0, " << op.getBlockSize() << ", " << floatLiteral(ratio) << ", "
      << floatLiteral(op.getRatioMin().convertToFloat()) << ", "
      << floatLiteral(ratio) << ", " << op.getWarmupSteps() << "};\n"
-     << "    int rc = ctx->compressed_all_reduce_mean_f32(ctx->comm, &desc, "
-     << name(op.getBuffer()) << ", "
+     << "    int rc = ";
+  if (std::optional<int64_t> group = op.getGroup())
+    os << "ctx->group_compressed_all_reduce_mean_f32(ctx->comm, " << *group
+       << ", &desc, ";
+  else
+    os << "ctx->compressed_all_reduce_mean_f32(ctx->comm, &desc, ";
+  os << name(op.getBuffer()) << ", "
      << op.getBuffer().getType().getNumElements() << ", "
      << (op.getResidual() ? name(op.getResidual()) : "nullptr") << ", "
      << op.getBucket() << ");\n"

@@ -4,6 +4,7 @@
 #include "dialects/graph/GraphDialect.h"
 #include "passes/Attributes.h"
 #include "passes/Passes.h"
+#include "passes/SdpAnalysis.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 
@@ -61,31 +62,7 @@ struct InsertAllReduce : otc::impl::InsertAllReduceBase<InsertAllReduce> {
           dist::ReduceKind::mean, ranks);
       op->setOperand(1, avg);
     });
-    // SDP backward masking: every rank holds every parameter, but only the
-    // owners update a component's; the first owner sends the result.
-    auto sdp = module->getAttrOfType<DictionaryAttr>(attr::kSdp);
-    auto masking = sdp ? sdp.getAs<StringAttr>("masking") : StringAttr();
-    if (!masking || masking.getValue() != "backward")
-      return;
-    // In parameter order, the same on every rank.
-    module.walk([&](func::ReturnOp ret) {
-      auto fn = llvm::cast<func::FuncOp>(ret->getParentOp());
-      SmallVector<std::pair<int64_t, unsigned>> targets; // (arg, result)
-      for (unsigned i = 0; i < ret.getNumOperands(); ++i)
-        if (auto t = fn.getResultAttrOfType<IntegerAttr>(i, attr::kUpdates))
-          targets.push_back({t.getInt(), i});
-      llvm::sort(targets);
-      OpBuilder b(ret);
-      for (auto [arg, i] : targets) {
-        DenseI64ArrayAttr ranks = owners(fn.getArgument(arg));
-        if (!ranks)
-          continue;
-        Value v = ret.getOperand(i);
-        ret.setOperand(
-            i, b.create<dist::BroadcastOp>(ret.getLoc(), v.getType(), v,
-                                           b.getI64IntegerAttr(ranks[0])));
-      }
-    });
+    sdp::broadcastOwnedUpdates(module, worldSize);
   }
 };
 } // namespace

@@ -3,6 +3,7 @@
 #include "dialects/dist/DistDialect.h"
 #include "passes/Attributes.h"
 #include "passes/Passes.h"
+#include "passes/SdpAnalysis.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
@@ -31,9 +32,17 @@ struct InsertCompressedAllReduce
     }
     OpBuilder b(&getContext());
     module->setAttr(dist::kWorldSizeAttr, b.getI64IntegerAttr(worldSize));
-    auto fn = module.lookupSymbol<func::FuncOp>(attr::kTrainFn);
-    if (!fn)
-      return;
+    for (auto fn : module.getOps<func::FuncOp>())
+      if (fn.getSymName() == attr::kTrainFn ||
+          fn.getSymName().starts_with(attr::kTrainRankPrefix))
+        if (failed(insert(fn)))
+          return signalPassFailure();
+    sdp::broadcastOwnedUpdates(module, worldSize);
+  }
+
+private:
+  LogicalResult insert(func::FuncOp fn) {
+    OpBuilder b(&getContext());
     bool feedback = errorFeedback && method != "none";
     auto ret = llvm::cast<func::ReturnOp>(fn.front().getTerminator());
     SmallVector<dist::BucketOp> buckets(fn.front().getOps<dist::BucketOp>());
@@ -59,9 +68,10 @@ struct InsertCompressedAllReduce
           b.getF32FloatAttr(static_cast<float>(ratio)),
           b.getF32FloatAttr(static_cast<float>(ratioMin)),
           b.getI64IntegerAttr(blockSize), b.getBoolAttr(adaptive),
-          b.getI64IntegerAttr(warmupSteps), b.getI64IntegerAttr(i));
+          b.getI64IntegerAttr(warmupSteps), b.getI64IntegerAttr(i),
+          bucket->getAttrOfType<DenseI64ArrayAttr>("ranks"));
       if (failed(mlir::verify(reduce)))
-        return signalPassFailure();
+        return failure();
       bucket.getResult().replaceAllUsesExcept(reduce.getResult(), reduce);
       if (feedback) {
         // The new residual replaces the argument, like optimizer state.
@@ -74,6 +84,7 @@ struct InsertCompressedAllReduce
                                b.getI64IntegerAttr(fn.getNumArguments() - 1))));
       }
     }
+    return success();
   }
 };
 

@@ -143,31 +143,35 @@ struct UpdatePattern : ConversionPattern {
   }
 };
 
+/// An SDP owner group runs on the sub-communicator of its index in the
+/// module's plan; no group (null) means all ranks.
+FailureOr<IntegerAttr> ownerGroup(OpBuilder &b, Operation *op,
+                                  std::optional<ArrayRef<int64_t>> ranks) {
+  if (!ranks)
+    return IntegerAttr();
+  auto module = op->getParentOfType<ModuleOp>();
+  auto sdp = module->getAttrOfType<DictionaryAttr>(attr::kSdp);
+  auto groups = sdp ? sdp.getAs<ArrayAttr>("groups") : ArrayAttr();
+  for (auto [i, g] :
+       llvm::enumerate(groups ? groups.getValue() : ArrayRef<Attribute>()))
+    if (llvm::cast<DenseI64ArrayAttr>(g).asArrayRef() == *ranks)
+      return b.getI64IntegerAttr(i);
+  return op->emitOpError("owner group is not among the module's SDP groups");
+}
+
 struct AllReducePattern : OpConversionPattern<dist::AllReduceOp> {
   using OpConversionPattern::OpConversionPattern;
   LogicalResult
   matchAndRewrite(dist::AllReduceOp op, OpAdaptor adaptor,
                   ConversionPatternRewriter &rewriter) const override {
-    // An owner group runs on the sub-communicator of its index in the
-    // module's SDP plan.
-    IntegerAttr group;
-    if (std::optional<ArrayRef<int64_t>> ranks = op.getRanks()) {
-      auto module = op->getParentOfType<ModuleOp>();
-      auto sdp = module->getAttrOfType<DictionaryAttr>(attr::kSdp);
-      auto groups = sdp ? sdp.getAs<ArrayAttr>("groups") : ArrayAttr();
-      for (auto [i, g] :
-           llvm::enumerate(groups ? groups.getValue() : ArrayRef<Attribute>()))
-        if (llvm::cast<DenseI64ArrayAttr>(g).asArrayRef() == *ranks)
-          group = rewriter.getI64IntegerAttr(i);
-      if (!group)
-        return op.emitOpError("owner group is not among the module's SDP "
-                              "groups");
-    }
+    FailureOr<IntegerAttr> group = ownerGroup(rewriter, op, op.getRanks());
+    if (failed(group))
+      return failure();
     Value buffer =
         writableBuffer(rewriter, op, op.getInput(), adaptor.getInput());
     rewriter.create<exec::AllReduceOp>(
         op.getLoc(), buffer,
-        rewriter.getStringAttr(dist::stringifyReduceKind(op.getKind())), group);
+        rewriter.getStringAttr(dist::stringifyReduceKind(op.getKind())), *group);
     rewriter.replaceOp(op, buffer);
     return success();
   }
@@ -232,10 +236,13 @@ struct CompressedAllReducePattern
     if (op.getResidual())
       residual =
           writableBuffer(rewriter, op, op.getResidual(), adaptor.getResidual());
+    FailureOr<IntegerAttr> group = ownerGroup(rewriter, op, op.getRanks());
+    if (failed(group))
+      return failure();
     rewriter.create<exec::CompressedAllReduceOp>(
         op.getLoc(), buffer, residual, op.getMethodAttr(), op.getRatioAttr(),
         op.getRatioMinAttr(), op.getBlockSizeAttr(), op.getAdaptiveAttr(),
-        op.getWarmupStepsAttr(), op.getBucketAttr());
+        op.getWarmupStepsAttr(), op.getBucketAttr(), *group);
     SmallVector<Value> results{buffer};
     if (residual)
       results.push_back(residual);

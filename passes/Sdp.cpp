@@ -491,3 +491,29 @@ void Sdp::runOnOperation() {
           b.getNamedAttr("groups", b.getArrayAttr(groups)),
       }));
 }
+
+void otc::sdp::broadcastOwnedUpdates(ModuleOp module, int64_t worldSize) {
+  auto plan = module->getAttrOfType<DictionaryAttr>(attr::kSdp);
+  auto masking = plan ? plan.getAs<StringAttr>("masking") : StringAttr();
+  if (!masking || masking.getValue() != "backward")
+    return;
+  module.walk([&](func::ReturnOp ret) {
+    auto fn = llvm::cast<func::FuncOp>(ret->getParentOp());
+    SmallVector<std::pair<int64_t, unsigned>> targets; // (arg, result)
+    for (unsigned i = 0; i < ret.getNumOperands(); ++i)
+      if (auto t = fn.getResultAttrOfType<IntegerAttr>(i, attr::kUpdates))
+        targets.push_back({t.getInt(), i});
+    llvm::sort(targets);
+    OpBuilder b(ret);
+    for (auto [arg, i] : targets) {
+      auto owners =
+          fn.getArgAttrOfType<DenseI64ArrayAttr>(arg, attr::kSdpOwners);
+      if (!owners || int64_t(owners.size()) >= worldSize)
+        continue;
+      Value v = ret.getOperand(i);
+      ret.setOperand(i, b.create<dist::BroadcastOp>(
+                            ret.getLoc(), v.getType(), v,
+                            b.getI64IntegerAttr(owners[0])));
+    }
+  });
+}

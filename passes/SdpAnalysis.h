@@ -11,6 +11,7 @@
 #define OTC_PASSES_SDPANALYSIS_H
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/BuiltinOps.h"
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/SmallVector.h"
 
@@ -63,6 +64,12 @@ struct Components {
 
 /// `mode` is "block" or "neuron".
 Components findComponents(mlir::func::FuncOp forward, llvm::StringRef mode);
+
+/// SDP backward masking: every rank holds every parameter but only the
+/// owners update a component's; feeds each such updated parameter of the
+/// training steps through a `dist.broadcast` from its first owner, in
+/// parameter order (the same on every rank). A no-op for other modules.
+void broadcastOwnedUpdates(mlir::ModuleOp module, int64_t worldSize);
 
 /// The initializer name of `forward`'s argument `arg`.
 llvm::StringRef paramName(mlir::func::FuncOp forward, unsigned arg);

@@ -202,9 +202,9 @@ int main(int argc, char **argv) {
   }
   options.momentumCorrection = momentumCorrection;
   if (sdp.getNumOccurrences()) {
-    if (inference || options.compress) {
+    if (inference || momentumCorrection) {
       errs() << "otc-compile: --sdp does not combine with --inference or "
-                "--compress yet\n";
+                "--momentum-correction\n";
       return 2;
     }
     otc::SdpOptions s;

@@ -124,6 +124,7 @@ def Dist_CompressedAllReduceOp : Dist_Op<"compressed_all_reduce",
     moves the ratio with the all-reduced gradient norm within
     [`ratio_min`, `ratio`]; the first `warmup_steps` steps are sent dense.
     `bucket` numbers the step's buckets (runtime state is per bucket).
+    With `ranks`, over that SDP owner group only (as `dist.all_reduce`).
 
     ```mlir
     %avg, %res2 = dist.compressed_all_reduce %b, %res {method = "topk-int8",
@@ -139,7 +140,8 @@ def Dist_CompressedAllReduceOp : Dist_Op<"compressed_all_reduce",
                        DefaultValuedAttr<I64Attr, "256">:$block_size,
                        DefaultValuedAttr<BoolAttr, "false">:$adaptive,
                        DefaultValuedAttr<I64Attr, "0">:$warmup_steps,
-                       DefaultValuedAttr<I64Attr, "0">:$bucket);
+                       DefaultValuedAttr<I64Attr, "0">:$bucket,
+                       OptionalAttr<DenseI64ArrayAttr>:$ranks);
   let results = (outs RankedTensorOf<[F32]>:$result,
                       Optional<RankedTensorOf<[F32]>>:$new_residual);
   let assemblyFormat = [{

@@ -141,7 +141,8 @@ def Exec_CompressedAllReduceOp : Exec_Op<"compressed_all_reduce",
                        Optional<MemRefRankOf<[F32], [1]>>:$residual,
                        StrAttr:$method, F32Attr:$ratio, F32Attr:$ratio_min,
                        I64Attr:$block_size, BoolAttr:$adaptive,
-                       I64Attr:$warmup_steps, I64Attr:$bucket);
+                       I64Attr:$warmup_steps, I64Attr:$bucket,
+                       OptionalAttr<I64Attr>:$group);
   let assemblyFormat = [{
     $buffer (`,` $residual^)? attr-dict `:` type($buffer) (`,` type($residual)^)?
   }];

@@ -33,6 +33,9 @@ struct StepComm {
   uint64_t seed = 0;
   /// SDP owner groups by index (the manifest's "sdp" "groups").
   const std::vector<std::vector<int64_t>> *groups = nullptr;
+  /// SDP: a group bucket of this step was not finite (agree_finite tells
+  /// every rank).
+  bool pendingNonfinite = false;
 };
 
 /// Averages `count` floats in place over all ranks and counts the bytes.
@@ -71,6 +74,12 @@ void groupAllReduceMeanF32(otc_comm_t *comm, const std::vector<int64_t> &group,
 /// floats in `data` bit for bit (NaNs compare by bits too). Uncounted.
 bool groupIdentical(otc_comm_t *comm, const std::vector<int64_t> &group,
                     const float *data, int64_t count);
+/// allGatherInPlace and allReduceSumF64 over an SDP owner group (split
+/// before; this rank a member): rank i of the group owns block i.
+void groupAllGatherInPlace(otc_comm_t *comm, const std::vector<int64_t> &group,
+                           void *recv, int64_t bytes);
+void groupAllReduceSumF64(otc_comm_t *comm, const std::vector<int64_t> &group,
+                          double *data, int64_t count);
 /// Every rank receives `root`'s `count` floats; counted as sent by the
 /// root and received by the others.
 void broadcastF32(otc_comm_t *comm, int64_t root, float *data, int64_t count);
@@ -78,6 +87,7 @@ void broadcastF32(otc_comm_t *comm, int64_t root, float *data, int64_t count);
 int groupAllReduceMeanCallback(void *comm, int64_t group, float *data,
                                int64_t count);
 int broadcastCallback(void *comm, int64_t root, float *data, int64_t count);
+int agreeFiniteCallback(void *comm);
 
 /// Records why a collective run from a program failed (the callbacks return
 /// a code, so the message waits here for the session to report it).

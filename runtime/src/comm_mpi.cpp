@@ -211,6 +211,52 @@ void groupAllReduceMeanF32(otc_comm_t *comm, const std::vector<int64_t> &group,
   comm->bytesReceived += uint64_t(count) * sizeof(float);
 }
 
+namespace {
+/// The sub-communicator of `group` (this rank a member).
+MPI_Comm groupComm(otc_comm_t *comm, const std::vector<int64_t> &group) {
+  auto it = comm->groups.find(group);
+  if (it == comm->groups.end() || it->second == MPI_COMM_NULL)
+    throw Error(OTC_INTERNAL, "no communicator for this SDP owner group");
+  return it->second;
+}
+} // namespace
+
+void groupAllGatherInPlace(otc_comm_t *comm, const std::vector<int64_t> &group,
+                           void *recv, int64_t bytes) {
+  if (!comm->isMpi || group.size() <= 1 || bytes == 0)
+    return;
+  if (bytes > std::numeric_limits<int>::max())
+    throw Error(OTC_INVALID_ARGUMENT, "all-gather payload over 2 GiB");
+  OTC_MPI_CHECK(MPI_Allgather(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, recv,
+                              int(bytes), MPI_BYTE, groupComm(comm, group)));
+  comm->bytesSent += uint64_t(bytes) * (group.size() - 1);
+  comm->bytesReceived += uint64_t(bytes) * (group.size() - 1);
+}
+
+void groupAllReduceSumF64(otc_comm_t *comm, const std::vector<int64_t> &group,
+                          double *data, int64_t count) {
+  if (!comm->isMpi || group.size() <= 1 || count == 0)
+    return;
+  OTC_MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, data, int(count), MPI_DOUBLE,
+                              MPI_SUM, groupComm(comm, group)));
+  comm->bytesSent += uint64_t(count) * sizeof(double);
+  comm->bytesReceived += uint64_t(count) * sizeof(double);
+}
+
+int agreeFiniteCallback(void *opaque) {
+  auto *sc = static_cast<StepComm *>(opaque);
+  otc_comm_t *comm = sc ? sc->comm : nullptr;
+  try {
+    bool bad = anyRank(comm, sc->pendingNonfinite);
+    sc->pendingNonfinite = false;
+    return bad ? OTC_STEP_SKIPPED_NONFINITE : OTC_STEP_OK;
+  } catch (const std::exception &e) {
+    if (comm)
+      comm->lastError = e.what();
+    return OTC_STEP_ERR_COMM;
+  }
+}
+
 bool groupIdentical(otc_comm_t *comm, const std::vector<int64_t> &group,
                     const float *data, int64_t count) {
   if (!comm->isMpi || group.size() <= 1)

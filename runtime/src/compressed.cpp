@@ -162,7 +162,7 @@ void CompressState::undoStep() {
 
 int compressedAllReduceMean(StepComm &sc, const otc_compress_desc_t &desc,
                             float *data, int64_t count, float *residual,
-                            int64_t bucket) {
+                            int64_t bucket, int64_t group) {
   if (!sc.comm || !sc.compress)
     throw Error(OTC_INVALID_ARGUMENT, "compressed all-reduce without a "
                                       "session communicator");
@@ -177,13 +177,35 @@ int compressedAllReduceMean(StepComm &sc, const otc_compress_desc_t &desc,
   if (count == 0)
     return OTC_STEP_OK;
 
+  // SDP owner group: its members only; a non-finite bucket is remembered
+  // for agree_finite rather than ending the step (the others are elsewhere).
+  const std::vector<int64_t> *members = nullptr;
+  if (group >= 0) {
+    if (!sc.groups || group >= int64_t(sc.groups->size()))
+      badDesc(bucket, "names an SDP owner group the manifest lacks");
+    members = &(*sc.groups)[size_t(group)];
+  }
+  auto nonfinite = [&] {
+    if (!members)
+      return OTC_STEP_SKIPPED_NONFINITE;
+    sc.pendingNonfinite = true;
+    return OTC_STEP_OK;
+  };
+
   if (desc.method == OTCK_COMPRESS_NONE || sc.step <= desc.warmup_steps) {
-    allReduceMeanF32(sc.comm, data, count);
-    return allFinite(data, count) ? OTC_STEP_OK : OTC_STEP_SKIPPED_NONFINITE;
+    if (members)
+      groupAllReduceMeanF32(sc.comm, *members, data, count);
+    else
+      allReduceMeanF32(sc.comm, data, count);
+    return allFinite(data, count) ? OTC_STEP_OK : nonfinite();
   }
 
-  const int world = otc_comm_size(sc.comm);
-  const int rank = otc_comm_rank(sc.comm);
+  const int myRank = otc_comm_rank(sc.comm);
+  const int world = members ? int(members->size()) : otc_comm_size(sc.comm);
+  const int rank =
+      members ? int(std::find(members->begin(), members->end(), myRank) -
+                    members->begin())
+              : myRank;
   BucketUndo undo{
       bucket, feedback ? residual : nullptr, count, b.norm0, b.ratio, b.steps};
 
@@ -191,13 +213,20 @@ int compressedAllReduceMean(StepComm &sc, const otc_compress_desc_t &desc,
   bool adaptive = desc.adaptive && usesRatio(desc.method);
   if (adaptive) {
     double sq = sumSquares(data, count);
-    allReduceSumF64(sc.comm, &sq, 1, /*counted=*/true);
+    if (members)
+      groupAllReduceSumF64(sc.comm, *members, &sq, 1);
+    else
+      allReduceSumF64(sc.comm, &sq, 1, /*counted=*/true);
     double norm = std::sqrt(sq / double(world));
-    if (!std::isfinite(norm))
-      return OTC_STEP_SKIPPED_NONFINITE; // every rank sees the same sum
-    if (b.norm0 == 0 && norm > 0)
-      b.norm0 = norm;
-    ratio = adaptiveRatio(norm, b.norm0, desc.ratio_min, desc.ratio_max);
+    if (!std::isfinite(norm)) { // every member sees the same sum
+      if (!members)
+        return OTC_STEP_SKIPPED_NONFINITE;
+      sc.pendingNonfinite = true; // go on in step with the group
+    } else {
+      if (b.norm0 == 0 && norm > 0)
+        b.norm0 = norm;
+      ratio = adaptiveRatio(norm, b.norm0, desc.ratio_min, desc.ratio_max);
+    }
   }
 
   otck_compress_config cfg{};
@@ -227,7 +256,9 @@ int compressedAllReduceMean(StepComm &sc, const otc_compress_desc_t &desc,
   if (rc < 0) // the config was accepted above; a kernel/ABI mismatch
     badDesc(bucket, "the compression kernel refused the configuration");
   bool bad = rc != 0;
-  if (anyRank(sc.comm, bad)) {
+  if (members && bad)
+    sc.pendingNonfinite = true; // the exchange goes on; the step is skipped
+  if (!members && anyRank(sc.comm, bad)) {
     if (feedback)
       std::memcpy(residual, b.savedResidual.data(),
                   size_t(count) * sizeof(float));
@@ -237,7 +268,10 @@ int compressedAllReduceMean(StepComm &sc, const otc_compress_desc_t &desc,
   // From here on the bucket's update stands unless a later bucket of the
   // same step is skipped; the session then calls undoStep.
   state.touched.push_back(undo);
-  allGatherInPlace(sc.comm, b.gathered.data(), p);
+  if (members)
+    groupAllGatherInPlace(sc.comm, *members, b.gathered.data(), p);
+  else
+    allGatherInPlace(sc.comm, b.gathered.data(), p);
   otck_decompress_sum_f32(&cfg, count, b.gathered.data(), world,
                           1.0f / float(world), data);
   b.ratio = ratio;
@@ -253,7 +287,26 @@ int compressedAllReduceCallback(void *opaque, const otc_compress_desc_t *desc,
     if (!sc || !desc)
       throw Error(OTC_INVALID_ARGUMENT,
                   "compressed all-reduce: comm or desc is NULL");
-    return compressedAllReduceMean(*sc, *desc, data, count, residual, bucket);
+    return compressedAllReduceMean(*sc, *desc, data, count, residual, bucket,
+                                   -1);
+  } catch (const std::exception &e) {
+    if (sc)
+      setCommError(sc->comm, e.what());
+    return OTC_STEP_ERR_COMM;
+  }
+}
+
+int groupCompressedAllReduceCallback(void *opaque, int64_t group,
+                                     const otc_compress_desc_t *desc,
+                                     float *data, int64_t count,
+                                     float *residual, int64_t bucket) {
+  auto *sc = static_cast<StepComm *>(opaque);
+  try {
+    if (!sc || !desc)
+      throw Error(OTC_INVALID_ARGUMENT,
+                  "compressed all-reduce: comm or desc is NULL");
+    return compressedAllReduceMean(*sc, *desc, data, count, residual, bucket,
+                                   group);
   } catch (const std::exception &e) {
     if (sc)
       setCommError(sc->comm, e.what());

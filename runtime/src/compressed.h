@@ -55,17 +55,24 @@ struct CompressState {
 /// while norm0 is unset (0).
 float adaptiveRatio(double norm, double norm0, float ratioMin, float ratioMax);
 
-/// The compressed mean all-reduce of one bucket; returns OTC_STEP_OK or
-/// OTC_STEP_SKIPPED_NONFINITE (the same on every rank) and throws an Error
-/// for a bad descriptor or a failed collective.
+/// The compressed mean all-reduce of one bucket over all ranks (`group`
+/// -1) or an SDP owner group; returns OTC_STEP_OK or
+/// OTC_STEP_SKIPPED_NONFINITE (the same on every rank; a group bucket
+/// instead sets StepComm::pendingNonfinite) and throws an Error for a bad
+/// descriptor or a failed collective.
 int compressedAllReduceMean(StepComm &sc, const otc_compress_desc_t &desc,
                             float *data, int64_t count, float *residual,
-                            int64_t bucket);
+                            int64_t bucket, int64_t group = -1);
 
 /// otc_step_context_t::compressed_all_reduce_mean_f32; `comm` is a StepComm.
 int compressedAllReduceCallback(void *comm, const otc_compress_desc_t *desc,
                                 float *data, int64_t count, float *residual,
                                 int64_t bucket);
+/// otc_step_context_t::group_compressed_all_reduce_mean_f32.
+int groupCompressedAllReduceCallback(void *comm, int64_t group,
+                                     const otc_compress_desc_t *desc,
+                                     float *data, int64_t count,
+                                     float *residual, int64_t bucket);
 
 } // namespace otc
 

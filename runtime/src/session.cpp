@@ -87,6 +87,9 @@ otc_step_context_t makeContext(otc_session_t *s, int64_t step) {
   ctx.compressed_all_reduce_mean_f32 = compressedAllReduceCallback;
   ctx.group_all_reduce_mean_f32 = groupAllReduceMeanCallback;
   ctx.broadcast_f32 = broadcastCallback;
+  ctx.group_compressed_all_reduce_mean_f32 = groupCompressedAllReduceCallback;
+  ctx.agree_finite = agreeFiniteCallback;
+  s->stepComm.pendingNonfinite = false;
   if (s->program->manifest.sdp)
     s->stepComm.groups = &s->program->manifest.sdp->groups;
   return ctx;
@@ -105,16 +108,27 @@ bool sdpCheckEnabled() {
 }
 
 void checkOwnersAgree(otc_session_t *s) {
+  // Backward masking: every rank holds every parameter, and the ones it
+  // does not own must have received the owners' values.
+  bool backward = s->program->manifest.sdp->masking == "backward";
+  std::vector<int64_t> everyone;
+  for (int32_t r = 0; r < otc_comm_size(s->comm); ++r)
+    everyone.push_back(r);
   for (const TensorSpec &p : s->manifest().params) {
-    if (p.owners.size() <= 1 || p.dtype != DType::F32 || p.buffer ||
-        std::find(p.owners.begin(), p.owners.end(), otc_comm_rank(s->comm)) ==
-            p.owners.end())
+    if (p.owners.empty() || p.dtype != DType::F32 || p.buffer)
       continue;
-    if (!groupIdentical(s->comm, p.owners,
+    const std::vector<int64_t> &holders = backward ? everyone : p.owners;
+    if (holders.size() <= 1 ||
+        std::find(holders.begin(), holders.end(), otc_comm_rank(s->comm)) ==
+            holders.end())
+      continue;
+    if (!groupIdentical(s->comm, holders,
                         reinterpret_cast<const float *>(s->at(p)), p.numel()))
-      throw Error(OTC_INTERNAL, "after step " + std::to_string(s->step) +
-                                    " the owners of SDP parameter '" + p.name +
-                                    "' hold different values");
+      throw Error(OTC_INTERNAL,
+                  "after step " + std::to_string(s->step) +
+                      " the holders of SDP parameter '" + p.name +
+                      "' disagree" +
+                      (backward ? " (a rank missed the owners' update)" : ""));
   }
 }
 

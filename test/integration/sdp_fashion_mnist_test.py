@@ -11,6 +11,8 @@
 #   block):                                    >= 0.80
 #   neuron-level, forward masking, C = 0.5:    within MAX_NEURON_GAP
 #   block-level, forward masking, C = 0.5:     within MAX_BLOCK_GAP
+#   block-level, backward masking, C = 0.5, with the topk-int8 compressed
+#   all-reduce (ratio 0.1, owner-group buckets): within 2 points
 #
 # The forward-masking bounds are looser than the 1.5 points asked for: with
 # fixed masks, a component meets in the whole model inputs its owners never
@@ -35,6 +37,7 @@ from cnn_fashion_mnist_test import residual_cnn  # noqa: E402
 MAX_NEURON_GAP = 0.04
 MAX_BLOCK_GAP = 0.06
 MIN_BACKWARD = 0.80
+MAX_COMPRESSED_GAP = 0.02
 
 RUNS = [
     ("ddp", 4, 32, {}),
@@ -42,6 +45,9 @@ RUNS = [
     ("block C=3/8 backward", 8, 16,
      dict(sdp="block", sdp_active=0.375, sdp_masking="backward")),
     ("block C=0.5", 4, 32, dict(sdp="block", sdp_active=0.5)),
+    ("block C=0.5 backward + topk-int8", 4, 32,
+     dict(sdp="block", sdp_active=0.5, sdp_masking="backward",
+          compress="topk-int8", compress_ratio=0.1)),
 ]
 
 
@@ -98,6 +104,13 @@ def main():
                      "of data parallelism" % (100 * MAX_BLOCK_GAP),
                      gap <= MAX_BLOCK_GAP,
                      "%.4f vs %.4f" % (acc["block C=0.5"], ddp))
+    name = "block C=0.5 backward + topk-int8"
+    if name in acc:
+        gap = ddp - acc[name]
+        checks.check("SDP composed with topk-int8 (ratio 0.1) within %.0f "
+                     "points of data parallelism" % (100 * MAX_COMPRESSED_GAP),
+                     gap <= MAX_COMPRESSED_GAP,
+                     "%.4f vs %.4f" % (acc[name], ddp))
     return checks.finish()
 
 

@@ -15,8 +15,10 @@
 #   the whole model;
 # - neuron-level, forward masking, C = 0.5 on 4 ranks: the same checks of
 #   owners and export, parameters narrower in the report;
-# - block-level, backward masking, C = 0.5: owners agree, every rank ends
-#   with the same whole model;
+# - block-level, backward masking, C = 0.5: every rank holds the same
+#   values of every component after each step (non-owners too);
+# - both composed with the topk-int8 compressed all-reduce (owner-group
+#   buckets): the same checks;
 # - a checkpoint of one assignment is refused by a program with another;
 # - memory (the planner's per-rank peak, which is the arena each rank
 #   allocates: checked against the compiled program's entry table): the
@@ -103,6 +105,11 @@ def main():
         "neuron5": dict(world_size=4, batch=8, sdp="neuron", sdp_active=0.5),
         "block5bw": dict(world_size=4, batch=8, sdp="block", sdp_active=0.5,
                          sdp_masking="backward"),
+        "block5bwc": dict(world_size=4, batch=8, sdp="block", sdp_active=0.5,
+                          sdp_masking="backward", compress="topk-int8",
+                          compress_ratio=0.25),
+        "neuron5c": dict(world_size=4, batch=8, sdp="neuron", sdp_active=0.5,
+                         compress="topk-int8", compress_ratio=0.25),
         "block75": dict(world_size=4, batch=8, sdp="block", sdp_active=0.75),
         "ddp4": dict(world_size=4, batch=8),
     }
@@ -141,7 +148,7 @@ def main():
                          "max |difference| %.3g" % worst)
 
     # The exported model is whole, and every part of it was trained.
-    for n in ("block5", "neuron5", "block5bw"):
+    for n in ("block5", "neuron5", "block5bw", "block5bwc", "neuron5c"):
         if n not in weights:
             continue
         w = weights[n]

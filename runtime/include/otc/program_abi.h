@@ -85,6 +85,17 @@ typedef struct otc_step_context {
   /* SDP backward masking: every rank receives rank `root`'s `count` floats
    * in `data`. Returns 0 on success. */
   int (*broadcast_f32)(void *comm, int64_t root, float *data, int64_t count);
+  /* SDP: compressed_all_reduce_mean_f32 over the ranks of owner group
+   * `group`. A non-finite bucket does not end the step here (the other
+   * ranks are not in the group): it is remembered for agree_finite. */
+  int (*group_compressed_all_reduce_mean_f32)(void *comm, int64_t group,
+                                              const otc_compress_desc_t *desc,
+                                              float *data, int64_t count,
+                                              float *residual, int64_t bucket);
+  /* SDP: called by every rank before its first optimizer update. Returns
+   * OTC_STEP_SKIPPED_NONFINITE on every rank when a group bucket of any
+   * rank was not finite, 0 otherwise (or OTC_STEP_ERR_COMM). */
+  int (*agree_finite)(void *comm);
 } otc_step_context_t;
 
 typedef struct otc_program_entry {
