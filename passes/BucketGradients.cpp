@@ -48,8 +48,8 @@ SmallVector<int64_t> ownersOf(Operation *update) {
   if (!arg)
     return {};
   auto fn = llvm::cast<func::FuncOp>(arg.getOwner()->getParentOp());
-  auto owners =
-      fn.getArgAttrOfType<DenseI64ArrayAttr>(arg.getArgNumber(), attr::kSdpOwners);
+  auto owners = fn.getArgAttrOfType<DenseI64ArrayAttr>(arg.getArgNumber(),
+                                                       attr::kSdpOwners);
   auto world = fn->getParentOfType<ModuleOp>()->getAttrOfType<IntegerAttr>(
       dist::kWorldSizeAttr);
   if (!owners || (world && int64_t(owners.size()) == world.getInt()))

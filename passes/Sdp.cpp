@@ -387,10 +387,10 @@ void Sdp::runOnOperation() {
   }
   sdp::Components found = sdp::findComponents(forward, mode);
   doRescale = rescale == "on" ||
-              (rescale == "auto" &&
-               forward
-                   .walk([](graph::BatchNormOp) { return WalkResult::interrupt(); })
-                   .wasInterrupted() == false);
+              (rescale == "auto" && forward.walk([](graph::BatchNormOp) {
+                                             return WalkResult::interrupt();
+                                           })
+                                            .wasInterrupted() == false);
 
   // Components and the families masks balance over.
   SmallVector<Component> comps;
@@ -511,9 +511,9 @@ void otc::sdp::broadcastOwnedUpdates(ModuleOp module, int64_t worldSize) {
       if (!owners || int64_t(owners.size()) >= worldSize)
         continue;
       Value v = ret.getOperand(i);
-      ret.setOperand(i, b.create<dist::BroadcastOp>(
-                            ret.getLoc(), v.getType(), v,
-                            b.getI64IntegerAttr(owners[0])));
+      ret.setOperand(
+          i, b.create<dist::BroadcastOp>(ret.getLoc(), v.getType(), v,
+                                         b.getI64IntegerAttr(owners[0])));
     }
   });
 }

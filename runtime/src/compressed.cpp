@@ -282,18 +282,8 @@ int compressedAllReduceMean(StepComm &sc, const otc_compress_desc_t &desc,
 int compressedAllReduceCallback(void *opaque, const otc_compress_desc_t *desc,
                                 float *data, int64_t count, float *residual,
                                 int64_t bucket) {
-  auto *sc = static_cast<StepComm *>(opaque);
-  try {
-    if (!sc || !desc)
-      throw Error(OTC_INVALID_ARGUMENT,
-                  "compressed all-reduce: comm or desc is NULL");
-    return compressedAllReduceMean(*sc, *desc, data, count, residual, bucket,
-                                   -1);
-  } catch (const std::exception &e) {
-    if (sc)
-      setCommError(sc->comm, e.what());
-    return OTC_STEP_ERR_COMM;
-  }
+  return groupCompressedAllReduceCallback(opaque, -1, desc, data, count,
+                                          residual, bucket);
 }
 
 int groupCompressedAllReduceCallback(void *opaque, int64_t group,
