@@ -97,7 +97,8 @@ def step_time(a, program, work, tag):
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap = argparse.ArgumentParser(
+        description="SDP vs data parallelism: per-rank memory and step time")
     ap.add_argument("--build-dir", default=os.path.join(SOURCE_DIR, "build"))
     ap.add_argument("--steps", type=int, default=10)
     ap.add_argument("--warmup", type=int, default=2)
