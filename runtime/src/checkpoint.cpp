@@ -26,10 +26,27 @@ enum SectionKind : uint32_t {
   kParam = 1,
   kState = 2,
   kExtra = 3,
-  kRuntime = 4
+  kRuntime = 4,
+  kSdp = 5 // the SDP assignment of components to ranks, as text
 };
 constexpr size_t kRuntimeHeaderBytes = 8 + 4 + 4;
 constexpr size_t kSavedBucketBytes = 8 + 4 + 4 + 8;
+
+/// The SDP masks a checkpoint belongs to, in words ("" without SDP).
+std::string describeSdp(const Manifest &m) {
+  if (!m.sdp)
+    return "";
+  std::ostringstream os;
+  os << m.sdp->mode << "-level, " << m.sdp->masking
+     << " masking, C = " << m.sdp->active << " on " << m.worldSize << " ranks:";
+  for (const auto &[name, owners] : m.sdp->components) {
+    os << " " << name << " ->";
+    for (size_t i = 0; i < owners.size(); ++i)
+      os << (i ? "," : " ") << owners[i];
+    os << ";";
+  }
+  return os.str();
+}
 
 uint32_t crcOf(const uint8_t *data, size_t size) {
   return uint32_t(crc32_z(crc32_z(0L, Z_NULL, 0), data, size));
@@ -184,18 +201,9 @@ CheckpointData readCheckpoint(const std::string &path,
   std::memcpy(&stored, p + file.size() - 4, 4);
   if (crcOf(p, file.size() - 4) != stored)
     throw fail(OTC_DATA_LOSS, "checksum mismatch: file is corrupt");
-  if (hash != manifest.hash)
-    throw fail(OTC_FAILED_PRECONDITION,
-               "compiled for a different program/world size (checkpoint: "
-               "world size " +
-                   std::to_string(data.worldSize) +
-                   ", this program: world "
-                   "size " +
-                   std::to_string(manifest.worldSize) +
-                   "; parameter names or shapes, or the SDP assignment of "
-                   "components to ranks, may differ too)");
   Reader body(path, p + kHeaderBytes, file.size() - 4 - kHeaderBytes);
   bool hasRuntime = false;
+  std::string sdp;
   for (uint32_t i = 0; i < sections; ++i) {
     uint32_t kind = body.get<uint32_t>();
     uint32_t nameLen = body.get<uint32_t>();
@@ -225,9 +233,31 @@ CheckpointData readCheckpoint(const std::string &path,
         b.steps = r.get<int64_t>();
       }
       hasRuntime = true;
-    } else
+    } else if (kind == kSdp)
+      sdp.assign(v.begin(), v.end());
+    else
       throw fail(OTC_DATA_LOSS, "unknown section kind " + std::to_string(kind));
   }
+  std::string mine = describeSdp(manifest);
+  if (sdp != mine)
+    throw fail(OTC_FAILED_PRECONDITION,
+               "written for " +
+                   (sdp.empty() ? std::string("a program without SDP")
+                                : "the SDP assignment (" + sdp + ")") +
+                   ", but this program has " +
+                   (mine.empty() ? std::string("no SDP")
+                                 : "the SDP assignment (" + mine + ")"));
+  if (hash != manifest.hash)
+    throw fail(OTC_FAILED_PRECONDITION,
+               "compiled for a different program/world size (checkpoint: "
+               "world size " +
+                   std::to_string(data.worldSize) +
+                   ", this program: world "
+                   "size " +
+                   std::to_string(manifest.worldSize) +
+                   "; parameter names or shapes, or the SDP assignment of "
+                   "components to ranks, may differ too)");
+
   auto check = [&](const std::vector<TensorSpec> &specs,
                    const std::map<std::string, std::vector<uint8_t>> &got,
                    const char *what) {
@@ -275,13 +305,17 @@ otc_status_t otc_session_save_checkpoint(const otc_session_t *session,
     w.put<int32_t>(0);
     w.put<int64_t>(session->step);
     w.put<uint64_t>(session->seed);
-    w.put<uint32_t>(uint32_t(m.params.size() + m.state.size() + 2));
+    std::string sdp = describeSdp(m);
+    w.put<uint32_t>(
+        uint32_t(m.params.size() + m.state.size() + 2 + (sdp.empty() ? 0 : 1)));
     w.put<uint32_t>(0);
     for (const TensorSpec &t : m.params)
       w.section(kParam, t.name, session->at(t), t.bytes());
     for (const TensorSpec &t : m.state)
       w.section(kState, t.name, session->at(t), t.bytes());
     w.section(kExtra, "extra", extra, extra_bytes);
+    if (!sdp.empty())
+      w.section(kSdp, "", sdp.data(), sdp.size());
     Writer rt;
     const std::vector<BucketState> &buckets = session->compress.buckets;
     rt.put<int64_t>(session->skippedSteps);
