@@ -210,6 +210,7 @@ void printReport(ArrayRef<ModuleOp> perRank, int64_t world) {
                                   humanBytes(v));
   };
   // One table per distinct program, naming the ranks that run it.
+  bool alike = llvm::all_equal(perRank);
   for (int64_t rank = 0; rank < world; ++rank) {
     ModuleOp m = perRank[rank];
     if (llvm::is_contained(perRank.take_front(rank), m))
@@ -219,14 +220,13 @@ void printReport(ArrayRef<ModuleOp> perRank, int64_t world) {
     for (int64_t q = rank; q < world; ++q)
       if (perRank[q] == m)
         ranks += (ranks.empty() ? "" : ", ") + std::to_string(q);
-    if (world > 1 && !llvm::all_equal(perRank))
+    if (!alike)
       llvm::outs() << "rank"
                    << (ranks.find(',') != std::string::npos ? "s " : " ")
                    << ranks << ": ";
     llvm::outs() << "memory per rank (static plan, " << world << " rank"
                  << (world == 1 ? "" : "s")
-                 << (llvm::all_equal(perRank) ? ", all ranks alike" : "")
-                 << "):\n";
+                 << (alike ? ", all ranks alike" : "") << "):\n";
     if (m->hasAttr(attr::kSdp)) {
       llvm::outs() << "  components  ";
       for (const llvm::json::Value &c : ownedComponents(m, rank))

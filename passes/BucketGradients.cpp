@@ -4,6 +4,7 @@
 #include "dialects/graph/GraphDialect.h"
 #include "passes/Attributes.h"
 #include "passes/Passes.h"
+#include "passes/SdpAnalysis.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
@@ -42,23 +43,11 @@ private:
   LogicalResult bucket(func::FuncOp fn, bool sdp);
 };
 
-/// SDP: the owner ranks of the parameter an update writes (empty: all).
-SmallVector<int64_t> ownersOf(Operation *update) {
-  auto arg = llvm::dyn_cast<BlockArgument>(update->getOperand(0));
-  if (!arg)
-    return {};
-  auto fn = llvm::cast<func::FuncOp>(arg.getOwner()->getParentOp());
-  auto owners = fn.getArgAttrOfType<DenseI64ArrayAttr>(arg.getArgNumber(),
-                                                       attr::kSdpOwners);
-  auto world = fn->getParentOfType<ModuleOp>()->getAttrOfType<IntegerAttr>(
-      dist::kWorldSizeAttr);
-  if (!owners || (world && int64_t(owners.size()) == world.getInt()))
-    return {};
-  return SmallVector<int64_t>(owners.asArrayRef());
-}
-
 LogicalResult BucketGradients::bucket(func::FuncOp fn, bool sdp) {
   Block &block = fn.front();
+  auto worldAttr = fn->getParentOfType<ModuleOp>()->getAttrOfType<IntegerAttr>(
+      dist::kWorldSizeAttr);
+  int64_t world = worldAttr ? worldAttr.getInt() : 1;
   SmallVector<Operation *> updates;
   for (Operation &op : block)
     if (graph::isOptimizerUpdate(&op))
@@ -86,7 +75,10 @@ LogicalResult BucketGradients::bucket(func::FuncOp fn, bool sdp) {
   // ranks share.
   std::map<SmallVector<int64_t>, SmallVector<Operation *>> sets;
   for (Operation *u : updates) {
-    SmallVector<int64_t> owners = sdp ? ownersOf(u) : SmallVector<int64_t>();
+    SmallVector<int64_t> owners;
+    if (sdp)
+      if (DenseI64ArrayAttr g = sdp::ownerGroup(u->getOperand(0), world))
+        owners.assign(g.asArrayRef().begin(), g.asArrayRef().end());
     if (owners.size() == 1)
       continue; // a single owner has nothing to exchange
     sets[owners].push_back(u);

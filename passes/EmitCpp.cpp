@@ -102,7 +102,8 @@ LogicalResult Emitter::emitFunction(func::FuncOp fn, StringRef cName) {
   os << "static int " << cName
      << "(uint8_t *arena, const otc_step_context_t *ctx) {\n"
      << "  (void)ctx;\n";
-  bool agreed = false;
+  // SDP: agree on finiteness once, before the first update.
+  bool agreed = !fn->getParentOfType<ModuleOp>()->hasAttr(attr::kSdp);
   for (Operation &op : fn.front()) {
     if (auto view = llvm::dyn_cast<exec::ViewOp>(op)) {
       std::string t = cType(view.getType().getElementType());
@@ -137,8 +138,7 @@ LogicalResult Emitter::emitFunction(func::FuncOp fn, StringRef cName) {
     } else if (auto k = llvm::dyn_cast<exec::KernelOp>(op)) {
       // SDP: owner-group buckets only remember a non-finite gradient; every
       // rank agrees before it updates anything.
-      if (!agreed && k.getKernel().ends_with("_update") &&
-          fn->getParentOfType<ModuleOp>()->hasAttr(attr::kSdp)) {
+      if (!agreed && k.getKernel().ends_with("_update")) {
         os << "  if (int rc = ctx->agree_finite(ctx->comm))\n"
            << "    return rc == OTC_STEP_SKIPPED_NONFINITE ? rc : "
               "OTC_STEP_ERR_COMM;\n";

@@ -39,21 +39,12 @@ struct InsertAllReduce : otc::impl::InsertAllReduceBase<InsertAllReduce> {
     module->setAttr(dist::kWorldSizeAttr, attrs.getI64IntegerAttr(worldSize));
     if (worldSize == 1)
       return;
-    // SDP: a component's gradient is averaged over its owners only.
-    auto owners = [&](Value w) -> DenseI64ArrayAttr {
-      auto arg = llvm::dyn_cast<BlockArgument>(w);
-      if (!arg)
-        return {};
-      auto fn = llvm::cast<func::FuncOp>(arg.getOwner()->getParentOp());
-      auto o = fn.getArgAttrOfType<DenseI64ArrayAttr>(arg.getArgNumber(),
-                                                      attr::kSdpOwners);
-      return o && o.size() < worldSize ? o : DenseI64ArrayAttr();
-    };
     // The gradient is operand 1 of every optimizer update.
     module.walk([&](Operation *op) {
       if (!graph::isOptimizerUpdate(op))
         return;
-      DenseI64ArrayAttr ranks = owners(op->getOperand(0));
+      // SDP: a component's gradient is averaged over its owners only.
+      DenseI64ArrayAttr ranks = sdp::ownerGroup(op->getOperand(0), worldSize);
       if (ranks && ranks.size() == 1)
         return; // a single owner averages over itself
       OpBuilder b(op);

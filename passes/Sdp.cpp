@@ -492,6 +492,18 @@ void Sdp::runOnOperation() {
       }));
 }
 
+DenseI64ArrayAttr otc::sdp::ownerGroup(Value param, int64_t worldSize) {
+  auto arg = llvm::dyn_cast<BlockArgument>(param);
+  if (!arg)
+    return {};
+  auto fn = llvm::dyn_cast<func::FuncOp>(arg.getOwner()->getParentOp());
+  auto owners = fn ? fn.getArgAttrOfType<DenseI64ArrayAttr>(arg.getArgNumber(),
+                                                            attr::kSdpOwners)
+                   : DenseI64ArrayAttr();
+  return owners && int64_t(owners.size()) < worldSize ? owners
+                                                      : DenseI64ArrayAttr();
+}
+
 void otc::sdp::broadcastOwnedUpdates(ModuleOp module, int64_t worldSize) {
   auto plan = module->getAttrOfType<DictionaryAttr>(attr::kSdp);
   auto masking = plan ? plan.getAs<StringAttr>("masking") : StringAttr();
@@ -506,9 +518,8 @@ void otc::sdp::broadcastOwnedUpdates(ModuleOp module, int64_t worldSize) {
     llvm::sort(targets);
     OpBuilder b(ret);
     for (auto [arg, i] : targets) {
-      auto owners =
-          fn.getArgAttrOfType<DenseI64ArrayAttr>(arg, attr::kSdpOwners);
-      if (!owners || int64_t(owners.size()) >= worldSize)
+      DenseI64ArrayAttr owners = ownerGroup(fn.getArgument(arg), worldSize);
+      if (!owners)
         continue;
       Value v = ret.getOperand(i);
       ret.setOperand(

@@ -65,6 +65,11 @@ struct Components {
 /// `mode` is "block" or "neuron".
 Components findComponents(mlir::func::FuncOp forward, llvm::StringRef mode);
 
+/// The owner ranks of `param` (a training step's argument) when they are
+/// fewer than all `worldSize` ranks; null for parameters every rank owns
+/// and for anything that is not an SDP parameter.
+mlir::DenseI64ArrayAttr ownerGroup(mlir::Value param, int64_t worldSize);
+
 /// SDP backward masking: every rank holds every parameter but only the
 /// owners update a component's; feeds each such updated parameter of the
 /// training steps through a `dist.broadcast` from its first owner, in

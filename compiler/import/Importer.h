@@ -67,6 +67,11 @@ inline bool isConfigOperand(StringRef opType, int index) {
   auto it = firstConfig.find(opType);
   return it != firstConfig.end() && index >= it->second;
 }
+/// The ranked tensor type of an importer value.
+inline mlir::RankedTensorType typeOf(mlir::Value v) {
+  return llvm::cast<mlir::RankedTensorType>(v.getType());
+}
+
 /// Tensors above this many elements (64 GiB of floats) are refused: every
 /// count below it fits int64_t with room for byte offsets.
 constexpr int64_t kMaxElements = int64_t(1) << 34;

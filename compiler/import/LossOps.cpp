@@ -12,12 +12,6 @@ using namespace mlir;
 
 namespace otc::importer {
 
-namespace {
-RankedTensorType typeOf(Value v) {
-  return llvm::cast<RankedTensorType>(v.getType());
-}
-} // namespace
-
 /// loss over log-probabilities `logp` [N, C, d...] and classes `target`
 /// [N, d...]: -logp[n, target, d...] * weight[target], ignored positions
 /// contributing nothing, then reduced as ONNX's `reduction` says.

@@ -12,10 +12,6 @@ using namespace mlir;
 namespace otc::importer {
 
 namespace {
-RankedTensorType typeOf(Value v) {
-  return llvm::cast<RankedTensorType>(v.getType());
-}
-
 /// Window attributes of a Conv/Pool node over `spatial` dimensions.
 struct Window {
   SmallVector<int64_t> kernel, strides, dilations, begin, end;

@@ -14,12 +14,6 @@ using namespace mlir;
 
 namespace otc::importer {
 
-namespace {
-RankedTensorType typeOf(Value v) {
-  return llvm::cast<RankedTensorType>(v.getType());
-}
-} // namespace
-
 /// Attribute "axis" (default `dflt`) of a node over rank `rank`, made
 /// non-negative; a diagnostic when out of range.
 FailureOr<int64_t> Importer::axisAttr(const onnx::NodeProto &node, int64_t dflt,

@@ -76,15 +76,18 @@ void assembleFullModel(otc_session_t *s) {
   s->assembledStep = s->step;
 }
 
+void copyInputsToFullModel(otc_session_t *s) {
+  for (const TensorSpec &in : s->program->manifest.inputs)
+    if (const TensorSpec *t = s->manifest().findInput(in.name))
+      std::memcpy(s->fullArena.get() + in.offset, s->at(*t), in.bytes());
+}
+
 void calibrateFullModel(otc_session_t *s) {
   const otc_program_entry_t *entry = s->program->entry;
   if (!entry->calibrate_step)
     return;
   assembleFullModel(s);
-  const Manifest &full = s->program->manifest;
-  for (const TensorSpec &in : full.inputs)
-    if (const TensorSpec *t = s->manifest().findInput(in.name))
-      std::memcpy(s->fullArena.get() + in.offset, s->at(*t), in.bytes());
+  copyInputsToFullModel(s);
   otc_step_context_t ctx{};
   ctx.step = s->step;
   ctx.seed = stepSeed(s->seed, s->step);

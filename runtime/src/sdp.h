@@ -25,6 +25,10 @@ void forEachKept(const TensorSpec &local, const std::vector<int64_t> &fullShape,
 /// rank holds keep their initial values). Collective: every rank calls it.
 void assembleFullModel(otc_session_t *session);
 
+/// Copies the inputs bound to this rank's training program into the whole
+/// model's arena (same names and shapes; assembled before).
+void copyInputsToFullModel(otc_session_t *session);
+
 /// Runs the whole model's calibrate_step (if it has BatchNorm) on the
 /// inputs bound to this rank's training program: the assembled model's
 /// running statistics move towards this batch's. Local to the rank.

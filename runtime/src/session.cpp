@@ -285,10 +285,8 @@ otc_status_t otc_session_eval_step(otc_session_t *session, void *out,
     uint8_t *arena = session->arena.get();
     if (session->isSdp()) {
       assembleFullModel(session);
+      copyInputsToFullModel(session);
       arena = session->fullArena.get();
-      for (const TensorSpec &in : m.inputs)
-        if (const TensorSpec *t = session->manifest().findInput(in.name))
-          std::memcpy(arena + in.offset, session->at(*t), in.bytes());
     }
     otc_step_context_t ctx = makeContext(session, session->step);
     int rc = entry->eval_step(arena, &ctx);
