@@ -15,6 +15,8 @@
 
 #include "otc/compress.h"
 
+#include "isa.h"
+
 #include <stdint.h>
 #include <string.h>
 
@@ -25,6 +27,7 @@
 #endif
 
 namespace otc::kernels::compress {
+inline namespace OTCK_ISA {
 
 template <typename To, typename From> OTCK_HD To bitsOf(From from) {
   static_assert(sizeof(To) == sizeof(From), "bitsOf needs equal sizes");
@@ -221,6 +224,7 @@ OTCK_HD void sampleSubset(uint64_t key, uint32_t m, uint32_t c,
   }
 }
 
+} // namespace OTCK_ISA
 } // namespace otc::kernels::compress
 
 #endif // OTC_KERNELS_CPU_COMPRESS_FORMAT_H

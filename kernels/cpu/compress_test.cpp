@@ -8,7 +8,9 @@
 // blocks, B = 1 .. 65536, k = 1 .. B). The properties DESIGN §8 relies on are
 // checked on the kernel's own output: the error-feedback identity, the int8
 // error bound, decompress-sum linearity, thread-count independence and the
-// non-finite flag.
+// non-finite flag. The parameterised suite runs once per instruction-set
+// variant of the kernels (compress_isa.h) this CPU supports; a variant it
+// lacks is skipped, saying so.
 //
 //===----------------------------------------------------------------------===//
 
@@ -16,6 +18,8 @@
 
 // Only for the conversion edge cases that cannot reach the ABI (inf, NaN).
 #include "compress_format.h"
+// Selects the variant the C API runs.
+#include "compress_isa.h"
 
 #include <gtest/gtest.h>
 #include <omp.h>
@@ -29,6 +33,7 @@
 #include <random>
 #include <set>
 #include <string>
+#include <tuple>
 #include <vector>
 
 namespace {
@@ -410,6 +415,20 @@ constexpr size_t kGuard = 64;
     if (payload[sz(bytes) + i] != kCanary)
       return ::testing::AssertionFailure() << "wrote past the payload";
 
+  if (r0) {
+    // The saving variant writes the same bits and the residual as it was.
+    std::vector<unsigned char> p2(sz(bytes));
+    std::vector<float> r2 = *r0, saved(sz(n), kNaN);
+    if (otck_compress_saving_f32(&c, n, g.data(), r2.data(), saved.data(),
+                                 p2.data()) != 0)
+      return ::testing::AssertionFailure() << "saving variant failed";
+    if (std::memcmp(p2.data(), payload.data(), sz(bytes)) != 0 ||
+        std::memcmp(r2.data(), r.data(), sz(n) * 4) != 0 ||
+        std::memcmp(saved.data(), r0->data(), sz(n) * 4) != 0)
+      return ::testing::AssertionFailure()
+             << "saving variant: payload, residual or saved copy differs";
+  }
+
   const Reference ref = refCompress(c, v);
   for (int64_t i = 0; i < bytes; ++i)
     if (payload[sz(i)] != ref.payload[sz(i)]) {
@@ -479,11 +498,40 @@ const otck_compress_method kAllMethods[] = {
     OTCK_COMPRESS_INT8,   OTCK_COMPRESS_TOPK, OTCK_COMPRESS_TOPK_INT8,
     OTCK_COMPRESS_RANDOMK};
 
-class CompressMethod : public ::testing::TestWithParam<otck_compress_method> {};
+using otc::kernels::compress::Isa;
 
-std::string
-methodParamName(const ::testing::TestParamInfo<otck_compress_method> &info) {
-  return methodName(info.param);
+} // namespace
+
+namespace otc::kernels::compress {
+// Readable test parameters in gtest's output.
+void PrintTo(Isa isa, std::ostream *os) { *os << isaName(isa); }
+} // namespace otc::kernels::compress
+
+namespace {
+
+const Isa kAllIsas[] = {Isa::Generic, Isa::Avx2, Isa::Avx512};
+
+/// Parameters: a method, and the instruction-set variant that runs it.
+class CompressMethod
+    : public ::testing::TestWithParam<std::tuple<otck_compress_method, Isa>> {
+protected:
+  void SetUp() override {
+    const Isa isa = std::get<1>(GetParam());
+    if (!otc::kernels::compress::useIsa(isa))
+      GTEST_SKIP() << "this CPU (or build) has no "
+                   << otc::kernels::compress::isaName(isa) << " variant";
+  }
+  void TearDown() override {
+    otc::kernels::compress::useIsa(otc::kernels::compress::bestIsa());
+  }
+  static otck_compress_method method() { return std::get<0>(GetParam()); }
+};
+
+std::string methodParamName(
+    const ::testing::TestParamInfo<std::tuple<otck_compress_method, Isa>>
+        &info) {
+  return std::string(methodName(std::get<0>(info.param))) + "_" +
+         otc::kernels::compress::isaName(std::get<1>(info.param));
 }
 
 //===--- Tests ------------------------------------------------------------===//
@@ -538,10 +586,14 @@ TEST(Compress, PayloadBytes) {
   float g = 1.0f;
   unsigned char p[8];
   EXPECT_EQ(otck_compress_f32(&c, 1, &g, nullptr, p), -1);
+  // The saving variant needs somewhere to save a residual.
+  c = makeConfig(OTCK_COMPRESS_TOPK_INT8, 256);
+  float r = 0.0f;
+  EXPECT_EQ(otck_compress_saving_f32(&c, 1, &g, &r, nullptr, p), -1);
 }
 
 TEST_P(CompressMethod, MatchesReference) {
-  const otck_compress_method method = GetParam();
+  const otck_compress_method method = this->method();
   const std::vector<float> ratios =
       isSparse(method) ? std::vector<float>{1e-6f, 0.1f, 0.5f, 1.0f}
                        : std::vector<float>{1.0f};
@@ -566,7 +618,7 @@ TEST_P(CompressMethod, MatchesReference) {
 
 TEST_P(CompressMethod, LargeBlocks) {
   // uint16 indices above 255, B = 65536 and a short last block.
-  const otck_compress_method method = GetParam();
+  const otck_compress_method method = this->method();
   for (int64_t b : {4096, 65536})
     for (float ratio : {0.01f, 0.3f}) {
       if (!isSparse(method) && ratio != 0.01f)
@@ -580,7 +632,7 @@ TEST_P(CompressMethod, LargeBlocks) {
 }
 
 TEST_P(CompressMethod, DecompressSumIsTheSumOfDecompressions) {
-  const otck_compress_method method = GetParam();
+  const otck_compress_method method = this->method();
   const otck_compress_config c = makeConfig(method, 257, 0.1f, 9);
   const int64_t n = 5000, w = 4;
   const int64_t bytes = otck_compress_payload_bytes(&c, n);
@@ -611,7 +663,7 @@ TEST_P(CompressMethod, DecompressSumIsTheSumOfDecompressions) {
 }
 
 TEST_P(CompressMethod, ThreadCountDoesNotChangeThePayload) {
-  const otck_compress_method method = GetParam();
+  const otck_compress_method method = this->method();
   const otck_compress_config c = makeConfig(method, 256, 0.1f, 3);
   const int64_t n = (int64_t(1) << 20) + 77;
   const std::vector<float> g = makeData(Data::Normal, n, 11);
@@ -635,7 +687,7 @@ TEST_P(CompressMethod, ThreadCountDoesNotChangeThePayload) {
 }
 
 TEST_P(CompressMethod, NonFiniteReturnsOneAndKeepsTheResidual) {
-  const otck_compress_method method = GetParam();
+  const otck_compress_method method = this->method();
   const otck_compress_config c = makeConfig(method, 256, 0.1f, 1);
   const int64_t n = 100000;
   std::vector<unsigned char> p(sz(otck_compress_payload_bytes(&c, n)));
@@ -657,6 +709,15 @@ TEST_P(CompressMethod, NonFiniteReturnsOneAndKeepsTheResidual) {
         << methodName(method) << " at " << cs.at;
     EXPECT_EQ(std::memcmp(r.data(), rBefore.data(), sz(n) * 4), 0)
         << "residual changed";
+    // The saving variant finds it while compressing and puts back what it
+    // had already compressed.
+    std::vector<float> saved(sz(n));
+    EXPECT_EQ(otck_compress_saving_f32(&c, n, g.data(), r.data(), saved.data(),
+                                       p.data()),
+              1)
+        << methodName(method) << " at " << cs.at << " (saving)";
+    EXPECT_EQ(std::memcmp(r.data(), rBefore.data(), sz(n) * 4), 0)
+        << "residual changed (saving)";
     if (!std::isfinite(cs.g)) {
       EXPECT_EQ(otck_compress_f32(&c, n, g.data(), nullptr, p.data()), 1)
           << methodName(method) << " at " << cs.at << " without residual";
@@ -669,7 +730,9 @@ TEST_P(CompressMethod, NonFiniteReturnsOneAndKeepsTheResidual) {
 }
 
 INSTANTIATE_TEST_SUITE_P(AllMethods, CompressMethod,
-                         ::testing::ValuesIn(kAllMethods), methodParamName);
+                         ::testing::Combine(::testing::ValuesIn(kAllMethods),
+                                            ::testing::ValuesIn(kAllIsas)),
+                         methodParamName);
 
 TEST(Compress, NoneRoundTripsBitwise) {
   const otck_compress_config c = makeConfig(OTCK_COMPRESS_NONE, 256);

@@ -11,6 +11,8 @@
 #ifndef OTC_KERNELS_CPU_PARALLEL_H
 #define OTC_KERNELS_CPU_PARALLEL_H
 
+#include "isa.h"
+
 #include <omp.h>
 
 #include <algorithm>
@@ -18,6 +20,7 @@
 #include <cstring>
 
 namespace otc::kernels {
+inline namespace OTCK_ISA {
 
 /// Elements of cheap elementwise work (a load, an add, a store) below which a
 /// kernel stays on the calling thread: a parallel region costs a few
@@ -108,6 +111,7 @@ template <typename To, typename From> inline To bitCast(From from) {
   return to;
 }
 
+} // namespace OTCK_ISA
 } // namespace otc::kernels
 
 #endif // OTC_KERNELS_CPU_PARALLEL_H

@@ -21,8 +21,9 @@
 //        all-reduced numbers, so all agree; desc.ratio is not used. Without
 //        adaptive, ratio = desc.ratio.
 //     2. Compress g (+ r, updating r, with error feedback) with otck_compress
-//        into this rank's slot of the gather buffer; the residual is saved
-//        first. RANDOMK's seed is mixed from the step's seed and the bucket.
+//        into this rank's slot of the gather buffer; the kernel saves the
+//        residual as it reads it (otck_compress_saving_f32). RANDOMK's seed
+//        is mixed from the step's seed and the bucket.
 //     3. Agree on finiteness: an int MAX all-reduce of "compress saw a NaN or
 //        an infinity" (4 bytes counted). If set on any rank, every rank
 //        restores r and returns OTC_STEP_SKIPPED_NONFINITE.
@@ -244,15 +245,13 @@ int compressedAllReduceMean(StepComm &sc, const otc_compress_desc_t &desc,
     int64_t cap = std::max(p, payloadBytes(most, count, bucket));
     b.gathered.resize(size_t(cap) * size_t(world));
   }
-  if (feedback) {
-    if (b.savedResidual.size() < size_t(count))
-      b.savedResidual.resize(size_t(count));
-    std::memcpy(b.savedResidual.data(), residual,
-                size_t(count) * sizeof(float));
-  }
+  if (feedback && b.savedResidual.size() < size_t(count))
+    b.savedResidual.resize(size_t(count));
   uint8_t *mine = b.gathered.data() + size_t(rank) * size_t(p);
-  int rc =
-      otck_compress_f32(&cfg, count, data, feedback ? residual : nullptr, mine);
+  // The kernel saves the residual as it streams it, for undoStep.
+  int rc = otck_compress_saving_f32(
+      &cfg, count, data, feedback ? residual : nullptr,
+      feedback ? b.savedResidual.data() : nullptr, mine);
   if (rc < 0) // the config was accepted above; a kernel/ABI mismatch
     badDesc(bucket, "the compression kernel refused the configuration");
   bool bad = rc != 0;

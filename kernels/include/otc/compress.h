@@ -74,6 +74,17 @@ int64_t otck_compress_payload_bytes(const otck_compress_config *config,
 int otck_compress_f32(const otck_compress_config *config, int64_t n,
                       const float *g, float *residual, void *payload);
 
+/* otck_compress_f32 that also copies the residual as it was into `saved`
+ * (n floats, not NULL when residual is not), so that the caller can undo
+ * the step after the compression succeeded (another rank's gradient was
+ * not finite): one pass over the residual where a copy, a finiteness check
+ * and the compression would take three. Returns as otck_compress_f32 (on 1
+ * the residual is unchanged and `saved` unspecified); -1 also for a NULL
+ * `saved` with a residual. */
+int otck_compress_saving_f32(const otck_compress_config *config, int64_t n,
+                             const float *g, float *residual, float *saved,
+                             void *payload);
+
 /* out = scale * sum over `count` payloads (laid back to back, each
  * otck_compress_payload_bytes long: an all-gather's result) of their
  * decompressed buckets. out is overwritten, not accumulated into; count 0

@@ -1,0 +1,45 @@
+//===- compress_isa.h - Instruction-set variants of compression -*- C++ -*-===//
+//
+// Internal to the kernel library. The compression kernels
+// (compress_kernels.h) are compiled for baseline x86-64 (or whatever the
+// target is), and on x86-64 also for AVX2 (x86-64-v3) and AVX-512
+// (x86-64-v4); the C API runs the widest one this CPU supports. All
+// variants write the same payloads and residuals bit for bit.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef OTC_KERNELS_CPU_COMPRESS_ISA_H
+#define OTC_KERNELS_CPU_COMPRESS_ISA_H
+
+#include "otc/compress.h"
+
+namespace otc::kernels::compress {
+
+enum class Isa { Generic, Avx2, Avx512 };
+
+const char *isaName(Isa isa);
+
+/// The widest variant this CPU and build support.
+Isa bestIsa();
+
+/// Makes the C API use `isa` (for tests); false, and nothing changes, when
+/// this CPU or build lacks it.
+bool useIsa(Isa isa);
+
+#define OTCK_DECLARE_COMPRESS_VARIANT(ns)                                      \
+  namespace ns {                                                               \
+  int compressF32(const otck_compress_config *config, int64_t n,               \
+                  const float *g, float *residual, float *saved,               \
+                  void *payload);                                              \
+  void decompressSumF32(const otck_compress_config *config, int64_t n,         \
+                        const void *payloads, int64_t count, float scale,      \
+                        float *out);                                           \
+  }
+OTCK_DECLARE_COMPRESS_VARIANT(generic)
+OTCK_DECLARE_COMPRESS_VARIANT(avx2)
+OTCK_DECLARE_COMPRESS_VARIANT(avx512)
+#undef OTCK_DECLARE_COMPRESS_VARIANT
+
+} // namespace otc::kernels::compress
+
+#endif // OTC_KERNELS_CPU_COMPRESS_ISA_H

@@ -1,0 +1,677 @@
+//===- compress_kernels.h - Block-wise gradient compression -----*- C++ -*-===//
+//
+// Internal to the kernel library, included once per instruction set
+// (compress.cpp: baseline x86-64 or any other target; compress_avx2.cpp,
+// compress_avx512.cpp) and dispatched at run time by compress.cpp. Every
+// variant computes the same bits: integer work, and float operations whose
+// results IEEE fixes (no contraction, no reciprocal estimates).
+//
+// The methods of otc/compress.h are one kernel over two policies: a
+// selection (every element, the top-k by |g|, or k random ones) and a value
+// encoding (fp32, fp16, bf16, int8 with a per-block scale). Each block is
+// compressed while it is in cache: sum with the residual, select, gather,
+// encode, write the payload, update the residual. Decompression decodes
+// every payload's copy of a block in turn into the output block.
+//
+// Blocks are independent and their payload offsets fixed, so blocks are
+// split across OpenMP threads and the result does not depend on the thread
+// count. The bit-level coding shared with the CUDA twin is in
+// compress_format.h.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef OTC_KERNELS_CPU_COMPRESS_KERNELS_H
+#define OTC_KERNELS_CPU_COMPRESS_KERNELS_H
+
+#include "otc/compress.h"
+
+#include "compress_format.h"
+#include "parallel.h"
+
+#include <algorithm>
+#include <atomic>
+#include <cmath>
+#include <memory>
+
+#if defined(__AVX2__)
+#include <immintrin.h>
+#endif
+
+namespace otc::kernels::compress {
+inline namespace OTCK_ISA {
+
+namespace {
+
+/// Elements per unit of work for NONE, FP16 and BF16, whose layout does not
+/// depend on B (which may be 1).
+constexpr int64_t kElementwiseUnit = 4096;
+
+/// Relative cost of one element of sparse compression (selection included)
+/// for parallelFor's threshold.
+constexpr int64_t kSparseCost = 16;
+
+//===--- Value encodings --------------------------------------------------===//
+
+struct EncodeF32 {
+  using Stored = float;
+  static constexpr bool kScaled = false;
+  static float scaleOf(const float *, int64_t) { return 0.0f; }
+  static void encode(const float *v, int64_t c, float, Stored *q) {
+    std::memcpy(q, v, size_t(c) * sizeof(float));
+  }
+  static void decode(const Stored *q, int64_t c, float, float *out) {
+    std::memcpy(out, q, size_t(c) * sizeof(float));
+  }
+};
+
+struct EncodeF16 {
+  using Stored = uint16_t;
+  static constexpr bool kScaled = false;
+  static float scaleOf(const float *, int64_t) { return 0.0f; }
+  static void encode(const float *v, int64_t c, float, Stored *q) {
+#pragma omp simd
+    for (int64_t i = 0; i < c; ++i)
+      q[i] = floatToHalf(v[i]);
+  }
+  static void decode(const Stored *q, int64_t c, float, float *out) {
+#pragma omp simd
+    for (int64_t i = 0; i < c; ++i)
+      out[i] = halfToFloat(q[i]);
+  }
+};
+
+struct EncodeBF16 {
+  using Stored = uint16_t;
+  static constexpr bool kScaled = false;
+  static float scaleOf(const float *, int64_t) { return 0.0f; }
+  static void encode(const float *v, int64_t c, float, Stored *q) {
+#pragma omp simd
+    for (int64_t i = 0; i < c; ++i)
+      q[i] = floatToBf16(v[i]);
+  }
+  static void decode(const Stored *q, int64_t c, float, float *out) {
+#pragma omp simd
+    for (int64_t i = 0; i < c; ++i)
+      out[i] = bf16ToFloat(q[i]);
+  }
+};
+
+struct EncodeInt8 {
+  using Stored = int8_t;
+  static constexpr bool kScaled = true;
+  /// Scale of the kept values (all finite).
+  static float scaleOf(const float *v, int64_t c) {
+    float m = 0.0f;
+#pragma omp simd reduction(max : m)
+    for (int64_t i = 0; i < c; ++i)
+      m = std::max(m, std::fabs(v[i]));
+    return int8Scale(m);
+  }
+  static void encode(const float *v, int64_t c, float scale, Stored *q) {
+    if (!(scale > 0.0f)) { // all zeros, or absmax / 127 underflowed
+      std::memset(q, 0, size_t(c));
+      return;
+    }
+#pragma omp simd
+    for (int64_t i = 0; i < c; ++i)
+      q[i] = quantizeInt8(v[i], scale);
+  }
+  static void decode(const Stored *q, int64_t c, float scale, float *out) {
+#pragma omp simd
+    for (int64_t i = 0; i < c; ++i)
+      out[i] = dequantizeInt8(q[i], scale);
+  }
+};
+
+//===--- Compaction -------------------------------------------------------===//
+
+/// Slots past the last candidate that compactAtLeast may write (whole
+/// vectors); also room for the padding of SelectTopK's ranking (64 lanes)
+/// and refinement.
+constexpr int64_t kCompactSlack = 64;
+
+#if defined(__AVX2__) && !defined(__AVX512F__)
+/// Byte j of entry `mask`: the lane of the j-th set bit of the 8-bit mask.
+struct CompactLanes {
+  uint64_t lanes[256];
+  constexpr CompactLanes() : lanes() {
+    for (int mask = 0; mask < 256; ++mask) {
+      uint64_t packed = 0;
+      for (int lane = 0, j = 0; lane < 8; ++lane)
+        if (mask >> lane & 1)
+          packed |= uint64_t(lane) << (8 * j++);
+      lanes[mask] = packed;
+    }
+  }
+};
+constexpr CompactLanes kCompactLanes;
+#endif
+
+/// Writes the indices i of the keys a[i] >= low (low >= 0), in order, to
+/// cand and the keys to w; returns their count. Both may be written up to
+/// kCompactSlack slots past the count.
+int64_t compactAtLeast(const int32_t *a, int64_t m, int32_t low, uint32_t *cand,
+                       int32_t *w) {
+  int64_t nc = 0, i = 0;
+#if defined(__AVX512F__)
+  // Compress into a register, then store: the memory form of vpcompressd
+  // is microcoded on some cores.
+  const __m512i lowv = _mm512_set1_epi32(low), step = _mm512_set1_epi32(16);
+  __m512i iv =
+      _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
+  for (; i + 16 <= m; i += 16) {
+    const __m512i x = _mm512_loadu_si512(a + i);
+    const __mmask16 k = _mm512_cmpge_epi32_mask(x, lowv);
+    _mm512_storeu_si512(cand + nc, _mm512_maskz_compress_epi32(k, iv));
+    _mm512_storeu_si512(w + nc, _mm512_maskz_compress_epi32(k, x));
+    nc += __builtin_popcount(k);
+    iv = _mm512_add_epi32(iv, step);
+  }
+#elif defined(__AVX2__)
+  const __m256i below = _mm256_set1_epi32(low - 1), step = _mm256_set1_epi32(8);
+  __m256i iv = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+  for (; i + 8 <= m; i += 8) {
+    const __m256i x =
+        _mm256_loadu_si256(reinterpret_cast<const __m256i *>(a + i));
+    const int k =
+        _mm256_movemask_ps(_mm256_castsi256_ps(_mm256_cmpgt_epi32(x, below)));
+    const __m256i lanes = _mm256_cvtepu8_epi32(
+        _mm_cvtsi64_si128(int64_t(kCompactLanes.lanes[k])));
+    _mm256_storeu_si256(reinterpret_cast<__m256i *>(cand + nc),
+                        _mm256_permutevar8x32_epi32(iv, lanes));
+    _mm256_storeu_si256(reinterpret_cast<__m256i *>(w + nc),
+                        _mm256_permutevar8x32_epi32(x, lanes));
+    nc += __builtin_popcount(unsigned(k));
+    iv = _mm256_add_epi32(iv, step);
+  }
+#endif
+  // Branch-free: the stores are unconditional, the cursor moves on matches.
+  for (; i < m; ++i) {
+    cand[nc] = uint32_t(i);
+    w[nc] = a[i];
+    nc += a[i] >= low;
+  }
+  return nc;
+}
+
+//===--- Per-thread scratch -----------------------------------------------===//
+
+template <class Enc, class Idx> struct Scratch {
+  Scratch(int64_t unit, bool sparse)
+      : q(new typename Enc::Stored[size_t(unit)]),
+        dec(new float[size_t(unit)]) {
+    if (!sparse)
+      return;
+    keys.reset(new int32_t[size_t(unit)]);
+    candKeys.reset(new int32_t[size_t(unit + kCompactSlack)]);
+    cand.reset(new uint32_t[size_t(unit + kCompactSlack)]);
+    idx.reset(new uint32_t[size_t(unit)]);
+    packed.reset(new Idx[size_t(unit)]);
+    kept.reset(new float[size_t(unit)]);
+    bitmap.reset(new uint32_t[size_t(unit / 32 + 1)]);
+  }
+  std::unique_ptr<typename Enc::Stored[]> q; ///< encoded values
+  std::unique_ptr<float[]> dec;              ///< decoded values
+  std::unique_ptr<int32_t[]> keys;           ///< top-k: |v| bit patterns
+  std::unique_ptr<int32_t[]> candKeys;       ///< top-k: candidates' keys
+  std::unique_ptr<uint32_t[]> cand;          ///< top-k: candidates
+  std::unique_ptr<uint32_t[]> idx;           ///< kept indices, ascending
+  std::unique_ptr<Idx[]> packed;             ///< the same as stored
+  std::unique_ptr<float[]> kept;             ///< kept values, gathered
+  std::unique_ptr<uint32_t[]> bitmap;        ///< RANDOMK: chosen indices
+};
+
+//===--- Selections -------------------------------------------------------===//
+// A sparse selection writes the indices it keeps of block `block` (m
+// elements, finite values v) to idx in ascending order and returns their
+// count, min(k, m).
+
+struct SelectAll {
+  static constexpr bool kSparse = false;
+};
+
+struct SelectTopK {
+  static constexpr bool kSparse = true;
+  static constexpr int kShift = 20; ///< |v| patterns >> 20: 11-bit prefixes
+  static constexpr int64_t kRankLanes = 64;
+
+  /// Order by |v| as bit patterns (exact and total for finite values), ties
+  /// broken by index. The candidates are the elements at or above a
+  /// threshold L on the grid of 11-bit prefixes (exponent and 3 mantissa
+  /// bits: steps of 1/8 octave): L starts an octave below the largest |v|;
+  /// if that admits fewer than k or more than 2k, it gallops down until at
+  /// least k qualify, then bisects until at most 2k do, each probe one
+  /// vectorised count. Up to 64 candidates are ranked by counting; more, or
+  /// ties at the k-th largest pattern t, are settled by finding t bit by
+  /// bit, candidates equal to t kept lowest index first. On gradient-like
+  /// data with k = 26 of 256 that is one pass to find the largest, one to
+  /// compact about 40 candidates and their ranking.
+  template <class S>
+  static int64_t select(const float *v, int64_t m, int64_t k, int64_t, uint64_t,
+                        S &s, uint32_t *idx) {
+    if (m <= k) {
+      for (int64_t i = 0; i < m; ++i)
+        idx[i] = uint32_t(i);
+      return m;
+    }
+    // Patterns are below 2^31: signed compares order them.
+    int32_t *a = s.keys.get();
+    float top = 0.0f;
+#pragma omp simd reduction(max : top)
+    for (int64_t i = 0; i < m; ++i) {
+      a[i] = int32_t(absBits(v[i]));
+      top = std::max(top, std::fabs(v[i]));
+    }
+    auto countAtLeast = [&](int32_t prefix) {
+      const int32_t low = prefix << kShift;
+      int32_t n = 0;
+#pragma omp simd reduction(+ : n)
+      for (int64_t i = 0; i < m; ++i)
+        n += a[i] >= low;
+      return int64_t(n);
+    };
+    // The first threshold, an octave below the largest |v|, usually admits
+    // between k and 2k elements: compact them right away. Otherwise search
+    // the grid with counts. Invariant: count(hi) < k <= count(lo) = nc;
+    // count(0) = m.
+    const int32_t topPrefix = int32_t(absBits(top) >> kShift);
+    int32_t hi = topPrefix + 1, lo = std::max(topPrefix - 8, 0);
+    uint32_t *cand = s.cand.get();
+    int32_t *w = s.candKeys.get();
+    int64_t nc = compactAtLeast(a, m, lo << kShift, cand, w);
+    if (nc < k || nc > 2 * k) {
+      for (int32_t step = 16; nc < k; step *= 2) {
+        hi = lo;
+        lo = std::max(hi - step, 0);
+        nc = countAtLeast(lo);
+      }
+      while (hi - lo > 1 && nc > 2 * k) {
+        const int32_t mid = lo + (hi - lo) / 2;
+        const int64_t n = countAtLeast(mid);
+        if (n >= k) {
+          lo = mid;
+          nc = n;
+        } else {
+          hi = mid;
+        }
+      }
+      nc = compactAtLeast(a, m, lo << kShift, cand, w);
+    }
+    const int32_t low = lo << kShift;
+    if (nc == k) {
+      std::copy(cand, cand + k, idx);
+      return k;
+    }
+    // Few candidates: rank each by the number of larger patterns, counted
+    // across lanes (no horizontal sums, no branches). Without ties at the
+    // k-th largest pattern exactly k have rank < k; with them, the
+    // threshold search below breaks the ties.
+    if (nc <= kRankLanes) {
+      std::fill(w + nc, w + kRankLanes, -1);
+      int32_t rank[kRankLanes] = {};
+      for (int64_t i = 0; i < nc; ++i) {
+        const int32_t x = w[i];
+#pragma omp simd
+        for (int64_t j = 0; j < kRankLanes; ++j)
+          rank[j] += x > w[j];
+      }
+      int64_t c = 0;
+      for (int64_t j = 0; j < nc; ++j) {
+        idx[c] = cand[j];
+        c += rank[j] < k;
+      }
+      if (c == k)
+        return k;
+    }
+    // t: the largest pattern with at least k candidates at or above it,
+    // that is the k-th largest. Its bits above the highest that varies in
+    // [L, H) are L's; the others are set from the top down, two a pass,
+    // each pass three branch-free counts over the candidates (the
+    // unpredictable branches of nth_element cost more on fresh data). The
+    // candidates are padded to whole vectors with keys no probe (> 0)
+    // reaches.
+    const int64_t padded = (nc + 15) & ~int64_t(15);
+    std::fill(w + nc, w + padded, -1);
+    const uint32_t lowKey = uint32_t(low),
+                   highKey = (uint32_t(hi) << kShift) - 1;
+    const int varying = 31 - __builtin_clz(lowKey ^ highKey);
+    uint32_t tBits = lowKey & ~((2u << varying) - 1u);
+    for (int b = varying; b >= 0; b -= 2) {
+      const int shift = b > 0 ? b - 1 : 0;
+      const uint32_t step = 1u << shift;
+      const int32_t p1 = int32_t(tBits | step), p2 = int32_t(tBits | 2 * step),
+                    p3 = int32_t(tBits | 3 * step);
+      int32_t n1 = 0, n2 = 0, n3 = 0;
+#pragma omp simd reduction(+ : n1, n2, n3)
+      for (int64_t j = 0; j < padded; ++j) {
+        n1 += w[j] >= p1;
+        n2 += w[j] >= p2;
+        n3 += w[j] >= p3;
+      }
+      // With b == 0 only p1 is a one-bit step; p2, p3 would set bit 1.
+      tBits = b > 0 && n3 >= k   ? uint32_t(p3)
+              : b > 0 && n2 >= k ? uint32_t(p2)
+              : n1 >= k          ? uint32_t(p1)
+                                 : tBits;
+    }
+    const int32_t t = int32_t(tBits);
+    int64_t above = 0, equal = 0;
+#pragma omp simd reduction(+ : above, equal)
+    for (int64_t j = 0; j < nc; ++j) {
+      above += w[j] > t;
+      equal += w[j] == t;
+    }
+    int64_t ties = k - above, c = 0;
+    if (ties == equal) { // every candidate equal to t is kept
+      for (int64_t j = 0; j < nc; ++j) {
+        idx[c] = cand[j];
+        c += w[j] >= t;
+      }
+      return c;
+    }
+    for (int64_t j = 0; j < nc; ++j) {
+      const int32_t x = w[j];
+      const bool tie = x == t && ties > 0;
+      ties -= tie;
+      idx[c] = cand[j];
+      c += (x > t) | tie;
+    }
+    return c;
+  }
+};
+
+struct SelectRandomK {
+  static constexpr bool kSparse = true;
+  template <class S>
+  static int64_t select(const float *, int64_t m, int64_t k, int64_t block,
+                        uint64_t seed, S &s, uint32_t *idx) {
+    const int64_t words = (m + 31) / 32;
+    uint32_t *bits = s.bitmap.get();
+    std::fill(bits, bits + words, 0u);
+    sampleSubset(randomKey(seed, block), uint32_t(m), uint32_t(std::min(k, m)),
+                 bits);
+    int64_t c = 0;
+    for (int64_t w = 0; w < words; ++w)
+      for (uint32_t b = bits[w]; b != 0; b &= b - 1)
+        idx[c++] = uint32_t(w * 32 + __builtin_ctz(b));
+    return c;
+  }
+};
+
+//===--- Compression ------------------------------------------------------===//
+
+bool anyNonFinite(const float *x, int64_t n) {
+  int bad = 0;
+#pragma omp simd reduction(| : bad)
+  for (int64_t i = 0; i < n; ++i)
+    bad |= isNonFinite(x[i]);
+  return bad != 0;
+}
+
+/// True when some g[i] + r[i] is not finite (read-only).
+bool anyNonFiniteSum(const float *g, const float *r, int64_t n) {
+  std::atomic<bool> bad{false};
+  parallelFor(n, 1, kParallelGrain, [&](int64_t begin, int64_t end) {
+    int found = 0;
+#pragma omp simd reduction(| : found)
+    for (int64_t i = begin; i < end; ++i)
+      found |= isNonFinite(g[i] + r[i]);
+    if (found)
+      bad.store(true, std::memory_order_relaxed);
+  });
+  return bad.load();
+}
+
+/// Compresses the block of m values v into `out`. With error feedback, r is
+/// the block's residual and already holds v (v aliases it): only the kept
+/// elements change.
+template <class Sel, class Enc, class Idx>
+void compressBlock(const Layout &l, uint64_t seed, int64_t block,
+                   const float *v, int64_t m, float *r, unsigned char *out,
+                   Scratch<Enc, Idx> &s) {
+  using Stored = typename Enc::Stored;
+  const float *kept = v;
+  int64_t c = m;
+  if constexpr (Sel::kSparse) {
+    c = Sel::select(v, m, l.k, block, seed, s, s.idx.get());
+    float *gathered = s.kept.get();
+    const uint32_t *idx = s.idx.get();
+    for (int64_t j = 0; j < c; ++j)
+      gathered[j] = v[idx[j]];
+    kept = gathered;
+  }
+  const float scale = Enc::scaleOf(kept, c);
+  Stored *q = s.q.get();
+  Enc::encode(kept, c, scale, q);
+
+  // Payload: [scale] [k indices] values; sparse and INT8 blocks are padded
+  // to their fixed slot count with zeros.
+  const int64_t slots = l.elementwise() ? m : l.k;
+  if (c < slots) // a short last block
+    std::fill(q + c, q + slots, Stored(0));
+  unsigned char *p = out;
+  if constexpr (Enc::kScaled) {
+    std::memcpy(p, &scale, sizeof(float));
+    p += sizeof(float);
+  }
+  if constexpr (Sel::kSparse) {
+    Idx *packed = s.packed.get();
+    const uint32_t *idx = s.idx.get();
+#pragma omp simd
+    for (int64_t j = 0; j < c; ++j)
+      packed[j] = Idx(idx[j]);
+    if (c < l.k)
+      std::fill(packed + c, packed + l.k, Idx(0));
+    std::memcpy(p, packed, size_t(l.k) * sizeof(Idx));
+    p += l.k * int64_t(sizeof(Idx));
+  }
+  std::memcpy(p, q, size_t(slots) * sizeof(Stored));
+
+  if (!r)
+    return;
+  float *dec = s.dec.get();
+  Enc::decode(q, c, scale, dec);
+  if constexpr (Sel::kSparse) {
+    const uint32_t *idx = s.idx.get();
+    for (int64_t j = 0; j < c; ++j)
+      r[idx[j]] = kept[j] - dec[j];
+  } else {
+#pragma omp simd
+    for (int64_t i = 0; i < m; ++i)
+      r[i] = v[i] - dec[i];
+  }
+}
+
+template <class Sel, class Enc, class Idx>
+int compressAll(const Layout &l, uint64_t seed, int64_t n, const float *g,
+                float *r, float *saved, unsigned char *payload) {
+  const int64_t unit = l.elementwise() ? kElementwiseUnit : l.blockSize;
+  const int64_t units = (n + unit - 1) / unit;
+  const int64_t cost = unit * (Sel::kSparse ? kSparseCost : 2);
+  std::atomic<bool> bad{false};
+  parallelFor(
+      units, cost, kParallelGrain,
+      [&](int64_t ub, int64_t ue) {
+        Scratch<Enc, Idx> s(unit, Sel::kSparse);
+        for (int64_t u = ub; u < ue; ++u) {
+          const int64_t begin = u * unit, m = std::min(unit, n - begin);
+          const float *v = g + begin;
+          float *rb = nullptr;
+          if (r) {
+            // The residual becomes g + r, which is already right for every
+            // element not kept.
+            rb = r + begin;
+            if (saved) {
+              // Saved, summed and checked in one pass; a block that is not
+              // finite is put back and not compressed.
+              float *sb = saved + begin;
+              int found = 0;
+#pragma omp simd reduction(| : found)
+              for (int64_t i = 0; i < m; ++i) {
+                sb[i] = rb[i];
+                rb[i] = v[i] + rb[i];
+                found |= isNonFinite(rb[i]);
+              }
+              if (found) {
+                std::copy(sb, sb + m, rb);
+                bad.store(true, std::memory_order_relaxed);
+                continue;
+              }
+            } else { // finiteness was checked up front
+#pragma omp simd
+              for (int64_t i = 0; i < m; ++i)
+                rb[i] = v[i] + rb[i];
+            }
+            v = rb;
+          } else if (anyNonFinite(v, m)) {
+            bad.store(true, std::memory_order_relaxed);
+            continue;
+          }
+          compressBlock<Sel, Enc, Idx>(l, seed, begin / l.blockSize, v, m, rb,
+                                       payload + l.offsetOf(begin), s);
+        }
+      },
+      1);
+  if (!bad.load())
+    return 0;
+  if (r && saved) // rare: put back the blocks already compressed
+    std::copy(saved, saved + n, r);
+  return 1;
+}
+
+//===--- Decompression ----------------------------------------------------===//
+
+/// Adds (or, with `assign`, writes) the decoded block at `p` (m elements) to
+/// o. Sparse payloads skip the padding slots and any index outside the block.
+template <bool kSparse, class Enc, class Idx>
+void decodeBlock(const Layout &l, int64_t m, const unsigned char *p, float *o,
+                 bool assign, Scratch<Enc, Idx> &s) {
+  using Stored = typename Enc::Stored;
+  float scale = 0.0f;
+  if constexpr (Enc::kScaled) {
+    std::memcpy(&scale, p, sizeof(float));
+    p += sizeof(float);
+  }
+  const int64_t c = kSparse ? l.used(m) : m;
+  Idx *packed = nullptr;
+  if constexpr (kSparse) {
+    packed = s.packed.get();
+    std::memcpy(packed, p, size_t(c) * sizeof(Idx));
+    p += l.k * int64_t(sizeof(Idx));
+  }
+  Stored *q = s.q.get();
+  std::memcpy(q, p, size_t(c) * sizeof(Stored));
+  if (!kSparse && assign) {
+    Enc::decode(q, c, scale, o);
+    return;
+  }
+  float *dec = s.dec.get();
+  Enc::decode(q, c, scale, dec);
+  if constexpr (kSparse) {
+    for (int64_t j = 0; j < c; ++j) {
+      const int64_t i = packed[j];
+      if (i < m)
+        o[i] += dec[j];
+    }
+  } else {
+#pragma omp simd
+    for (int64_t i = 0; i < m; ++i)
+      o[i] += dec[i];
+  }
+}
+
+template <bool kSparse, class Enc, class Idx>
+void decompressAll(const Layout &l, int64_t n, const unsigned char *payloads,
+                   int64_t count, float scale, float *out) {
+  const int64_t unit = l.elementwise() ? kElementwiseUnit : l.blockSize;
+  const int64_t units = (n + unit - 1) / unit;
+  const int64_t bytes = l.bytes(n);
+  parallelFor(
+      units, unit * std::max<int64_t>(count, 1), kParallelGrain,
+      [&](int64_t ub, int64_t ue) {
+        Scratch<Enc, Idx> s(unit, kSparse);
+        for (int64_t u = ub; u < ue; ++u) {
+          const int64_t begin = u * unit, m = std::min(unit, n - begin);
+          float *o = out + begin;
+          // Sparse blocks accumulate into zeros; dense ones start with a
+          // copy of the first payload (bitwise for NONE).
+          if (kSparse || count <= 0)
+            std::fill(o, o + m, 0.0f);
+          for (int64_t w = 0; w < count; ++w)
+            decodeBlock<kSparse, Enc, Idx>(
+                l, m, payloads + w * bytes + l.offsetOf(begin), o,
+                !kSparse && w == 0, s);
+          if (scale != 1.0f) {
+#pragma omp simd
+            for (int64_t i = 0; i < m; ++i)
+              o[i] *= scale;
+          }
+        }
+      },
+      1);
+}
+
+/// Calls f(selection, encoding, index type) with the method's policies.
+template <class F> auto dispatch(const Layout &l, F f) {
+  const bool wide = l.idxBytes == 2;
+  switch (l.method) {
+  case OTCK_COMPRESS_FP16:
+    return f(SelectAll(), EncodeF16(), uint8_t());
+  case OTCK_COMPRESS_BF16:
+    return f(SelectAll(), EncodeBF16(), uint8_t());
+  case OTCK_COMPRESS_INT8:
+    return f(SelectAll(), EncodeInt8(), uint8_t());
+  case OTCK_COMPRESS_TOPK:
+    return wide ? f(SelectTopK(), EncodeF32(), uint16_t())
+                : f(SelectTopK(), EncodeF32(), uint8_t());
+  case OTCK_COMPRESS_TOPK_INT8:
+    return wide ? f(SelectTopK(), EncodeInt8(), uint16_t())
+                : f(SelectTopK(), EncodeInt8(), uint8_t());
+  case OTCK_COMPRESS_RANDOMK:
+    return wide ? f(SelectRandomK(), EncodeF32(), uint16_t())
+                : f(SelectRandomK(), EncodeF32(), uint8_t());
+  case OTCK_COMPRESS_NONE:
+  default:
+    return f(SelectAll(), EncodeF32(), uint8_t());
+  }
+}
+
+} // namespace
+
+/// otck_compress_f32 (saved NULL) and otck_compress_saving_f32 of
+/// otc/compress.h, for this instruction set.
+int compressF32(const otck_compress_config *config, int64_t n, const float *g,
+                float *residual, float *saved, void *payload) {
+  Layout l;
+  if (!makeLayout(config, &l) || n < 0)
+    return -1;
+  if (n == 0)
+    return 0;
+  // Without a copy to go back to, checked before anything is written: a
+  // skipped step keeps its residual.
+  if (residual && !saved && anyNonFiniteSum(g, residual, n))
+    return 1;
+  return dispatch(l, [&](auto sel, auto enc, auto idx) {
+    return compressAll<decltype(sel), decltype(enc), decltype(idx)>(
+        l, config->seed, n, g, residual, saved,
+        static_cast<unsigned char *>(payload));
+  });
+}
+
+/// otck_decompress_sum_f32 of otc/compress.h, for this instruction set.
+void decompressSumF32(const otck_compress_config *config, int64_t n,
+                      const void *payloads, int64_t count, float scale,
+                      float *out) {
+  Layout l;
+  if (!makeLayout(config, &l) || n <= 0)
+    return;
+  dispatch(l, [&](auto sel, auto enc, auto idx) {
+    decompressAll<decltype(sel)::kSparse, decltype(enc), decltype(idx)>(
+        l, n, static_cast<const unsigned char *>(payloads), count, scale, out);
+  });
+}
+
+} // namespace OTCK_ISA
+} // namespace otc::kernels::compress
+
+#endif // OTC_KERNELS_CPU_COMPRESS_KERNELS_H
