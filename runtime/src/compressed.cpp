@@ -13,8 +13,8 @@
 //        TOPK_INT8, RANDOMK). The bucket's norm over ranks
 //            ‖g‖ = sqrt( (1/W) Σ_ranks Σ_i g_i² )
 //        (one MPI_Allreduce of a double, 8 bytes counted). A non-finite ‖g‖
-//        skips the step on every rank. ‖g‖₀ is ‖g‖ at the bucket's first
-//        compressed step with ‖g‖ > 0 (checkpointed), and
+//        skips the step on every rank. ‖g‖₀ is the largest ‖g‖ of the
+//        bucket's compressed steps so far (checkpointed), and
 //            ratio = clamp(ratio_max · ‖g‖ / ‖g‖₀, ratio_min, ratio_max)
 //        (ratio_max while ‖g‖₀ is unset): lighter compression while the norm
 //        is high, heavier as it falls. Every rank computes it from the same
@@ -224,7 +224,7 @@ int compressedAllReduceMean(StepComm &sc, const otc_compress_desc_t &desc,
         return OTC_STEP_SKIPPED_NONFINITE;
       sc.pendingNonfinite = true; // go on in step with the group
     } else {
-      if (b.norm0 == 0 && norm > 0)
+      if (norm > b.norm0) // the largest norm so far
         b.norm0 = norm;
       ratio = adaptiveRatio(norm, b.norm0, desc.ratio_min, desc.ratio_max);
     }

@@ -20,8 +20,8 @@ namespace otc {
 
 struct BucketState {
   // Checkpointed.
-  double norm0 = 0; ///< ‖g‖₀: the first compressed step's norm; 0 = unset
-  float ratio = 0;  ///< ratio of the last compressed step; 0 = none yet
+  double norm0 = 0;  ///< ‖g‖₀: the largest norm so far; 0 = unset
+  float ratio = 0;   ///< ratio of the last compressed step; 0 = none yet
   int64_t steps = 0; ///< compressed (not dense) steps completed
 
   // Scratch, allocated once per bucket size and reused every step.

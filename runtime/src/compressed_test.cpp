@@ -431,8 +431,10 @@ TEST_F(CompressedTest, AdaptiveRatioFollowsTheNorm) {
     v *= 3.f;
   step(session, big);
   EXPECT_FLOAT_EQ(otc_session_compress_ratio(session, 0), 0.5f);
-  // ‖g‖₀ stays the first step's.
-  EXPECT_DOUBLE_EQ(session->compress.buckets[0].norm0, norm(part(x, 0)));
+  // ‖g‖₀ follows the largest norm: back at x's norm the ratio is a third.
+  EXPECT_DOUBLE_EQ(session->compress.buckets[0].norm0, norm(part(big, 0)));
+  step(session, x);
+  EXPECT_FLOAT_EQ(otc_session_compress_ratio(session, 0), 0.5f / 3.f);
 }
 
 TEST_F(CompressedTest, BadDescriptorIsAnError) {

@@ -42,17 +42,17 @@
 #
 # Allocator: every child (OTC ranks and DDP ranks alike) runs with
 # MALLOC_MMAP_MAX_=0 MALLOC_TRIM_THRESHOLD_=64G, unless --malloc-plain.
-# PyTorch allocates its gradients and temporaries afresh every step, and so
-# does OTC's --compress none path (~8,400 minor faults per step and rank;
-# fp16 and topk-int8: none). glibc maps blocks that large anew each time and
-# every 4 KiB page then costs a minor fault: cheap on bare metal, ~10 us on
-# some VMs, where it dominates the step (on the 2-core VM this was written
-# on: unshaped DDP dense 1.07 s/step plain vs 0.29 s tuned, OTC none 0.51 vs
-# 0.11 s). Tuned, the benchmark measures the link rather than the page
-# faults, and DDP comes close to the issue's reference numbers (shaped:
-# dense 1.59, fp16 0.91, PowerSGD 0.36 s/step measured vs 1.47, 0.96,
-# 0.43). It speeds up the baselines (OTC none, DDP); OTC fp16 and topk-int8
-# were unaffected in an A/B test.
+# PyTorch allocates its gradients and temporaries afresh every step, and
+# Open MPI's all-reduce allocates scratch as large as the message on every
+# call. glibc maps blocks that large anew each time and every 4 KiB page
+# then costs a minor fault: cheap on bare metal, ~10 us on some VMs, where
+# it dominates the step (on the 2-core VM this was written on: unshaped DDP
+# dense 1.07 s/step plain vs 0.29 s tuned, OTC none 0.51 vs 0.11 s). OTC's
+# training driver now sets the same itself (mallopt, unless the user set
+# glibc's malloc variables), so for OTC the variables change nothing; for
+# DDP they make the benchmark measure the link rather than the page faults,
+# and DDP comes close to the issue's reference numbers (shaped: dense 1.59,
+# fp16 0.91, PowerSGD 0.36 s/step measured vs 1.47, 0.96, 0.43).
 #
 # Targets (issue): on the shaped link OTC topk-int8 >= 4x faster than OTC
 # none and >= 2x faster than DDP + PowerSGD; on the unshaped loopback
