@@ -91,17 +91,22 @@ otck_compress_payload_bytes(const otck_compress_config *config, int64_t n) {
 
 namespace {
 
-int compress(const otck_compress_config *config, int64_t n, const float *g,
-             float *residual, float *saved, void *payload) {
+/// The entry points of one variant.
+struct Variant {
+  decltype(&generic::compressF32) compress;
+  decltype(&generic::decompressSumF32) decompressSum;
+};
+
+Variant activeVariant() {
   switch (activeIsa().load(std::memory_order_relaxed)) {
 #if defined(OTCK_HAVE_X86_VARIANTS)
   case Isa::Avx512:
-    return avx512::compressF32(config, n, g, residual, saved, payload);
+    return {avx512::compressF32, avx512::decompressSumF32};
   case Isa::Avx2:
-    return avx2::compressF32(config, n, g, residual, saved, payload);
+    return {avx2::compressF32, avx2::decompressSumF32};
 #endif
   default:
-    return generic::compressF32(config, n, g, residual, saved, payload);
+    return {generic::compressF32, generic::decompressSumF32};
   }
 }
 
@@ -110,7 +115,7 @@ int compress(const otck_compress_config *config, int64_t n, const float *g,
 extern "C" int otck_compress_f32(const otck_compress_config *config, int64_t n,
                                  const float *g, float *residual,
                                  void *payload) {
-  return compress(config, n, g, residual, nullptr, payload);
+  return activeVariant().compress(config, n, g, residual, nullptr, payload);
 }
 
 extern "C" int otck_compress_saving_f32(const otck_compress_config *config,
@@ -119,21 +124,13 @@ extern "C" int otck_compress_saving_f32(const otck_compress_config *config,
                                         void *payload) {
   if (residual && !saved)
     return -1;
-  return compress(config, n, g, residual, residual ? saved : nullptr, payload);
+  return activeVariant().compress(config, n, g, residual,
+                                  residual ? saved : nullptr, payload);
 }
 
 extern "C" void otck_decompress_sum_f32(const otck_compress_config *config,
                                         int64_t n, const void *payloads,
                                         int64_t count, float scale,
                                         float *out) {
-  switch (activeIsa().load(std::memory_order_relaxed)) {
-#if defined(OTCK_HAVE_X86_VARIANTS)
-  case Isa::Avx512:
-    return avx512::decompressSumF32(config, n, payloads, count, scale, out);
-  case Isa::Avx2:
-    return avx2::decompressSumF32(config, n, payloads, count, scale, out);
-#endif
-  default:
-    return generic::decompressSumF32(config, n, payloads, count, scale, out);
-  }
+  activeVariant().decompressSum(config, n, payloads, count, scale, out);
 }

@@ -64,37 +64,24 @@ struct EncodeF32 {
   }
 };
 
-struct EncodeF16 {
+/// A 16-bit float encoding by its two conversions (fp16, bf16).
+template <uint16_t (*kTo)(float), float (*kFrom)(uint16_t)> struct EncodeHalf {
   using Stored = uint16_t;
   static constexpr bool kScaled = false;
   static float scaleOf(const float *, int64_t) { return 0.0f; }
   static void encode(const float *v, int64_t c, float, Stored *q) {
 #pragma omp simd
     for (int64_t i = 0; i < c; ++i)
-      q[i] = floatToHalf(v[i]);
+      q[i] = kTo(v[i]);
   }
   static void decode(const Stored *q, int64_t c, float, float *out) {
 #pragma omp simd
     for (int64_t i = 0; i < c; ++i)
-      out[i] = halfToFloat(q[i]);
+      out[i] = kFrom(q[i]);
   }
 };
-
-struct EncodeBF16 {
-  using Stored = uint16_t;
-  static constexpr bool kScaled = false;
-  static float scaleOf(const float *, int64_t) { return 0.0f; }
-  static void encode(const float *v, int64_t c, float, Stored *q) {
-#pragma omp simd
-    for (int64_t i = 0; i < c; ++i)
-      q[i] = floatToBf16(v[i]);
-  }
-  static void decode(const Stored *q, int64_t c, float, float *out) {
-#pragma omp simd
-    for (int64_t i = 0; i < c; ++i)
-      out[i] = bf16ToFloat(q[i]);
-  }
-};
+using EncodeF16 = EncodeHalf<floatToHalf, halfToFloat>;
+using EncodeBF16 = EncodeHalf<floatToBf16, bf16ToFloat>;
 
 struct EncodeInt8 {
   using Stored = int8_t;
