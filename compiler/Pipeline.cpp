@@ -49,11 +49,12 @@ void otc::buildTrainingPipeline(OpPassManager &pm,
     InsertCompressedAllReduceOptions compress = *options.compress;
     compress.worldSize = options.worldSize;
     pm.addPass(createInsertCompressedAllReduce(compress));
-    return;
+  } else {
+    InsertAllReduceOptions ar;
+    ar.worldSize = options.worldSize;
+    pm.addPass(createInsertAllReduce(ar));
   }
-  InsertAllReduceOptions ar;
-  ar.worldSize = options.worldSize;
-  pm.addPass(createInsertAllReduce(ar));
+  pm.addPass(createScheduleCollectives());
 }
 
 void otc::buildExecPipeline(OpPassManager &pm) {

@@ -85,6 +85,13 @@ public:
 
 private:
   LogicalResult emitCompressedAllReduce(exec::CompressedAllReduceOp op);
+  /// Emits the wait for the started all-reduces before `op` if it is an
+  /// optimizer update, the return, or touches one of their buffers.
+  void waitBefore(Operation &op);
+
+  /// Arena bytes [begin, end) of the buffers of the all-reduces started and
+  /// not yet waited for (the runtime may still be exchanging them).
+  SmallVector<std::pair<int64_t, int64_t>> pending;
   std::string name(Value v) { return names.lookup(v); }
   std::string bind(Value v) {
     std::string n = "v" + std::to_string(counter++);
@@ -98,13 +105,48 @@ private:
   unsigned constCounter = 0;
 };
 
+/// Arena bytes a view covers; nullopt for a value that is not a view.
+std::optional<std::pair<int64_t, int64_t>> arenaRange(Value v) {
+  auto view = v.getDefiningOp<exec::ViewOp>();
+  if (!view)
+    return std::nullopt;
+  auto type = llvm::cast<ShapedType>(view.getType());
+  int64_t begin = static_cast<int64_t>(view.getOffset());
+  int64_t bytes = type.getNumElements() *
+                  std::max<int64_t>(type.getElementTypeBitWidth() / 8, 1);
+  return std::make_pair(begin, begin + bytes);
+}
+
+void Emitter::waitBefore(Operation &op) {
+  if (pending.empty())
+    return;
+  auto kernel = llvm::dyn_cast<exec::KernelOp>(op);
+  bool wait = llvm::isa<func::ReturnOp>(op) ||
+              (kernel && kernel.getKernel().ends_with("_update"));
+  for (Value v : op.getOperands()) {
+    if (wait)
+      break;
+    if (std::optional<std::pair<int64_t, int64_t>> r = arenaRange(v))
+      for (auto [begin, end] : pending)
+        wait |= r->first < end && begin < r->second;
+  }
+  if (!wait)
+    return;
+  os << "  if (int rc = ctx->wait_collectives(ctx->comm))\n"
+     << "    return rc == OTC_STEP_SKIPPED_NONFINITE ? rc : "
+        "OTC_STEP_ERR_COMM;\n";
+  pending.clear();
+}
+
 LogicalResult Emitter::emitFunction(func::FuncOp fn, StringRef cName) {
   os << "static int " << cName
      << "(uint8_t *arena, const otc_step_context_t *ctx) {\n"
      << "  (void)ctx;\n";
   // SDP: agree on finiteness once, before the first update.
   bool agreed = !fn->getParentOfType<ModuleOp>()->hasAttr(attr::kSdp);
+  pending.clear();
   for (Operation &op : fn.front()) {
+    waitBefore(op);
     if (auto view = llvm::dyn_cast<exec::ViewOp>(op)) {
       std::string t = cType(view.getType().getElementType());
       if (t.empty())
@@ -157,6 +199,9 @@ LogicalResult Emitter::emitFunction(func::FuncOp fn, StringRef cName) {
       os << name(ar.getBuffer()) << ", "
          << ar.getBuffer().getType().getNumElements()
          << ") != 0)\n    return OTC_STEP_ERR_COMM;\n";
+      if (std::optional<std::pair<int64_t, int64_t>> r =
+              arenaRange(ar.getBuffer()))
+        pending.push_back(*r);
     } else if (auto bc = llvm::dyn_cast<exec::BroadcastOp>(op)) {
       os << "  if (ctx->broadcast_f32(ctx->comm, " << bc.getRootAttr().getInt()
          << ", " << name(bc.getBuffer()) << ", "
@@ -206,6 +251,10 @@ LogicalResult Emitter::emitCompressedAllReduce(exec::CompressedAllReduceOp op) {
      << op.getBucket() << ");\n"
      << "    if (rc == OTC_STEP_SKIPPED_NONFINITE)\n      return rc;\n"
      << "    if (rc != 0)\n      return OTC_STEP_ERR_COMM;\n  }\n";
+  for (Value v : {op.getBuffer(), op.getResidual()})
+    if (v)
+      if (std::optional<std::pair<int64_t, int64_t>> r = arenaRange(v))
+        pending.push_back(*r);
   return success();
 }
 

@@ -14,3 +14,5 @@ extern "C" void otck_set_num_threads(int n) {
     return;
   omp_set_num_threads(n);
 }
+
+extern "C" int otck_get_num_threads(void) { return omp_get_max_threads(); }

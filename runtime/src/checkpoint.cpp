@@ -317,7 +317,7 @@ otc_status_t otc_session_save_checkpoint(const otc_session_t *session,
     if (!sdp.empty())
       w.section(kSdp, "", sdp.data(), sdp.size());
     Writer rt;
-    const std::vector<BucketState> &buckets = session->compress.buckets;
+    const auto &buckets = session->compress.buckets;
     rt.put<int64_t>(session->skippedSteps);
     rt.put<uint32_t>(uint32_t(buckets.size()));
     rt.put<uint32_t>(0);
@@ -357,7 +357,7 @@ otc_status_t otc_session_load_checkpoint(otc_session_t *session,
     session->skippedSteps = data.skippedSteps;
     // Scratch buffers of buckets beyond the checkpoint's are kept; only
     // their adaptive state starts over, as in a run that never got there.
-    std::vector<BucketState> &buckets = session->compress.buckets;
+    auto &buckets = session->compress.buckets;
     if (buckets.size() < data.buckets.size())
       buckets.resize(data.buckets.size());
     for (size_t i = 0; i < buckets.size(); ++i) {

@@ -16,6 +16,7 @@
 #include "otc/runtime.h"
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -61,6 +62,15 @@ void abortAll(otc_comm_t *comm, int exitCode);
 /// The callback handed to programs (otc_step_context_t::all_reduce_mean_f32);
 /// `comm` is a StepComm.
 int allReduceMeanCallback(void *comm, float *data, int64_t count);
+/// Runs a step collective (`job`, returning an OTC_STEP_* code): on the
+/// communicator's collectives thread when it has one (comm_worker.h) —
+/// queued when `async` (the status then comes from the next drain), else
+/// waited for — and otherwise here.
+int runCollective(StepComm *sc, bool async, std::function<int()> job);
+/// Waits for the queued collectives; their combined status (CommWorker::drain).
+int drainCollectives(otc_comm_t *comm);
+/// otc_step_context_t::wait_collectives; `comm` is a StepComm.
+int waitCollectivesCallback(void *comm);
 
 /// SDP: creates a sub-communicator for every group not yet split off
 /// `comm`. Collective: every rank calls it with the same list.

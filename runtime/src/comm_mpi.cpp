@@ -1,17 +1,22 @@
 //===- comm_mpi.cpp - MPI and local communicators -------------------------===//
 
 #include "comm.h"
+#include "comm_worker.h"
 #include "status.h"
+
+#include "otc/kernels.h"
 
 #include <mpi.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstdlib>
 #include <cstring>
 #include <limits>
 #include <map>
 #include <memory>
 #include <mutex>
+#include <thread>
 #include <vector>
 
 struct otc_comm {
@@ -24,6 +29,10 @@ struct otc_comm {
   std::string lastError;
   /// SDP owner groups split off `comm` (MPI_COMM_NULL: local comm).
   std::map<std::vector<int64_t>, MPI_Comm> groups;
+  /// The thread a step's collectives run on (comm_worker.h); created at the
+  /// first step collective of an MPI comm with more than one rank.
+  bool overlap = true;
+  std::unique_ptr<otc::CommWorker> worker;
 };
 
 namespace otc {
@@ -49,6 +58,10 @@ void throwMpi(int rc, const char *call, const char *file, int line) {
 
 std::once_flag finalizeOnce;
 
+/// MPI's thread support: the collectives' own thread needs
+/// MPI_THREAD_SERIALIZED.
+int threadLevel = MPI_THREAD_SINGLE;
+
 void finalizeAtExit() {
   int finalized = 0;
   MPI_Finalized(&finalized);
@@ -59,14 +72,54 @@ void finalizeAtExit() {
 void ensureMpiInitialized() {
   int initialized = 0;
   OTC_MPI_CHECK(MPI_Initialized(&initialized));
-  if (initialized)
+  if (initialized) {
+    OTC_MPI_CHECK(MPI_Query_thread(&threadLevel));
     return;
-  int provided = 0;
+  }
   OTC_MPI_CHECK(
-      MPI_Init_thread(nullptr, nullptr, MPI_THREAD_FUNNELED, &provided));
+      MPI_Init_thread(nullptr, nullptr, MPI_THREAD_SERIALIZED, &threadLevel));
   // Finalize once, at process end: MPI cannot be re-initialised, so tying
   // it to the last communicator would break a later create.
   std::call_once(finalizeOnce, [] { std::atexit(finalizeAtExit); });
+}
+
+/// Completes a started MPI call. On the collectives thread it tests with
+/// short sleeps in between, which is enough to progress the transfer and
+/// leaves the core to the step's compute; Open MPI's own waits spin.
+void complete(MPI_Request *request) {
+  int done = 0;
+  for (int tests = 0;; ++tests) {
+    OTC_MPI_CHECK(MPI_Test(request, &done, MPI_STATUS_IGNORE));
+    if (done)
+      return;
+    if (tests > 64)
+      std::this_thread::sleep_for(std::chrono::microseconds(20));
+  }
+}
+
+/// MPI_Allreduce, or on the collectives thread MPI_Iallreduce completed
+/// politely (complete()).
+void allReduce(void *buf, int n, MPI_Datatype type, MPI_Op op, MPI_Comm on) {
+  if (!onCommWorker()) {
+    OTC_MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, buf, n, type, op, on));
+    return;
+  }
+  MPI_Request request;
+  OTC_MPI_CHECK(MPI_Iallreduce(MPI_IN_PLACE, buf, n, type, op, on, &request));
+  complete(&request);
+}
+
+/// In-place MPI_Allgather of `bytes` per rank, polite as allReduce.
+void allGatherBytes(void *recv, int bytes, MPI_Comm on) {
+  if (!onCommWorker()) {
+    OTC_MPI_CHECK(MPI_Allgather(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, recv, bytes,
+                                MPI_BYTE, on));
+    return;
+  }
+  MPI_Request request;
+  OTC_MPI_CHECK(MPI_Iallgather(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, recv, bytes,
+                               MPI_BYTE, on, &request));
+  complete(&request);
 }
 
 // MPI counts are ints; large buffers go in chunks.
@@ -83,8 +136,7 @@ void allReduceMeanF32(otc_comm_t *comm, float *data, int64_t count) {
     return;
   for (int64_t begin = 0; begin < count; begin += kMaxChunk) {
     int n = int(std::min(kMaxChunk, count - begin));
-    OTC_MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, data + begin, n, MPI_FLOAT,
-                                MPI_SUM, comm->comm));
+    allReduce(data + begin, n, MPI_FLOAT, MPI_SUM, comm->comm);
   }
   float scale = 1.0f / float(comm->size);
   for (int64_t i = 0; i < count; ++i)
@@ -118,8 +170,7 @@ void allGatherInPlace(otc_comm_t *comm, void *recv, int64_t bytes) {
                 "a compressed payload of " + std::to_string(bytes) +
                     " bytes exceeds the 2 GiB all-gather limit; use smaller "
                     "buckets");
-  OTC_MPI_CHECK(MPI_Allgather(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, recv,
-                              int(bytes), MPI_BYTE, comm->comm));
+  allGatherBytes(recv, int(bytes), comm->comm);
   uint64_t peers = uint64_t(comm->size - 1);
   comm->bytesSent += uint64_t(bytes) * peers;
   comm->bytesReceived += uint64_t(bytes) * peers;
@@ -129,8 +180,7 @@ bool anyRank(otc_comm_t *comm, bool flag) {
   if (!comm->isMpi || comm->size == 1)
     return flag;
   int v = flag ? 1 : 0;
-  OTC_MPI_CHECK(
-      MPI_Allreduce(MPI_IN_PLACE, &v, 1, MPI_INT, MPI_MAX, comm->comm));
+  allReduce(&v, 1, MPI_INT, MPI_MAX, comm->comm);
   comm->bytesSent += sizeof(int);
   comm->bytesReceived += sizeof(int);
   return v != 0;
@@ -155,17 +205,51 @@ void abortAll(otc_comm_t *comm, int exitCode) {
     MPI_Abort(comm->comm, exitCode);
 }
 
+namespace {
+
+CommWorker *stepWorker(otc_comm_t *comm) {
+  if (!comm || !comm->isMpi || comm->size <= 1 || !comm->overlap ||
+      threadLevel < MPI_THREAD_SERIALIZED)
+    return nullptr;
+  if (!comm->worker)
+    comm->worker = std::make_unique<CommWorker>(otck_get_num_threads());
+  return comm->worker.get();
+}
+
+} // namespace
+
+int runCollective(StepComm *sc, bool async, std::function<int()> job) {
+  CommWorker *worker = stepWorker(sc ? sc->comm : nullptr);
+  if (!worker)
+    return job();
+  if (!async)
+    return worker->call(std::move(job));
+  worker->post(std::move(job));
+  return OTC_STEP_OK;
+}
+
+int drainCollectives(otc_comm_t *comm) {
+  return comm && comm->worker ? comm->worker->drain() : OTC_STEP_OK;
+}
+
+int waitCollectivesCallback(void *opaque) {
+  auto *sc = static_cast<StepComm *>(opaque);
+  return drainCollectives(sc ? sc->comm : nullptr);
+}
+
 int allReduceMeanCallback(void *opaque, float *data, int64_t count) {
   auto *sc = static_cast<StepComm *>(opaque);
-  otc_comm_t *comm = sc ? sc->comm : nullptr;
-  try {
-    allReduceMeanF32(comm, data, count);
-    return OTC_STEP_OK;
-  } catch (const std::exception &e) {
-    if (comm)
-      comm->lastError = e.what();
-    return OTC_STEP_ERR_COMM;
-  }
+  return runCollective(sc, true, [=] {
+    otc_comm_t *comm = sc ? sc->comm : nullptr;
+    try {
+      allReduceMeanF32(comm, data, count);
+      return OTC_STEP_OK;
+    } catch (const std::exception &e) {
+      if (comm)
+        comm->lastError = e.what();
+      return OTC_STEP_ERR_COMM;
+    }
+  });
 }
 
 void splitGroups(otc_comm_t *comm,
@@ -201,8 +285,7 @@ void groupAllReduceMeanF32(otc_comm_t *comm, const std::vector<int64_t> &group,
     return;
   for (int64_t begin = 0; begin < count; begin += kMaxChunk) {
     int n = int(std::min(kMaxChunk, count - begin));
-    OTC_MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, data + begin, n, MPI_FLOAT,
-                                MPI_SUM, it->second));
+    allReduce(data + begin, n, MPI_FLOAT, MPI_SUM, it->second);
   }
   float scale = 1.0f / float(group.size());
   for (int64_t i = 0; i < count; ++i)
@@ -227,8 +310,7 @@ void groupAllGatherInPlace(otc_comm_t *comm, const std::vector<int64_t> &group,
     return;
   if (bytes > std::numeric_limits<int>::max())
     throw Error(OTC_INVALID_ARGUMENT, "all-gather payload over 2 GiB");
-  OTC_MPI_CHECK(MPI_Allgather(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, recv,
-                              int(bytes), MPI_BYTE, groupComm(comm, group)));
+  allGatherBytes(recv, int(bytes), groupComm(comm, group));
   comm->bytesSent += uint64_t(bytes) * (group.size() - 1);
   comm->bytesReceived += uint64_t(bytes) * (group.size() - 1);
 }
@@ -245,16 +327,18 @@ void groupAllReduceSumF64(otc_comm_t *comm, const std::vector<int64_t> &group,
 
 int agreeFiniteCallback(void *opaque) {
   auto *sc = static_cast<StepComm *>(opaque);
-  otc_comm_t *comm = sc ? sc->comm : nullptr;
-  try {
-    bool bad = anyRank(comm, sc->pendingNonfinite);
-    sc->pendingNonfinite = false;
-    return bad ? OTC_STEP_SKIPPED_NONFINITE : OTC_STEP_OK;
-  } catch (const std::exception &e) {
-    if (comm)
-      comm->lastError = e.what();
-    return OTC_STEP_ERR_COMM;
-  }
+  return runCollective(sc, false, [=] {
+    otc_comm_t *comm = sc ? sc->comm : nullptr;
+    try {
+      bool bad = anyRank(comm, sc->pendingNonfinite);
+      sc->pendingNonfinite = false;
+      return bad ? OTC_STEP_SKIPPED_NONFINITE : OTC_STEP_OK;
+    } catch (const std::exception &e) {
+      if (comm)
+        comm->lastError = e.what();
+      return OTC_STEP_ERR_COMM;
+    }
+  });
 }
 
 bool groupIdentical(otc_comm_t *comm, const std::vector<int64_t> &group,
@@ -300,32 +384,37 @@ void broadcastF32(otc_comm_t *comm, int64_t root, float *data, int64_t count) {
 int groupAllReduceMeanCallback(void *opaque, int64_t group, float *data,
                                int64_t count) {
   auto *sc = static_cast<StepComm *>(opaque);
-  otc_comm_t *comm = sc ? sc->comm : nullptr;
-  try {
-    if (!sc || !sc->groups || group < 0 || group >= int64_t(sc->groups->size()))
-      throw Error(OTC_INTERNAL, "the program names SDP owner group " +
-                                    std::to_string(group) +
-                                    ", which the manifest lacks");
-    groupAllReduceMeanF32(comm, (*sc->groups)[size_t(group)], data, count);
-    return OTC_STEP_OK;
-  } catch (const std::exception &e) {
-    if (comm)
-      comm->lastError = e.what();
-    return OTC_STEP_ERR_COMM;
-  }
+  return runCollective(sc, true, [=] {
+    otc_comm_t *comm = sc ? sc->comm : nullptr;
+    try {
+      if (!sc || !sc->groups || group < 0 ||
+          group >= int64_t(sc->groups->size()))
+        throw Error(OTC_INTERNAL, "the program names SDP owner group " +
+                                      std::to_string(group) +
+                                      ", which the manifest lacks");
+      groupAllReduceMeanF32(comm, (*sc->groups)[size_t(group)], data, count);
+      return OTC_STEP_OK;
+    } catch (const std::exception &e) {
+      if (comm)
+        comm->lastError = e.what();
+      return OTC_STEP_ERR_COMM;
+    }
+  });
 }
 
 int broadcastCallback(void *opaque, int64_t root, float *data, int64_t count) {
   auto *sc = static_cast<StepComm *>(opaque);
-  otc_comm_t *comm = sc ? sc->comm : nullptr;
-  try {
-    broadcastF32(comm, root, data, count);
-    return OTC_STEP_OK;
-  } catch (const std::exception &e) {
-    if (comm)
-      comm->lastError = e.what();
-    return OTC_STEP_ERR_COMM;
-  }
+  return runCollective(sc, false, [=] {
+    otc_comm_t *comm = sc ? sc->comm : nullptr;
+    try {
+      broadcastF32(comm, root, data, count);
+      return OTC_STEP_OK;
+    } catch (const std::exception &e) {
+      if (comm)
+        comm->lastError = e.what();
+      return OTC_STEP_ERR_COMM;
+    }
+  });
 }
 
 void setCommError(otc_comm_t *comm, const std::string &why) {
@@ -382,6 +471,7 @@ int32_t otc_comm_size(const otc_comm_t *comm) { return comm ? comm->size : 0; }
 void otc_comm_release(otc_comm_t *comm) {
   if (!comm)
     return;
+  comm->worker.reset(); // finishes what it has queued
   if (comm->isMpi && comm->comm != MPI_COMM_NULL) {
     int finalized = 0;
     MPI_Finalized(&finalized);
@@ -406,6 +496,14 @@ otc_status_t otc_comm_barrier(otc_comm_t *comm) {
       throw Error(OTC_INVALID_ARGUMENT, "communicator is NULL");
     barrier(comm);
   });
+}
+
+void otc_comm_set_overlap(otc_comm_t *comm, int enabled) {
+  if (!comm)
+    return;
+  if (!enabled)
+    comm->worker.reset();
+  comm->overlap = enabled != 0;
 }
 
 void otc_comm_bytes(const otc_comm_t *comm, uint64_t *out_sent,

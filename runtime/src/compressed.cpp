@@ -186,20 +186,35 @@ int compressedAllReduceMean(StepComm &sc, const otc_compress_desc_t &desc,
       badDesc(bucket, "names an SDP owner group the manifest lacks");
     members = &(*sc.groups)[size_t(group)];
   }
-  auto nonfinite = [&] {
+  // The collectives run through runCollective: on the communicator's
+  // collectives thread when it has one. The step's own thread computes the
+  // norm and compresses; the exchange is queued and the program goes on.
+  StepComm *scp = &sc;
+  auto guarded = [scp](auto body) {
+    return [scp, body]() {
+      try {
+        return body();
+      } catch (const std::exception &e) {
+        setCommError(scp->comm, e.what());
+        return OTC_STEP_ERR_COMM;
+      }
+    };
+  };
+  auto nonfinite = [scp, members] {
     if (!members)
       return OTC_STEP_SKIPPED_NONFINITE;
-    sc.pendingNonfinite = true;
+    scp->pendingNonfinite = true;
     return OTC_STEP_OK;
   };
 
-  if (desc.method == OTCK_COMPRESS_NONE || sc.step <= desc.warmup_steps) {
-    if (members)
-      groupAllReduceMeanF32(sc.comm, *members, data, count);
-    else
-      allReduceMeanF32(sc.comm, data, count);
-    return allFinite(data, count) ? OTC_STEP_OK : nonfinite();
-  }
+  if (desc.method == OTCK_COMPRESS_NONE || sc.step <= desc.warmup_steps)
+    return runCollective(&sc, true, guarded([=] {
+      if (members)
+        groupAllReduceMeanF32(scp->comm, *members, data, count);
+      else
+        allReduceMeanF32(scp->comm, data, count);
+      return allFinite(data, count) ? OTC_STEP_OK : nonfinite();
+    }));
 
   const int myRank = otc_comm_rank(sc.comm);
   const int world = members ? int(members->size()) : otc_comm_size(sc.comm);
@@ -213,11 +228,19 @@ int compressedAllReduceMean(StepComm &sc, const otc_compress_desc_t &desc,
   float ratio = usesRatio(desc.method) ? desc.ratio : 1.f;
   bool adaptive = desc.adaptive && usesRatio(desc.method);
   if (adaptive) {
+    // The ratio needs every rank's norm before compressing: this waits for
+    // the exchanges queued before it.
     double sq = sumSquares(data, count);
-    if (members)
-      groupAllReduceSumF64(sc.comm, *members, &sq, 1);
-    else
-      allReduceSumF64(sc.comm, &sq, 1, /*counted=*/true);
+    int rc = runCollective(&sc, false, guarded([&] {
+      if (members)
+        groupAllReduceSumF64(scp->comm, *members, &sq, 1);
+      else
+        allReduceSumF64(scp->comm, &sq, 1,
+                        /*counted=*/true);
+      return OTC_STEP_OK;
+    }));
+    if (rc != OTC_STEP_OK)
+      return rc;
     double norm = std::sqrt(sq / double(world));
     if (!std::isfinite(norm)) { // every member sees the same sum
       if (!members)
@@ -254,28 +277,32 @@ int compressedAllReduceMean(StepComm &sc, const otc_compress_desc_t &desc,
       feedback ? b.savedResidual.data() : nullptr, mine);
   if (rc < 0) // the config was accepted above; a kernel/ABI mismatch
     badDesc(bucket, "the compression kernel refused the configuration");
-  bool bad = rc != 0;
-  if (members && bad)
-    sc.pendingNonfinite = true; // the exchange goes on; the step is skipped
-  if (!members && anyRank(sc.comm, bad)) {
-    if (feedback)
-      std::memcpy(residual, b.savedResidual.data(),
-                  size_t(count) * sizeof(float));
-    b.norm0 = undo.norm0;
-    return OTC_STEP_SKIPPED_NONFINITE;
-  }
-  // From here on the bucket's update stands unless a later bucket of the
-  // same step is skipped; the session then calls undoStep.
-  state.touched.push_back(undo);
-  if (members)
-    groupAllGatherInPlace(sc.comm, *members, b.gathered.data(), p);
-  else
-    allGatherInPlace(sc.comm, b.gathered.data(), p);
-  otck_decompress_sum_f32(&cfg, count, b.gathered.data(), world,
-                          1.0f / float(world), data);
-  b.ratio = ratio;
-  ++b.steps;
-  return OTC_STEP_OK;
+  const bool bad = rc != 0;
+  BucketState *bp = &b; // stable: CompressState keeps buckets in a deque
+  CompressState *statep = &state;
+  return runCollective(&sc, true, guarded([=] {
+    if (members && bad)
+      scp->pendingNonfinite = true; // the exchange goes on; skipped
+    if (!members && anyRank(scp->comm, bad)) {
+      if (feedback)
+        std::memcpy(residual, bp->savedResidual.data(),
+                    size_t(count) * sizeof(float));
+      bp->norm0 = undo.norm0;
+      return OTC_STEP_SKIPPED_NONFINITE;
+    }
+    // From here on the bucket's update stands unless a later bucket of
+    // the same step is skipped; the session then calls undoStep.
+    statep->touched.push_back(undo);
+    if (members)
+      groupAllGatherInPlace(scp->comm, *members, bp->gathered.data(), p);
+    else
+      allGatherInPlace(scp->comm, bp->gathered.data(), p);
+    otck_decompress_sum_f32(&cfg, count, bp->gathered.data(), world,
+                            1.0f / float(world), data);
+    bp->ratio = ratio;
+    ++bp->steps;
+    return OTC_STEP_OK;
+  }));
 }
 
 int compressedAllReduceCallback(void *opaque, const otc_compress_desc_t *desc,

@@ -14,6 +14,7 @@
 #include "comm.h"
 
 #include <cstdint>
+#include <deque>
 #include <vector>
 
 namespace otc {
@@ -42,7 +43,9 @@ struct BucketUndo {
 };
 
 struct CompressState {
-  std::vector<BucketState> buckets;
+  /// A deque: a queued exchange holds its bucket's address while the step
+  /// adds the next buckets.
+  std::deque<BucketState> buckets;
   std::vector<BucketUndo> touched; ///< this step's; cleared at its start
 
   BucketState &bucket(int64_t index);
@@ -56,10 +59,12 @@ struct CompressState {
 float adaptiveRatio(double norm, double norm0, float ratioMin, float ratioMax);
 
 /// The compressed mean all-reduce of one bucket over all ranks (`group`
-/// -1) or an SDP owner group; returns OTC_STEP_OK or
+/// -1) or an SDP owner group: compresses here and runs the exchange
+/// through runCollective (queued on the collectives thread when there is
+/// one; its status then comes from the drain). Returns OTC_STEP_OK,
 /// OTC_STEP_SKIPPED_NONFINITE (the same on every rank; a group bucket
-/// instead sets StepComm::pendingNonfinite) and throws an Error for a bad
-/// descriptor or a failed collective.
+/// instead sets StepComm::pendingNonfinite) or OTC_STEP_ERR_COMM, and
+/// throws an Error for a bad descriptor.
 int compressedAllReduceMean(StepComm &sc, const otc_compress_desc_t &desc,
                             float *data, int64_t count, float *residual,
                             int64_t bucket, int64_t group = -1);

@@ -130,9 +130,11 @@ int bucketTrainStep(uint8_t *arena, const otc_step_context_t *ctx) {
           ctx->comm, &gB.desc, reinterpret_cast<float *>(arena + gB.g0), gB.n0,
           ef ? reinterpret_cast<float *>(arena + gB.r0) : nullptr, 0))
     return rc;
-  return ctx->compressed_all_reduce_mean_f32(
-      ctx->comm, &gB.desc, reinterpret_cast<float *>(arena + gB.g1), gB.n1,
-      ef ? reinterpret_cast<float *>(arena + gB.r1) : nullptr, 1);
+  if (int rc = ctx->compressed_all_reduce_mean_f32(
+          ctx->comm, &gB.desc, reinterpret_cast<float *>(arena + gB.g1), gB.n1,
+          ef ? reinterpret_cast<float *>(arena + gB.r1) : nullptr, 1))
+    return rc;
+  return ctx->wait_collectives(ctx->comm);
 }
 
 class CompressedTest : public ::testing::Test {

@@ -59,6 +59,7 @@ struct Options {
   std::vector<std::pair<std::string, std::string>> data, evalData;
   std::string dataset;
   int32_t threads = 0;
+  bool overlap = true;
   int64_t logEvery = 50;
   std::string checkpointDir;
   int64_t checkpointEvery = 0;
@@ -97,6 +98,9 @@ const char *kUsage =
     "  --seed S                seed for shuffling and dropout (default: the\n"
     "                          one given to otc-compile)\n"
     "  --threads N             kernel threads per rank\n"
+    "  --no-overlap            run the all-reduces in the step's own thread\n"
+    "                          (default: on a thread of their own, overlapped\n"
+    "                          with the rest of the backward pass)\n"
     "checkpoints:\n"
     "  --checkpoint-dir DIR    write DIR/ckpt-<step>.otcc (keeps the last 2),\n"
     "                          always one at the end of training\n"
@@ -179,6 +183,8 @@ Options parseOptions(int argc, char **argv) {
       o.epochs = parseInt(arg, value, 1);
     else if (arg == "--no-shuffle")
       o.shuffle = false;
+    else if (arg == "--no-overlap")
+      o.overlap = false;
     else if (arg == "--seed")
       o.seed = uint64_t(parseInt(arg, value, 0));
     else if (arg == "--data")
@@ -888,16 +894,21 @@ int Run::run() {
 /// each anew and every 4 KiB page then faults in again, every step: about
 /// 8,400 faults per step for 80 MB of gradients, each ~10 us on some VMs.
 /// The training executable owns its process, so it keeps freed memory for
-/// reuse instead (heap only, no trimming), unless the user set glibc's
-/// malloc tunables; a program embedding the runtime keeps its own settings.
+/// reuse instead: one arena (a thread's own arena maps a block this large
+/// anew each time, as the collectives thread's scratch would be), the heap
+/// only, no trimming. Each setting yields to the user's own glibc variable
+/// (all to GLIBC_TUNABLES); a program embedding the runtime keeps its own.
 void keepFreedMemory() {
 #if defined(__GLIBC__)
-  for (const char *var : {"GLIBC_TUNABLES", "MALLOC_MMAP_MAX_",
-                          "MALLOC_MMAP_THRESHOLD_", "MALLOC_TRIM_THRESHOLD_"})
-    if (std::getenv(var))
-      return;
-  mallopt(M_MMAP_MAX, 0);
-  mallopt(M_TRIM_THRESHOLD, std::numeric_limits<int>::max());
+  if (std::getenv("GLIBC_TUNABLES"))
+    return;
+  if (!std::getenv("MALLOC_ARENA_MAX"))
+    mallopt(M_ARENA_MAX, 1);
+  if (!std::getenv("MALLOC_MMAP_MAX_") &&
+      !std::getenv("MALLOC_MMAP_THRESHOLD_"))
+    mallopt(M_MMAP_MAX, 0);
+  if (!std::getenv("MALLOC_TRIM_THRESHOLD_"))
+    mallopt(M_TRIM_THRESHOLD, std::numeric_limits<int>::max());
 #endif
 }
 
@@ -939,6 +950,7 @@ int driverMain(int argc, char **argv, const otc_program_entry_t *entry,
     }
     commOwner.reset(comm);
   }
+  otc_comm_set_overlap(comm, options.overlap ? 1 : 0);
   Run run(std::move(options), program, comm);
   return run.run();
 }

@@ -37,6 +37,15 @@ std::string text(otc_status_t s) {
   return m;
 }
 
+/// A compressed all-reduce as a program sees it: started, then waited for
+/// (with overlap the collectives thread runs it in between).
+int compressedReduce(StepComm &sc, const otc_compress_desc_t &d, float *data,
+                     int64_t n, float *residual, int64_t bucket) {
+  int rc = compressedAllReduceCallback(&sc, &d, data, n, residual, bucket);
+  int waited = waitCollectivesCallback(&sc);
+  return rc != OTC_STEP_OK ? rc : waited;
+}
+
 TEST(Mpi, WorldIsTwoRanks) {
   EXPECT_EQ(otc_comm_size(gComm), 2);
   EXPECT_GE(otc_comm_rank(gComm), 0);
@@ -254,8 +263,7 @@ TEST(Mpi, CompressedMeanEqualsReference) {
       v *= 0.5f;
     std::vector<float> data = bucketOf(rank, step, n);
     uint64_t before = sentBytes();
-    ASSERT_EQ(compressedAllReduceCallback(&sc, &d, data.data(), n,
-                                          residual.data(), 0),
+    ASSERT_EQ(compressedReduce(sc, d, data.data(), n, residual.data(), 0),
               OTC_STEP_OK);
     // P * (W - 1) for the all-gather, 4 for the finiteness flag.
     EXPECT_EQ(sentBytes() - before, uint64_t(p) * 1 + 4);
@@ -288,8 +296,7 @@ TEST(Mpi, AdaptiveRatioAgreesOnAllRanks) {
     StepComm sc{gComm, &state, step, 5};
     std::vector<float> data = bucketOf(rank, step, n, scales[step - 1]);
     uint64_t before = sentBytes();
-    ASSERT_EQ(compressedAllReduceCallback(&sc, &d, data.data(), n, nullptr, 0),
-              OTC_STEP_OK);
+    ASSERT_EQ(compressedReduce(sc, d, data.data(), n, nullptr, 0), OTC_STEP_OK);
     ratios[step - 1] = state.buckets[0].ratio;
     float want =
         adaptiveRatio(globalNorm(step, scales[step - 1]), norm0, 0.02f, 0.5f);
@@ -318,18 +325,16 @@ TEST(Mpi, NonFiniteOnOneRankSkipsOnBoth) {
   std::vector<float> residual(static_cast<size_t>(n), 0.f);
   StepComm sc{gComm, &state, 1, 0};
   std::vector<float> data = bucketOf(rank, 1, n);
-  ASSERT_EQ(
-      compressedAllReduceCallback(&sc, &d, data.data(), n, residual.data(), 0),
-      OTC_STEP_OK);
+  ASSERT_EQ(compressedReduce(sc, d, data.data(), n, residual.data(), 0),
+            OTC_STEP_OK);
   std::vector<float> kept = residual;
   sc.step = 2;
   data = bucketOf(rank, 2, n);
   if (rank == 1)
     data[17] = NAN;
   uint64_t before = sentBytes();
-  EXPECT_EQ(
-      compressedAllReduceCallback(&sc, &d, data.data(), n, residual.data(), 0),
-      OTC_STEP_SKIPPED_NONFINITE);
+  EXPECT_EQ(compressedReduce(sc, d, data.data(), n, residual.data(), 0),
+            OTC_STEP_SKIPPED_NONFINITE);
   EXPECT_EQ(sentBytes() - before, 4u); // the flag only: nothing gathered
   EXPECT_EQ(residual, kept);           // rank 0 compressed, then restored
   EXPECT_EQ(state.buckets[0].steps, 1);
@@ -340,9 +345,8 @@ TEST(Mpi, NonFiniteOnOneRankSkipsOnBoth) {
   data = bucketOf(rank, 3, n);
   std::vector<float> a = bucketOf(0, 3, n), b = bucketOf(1, 3, n);
   before = sentBytes();
-  ASSERT_EQ(
-      compressedAllReduceCallback(&sc, &d, data.data(), n, residual.data(), 0),
-      OTC_STEP_OK);
+  ASSERT_EQ(compressedReduce(sc, d, data.data(), n, residual.data(), 0),
+            OTC_STEP_OK);
   EXPECT_EQ(sentBytes() - before, uint64_t(n) * 4);
   for (size_t i = 0; i < data.size(); ++i)
     EXPECT_FLOAT_EQ(data[i], (a[i] + b[i]) / 2);
@@ -351,9 +355,39 @@ TEST(Mpi, NonFiniteOnOneRankSkipsOnBoth) {
   data = bucketOf(rank, 4, n);
   if (rank == 0)
     data[0] = INFINITY;
+  EXPECT_EQ(compressedReduce(sc, d, data.data(), n, residual.data(), 0),
+            OTC_STEP_SKIPPED_NONFINITE);
+}
+
+// Overlap: the call returns at once and the step's result, here a skip both
+// ranks agree on, comes from the wait; without overlap, from the call.
+TEST(Mpi, OverlapDefersTheResultToTheWait) {
+  const int64_t n = 300;
+  const int rank = otc_comm_rank(gComm);
+  otc_compress_desc_t d = topkInt8Desc(0.25f, 64, true);
+  CompressState state;
+  std::vector<float> residual(static_cast<size_t>(n), 0.f);
+  StepComm sc{gComm, &state, 1, 0};
+  std::vector<float> data = bucketOf(rank, 1, n);
+  if (rank == 1)
+    data[5] = NAN;
+  int rc =
+      compressedAllReduceCallback(&sc, &d, data.data(), n, residual.data(), 0);
+  if (rc == OTC_STEP_SKIPPED_NONFINITE)
+    GTEST_SKIP() << "MPI does not provide MPI_THREAD_SERIALIZED: no overlap";
+  EXPECT_EQ(rc, OTC_STEP_OK);
+  EXPECT_EQ(waitCollectivesCallback(&sc), OTC_STEP_SKIPPED_NONFINITE);
+  EXPECT_EQ(waitCollectivesCallback(&sc), OTC_STEP_OK); // reset
+
+  otc_comm_set_overlap(gComm, 0);
+  data = bucketOf(rank, 1, n);
+  if (rank == 0)
+    data[7] = INFINITY;
   EXPECT_EQ(
       compressedAllReduceCallback(&sc, &d, data.data(), n, residual.data(), 0),
       OTC_STEP_SKIPPED_NONFINITE);
+  EXPECT_EQ(waitCollectivesCallback(&sc), OTC_STEP_OK);
+  otc_comm_set_overlap(gComm, 1);
 }
 
 // The driver with the compressed fixture on 2 ranks: one rank's shard holds

@@ -89,6 +89,7 @@ otc_step_context_t makeContext(otc_session_t *s, int64_t step) {
   ctx.broadcast_f32 = broadcastCallback;
   ctx.group_compressed_all_reduce_mean_f32 = groupCompressedAllReduceCallback;
   ctx.agree_finite = agreeFiniteCallback;
+  ctx.wait_collectives = waitCollectivesCallback;
   s->stepComm.pendingNonfinite = false;
   if (s->program->manifest.sdp)
     s->stepComm.groups = &s->program->manifest.sdp->groups;
@@ -238,6 +239,12 @@ otc_status_t otc_session_train_step(otc_session_t *session, float *out_loss) {
     session->compress.touched.clear();
     session->lastStepSkipped = false;
     int rc = session->entry->train_step(session->arena.get(), &ctx);
+    // A step that returned early (or a program that never waits) leaves
+    // queued collectives: they finish, on every rank, before anything else.
+    int queued = drainCollectives(session->comm);
+    if (rc == OTC_STEP_OK ||
+        (rc == OTC_STEP_SKIPPED_NONFINITE && queued == OTC_STEP_ERR_COMM))
+      rc = queued;
     uint64_t sent1, recv1;
     otc_comm_bytes(session->comm, &sent1, &recv1);
     session->stepBytesSent = sent1 - sent0;

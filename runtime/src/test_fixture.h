@@ -116,6 +116,9 @@ int fixtureTrainStep(uint8_t *arena, const otc_step_context_t *ctx) {
   } else if (ctx->all_reduce_mean_f32(ctx->comm, grads, n)) {
     return OTC_STEP_ERR_COMM;
   }
+  // The all-reduce may still be running (overlap).
+  if (int rc = ctx->wait_collectives(ctx->comm))
+    return rc;
   auto update = [&](uint64_t w, uint64_t v, uint64_t g, int64_t n) {
     auto *pw = reinterpret_cast<float *>(arena + w);
     auto *pv = reinterpret_cast<float *>(arena + v);

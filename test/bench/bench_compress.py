@@ -34,7 +34,9 @@
 #           custom hook: torch 1.13's powerSGD_hook aborts under gloo). Step
 #           time = median over the timed steps (rank 0).
 #
-# On the shaped link: OTC none, fp16, topk-int8 and the three DDP variants.
+# On the shaped link: OTC none, fp16, topk-int8 (and topk-int8 with
+# --no-overlap, the exchange not overlapped with backward) and the three DDP
+# variants.
 # On the unshaped loopback (this namespace): OTC none, topk-int8, fp16
 # (--repeat runs each, interleaved; the best median counts) and DDP dense.
 # Also on the shaped link: lo's tx bytes over the whole run / steps / 2 ranks
@@ -314,7 +316,8 @@ def run_timeout(a, steps):
     return int(120 + 6 * steps)
 
 
-def otc_run(a, program, method, ns, warmup, steps, work, tag, errors):
+def otc_run(a, program, method, ns, warmup, steps, work, tag, errors,
+            extra=()):
     name = "otc-%s-%s" % (method, tag)
     logfile = os.path.join(work, name + ".log")
     metrics = os.path.join(work, name + ".jsonl")
@@ -329,7 +332,7 @@ def otc_run(a, program, method, ns, warmup, steps, work, tag, errors):
         program, "--data", "input=" + os.path.join(data, "input.npy"),
         "--data", "labels=" + os.path.join(data, "labels.npy"),
         "--steps", str(warmup + steps), "--threads", "1",
-        "--metrics", metrics, "--log-every", "1", "--quiet"]
+        "--metrics", metrics, "--log-every", "1", "--quiet"] + list(extra)
     res = {"method": "otc-" + method, "warmup": warmup, "steps": steps}
     for attempt in (1, 2):
         lo0 = ns.lo_tx_bytes() if ns else None
@@ -604,6 +607,13 @@ def main():
                         a, programs[m], m, ns, a.warmup, steps, work,
                         "shaped", errors)
                     show_run(shaped["otc-" + m])
+                # The same without overlapping the exchange with backward.
+                shaped["otc-topk-int8-sync"] = otc_run(
+                    a, programs["topk-int8"], "topk-int8", ns, a.warmup,
+                    a.steps_compressed, work, "shaped-no-overlap", errors,
+                    extra=["--no-overlap"])
+                shaped["otc-topk-int8-sync"]["method"] += " --no-overlap"
+                show_run(shaped["otc-topk-int8-sync"])
                 if not a.no_ddp:
                     log("shaped link (%s): PyTorch DDP (gloo)" % a.rate)
                     for v in DDP_VARIANTS:
@@ -647,6 +657,7 @@ def main():
 
     labels = [("otc-none", "OTC none"), ("otc-fp16", "OTC fp16"),
               ("otc-topk-int8", "OTC topk-int8 %g" % a.compress_ratio),
+              ("otc-topk-int8-sync", "  --no-overlap"),
               ("ddp-dense", "DDP dense"), ("ddp-fp16", "DDP fp16 hook"),
               ("ddp-powersgd", "DDP PowerSGD r%d" % a.powersgd_rank)]
     log("")
@@ -707,6 +718,8 @@ def main():
                                              step(shaped, "otc-fp16")),
         "shaped: DDP dense / DDP PowerSGD": ratio(step(shaped, "ddp-dense"),
                                                   psgd_s),
+        "shaped: topk-int8 --no-overlap / overlapped":
+            ratio(step(shaped, "otc-topk-int8-sync"), topk_s),
         "unshaped: DDP dense / OTC none": ratio(step(unshaped, "ddp-dense"),
                                                 un_none),
     }

@@ -57,6 +57,9 @@ class StepContext(ctypes.Structure):
         ("compressed_all_reduce_mean_f32", ctypes.c_void_p),
         ("group_all_reduce_mean_f32", ctypes.c_void_p),
         ("broadcast_f32", ctypes.c_void_p),
+        ("group_compressed_all_reduce_mean_f32", ctypes.c_void_p),
+        ("agree_finite", ctypes.c_void_p),
+        ("wait_collectives", ctypes.c_void_p),
     ]
 
 

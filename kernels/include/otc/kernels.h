@@ -682,6 +682,9 @@ void otck_instance_norm_grad_f32(int64_t N, int64_t C, int64_t S,
 /* Sets the number of threads the kernels (and the BLAS) use; <= 0 keeps the
  * default (OMP_NUM_THREADS / all cores). */
 void otck_set_num_threads(int n);
+/* The number of threads the kernels use when called from this thread (the
+ * setting is per thread: a new thread starts with the default). */
+int otck_get_num_threads(void);
 
 #ifdef __cplusplus
 }

@@ -18,7 +18,7 @@
 extern "C" {
 #endif
 
-#define OTC_PROGRAM_ABI_VERSION 3
+#define OTC_PROGRAM_ABI_VERSION 4
 
 /* Status codes a step returns (0 = success). */
 #define OTC_STEP_OK 0
@@ -58,19 +58,24 @@ typedef struct otc_step_context {
   /* Communicator for the collectives; opaque to the program. */
   void *comm;
   /* Averages `count` floats of `data` in place over all ranks of `comm`.
-   * Returns 0 on success. */
+   * Returns 0 on success. The runtime may return before it is done
+   * (overlap): until wait_collectives returns, the step must not touch
+   * `data`; a failure then comes from wait_collectives. */
   int (*all_reduce_mean_f32)(void *comm, float *data, int64_t count);
   /* Averages the gradient bucket `data` (`count` floats) over all ranks
    * through `desc`'s compression: compress (adding and updating
    * `residual`, `count` floats, when error feedback is on), all-gather the
    * fixed-size payloads, sum their decompressions, divide by the world
    * size. `bucket` numbers the step's buckets from 0 (runtime state such as
-   * the adaptive ratio is kept per bucket). Returns 0,
+   * the adaptive ratio is kept per bucket). The runtime may return before
+   * the exchange is done (overlap): until wait_collectives returns, the
+   * step must not touch `data` or `residual`. Returns 0,
    * OTC_STEP_SKIPPED_NONFINITE when any rank's bucket was not finite (all
-   * ranks agree), or OTC_STEP_ERR_COMM. Each bucket is reduced at most once
-   * per train_step; on OTC_STEP_SKIPPED_NONFINITE the step returns it at
-   * once, having applied no optimizer update (the runtime then restores the
-   * residuals of the buckets already reduced in that step). The exact
+   * ranks agree), or OTC_STEP_ERR_COMM; with overlap, those come from
+   * wait_collectives. Each bucket is reduced at most once per train_step; on
+   * OTC_STEP_SKIPPED_NONFINITE the step returns it at once, having applied
+   * no optimizer update (the runtime then restores the residuals of the
+   * buckets reduced in that step). The exact
    * semantics (warm-up, adaptive ratio formula, bytes counted) are
    * documented in the runtime's src/compressed.cpp. */
   int (*compressed_all_reduce_mean_f32)(void *comm,
@@ -79,7 +84,7 @@ typedef struct otc_step_context {
                                         float *residual, int64_t bucket);
   /* SDP: averages `count` floats of `data` in place over the ranks of owner
    * group `group` (an index into the manifest's "sdp" "groups"; this rank is
-   * a member). Returns 0 on success. */
+   * a member). Returns 0 on success; overlapped as all_reduce_mean_f32. */
   int (*group_all_reduce_mean_f32)(void *comm, int64_t group, float *data,
                                    int64_t count);
   /* SDP backward masking: every rank receives rank `root`'s `count` floats
@@ -96,6 +101,11 @@ typedef struct otc_step_context {
    * OTC_STEP_SKIPPED_NONFINITE on every rank when a group bucket of any
    * rank was not finite, 0 otherwise (or OTC_STEP_ERR_COMM). */
   int (*agree_finite)(void *comm);
+  /* Waits for the all-reduces (dense and compressed) this step has
+   * started; called before the first optimizer update, before anything
+   * else touches their buffers and before the step returns. Returns 0,
+   * OTC_STEP_SKIPPED_NONFINITE (every rank agrees) or OTC_STEP_ERR_COMM. */
+  int (*wait_collectives)(void *comm);
 } otc_step_context_t;
 
 typedef struct otc_program_entry {

@@ -80,6 +80,13 @@ void otc_comm_release(otc_comm_t *comm);
 otc_status_t otc_comm_all_reduce_mean_f32(otc_comm_t *comm, float *data,
                                           int64_t count);
 otc_status_t otc_comm_barrier(otc_comm_t *comm);
+/* Overlap (default on): with MPI and more than one rank, a training step's
+ * collectives run on a thread of the communicator's own, in the order the
+ * program calls them, and a gradient bucket's compressed all-reduce goes on
+ * while the step computes the gradients before it; the step waits for them
+ * before its first optimizer update. Needs MPI_THREAD_SERIALIZED (otherwise
+ * off). 0 turns it off: every collective then runs in the calling thread. */
+void otc_comm_set_overlap(otc_comm_t *comm, int enabled);
 /* Bytes this rank sent to (and received from) the collectives programs run
  * (dense and compressed all-reduces with their finiteness flag and norm)
  * since the communicator was created; 0 on a 1-rank communicator. A dense

@@ -20,6 +20,9 @@
 // CHECK: otck_gemm_f32(1, 0, 8, 3, 4, 1.000000000e+00f, [[X]], {{v[0-9]+}}, 0.000000000e+00f, [[DW:v[0-9]+]]);
 // CHECK: if (ctx->all_reduce_mean_f32(ctx->comm, [[DW]], 24) != 0)
 // CHECK-NEXT: return OTC_STEP_ERR_COMM;
+// The all-reduce may still run (overlap): waited for before the update.
+// CHECK: if (int rc = ctx->wait_collectives(ctx->comm))
+// CHECK-NEXT: return rc == OTC_STEP_SKIPPED_NONFINITE ? rc : OTC_STEP_ERR_COMM;
 // CHECK: otck_adam_f32(24, [[W]], [[DW]], {{v[0-9]+}}, {{v[0-9]+}}, 1.000000047e-03f, 8.999999762e-01f, 9.990000129e-01f, 9.999999939e-09f, 0.000000000e+00f, ctx->step, 0);
 // CHECK: return OTC_STEP_OK;
 // CHECK: static const otc_program_entry_t entry = {
