@@ -30,6 +30,8 @@
 //     4. All-gather the fixed-size payloads (P bytes each, P from
 //        otck_compress_payload_bytes; P * (W - 1) bytes counted each way)
 //        and g = (1/W) Σ_ranks decompress(payload) (otck_decompress_sum_f32).
+//        fp16: an element beyond its range decodes as infinity; every rank
+//        sees the same sum and skips the step (OTC_STEP_SKIPPED_NONFINITE).
 //    W == 1 runs the same compress/decompress (same numerics as W ranks),
 //    but no collective runs and nothing is counted.
 //
@@ -299,6 +301,11 @@ int compressedAllReduceMean(StepComm &sc, const otc_compress_desc_t &desc,
       allGatherInPlace(scp->comm, bp->gathered.data(), p);
     otck_decompress_sum_f32(&cfg, count, bp->gathered.data(), world,
                             1.0f / float(world), data);
+    // fp16 encodes |g| > 65504 as infinity (IEEE): a finite gradient out of
+    // its range. Every member decoded the same payloads, so all see it and
+    // skip together (the session undoes this bucket).
+    if (cfg.method == OTCK_COMPRESS_FP16 && !allFinite(data, count))
+      return nonfinite();
     bp->ratio = ratio;
     ++bp->steps;
     return OTC_STEP_OK;

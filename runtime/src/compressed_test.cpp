@@ -348,6 +348,31 @@ TEST_F(CompressedTest, NonFiniteFoundByCompressRestoresTheResidual) {
   EXPECT_EQ(otc_session_step(session), 1);
 }
 
+// fp16 turns a finite |g| above 65504 into infinity: the step is skipped and
+// reported rather than handing the optimizer an infinite gradient.
+TEST_F(CompressedTest, Fp16OverflowSkipsTheStep) {
+  otc_compress_desc_t d{};
+  d.method = OTCK_COMPRESS_FP16;
+  d.error_feedback = 1;
+  d.block_size = 256;
+  open(d);
+  step(session, input(1));
+  ASSERT_EQ(otc_session_last_step_skipped(session), 0);
+  std::vector<float> r0Before = r0(), r1Before = r1();
+  std::vector<float> x = input(2);
+  x[3] = 1e5f;
+  step(session, x);
+  EXPECT_EQ(otc_session_last_step_skipped(session), 1);
+  EXPECT_EQ(otc_session_step(session), 1);
+  EXPECT_EQ(r0(), r0Before);
+  EXPECT_EQ(r1(), r1Before);
+  // Within range it trains.
+  x[3] = 6e4f;
+  step(session, x);
+  EXPECT_EQ(otc_session_last_step_skipped(session), 0);
+  EXPECT_EQ(otc_session_step(session), 2);
+}
+
 TEST_F(CompressedTest, NonFiniteOnTheFirstStepLeavesTheNormUnset) {
   otc_compress_desc_t d = topkInt8(0.25f, 64, true);
   d.adaptive = 1, d.ratio_min = 0.05f, d.ratio_max = 0.5f;
