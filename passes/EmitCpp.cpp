@@ -88,6 +88,8 @@ private:
   /// Emits the wait for the started all-reduces before `op` if it is an
   /// optimizer update, the return, or touches one of their buffers.
   void waitBefore(Operation &op);
+  /// Records that a started collective may still use `buffer`.
+  void started(Value buffer);
 
   /// Arena bytes [begin, end) of the buffers of the all-reduces started and
   /// not yet waited for (the runtime may still be exchanging them).
@@ -136,6 +138,11 @@ void Emitter::waitBefore(Operation &op) {
      << "    return rc == OTC_STEP_SKIPPED_NONFINITE ? rc : "
         "OTC_STEP_ERR_COMM;\n";
   pending.clear();
+}
+
+void Emitter::started(Value buffer) {
+  if (std::optional<std::pair<int64_t, int64_t>> r = arenaRange(buffer))
+    pending.push_back(*r);
 }
 
 LogicalResult Emitter::emitFunction(func::FuncOp fn, StringRef cName) {
@@ -199,9 +206,7 @@ LogicalResult Emitter::emitFunction(func::FuncOp fn, StringRef cName) {
       os << name(ar.getBuffer()) << ", "
          << ar.getBuffer().getType().getNumElements()
          << ") != 0)\n    return OTC_STEP_ERR_COMM;\n";
-      if (std::optional<std::pair<int64_t, int64_t>> r =
-              arenaRange(ar.getBuffer()))
-        pending.push_back(*r);
+      started(ar.getBuffer());
     } else if (auto bc = llvm::dyn_cast<exec::BroadcastOp>(op)) {
       os << "  if (ctx->broadcast_f32(ctx->comm, " << bc.getRootAttr().getInt()
          << ", " << name(bc.getBuffer()) << ", "
@@ -251,10 +256,9 @@ LogicalResult Emitter::emitCompressedAllReduce(exec::CompressedAllReduceOp op) {
      << op.getBucket() << ");\n"
      << "    if (rc == OTC_STEP_SKIPPED_NONFINITE)\n      return rc;\n"
      << "    if (rc != 0)\n      return OTC_STEP_ERR_COMM;\n  }\n";
-  for (Value v : {op.getBuffer(), op.getResidual()})
-    if (v)
-      if (std::optional<std::pair<int64_t, int64_t>> r = arenaRange(v))
-        pending.push_back(*r);
+  started(op.getBuffer());
+  if (Value residual = op.getResidual())
+    started(residual);
   return success();
 }
 

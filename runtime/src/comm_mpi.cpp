@@ -219,12 +219,21 @@ CommWorker *stepWorker(otc_comm_t *comm) {
 } // namespace
 
 int runCollective(StepComm *sc, bool async, std::function<int()> job) {
-  CommWorker *worker = stepWorker(sc ? sc->comm : nullptr);
+  otc_comm_t *comm = sc ? sc->comm : nullptr;
+  auto guarded = [comm, job = std::move(job)] {
+    try {
+      return job();
+    } catch (const std::exception &e) {
+      setCommError(comm, e.what());
+      return OTC_STEP_ERR_COMM;
+    }
+  };
+  CommWorker *worker = stepWorker(comm);
   if (!worker)
-    return job();
+    return guarded();
   if (!async)
-    return worker->call(std::move(job));
-  worker->post(std::move(job));
+    return worker->call(std::move(guarded));
+  worker->post(std::move(guarded));
   return OTC_STEP_OK;
 }
 
@@ -240,15 +249,8 @@ int waitCollectivesCallback(void *opaque) {
 int allReduceMeanCallback(void *opaque, float *data, int64_t count) {
   auto *sc = static_cast<StepComm *>(opaque);
   return runCollective(sc, true, [=] {
-    otc_comm_t *comm = sc ? sc->comm : nullptr;
-    try {
-      allReduceMeanF32(comm, data, count);
-      return OTC_STEP_OK;
-    } catch (const std::exception &e) {
-      if (comm)
-        comm->lastError = e.what();
-      return OTC_STEP_ERR_COMM;
-    }
+    allReduceMeanF32(sc ? sc->comm : nullptr, data, count);
+    return OTC_STEP_OK;
   });
 }
 
@@ -328,16 +330,11 @@ void groupAllReduceSumF64(otc_comm_t *comm, const std::vector<int64_t> &group,
 int agreeFiniteCallback(void *opaque) {
   auto *sc = static_cast<StepComm *>(opaque);
   return runCollective(sc, false, [=] {
-    otc_comm_t *comm = sc ? sc->comm : nullptr;
-    try {
-      bool bad = anyRank(comm, sc->pendingNonfinite);
-      sc->pendingNonfinite = false;
-      return bad ? OTC_STEP_SKIPPED_NONFINITE : OTC_STEP_OK;
-    } catch (const std::exception &e) {
-      if (comm)
-        comm->lastError = e.what();
-      return OTC_STEP_ERR_COMM;
-    }
+    if (!sc)
+      throw Error(OTC_INVALID_ARGUMENT, "agree_finite: comm is NULL");
+    bool bad = anyRank(sc->comm, sc->pendingNonfinite);
+    sc->pendingNonfinite = false;
+    return bad ? OTC_STEP_SKIPPED_NONFINITE : OTC_STEP_OK;
   });
 }
 
@@ -385,35 +382,22 @@ int groupAllReduceMeanCallback(void *opaque, int64_t group, float *data,
                                int64_t count) {
   auto *sc = static_cast<StepComm *>(opaque);
   return runCollective(sc, true, [=] {
-    otc_comm_t *comm = sc ? sc->comm : nullptr;
-    try {
-      if (!sc || !sc->groups || group < 0 ||
-          group >= int64_t(sc->groups->size()))
-        throw Error(OTC_INTERNAL, "the program names SDP owner group " +
-                                      std::to_string(group) +
-                                      ", which the manifest lacks");
-      groupAllReduceMeanF32(comm, (*sc->groups)[size_t(group)], data, count);
-      return OTC_STEP_OK;
-    } catch (const std::exception &e) {
-      if (comm)
-        comm->lastError = e.what();
-      return OTC_STEP_ERR_COMM;
-    }
+    if (!sc || !sc->groups || group < 0 || group >= int64_t(sc->groups->size()))
+      throw Error(OTC_INTERNAL, "the program names SDP owner group " +
+                                    std::to_string(group) +
+                                    ", which the manifest lacks");
+    groupAllReduceMeanF32(sc->comm, (*sc->groups)[size_t(group)], data, count);
+    return OTC_STEP_OK;
   });
 }
 
 int broadcastCallback(void *opaque, int64_t root, float *data, int64_t count) {
   auto *sc = static_cast<StepComm *>(opaque);
   return runCollective(sc, false, [=] {
-    otc_comm_t *comm = sc ? sc->comm : nullptr;
-    try {
-      broadcastF32(comm, root, data, count);
-      return OTC_STEP_OK;
-    } catch (const std::exception &e) {
-      if (comm)
-        comm->lastError = e.what();
-      return OTC_STEP_ERR_COMM;
-    }
+    if (!sc)
+      throw Error(OTC_INVALID_ARGUMENT, "broadcast: comm is NULL");
+    broadcastF32(sc->comm, root, data, count);
+    return OTC_STEP_OK;
   });
 }
 

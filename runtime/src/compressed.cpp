@@ -192,16 +192,6 @@ int compressedAllReduceMean(StepComm &sc, const otc_compress_desc_t &desc,
   // collectives thread when it has one. The step's own thread computes the
   // norm and compresses; the exchange is queued and the program goes on.
   StepComm *scp = &sc;
-  auto guarded = [scp](auto body) {
-    return [scp, body]() {
-      try {
-        return body();
-      } catch (const std::exception &e) {
-        setCommError(scp->comm, e.what());
-        return OTC_STEP_ERR_COMM;
-      }
-    };
-  };
   auto nonfinite = [scp, members] {
     if (!members)
       return OTC_STEP_SKIPPED_NONFINITE;
@@ -210,13 +200,13 @@ int compressedAllReduceMean(StepComm &sc, const otc_compress_desc_t &desc,
   };
 
   if (desc.method == OTCK_COMPRESS_NONE || sc.step <= desc.warmup_steps)
-    return runCollective(&sc, true, guarded([=] {
+    return runCollective(&sc, true, [=] {
       if (members)
         groupAllReduceMeanF32(scp->comm, *members, data, count);
       else
         allReduceMeanF32(scp->comm, data, count);
       return allFinite(data, count) ? OTC_STEP_OK : nonfinite();
-    }));
+    });
 
   const int myRank = otc_comm_rank(sc.comm);
   const int world = members ? int(members->size()) : otc_comm_size(sc.comm);
@@ -233,14 +223,14 @@ int compressedAllReduceMean(StepComm &sc, const otc_compress_desc_t &desc,
     // The ratio needs every rank's norm before compressing: this waits for
     // the exchanges queued before it.
     double sq = sumSquares(data, count);
-    int rc = runCollective(&sc, false, guarded([&] {
+    int rc = runCollective(&sc, false, [&] {
       if (members)
         groupAllReduceSumF64(scp->comm, *members, &sq, 1);
       else
         allReduceSumF64(scp->comm, &sq, 1,
                         /*counted=*/true);
       return OTC_STEP_OK;
-    }));
+    });
     if (rc != OTC_STEP_OK)
       return rc;
     double norm = std::sqrt(sq / double(world));
@@ -282,7 +272,7 @@ int compressedAllReduceMean(StepComm &sc, const otc_compress_desc_t &desc,
   const bool bad = rc != 0;
   BucketState *bp = &b; // stable: CompressState keeps buckets in a deque
   CompressState *statep = &state;
-  return runCollective(&sc, true, guarded([=] {
+  return runCollective(&sc, true, [=] {
     if (members && bad)
       scp->pendingNonfinite = true; // the exchange goes on; skipped
     if (!members && anyRank(scp->comm, bad)) {
@@ -309,7 +299,7 @@ int compressedAllReduceMean(StepComm &sc, const otc_compress_desc_t &desc,
     bp->ratio = ratio;
     ++bp->steps;
     return OTC_STEP_OK;
-  }));
+  });
 }
 
 int compressedAllReduceCallback(void *opaque, const otc_compress_desc_t *desc,
