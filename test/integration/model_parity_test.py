@@ -6,14 +6,17 @@
 # and AdamW, and trained 3 steps on one batch; PyTorch trains copies of the
 # exported state on the same batch in float32 and in float64.
 #
-# Checked against the float64 trajectory: the first loss (rel 1e-4), the
-# loss of every step and every trained tensor, BatchNorm running statistics
-# included (max|a - b| / max|b| per tensor), each within the larger of the
-# fixed tolerance (loss 1e-4, tensors 1e-3) and twice PyTorch float32's own
-# distance to float64. Three AdamW steps on one batch drive the loss from
-# ~2.3 to ~0.01: that trajectory amplifies float32 rounding (PyTorch float32
-# and float64 end up to ~50% apart on some BatchNorm biases), so "as close to
-# the exact result as PyTorch float32 is" is the meaningful bar there.
+# Checked: the loss of every step within rel 1e-4 of PyTorch (float32);
+# every trained tensor, BatchNorm running statistics included
+# (max|a - b| / max|b| per tensor), within rel 1e-3 of PyTorch and of
+# float64 -- or, for a tensor whose float32 value is itself uncertain by
+# more than that, within twice PyTorch float32's distance to float64.
+# Adam moves a weight by lr * g / (sqrt(v) + eps): where g is near zero its
+# rounding decides the step. ResNet-18's BatchNorm biases are such tensors
+# (batch 8; layer4 at 1x1 spatial size): even at lr 1e-4 PyTorch float32 is
+# 1e-2 from float64 on some of them, while every other tensor meets 1e-3.
+# ResNet-18 trains at lr 1e-4 because at 1e-3 three steps on one batch take
+# its loss from 2.3 to 0.01, which magnifies rounding in the loss as well.
 #
 #===------------------------------------------------------------------------===#
 
@@ -27,9 +30,9 @@ import otc_testlib as T  # noqa: E402
 STEPS = 3
 LOSS_TOL = 1e-4
 WEIGHT_TOL = 1e-3
-# AdamW as torch.optim.AdamW; eps 1e-6 keeps float rounding of near-zero
-# gradients from being magnified by 1/sqrt(v) (see parity_test.py).
-OPT = dict(lr=1e-3, weight_decay=0.01, eps=1e-6)
+# AdamW as torch.optim.AdamW, weight decay 0.01, eps 1e-6 (see
+# parity_test.py: 1e-8 magnifies the rounding of near-zero gradients).
+WEIGHT_DECAY = 0.01
 
 
 def resnet18():
@@ -37,7 +40,7 @@ def resnet18():
     import torchvision
     torch.manual_seed(0)
     model = torchvision.models.resnet18(num_classes=10)
-    return model, (8, 3, 32, 32), None, 15
+    return model, (8, 3, 32, 32), None, 15, dict(lr=1e-4, eps=1e-6)
 
 
 def gpt():
@@ -83,7 +86,7 @@ def gpt():
             return self.head(self.ln(self.blocks(x)))
 
     torch.manual_seed(0)
-    return GPT(), (4, context), vocab, 17
+    return GPT(), (4, context), vocab, 17, dict(lr=1e-3, eps=1e-6)
 
 
 def bert():
@@ -108,7 +111,7 @@ def bert():
             return self.head(self.encoder(self.tok(ids)))
 
     torch.manual_seed(0)
-    return Bert(), (4, length), vocab, 17
+    return Bert(), (4, length), vocab, 17, dict(lr=1e-3, eps=1e-6)
 
 
 MODELS = {"resnet18": resnet18, "gpt": gpt, "bert": bert}
@@ -125,7 +128,7 @@ def main():
     for name, build in MODELS.items():
         if args.filter not in name:
             continue
-        model, shape, vocab, opset = build()
+        model, shape, vocab, opset, opt = build()
         model.train()
         rng = np.random.RandomState(7)
         if vocab:
@@ -147,8 +150,8 @@ def main():
         program = ctx.path(name, "train")
         res = T.compile_model(ctx, onnx_path, program, loss="cross-entropy",
                               label="labels", optimizer="adamw",
-                              lr=OPT["lr"], weight_decay=OPT["weight_decay"],
-                              eps=OPT["eps"], batch=shape[0], seed=0)
+                              lr=opt["lr"], weight_decay=WEIGHT_DECAY,
+                              eps=opt["eps"], batch=shape[0], seed=0)
         if not T.require_ok(checks, "%s: otc-compile" % name, res):
             continue
         xp, yp = ctx.path(name, "input.npy"), ctx.path(name, "labels.npy")
@@ -169,45 +172,41 @@ def main():
             xin = x if vocab else x.astype(
                 np.float64 if dtype == torch.float64 else np.float32)
             losses, _ = T.torch_train(m, "adamw", xin, labels, STEPS,
-                                      OPT["lr"],
-                                      weight_decay=OPT["weight_decay"],
-                                      eps=OPT["eps"])
+                                      opt["lr"], weight_decay=WEIGHT_DECAY,
+                                      eps=opt["eps"])
             refs[dtype] = (losses, {k: v.detach().double().numpy()
                                     for k, v in m.state_dict().items()})
         (l32, w32), (l64, w64) = refs[torch.float32], refs[torch.float64]
         got_losses = T.losses_by_step(metrics)
         got_losses = [got_losses[s] for s in sorted(got_losses)]
-        checks.check("%s: first loss within rel %.0e of float64" %
-                     (name, LOSS_TOL), len(got_losses) == STEPS and
-                     abs(got_losses[0] - l64[0]) <= LOSS_TOL * abs(l64[0]),
+        loss_ok = len(got_losses) == STEPS and all(
+            abs(o - e) <= LOSS_TOL * abs(e) for o, e in zip(got_losses, l32))
+        checks.check("%s: every loss within rel %.0e of PyTorch" %
+                     (name, LOSS_TOL), loss_ok,
                      "otc %s torch32 %s torch64 %s" % (
                          ["%.6f" % v for v in got_losses],
                          ["%.6f" % v for v in l32], ["%.6f" % v for v in l64]))
-        loss_ok = len(got_losses) == STEPS and all(
-            abs(o - e) <= max(LOSS_TOL * abs(e), 2 * abs(t - e))
-            for o, t, e in zip(got_losses, l32, l64))
-        checks.check("%s: every loss as close to float64 as torch float32 "
-                     "(or rel %.0e)" % (name, LOSS_TOL), loss_ok,
-                     "|otc-f64| %s |f32-f64| %s" % (
-                         ["%.1e" % abs(o - e)
-                          for o, e in zip(got_losses, l64)],
-                         ["%.1e" % abs(t - e) for t, e in zip(l32, l64)]))
         got = T.read_onnx_weights(exported)
         missing = [k for k, _ in ref.named_parameters() if k not in got]
-        bad, worst = [], (0.0, "-")
-        for k in (k for k in w64 if k in got):
-            err = T.rel_err(got[k], w64[k])
-            bound = max(WEIGHT_TOL, 2 * T.rel_err(w32[k], w64[k]))
-            worst = max(worst, (err / bound, k))
-            if err > bound:
-                bad.append("%s %.2e > %.2e" % (k, err, bound))
-        checks.check("%s: every trained tensor as close to float64 as torch "
-                     "float32 (or rel %.0e)" % (name, WEIGHT_TOL),
-                     not missing and not bad,
-                     ("missing %s " % missing if missing else "") +
-                     ("; ".join(bad[:5]) if bad else
-                      "closest to its bound: %s at %.2f of it" %
-                      (worst[1], worst[0])))
+        for ref, label in ((w32, "PyTorch"), (w64, "float64")):
+            bad, worst, widened, largest = [], (0.0, "-"), 0, (0.0, "-")
+            for k in (k for k in w64 if k in got):
+                err = T.rel_err(got[k], ref[k])
+                bound = max(WEIGHT_TOL, 2 * T.rel_err(w32[k], w64[k]))
+                widened += bound > WEIGHT_TOL
+                largest = max(largest, (err, k))
+                worst = max(worst, (err / bound, k))
+                if err > bound:
+                    bad.append("%s %.2e > %.2e" % (k, err, bound))
+            checks.check("%s: every trained tensor within rel %.0e of %s "
+                         "(or as uncertain as PyTorch float32)" %
+                         (name, WEIGHT_TOL, label), not missing and not bad,
+                         ("missing %s " % missing if missing else "") +
+                         ("; ".join(bad[:5]) if bad else
+                          "closest to its bound: %s at %.2f of it; farthest: "
+                          "%s at %.1e; %d of %d tensors as uncertain" % (
+                              worst[1], worst[0], largest[1], largest[0],
+                              widened, len(w64))))
     return checks.finish()
 
 
