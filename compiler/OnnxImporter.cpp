@@ -1,7 +1,8 @@
 //===- OnnxImporter.cpp - ONNX model to graph dialect ---------------------===//
 //
-// ModelProto -> ONNX checker -> (version converter for old opsets) -> ONNX
-// shape inference -> graph dialect. The checker is not a safety boundary:
+// ModelProto -> (opset adapter for opsets newer than the ONNX library) ->
+// ONNX checker -> (version converter for old opsets) -> ONNX shape
+// inference -> graph dialect. The checker is not a safety boundary:
 // sizes, ranks, attributes and shapes are validated here too. Shape
 // computations (Shape/Gather/Unsqueeze/Concat/Constant feeding Reshape) are
 // evaluated at import time, so every tensor has a static type.
@@ -49,6 +50,11 @@ LogicalResult Importer::prepare(onnx::ModelProto &model) {
       opset = imp.version();
   if (opset == 0)
     return error() << "model imports no default-domain (ai.onnx) opset";
+  if (opset > kMaxOpset)
+    return error() << "opset " << opset << " is not supported (OTC supports "
+                   << kMinOpset << " to " << kMaxOpset << ")";
+  if (opset > kLibraryOpset && failed(adaptNewerOpset(model)))
+    return failure();
   try {
     onnx::checker::check_model(model);
   } catch (const std::exception &e) {
@@ -65,9 +71,6 @@ LogicalResult Importer::prepare(onnx::ModelProto &model) {
                      << " and ONNX's version converter failed: " << e.what();
     }
   }
-  if (opset > kMaxOpset)
-    return error() << "opset " << opset << " is not supported (OTC supports "
-                   << kMinOpset << " to " << kMaxOpset << ")";
   try {
     onnx::ShapeInferenceOptions opts{/*check_type=*/true, /*error_mode=*/1};
     onnx::shape_inference::InferShapes(
@@ -301,11 +304,8 @@ LogicalResult Importer::reshapeTo(const onnx::NodeProto &node, Value input,
   return success();
 }
 
-LogicalResult Importer::importNode(const onnx::NodeProto &node) {
-  if (!node.domain().empty() && node.domain() != "ai.onnx")
-    return nodeError(node) << "unsupported operator domain '" << node.domain()
-                           << "'";
-  static const llvm::StringMap<OpHandler> handlers = {
+static const llvm::StringMap<Importer::OpHandler> &opHandlers() {
+  static const llvm::StringMap<Importer::OpHandler> handlers = {
       {"Constant", &Importer::importConstant},
       {"Identity", &Importer::importIdentity},
       {"Dropout", &Importer::importDropout},
@@ -404,14 +404,28 @@ LogicalResult Importer::importNode(const onnx::NodeProto &node) {
       {"Selu", &Importer::importUnary},
       {"HardSigmoid", &Importer::importUnary},
       {"Clip", &Importer::importUnary},
+      {"Gelu", &Importer::importUnary},
+      {"Mish", &Importer::importUnary},
       {"Softmax", &Importer::importSoftmax},
       {"LogSoftmax", &Importer::importSoftmax},
       {"Transpose", &Importer::importTranspose},
       {"Gemm", &Importer::importGemm},
       {"MatMul", &Importer::importMatMul},
   };
-  auto it = handlers.find(node.op_type());
-  if (it == handlers.end())
+  return handlers;
+}
+
+bool Importer::hasHandler(StringRef opType) {
+  return opHandlers().count(opType) != 0;
+}
+
+LogicalResult Importer::importNode(const onnx::NodeProto &node) {
+  if (!node.domain().empty() && node.domain() != "ai.onnx" &&
+      node.domain() != kCompatDomain)
+    return nodeError(node) << "unsupported operator domain '" << node.domain()
+                           << "'";
+  auto it = opHandlers().find(node.op_type());
+  if (it == opHandlers().end())
     return nodeError(node) << "unsupported operator " << node.op_type();
   return (this->*(it->second))(node);
 }

@@ -259,7 +259,16 @@ LogicalResult Importer::importUnary(const onnx::NodeProto &node) {
   else if (op == "HardSigmoid")
     v = b.create<graph::HardSigmoidOp>(loc, x, f("alpha", 0.2f),
                                        f("beta", 0.5f));
-  else {
+  else if (op == "Mish")
+    v = b.create<graph::MishOp>(loc, x);
+  else if (op == "Gelu") {
+    auto *a = attr(node, "approximate");
+    StringRef approximate = a ? StringRef(a->s()) : "none";
+    if (approximate != "none" && approximate != "tanh")
+      return nodeError(node) << "unsupported approximate '" << approximate
+                             << "' (none or tanh)";
+    v = b.create<graph::GeluOp>(loc, x, b.getStringAttr(approximate));
+  } else {
     assert(op == "Clip" && "not a unary op");
     // Opset 13: the bounds are optional inputs, which must be constants.
     float bounds[2] = {-std::numeric_limits<float>::infinity(),

@@ -30,7 +30,13 @@ namespace otc::importer {
 using namespace mlir;
 
 constexpr int64_t kMinOpset = 13;
-constexpr int64_t kMaxOpset = 17;
+constexpr int64_t kMaxOpset = 20;
+/// The newest opset the ONNX library (1.12) checks and infers; newer models
+/// are rewritten into its form first (OpsetAdapter.cpp).
+constexpr int64_t kLibraryOpset = 17;
+/// OTC's operator domain: operators of opsets newer than the ONNX library
+/// knows (OpsetAdapter.cpp), with the same names and meaning as in ONNX.
+constexpr const char *kCompatDomain = "ai.onnx.otc";
 /// Constants beyond this many elements are parameters or bugs, not shapes.
 constexpr int64_t kMaxFoldedElements = 1 << 16;
 
@@ -121,6 +127,8 @@ public:
   }
 
   LogicalResult prepare(onnx::ModelProto &model);
+  LogicalResult adaptNewerOpset(onnx::ModelProto &model);
+  static bool hasHandler(StringRef opType);
   LogicalResult importGraph(const onnx::GraphProto &graph, ModuleOp module);
   FailureOr<RankedTensorType> inputType(const onnx::ValueInfoProto &info);
   LogicalResult importNode(const onnx::NodeProto &node);

@@ -23,6 +23,9 @@ TOL = 1e-4
 def cases():
     """name -> (fn(p) -> tensor, {param: (shape, domain)}, opset).
 
+    opset may be (op type, attributes, opset): a single ONNX node on
+    parameter "a", built directly, for opsets torch 1.13 cannot export.
+
     domain: "any" (standard normal), "pos" (|n| + 0.5), "unit" (in (-0.9,
     0.9)). The output's first dimension is the batch."""
     import torch
@@ -42,6 +45,12 @@ def cases():
         "log_softmax": lambda v: F.log_softmax(v, dim=0),
     }
     table = {k: (lambda p, f=f: f(p["a"]), a, 13) for k, f in unary.items()}
+    table.update({
+        "gelu_opset20": (lambda p: F.gelu(p["a"]), a, ("Gelu", {}, 20)),
+        "gelu_tanh_opset20": (lambda p: F.gelu(p["a"], approximate="tanh"), a,
+                              ("Gelu", {"approximate": "tanh"}, 20)),
+        "mish_opset18": (lambda p: F.mish(p["a"]), a, ("Mish", {}, 18)),
+    })
     pos = {"a": ((4, 6), "pos")}
     table.update({
         "sqrt": (lambda p: t.sqrt(p["a"]), pos, 13),
@@ -225,6 +234,24 @@ def build_module(fn, params):
     return Case()
 
 
+def export_node(op, attrs, opset, params, x, path):
+    """y = op(a) + x_in as one ONNX node (what torch.onnx.export would give
+    at an opset it does not know)."""
+    import onnx
+    from onnx import TensorProto, helper, numpy_helper
+    vi = helper.make_tensor_value_info
+    graph = helper.make_graph(
+        [helper.make_node(op, ["a"], ["t"], **attrs),
+         helper.make_node("Add", ["t", "x_in"], ["y"])], "case",
+        [vi("x_in", TensorProto.FLOAT, list(x.shape))],
+        [vi("y", TensorProto.FLOAT, list(x.shape))],
+        [numpy_helper.from_array(params["a"], "a")])
+    model = helper.make_model(graph,
+                              opset_imports=[helper.make_opsetid("", opset)])
+    model.ir_version = 8
+    onnx.save(model, path)
+
+
 def main():
     args, ctx = T.parse_args(
         "gradcheck", "OTC gradients vs PyTorch autograd, one case per op.",
@@ -244,9 +271,12 @@ def main():
             y0 = fn({k: torch.tensor(v) for k, v in params.items()})
         x = np.zeros(tuple(y0.shape), np.float32)
         onnx_path = ctx.path(name, "model.onnx")
-        torch.onnx.export(module, (torch.tensor(x),), onnx_path,
-                          input_names=["x_in"], output_names=["y"],
-                          opset_version=opset, do_constant_folding=False)
+        if isinstance(opset, tuple):
+            export_node(*opset, params, x, onnx_path)
+        else:
+            torch.onnx.export(module, (torch.tensor(x),), onnx_path,
+                              input_names=["x_in"], output_names=["y"],
+                              opset_version=opset, do_constant_folding=False)
         trng = np.random.RandomState(i)
         if LOSSES[loss][1]:
             target = trng.randint(0, x.shape[-1], size=x.shape[:-1])

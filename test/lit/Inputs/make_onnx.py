@@ -198,7 +198,70 @@ def attention():
                   ints("st", [0]), ints("en", [2]), ints("ax", [2])], opset=17)
 
 
-KINDS = {"cnn": cnn, "attention": attention, "dropout-train": dropout_train, "unsqueeze-dup": unsqueeze_dup,
+def newer_opset(opset):
+    # Operators whose form changed in opsets 18-20, and Gelu/Mish.
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 6, 4])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 6])
+    r = helper.make_tensor_value_info("r", TensorProto.FLOAT, [2, 6, 4])
+    nodes = [
+        helper.make_node("Mish", ["x"], ["m"], name="mish"),
+        helper.make_node("Split", ["m"], ["s0", "s1", "s2"], name="split",
+                         axis=1, num_outputs=3),
+        helper.make_node("Concat", ["s2", "s0", "s1"], ["c"], name="concat", axis=1),
+        helper.make_node("Constant", [], ["axes"], name="axes",
+                         value=helper.make_tensor("v", TensorProto.INT64, [1], [2])),
+        helper.make_node("ReduceMean", ["c", "axes"], ["y"], name="mean", keepdims=0),
+        helper.make_node("ReduceMax", ["x"], ["r"], name="noop", noop_with_empty_axes=1),
+        helper.make_node("Cast", ["x"], ["xc"], name="cast", to=TensorProto.FLOAT, saturate=1),
+    ]
+    if opset >= 20:
+        nodes += [helper.make_node("Gelu", ["xc"], ["g"], name="gelu"),
+                  helper.make_node("Gelu", ["g"], ["gt"], name="gelu_tanh",
+                                   approximate="tanh")]
+        outputs = [y, r, helper.make_tensor_value_info("gt", TensorProto.FLOAT, [2, 6, 4])]
+    else:
+        outputs = [y, r]
+    m = model(nodes, [x], outputs, opset=opset)
+    m.ir_version = 9 if opset >= 19 else 8
+    return m
+
+
+def newer_opset_bad(kind):
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3, 8, 8])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, None)
+    inits = []
+    if kind == "pad-axes":
+        node = helper.make_node("Pad", ["x", "pads", "", "axes"], ["y"], name="n")
+        inits = [ints("pads", [1, 1]), ints("axes", [3])]
+    elif kind == "pool-dilations":
+        node = helper.make_node("AveragePool", ["x"], ["y"], name="n",
+                                kernel_shape=[2, 2], dilations=[2, 2])
+    elif kind == "resize-antialias":
+        node = helper.make_node("Resize", ["x", "", "scales"], ["y"], name="n",
+                                mode="linear", antialias=1)
+        inits = [numpy_helper.from_array(np.array([1, 1, 0.5, 0.5], np.float32), "scales")]
+    elif kind == "runtime-axes":
+        node = helper.make_node("ReduceMean", ["x", "x_axes"], ["y"], name="n")
+        return model([helper.make_node("Shape", ["x"], ["s"], name="shape"),
+                      helper.make_node("Gather", ["s", "zero"], ["x_axes"], name="g"),
+                      node], [x, helper.make_tensor_value_info("zero", TensorProto.INT64, [1])],
+                     [y], opset=18)
+    else:
+        assert kind == "new-op"
+        node = helper.make_node("GroupNormalization", ["x", "s", "b"], ["y"], name="n",
+                                num_groups=3)
+        inits = [weights("s", 3), weights("b", 3)]
+    return model([node], [x], [y], inits, opset=19)
+
+
+KINDS = {"opset18": lambda: newer_opset(18), "opset20": lambda: newer_opset(20),
+         "opset21": lambda: newer_opset(21),
+         "pad-axes": lambda: newer_opset_bad("pad-axes"),
+         "pool-dilations": lambda: newer_opset_bad("pool-dilations"),
+         "resize-antialias": lambda: newer_opset_bad("resize-antialias"),
+         "runtime-axes": lambda: newer_opset_bad("runtime-axes"),
+         "new-op": lambda: newer_opset_bad("new-op"),
+         "cnn": cnn, "attention": attention, "dropout-train": dropout_train, "unsqueeze-dup": unsqueeze_dup,
          "concat-mismatch": concat_mismatch, "big-fold": big_fold, "rank9": rank9,
          "batch-mismatch": batch_mismatch, "huge-init": huge_init, "shape-chain": shape_chain, "ops": ops, "unsupported": unsupported,
          "dynamic": dynamic, "bad-reshape": bad_reshape}
