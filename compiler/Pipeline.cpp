@@ -28,6 +28,7 @@ using namespace otc;
 
 void otc::buildTrainingPipeline(OpPassManager &pm,
                                 const CompileOptions &options) {
+  pm.addPass(createFuseActivations());
   if (options.inference) {
     pm.addPass(createBuildInference());
     pm.addPass(createCanonicalizerPass());

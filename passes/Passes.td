@@ -43,6 +43,30 @@ def BuildTraining : Pass<"otc-build-training", "mlir::ModuleOp"> {
   ];
 }
 
+def FuseActivations : Pass<"otc-fuse-activations", "mlir::ModuleOp"> {
+  let summary = "Replace GELU and Mish formulas with graph.gelu / graph.mish";
+  let description = [{
+    Models exported before opset 20 (GELU) or 18 (Mish) spell the
+    activation out: `0.5 * x * (1 + erf(x / sqrt(2)))`, its tanh
+    approximation `0.5 * x * (1 + tanh(sqrt(2/pi) * (x + 0.044715 x^3)))`,
+    `x * tanh(softplus(x))`. Each such product, in any order of factors and
+    grouping of constants, becomes one op (one kernel, one saved
+    activation, one gradient). Intermediate values with other users are
+    left alone.
+
+    ```mlir
+    %d = graph.div %x, %sqrt2 : (tensor<4x8xf32>, tensor<f32>) -> tensor<4x8xf32>
+    %e = graph.erf %d : tensor<4x8xf32>
+    %a = graph.add %e, %one : (tensor<4x8xf32>, tensor<f32>) -> tensor<4x8xf32>
+    %m = graph.mul %x, %a : (tensor<4x8xf32>, tensor<4x8xf32>) -> tensor<4x8xf32>
+    %y = graph.mul %m, %half : (tensor<4x8xf32>, tensor<f32>) -> tensor<4x8xf32>
+    // becomes
+    %y = graph.gelu %x : tensor<4x8xf32>
+    ```
+  }];
+  let dependentDialects = ["::otc::graph::GraphDialect"];
+}
+
 def BuildInference : Pass<"otc-build-inference", "mlir::ModuleOp"> {
   let summary = "Turn @forward into an inference-only @eval_step";
   let description = [{

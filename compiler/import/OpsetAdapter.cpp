@@ -40,8 +40,9 @@ void registerCompatSchemas() {
           .SetDoc(doc)
           .Input(0, "X", "input", "T")
           .Output(0, "Y", "output", "T")
-          .TypeConstraint("T", {"tensor(float)", "tensor(double)",
-                                "tensor(float16)", "tensor(bfloat16)"},
+          .TypeConstraint("T",
+                          {"tensor(float)", "tensor(double)", "tensor(float16)",
+                           "tensor(bfloat16)"},
                           "float tensors")
           .TypeAndShapeInferenceFunction(
               onnx::propagateShapeAndTypeFromFirstInput);
