@@ -92,7 +92,9 @@ def SdpFindComponents : Pass<"otc-sdp-find-components", "mlir::ModuleOp"> {
     `x + f(x)` whose inside nothing else reads and whose parameters nothing
     else uses; for `mode=neuron`, every group of features a gemm, matmul or
     conv produces and another contracts, through per-feature ops only
-    (bias, activations, BatchNorm, Dropout, scalar arithmetic). Each found
+    (bias, activations, BatchNorm, Dropout, scalar arithmetic, masks), and
+    the attention heads of a fused q/k/v projection (through the q/k/v
+    split, head reshapes, transposes and the two attention matmuls). Each found
     component gets `sdp.component = "<name>"` and a remark; each rejected
     candidate `sdp.rejected = "<reason>"` and a remark with the reason.
   }];

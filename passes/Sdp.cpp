@@ -75,8 +75,10 @@ struct SdpFindComponents : otc::impl::SdpFindComponentsBase<SdpFindComponents> {
     }
     for (sdp::NeuronGroup &group : found.groups) {
       group.producer->setAttr("sdp.component", b.getStringAttr(group.name));
-      group.producer->emitRemark("N-SDP neuron group '")
-          << group.name << "': " << group.features << " features, "
+      group.producer->emitRemark(group.heads ? "N-SDP attention-head group '"
+                                             : "N-SDP neuron group '")
+          << group.name << "': " << group.features
+          << (group.heads ? " heads, " : " features, ")
           << group.consumerInputs.size() << " consumer(s), "
           << group.params.size() << " sliced parameters";
     }
@@ -249,14 +251,30 @@ FailureOr<func::FuncOp> Sdp::specialize(func::FuncOp forward,
         list.push_back({p.axis, {}});
         it = std::prev(list.end());
       }
-      SmallVector<int64_t> &ranges = it->second;
-      if (!ranges.empty() && ranges.back() == c.lo)
-        ranges.back() = c.hi; // merge adjacent chunks
-      else
-        ranges.append({c.lo, c.hi});
+      // The chunk's elements in each section (q, k, v of attention heads).
+      for (int64_t sec = 0; sec < p.sections; ++sec) {
+        int64_t base = sec * g.features * p.unit;
+        it->second.append({base + c.lo * p.unit, base + c.hi * p.unit});
+      }
       chunksOf[{p.arg, p.axis}].push_back(&c);
     }
   }
+  // Kept ranges in ascending order, adjacent ones merged: the order the
+  // narrowed values hold the kept features in.
+  for (auto &[arg, list] : slices)
+    for (auto &[axis, ranges] : list) {
+      SmallVector<std::pair<int64_t, int64_t>> rs;
+      for (size_t k = 0; k + 1 < ranges.size(); k += 2)
+        rs.push_back({ranges[k], ranges[k + 1]});
+      llvm::sort(rs);
+      ranges.clear();
+      for (auto [lo, hi] : rs) {
+        if (!ranges.empty() && ranges.back() == lo)
+          ranges.back() = hi;
+        else
+          ranges.append({lo, hi});
+      }
+    }
   // A parameter two groups slice (rows by one, columns by the other) is
   // held in tiles; each tile is owned by the ranks owning both its chunks.
   // Averaging is per tensor, so every tile a rank holds must have the same
@@ -301,12 +319,18 @@ FailureOr<func::FuncOp> Sdp::specialize(func::FuncOp forward,
         kept += c.hi - c.lo;
     if (kept == g.features)
       continue;
-    for (auto [v, axis] : g.values) {
+    for (auto [v, at] : g.values) {
       Value clone = map.lookup(v);
       auto t = llvm::cast<RankedTensorType>(clone.getType());
       SmallVector<int64_t> shape(t.getShape());
-      shape[axis] = kept;
+      shape[at.axis] = at.sections * kept * at.unit;
       clone.setType(t.clone(shape));
+    }
+    for (const sdp::NeuronGroup::SectionSlice &sl : g.sectionSlices) {
+      auto slice = llvm::cast<graph::SliceOp>(map.lookup(sl.op));
+      SmallVector<int64_t> starts(slice.getStarts());
+      starts[sl.from.axis] = sl.section * kept * sl.from.unit;
+      slice.setStarts(starts);
     }
     double s = double(g.features) / double(kept);
     if (doRescale)

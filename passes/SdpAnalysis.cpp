@@ -299,45 +299,98 @@ int64_t outputFeatureAxis(Operation *op) {
   return llvm::cast<RankedTensorType>(op->getResult(0).getType()).getRank() - 1;
 }
 
-/// Whether static operand `v`, broadcast against a value whose features lie
-/// on `axis` of rank `rank`, is per-feature (returns its feature axis) or
-/// uniform over the features (returns -1); fails otherwise.
+/// Whether static operand `v`, broadcast against a value of rank `rank`
+/// whose features lie along `axis` (`width` elements), is per-feature
+/// (returns its feature axis) or the same for every feature (returns -1;
+/// it may vary along other axes, as a causal mask does); fails otherwise.
 FailureOr<int64_t> perFeatureOperand(Value v, int64_t axis, int64_t rank,
-                                     int64_t features) {
+                                     int64_t width) {
   auto t = llvm::cast<RankedTensorType>(v.getType());
-  int64_t offset = rank - t.getRank();
-  if (offset < 0)
+  int64_t d = axis - (rank - t.getRank());
+  if (d < 0 || t.getDimSize(d) == 1)
+    return -1;
+  if (t.getDimSize(d) != width)
     return failure();
-  int64_t featureAxis = -1;
-  for (int64_t d = 0; d < t.getRank(); ++d) {
-    if (t.getDimSize(d) == 1)
-      continue;
-    if (d + offset != axis || t.getDimSize(d) != features)
-      return failure();
-    featureAxis = d;
-  }
-  return featureAxis;
+  return d;
 }
 
-std::variant<std::string, NeuronGroup> neuronGroup(const Graph &g,
-                                                   Operation *producer) {
+int64_t product(ArrayRef<int64_t> dims) {
+  int64_t n = 1;
+  for (int64_t d : dims)
+    n *= d;
+  return n;
+}
+
+/// Where the features lie after a reshape, if it keeps them whole: the dims
+/// before the feature axis are unchanged and the axis either keeps its
+/// size, splits a feature's `unit` elements off into dims of their own, or
+/// merges those back in.
+std::optional<FeatureAxis> reshapedAxis(ArrayRef<int64_t> in,
+                                        ArrayRef<int64_t> out, FeatureAxis f,
+                                        int64_t features) {
+  int64_t a = f.axis;
+  if (f.sections != 1 || int64_t(out.size()) <= a ||
+      in.take_front(a) != out.take_front(a))
+    return std::nullopt;
+  if (in[a] == out[a])
+    return f;
+  // Split [features * unit] -> [features, d1, ..., dk] with prod(d) = unit.
+  if (out[a] == features && f.unit > 1)
+    for (size_t k = a + 1; k <= out.size(); ++k)
+      if (product(out.slice(a + 1, k - a - 1)) == f.unit &&
+          in.drop_front(a + 1) == out.drop_front(k))
+        return FeatureAxis{a, 1, 1};
+  // Merge [features, d1, ..., dk] -> [features * prod(d)].
+  if (in[a] == features && f.unit == 1)
+    for (size_t k = a + 1; k <= in.size(); ++k) {
+      int64_t unit = product(in.slice(a + 1, k - a - 1));
+      if (out[a] == features * unit &&
+          in.drop_front(k) == out.drop_front(a + 1))
+        return FeatureAxis{a, unit, 1};
+    }
+  return std::nullopt;
+}
+
+/// The softmax-like axis an op normalises or scans along, if any.
+std::optional<int64_t> alongAxis(Operation *op, int64_t rank) {
+  int64_t axis;
+  if (auto s = llvm::dyn_cast<graph::SoftmaxOp>(op))
+    axis = s.getAxis();
+  else if (auto s = llvm::dyn_cast<graph::LogSoftmaxOp>(op))
+    axis = s.getAxis();
+  else if (auto a = op->getAttrOfType<IntegerAttr>("axis"))
+    axis = a.getInt();
+  else
+    return std::nullopt;
+  return axis < 0 ? axis + rank : axis;
+}
+
+/// Follows the features `producer` makes (`features` of them, lying as
+/// `start` in its output) to the consumers that contract them.
+std::variant<std::string, NeuronGroup>
+neuronGroup(const Graph &g, Operation *producer, int64_t features,
+            FeatureAxis start, bool heads) {
   WeightUse produced = *weightAxis(g, producer, /*out=*/true);
   unsigned weight = produced.arg;
   NeuronGroup group;
   group.producer = producer;
-  int64_t axis = outputFeatureAxis(producer);
+  group.features = features;
+  group.heads = heads;
   Value out = producer->getResult(0);
-  group.features = llvm::cast<RankedTensorType>(out.getType()).getDimSize(axis);
-  group.params.push_back({weight, produced.axis});
+  auto width = [&](const FeatureAxis &f) {
+    return f.sections * features * f.unit;
+  };
+  group.params.push_back({weight, produced.axis, start.unit, start.sections});
   DenseSet<Operation *> members{producer};
   // A transposed weight narrows along with its parameter.
-  auto addTranspose = [&](const WeightUse &w) {
+  auto addTranspose = [&](const WeightUse &w, FeatureAxis f) {
     if (!w.transpose)
       return;
     members.insert(w.transpose);
-    group.values.push_back({w.transpose->getResult(0), w.transposedAxis});
+    f.axis = w.transposedAxis;
+    group.values.push_back({w.transpose->getResult(0), f});
   };
-  addTranspose(produced);
+  addTranspose(produced, start);
   // The producer's own bias.
   Value bias;
   if (auto gemm = llvm::dyn_cast<graph::GemmOp>(producer))
@@ -347,14 +400,13 @@ std::variant<std::string, NeuronGroup> neuronGroup(const Graph &g,
   if (bias) {
     std::optional<unsigned> b = g.paramArg(bias);
     auto bt = llvm::cast<RankedTensorType>(bias.getType());
-    if (!b || bt.getRank() != 1 || bt.getDimSize(0) != group.features)
+    if (!b || bt.getRank() != 1 || bt.getDimSize(0) != width(start))
       return std::string("the producer's bias is not a per-feature parameter");
-    group.params.push_back({*b, 0});
+    group.params.push_back({*b, 0, start.unit, start.sections});
   }
 
-  DenseMap<Value, int64_t> region{{out, axis}};
-  group.values.push_back({out, axis});
-  int64_t rank = llvm::cast<RankedTensorType>(out.getType()).getRank();
+  DenseMap<Value, FeatureAxis> region{{out, start}};
+  group.values.push_back({out, start});
   for (Operation &op : g.fn.front()) {
     if (g.position.lookup(&op) <= g.position.lookup(producer))
       continue;
@@ -371,33 +423,30 @@ std::variant<std::string, NeuronGroup> neuronGroup(const Graph &g,
     };
     if (llvm::isa<func::ReturnOp>(op))
       return std::string("the features are a model output");
+    Value first = op.getOperand(inRegion[0]);
+    FeatureAxis a = region.lookup(first);
+    int64_t rank = llvm::cast<RankedTensorType>(first.getType()).getRank();
+    auto join = [&](Value v, FeatureAxis at) {
+      region[v] = at;
+      group.values.push_back({v, at});
+    };
     // Consumers contract the features away.
-    if (inRegion.size() == 1 && inRegion[0] == 0 &&
-        region.lookup(op.getOperand(0)) ==
-            (llvm::isa<graph::ConvOp>(op)
-                 ? 1
-                 : llvm::cast<RankedTensorType>(op.getOperand(0).getType())
-                           .getRank() -
-                       1)) {
+    if (inRegion.size() == 1 && inRegion[0] == 0 && a.sections == 1 &&
+        a.axis == (llvm::isa<graph::ConvOp>(op) ? 1 : rank - 1)) {
       if (auto w = weightAxis(g, &op, /*out=*/false)) {
         if (w->arg == weight)
           return reject("whose weight is the producer's");
-        group.params.push_back({w->arg, w->axis});
-        addTranspose(*w);
+        group.params.push_back({w->arg, w->axis, a.unit, 1});
+        addTranspose(*w, a);
         group.consumerInputs.push_back(&op.getOpOperand(0));
         members.insert(&op);
         continue;
       }
     }
     // Per-feature ops keep the features where they are.
-    Value first = op.getOperand(inRegion[0]);
-    int64_t a = region.lookup(first);
-    auto join = [&](Value v, int64_t at) {
-      region[v] = at;
-      group.values.push_back({v, at});
-    };
     if (auto bn = llvm::dyn_cast<graph::BatchNormOp>(op)) {
-      if (inRegion.size() != 1 || inRegion[0] != 0 || a != 1)
+      if (inRegion.size() != 1 || inRegion[0] != 0 || a.axis != 1 ||
+          a.unit != 1 || a.sections != 1)
         return reject("not as the normalised input");
       for (Value s : {bn.getScale(), bn.getBias(), bn.getRunningMean(),
                       bn.getRunningVar()}) {
@@ -406,9 +455,9 @@ std::variant<std::string, NeuronGroup> neuronGroup(const Graph &g,
           return reject("whose statistics are not parameters");
         group.params.push_back({*p, 0});
       }
-      join(bn.getResult(), 1);
+      join(bn.getResult(), a);
       for (Value r : op.getResults().drop_front())
-        join(r, 0);
+        join(r, FeatureAxis{0, 1, 1});
       members.insert(&op);
       continue;
     }
@@ -416,17 +465,21 @@ std::variant<std::string, NeuronGroup> neuronGroup(const Graph &g,
                  op.hasTrait<OpTrait::SameOperandsAndResultType>() &&
                  llvm::isa<graph::GraphDialect>(op.getDialect());
     if (unary || llvm::isa<graph::DropoutOp>(op)) {
+      if (alongAxis(&op, rank) == a.axis)
+        return reject("which mixes the features along their axis");
       for (Value r : op.getResults())
         join(r, a);
       members.insert(&op);
       continue;
     }
-    if (llvm::isa<graph::AddOp, graph::SubOp, graph::MulOp, graph::DivOp>(op)) {
+    if (llvm::isa<graph::AddOp, graph::SubOp, graph::MulOp, graph::DivOp,
+                  graph::WhereOp>(op)) {
       if (op.getResult(0).getType() != first.getType())
         return reject("which broadcasts them to a larger shape");
       for (OpOperand &o : op.getOpOperands()) {
         if (region.count(o.get())) {
-          if (region.lookup(o.get()) != a)
+          FeatureAxis b = region.lookup(o.get());
+          if (b.axis != a.axis || b.unit != a.unit || b.sections != a.sections)
             return reject("which mixes two feature layouts");
           continue;
         }
@@ -434,25 +487,73 @@ std::variant<std::string, NeuronGroup> neuronGroup(const Graph &g,
           return reject("which combines them with an activation outside "
                         "the group (the residual stream is never sliced)");
         FailureOr<int64_t> at =
-            perFeatureOperand(o.get(), a, rank, group.features);
+            perFeatureOperand(o.get(), a.axis, rank, width(a));
         if (failed(at))
           return reject("with an operand that is neither per-feature nor "
                         "uniform");
         if (*at >= 0) {
           std::optional<unsigned> p = g.paramArg(o.get());
-          if (!p)
+          if (!p || llvm::isa<graph::WhereOp>(op))
             return reject("with a per-feature constant (only parameters "
                           "are sliced)");
-          group.params.push_back({*p, *at});
+          group.params.push_back({*p, *at, a.unit, a.sections});
         }
       }
       join(op.getResult(0), a);
       members.insert(&op);
       continue;
     }
+    if (heads) {
+      auto inShape = llvm::cast<RankedTensorType>(first.getType()).getShape();
+      auto outShape =
+          llvm::cast<RankedTensorType>(op.getResult(0).getType()).getShape();
+      // q, k or v: one whole section of the fused projection.
+      if (auto slice = llvm::dyn_cast<graph::SliceOp>(op)) {
+        int64_t section = features * a.unit;
+        int64_t s = slice.getStarts()[a.axis] / section;
+        bool whole =
+            llvm::all_of(slice.getSteps(), [](int64_t st) { return st == 1; });
+        for (int64_t d = 0; d < rank; ++d)
+          whole &= d == a.axis ? slice.getStarts()[d] == s * section &&
+                                     outShape[d] == section
+                               : outShape[d] == inShape[d];
+        if (a.sections < 2 || !whole)
+          return reject("which does not take one whole section of them");
+        group.sectionSlices.push_back({&op, s, a});
+        join(op.getResult(0), FeatureAxis{a.axis, a.unit, 1});
+        members.insert(&op);
+        continue;
+      }
+      if (llvm::isa<graph::ReshapeOp>(op)) {
+        std::optional<FeatureAxis> to =
+            reshapedAxis(inShape, outShape, a, features);
+        if (!to)
+          return reject("which splits or merges them with other dims");
+        join(op.getResult(0), *to);
+        members.insert(&op);
+        continue;
+      }
+      if (auto tr = llvm::dyn_cast<graph::TransposeOp>(op)) {
+        FeatureAxis to = a;
+        to.axis = llvm::find(tr.getPerm(), a.axis) - tr.getPerm().begin();
+        join(op.getResult(0), to);
+        members.insert(&op);
+        continue;
+      }
+      // q @ k^T and attention @ v: heads on the same batch axis of both.
+      if (llvm::isa<graph::MatMulOp>(op) && inRegion.size() == 2) {
+        FeatureAxis b = region.lookup(op.getOperand(1));
+        auto bt = llvm::cast<RankedTensorType>(op.getOperand(1).getType());
+        if (a.unit != 1 || a.sections != 1 || b.unit != 1 || b.sections != 1 ||
+            a.axis != b.axis || a.axis >= rank - 2 || bt.getRank() != rank)
+          return reject("which does not keep the heads apart");
+        join(op.getResult(0), a);
+        members.insert(&op);
+        continue;
+      }
+    }
     if (llvm::isa<graph::ReshapeOp, graph::SliceOp, graph::TransposeOp>(op))
-      return reject("which moves them to other axes (attention-head groups "
-                    "are not split yet)");
+      return reject("which moves them to other axes");
     return reject("which does not act on each feature separately");
   }
   if (group.consumerInputs.empty())
@@ -474,11 +575,53 @@ std::variant<std::string, NeuronGroup> neuronGroup(const Graph &g,
   return group;
 }
 
+/// Attention heads among the features `producer` makes: the first reshape
+/// computed from them that splits a last axis of H * d elements into
+/// [H, d] gives H heads of d elements each, the producer's F features
+/// F / (H * d) sections (q, k, v) of them.
+std::optional<std::pair<int64_t, int64_t>> headShape(const Graph &g,
+                                                     Operation *producer) {
+  auto out = llvm::cast<RankedTensorType>(producer->getResult(0).getType());
+  int64_t f = out.getShape().back();
+  for (Operation *op : g.descendants(producer->getResult(0))) {
+    auto reshape = llvm::dyn_cast<graph::ReshapeOp>(op);
+    if (!reshape)
+      continue;
+    auto in = llvm::cast<RankedTensorType>(reshape.getInput().getType());
+    auto to = llvm::cast<RankedTensorType>(reshape.getType());
+    if (to.getRank() != in.getRank() + 1 ||
+        in.getShape().drop_back() != to.getShape().drop_back(2))
+      return std::nullopt;
+    int64_t h = to.getShape()[to.getRank() - 2], d = to.getShape().back();
+    if (h < 2 || f % (h * d) != 0)
+      return std::nullopt;
+    return std::pair(h, d);
+  }
+  return std::nullopt;
+}
+
 void findGroups(const Graph &g, Components &out) {
   for (Operation &op : g.fn.front()) {
     if (!weightAxis(g, &op, /*out=*/true))
       continue;
-    std::variant<std::string, NeuronGroup> r = neuronGroup(g, &op);
+    int64_t axis = outputFeatureAxis(&op);
+    int64_t width = llvm::cast<RankedTensorType>(op.getResult(0).getType())
+                        .getDimSize(axis);
+    std::variant<std::string, NeuronGroup> r =
+        neuronGroup(g, &op, width, FeatureAxis{axis, 1, 1}, /*heads=*/false);
+    // Features that move to other axes may be attention heads.
+    if (std::holds_alternative<std::string>(r) &&
+        !llvm::isa<graph::ConvOp>(op) &&
+        llvm::StringRef(std::get<std::string>(r)).ends_with("other axes"))
+      if (auto hd = headShape(g, &op)) {
+        auto [h, d] = *hd;
+        std::variant<std::string, NeuronGroup> heads = neuronGroup(
+            g, &op, h, FeatureAxis{axis, d, width / (h * d)}, /*heads=*/true);
+        if (std::holds_alternative<NeuronGroup>(heads))
+          r = std::move(heads);
+        else
+          r = "as attention heads: " + std::get<std::string>(heads);
+      }
     if (auto *group = std::get_if<NeuronGroup>(&r))
       out.groups.push_back(std::move(*group));
     else

@@ -19,11 +19,24 @@
 
 namespace otc::sdp {
 
+/// Where a neuron group's features lie along one axis of a tensor: feature
+/// f is the `unit` elements from s * features * unit + f * unit, in each of
+/// `sections` sections. Hidden units and channels: unit 1, one section.
+/// Attention heads: unit = head size where heads and their elements share
+/// an axis, and three sections in the fused q/k/v projection.
+struct FeatureAxis {
+  int64_t axis = -1;
+  int64_t unit = 1;
+  int64_t sections = 1;
+};
+
 /// A parameter argument of @forward a component owns: whole (`axis` < 0)
 /// or the features along `axis` (neuron groups).
 struct ParamUse {
   unsigned arg;
   int64_t axis = -1;
+  int64_t unit = 1;
+  int64_t sections = 1;
 };
 
 /// A residual branch `y = x + f(x)`: dropping it makes the add `x`.
@@ -38,14 +51,26 @@ struct Block {
 
 /// Features a producer (gemm, matmul or conv with a parameter weight) makes
 /// and consumers of the same kind contract, through per-feature ops only:
-/// any subset of them can be sliced away consistently.
+/// any subset of them can be sliced away consistently. Attention heads are
+/// such features too: the heads of a fused q/k/v projection, followed
+/// through the reshapes and transposes that move them to a batch axis and
+/// the attention matmuls that keep them apart, up to the output projection.
 struct NeuronGroup {
   std::string name;
   mlir::Operation *producer;
-  int64_t features; // width of the feature axis
+  int64_t features; // number of features (heads for attention)
+  bool heads = false;
   /// Every value carrying the features (the producer's results and the
-  /// per-feature ops' results) with its feature axis.
-  llvm::SmallVector<std::pair<mlir::Value, int64_t>> values;
+  /// per-feature ops' results) with where they lie.
+  llvm::SmallVector<std::pair<mlir::Value, FeatureAxis>> values;
+  /// Slices that take one section (q, k or v) of the features: `section`
+  /// of their operand, whose features lie as `from`.
+  struct SectionSlice {
+    mlir::Operation *op;
+    int64_t section;
+    FeatureAxis from;
+  };
+  llvm::SmallVector<SectionSlice> sectionSlices;
   /// The operands through which the consumers read the features.
   llvm::SmallVector<mlir::OpOperand *> consumerInputs;
   llvm::SmallVector<ParamUse> params;
@@ -58,7 +83,7 @@ struct Rejection {
 
 struct Components {
   llvm::SmallVector<Block> blocks;
-  llvm::SmallVector<NeuronGroup> groups;
+  llvm::SmallVector<NeuronGroup, 0> groups;
   llvm::SmallVector<Rejection> rejected;
 };
 

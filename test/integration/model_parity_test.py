@@ -33,6 +33,7 @@ WEIGHT_TOL = 1e-3
 # AdamW as torch.optim.AdamW, weight decay 0.01, eps 1e-6 (see
 # parity_test.py: 1e-8 magnifies the rounding of near-zero gradients).
 WEIGHT_DECAY = 0.01
+EPS = 1e-6
 
 
 def resnet18():
@@ -40,7 +41,7 @@ def resnet18():
     import torchvision
     torch.manual_seed(0)
     model = torchvision.models.resnet18(num_classes=10)
-    return model, (8, 3, 32, 32), None, 15, dict(lr=1e-4, eps=1e-6)
+    return model, (8, 3, 32, 32), None, 15
 
 
 def gpt():
@@ -86,7 +87,7 @@ def gpt():
             return self.head(self.ln(self.blocks(x)))
 
     torch.manual_seed(0)
-    return GPT(), (4, context), vocab, 17, dict(lr=1e-3, eps=1e-6)
+    return GPT(), (4, context), vocab, 17
 
 
 def bert():
@@ -111,10 +112,12 @@ def bert():
             return self.head(self.encoder(self.tok(ids)))
 
     torch.manual_seed(0)
-    return Bert(), (4, length), vocab, 17, dict(lr=1e-3, eps=1e-6)
+    return Bert(), (4, length), vocab, 17
 
 
 MODELS = {"resnet18": resnet18, "gpt": gpt, "bert": bert}
+# AdamW's learning rate per model (ResNet-18: see the header).
+LR = {"resnet18": 1e-4, "gpt": 1e-3, "bert": 1e-3}
 
 
 def main():
@@ -128,7 +131,8 @@ def main():
     for name, build in MODELS.items():
         if args.filter not in name:
             continue
-        model, shape, vocab, opset, opt = build()
+        model, shape, vocab, opset = build()
+        opt = dict(lr=LR[name], eps=EPS)
         model.train()
         rng = np.random.RandomState(7)
         if vocab:

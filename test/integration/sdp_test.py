@@ -20,6 +20,11 @@
 # - both composed with the topk-int8 compressed all-reduce (owner-group
 #   buckets): the same checks;
 # - a checkpoint of one assignment is refused by a program with another;
+# - attention heads: the GPT-style decoder (4 heads, GELU MLP), neuron-level
+#   C = 0.5 on 2 and 4 ranks: the first step's loss (the mean over ranks of
+#   each rank's subnetwork on its own shard) equals PyTorch's with the
+#   same heads and MLP features masked out (and the kept ones rescaled),
+#   owners agree after every step, the export holds the whole model;
 # - memory (the planner's per-rank peak, which is the arena each rank
 #   allocates: checked against the compiled program's entry table): the
 #   GPT-style decoder with 8 blocks, block-level C = 0.5 on 4 ranks, at most
@@ -202,6 +207,7 @@ def main():
                  "program, naming the SDP assignment",
                  r.returncode != 0 and "SDP assignment" in text,
                  "exit %s: %s" % (r.returncode, text.strip()[-300:]))
+    gpt_heads(ctx, checks, args.threads)
     memory(ctx, checks)
     checks.finish()
 
@@ -243,6 +249,108 @@ def gpt8(path):
                       opset_version=opset,
                       training=torch.onnx.TrainingMode.TRAINING,
                       do_constant_folding=False)
+
+
+def owned_chunks(rank, world, active):
+    """The chunks (of `world` per group) `rank` owns: Sdp's cyclic
+    assignment, round(active * world) consecutive owners per chunk."""
+    n = max(1, min(world, round(active * world)))
+    return [c for c in range(world)
+            if rank in [(c * n + j) % world for j in range(n)]]
+
+
+def gpt_heads(ctx, checks, threads):
+    import torch
+    import model_parity_test as M
+    torch.set_num_threads(1)
+    model, shape, vocab, opset = M.gpt()
+    batch, context = 2, shape[1]
+    onnx_path = ctx.path("gpt_heads", "gpt.onnx")
+    # The export bakes the batch size into the attention's reshapes.
+    torch.onnx.export(model, torch.randint(0, vocab, (batch, context)),
+                      onnx_path,
+                      input_names=["input"], output_names=["logits"],
+                      opset_version=opset,
+                      training=torch.onnx.TrainingMode.TRAINING,
+                      do_constant_folding=False)
+    heads, d = 4, model.blocks[0].proj.in_features
+    hidden = model.blocks[0].fc.out_features
+    for world in (2, 4):
+        name = "w%d" % world
+        rng = np.random.RandomState(world)
+        x = rng.randint(0, vocab, (world * batch, context)).astype(np.int64)
+        y = rng.randint(0, vocab, (world * batch, context)).astype(np.int64)
+        xp, yp = ctx.path("gpt_heads", name + "x.npy"), ctx.path(
+            "gpt_heads", name + "y.npy")
+        np.save(xp, x)
+        np.save(yp, y)
+        prog = ctx.path("gpt_heads", name, "train")
+        report = ctx.path("gpt_heads", name, "report.json")
+        res = T.compile_model(ctx, onnx_path, prog, loss="cross-entropy",
+                              label="labels", optimizer="sgd", lr=0.1,
+                              batch=batch, world_size=world, sdp="neuron",
+                              sdp_active=0.5, report_json=report)
+        if not T.require_ok(checks, "otc-compile GPT heads %d ranks" % world,
+                            res):
+            continue
+        metrics = ctx.path("gpt_heads", name, "metrics.jsonl")
+        exported = ctx.path("gpt_heads", name, "trained.onnx")
+        r = T.run(T.train_cmd(prog, {"input": xp, "labels": yp}, ranks=world,
+                              steps=3, no_shuffle=True, metrics=metrics,
+                              log_every=1, export=exported, threads=threads),
+                  timeout=180, env=dict(os.environ, OTC_SDP_CHECK="1"))
+        if not T.require_ok(checks, "GPT heads: 3 steps on %d ranks, owners "
+                            "checked after every step" % world, r):
+            continue
+        with open(report) as f:
+            comps = [c for rk in json.load(f)["ranks"]
+                     for c in rk.get("components", [])]
+        checks.check("GPT heads, %d ranks: every block's attention heads are "
+                     "components" % world,
+                     all(any(c.startswith("blocks.%d.qkv[" % i) for c in comps)
+                         for i in range(len(model.blocks))), str(comps[:6]))
+        # Rank r's subnetwork: the heads and MLP features of its chunks,
+        # the kept ones rescaled as inverted dropout.
+        losses = []
+        for rank in range(world):
+            keep_c = torch.zeros(d)
+            keep_h = torch.zeros(hidden)
+            chunks = owned_chunks(rank, world, 0.5)
+            for c in chunks:
+                h0, h1 = c * heads // world, (c + 1) * heads // world
+                keep_c[h0 * d // heads:h1 * d // heads] = 1
+                keep_h[c * hidden // world:(c + 1) * hidden // world] = 1
+            keep_c *= d / keep_c.sum()
+            keep_h *= hidden / keep_h.sum()
+            hooks = []
+            for blk in model.blocks:
+                hooks.append(blk.proj.register_forward_pre_hook(
+                    lambda m, i, k=keep_c: (i[0] * k,)))
+                hooks.append(blk.out.register_forward_pre_hook(
+                    lambda m, i, k=keep_h: (i[0] * k,)))
+            with torch.no_grad():
+                rows = slice(rank * batch, (rank + 1) * batch)
+                logits = model(torch.from_numpy(x[rows]))
+                losses.append(float(torch.nn.functional.cross_entropy(
+                    logits.reshape(-1, vocab),
+                    torch.from_numpy(y[rows]).reshape(-1))))
+            for h in hooks:
+                h.remove()
+        want = sum(losses) / world
+        got = T.losses_by_step(metrics).get(1)
+        checks.check("GPT heads, %d ranks: first loss equals PyTorch with the "
+                     "same heads and features masked (rel 1e-5)" % world,
+                     got is not None and abs(got - want) <= 1e-5 * want,
+                     "otc %s, torch %.6f (ranks %s)" % (
+                         got, want, ["%.6f" % v for v in losses]))
+        init = T.read_onnx_weights(onnx_path)
+        w = T.read_onnx_weights(exported)
+        checks.check("GPT heads, %d ranks: the export holds every parameter "
+                     "at its full shape, attention trained" % world,
+                     sorted(w) == sorted(init) and
+                     all(w[k].shape == init[k].shape for k in init) and
+                     not np.array_equal(w["blocks.0.qkv.weight"],
+                                        init["blocks.0.qkv.weight"]))
 
 
 def memory(ctx, checks):

@@ -25,6 +25,35 @@
 // SPLIT: dist.all_reduce mean %{{.*}} {ranks = array<i64: 2, 3>}
 // SPLIT-NOT: {ranks = array<i64: 0, 1>}
 
+// RUN: otc-opt %s --otc-sdp-find-components=mode=neuron 2>&1 | FileCheck %s --check-prefix=HEADS
+// RUN: otc-opt %s --otc-sdp="mode=neuron world-size=2 active=0.5" | FileCheck %s --check-prefix=NSPLIT
+
+// Neuron level: each block's attention heads (the fused q/k/v projection,
+// followed through the split, the head reshapes and transposes and both
+// attention matmuls to the output projection) and its MLP features.
+// HEADS: remark: N-SDP attention-head group 'blocks.0.qkv': 2 heads, 1 consumer(s), 3 sliced parameters
+// HEADS: remark: N-SDP neuron group 'blocks.0.fc': 32 features, 1 consumer(s), 3 sliced parameters
+// HEADS: remark: N-SDP attention-head group 'blocks.1.qkv': 2 heads, 1 consumer(s), 3 sliced parameters
+// HEADS: remark: N-SDP neuron group 'blocks.1.fc': 32 features, 1 consumer(s), 3 sliced parameters
+// HEADS: remark: not an SDP component: the features reach 'graph.add', which combines them with an activation outside the group (the residual stream is never sliced)
+
+// Two ranks at C = 0.5: rank 1 keeps head 1, i.e. rows 4..8 of each of the
+// q, k and v sections of the fused weight and bias and columns 4..8 of the
+// output projection; the q/k/v slices start at the narrowed sections.
+// NSPLIT-LABEL: func.func @forward_rank1(
+// NSPLIT-SAME: tensor<12x8xf32> {otc.param = "blocks.0.qkv.weight", otc.sdp_owners = array<i64: 1>, otc.sdp_slices = [{axis = 0 : i64, ranges = array<i64: 4, 8, 12, 16, 20, 24>}]}
+// NSPLIT-SAME: tensor<12xf32> {otc.param = "blocks.0.qkv.bias", otc.sdp_owners = array<i64: 1>, otc.sdp_slices = [{axis = 0 : i64, ranges = array<i64: 4, 8, 12, 16, 20, 24>}]}
+// NSPLIT-SAME: tensor<8x4xf32> {otc.param = "blocks.0.proj.weight", otc.sdp_owners = array<i64: 1>, otc.sdp_slices = [{axis = 1 : i64, ranges = array<i64: 4, 8>}]}
+// NSPLIT: %[[QKV:.*]] = graph.add %{{.*}} : (tensor<12xf32>, tensor<2x4x12xf32>) -> tensor<2x4x12xf32>
+// NSPLIT-NEXT: graph.slice %[[QKV]] {starts = array<i64: 0, 0, 0>, {{.*}} -> tensor<2x4x4xf32>
+// NSPLIT-NEXT: graph.slice %[[QKV]] {starts = array<i64: 0, 0, 4>, {{.*}} -> tensor<2x4x4xf32>
+// NSPLIT-NEXT: graph.slice %[[QKV]] {starts = array<i64: 0, 0, 8>, {{.*}} -> tensor<2x4x4xf32>
+// NSPLIT-NEXT: graph.reshape %{{.*}} : tensor<2x4x4xf32> -> tensor<2x4x1x4xf32>
+// NSPLIT: graph.matmul %{{.*}} : (tensor<2x1x4x4xf32>, tensor<2x1x4x4xf32>) -> tensor<2x1x4x4xf32>
+// NSPLIT: graph.softmax %{{.*}} : tensor<2x1x4x4xf32>
+// NSPLIT: graph.reshape %{{.*}} : tensor<2x4x1x4xf32> -> tensor<2x4x4xf32>
+// NSPLIT: graph.matmul %{{.*}} : (tensor<2x4x4xf32>, tensor<4x8xf32>) -> tensor<2x4x8xf32>
+
 module attributes {otc.seed = 0 : i64} {
   func.func @forward(%arg0: tensor<2x4xi64> {otc.input = "input.1", otc.role = "data"}, %arg1: tensor<16x8xf32> {otc.param = "tok.weight"}, %arg2: tensor<4x8xf32> {otc.param = "pos.weight"}, %arg3: tensor<8xf32> {otc.param = "blocks.0.ln1.weight"}, %arg4: tensor<8xf32> {otc.param = "blocks.0.ln1.bias"}, %arg5: tensor<8xf32> {otc.param = "blocks.0.ln2.weight"}, %arg6: tensor<8xf32> {otc.param = "blocks.0.ln2.bias"}, %arg7: tensor<24x8xf32> {otc.param = "blocks.0.qkv.weight"}, %arg8: tensor<24xf32> {otc.param = "blocks.0.qkv.bias"}, %arg9: tensor<8x8xf32> {otc.param = "blocks.0.proj.weight"}, %arg10: tensor<8xf32> {otc.param = "blocks.0.proj.bias"}, %arg11: tensor<32x8xf32> {otc.param = "blocks.0.fc.weight"}, %arg12: tensor<32xf32> {otc.param = "blocks.0.fc.bias"}, %arg13: tensor<8x32xf32> {otc.param = "blocks.0.out.weight"}, %arg14: tensor<8xf32> {otc.param = "blocks.0.out.bias"}, %arg15: tensor<8xf32> {otc.param = "blocks.1.ln1.weight"}, %arg16: tensor<8xf32> {otc.param = "blocks.1.ln1.bias"}, %arg17: tensor<8xf32> {otc.param = "blocks.1.ln2.weight"}, %arg18: tensor<8xf32> {otc.param = "blocks.1.ln2.bias"}, %arg19: tensor<24x8xf32> {otc.param = "blocks.1.qkv.weight"}, %arg20: tensor<24xf32> {otc.param = "blocks.1.qkv.bias"}, %arg21: tensor<8x8xf32> {otc.param = "blocks.1.proj.weight"}, %arg22: tensor<8xf32> {otc.param = "blocks.1.proj.bias"}, %arg23: tensor<32x8xf32> {otc.param = "blocks.1.fc.weight"}, %arg24: tensor<32xf32> {otc.param = "blocks.1.fc.bias"}, %arg25: tensor<8x32xf32> {otc.param = "blocks.1.out.weight"}, %arg26: tensor<8xf32> {otc.param = "blocks.1.out.bias"}, %arg27: tensor<8xf32> {otc.param = "ln.weight"}, %arg28: tensor<8xf32> {otc.param = "ln.bias"}, %arg29: tensor<16x8xf32> {otc.param = "head.weight"}, %arg30: tensor<16xf32> {otc.param = "head.bias"}) -> (tensor<2x4x16xf32> {otc.output = "247"}) {
     %0 = graph.gather %arg1, %arg0 {axis = 0 : i64} : (tensor<16x8xf32>, tensor<2x4xi64>) -> tensor<2x4x8xf32>
