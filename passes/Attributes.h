@@ -22,10 +22,11 @@ inline constexpr llvm::StringLiteral kState = "otc.state"; // optimizer slot
 inline constexpr llvm::StringLiteral kInput = "otc.input"; // model input name
 inline constexpr llvm::StringLiteral kRole = "otc.role";   // "data" | "label"
 // SDP (DESIGN §7): the ranks owning a component parameter, the kept feature
-// ranges of a sliced one, and (backward masking) a parameter this rank
-// holds but does not train.
+// ranges of a sliced one, its tiles when they have different owners, and
+// (backward masking) a parameter this rank holds but does not train.
 inline constexpr llvm::StringLiteral kSdpOwners = "otc.sdp_owners";
 inline constexpr llvm::StringLiteral kSdpSlices = "otc.sdp_slices";
+inline constexpr llvm::StringLiteral kSdpTiles = "otc.sdp_tiles";
 inline constexpr llvm::StringLiteral kSdpFrozen = "otc.sdp_frozen";
 // Function results.
 inline constexpr llvm::StringLiteral kOutput = "otc.output";   // output name

@@ -76,6 +76,14 @@ LogicalResult BucketGradients::bucket(func::FuncOp fn, bool sdp) {
   std::map<SmallVector<int64_t>, SmallVector<Operation *>> sets;
   for (Operation *u : updates) {
     SmallVector<int64_t> owners;
+    if (sdp && sdp::ownerTiles(u->getOperand(0)))
+      return mlir::emitError(u->getLoc(), "parameter '")
+             << sdp::paramName(
+                    fn,
+                    llvm::cast<BlockArgument>(u->getOperand(0)).getArgNumber())
+             << "' is held in tiles with different owners (the SDP owner "
+                "count does not divide the world size); compressed "
+                "all-reduce does not support that yet";
     if (sdp)
       if (DenseI64ArrayAttr g = sdp::ownerGroup(u->getOperand(0), world))
         owners.assign(g.asArrayRef().begin(), g.asArrayRef().end());

@@ -350,6 +350,20 @@ FailureOr<std::string> otc::buildManifest(ModuleOp module) {
                    sl.getAs<DenseI64ArrayAttr>("ranges").asArrayRef())}});
         e["slices"] = std::move(a);
       }
+      if (auto tiles = d.getAs<DictionaryAttr>(attr::kSdpTiles)) {
+        llvm::json::Array axes, cuts, owners;
+        for (auto a : tiles.getAs<ArrayAttr>("axes").getAsRange<IntegerAttr>())
+          axes.push_back(a.getInt());
+        for (auto c :
+             tiles.getAs<ArrayAttr>("cuts").getAsRange<DenseI64ArrayAttr>())
+          cuts.push_back(llvm::json::Array(c.asArrayRef()));
+        for (auto o :
+             tiles.getAs<ArrayAttr>("owners").getAsRange<DenseI64ArrayAttr>())
+          owners.push_back(llvm::json::Array(o.asArrayRef()));
+        e["tiles"] = llvm::json::Object{{"axes", std::move(axes)},
+                                        {"cuts", std::move(cuts)},
+                                        {"owners", std::move(owners)}};
+      }
       if (d.get(attr::kSdpFrozen))
         e["frozen"] = true;
       if (d.get(attr::kBuffer)) // updated by the forward, per rank

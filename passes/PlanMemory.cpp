@@ -134,7 +134,7 @@ void PlanMemory::runOnOperation() {
         Persistent &p = persistent.find(keyOf[arg])->second;
         p.sdp.clear();
         for (StringRef a : {attr::kBuffer, attr::kSdpOwners, attr::kSdpSlices,
-                            attr::kSdpFrozen})
+                            attr::kSdpTiles, attr::kSdpFrozen})
           if (Attribute v = fn.getArgAttr(i, a))
             p.sdp.push_back(
                 NamedAttribute(StringAttr::get(&getContext(), a), v));

@@ -207,7 +207,11 @@ FailureOr<func::FuncOp> Sdp::specialize(func::FuncOp forward,
   DenseMap<unsigned, SmallVector<int64_t>> ownersOf;
   DenseMap<unsigned, SmallVector<std::pair<int64_t, SmallVector<int64_t>>>>
       slices; // arg -> (axis, kept ranges)
-  std::map<std::pair<unsigned, int64_t>, SmallVector<const Component *>>
+  struct Chunks {
+    int64_t unit = 1, sections = 1;
+    SmallVector<const Component *> list; // ascending
+  };
+  std::map<std::pair<unsigned, int64_t>, Chunks>
       chunksOf; // (arg, axis) -> the chunks of it this rank keeps
   // Branches are dropped last first: a later branch's residual input is an
   // earlier branch's add, which dropping that replaces.
@@ -256,7 +260,10 @@ FailureOr<func::FuncOp> Sdp::specialize(func::FuncOp forward,
         int64_t base = sec * g.features * p.unit;
         it->second.append({base + c.lo * p.unit, base + c.hi * p.unit});
       }
-      chunksOf[{p.arg, p.axis}].push_back(&c);
+      Chunks &ch = chunksOf[{p.arg, p.axis}];
+      ch.unit = p.unit;
+      ch.sections = p.sections;
+      ch.list.push_back(&c);
     }
   }
   // Kept ranges in ascending order, adjacent ones merged: the order the
@@ -275,39 +282,74 @@ FailureOr<func::FuncOp> Sdp::specialize(func::FuncOp forward,
           ranges.append({lo, hi});
       }
     }
-  // A parameter two groups slice (rows by one, columns by the other) is
-  // held in tiles; each tile is owned by the ranks owning both its chunks.
-  // Averaging is per tensor, so every tile a rank holds must have the same
-  // owners (true when the owner count divides the world size).
-  DenseMap<unsigned, SmallVector<SmallVector<const Component *>>> byArg;
-  for (auto &[key, chunks] : chunksOf)
-    byArg[key.first].push_back(chunks);
-  for (auto &[arg, axes] : byArg) {
-    std::optional<SmallVector<int64_t>> common;
-    SmallVector<size_t> idx(axes.size(), 0);
-    while (true) {
-      SmallVector<int64_t> owners(axes[0][idx[0]]->owners);
-      for (size_t a = 1; a < axes.size(); ++a)
-        llvm::erase_if(owners, [&](int64_t r) {
-          return !llvm::is_contained(axes[a][idx[a]]->owners, r);
-        });
-      if (common && *common != owners) {
-        forward.emitError("parameter '")
-            << sdp::paramName(forward, arg)
-            << "' would be held in parts with different owner sets on rank "
-            << rank << "; choose an active fraction whose owner count ("
-            << ownerCount() << ") divides the world size ("
-            << static_cast<int64_t>(worldSize) << ")";
-        return failure();
+  // A sliced parameter is held as a grid of tiles: along each sliced axis
+  // the rank's chunks, each in every section, ascending as the kept ranges
+  // are (a parameter two groups slice has rows of one and columns of the
+  // other). A tile's owners are the ranks owning all its chunks. When the
+  // owner count divides the world size every tile a rank holds has the
+  // same owners, and the parameter is averaged over them whole; otherwise
+  // tile by tile (`otc.sdp_tiles`: the grid's cuts in local indices and
+  // the owners of each tile, row-major).
+  DenseMap<unsigned, DictionaryAttr> tilesOf;
+  {
+    std::map<unsigned, SmallVector<std::pair<int64_t, const Chunks *>>> byArg;
+    for (auto &[key, chunks] : chunksOf)
+      byArg[key.first].push_back({key.second, &chunks});
+    for (auto &[arg, axes] : byArg) {
+      SmallVector<SmallVector<int64_t>> cuts;
+      SmallVector<SmallVector<const Component *>> pieces;
+      for (auto &[axis, ch] : axes) {
+        int64_t kept = 0;
+        for (const Component *c : ch->list)
+          kept += (c->hi - c->lo) * ch->unit;
+        SmallVector<int64_t> cut{0};
+        SmallVector<const Component *> piece;
+        for (int64_t sec = 0; sec < ch->sections; ++sec)
+          for (const Component *c : ch->list) {
+            cut.push_back(cut.back() + (c->hi - c->lo) * ch->unit);
+            piece.push_back(c);
+          }
+        assert(cut.back() == kept * ch->sections && "pieces cover the axis");
+        cuts.push_back(std::move(cut));
+        pieces.push_back(std::move(piece));
       }
-      common = owners;
-      size_t a = 0;
-      while (a < axes.size() && ++idx[a] == axes[a].size())
-        idx[a++] = 0;
-      if (a == axes.size())
-        break;
+      SmallVector<SmallVector<int64_t>> owners; // per tile, row-major
+      SmallVector<size_t> idx(axes.size(), 0);
+      while (true) {
+        SmallVector<int64_t> o(pieces[0][idx[0]]->owners);
+        for (size_t a = 1; a < axes.size(); ++a)
+          llvm::erase_if(o, [&](int64_t r) {
+            return !llvm::is_contained(pieces[a][idx[a]]->owners, r);
+          });
+        owners.push_back(std::move(o));
+        size_t a = axes.size();
+        while (a > 0 && ++idx[a - 1] == pieces[a - 1].size())
+          idx[--a] = 0;
+        if (a == 0)
+          break;
+      }
+      if (llvm::all_equal(owners)) {
+        ownersOf[arg] = owners.front();
+        continue;
+      }
+      SmallVector<int64_t> all;
+      for (const SmallVector<int64_t> &o : owners)
+        all.append(o);
+      llvm::sort(all);
+      all.erase(std::unique(all.begin(), all.end()), all.end());
+      ownersOf[arg] = all; // every rank holding a part
+      SmallVector<Attribute> axisAttrs, cutAttrs, ownerAttrs;
+      for (auto [k, axis] : llvm::enumerate(axes)) {
+        axisAttrs.push_back(b.getI64IntegerAttr(axis.first));
+        cutAttrs.push_back(b.getDenseI64ArrayAttr(cuts[k]));
+      }
+      for (const SmallVector<int64_t> &o : owners)
+        ownerAttrs.push_back(b.getDenseI64ArrayAttr(o));
+      tilesOf[arg] = b.getDictionaryAttr(
+          {b.getNamedAttr("axes", b.getArrayAttr(axisAttrs)),
+           b.getNamedAttr("cuts", b.getArrayAttr(cutAttrs)),
+           b.getNamedAttr("owners", b.getArrayAttr(ownerAttrs))});
     }
-    ownersOf[arg] = *common;
   }
 
   // Neuron groups: narrow every value carrying the features, rescale what
@@ -369,7 +411,11 @@ FailureOr<func::FuncOp> Sdp::specialize(func::FuncOp forward,
     }
     if (masking == "backward" && !llvm::is_contained(owners->second, rank))
       fn.setArgAttr(i, attr::kSdpFrozen, b.getUnitAttr());
-    fn.setArgAttr(i, attr::kSdpOwners, b.getDenseI64ArrayAttr(owners->second));
+    if (DictionaryAttr tiles = tilesOf.lookup(i))
+      fn.setArgAttr(i, attr::kSdpTiles, tiles);
+    else
+      fn.setArgAttr(i, attr::kSdpOwners,
+                    b.getDenseI64ArrayAttr(owners->second));
     auto sl = slices.find(i);
     if (sl == slices.end())
       continue;
@@ -487,7 +533,7 @@ void Sdp::runOnOperation() {
   std::set<std::vector<int64_t>> groupSet;
   for (auto fn : module.getOps<func::FuncOp>())
     for (unsigned i = 0; i < fn.getNumArguments(); ++i)
-      if (auto o = fn.getArgAttrOfType<DenseI64ArrayAttr>(i, attr::kSdpOwners))
+      for (DenseI64ArrayAttr o : sdp::ownerSets(fn.getArgument(i)))
         if (o.size() > 1 && o.size() < worldSize)
           groupSet.insert(std::vector<int64_t>(o.asArrayRef().begin(),
                                                o.asArrayRef().end()));
@@ -514,6 +560,31 @@ void Sdp::runOnOperation() {
           b.getNamedAttr("rank_variant", b.getDenseI64ArrayAttr(variantOf)),
           b.getNamedAttr("groups", b.getArrayAttr(groups)),
       }));
+}
+
+SmallVector<DenseI64ArrayAttr> otc::sdp::ownerSets(Value param) {
+  auto arg = llvm::dyn_cast<BlockArgument>(param);
+  auto fn = arg ? llvm::dyn_cast<func::FuncOp>(arg.getOwner()->getParentOp())
+                : func::FuncOp();
+  if (!fn)
+    return {};
+  unsigned i = arg.getArgNumber();
+  if (auto o = fn.getArgAttrOfType<DenseI64ArrayAttr>(i, attr::kSdpOwners))
+    return {o};
+  SmallVector<DenseI64ArrayAttr> sets;
+  if (auto t = fn.getArgAttrOfType<DictionaryAttr>(i, attr::kSdpTiles))
+    for (Attribute o : t.getAs<ArrayAttr>("owners"))
+      sets.push_back(llvm::cast<DenseI64ArrayAttr>(o));
+  return sets;
+}
+
+DictionaryAttr otc::sdp::ownerTiles(Value param) {
+  auto arg = llvm::dyn_cast<BlockArgument>(param);
+  auto fn = arg ? llvm::dyn_cast<func::FuncOp>(arg.getOwner()->getParentOp())
+                : func::FuncOp();
+  return fn ? fn.getArgAttrOfType<DictionaryAttr>(arg.getArgNumber(),
+                                                  attr::kSdpTiles)
+            : DictionaryAttr();
 }
 
 DenseI64ArrayAttr otc::sdp::ownerGroup(Value param, int64_t worldSize) {

@@ -95,6 +95,13 @@ Components findComponents(mlir::func::FuncOp forward, llvm::StringRef mode);
 /// and for anything that is not an SDP parameter.
 mlir::DenseI64ArrayAttr ownerGroup(mlir::Value param, int64_t worldSize);
 
+/// Every owner set of `param`'s parts: its owners, or each tile's when it
+/// is held in tiles with different owners (`otc.sdp_tiles`).
+llvm::SmallVector<mlir::DenseI64ArrayAttr> ownerSets(mlir::Value param);
+
+/// `param`'s `otc.sdp_tiles` (axes, cuts, owners per tile), if it has one.
+mlir::DictionaryAttr ownerTiles(mlir::Value param);
+
 /// SDP backward masking: every rank holds every parameter but only the
 /// owners update a component's; feeds each such updated parameter of the
 /// training steps through a `dist.broadcast` from its first owner, in

@@ -186,6 +186,37 @@ TensorSpec parseTensor(const json &j, const std::string &where,
             std::to_string(t.shape[size_t(axis)]));
       t.slices.push_back({axis, std::move(ranges)});
     }
+  if (j.contains("tiles")) {
+    const json &tj = j["tiles"];
+    TensorSpec::Tiles tiles;
+    size_t cells = 1;
+    for (const json &a : field(tj, "axes", at)) {
+      int64_t axis = a.get<int64_t>();
+      if (axis < 0 || axis >= int64_t(t.shape.size()))
+        bad(at + " has a tile axis out of range");
+      tiles.axes.push_back(axis);
+    }
+    for (const json &c : field(tj, "cuts", at))
+      tiles.cuts.push_back(c.get<std::vector<int64_t>>());
+    for (const json &o : field(tj, "owners", at))
+      tiles.owners.push_back(o.get<std::vector<int64_t>>());
+    if (tiles.cuts.size() != tiles.axes.size())
+      bad(at + " has tile cuts for " + std::to_string(tiles.cuts.size()) +
+          " of " + std::to_string(tiles.axes.size()) + " axes");
+    for (size_t k = 0; k < tiles.axes.size(); ++k) {
+      const std::vector<int64_t> &cut = tiles.cuts[k];
+      if (cut.size() < 2 || cut.front() != 0 ||
+          cut.back() != t.shape[size_t(tiles.axes[k])] ||
+          !std::is_sorted(cut.begin(), cut.end()))
+        bad(at + " has tile boundaries that do not cover axis " +
+            std::to_string(tiles.axes[k]));
+      cells *= cut.size() - 1;
+    }
+    if (tiles.owners.size() != cells)
+      bad(at + " lists owners for " + std::to_string(tiles.owners.size()) +
+          " of " + std::to_string(cells) + " tiles");
+    t.tiles = std::move(tiles);
+  }
   t.frozen = j.value("frozen", false);
   t.buffer = j.value("buffer", false);
   if (t.offset % dtypeSize(t.dtype) != 0)

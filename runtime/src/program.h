@@ -39,6 +39,15 @@ struct TensorSpec {
   /// full tensor, and whether this rank only receives the owners' values.
   std::vector<int64_t> owners;
   std::vector<std::pair<int64_t, std::vector<int64_t>>> slices;
+  /// Held in tiles with different owners (an N-SDP owner count that does
+  /// not divide the world size): the tiled axes, the tiles' boundaries
+  /// along each (local indices) and each tile's owners, row-major.
+  struct Tiles {
+    std::vector<int64_t> axes;
+    std::vector<std::vector<int64_t>> cuts;
+    std::vector<std::vector<int64_t>> owners;
+  };
+  std::optional<Tiles> tiles;
   bool frozen = false;
   /// A parameter the forward updates (BatchNorm running statistics): each
   /// rank keeps its own.

@@ -40,6 +40,47 @@ void forEachKept(const TensorSpec &local, const std::vector<int64_t> &fullShape,
   }
 }
 
+void forEachTile(const TensorSpec &p, const float *data,
+                 const std::function<void(const std::vector<int64_t> &,
+                                          const std::vector<float> &)> &fn) {
+  const TensorSpec::Tiles &t = *p.tiles;
+  size_t rank = p.shape.size();
+  std::vector<size_t> cell(t.axes.size(), 0);
+  std::vector<float> values;
+  for (const std::vector<int64_t> &owners : t.owners) {
+    // The tile's box: its cut along each tiled axis, the whole of others.
+    std::vector<int64_t> lo(rank, 0), hi(p.shape);
+    for (size_t k = 0; k < t.axes.size(); ++k) {
+      lo[size_t(t.axes[k])] = t.cuts[k][cell[k]];
+      hi[size_t(t.axes[k])] = t.cuts[k][cell[k] + 1];
+    }
+    values.clear();
+    std::vector<int64_t> idx(lo);
+    bool empty = false;
+    for (size_t a = 0; a < rank; ++a)
+      empty |= lo[a] >= hi[a];
+    while (!empty) {
+      int64_t l = 0;
+      for (size_t a = 0; a < rank; ++a)
+        l = l * p.shape[a] + idx[a];
+      values.push_back(data[l]);
+      size_t a = rank;
+      while (a > 0 && ++idx[a - 1] == hi[a - 1]) {
+        idx[a - 1] = lo[a - 1];
+        --a;
+      }
+      if (a == 0)
+        break;
+    }
+    fn(owners, values);
+    for (size_t k = t.axes.size(); k-- > 0;) {
+      if (++cell[k] + 1 < t.cuts[k].size())
+        break;
+      cell[k] = 0;
+    }
+  }
+}
+
 void assembleFullModel(otc_session_t *s) {
   const Manifest &full = s->program->manifest;
   if (!s->fullArena) {
@@ -55,12 +96,13 @@ void assembleFullModel(otc_session_t *s) {
                   "parameter '" + p.name +
                       "' is not float32; SDP assembles "
                       "float32 parameters only");
-    // The first owner of each element contributes it; a sum over all
-    // ranks then holds every owned element exactly once.
+    // Every rank holding an element contributes it and counts itself; the
+    // holders agree, so sum / count is their value exactly (a float times
+    // at most a few thousand, in double, divided back).
     size_t n = size_t(p.numel());
-    std::vector<double> buf(2 * n, 0.0); // values, then "held" flags
+    std::vector<double> buf(2 * n, 0.0); // values, then holder counts
     const TensorSpec *l = s->manifest().findParam(p.name);
-    if (l && (l->owners.empty() ? rank == 0 : rank == l->owners[0])) {
+    if (l && (!l->owners.empty() || l->tiles || rank == 0)) {
       const float *src = reinterpret_cast<const float *>(s->at(*l));
       forEachKept(*l, p.shape, [&](int64_t local, int64_t global) {
         buf[size_t(global)] = src[local];
@@ -71,7 +113,7 @@ void assembleFullModel(otc_session_t *s) {
     float *dst = reinterpret_cast<float *>(s->fullArena.get() + p.offset);
     for (size_t i = 0; i < n; ++i)
       if (buf[n + i] > 0.5)
-        dst[i] = float(buf[i]);
+        dst[i] = float(buf[i] / buf[n + i]);
   }
   s->assembledStep = s->step;
 }

@@ -20,9 +20,17 @@ namespace otc {
 void forEachKept(const TensorSpec &local, const std::vector<int64_t> &fullShape,
                  const std::function<void(int64_t, int64_t)> &fn);
 
+/// Calls `fn(owners, values)` for each tile of a parameter held in tiles
+/// (TensorSpec::tiles), row-major, with the tile's elements of `data` (the
+/// parameter's local tensor) in row-major order.
+void forEachTile(const TensorSpec &p, const float *data,
+                 const std::function<void(const std::vector<int64_t> &,
+                                          const std::vector<float> &)> &fn);
+
 /// Brings the session's whole-model arena up to date with the current
-/// step: every parameter element from the first of its owners (elements no
-/// rank holds keep their initial values). Collective: every rank calls it.
+/// step: every parameter element from the ranks holding it, which agree
+/// (elements no rank holds keep their initial values). Collective: every
+/// rank calls it.
 void assembleFullModel(otc_session_t *session);
 
 /// Copies the inputs bound to this rank's training program into the whole

@@ -116,6 +116,21 @@ void checkOwnersAgree(otc_session_t *s) {
   for (int32_t r = 0; r < otc_comm_size(s->comm); ++r)
     everyone.push_back(r);
   for (const TensorSpec &p : s->manifest().params) {
+    if (p.tiles && p.dtype == DType::F32 && !p.buffer) {
+      forEachTile(p, reinterpret_cast<const float *>(s->at(p)),
+                  [&](const std::vector<int64_t> &owners,
+                      const std::vector<float> &values) {
+                    if (owners.size() > 1 &&
+                        !groupIdentical(s->comm, owners, values.data(),
+                                        int64_t(values.size())))
+                      throw Error(OTC_INTERNAL,
+                                  "after step " + std::to_string(s->step) +
+                                      " the owners of a tile of SDP "
+                                      "parameter '" +
+                                      p.name + "' disagree");
+                  });
+      continue;
+    }
     if (p.owners.empty() || p.dtype != DType::F32 || p.buffer)
       continue;
     const std::vector<int64_t> &holders = backward ? everyone : p.owners;

@@ -116,6 +116,10 @@ def main():
         "neuron5c": dict(world_size=4, batch=8, sdp="neuron", sdp_active=0.5,
                          compress="topk-int8", compress_ratio=0.25),
         "block75": dict(world_size=4, batch=8, sdp="block", sdp_active=0.75),
+        # 3 owners per chunk on 4 ranks: each rank's parts of a parameter
+        # have different owners (tiles averaged apart).
+        "neuron75": dict(world_size=4, batch=8, sdp="neuron",
+                         sdp_active=0.75),
         "ddp4": dict(world_size=4, batch=8),
     }
     jobs = [(onnx_path, ctx.path(n, "train"),
@@ -153,7 +157,8 @@ def main():
                          "max |difference| %.3g" % worst)
 
     # The exported model is whole, and every part of it was trained.
-    for n in ("block5", "neuron5", "block5bw", "block5bwc", "neuron5c"):
+    for n in ("block5", "neuron5", "block5bw", "block5bwc", "neuron5c",
+              "neuron75"):
         if n not in weights:
             continue
         w = weights[n]
@@ -275,8 +280,8 @@ def gpt_heads(ctx, checks, threads):
                       do_constant_folding=False)
     heads, d = 4, model.blocks[0].proj.in_features
     hidden = model.blocks[0].fc.out_features
-    for world in (2, 4):
-        name = "w%d" % world
+    for world, active in ((2, 0.5), (4, 0.5), (4, 0.75)):
+        name = "w%d_%d" % (world, active * 100)
         rng = np.random.RandomState(world)
         x = rng.randint(0, vocab, (world * batch, context)).astype(np.int64)
         y = rng.randint(0, vocab, (world * batch, context)).astype(np.int64)
@@ -289,9 +294,9 @@ def gpt_heads(ctx, checks, threads):
         res = T.compile_model(ctx, onnx_path, prog, loss="cross-entropy",
                               label="labels", optimizer="sgd", lr=0.1,
                               batch=batch, world_size=world, sdp="neuron",
-                              sdp_active=0.5, report_json=report)
-        if not T.require_ok(checks, "otc-compile GPT heads %d ranks" % world,
-                            res):
+                              sdp_active=active, report_json=report)
+        what = "GPT heads, %d ranks, C = %g" % (world, active)
+        if not T.require_ok(checks, "otc-compile " + what, res):
             continue
         metrics = ctx.path("gpt_heads", name, "metrics.jsonl")
         exported = ctx.path("gpt_heads", name, "trained.onnx")
@@ -299,14 +304,13 @@ def gpt_heads(ctx, checks, threads):
                               steps=3, no_shuffle=True, metrics=metrics,
                               log_every=1, export=exported, threads=threads),
                   timeout=180, env=dict(os.environ, OTC_SDP_CHECK="1"))
-        if not T.require_ok(checks, "GPT heads: 3 steps on %d ranks, owners "
-                            "checked after every step" % world, r):
+        if not T.require_ok(checks, what + ": 3 steps, owners checked after "
+                            "every step", r):
             continue
         with open(report) as f:
             comps = [c for rk in json.load(f)["ranks"]
                      for c in rk.get("components", [])]
-        checks.check("GPT heads, %d ranks: every block's attention heads are "
-                     "components" % world,
+        checks.check(what + ": every block's attention heads are components",
                      all(any(c.startswith("blocks.%d.qkv[" % i) for c in comps)
                          for i in range(len(model.blocks))), str(comps[:6]))
         # Rank r's subnetwork: the heads and MLP features of its chunks,
@@ -315,7 +319,7 @@ def gpt_heads(ctx, checks, threads):
         for rank in range(world):
             keep_c = torch.zeros(d)
             keep_h = torch.zeros(hidden)
-            chunks = owned_chunks(rank, world, 0.5)
+            chunks = owned_chunks(rank, world, active)
             for c in chunks:
                 h0, h1 = c * heads // world, (c + 1) * heads // world
                 keep_c[h0 * d // heads:h1 * d // heads] = 1
@@ -338,15 +342,15 @@ def gpt_heads(ctx, checks, threads):
                 h.remove()
         want = sum(losses) / world
         got = T.losses_by_step(metrics).get(1)
-        checks.check("GPT heads, %d ranks: first loss equals PyTorch with the "
-                     "same heads and features masked (rel 1e-5)" % world,
+        checks.check(what + ": first loss equals PyTorch with the same heads "
+                     "and features masked (rel 1e-5)",
                      got is not None and abs(got - want) <= 1e-5 * want,
                      "otc %s, torch %.6f (ranks %s)" % (
                          got, want, ["%.6f" % v for v in losses]))
         init = T.read_onnx_weights(onnx_path)
         w = T.read_onnx_weights(exported)
-        checks.check("GPT heads, %d ranks: the export holds every parameter "
-                     "at its full shape, attention trained" % world,
+        checks.check(what + ": the export holds every parameter at its full "
+                     "shape, attention trained",
                      sorted(w) == sorted(init) and
                      all(w[k].shape == init[k].shape for k in init) and
                      not np.array_equal(w["blocks.0.qkv.weight"],

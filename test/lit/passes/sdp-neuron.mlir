@@ -1,5 +1,7 @@
 // RUN: otc-opt %s --otc-sdp="mode=neuron world-size=2 active=0.5" | FileCheck %s
 // RUN: otc-opt %s --otc-sdp="mode=neuron world-size=4 active=0.5" --otc-build-training="loss=mse" --otc-insert-allreduce="world-size=4" | FileCheck %s --check-prefix=TRAIN
+// RUN: otc-opt %s --otc-sdp="mode=neuron world-size=4 active=0.75" --otc-build-training="loss=mse" --otc-insert-allreduce="world-size=4" | FileCheck %s --check-prefix=TILES
+// RUN: not otc-opt %s --otc-sdp="mode=neuron world-size=4 active=0.75" --otc-build-training="loss=mse" --otc-bucket-gradients 2>&1 | FileCheck %s --check-prefix=TILES-COMPRESS
 
 
 // Neuron groups: fc1's 8 hidden units (through its bias and a relu) into
@@ -42,3 +44,21 @@ func.func @forward(%x: tensor<2x5xf32> {otc.input = "x", otc.role = "data"},
 // TRAIN-LABEL: func.func @train_step_rank2(
 // TRAIN: dist.all_reduce mean %{{.*}} {ranks = array<i64: 2, 3>} : tensor<4x5xf32>
 // TRAIN-NOT: func.func @train_step_rank1
+
+// Four ranks, three owners per chunk: chunk c is owned by {0,1,2}, {3,0,1},
+// {2,3,0}, {1,2,3}, so rank 0 holds chunks 0-2 of fc1 with three different
+// owner sets. Its gradient is averaged tile by tile, each over its owners,
+// and put back together.
+// TILES-LABEL: func.func @train_step_rank0(
+// TILES-SAME: tensor<6x5xf32> {otc.param = "fc1.weight", otc.sdp_slices = [{axis = 0 : i64, ranges = array<i64: 0, 6>}], otc.sdp_tiles = {axes = [0], cuts = [array<i64: 0, 2, 4, 6>], owners = [array<i64: 0, 1, 2>, array<i64: 0, 1, 3>, array<i64: 0, 2, 3>]}}
+// fc2.weight: rows of fc2's chunks by columns of fc1's (fc2's 6 features
+// in chunks of 1, 2, 1, 2); a tile's owners are those of both its chunks.
+// TILES-SAME: otc.param = "fc2.weight", {{.*}}otc.sdp_tiles = {axes = [0, 1], cuts = [array<i64: 0, 1, 3, 4>, array<i64: 0, 2, 4, 6>], owners = [array<i64: 0, 1, 2>, array<i64: 0, 1>, array<i64: 0, 2>, array<i64: 0, 1>, array<i64: 0, 1, 3>, array<i64: 0, 3>, array<i64: 0, 2>, array<i64: 0, 3>, array<i64: 0, 2, 3>]}
+// TILES: %[[T0:.*]] = graph.slice %[[G:.*]] {starts = array<i64: 0, 0>, steps = array<i64: 1, 1>} : tensor<6x5xf32> -> tensor<2x5xf32>
+// TILES-NEXT: %[[A0:.*]] = dist.all_reduce mean %[[T0]] {ranks = array<i64: 0, 1, 2>} : tensor<2x5xf32>
+// TILES-NEXT: %[[T1:.*]] = graph.slice %[[G]] {starts = array<i64: 2, 0>, steps = array<i64: 1, 1>} : tensor<6x5xf32> -> tensor<2x5xf32>
+// TILES-NEXT: %[[A1:.*]] = dist.all_reduce mean %[[T1]] {ranks = array<i64: 0, 1, 3>} : tensor<2x5xf32>
+// TILES-NEXT: %[[T2:.*]] = graph.slice %[[G]] {starts = array<i64: 4, 0>, steps = array<i64: 1, 1>} : tensor<6x5xf32> -> tensor<2x5xf32>
+// TILES-NEXT: %[[A2:.*]] = dist.all_reduce mean %[[T2]] {ranks = array<i64: 0, 2, 3>} : tensor<2x5xf32>
+// TILES-NEXT: graph.concat %[[A0]], %[[A1]], %[[A2]] {axis = 0 : i64} : (tensor<2x5xf32>, tensor<2x5xf32>, tensor<2x5xf32>) -> tensor<6x5xf32>
+// TILES-COMPRESS: error: parameter 'fc1.weight' is held in tiles with different owners (the SDP owner count does not divide the world size); compressed all-reduce does not support that yet
