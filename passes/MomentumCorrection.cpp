@@ -20,9 +20,15 @@ namespace {
 struct MomentumCorrection
     : otc::impl::MomentumCorrectionBase<MomentumCorrection> {
   void runOnOperation() override {
-    auto fn = getOperation().lookupSymbol<func::FuncOp>(attr::kTrainFn);
-    if (!fn)
-      return;
+    // @train_step, or each SDP rank's @train_step_rank<r>.
+    for (auto fn : getOperation().getOps<func::FuncOp>())
+      if (fn.getSymName() == attr::kTrainFn ||
+          fn.getSymName().starts_with(attr::kTrainRankPrefix))
+        if (failed(correct(fn)))
+          return signalPassFailure();
+  }
+
+  LogicalResult correct(func::FuncOp fn) {
     SmallVector<graph::MomentumUpdateOp> updates(
         fn.front().getOps<graph::MomentumUpdateOp>());
     OpBuilder b(&getContext());
@@ -32,22 +38,18 @@ struct MomentumCorrection
           loc, DenseElementsAttr::get(scalar, b.getF32FloatAttr(v)));
     };
     if (updates.empty())
-      return;
+      return success();
     // All velocities are computed before the first update: bucketing then
     // finds every averaged value complete before any parameter changes.
     SmallVector<Value> velocities;
     b.setInsertionPoint(updates.front());
     for (graph::MomentumUpdateOp op : updates) {
-      if (op.getNesterov()) {
-        mlir::emitError(op.getLoc(), "momentum correction does not support "
-                                     "Nesterov momentum");
-        return signalPassFailure();
-      }
+      if (op.getNesterov())
+        return mlir::emitError(op.getLoc(), "momentum correction does not "
+                                            "support Nesterov momentum");
       auto velocity = llvm::dyn_cast<BlockArgument>(op.getVelocity());
-      if (!velocity) {
-        mlir::emitError(op.getLoc(), "expects the velocity to be state");
-        return signalPassFailure();
-      }
+      if (!velocity)
+        return mlir::emitError(op.getLoc(), "expects the velocity to be state");
       fn.setArgAttr(velocity.getArgNumber(), attr::kRole,
                     b.getStringAttr("per-rank"));
       // v' = momentum * v + g + weight_decay * w, on this rank.
@@ -74,6 +76,7 @@ struct MomentumCorrection
       op.getNewVelocity().replaceAllUsesWith(v);
       op.erase();
     }
+    return success();
   }
 };
 

@@ -203,7 +203,8 @@ def BucketGradients : Pass<"otc-bucket-gradients", "mlir::ModuleOp"> {
 def MomentumCorrection : Pass<"otc-momentum-correction", "mlir::ModuleOp"> {
   let summary = "Compress each rank's momentum instead of its gradient (DGC)";
   let description = [{
-    Rewrites every `graph.momentum_update` of @train_step (before bucketing)
+    Rewrites every `graph.momentum_update` of @train_step, or of each SDP
+    rank's @train_step_rank<r> (before bucketing),
     into a local velocity update `v = momentum * v + g + weight_decay * w`
     whose result is what gets averaged across ranks, followed by a plain
     `graph.sgd_update` with the averaged velocity. Averaging is linear, so

@@ -202,9 +202,8 @@ int main(int argc, char **argv) {
   }
   options.momentumCorrection = momentumCorrection;
   if (sdp.getNumOccurrences()) {
-    if (inference || momentumCorrection) {
-      errs() << "otc-compile: --sdp does not combine with --inference or "
-                "--momentum-correction\n";
+    if (inference) {
+      errs() << "otc-compile: --sdp does not combine with --inference\n";
       return 2;
     }
     otc::SdpOptions s;

@@ -18,7 +18,9 @@
 # - block-level, backward masking, C = 0.5: every rank holds the same
 #   values of every component after each step (non-owners too);
 # - both composed with the topk-int8 compressed all-reduce (owner-group
-#   buckets): the same checks;
+#   buckets), block-level also with momentum correction: the same checks;
+# - neuron-level C = 0.75 on 4 ranks (3 owners per chunk, parameters
+#   averaged tile by tile): the same checks;
 # - a checkpoint of one assignment is refused by a program with another;
 # - attention heads: the GPT-style decoder (4 heads, GELU MLP), neuron-level
 #   C = 0.5 on 2 and 4 ranks: the first step's loss (the mean over ranks of
@@ -115,6 +117,12 @@ def main():
                           compress_ratio=0.25),
         "neuron5c": dict(world_size=4, batch=8, sdp="neuron", sdp_active=0.5,
                          compress="topk-int8", compress_ratio=0.25),
+        # Momentum correction: each rank's velocity of what it owns is
+        # compressed and averaged in the owner group.
+        "block5mc": dict(world_size=4, batch=8, sdp="block", sdp_active=0.5,
+                         compress="topk-int8", compress_ratio=0.25,
+                         optimizer="momentum", momentum=0.9,
+                         momentum_correction=True),
         "block75": dict(world_size=4, batch=8, sdp="block", sdp_active=0.75),
         # 3 owners per chunk on 4 ranks: each rank's parts of a parameter
         # have different owners (tiles averaged apart).
@@ -158,7 +166,7 @@ def main():
 
     # The exported model is whole, and every part of it was trained.
     for n in ("block5", "neuron5", "block5bw", "block5bwc", "neuron5c",
-              "neuron75"):
+              "neuron75", "block5mc"):
         if n not in weights:
             continue
         w = weights[n]
