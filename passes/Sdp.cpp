@@ -248,7 +248,10 @@ FailureOr<func::FuncOp> Sdp::specialize(func::FuncOp forward,
     const sdp::NeuronGroup &g = found.groups[c.group];
     if (!owns(c))
       continue;
+    std::set<std::pair<unsigned, int64_t>> seen; // a parameter used twice
     for (const sdp::ParamUse &p : g.params) {
+      if (!seen.insert({p.arg, p.axis}).second)
+        continue;
       auto &list = slices[p.arg];
       auto it = llvm::find_if(list, [&](auto &e) { return e.first == p.axis; });
       if (it == list.end()) {

@@ -465,7 +465,10 @@ neuronGroup(const Graph &g, Operation *producer, int64_t features,
                  op.hasTrait<OpTrait::SameOperandsAndResultType>() &&
                  llvm::isa<graph::GraphDialect>(op.getDialect());
     if (unary || llvm::isa<graph::DropoutOp>(op)) {
-      if (alongAxis(&op, rank) == a.axis)
+      // Elementwise, or along one axis (softmax, cumsum), or positional
+      // over the last two (trilu): only away from the features.
+      if (alongAxis(&op, rank) == a.axis ||
+          (llvm::isa<graph::TriluOp>(op) && a.axis >= rank - 2))
         return reject("which mixes the features along their axis");
       for (Value r : op.getResults())
         join(r, a);
@@ -479,7 +482,10 @@ neuronGroup(const Graph &g, Operation *producer, int64_t features,
       for (OpOperand &o : op.getOpOperands()) {
         if (region.count(o.get())) {
           FeatureAxis b = region.lookup(o.get());
-          if (b.axis != a.axis || b.unit != a.unit || b.sections != a.sections)
+          // Broadcasting aligns trailing dims: equal axes of equal ranks.
+          if (b.axis != a.axis || b.unit != a.unit ||
+              b.sections != a.sections ||
+              llvm::cast<RankedTensorType>(o.get().getType()).getRank() != rank)
             return reject("which mixes two feature layouts");
           continue;
         }

@@ -163,6 +163,81 @@ void CompressState::undoStep() {
   touched.clear();
 }
 
+/// Steps 2-4 of a compressed step at `ratio`: compresses on the calling
+/// thread, then exchanges: queued on the collectives thread (`queue`) or
+/// right here (the caller is that thread's job).
+int compressAndExchange(StepComm &sc, const otc_compress_desc_t &desc,
+                        float *data, int64_t count, float *residual,
+                        BucketState &b, const BucketUndo &undo,
+                        const std::vector<int64_t> *members, int world,
+                        int rank, float ratio, bool queue) {
+  const int64_t bucket = undo.bucket;
+  const bool feedback = desc.error_feedback != 0;
+  const bool adaptive = desc.adaptive && usesRatio(desc.method);
+  otck_compress_config cfg{};
+  cfg.method = otck_compress_method(desc.method);
+  cfg.block_size = desc.block_size;
+  cfg.ratio = ratio;
+  cfg.seed = splitmix64(sc.seed ^ splitmix64(uint64_t(bucket)));
+  int64_t p = payloadBytes(cfg, count, bucket);
+  // Sized once for the largest payload this descriptor can produce (the
+  // adaptive ratio moves k), so steps never reallocate.
+  if (b.gathered.size() < size_t(p) * size_t(world)) {
+    otck_compress_config most = cfg;
+    if (adaptive)
+      most.ratio = desc.ratio_max;
+    int64_t cap = std::max(p, payloadBytes(most, count, bucket));
+    b.gathered.resize(size_t(cap) * size_t(world));
+  }
+  if (feedback && b.savedResidual.size() < size_t(count))
+    b.savedResidual.resize(size_t(count));
+  uint8_t *mine = b.gathered.data() + size_t(rank) * size_t(p);
+  // The kernel saves the residual as it streams it, for undoStep.
+  int rc = otck_compress_saving_f32(
+      &cfg, count, data, feedback ? residual : nullptr,
+      feedback ? b.savedResidual.data() : nullptr, mine);
+  if (rc < 0) // the config was accepted above; a kernel/ABI mismatch
+    badDesc(bucket, "the compression kernel refused the configuration");
+  const bool bad = rc != 0;
+  BucketState *bp = &b; // stable: CompressState keeps buckets in a deque
+  StepComm *scp = &sc;
+  auto exchange = [=] {
+    auto nonfinite = [&] {
+      if (!members)
+        return int(OTC_STEP_SKIPPED_NONFINITE);
+      scp->pendingNonfinite = true;
+      return int(OTC_STEP_OK);
+    };
+    if (members && bad)
+      scp->pendingNonfinite = true; // the exchange goes on; skipped
+    if (!members && anyRank(scp->comm, bad)) {
+      if (feedback)
+        std::memcpy(residual, bp->savedResidual.data(),
+                    size_t(count) * sizeof(float));
+      bp->norm0 = undo.norm0;
+      return int(OTC_STEP_SKIPPED_NONFINITE);
+    }
+    // From here on the bucket's update stands unless a later bucket of
+    // the same step is skipped; the session then calls undoStep.
+    scp->compress->touched.push_back(undo);
+    if (members)
+      groupAllGatherInPlace(scp->comm, *members, bp->gathered.data(), p);
+    else
+      allGatherInPlace(scp->comm, bp->gathered.data(), p);
+    otck_decompress_sum_f32(&cfg, count, bp->gathered.data(), world,
+                            1.0f / float(world), data);
+    // fp16 encodes |g| > 65504 as infinity (IEEE): a finite gradient out of
+    // its range. Every member decoded the same payloads, so all see it and
+    // skip together (the session undoes this bucket).
+    if (cfg.method == OTCK_COMPRESS_FP16 && !allFinite(data, count))
+      return nonfinite();
+    bp->ratio = cfg.ratio;
+    ++bp->steps;
+    return int(OTC_STEP_OK);
+  };
+  return queue ? runCollective(&sc, true, exchange) : exchange();
+}
+
 int compressedAllReduceMean(StepComm &sc, const otc_compress_desc_t &desc,
                             float *data, int64_t count, float *residual,
                             int64_t bucket, int64_t group) {
@@ -189,8 +264,9 @@ int compressedAllReduceMean(StepComm &sc, const otc_compress_desc_t &desc,
     members = &(*sc.groups)[size_t(group)];
   }
   // The collectives run through runCollective: on the communicator's
-  // collectives thread when it has one. The step's own thread computes the
-  // norm and compresses; the exchange is queued and the program goes on.
+  // collectives thread when it has one. The step's own thread compresses a
+  // fixed-ratio bucket and queues its exchange; an adaptive bucket's norm,
+  // compression and exchange are queued together. The program goes on.
   StepComm *scp = &sc;
   auto nonfinite = [scp, members] {
     if (!members)
@@ -218,88 +294,36 @@ int compressedAllReduceMean(StepComm &sc, const otc_compress_desc_t &desc,
       bucket, feedback ? residual : nullptr, count, b.norm0, b.ratio, b.steps};
 
   float ratio = usesRatio(desc.method) ? desc.ratio : 1.f;
-  bool adaptive = desc.adaptive && usesRatio(desc.method);
-  if (adaptive) {
-    // The ratio needs every rank's norm before compressing: this waits for
-    // the exchanges queued before it.
-    double sq = sumSquares(data, count);
-    int rc = runCollective(&sc, false, [&] {
+  if (desc.adaptive && usesRatio(desc.method)) {
+    // The ratio needs every rank's norm before compressing. The norm's
+    // all-reduce, the compression and the exchange run as one job on the
+    // collectives thread, so the step's thread goes on with backward
+    // instead of waiting for the exchanges queued before this one.
+    const otc_compress_desc_t d = desc;
+    BucketState *bp = &b;
+    return runCollective(&sc, true, [=] {
+      double sq = sumSquares(data, count);
       if (members)
         groupAllReduceSumF64(scp->comm, *members, &sq, 1);
       else
-        allReduceSumF64(scp->comm, &sq, 1,
-                        /*counted=*/true);
-      return OTC_STEP_OK;
+        allReduceSumF64(scp->comm, &sq, 1, /*counted=*/true);
+      double norm = std::sqrt(sq / double(world));
+      float r = d.ratio;
+      if (!std::isfinite(norm)) { // every member sees the same sum
+        if (!members)
+          return int(OTC_STEP_SKIPPED_NONFINITE);
+        scp->pendingNonfinite = true; // go on in step with the group
+      } else {
+        if (norm > bp->norm0) // the largest norm so far
+          bp->norm0 = norm;
+        r = adaptiveRatio(norm, bp->norm0, d.ratio_min, d.ratio_max);
+      }
+      return compressAndExchange(*scp, d, data, count, residual, *bp, undo,
+                                 members, world, rank, r, /*queue=*/false);
     });
-    if (rc != OTC_STEP_OK)
-      return rc;
-    double norm = std::sqrt(sq / double(world));
-    if (!std::isfinite(norm)) { // every member sees the same sum
-      if (!members)
-        return OTC_STEP_SKIPPED_NONFINITE;
-      sc.pendingNonfinite = true; // go on in step with the group
-    } else {
-      if (norm > b.norm0) // the largest norm so far
-        b.norm0 = norm;
-      ratio = adaptiveRatio(norm, b.norm0, desc.ratio_min, desc.ratio_max);
-    }
   }
-
-  otck_compress_config cfg{};
-  cfg.method = otck_compress_method(desc.method);
-  cfg.block_size = desc.block_size;
-  cfg.ratio = ratio;
-  cfg.seed = splitmix64(sc.seed ^ splitmix64(uint64_t(bucket)));
-  int64_t p = payloadBytes(cfg, count, bucket);
-  // Sized once for the largest payload this descriptor can produce (the
-  // adaptive ratio moves k), so steps never reallocate.
-  if (b.gathered.size() < size_t(p) * size_t(world)) {
-    otck_compress_config most = cfg;
-    if (adaptive)
-      most.ratio = desc.ratio_max;
-    int64_t cap = std::max(p, payloadBytes(most, count, bucket));
-    b.gathered.resize(size_t(cap) * size_t(world));
-  }
-  if (feedback && b.savedResidual.size() < size_t(count))
-    b.savedResidual.resize(size_t(count));
-  uint8_t *mine = b.gathered.data() + size_t(rank) * size_t(p);
-  // The kernel saves the residual as it streams it, for undoStep.
-  int rc = otck_compress_saving_f32(
-      &cfg, count, data, feedback ? residual : nullptr,
-      feedback ? b.savedResidual.data() : nullptr, mine);
-  if (rc < 0) // the config was accepted above; a kernel/ABI mismatch
-    badDesc(bucket, "the compression kernel refused the configuration");
-  const bool bad = rc != 0;
-  BucketState *bp = &b; // stable: CompressState keeps buckets in a deque
-  CompressState *statep = &state;
-  return runCollective(&sc, true, [=] {
-    if (members && bad)
-      scp->pendingNonfinite = true; // the exchange goes on; skipped
-    if (!members && anyRank(scp->comm, bad)) {
-      if (feedback)
-        std::memcpy(residual, bp->savedResidual.data(),
-                    size_t(count) * sizeof(float));
-      bp->norm0 = undo.norm0;
-      return OTC_STEP_SKIPPED_NONFINITE;
-    }
-    // From here on the bucket's update stands unless a later bucket of
-    // the same step is skipped; the session then calls undoStep.
-    statep->touched.push_back(undo);
-    if (members)
-      groupAllGatherInPlace(scp->comm, *members, bp->gathered.data(), p);
-    else
-      allGatherInPlace(scp->comm, bp->gathered.data(), p);
-    otck_decompress_sum_f32(&cfg, count, bp->gathered.data(), world,
-                            1.0f / float(world), data);
-    // fp16 encodes |g| > 65504 as infinity (IEEE): a finite gradient out of
-    // its range. Every member decoded the same payloads, so all see it and
-    // skip together (the session undoes this bucket).
-    if (cfg.method == OTCK_COMPRESS_FP16 && !allFinite(data, count))
-      return nonfinite();
-    bp->ratio = ratio;
-    ++bp->steps;
-    return OTC_STEP_OK;
-  });
+  return compressAndExchange(sc, desc, data, count, residual, b, undo, members,
+                             world, rank, ratio, /*queue=*/true);
 }
 
 int compressedAllReduceCallback(void *opaque, const otc_compress_desc_t *desc,

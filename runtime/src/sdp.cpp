@@ -96,9 +96,11 @@ void assembleFullModel(otc_session_t *s) {
                   "parameter '" + p.name +
                       "' is not float32; SDP assembles "
                       "float32 parameters only");
-    // Every rank holding an element contributes it and counts itself; the
-    // holders agree, so sum / count is their value exactly (a float times
-    // at most a few thousand, in double, divided back).
+    // Every rank holding an element contributes it and counts itself. A
+    // parameter's holders agree, so sum / count is their value exactly (a
+    // float times at most a few thousand, in double, divided back); a
+    // buffer's (BatchNorm statistics, each rank its own) is their mean,
+    // which calibration then re-estimates.
     size_t n = size_t(p.numel());
     std::vector<double> buf(2 * n, 0.0); // values, then holder counts
     const TensorSpec *l = s->manifest().findParam(p.name);
