@@ -192,10 +192,11 @@ LogicalResult Importer::importPool(const onnx::NodeProto &node) {
     return nodeError(node) << "expects [N, C, spatial...] with 1 to 3 "
                               "spatial dimensions, got "
                            << xt;
-  if (isMax && node.output_size() > 1 && !node.output(1).empty())
-    return nodeError(node) << "unsupported: the Indices output";
-  if (isMax && intAttr(node, "storage_order", 0))
-    return nodeError(node) << "unsupported: storage_order = 1";
+  bool wantIndices = isMax && node.output_size() > 1 && !node.output(1).empty();
+  bool columnMajor = wantIndices && intAttr(node, "storage_order", 0) != 0;
+  if (columnMajor && spatial == 3)
+    return nodeError(node) << "unsupported: 3-D Indices with storage_order "
+                              "= 1";
   SmallVector<int64_t> kernel = intsAttr(node, "kernel_shape", {});
   if (static_cast<int64_t>(kernel.size()) != spatial)
     return nodeError(node) << "kernel_shape needs " << spatial << " entries";
@@ -228,6 +229,40 @@ LogicalResult Importer::importPool(const onnx::NodeProto &node) {
         loc, xt.clone(shape), RankedTensorType::get(shape, b.getI64Type()), *x,
         k, s, dl, pb, pe);
     define(node, 0, op.getResult());
+    if (wantIndices) {
+      // graph.max_pool's indices are within each (n, c) plane; ONNX's
+      // flatten the whole input: + (n * C + c) * plane.
+      int64_t n = xt.getDimSize(0), c = xt.getDimSize(1);
+      int64_t plane = xt.getNumElements() / (n * c);
+      Const offsets;
+      offsets.shape.assign({n, c});
+      offsets.shape.append(spatial, 1);
+      for (int64_t i = 0; i < n * c; ++i)
+        offsets.ints.push_back(i * plane);
+      if (n * c > kMaxFoldedElements)
+        return nodeError(node)
+               << "the Indices output needs " << n * c
+               << " plane offsets, more than " << kMaxFoldedElements;
+      Value idx = op.getIndices();
+      if (columnMajor && spatial == 2) {
+        // p = h * W + w  ->  h + w * H.
+        auto type = idx.getType();
+        auto scalar = [&](int64_t v) {
+          Const k;
+          k.ints.push_back(v);
+          return materialize(k, loc);
+        };
+        int64_t h = xt.getDimSize(2), w = xt.getDimSize(3);
+        Value row = b.create<graph::DivOp>(loc, type, idx, scalar(w));
+        Value col = b.create<graph::SubOp>(
+            loc, type, idx, b.create<graph::MulOp>(loc, type, row, scalar(w)));
+        idx = b.create<graph::AddOp>(
+            loc, type, row, b.create<graph::MulOp>(loc, type, col, scalar(h)));
+      }
+      define(node, 1,
+             b.create<graph::AddOp>(loc, idx.getType(), idx,
+                                    materialize(offsets, loc)));
+    }
   } else {
     define(node, 0,
            b.create<graph::AvgPoolOp>(
