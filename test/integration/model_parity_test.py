@@ -6,17 +6,20 @@
 # and AdamW, and trained 3 steps on one batch; PyTorch trains copies of the
 # exported state on the same batch in float32 and in float64.
 #
-# Checked: the loss of every step within rel 1e-4 of PyTorch (float32);
-# every trained tensor, BatchNorm running statistics included
-# (max|a - b| / max|b| per tensor), within rel 1e-3 of PyTorch and of
-# float64 -- or, for a tensor whose float32 value is itself uncertain by
-# more than that, within twice PyTorch float32's distance to float64.
-# Adam moves a weight by lr * g / (sqrt(v) + eps): where g is near zero its
-# rounding decides the step. ResNet-18's BatchNorm biases are such tensors
-# (batch 8; layer4 at 1x1 spatial size): even at lr 1e-4 PyTorch float32 is
-# 1e-2 from float64 on some of them, while every other tensor meets 1e-3.
-# ResNet-18 trains at lr 1e-4 because at 1e-3 three steps on one batch take
-# its loss from 2.3 to 0.01, which magnifies rounding in the loss as well.
+# Checked against PyTorch (float32): the loss of every step within rel
+# 1e-4, every trained tensor, BatchNorm running statistics included
+# (max|a - b| / max|b| per tensor), within rel 1e-3. Against float64: every
+# tensor within rel 1e-3, or within twice PyTorch float32's own distance to
+# float64 where that is larger.
+#
+# Adam moves a weight by lr * m / (sqrt(v) + eps). With a small eps a
+# gradient near zero moves its weight by about +-lr whatever its size, so
+# the float32 rounding of ResNet-18's near-zero BatchNorm-bias gradients
+# (batch 8; layer4 at 1x1 spatial size) decides the direction: at eps 1e-6
+# two float32 implementations (OTC, PyTorch) end up 1.6e-2 apart on such a
+# tensor after 3 steps (measured), beyond any 1e-3 bound. ResNet-18 trains
+# with eps 0.1, where the step is smooth in the gradient: OTC then stays
+# within ~3e-5 of PyTorch on every tensor. GPT and BERT train with eps 1e-6.
 #
 #===------------------------------------------------------------------------===#
 
@@ -30,10 +33,12 @@ import otc_testlib as T  # noqa: E402
 STEPS = 3
 LOSS_TOL = 1e-4
 WEIGHT_TOL = 1e-3
-# AdamW as torch.optim.AdamW, weight decay 0.01, eps 1e-6 (see
-# parity_test.py: 1e-8 magnifies the rounding of near-zero gradients).
+# AdamW as torch.optim.AdamW, lr 1e-3, weight decay 0.01; eps per model
+# (above; parity_test.py: torch's default 1e-8 magnifies the rounding of
+# near-zero gradients too).
+LR = 1e-3
 WEIGHT_DECAY = 0.01
-EPS = 1e-6
+EPS = {"resnet18": 0.1, "gpt": 1e-6, "bert": 1e-6}
 
 
 def resnet18():
@@ -116,8 +121,6 @@ def bert():
 
 
 MODELS = {"resnet18": resnet18, "gpt": gpt, "bert": bert}
-# AdamW's learning rate per model (ResNet-18: see the header).
-LR = {"resnet18": 1e-4, "gpt": 1e-3, "bert": 1e-3}
 
 
 def main():
@@ -132,7 +135,7 @@ def main():
         if args.filter not in name:
             continue
         model, shape, vocab, opset = build()
-        opt = dict(lr=LR[name], eps=EPS)
+        opt = dict(lr=LR, eps=EPS[name])
         model.train()
         rng = np.random.RandomState(7)
         if vocab:
@@ -196,15 +199,17 @@ def main():
             bad, worst, widened, largest = [], (0.0, "-"), 0, (0.0, "-")
             for k in (k for k in w64 if k in got):
                 err = T.rel_err(got[k], ref[k])
-                bound = max(WEIGHT_TOL, 2 * T.rel_err(w32[k], w64[k]))
+                bound = WEIGHT_TOL if ref is w32 else max(
+                    WEIGHT_TOL, 2 * T.rel_err(w32[k], w64[k]))
                 widened += bound > WEIGHT_TOL
                 largest = max(largest, (err, k))
                 worst = max(worst, (err / bound, k))
                 if err > bound:
                     bad.append("%s %.2e > %.2e" % (k, err, bound))
-            checks.check("%s: every trained tensor within rel %.0e of %s "
-                         "(or as uncertain as PyTorch float32)" %
-                         (name, WEIGHT_TOL, label), not missing and not bad,
+            checks.check("%s: every trained tensor within rel %.0e of %s" %
+                         (name, WEIGHT_TOL, label) +
+                         ("" if ref is w32 else
+                          " (or as close as PyTorch float32 is)"), not missing and not bad,
                          ("missing %s " % missing if missing else "") +
                          ("; ".join(bad[:5]) if bad else
                           "closest to its bound: %s at %.2f of it; farthest: "
