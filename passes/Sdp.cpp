@@ -368,7 +368,7 @@ FailureOr<func::FuncOp> Sdp::specialize(func::FuncOp forward,
       Value clone = map.lookup(v);
       auto t = llvm::cast<RankedTensorType>(clone.getType());
       SmallVector<int64_t> shape(t.getShape());
-      shape[at.axis] = at.sections * kept * at.unit;
+      shape[at.axis] = at.outer * at.sections * kept * at.unit;
       clone.setType(t.clone(shape));
     }
     for (const sdp::NeuronGroup::SectionSlice &sl : g.sectionSlices) {

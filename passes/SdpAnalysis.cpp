@@ -324,12 +324,28 @@ int64_t product(ArrayRef<int64_t> dims) {
 /// Where the features lie after a reshape, if it keeps them whole: the dims
 /// before the feature axis are unchanged and the axis either keeps its
 /// size, splits a feature's `unit` elements off into dims of their own, or
-/// merges those back in.
+/// merges those back in; or (torch's MultiheadAttention) the dim before
+/// the feature axis merges with the features as their `outer` repeat,
+/// [.., b, h * d] -> [.., b * h, d], and splits back out to the dim before
+/// that, [t, b * h, d] -> [t * b, h * d].
 std::optional<FeatureAxis> reshapedAxis(ArrayRef<int64_t> in,
                                         ArrayRef<int64_t> out, FeatureAxis f,
                                         int64_t features) {
   int64_t a = f.axis;
-  if (f.sections != 1 || int64_t(out.size()) <= a ||
+  if (f.sections != 1)
+    return std::nullopt;
+  if (a >= 1 && f.outer == 1 && f.unit > 1 && in.size() == out.size() &&
+      in.take_front(a - 1) == out.take_front(a - 1) &&
+      in.drop_front(a + 1) == out.drop_front(a + 1) &&
+      out[a - 1] == in[a - 1] * features && out[a] == f.unit)
+    return FeatureAxis{a - 1, 1, 1, in[a - 1]};
+  if (a >= 1 && f.outer > 1 && f.unit == 1 && a + 1 < int64_t(in.size()) &&
+      out.size() + 1 == in.size() &&
+      in.take_front(a - 1) == out.take_front(a - 1) &&
+      in.drop_front(a + 2) == out.drop_front(a + 1) &&
+      out[a - 1] == in[a - 1] * f.outer && out[a] == features * in[a + 1])
+    return FeatureAxis{a, in[a + 1], 1, 1};
+  if (f.outer != 1 || int64_t(out.size()) <= a ||
       in.take_front(a) != out.take_front(a))
     return std::nullopt;
   if (in[a] == out[a])
@@ -378,7 +394,7 @@ neuronGroup(const Graph &g, Operation *producer, int64_t features,
   group.heads = heads;
   Value out = producer->getResult(0);
   auto width = [&](const FeatureAxis &f) {
-    return f.sections * features * f.unit;
+    return f.outer * f.sections * features * f.unit;
   };
   group.params.push_back({weight, produced.axis, start.unit, start.sections});
   DenseSet<Operation *> members{producer};
@@ -432,6 +448,7 @@ neuronGroup(const Graph &g, Operation *producer, int64_t features,
     };
     // Consumers contract the features away.
     if (inRegion.size() == 1 && inRegion[0] == 0 && a.sections == 1 &&
+        a.outer == 1 &&
         a.axis == (llvm::isa<graph::ConvOp>(op) ? 1 : rank - 1)) {
       if (auto w = weightAxis(g, &op, /*out=*/false)) {
         if (w->arg == weight)
@@ -446,7 +463,7 @@ neuronGroup(const Graph &g, Operation *producer, int64_t features,
     // Per-feature ops keep the features where they are.
     if (auto bn = llvm::dyn_cast<graph::BatchNormOp>(op)) {
       if (inRegion.size() != 1 || inRegion[0] != 0 || a.axis != 1 ||
-          a.unit != 1 || a.sections != 1)
+          a.unit != 1 || a.sections != 1 || a.outer != 1)
         return reject("not as the normalised input");
       for (Value s : {bn.getScale(), bn.getBias(), bn.getRunningMean(),
                       bn.getRunningVar()}) {
@@ -484,7 +501,7 @@ neuronGroup(const Graph &g, Operation *producer, int64_t features,
           FeatureAxis b = region.lookup(o.get());
           // Broadcasting aligns trailing dims: equal axes of equal ranks.
           if (b.axis != a.axis || b.unit != a.unit ||
-              b.sections != a.sections ||
+              b.sections != a.sections || b.outer != a.outer ||
               llvm::cast<RankedTensorType>(o.get().getType()).getRank() != rank)
             return reject("which mixes two feature layouts");
           continue;
@@ -499,7 +516,7 @@ neuronGroup(const Graph &g, Operation *producer, int64_t features,
                         "uniform");
         if (*at >= 0) {
           std::optional<unsigned> p = g.paramArg(o.get());
-          if (!p || llvm::isa<graph::WhereOp>(op))
+          if (!p || llvm::isa<graph::WhereOp>(op) || a.outer != 1)
             return reject("with a per-feature constant (only parameters "
                           "are sliced)");
           group.params.push_back({*p, *at, a.unit, a.sections});
@@ -523,7 +540,7 @@ neuronGroup(const Graph &g, Operation *producer, int64_t features,
           whole &= d == a.axis ? slice.getStarts()[d] == s * section &&
                                      outShape[d] == section
                                : outShape[d] == inShape[d];
-        if (a.sections < 2 || !whole)
+        if (a.sections < 2 || a.outer != 1 || !whole)
           return reject("which does not take one whole section of them");
         group.sectionSlices.push_back({&op, s, a});
         join(op.getResult(0), FeatureAxis{a.axis, a.unit, 1});
@@ -551,7 +568,8 @@ neuronGroup(const Graph &g, Operation *producer, int64_t features,
         FeatureAxis b = region.lookup(op.getOperand(1));
         auto bt = llvm::cast<RankedTensorType>(op.getOperand(1).getType());
         if (a.unit != 1 || a.sections != 1 || b.unit != 1 || b.sections != 1 ||
-            a.axis != b.axis || a.axis >= rank - 2 || bt.getRank() != rank)
+            a.axis != b.axis || a.outer != b.outer || a.axis >= rank - 2 ||
+            bt.getRank() != rank)
           return reject("which does not keep the heads apart");
         join(op.getResult(0), a);
         members.insert(&op);
@@ -583,8 +601,9 @@ neuronGroup(const Graph &g, Operation *producer, int64_t features,
 
 /// Attention heads among the features `producer` makes: the first reshape
 /// computed from them that splits a last axis of H * d elements into
-/// [H, d] gives H heads of d elements each, the producer's F features
-/// F / (H * d) sections (q, k, v) of them.
+/// [H, d] (or, as torch's MultiheadAttention exports it, [.., b, H * d]
+/// into [.., b * H, d]) gives H heads of d elements each, the producer's F
+/// features F / (H * d) sections (q, k, v) of them.
 std::optional<std::pair<int64_t, int64_t>> headShape(const Graph &g,
                                                      Operation *producer) {
   auto out = llvm::cast<RankedTensorType>(producer->getResult(0).getType());
@@ -595,10 +614,19 @@ std::optional<std::pair<int64_t, int64_t>> headShape(const Graph &g,
       continue;
     auto in = llvm::cast<RankedTensorType>(reshape.getInput().getType());
     auto to = llvm::cast<RankedTensorType>(reshape.getType());
-    if (to.getRank() != in.getRank() + 1 ||
-        in.getShape().drop_back() != to.getShape().drop_back(2))
+    ArrayRef<int64_t> is = in.getShape(), ts = to.getShape();
+    int64_t h, d = ts.back();
+    if (ts.size() == is.size() + 1 && is.drop_back() == ts.drop_back(2)) {
+      h = ts[ts.size() - 2];
+    } else if (ts.size() == is.size() && is.size() >= 2 &&
+               is.drop_back(2) == ts.drop_back(2) &&
+               ts[ts.size() - 2] % is[is.size() - 2] == 0) {
+      h = ts[ts.size() - 2] / is[is.size() - 2];
+      if (h * d != is.back())
+        return std::nullopt;
+    } else {
       return std::nullopt;
-    int64_t h = to.getShape()[to.getRank() - 2], d = to.getShape().back();
+    }
     if (h < 2 || f % (h * d) != 0)
       return std::nullopt;
     return std::pair(h, d);

@@ -20,14 +20,17 @@
 namespace otc::sdp {
 
 /// Where a neuron group's features lie along one axis of a tensor: feature
-/// f is the `unit` elements from s * features * unit + f * unit, in each of
-/// `sections` sections. Hidden units and channels: unit 1, one section.
-/// Attention heads: unit = head size where heads and their elements share
-/// an axis, and three sections in the fused q/k/v projection.
+/// f is the `unit` elements from (o * sections + s) * features * unit +
+/// f * unit, for each of `sections` sections and each of `outer` repeats.
+/// Hidden units and channels: unit 1, one section, one repeat. Attention
+/// heads: unit = head size where heads and their elements share an axis,
+/// three sections in the fused q/k/v projection, and the batch as `outer`
+/// where an export merges batch and heads into one axis ([t, b * h, d]).
 struct FeatureAxis {
   int64_t axis = -1;
   int64_t unit = 1;
   int64_t sections = 1;
+  int64_t outer = 1;
 };
 
 /// A parameter argument of @forward a component owns: whole (`axis` < 0)

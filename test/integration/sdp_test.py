@@ -23,8 +23,10 @@
 #   averaged tile by tile): the same checks;
 # - a checkpoint of one assignment is refused by a program with another;
 # - attention heads: the GPT-style decoder (4 heads, GELU MLP), neuron-level
-#   C = 0.5 on 2 and 4 ranks: the first step's loss (the mean over ranks of
-#   each rank's subnetwork on its own shard) equals PyTorch's with the
+#   C = 0.5 on 2 and 4 ranks and C = 0.75 on 4, and the BERT-style
+#   TransformerEncoder (MultiheadAttention's export merges heads with the
+#   batch axis), C = 0.5 on 2: the first step's loss (the mean over ranks
+#   of each rank's subnetwork on its own shard) equals PyTorch's with the
 #   same heads and MLP features masked out (and the kept ones rescaled),
 #   owners agree after every step, the export holds the whole model;
 # - memory (the planner's per-rank peak, which is the arena each rank
@@ -220,7 +222,7 @@ def main():
                  "program, naming the SDP assignment",
                  r.returncode != 0 and "SDP assignment" in text,
                  "exit %s: %s" % (r.returncode, text.strip()[-300:]))
-    gpt_heads(ctx, checks, args.threads)
+    attention_heads(ctx, checks, args.threads)
     memory(ctx, checks)
     checks.finish()
 
@@ -272,97 +274,134 @@ def owned_chunks(rank, world, active):
             if rank in [(c * n + j) % world for j in range(n)]]
 
 
-def gpt_heads(ctx, checks, threads):
+def masked_copy(model, layers, chunks, world):
+    """`model` as SDP's subnetwork of the given chunks: the dropped heads'
+    q/k/v rows and MLP features zeroed, what the output projections read
+    of the kept ones scaled by total / kept (inverted dropout). layers:
+    (qkv weight, qkv bias, out-projection weight, fc weight, fc bias,
+    fc-out weight, heads) per block of the copy."""
+    import copy
+    import torch
+    m = copy.deepcopy(model)
+    with torch.no_grad():
+        for qkv_w, qkv_b, proj_w, fc_w, fc_b, out_w, heads in layers(m):
+            d, hidden = proj_w.shape[1], fc_w.shape[0]
+            dh = d // heads
+            keep_h = torch.zeros(heads, dtype=torch.bool)
+            keep_f = torch.zeros(hidden, dtype=torch.bool)
+            for c in chunks:
+                keep_h[c * heads // world:(c + 1) * heads // world] = True
+                keep_f[c * hidden // world:(c + 1) * hidden // world] = True
+            cols = keep_h.repeat_interleave(dh)
+            for sec in range(3):
+                qkv_w[sec * d:(sec + 1) * d][~cols] = 0
+                qkv_b[sec * d:(sec + 1) * d][~cols] = 0
+            proj_w[:, cols] *= heads / float(keep_h.sum())
+            fc_w[~keep_f] = 0
+            fc_b[~keep_f] = 0
+            out_w[:, keep_f] *= hidden / float(keep_f.sum())
+    return m
+
+
+def attention_heads(ctx, checks, threads):
+    """N-SDP attention-head groups end to end: the first loss of each
+    configuration against PyTorch's masked subnetworks."""
     import torch
     import model_parity_test as M
     torch.set_num_threads(1)
-    model, shape, vocab, opset = M.gpt()
-    batch, context = 2, shape[1]
-    onnx_path = ctx.path("gpt_heads", "gpt.onnx")
-    # The export bakes the batch size into the attention's reshapes.
-    torch.onnx.export(model, torch.randint(0, vocab, (batch, context)),
-                      onnx_path,
-                      input_names=["input"], output_names=["logits"],
-                      opset_version=opset,
-                      training=torch.onnx.TrainingMode.TRAINING,
-                      do_constant_folding=False)
-    heads, d = 4, model.blocks[0].proj.in_features
-    hidden = model.blocks[0].fc.out_features
-    for world, active in ((2, 0.5), (4, 0.5), (4, 0.75)):
-        name = "w%d_%d" % (world, active * 100)
-        rng = np.random.RandomState(world)
-        x = rng.randint(0, vocab, (world * batch, context)).astype(np.int64)
-        y = rng.randint(0, vocab, (world * batch, context)).astype(np.int64)
-        xp, yp = ctx.path("gpt_heads", name + "x.npy"), ctx.path(
-            "gpt_heads", name + "y.npy")
-        np.save(xp, x)
-        np.save(yp, y)
-        prog = ctx.path("gpt_heads", name, "train")
-        report = ctx.path("gpt_heads", name, "report.json")
-        res = T.compile_model(ctx, onnx_path, prog, loss="cross-entropy",
-                              label="labels", optimizer="sgd", lr=0.1,
-                              batch=batch, world_size=world, sdp="neuron",
-                              sdp_active=active, report_json=report)
-        what = "GPT heads, %d ranks, C = %g" % (world, active)
-        if not T.require_ok(checks, "otc-compile " + what, res):
-            continue
-        metrics = ctx.path("gpt_heads", name, "metrics.jsonl")
-        exported = ctx.path("gpt_heads", name, "trained.onnx")
-        r = T.run(T.train_cmd(prog, {"input": xp, "labels": yp}, ranks=world,
-                              steps=3, no_shuffle=True, metrics=metrics,
-                              log_every=1, export=exported, threads=threads),
-                  timeout=180, env=dict(os.environ, OTC_SDP_CHECK="1"))
-        if not T.require_ok(checks, what + ": 3 steps, owners checked after "
-                            "every step", r):
-            continue
-        with open(report) as f:
-            comps = [c for rk in json.load(f)["ranks"]
-                     for c in rk.get("components", [])]
-        checks.check(what + ": every block's attention heads are components",
-                     all(any(c.startswith("blocks.%d.qkv[" % i) for c in comps)
-                         for i in range(len(model.blocks))), str(comps[:6]))
-        # Rank r's subnetwork: the heads and MLP features of its chunks,
-        # the kept ones rescaled as inverted dropout.
-        losses = []
-        for rank in range(world):
-            keep_c = torch.zeros(d)
-            keep_h = torch.zeros(hidden)
-            chunks = owned_chunks(rank, world, active)
-            for c in chunks:
-                h0, h1 = c * heads // world, (c + 1) * heads // world
-                keep_c[h0 * d // heads:h1 * d // heads] = 1
-                keep_h[c * hidden // world:(c + 1) * hidden // world] = 1
-            keep_c *= d / keep_c.sum()
-            keep_h *= hidden / keep_h.sum()
-            hooks = []
-            for blk in model.blocks:
-                hooks.append(blk.proj.register_forward_pre_hook(
-                    lambda m, i, k=keep_c: (i[0] * k,)))
-                hooks.append(blk.out.register_forward_pre_hook(
-                    lambda m, i, k=keep_h: (i[0] * k,)))
-            with torch.no_grad():
-                rows = slice(rank * batch, (rank + 1) * batch)
-                logits = model(torch.from_numpy(x[rows]))
-                losses.append(float(torch.nn.functional.cross_entropy(
-                    logits.reshape(-1, vocab),
-                    torch.from_numpy(y[rows]).reshape(-1))))
-            for h in hooks:
-                h.remove()
-        want = sum(losses) / world
-        got = T.losses_by_step(metrics).get(1)
-        checks.check(what + ": first loss equals PyTorch with the same heads "
-                     "and features masked (rel 1e-5)",
-                     got is not None and abs(got - want) <= 1e-5 * want,
-                     "otc %s, torch %.6f (ranks %s)" % (
-                         got, want, ["%.6f" % v for v in losses]))
+
+    def gpt_layers(m):
+        return [(b.qkv.weight, b.qkv.bias, b.proj.weight, b.fc.weight,
+                 b.fc.bias, b.out.weight, 4) for b in m.blocks]
+
+    def bert_layers(m):
+        return [(l.self_attn.in_proj_weight, l.self_attn.in_proj_bias,
+                 l.self_attn.out_proj.weight, l.linear1.weight,
+                 l.linear1.bias, l.linear2.weight, l.self_attn.num_heads)
+                for l in m.encoder.layers]
+
+    cases = [("GPT", M.gpt, gpt_layers, "blocks.%d.qkv[",
+              ((2, 0.5), (4, 0.5), (4, 0.75))),
+             # torch's MultiheadAttention: heads merged with the batch axis.
+             ("BERT", M.bert, bert_layers,
+              "encoder.layers.%d.self_attn[", ((2, 0.5),))]
+    batch = 2
+    for model_name, build, layers, comp, configs in cases:
+        model, shape, vocab, opset = build()
+        model.train()
+        context = shape[1]
+        outputs = model.head.out_features
+        onnx_path = ctx.path("heads", model_name + ".onnx")
+        # The export bakes the batch size into the attention's reshapes.
+        torch.onnx.export(model, torch.randint(0, vocab, (batch, context)),
+                          onnx_path, input_names=["input"],
+                          output_names=["logits"], opset_version=opset,
+                          training=torch.onnx.TrainingMode.TRAINING,
+                          do_constant_folding=False)
         init = T.read_onnx_weights(onnx_path)
-        w = T.read_onnx_weights(exported)
-        checks.check(what + ": the export holds every parameter at its full "
-                     "shape, attention trained",
-                     sorted(w) == sorted(init) and
-                     all(w[k].shape == init[k].shape for k in init) and
-                     not np.array_equal(w["blocks.0.qkv.weight"],
-                                        init["blocks.0.qkv.weight"]))
+        for world, active in configs:
+            what = "%s heads, %d ranks, C = %g" % (model_name, world, active)
+            name = "%s_w%d_%d" % (model_name, world, active * 100)
+            rng = np.random.RandomState(world)
+            x = rng.randint(0, vocab, (world * batch, context)).astype(
+                np.int64)
+            y = rng.randint(0, outputs, (world * batch, context)).astype(
+                np.int64)
+            xp = ctx.path("heads", name, "x.npy")
+            yp = ctx.path("heads", name, "y.npy")
+            np.save(xp, x)
+            np.save(yp, y)
+            prog = ctx.path("heads", name, "train")
+            report = ctx.path("heads", name, "report.json")
+            res = T.compile_model(ctx, onnx_path, prog, loss="cross-entropy",
+                                  label="labels", optimizer="sgd", lr=0.1,
+                                  batch=batch, world_size=world, sdp="neuron",
+                                  sdp_active=active, report_json=report)
+            if not T.require_ok(checks, "otc-compile " + what, res):
+                continue
+            metrics = ctx.path("heads", name, "metrics.jsonl")
+            exported = ctx.path("heads", name, "trained.onnx")
+            r = T.run(T.train_cmd(prog, {"input": xp, "labels": yp},
+                                  ranks=world, steps=3, no_shuffle=True,
+                                  metrics=metrics, log_every=1,
+                                  export=exported, threads=threads),
+                      timeout=180, env=dict(os.environ, OTC_SDP_CHECK="1"))
+            if not T.require_ok(checks, what + ": 3 steps, owners checked "
+                                "after every step", r):
+                continue
+            with open(report) as f:
+                comps = [c for rk in json.load(f)["ranks"]
+                         for c in rk.get("components", [])]
+            blocks = len(layers(model))
+            checks.check(what + ": every block's attention heads are "
+                         "components",
+                         all(any(c.startswith(comp % i) for c in comps)
+                             for i in range(blocks)), str(comps[:6]))
+            losses = []
+            for rank in range(world):
+                m = masked_copy(model, layers,
+                                owned_chunks(rank, world, active), world)
+                with torch.no_grad():
+                    rows = slice(rank * batch, (rank + 1) * batch)
+                    logits = m(torch.from_numpy(x[rows]))
+                    losses.append(float(torch.nn.functional.cross_entropy(
+                        logits.reshape(-1, outputs),
+                        torch.from_numpy(y[rows]).reshape(-1))))
+            want = sum(losses) / world
+            got = T.losses_by_step(metrics).get(1)
+            checks.check(what + ": first loss equals PyTorch with the same "
+                         "heads and features masked (rel 1e-5)",
+                         got is not None and abs(got - want) <= 1e-5 * want,
+                         "otc %s, torch %.6f (ranks %s)" % (
+                             got, want, ["%.6f" % v for v in losses]))
+            w = T.read_onnx_weights(exported)
+            qkv = [k for k in init if "qkv.weight" in k or
+                   "in_proj_weight" in k][0]
+            checks.check(what + ": the export holds every parameter at its "
+                         "full shape, attention trained",
+                         sorted(w) == sorted(init) and
+                         all(w[k].shape == init[k].shape for k in init) and
+                         not np.array_equal(w[qkv], init[qkv]))
 
 
 def memory(ctx, checks):
