@@ -55,10 +55,14 @@ func.func @forward(%x: tensor<2x5xf32> {otc.input = "x", otc.role = "data"},
 // in chunks of 1, 2, 1, 2); a tile's owners are those of both its chunks.
 // TILES-SAME: otc.param = "fc2.weight", {{.*}}otc.sdp_tiles = {axes = [0, 1], cuts = [array<i64: 0, 1, 3, 4>, array<i64: 0, 2, 4, 6>], owners = [array<i64: 0, 1, 2>, array<i64: 0, 1>, array<i64: 0, 2>, array<i64: 0, 1>, array<i64: 0, 1, 3>, array<i64: 0, 3>, array<i64: 0, 2>, array<i64: 0, 3>, array<i64: 0, 2, 3>]}
 // TILES: %[[T0:.*]] = graph.slice %[[G:.*]] {starts = array<i64: 0, 0>, steps = array<i64: 1, 1>} : tensor<6x5xf32> -> tensor<2x5xf32>
-// TILES-NEXT: %[[A0:.*]] = dist.all_reduce mean %[[T0]] {ranks = array<i64: 0, 1, 2>} : tensor<2x5xf32>
 // TILES-NEXT: %[[T1:.*]] = graph.slice %[[G]] {starts = array<i64: 2, 0>, steps = array<i64: 1, 1>} : tensor<6x5xf32> -> tensor<2x5xf32>
-// TILES-NEXT: %[[A1:.*]] = dist.all_reduce mean %[[T1]] {ranks = array<i64: 0, 1, 3>} : tensor<2x5xf32>
 // TILES-NEXT: %[[T2:.*]] = graph.slice %[[G]] {starts = array<i64: 4, 0>, steps = array<i64: 1, 1>} : tensor<6x5xf32> -> tensor<2x5xf32>
+// TILES-NEXT: %[[A0:.*]] = dist.all_reduce mean %[[T0]] {ranks = array<i64: 0, 1, 2>} : tensor<2x5xf32>
+// TILES-NEXT: %[[A1:.*]] = dist.all_reduce mean %[[T1]] {ranks = array<i64: 0, 1, 3>} : tensor<2x5xf32>
 // TILES-NEXT: %[[A2:.*]] = dist.all_reduce mean %[[T2]] {ranks = array<i64: 0, 2, 3>} : tensor<2x5xf32>
 // TILES-NEXT: graph.concat %[[A0]], %[[A1]], %[[A2]] {axis = 0 : i64} : (tensor<2x5xf32>, tensor<2x5xf32>, tensor<2x5xf32>) -> tensor<6x5xf32>
+// fc2.weight's tiles of one owner set (two of {0, 1}) travel flattened in
+// one all-reduce.
+// TILES: %[[F:.*]] = graph.concat %{{.*}}, %{{.*}} {axis = 0 : i64} : (tensor<{{[0-9]+}}xf32>, tensor<{{[0-9]+}}xf32>) -> tensor<[[N:[0-9]+]]xf32>
+// TILES-NEXT: dist.all_reduce mean %[[F]] {ranks = array<i64: 0, 1>} : tensor<[[N]]xf32>
 // TILES-COMPRESS: error: parameter 'fc1.weight' is held in tiles with different owners (the SDP owner count does not divide the world size); compressed all-reduce does not support that yet
