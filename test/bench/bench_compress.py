@@ -35,8 +35,8 @@
 #           time = median over the timed steps (rank 0).
 #
 # On the shaped link: OTC none, fp16, topk-int8 (and topk-int8 with
-# --no-overlap, the exchange not overlapped with backward) and the three DDP
-# variants.
+# --no-overlap, the exchange not overlapped with backward), topk-int8 with
+# the adaptive ratio (with and without overlap) and the three DDP variants.
 # On the unshaped loopback (this namespace): OTC none, topk-int8, fp16
 # (--repeat runs each, interleaved; the best median counts) and DDP dense.
 # Also on the shaped link: lo's tx bytes over the whole run / steps / 2 ranks
@@ -96,6 +96,9 @@ FEATURES = 784
 CLASSES = 10
 MIN_PARAMS = 20 * 1000 * 1000
 OTC_METHODS = ("none", "fp16", "topk-int8")
+# topk-int8 with the adaptive ratio (in [ratio / 10, ratio]): shaped link
+# only, with and without overlap (its norm all-reduce precedes compression).
+ADAPTIVE = "topk-int8-adaptive"
 DDP_VARIANTS = ("dense", "fp16", "powersgd")
 MPI_FLAGS = ["--oversubscribe", "--bind-to", "none",
              "--mca", "btl", "tcp,self", "--mca", "btl_tcp_if_include", "lo",
@@ -543,16 +546,19 @@ def main():
 
     # Programs.
     programs, planned = {}, {}
-    for m in OTC_METHODS:
+    for m in OTC_METHODS + (ADAPTIVE,):
         prog = os.path.join(work, "train-" + m)
         report = os.path.join(work, "report-%s.json" % m)
         cmd = [compiler, onnx_path, "-o", prog, "--batch", str(BATCH),
                "--world-size", str(WORLD), "--loss", "cross-entropy",
-               "--optimizer", "sgd", "--lr", str(LR), "--compress", m,
-               "--report-json", report]
-        if m in ("topk-int8",):
+               "--optimizer", "sgd", "--lr", str(LR), "--compress",
+               m.replace("-adaptive", ""), "--report-json", report]
+        if m.startswith("topk-int8"):
             cmd += ["--compress-ratio", str(a.compress_ratio),
                     "--compress-block", str(a.compress_block)]
+        if m == ADAPTIVE:
+            cmd += ["--adaptive", "--compress-ratio-min",
+                    str(a.compress_ratio / 10)]
         log("$ " + " ".join(cmd))
         try:
             r = subprocess.run(cmd, stdout=subprocess.PIPE,
@@ -614,6 +620,14 @@ def main():
                     extra=["--no-overlap"])
                 shaped["otc-topk-int8-sync"]["method"] += " --no-overlap"
                 show_run(shaped["otc-topk-int8-sync"])
+                for tag, extra in (("", []), ("-sync", ["--no-overlap"])):
+                    k = "otc-" + ADAPTIVE + tag
+                    shaped[k] = otc_run(
+                        a, programs[ADAPTIVE], ADAPTIVE, ns, a.warmup,
+                        a.steps_compressed, work, "shaped" + tag, errors,
+                        extra=extra)
+                    shaped[k]["method"] += " ".join([""] + extra)
+                    show_run(shaped[k])
                 if not a.no_ddp:
                     log("shaped link (%s): PyTorch DDP (gloo)" % a.rate)
                     for v in DDP_VARIANTS:
@@ -658,6 +672,8 @@ def main():
     labels = [("otc-none", "OTC none"), ("otc-fp16", "OTC fp16"),
               ("otc-topk-int8", "OTC topk-int8 %g" % a.compress_ratio),
               ("otc-topk-int8-sync", "  --no-overlap"),
+              ("otc-" + ADAPTIVE, "OTC topk-int8 adaptive"),
+              ("otc-" + ADAPTIVE + "-sync", "  --no-overlap"),
               ("ddp-dense", "DDP dense"), ("ddp-fp16", "DDP fp16 hook"),
               ("ddp-powersgd", "DDP PowerSGD r%d" % a.powersgd_rank)]
     log("")
@@ -720,6 +736,9 @@ def main():
                                                   psgd_s),
         "shaped: topk-int8 --no-overlap / overlapped":
             ratio(step(shaped, "otc-topk-int8-sync"), topk_s),
+        "shaped: adaptive --no-overlap / overlapped":
+            ratio(step(shaped, "otc-" + ADAPTIVE + "-sync"),
+                  step(shaped, "otc-" + ADAPTIVE)),
         "unshaped: DDP dense / OTC none": ratio(step(unshaped, "ddp-dense"),
                                                 un_none),
     }
