@@ -3,11 +3,12 @@
 // The ONNX library OTC links (1.12) knows opsets up to 17: its checker and
 // shape inference reject anything newer. A model of opset 18-20 is rewritten
 // into opset-17 form first. An operator whose schema changed keeps its
-// meaning in the older form (Reduce* axes input -> attribute, Split's
-// num_outputs and Cast's saturate dropped, default-valued new attributes
-// dropped) or is refused with a diagnostic where it would not; Gelu (20) and
-// Mish (18), which have no opset-17 form, move to OTC's own domain, whose
-// schemas are registered with the library once. Operators new in 18-20 that
+// meaning in the older form (Reduce* axes input -> attribute, Cast's
+// saturate dropped, default-valued new attributes dropped) or is refused
+// with a diagnostic where it would not; Gelu (20), Mish (18) and Split by
+// num_outputs (18: the last part may be smaller), which have no opset-17
+// form, move to OTC's own domain, whose schemas are registered with the
+// library once. Operators new in 18-20 that
 // OTC does not import are reported here, before the checker would call them
 // unknown. Diagnostics keep naming the model's own opset.
 //
@@ -53,6 +54,43 @@ void registerCompatSchemas() {
     };
     define("Gelu", "ONNX Gelu (opset 20)");
     define("Mish", "ONNX Mish (opset 18)");
+
+    // Split-18 by num_outputs: equal parts, the last one smaller (Split-13
+    // refuses parts that do not divide the axis).
+    onnx::OpSchema split("Split", __FILE__, __LINE__);
+    split.SetDomain(kCompatDomain)
+        .SinceVersion(1)
+        .SetDoc("ONNX Split (opset 18) by num_outputs")
+        .Input(0, "input", "input", "T")
+        .Output(0, "outputs", "outputs", "T", onnx::OpSchema::Variadic)
+        .TypeConstraint("T", onnx::OpSchema::all_tensor_types(), "any tensor")
+        .Attr("axis", "split axis", onnx::AttributeProto::INT, int64_t(0))
+        .Attr("num_outputs", "number of parts", onnx::AttributeProto::INT)
+        .TypeAndShapeInferenceFunction([](onnx::InferenceContext &ctx) {
+          size_t n = ctx.getNumOutputs();
+          for (size_t i = 0; i < n; ++i)
+            onnx::propagateElemTypeFromInputToOutput(ctx, 0, i);
+          if (!onnx::hasInputShape(ctx, 0))
+            return;
+          const onnx::TensorShapeProto &in =
+              ctx.getInputType(0)->tensor_type().shape();
+          int64_t rank = in.dim_size();
+          const onnx::AttributeProto *a = ctx.getAttribute("axis");
+          int64_t axis = a ? a->i() : 0;
+          if (axis < 0)
+            axis += rank;
+          if (axis < 0 || axis >= rank || !in.dim(int(axis)).has_dim_value())
+            return;
+          int64_t dim = in.dim(int(axis)).dim_value();
+          int64_t each = (dim + int64_t(n) - 1) / int64_t(n);
+          for (size_t i = 0; i < n; ++i) {
+            onnx::TensorShapeProto out = in;
+            out.mutable_dim(int(axis))->set_dim_value(
+                std::max<int64_t>(0, std::min(each, dim - int64_t(i) * each)));
+            *onnx::getOutputShape(ctx, i) = out;
+          }
+        });
+    onnx::OpSchemaRegistry::OpSchemaRegisterOnce reg(split);
   });
 }
 
@@ -130,7 +168,10 @@ LogicalResult Importer::adaptNewerOpset(onnx::ModelProto &model) {
         if (a->i() != node.output_size())
           return nodeError(node) << "num_outputs = " << a->i() << " but "
                                  << node.output_size() << " outputs";
-        eraseAttr(node, "num_outputs");
+        if (hasInput(node, 1))
+          return nodeError(node) << "has both a split input and num_outputs";
+        node.set_domain(kCompatDomain);
+        usesCompat = true;
       }
     } else if (op == "Pad") {
       if (hasInput(node, 3))

@@ -254,7 +254,17 @@ def newer_opset_bad(kind):
     return model([node], [x], [y], inits, opset=19)
 
 
-KINDS = {"opset18": lambda: newer_opset(18), "opset20": lambda: newer_opset(20),
+def split_uneven():
+    # Split-18 by num_outputs: 7 into 3, 3 and 1.
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 7])
+    outs = [helper.make_tensor_value_info(n, TensorProto.FLOAT, [2, w])
+            for n, w in (("a", 3), ("b", 3), ("c", 1))]
+    nodes = [helper.make_node("Split", ["x"], ["a", "b", "c"], name="split",
+                              axis=1, num_outputs=3)]
+    return model(nodes, [x], outs, opset=18)
+
+
+KINDS = {"split-uneven": split_uneven, "opset18": lambda: newer_opset(18), "opset20": lambda: newer_opset(20),
          "opset21": lambda: newer_opset(21),
          "pad-axes": lambda: newer_opset_bad("pad-axes"),
          "pool-dilations": lambda: newer_opset_bad("pool-dilations"),
