@@ -169,15 +169,14 @@ def ScheduleCollectives : Pass<"otc-schedule-collectives", "mlir::ModuleOp"> {
   let summary = "Start every collective as early as its operands allow";
   let description = [{
     In every function, moves each all-reduce (`dist.all_reduce`,
-    `dist.compressed_all_reduce`), together with the ops it depends on that
-    come after the previous collective, ahead of the ops it does not depend
-    on. `dist.broadcast`s stay in place (after the updates). In a backward pass that puts a layer's weight
-    gradient and its bucket's exchange before the input gradient that only
-    earlier layers need, so the exchange overlaps that work (the runtime
-    returns from a started all-reduce at once; the program waits before the
-    first optimizer update). All-reduces end up before every update;
-    collectives keep their relative order, which every rank must share; the
-    ops are pure, so no value changes.
+    `dist.compressed_all_reduce`) up to just after its operands are
+    computed (and after the previous collective). In a backward pass a
+    layer's weight gradient, or its bucket, is exchanged while the earlier
+    layers' gradients are computed (the runtime returns from a started
+    all-reduce at once; the program waits before the first kernel that
+    touches its result). The compute keeps its order, so memory lifetimes
+    do not grow; collectives keep their relative order, which every rank
+    must share. `dist.broadcast`s stay in place (after the updates).
   }];
 }
 

@@ -1,13 +1,12 @@
 //===- ScheduleCollectives.cpp - start collectives early ------------------===//
 //
-// Each all-reduce, and the ops after the previous collective that it
-// depends on, move ahead of the ops in between that it does not depend on.
-// Those keep their order and follow the all-reduce; so do the collectives
-// among themselves. Broadcasts (SDP backward masking: after the updates)
-// stay where they are: the finiteness agreement every SDP rank runs before
-// its first update must come before them on every rank, and a non-owner's
-// broadcast depends on no update, so it would move ahead on some ranks and
-// not on others.
+// Each all-reduce moves up to just after its operands are computed (and
+// after the previous collective: collectives keep their order among
+// themselves, the same on every rank); the compute keeps its order. Broadcasts
+// (SDP backward masking: after the updates) stay where they are: the finiteness
+// agreement every SDP rank runs before its first update must come before them
+// on every rank, and a non-owner's broadcast depends on no update, so it would
+// move ahead on some ranks and not on others.
 //
 //===----------------------------------------------------------------------===//
 
@@ -15,8 +14,6 @@
 #include "passes/Passes.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
-
-#include "llvm/ADT/SmallPtrSet.h"
 
 namespace otc {
 #define GEN_PASS_DEF_SCHEDULECOLLECTIVES
@@ -33,41 +30,24 @@ bool isCollective(Operation *op) {
                    dist::BroadcastOp>(op);
 }
 
-/// Moves `collective` and the ops of (after, collective) it depends on in
-/// front of the other ops of that range. `after` null: the block's start.
+/// Moves `collective` up to just after the last of its operands'
+/// definitions and `after` (the previous collective, null at the block's
+/// start): it starts as soon as its inputs exist, and the compute keeps its
+/// order. (Pulling the ops it needs ahead as well started it a few ops
+/// sooner but lengthened activation lifetimes: +21 % on a residual CNN's
+/// arena.)
 void hoist(Operation *collective, Operation *after) {
   Block *block = collective->getBlock();
-  auto inRange = [&](Operation *op) {
-    return op && op->getBlock() == block &&
-           (!after || after->isBeforeInBlock(op)) &&
-           op->isBeforeInBlock(collective);
-  };
-  // The ops of the range the collective depends on.
-  llvm::SmallPtrSet<Operation *, 32> needed;
-  SmallVector<Operation *> work{collective};
-  while (!work.empty()) {
-    Operation *op = work.pop_back_val();
-    for (Value v : op->getOperands())
-      if (Operation *def = v.getDefiningOp();
-          inRange(def) && needed.insert(def).second)
-        work.push_back(def);
-  }
-  // Walk the range in order; the first op not needed is where the needed
-  // ones go, in their order, and the collective right after them.
-  Operation *first = after ? after->getNextNode() : &block->front();
-  Operation *cursor = nullptr;
-  for (Operation *op = first; op != collective;) {
-    Operation *next = op->getNextNode();
-    if (!needed.contains(op)) {
-      if (!cursor)
-        cursor = op;
-    } else if (cursor) {
-      op->moveBefore(cursor);
-    }
-    op = next;
-  }
-  if (cursor)
-    collective->moveBefore(cursor);
+  Operation *latest = after;
+  for (Value v : collective->getOperands())
+    if (Operation *def = v.getDefiningOp();
+        def && def->getBlock() == block &&
+        (!latest || latest->isBeforeInBlock(def)))
+      latest = def;
+  if (latest)
+    collective->moveAfter(latest);
+  else
+    collective->moveBefore(&block->front());
 }
 
 struct ScheduleCollectives

@@ -1,16 +1,16 @@
 // RUN: otc-opt %s --otc-schedule-collectives | FileCheck %s
 
-// Each collective moves, with the ops it needs, ahead of the work that does
-// not feed it; that work keeps its order and follows. Collectives keep
-// theirs (every rank must run them in the same order).
+// Each collective moves up to just after its operands; the compute keeps
+// its order (moving it would lengthen activation lifetimes). Collectives
+// keep theirs (every rank must run them in the same order).
 
 // CHECK-LABEL: func.func @train_step
+// CHECK-NEXT: %[[H:.*]] = graph.neg %arg0
+// CHECK-NEXT: %[[X:.*]] = graph.exp %arg0
 // CHECK-NEXT: %[[G2:.*]] = graph.relu %arg1
 // CHECK-NEXT: %[[A2:.*]] = dist.all_reduce mean %[[G2]]
-// CHECK-NEXT: %[[H:.*]] = graph.neg %arg0
 // CHECK-NEXT: %[[G1:.*]] = graph.tanh %[[H]]
 // CHECK-NEXT: %[[A1:.*]] = dist.all_reduce mean %[[G1]]
-// CHECK-NEXT: %[[X:.*]] = graph.exp %arg0
 // CHECK-NEXT: graph.sgd_update %arg1, %[[A2]]
 // CHECK-NEXT: graph.sgd_update %arg0, %[[A1]]
 // CHECK-NEXT: return
