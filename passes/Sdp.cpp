@@ -302,9 +302,6 @@ FailureOr<func::FuncOp> Sdp::specialize(func::FuncOp forward,
       SmallVector<SmallVector<int64_t>> cuts;
       SmallVector<SmallVector<const Component *>> pieces;
       for (auto &[axis, ch] : axes) {
-        int64_t kept = 0;
-        for (const Component *c : ch->list)
-          kept += (c->hi - c->lo) * ch->unit;
         SmallVector<int64_t> cut{0};
         SmallVector<const Component *> piece;
         for (int64_t sec = 0; sec < ch->sections; ++sec)
@@ -312,7 +309,6 @@ FailureOr<func::FuncOp> Sdp::specialize(func::FuncOp forward,
             cut.push_back(cut.back() + (c->hi - c->lo) * ch->unit);
             piece.push_back(c);
           }
-        assert(cut.back() == kept * ch->sections && "pieces cover the axis");
         cuts.push_back(std::move(cut));
         pieces.push_back(std::move(piece));
       }
@@ -565,39 +561,30 @@ void Sdp::runOnOperation() {
       }));
 }
 
-SmallVector<DenseI64ArrayAttr> otc::sdp::ownerSets(Value param) {
+/// Attribute `name` of the function argument `param` is, if it is one.
+template <typename T> static T paramAttr(Value param, StringRef name) {
   auto arg = llvm::dyn_cast<BlockArgument>(param);
   auto fn = arg ? llvm::dyn_cast<func::FuncOp>(arg.getOwner()->getParentOp())
                 : func::FuncOp();
-  if (!fn)
-    return {};
-  unsigned i = arg.getArgNumber();
-  if (auto o = fn.getArgAttrOfType<DenseI64ArrayAttr>(i, attr::kSdpOwners))
+  return fn ? fn.getArgAttrOfType<T>(arg.getArgNumber(), name) : T();
+}
+
+SmallVector<DenseI64ArrayAttr> otc::sdp::ownerSets(Value param) {
+  if (auto o = paramAttr<DenseI64ArrayAttr>(param, attr::kSdpOwners))
     return {o};
   SmallVector<DenseI64ArrayAttr> sets;
-  if (auto t = fn.getArgAttrOfType<DictionaryAttr>(i, attr::kSdpTiles))
+  if (DictionaryAttr t = ownerTiles(param))
     for (Attribute o : t.getAs<ArrayAttr>("owners"))
       sets.push_back(llvm::cast<DenseI64ArrayAttr>(o));
   return sets;
 }
 
 DictionaryAttr otc::sdp::ownerTiles(Value param) {
-  auto arg = llvm::dyn_cast<BlockArgument>(param);
-  auto fn = arg ? llvm::dyn_cast<func::FuncOp>(arg.getOwner()->getParentOp())
-                : func::FuncOp();
-  return fn ? fn.getArgAttrOfType<DictionaryAttr>(arg.getArgNumber(),
-                                                  attr::kSdpTiles)
-            : DictionaryAttr();
+  return paramAttr<DictionaryAttr>(param, attr::kSdpTiles);
 }
 
 DenseI64ArrayAttr otc::sdp::ownerGroup(Value param, int64_t worldSize) {
-  auto arg = llvm::dyn_cast<BlockArgument>(param);
-  if (!arg)
-    return {};
-  auto fn = llvm::dyn_cast<func::FuncOp>(arg.getOwner()->getParentOp());
-  auto owners = fn ? fn.getArgAttrOfType<DenseI64ArrayAttr>(arg.getArgNumber(),
-                                                            attr::kSdpOwners)
-                   : DenseI64ArrayAttr();
+  auto owners = paramAttr<DenseI64ArrayAttr>(param, attr::kSdpOwners);
   return owners && int64_t(owners.size()) < worldSize ? owners
                                                       : DenseI64ArrayAttr();
 }

@@ -385,7 +385,7 @@ std::optional<int64_t> alongAxis(Operation *op, int64_t rank) {
 /// `start` in its output) to the consumers that contract them.
 std::variant<std::string, NeuronGroup>
 neuronGroup(const Graph &g, Operation *producer, int64_t features,
-            FeatureAxis start, bool heads) {
+            FeatureAxis start, bool heads, bool *movedAxes = nullptr) {
   WeightUse produced = *weightAxis(g, producer, /*out=*/true);
   unsigned weight = produced.arg;
   NeuronGroup group;
@@ -576,8 +576,11 @@ neuronGroup(const Graph &g, Operation *producer, int64_t features,
         continue;
       }
     }
-    if (llvm::isa<graph::ReshapeOp, graph::SliceOp, graph::TransposeOp>(op))
+    if (llvm::isa<graph::ReshapeOp, graph::SliceOp, graph::TransposeOp>(op)) {
+      if (movedAxes)
+        *movedAxes = true;
       return reject("which moves them to other axes");
+    }
     return reject("which does not act on each feature separately");
   }
   if (group.consumerInputs.empty())
@@ -641,12 +644,11 @@ void findGroups(const Graph &g, Components &out) {
     int64_t axis = outputFeatureAxis(&op);
     int64_t width = llvm::cast<RankedTensorType>(op.getResult(0).getType())
                         .getDimSize(axis);
-    std::variant<std::string, NeuronGroup> r =
-        neuronGroup(g, &op, width, FeatureAxis{axis, 1, 1}, /*heads=*/false);
+    bool movedAxes = false;
+    std::variant<std::string, NeuronGroup> r = neuronGroup(
+        g, &op, width, FeatureAxis{axis, 1, 1}, /*heads=*/false, &movedAxes);
     // Features that move to other axes may be attention heads.
-    if (std::holds_alternative<std::string>(r) &&
-        !llvm::isa<graph::ConvOp>(op) &&
-        llvm::StringRef(std::get<std::string>(r)).ends_with("other axes"))
+    if (movedAxes && !llvm::isa<graph::ConvOp>(op))
       if (auto hd = headShape(g, &op)) {
         auto [h, d] = *hd;
         std::variant<std::string, NeuronGroup> heads = neuronGroup(

@@ -163,14 +163,24 @@ void CompressState::undoStep() {
   touched.clear();
 }
 
+/// A non-finite bucket: without an owner group every rank sees it and the
+/// step is skipped; in an SDP owner group it is remembered for agree_finite
+/// and the step goes on in step with the group.
+static int nonfinite(StepComm &sc, const std::vector<int64_t> *members) {
+  if (!members)
+    return OTC_STEP_SKIPPED_NONFINITE;
+  sc.pendingNonfinite = true;
+  return OTC_STEP_OK;
+}
+
 /// Steps 2-4 of a compressed step at `ratio`: compresses on the calling
 /// thread, then exchanges: queued on the collectives thread (`queue`) or
 /// right here (the caller is that thread's job).
-int compressAndExchange(StepComm &sc, const otc_compress_desc_t &desc,
-                        float *data, int64_t count, float *residual,
-                        BucketState &b, const BucketUndo &undo,
-                        const std::vector<int64_t> *members, int world,
-                        int rank, float ratio, bool queue) {
+static int compressAndExchange(StepComm &sc, const otc_compress_desc_t &desc,
+                               float *data, int64_t count, float *residual,
+                               BucketState &b, const BucketUndo &undo,
+                               const std::vector<int64_t> *members, int world,
+                               int rank, float ratio, bool queue) {
   const int64_t bucket = undo.bucket;
   const bool feedback = desc.error_feedback != 0;
   const bool adaptive = desc.adaptive && usesRatio(desc.method);
@@ -202,12 +212,6 @@ int compressAndExchange(StepComm &sc, const otc_compress_desc_t &desc,
   BucketState *bp = &b; // stable: CompressState keeps buckets in a deque
   StepComm *scp = &sc;
   auto exchange = [=] {
-    auto nonfinite = [&] {
-      if (!members)
-        return int(OTC_STEP_SKIPPED_NONFINITE);
-      scp->pendingNonfinite = true;
-      return int(OTC_STEP_OK);
-    };
     if (members && bad)
       scp->pendingNonfinite = true; // the exchange goes on; skipped
     if (!members && anyRank(scp->comm, bad)) {
@@ -230,7 +234,7 @@ int compressAndExchange(StepComm &sc, const otc_compress_desc_t &desc,
     // its range. Every member decoded the same payloads, so all see it and
     // skip together (the session undoes this bucket).
     if (cfg.method == OTCK_COMPRESS_FP16 && !allFinite(data, count))
-      return nonfinite();
+      return nonfinite(*scp, members);
     bp->ratio = cfg.ratio;
     ++bp->steps;
     return int(OTC_STEP_OK);
@@ -268,20 +272,14 @@ int compressedAllReduceMean(StepComm &sc, const otc_compress_desc_t &desc,
   // fixed-ratio bucket and queues its exchange; an adaptive bucket's norm,
   // compression and exchange are queued together. The program goes on.
   StepComm *scp = &sc;
-  auto nonfinite = [scp, members] {
-    if (!members)
-      return OTC_STEP_SKIPPED_NONFINITE;
-    scp->pendingNonfinite = true;
-    return OTC_STEP_OK;
-  };
-
   if (desc.method == OTCK_COMPRESS_NONE || sc.step <= desc.warmup_steps)
     return runCollective(&sc, true, [=] {
       if (members)
         groupAllReduceMeanF32(scp->comm, *members, data, count);
       else
         allReduceMeanF32(scp->comm, data, count);
-      return allFinite(data, count) ? OTC_STEP_OK : nonfinite();
+      return allFinite(data, count) ? int(OTC_STEP_OK)
+                                    : nonfinite(*scp, members);
     });
 
   const int myRank = otc_comm_rank(sc.comm);
@@ -310,9 +308,8 @@ int compressedAllReduceMean(StepComm &sc, const otc_compress_desc_t &desc,
       double norm = std::sqrt(sq / double(world));
       float r = d.ratio;
       if (!std::isfinite(norm)) { // every member sees the same sum
-        if (!members)
-          return int(OTC_STEP_SKIPPED_NONFINITE);
-        scp->pendingNonfinite = true; // go on in step with the group
+        if (int rc = nonfinite(*scp, members); rc != OTC_STEP_OK)
+          return rc;
       } else {
         if (norm > bp->norm0) // the largest norm so far
           bp->norm0 = norm;

@@ -317,14 +317,20 @@ TEST(Mpi, AdaptiveRatioAgreesOnAllRanks) {
     EXPECT_EQ(other[i], ratios[i]);
 }
 
-TEST(Mpi, NonFiniteOnOneRankSkipsOnBoth) {
+/// Rank r's step-1 bucket of 300 elements, topk-int8 0.25 / 64 with error
+/// feedback, with fresh compression state.
+class MpiBucket : public ::testing::Test {
+protected:
   const int64_t n = 300;
   const int rank = otc_comm_rank(gComm);
   otc_compress_desc_t d = topkInt8Desc(0.25f, 64, true);
   CompressState state;
-  std::vector<float> residual(static_cast<size_t>(n), 0.f);
+  std::vector<float> residual = std::vector<float>(size_t(n), 0.f);
   StepComm sc{gComm, &state, 1, 0};
   std::vector<float> data = bucketOf(rank, 1, n);
+};
+
+TEST_F(MpiBucket, NonFiniteOnOneRankSkipsOnBoth) {
   ASSERT_EQ(compressedReduce(sc, d, data.data(), n, residual.data(), 0),
             OTC_STEP_OK);
   std::vector<float> kept = residual;
@@ -361,14 +367,7 @@ TEST(Mpi, NonFiniteOnOneRankSkipsOnBoth) {
 
 // Overlap: the call returns at once and the step's result, here a skip both
 // ranks agree on, comes from the wait; without overlap, from the call.
-TEST(Mpi, OverlapDefersTheResultToTheWait) {
-  const int64_t n = 300;
-  const int rank = otc_comm_rank(gComm);
-  otc_compress_desc_t d = topkInt8Desc(0.25f, 64, true);
-  CompressState state;
-  std::vector<float> residual(static_cast<size_t>(n), 0.f);
-  StepComm sc{gComm, &state, 1, 0};
-  std::vector<float> data = bucketOf(rank, 1, n);
+TEST_F(MpiBucket, OverlapDefersTheResultToTheWait) {
   if (rank == 1)
     data[5] = NAN;
   int rc =
