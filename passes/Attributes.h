@@ -28,6 +28,13 @@ inline constexpr llvm::StringLiteral kSdpOwners = "otc.sdp_owners";
 inline constexpr llvm::StringLiteral kSdpSlices = "otc.sdp_slices";
 inline constexpr llvm::StringLiteral kSdpTiles = "otc.sdp_tiles";
 inline constexpr llvm::StringLiteral kSdpFrozen = "otc.sdp_frozen";
+// SDP backward masking of neuron groups: a parameter every rank holds whole
+// but trains only in part, {grid: every tile of the whole parameter with
+// its owners (axes, cuts, owners), slices: the part this rank trains (as
+// otc.sdp_slices), owners or tiles: the part's owners (as otc.sdp_owners,
+// otc.sdp_tiles)}. On an optimizer update of such a part: the argument.
+inline constexpr llvm::StringLiteral kSdpTrains = "otc.sdp_trains";
+inline constexpr llvm::StringLiteral kSdpPartOf = "otc.sdp_part_of";
 // Function results.
 inline constexpr llvm::StringLiteral kOutput = "otc.output";   // output name
 inline constexpr llvm::StringLiteral kUpdates = "otc.updates"; // arg index

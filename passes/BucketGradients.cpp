@@ -76,23 +76,23 @@ LogicalResult BucketGradients::bucket(func::FuncOp fn, bool sdp) {
   std::map<SmallVector<int64_t>, SmallVector<Operation *>> sets;
   for (Operation *u : updates) {
     SmallVector<int64_t> owners;
-    if (sdp && sdp::ownerTiles(u->getOperand(0)))
+    Value param = sdp::updatedParam(u);
+    if (sdp && sdp::ownerTiles(param))
       return mlir::emitError(u->getLoc(), "parameter '")
-             << sdp::paramName(
-                    fn,
-                    llvm::cast<BlockArgument>(u->getOperand(0)).getArgNumber())
+             << sdp::paramName(fn,
+                               llvm::cast<BlockArgument>(param).getArgNumber())
              << "' is held in tiles with different owners (the SDP owner "
                 "count does not divide the world size); compressed "
                 "all-reduce does not support that yet";
     if (sdp)
-      if (DenseI64ArrayAttr g = sdp::ownerGroup(u->getOperand(0), world))
+      if (DenseI64ArrayAttr g = sdp::ownerGroup(param, world))
         owners.assign(g.asArrayRef().begin(), g.asArrayRef().end());
     if (owners.size() == 1)
       continue; // a single owner has nothing to exchange
     sets[owners].push_back(u);
   }
   auto argOf = [](Operation *u) {
-    auto arg = llvm::dyn_cast<BlockArgument>(u->getOperand(0));
+    auto arg = llvm::dyn_cast<BlockArgument>(sdp::updatedParam(u));
     return arg ? int64_t(arg.getArgNumber()) : int64_t(-1);
   };
   for (auto &[owners, list] : sets)

@@ -226,6 +226,85 @@ FailureOr<Value> BuildTraining::buildLoss(OpBuilder &b, Location loc,
   return b.create<ReshapeOp>(loc, scalar, output).getResult();
 }
 
+/// SDP backward masking of neuron groups: the part of a parameter a rank
+/// trains, as `otc.sdp_slices`-style records (axis, kept ranges), or null.
+static ArrayAttr trainedPart(func::FuncOp forward, unsigned arg) {
+  auto trains = forward.getArgAttrOfType<DictionaryAttr>(arg, attr::kSdpTrains);
+  return trains ? trains.getAs<ArrayAttr>("slices") : ArrayAttr();
+}
+
+static std::pair<int64_t, ArrayRef<int64_t>> sliceRecord(Attribute record) {
+  auto d = llvm::cast<DictionaryAttr>(record);
+  return {d.getAs<IntegerAttr>("axis").getInt(),
+          d.getAs<DenseI64ArrayAttr>("ranges").asArrayRef()};
+}
+
+/// `len` elements of v along `axis` from `start`.
+static Value sliceAxis(OpBuilder &b, Location loc, Value v, int64_t axis,
+                       int64_t start, int64_t len) {
+  auto t = llvm::cast<RankedTensorType>(v.getType());
+  SmallVector<int64_t> starts(t.getRank(), 0), shape(t.getShape());
+  starts[axis] = start;
+  shape[axis] = len;
+  return b.create<SliceOp>(
+      loc, t.clone(shape), v, b.getDenseI64ArrayAttr(starts),
+      b.getDenseI64ArrayAttr(SmallVector<int64_t>(t.getRank(), 1)));
+}
+
+static Value concatAxis(OpBuilder &b, Location loc, ArrayRef<Value> pieces,
+                        int64_t axis) {
+  if (pieces.size() == 1)
+    return pieces.front();
+  auto t = llvm::cast<RankedTensorType>(pieces.front().getType());
+  SmallVector<int64_t> shape(t.getShape());
+  shape[axis] = 0;
+  for (Value p : pieces)
+    shape[axis] += llvm::cast<RankedTensorType>(p.getType()).getDimSize(axis);
+  return b.create<ConcatOp>(loc, t.clone(shape), pieces,
+                            b.getI64IntegerAttr(axis));
+}
+
+/// The kept ranges of `whole` along each record's axis.
+static Value takePart(OpBuilder &b, Location loc, Value whole,
+                      ArrayAttr records) {
+  for (Attribute r : records) {
+    auto [axis, ranges] = sliceRecord(r);
+    SmallVector<Value> pieces;
+    for (size_t k = 0; k + 1 < ranges.size(); k += 2)
+      pieces.push_back(
+          sliceAxis(b, loc, whole, axis, ranges[k], ranges[k + 1] - ranges[k]));
+    whole = concatAxis(b, loc, pieces, axis);
+  }
+  return whole;
+}
+
+/// `whole` with the kept ranges (records from `k` on) replaced by `part`.
+static Value putPart(OpBuilder &b, Location loc, Value whole, Value part,
+                     ArrayAttr records, size_t k = 0) {
+  if (k == records.size())
+    return part;
+  auto [axis, ranges] = sliceRecord(records[k]);
+  int64_t size = llvm::cast<RankedTensorType>(whole.getType()).getDimSize(axis);
+  SmallVector<Value> pieces;
+  int64_t at = 0, local = 0;
+  for (size_t j = 0; j + 1 < ranges.size(); j += 2) {
+    int64_t lo = ranges[j], len = ranges[j + 1] - lo;
+    if (at < lo)
+      pieces.push_back(sliceAxis(b, loc, whole, axis, at, lo - at));
+    Value kept = sliceAxis(b, loc, part, axis, local, len);
+    pieces.push_back(k + 1 == records.size()
+                         ? kept
+                         : putPart(b, loc,
+                                   sliceAxis(b, loc, whole, axis, lo, len),
+                                   kept, records, k + 1));
+    at = lo + len;
+    local += len;
+  }
+  if (at < size)
+    pieces.push_back(sliceAxis(b, loc, whole, axis, at, size - at));
+  return concatAxis(b, loc, pieces, axis);
+}
+
 LogicalResult BuildTraining::buildTrainStep(ModuleOp module,
                                             func::FuncOp forward,
                                             StringRef name) {
@@ -260,8 +339,20 @@ LogicalResult BuildTraining::buildTrainStep(ModuleOp module,
   for (unsigned p : paramArgs) {
     StringRef name =
         forward.getArgAttrOfType<StringAttr>(p, attr::kParam).getValue();
+    // State for the trained part only.
+    auto type = llvm::cast<RankedTensorType>(forward.getArgumentTypes()[p]);
+    if (ArrayAttr part = trainedPart(forward, p)) {
+      SmallVector<int64_t> shape(type.getShape());
+      for (Attribute r : part) {
+        auto [axis, ranges] = sliceRecord(r);
+        shape[axis] = 0;
+        for (size_t k = 0; k + 1 < ranges.size(); k += 2)
+          shape[axis] += ranges[k + 1] - ranges[k];
+      }
+      type = type.clone(shape);
+    }
     for (StringRef slot : slots) {
-      argTypes.push_back(forward.getArgumentTypes()[p]);
+      argTypes.push_back(type);
       argAttrs.push_back(b.getDictionaryAttr(
           b.getNamedAttr(attr::kState, b.getStringAttr(name + "." + slot))));
     }
@@ -334,9 +425,22 @@ LogicalResult BuildTraining::buildTrainStep(ModuleOp module,
   SmallVector<int64_t> updates;
   auto f = [&](double v) { return b.getF32FloatAttr(static_cast<float>(v)); };
   unsigned stateArg = firstState;
+  // SDP backward masking: the optimizer sees the part this rank trains,
+  // every part taken before the first update (where gradient buckets form).
+  SmallVector<std::pair<Value, Value>> trained;
   for (unsigned p : paramArgs) {
     Value w = fn.getArgument(p);
     Value g = grads.lookup(w);
+    if (ArrayAttr part = trainedPart(forward, p)) {
+      w = takePart(b, loc, w, part);
+      if (g)
+        g = takePart(b, loc, g, part);
+    }
+    trained.push_back({w, g});
+  }
+  for (auto [p, wg] : llvm::zip(paramArgs, trained)) {
+    auto [w, g] = wg;
+    ArrayAttr part = trainedPart(forward, p);
     SmallVector<Value> state;
     for (unsigned s = 0; s < slots.size(); ++s)
       state.push_back(fn.getArgument(stateArg + s));
@@ -366,6 +470,12 @@ LogicalResult BuildTraining::buildTrainStep(ModuleOp module,
                                         f(weightDecay))
                     .getOperation();
       next.append(op->result_begin(), op->result_end());
+    }
+    if (part) {
+      if (Operation *update = next[0].getDefiningOp();
+          update && graph::isOptimizerUpdate(update))
+        update->setAttr(attr::kSdpPartOf, b.getI64IntegerAttr(p));
+      next[0] = putPart(b, loc, fn.getArgument(p), next[0], part);
     }
     results.push_back(next[0]);
     updates.push_back(p);

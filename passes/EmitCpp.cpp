@@ -276,7 +276,8 @@ FailureOr<std::string> otc::buildManifest(ModuleOp module) {
   if (auto p = module->getAttrOfType<StringAttr>(attr::kModelPath))
     m["model_path"] = p.getValue().str();
   auto ws = module->getAttrOfType<IntegerAttr>(dist::kWorldSizeAttr);
-  m["world_size"] = ws ? ws.getInt() : 1;
+  const int64_t worldSize = ws ? ws.getInt() : 1;
+  m["world_size"] = worldSize;
   auto seed = module->getAttrOfType<IntegerAttr>(attr::kSeed);
   m["seed"] = seed ? seed.getInt() : 0;
   m["arena_bytes"] = arena.getInt();
@@ -366,6 +367,14 @@ FailureOr<std::string> otc::buildManifest(ModuleOp module) {
       }
       if (d.get(attr::kSdpFrozen))
         e["frozen"] = true;
+      // Held whole and trained in part (backward masking of neuron
+      // groups): every rank holds it, and all agree after a step.
+      if (d.get(attr::kSdpTrains)) {
+        llvm::json::Array everyone;
+        for (int64_t r = 0; r < worldSize; ++r)
+          everyone.push_back(r);
+        e["owners"] = std::move(everyone);
+      }
       if (d.get(attr::kBuffer)) // updated by the forward, per rank
         e["buffer"] = true;
       params.push_back(std::move(e));

@@ -69,9 +69,12 @@ struct MomentumCorrection
     }
     for (auto [op, v] : llvm::zip(updates, velocities)) {
       b.setInsertionPoint(op);
-      Value w =
+      auto sgd =
           b.create<graph::SgdUpdateOp>(op.getLoc(), op.getParam(), v,
                                        op.getLrAttr(), b.getF32FloatAttr(0.0f));
+      // What the update trains (otc.sdp_part_of) stays on it.
+      sgd->setDiscardableAttrs(op->getDiscardableAttrDictionary());
+      Value w = sgd;
       op.getNewParam().replaceAllUsesWith(w);
       op.getNewVelocity().replaceAllUsesWith(v);
       op.erase();

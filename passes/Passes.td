@@ -121,10 +121,13 @@ def Sdp : Pass<"otc-sdp", "mlir::ModuleOp"> {
     world-size / owners, as inverted dropout, so the full model evaluates
     without rescaling; `auto` does so unless the model has BatchNorm, whose
     statistics the runtime re-estimates on the whole model anyway (and
-    rescaled training measured worse there). Backward masking (blocks
-    only): the forward is whole;
-    parameters of components the rank does not own are `otc.sdp_frozen`
-    (no gradient, no optimizer state; the owners' update is broadcast).
+    rescaled training measured worse there). Backward masking: the
+    forward is whole; parameters of blocks the rank does not own are
+    `otc.sdp_frozen` (no gradient, no optimizer state; the owners' update
+    is broadcast); a parameter of neuron groups is trained in part
+    (`otc.sdp_trains`: the part the rank's chunks make, its owners, and
+    the grid of all tiles with theirs, from which each tile's first owner
+    broadcasts it).
     Component parameters carry their owner ranks (`otc.sdp_owners`), over
     which their gradients are averaged. The module records the world size
     and `dist.sdp` (options, components with owners, the variant of each

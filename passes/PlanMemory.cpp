@@ -133,8 +133,9 @@ void PlanMemory::runOnOperation() {
           return signalPassFailure();
         Persistent &p = persistent.find(keyOf[arg])->second;
         p.sdp.clear();
-        for (StringRef a : {attr::kBuffer, attr::kSdpOwners, attr::kSdpSlices,
-                            attr::kSdpTiles, attr::kSdpFrozen})
+        for (StringRef a :
+             {attr::kBuffer, attr::kSdpOwners, attr::kSdpSlices,
+              attr::kSdpTiles, attr::kSdpFrozen, attr::kSdpTrains})
           if (Attribute v = fn.getArgAttr(i, a))
             p.sdp.push_back(
                 NamedAttribute(StringAttr::get(&getContext(), a), v));
@@ -189,7 +190,11 @@ void PlanMemory::runOnOperation() {
       if (!isOptimizerKernel(k))
         return WalkResult::advance();
       Value grad = k.getIns()[0];
+      // An update of the part of a parameter a rank trains (SDP backward
+      // masking) writes a copy of the part.
       auto param = llvm::dyn_cast<BlockArgument>(k.getOuts()[0]);
+      if (auto part = k->getAttrOfType<IntegerAttr>(attr::kSdpPartOf))
+        param = fn.getArgument(part.getInt());
       if (!param) {
         k.emitOpError("expects to update a parameter argument in place");
         return WalkResult::interrupt();

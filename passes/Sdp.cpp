@@ -139,10 +139,6 @@ LogicalResult Sdp::validate(ModuleOp module) {
     return mlir::emitError(module.getLoc(),
                            "world size must be at least 1, got ")
            << static_cast<int64_t>(worldSize);
-  if (mode == "neuron" && masking == "backward")
-    return mlir::emitError(module.getLoc(),
-                           "neuron-level SDP with backward masking is not "
-                           "supported yet (use forward masking)");
   if (module->hasAttr(attr::kSdp))
     return mlir::emitError(module.getLoc(), "the module is already SDP");
   return success();
@@ -212,7 +208,8 @@ FailureOr<func::FuncOp> Sdp::specialize(func::FuncOp forward,
     SmallVector<const Component *> list; // ascending
   };
   std::map<std::pair<unsigned, int64_t>, Chunks>
-      chunksOf; // (arg, axis) -> the chunks of it this rank keeps
+      chunksOf,    // (arg, axis) -> the chunks of it this rank keeps
+      allChunksOf; // backward masking: every chunk of it
   // Branches are dropped last first: a later branch's residual input is an
   // earlier branch's add, which dropping that replaces.
   SmallVector<std::pair<int64_t, const Component *>> branches;
@@ -246,11 +243,17 @@ FailureOr<func::FuncOp> Sdp::specialize(func::FuncOp forward,
     if (c.group < 0)
       continue;
     const sdp::NeuronGroup &g = found.groups[c.group];
-    if (!owns(c))
-      continue;
     std::set<std::pair<unsigned, int64_t>> seen; // a parameter used twice
     for (const sdp::ParamUse &p : g.params) {
       if (!seen.insert({p.arg, p.axis}).second)
+        continue;
+      if (masking == "backward") {
+        Chunks &all = allChunksOf[{p.arg, p.axis}];
+        all.unit = p.unit;
+        all.sections = p.sections;
+        all.list.push_back(&c);
+      }
+      if (!owns(c))
         continue;
       auto &list = slices[p.arg];
       auto it = llvm::find_if(list, [&](auto &e) { return e.first == p.axis; });
@@ -293,11 +296,30 @@ FailureOr<func::FuncOp> Sdp::specialize(func::FuncOp forward,
   // same owners, and the parameter is averaged over them whole; otherwise
   // tile by tile (`otc.sdp_tiles`: the grid's cuts in local indices and
   // the owners of each tile, row-major).
-  DenseMap<unsigned, DictionaryAttr> tilesOf;
-  {
+  // A grid of chunks per parameter: the cuts along each axis and each
+  // tile's owners, row-major.
+  struct Grid {
+    SmallVector<int64_t> axes;
+    SmallVector<SmallVector<int64_t>> cuts, owners;
+    DictionaryAttr attr(Builder &b) const {
+      SmallVector<Attribute> axisAttrs, cutAttrs, ownerAttrs;
+      for (auto [axis, cut] : llvm::zip(axes, cuts)) {
+        axisAttrs.push_back(b.getI64IntegerAttr(axis));
+        cutAttrs.push_back(b.getDenseI64ArrayAttr(cut));
+      }
+      for (const SmallVector<int64_t> &o : owners)
+        ownerAttrs.push_back(b.getDenseI64ArrayAttr(o));
+      return b.getDictionaryAttr(
+          {b.getNamedAttr("axes", b.getArrayAttr(axisAttrs)),
+           b.getNamedAttr("cuts", b.getArrayAttr(cutAttrs)),
+           b.getNamedAttr("owners", b.getArrayAttr(ownerAttrs))});
+    }
+  };
+  auto gridsOf = [](const std::map<std::pair<unsigned, int64_t>, Chunks> &of) {
     std::map<unsigned, SmallVector<std::pair<int64_t, const Chunks *>>> byArg;
-    for (auto &[key, chunks] : chunksOf)
+    for (auto &[key, chunks] : of)
       byArg[key.first].push_back({key.second, &chunks});
+    std::map<unsigned, Grid> grids;
     for (auto &[arg, axes] : byArg) {
       SmallVector<SmallVector<int64_t>> cuts;
       SmallVector<SmallVector<const Component *>> pieces;
@@ -327,33 +349,37 @@ FailureOr<func::FuncOp> Sdp::specialize(func::FuncOp forward,
         if (a == 0)
           break;
       }
-      if (llvm::all_equal(owners)) {
-        ownersOf[arg] = owners.front();
-        continue;
-      }
-      SmallVector<int64_t> all;
-      for (const SmallVector<int64_t> &o : owners)
-        all.append(o);
-      llvm::sort(all);
-      all.erase(std::unique(all.begin(), all.end()), all.end());
-      ownersOf[arg] = all; // every rank holding a part
-      SmallVector<Attribute> axisAttrs, cutAttrs, ownerAttrs;
-      for (auto [k, axis] : llvm::enumerate(axes)) {
-        axisAttrs.push_back(b.getI64IntegerAttr(axis.first));
-        cutAttrs.push_back(b.getDenseI64ArrayAttr(cuts[k]));
-      }
-      for (const SmallVector<int64_t> &o : owners)
-        ownerAttrs.push_back(b.getDenseI64ArrayAttr(o));
-      tilesOf[arg] = b.getDictionaryAttr(
-          {b.getNamedAttr("axes", b.getArrayAttr(axisAttrs)),
-           b.getNamedAttr("cuts", b.getArrayAttr(cutAttrs)),
-           b.getNamedAttr("owners", b.getArrayAttr(ownerAttrs))});
+      Grid &grid = grids[arg];
+      for (auto &[axis, ch] : axes)
+        grid.axes.push_back(axis);
+      grid.cuts = std::move(cuts);
+      grid.owners = std::move(owners);
     }
+    return grids;
+  };
+  DenseMap<unsigned, DictionaryAttr> tilesOf;
+  for (auto &[arg, grid] : gridsOf(chunksOf)) {
+    if (llvm::all_equal(grid.owners)) {
+      ownersOf[arg] = grid.owners.front();
+      continue;
+    }
+    SmallVector<int64_t> all;
+    for (const SmallVector<int64_t> &o : grid.owners)
+      all.append(o);
+    llvm::sort(all);
+    all.erase(std::unique(all.begin(), all.end()), all.end());
+    ownersOf[arg] = all; // every rank holding a part
+    tilesOf[arg] = grid.attr(b);
   }
+  DenseMap<unsigned, DictionaryAttr> wholeGridOf; // backward masking
+  for (auto &[arg, grid] : gridsOf(allChunksOf))
+    wholeGridOf[arg] = grid.attr(b);
 
   // Neuron groups: narrow every value carrying the features, rescale what
-  // the consumers read.
+  // the consumers read. Backward masking keeps the forward whole.
   for (auto [gi, g] : llvm::enumerate(found.groups)) {
+    if (masking == "backward")
+      break;
     int64_t kept = 0;
     for (const Component &c : comps)
       if (c.group == int64_t(gi) && owns(c))
@@ -398,10 +424,50 @@ FailureOr<func::FuncOp> Sdp::specialize(func::FuncOp forward,
 
   // Parameter arguments: drop unused component parameters, narrow sliced
   // ones, record owners.
+  auto sliceRecords = [&](BlockArgument arg) {
+    SmallVector<Attribute> records;
+    auto sl = slices.find(arg.getArgNumber());
+    if (sl == slices.end())
+      return records;
+    ArrayRef<int64_t> shape =
+        llvm::cast<RankedTensorType>(arg.getType()).getShape();
+    for (auto &[axis, ranges] : sl->second) {
+      int64_t n = 0;
+      for (size_t k = 0; k + 1 < ranges.size(); k += 2)
+        n += ranges[k + 1] - ranges[k];
+      if (n != shape[axis])
+        records.push_back(b.getDictionaryAttr(
+            {b.getNamedAttr("axis", b.getI64IntegerAttr(axis)),
+             b.getNamedAttr("ranges", b.getDenseI64ArrayAttr(ranges))}));
+    }
+    return records;
+  };
+  auto ownersAttr = [&](unsigned i) {
+    const SmallVector<int64_t> &owners = ownersOf.find(i)->second;
+    if (DictionaryAttr tiles = tilesOf.lookup(i))
+      return b.getNamedAttr("tiles", tiles);
+    return b.getNamedAttr("owners", b.getDenseI64ArrayAttr(owners));
+  };
   llvm::BitVector erase(fn.getNumArguments());
   for (BlockArgument arg : fn.getArguments()) {
     unsigned i = arg.getArgNumber();
     auto owners = ownersOf.find(i);
+    // Backward masking of a neuron group: the parameter stays whole; the
+    // rank trains the part its chunks make, every tile of the grid comes
+    // from its owners.
+    if (DictionaryAttr grid = wholeGridOf.lookup(i)) {
+      SmallVector<NamedAttribute> trains{b.getNamedAttr("grid", grid)};
+      if (owners == ownersOf.end()) {
+        fn.setArgAttr(i, attr::kSdpFrozen, b.getUnitAttr());
+      } else {
+        trains.push_back(ownersAttr(i));
+        SmallVector<Attribute> records = sliceRecords(arg);
+        if (!records.empty())
+          trains.push_back(b.getNamedAttr("slices", b.getArrayAttr(records)));
+      }
+      fn.setArgAttr(i, attr::kSdpTrains, b.getDictionaryAttr(trains));
+      continue;
+    }
     if (owners == ownersOf.end())
       continue;
     if (arg.use_empty() && masking == "forward") {
@@ -410,30 +476,23 @@ FailureOr<func::FuncOp> Sdp::specialize(func::FuncOp forward,
     }
     if (masking == "backward" && !llvm::is_contained(owners->second, rank))
       fn.setArgAttr(i, attr::kSdpFrozen, b.getUnitAttr());
-    if (DictionaryAttr tiles = tilesOf.lookup(i))
-      fn.setArgAttr(i, attr::kSdpTiles, tiles);
-    else
-      fn.setArgAttr(i, attr::kSdpOwners,
-                    b.getDenseI64ArrayAttr(owners->second));
-    auto sl = slices.find(i);
-    if (sl == slices.end())
+    NamedAttribute o = ownersAttr(i);
+    fn.setArgAttr(i,
+                  o.getName() == "tiles" ? attr::kSdpTiles : attr::kSdpOwners,
+                  o.getValue());
+    SmallVector<Attribute> records = sliceRecords(arg);
+    if (records.empty())
       continue;
     auto t = llvm::cast<RankedTensorType>(arg.getType());
     SmallVector<int64_t> shape(t.getShape());
-    SmallVector<Attribute> records;
-    for (auto &[axis, ranges] : sl->second) {
-      int64_t n = 0;
+    for (Attribute r : records) {
+      auto d = llvm::cast<DictionaryAttr>(r);
+      int64_t axis = d.getAs<IntegerAttr>("axis").getInt();
+      ArrayRef<int64_t> ranges = d.getAs<DenseI64ArrayAttr>("ranges");
+      shape[axis] = 0;
       for (size_t k = 0; k + 1 < ranges.size(); k += 2)
-        n += ranges[k + 1] - ranges[k];
-      if (n == shape[axis])
-        continue;
-      shape[axis] = n;
-      records.push_back(b.getDictionaryAttr(
-          {b.getNamedAttr("axis", b.getI64IntegerAttr(axis)),
-           b.getNamedAttr("ranges", b.getDenseI64ArrayAttr(ranges))}));
+        shape[axis] += ranges[k + 1] - ranges[k];
     }
-    if (records.empty())
-      continue;
     arg.setType(t.clone(shape));
     fn.setArgAttr(i, attr::kSdpSlices, b.getArrayAttr(records));
   }
@@ -561,12 +620,23 @@ void Sdp::runOnOperation() {
       }));
 }
 
-/// Attribute `name` of the function argument `param` is, if it is one.
+/// Attribute `name` of the function argument `param` is, if it is one. For
+/// a parameter trained in part (`otc.sdp_trains`) the owners and tiles are
+/// the part's.
 template <typename T> static T paramAttr(Value param, StringRef name) {
   auto arg = llvm::dyn_cast<BlockArgument>(param);
   auto fn = arg ? llvm::dyn_cast<func::FuncOp>(arg.getOwner()->getParentOp())
                 : func::FuncOp();
-  return fn ? fn.getArgAttrOfType<T>(arg.getArgNumber(), name) : T();
+  if (!fn)
+    return T();
+  if (auto trains = fn.getArgAttrOfType<DictionaryAttr>(arg.getArgNumber(),
+                                                        attr::kSdpTrains)) {
+    if (name == attr::kSdpOwners)
+      return trains.getAs<T>("owners");
+    if (name == attr::kSdpTiles)
+      return trains.getAs<T>("tiles");
+  }
+  return fn.getArgAttrOfType<T>(arg.getArgNumber(), name);
 }
 
 SmallVector<DenseI64ArrayAttr> otc::sdp::ownerSets(Value param) {
@@ -589,6 +659,99 @@ DenseI64ArrayAttr otc::sdp::ownerGroup(Value param, int64_t worldSize) {
                                                       : DenseI64ArrayAttr();
 }
 
+Value otc::sdp::updatedParam(Operation *update) {
+  auto part = update->getAttrOfType<IntegerAttr>(attr::kSdpPartOf);
+  if (!part)
+    return update->getOperand(0);
+  auto fn = update->getParentOfType<func::FuncOp>();
+  return fn.getArgument(part.getInt());
+}
+
+Value otc::sdp::mapTiles(
+    OpBuilder &b, Location loc, Value value, DictionaryAttr tiles,
+    function_ref<std::optional<SmallVector<int64_t>>(ArrayRef<int64_t>)> keyOf,
+    function_ref<Value(ArrayRef<int64_t>, Value)> fn) {
+  auto axes = tiles.getAs<ArrayAttr>("axes").getValue();
+  auto cuts = tiles.getAs<ArrayAttr>("cuts").getValue();
+  auto owners = tiles.getAs<ArrayAttr>("owners").getValue();
+  auto type = llvm::cast<RankedTensorType>(value.getType());
+  Type elt = type.getElementType();
+  // The tiles, row-major.
+  SmallVector<Value> parts;
+  SmallVector<int64_t> starts(type.getRank(), 0);
+  SmallVector<int64_t> shape(type.getShape());
+  std::function<void(size_t)> slice = [&](size_t k) {
+    if (k == axes.size()) {
+      parts.push_back(b.create<graph::SliceOp>(
+          loc, RankedTensorType::get(shape, elt), value,
+          b.getDenseI64ArrayAttr(starts),
+          b.getDenseI64ArrayAttr(SmallVector<int64_t>(shape.size(), 1))));
+      return;
+    }
+    int64_t axis = llvm::cast<IntegerAttr>(axes[k]).getInt();
+    ArrayRef<int64_t> cut = llvm::cast<DenseI64ArrayAttr>(cuts[k]);
+    for (size_t j = 0; j + 1 < cut.size(); ++j) {
+      starts[axis] = cut[j];
+      shape[axis] = cut[j + 1] - cut[j];
+      slice(k + 1);
+    }
+    starts[axis] = 0;
+    shape[axis] = cut.back();
+  };
+  slice(0);
+  // One call per key.
+  std::map<SmallVector<int64_t>, SmallVector<size_t>> byKey;
+  for (auto [i, o] : llvm::enumerate(owners))
+    if (std::optional<SmallVector<int64_t>> key =
+            keyOf(llvm::cast<DenseI64ArrayAttr>(o).asArrayRef()))
+      byKey[*key].push_back(i);
+  for (auto &[key, members] : byKey) {
+    if (members.size() == 1) {
+      parts[members[0]] = fn(key, parts[members[0]]);
+      continue;
+    }
+    SmallVector<Value> flat;
+    int64_t total = 0;
+    for (size_t i : members) {
+      auto t = llvm::cast<RankedTensorType>(parts[i].getType());
+      flat.push_back(b.create<graph::ReshapeOp>(
+          loc, RankedTensorType::get({t.getNumElements()}, elt), parts[i]));
+      total += t.getNumElements();
+    }
+    auto flatType = RankedTensorType::get({total}, elt);
+    Value done = fn(key, b.create<graph::ConcatOp>(loc, flatType, flat,
+                                                   b.getI64IntegerAttr(0)));
+    int64_t offset = 0;
+    for (size_t i : members) {
+      auto t = llvm::cast<RankedTensorType>(parts[i].getType());
+      Value piece = b.create<graph::SliceOp>(
+          loc, RankedTensorType::get({t.getNumElements()}, elt), done,
+          b.getDenseI64ArrayAttr({offset}), b.getDenseI64ArrayAttr({1}));
+      parts[i] = b.create<graph::ReshapeOp>(loc, t, piece);
+      offset += t.getNumElements();
+    }
+  }
+  // The grid back together, the last tiled axis innermost.
+  size_t next = 0;
+  std::function<Value(size_t)> join = [&](size_t k) -> Value {
+    if (k == axes.size())
+      return parts[next++];
+    int64_t axis = llvm::cast<IntegerAttr>(axes[k]).getInt();
+    ArrayRef<int64_t> cut = llvm::cast<DenseI64ArrayAttr>(cuts[k]);
+    SmallVector<Value> row;
+    for (size_t j = 0; j + 1 < cut.size(); ++j)
+      row.push_back(join(k + 1));
+    if (row.size() == 1)
+      return row.front();
+    SmallVector<int64_t> s(
+        llvm::cast<RankedTensorType>(row.front().getType()).getShape());
+    s[axis] = cut.back();
+    return b.create<graph::ConcatOp>(loc, RankedTensorType::get(s, elt), row,
+                                     b.getI64IntegerAttr(axis));
+  };
+  return join(0);
+}
+
 void otc::sdp::broadcastOwnedUpdates(ModuleOp module, int64_t worldSize) {
   auto plan = module->getAttrOfType<DictionaryAttr>(attr::kSdp);
   auto masking = plan ? plan.getAs<StringAttr>("masking") : StringAttr();
@@ -602,14 +765,35 @@ void otc::sdp::broadcastOwnedUpdates(ModuleOp module, int64_t worldSize) {
         targets.push_back({t.getInt(), i});
     llvm::sort(targets);
     OpBuilder b(ret);
+    Location loc = ret.getLoc();
+    auto broadcast = [&](Value v, int64_t root) -> Value {
+      return b.create<dist::BroadcastOp>(loc, v.getType(), v,
+                                         b.getI64IntegerAttr(root));
+    };
     for (auto [arg, i] : targets) {
+      Value v = ret.getOperand(i);
+      // Trained in part: each tile from its first owner, the tiles of one
+      // root together; tiles every rank owns (or none) are already alike.
+      if (auto trains =
+              fn.getArgAttrOfType<DictionaryAttr>(arg, attr::kSdpTrains)) {
+        ret.setOperand(i, mapTiles(
+                              b, loc, v, trains.getAs<DictionaryAttr>("grid"),
+                              [&](ArrayRef<int64_t> owners)
+                                  -> std::optional<SmallVector<int64_t>> {
+                                if (owners.empty() ||
+                                    int64_t(owners.size()) == worldSize)
+                                  return std::nullopt;
+                                return SmallVector<int64_t>{owners.front()};
+                              },
+                              [&](ArrayRef<int64_t> root, Value flat) {
+                                return broadcast(flat, root.front());
+                              }));
+        continue;
+      }
       DenseI64ArrayAttr owners = ownerGroup(fn.getArgument(arg), worldSize);
       if (!owners)
         continue;
-      Value v = ret.getOperand(i);
-      ret.setOperand(
-          i, b.create<dist::BroadcastOp>(ret.getLoc(), v.getType(), v,
-                                         b.getI64IntegerAttr(owners[0])));
+      ret.setOperand(i, broadcast(v, owners[0]));
     }
   });
 }

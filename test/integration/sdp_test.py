@@ -21,6 +21,11 @@
 #   buckets), block-level also with momentum correction: the same checks;
 # - neuron-level C = 0.75 on 4 ranks (3 owners per chunk, parameters
 #   averaged tile by tile): the same checks;
+# - neuron-level, backward masking: C = 1 equals data parallelism bit for
+#   bit; C = 0.5 and 0.75 on 4 ranks (SGD, 3 steps) end with the weights of
+#   a PyTorch reference that averages each element's gradient over its
+#   owners only (every rank holds the same values after each step); with
+#   topk-int8 compression the owner and export checks;
 # - a checkpoint of one assignment is refused by a program with another;
 # - attention heads: the GPT-style decoder (4 heads, GELU MLP), neuron-level
 #   C = 0.5 on 2 and 4 ranks and C = 0.75 on 4, and the BERT-style
@@ -110,6 +115,8 @@ def main():
         "block1bw": dict(world_size=2, batch=8, sdp="block", sdp_active=1,
                          sdp_masking="backward"),
         "neuron1": dict(world_size=2, batch=8, sdp="neuron", sdp_active=1),
+        "neuron1bw": dict(world_size=2, batch=8, sdp="neuron", sdp_active=1,
+                          sdp_masking="backward"),
         "block5": dict(world_size=4, batch=8, sdp="block", sdp_active=0.5),
         "neuron5": dict(world_size=4, batch=8, sdp="neuron", sdp_active=0.5),
         "block5bw": dict(world_size=4, batch=8, sdp="block", sdp_active=0.5,
@@ -119,6 +126,9 @@ def main():
                           compress_ratio=0.25),
         "neuron5c": dict(world_size=4, batch=8, sdp="neuron", sdp_active=0.5,
                          compress="topk-int8", compress_ratio=0.25),
+        "neuron5bwc": dict(world_size=4, batch=8, sdp="neuron",
+                           sdp_active=0.5, sdp_masking="backward",
+                           compress="topk-int8", compress_ratio=0.25),
         # Momentum correction: each rank's velocity of what it owns is
         # compressed and averaged in the owner group.
         "block5mc": dict(world_size=4, batch=8, sdp="block", sdp_active=0.5,
@@ -157,7 +167,7 @@ def main():
             weights[n] = T.read_onnx_weights(exported)
 
     # Active fraction 1: data parallelism, bit for bit.
-    for n in ("block1", "block1bw", "neuron1"):
+    for n in ("block1", "block1bw", "neuron1", "neuron1bw"):
         if n in weights and "ddp2" in weights:
             a, b = weights[n], weights["ddp2"]
             worst = max(float(np.max(np.abs(a[k] - b[k]))) for k in b)
@@ -168,7 +178,7 @@ def main():
 
     # The exported model is whole, and every part of it was trained.
     for n in ("block5", "neuron5", "block5bw", "block5bwc", "neuron5c",
-              "neuron75", "block5mc"):
+              "neuron5bwc", "neuron75", "block5mc"):
         if n not in weights:
             continue
         w = weights[n]
@@ -222,6 +232,7 @@ def main():
                  "program, naming the SDP assignment",
                  r.returncode != 0 and "SDP assignment" in text,
                  "exit %s: %s" % (r.returncode, text.strip()[-300:]))
+    neuron_backward(ctx, checks, args.threads, onnx_path, init)
     attention_heads(ctx, checks, args.threads)
     memory(ctx, checks)
     checks.finish()
@@ -301,6 +312,99 @@ def masked_copy(model, layers, chunks, world):
             fc_b[~keep_f] = 0
             out_w[:, keep_f] *= hidden / float(keep_f.sum())
     return m
+
+
+def neuron_backward(ctx, checks, threads, onnx_path, init):
+    """N-SDP with backward masking against a PyTorch reference: the whole
+    model runs forward on every rank; each element of fc1's rows (and
+    bias) and fc2's columns is updated with the mean of its owners'
+    gradients only, the shared parameters with everyone's (SGD, so the
+    update is exactly that mean)."""
+    import torch
+    import torch.nn.functional as F
+    torch.set_num_threads(1)
+    batch, steps, lr, hidden = 8, 3, 0.1, 2 * WIDTH
+
+    def forward(w, x):
+        h = F.relu(F.linear(x, w["stem.weight"], w["stem.bias"]))
+        for i in range(BLOCKS):
+            p = "blocks.%d." % i
+            h = h + F.linear(F.relu(F.linear(h, w[p + "fc1.weight"],
+                                             w[p + "fc1.bias"])),
+                             w[p + "fc2.weight"], w[p + "fc2.bias"])
+        return F.linear(F.relu(h), w["head.weight"], w["head.bias"])
+
+    def masks(rank, world, active):
+        keep = torch.zeros(hidden)
+        for c in owned_chunks(rank, world, active):
+            keep[c * hidden // world:(c + 1) * hidden // world] = 1
+        m = {k: torch.ones(v.shape) for k, v in init.items()}
+        for i in range(BLOCKS):
+            p = "blocks.%d." % i
+            m[p + "fc1.weight"] = keep[:, None].expand(hidden, WIDTH).clone()
+            m[p + "fc1.bias"] = keep.clone()
+            m[p + "fc2.weight"] = keep[None, :].expand(WIDTH, hidden).clone()
+        return m
+
+    def reference(x, y, world, active):
+        w = {k: torch.tensor(v) for k, v in init.items()}
+        ms = [masks(r, world, active) for r in range(world)]
+        for s in range(steps):
+            num = {k: torch.zeros(v.shape) for k, v in w.items()}
+            den = {k: torch.zeros(v.shape) for k, v in w.items()}
+            for r in range(world):
+                wr = {k: v.clone().requires_grad_() for k, v in w.items()}
+                rows = slice((s * world + r) * batch, (s * world + r + 1) *
+                             batch)
+                F.cross_entropy(forward(wr, torch.from_numpy(x[rows])),
+                                torch.from_numpy(y[rows])).backward()
+                for k in w:
+                    num[k] += ms[r][k] * wr[k].grad
+                    den[k] += ms[r][k]
+            with torch.no_grad():
+                for k in w:
+                    w[k] -= lr * torch.where(den[k] > 0,
+                                             num[k] / den[k].clamp(min=1),
+                                             torch.zeros(()))
+        return {k: v.numpy() for k, v in w.items()}
+
+    for world, active in ((4, 0.5), (4, 0.75)):
+        what = "neuron-level backward masking, %d ranks, C = %g" % (world,
+                                                                    active)
+        name = "nbw_%d_%d" % (world, active * 100)
+        rng = np.random.RandomState(world)
+        x = rng.randn(steps * world * batch, 64).astype(np.float32)
+        y = rng.randint(0, 10, steps * world * batch).astype(np.int64)
+        xp, yp = ctx.path(name, "x.npy"), ctx.path(name, "y.npy")
+        np.save(xp, x)
+        np.save(yp, y)
+        prog = ctx.path(name, "train")
+        res = T.compile_model(ctx, onnx_path, prog, loss="cross-entropy",
+                              label="labels", optimizer="sgd", lr=lr,
+                              batch=batch, world_size=world, sdp="neuron",
+                              sdp_active=active, sdp_masking="backward")
+        if not T.require_ok(checks, "otc-compile " + what, res):
+            continue
+        exported = ctx.path(name, "trained.onnx")
+        r = T.run(T.train_cmd(prog, {"input": xp, "labels": yp},
+                              ranks=world, steps=steps, no_shuffle=True,
+                              export=exported, threads=threads),
+                  timeout=180, env=dict(os.environ, OTC_SDP_CHECK="1"))
+        if not T.require_ok(checks, what + ": %d steps, every rank holds "
+                            "the same values after each" % steps, r):
+            continue
+        got = T.read_onnx_weights(exported)
+        want = reference(x, y, world, active)
+        ddp = reference(x, y, world, 1.0)
+        err = max(float(np.max(np.abs(got[k] - want[k]))) for k in want)
+        gap = max(float(np.max(np.abs(ddp[k] - want[k]))) for k in want)
+        # The masking must matter at this tolerance: data parallelism's
+        # weights are far from the reference's.
+        checks.check(what + ": weights equal PyTorch's owner-masked "
+                     "gradient averaging (|error| <= 1e-5)",
+                     err <= 1e-5 and gap > 100 * 1e-5,
+                     "max |OTC - reference| %.3g; reference vs data "
+                     "parallelism %.3g" % (err, gap))
 
 
 def attention_heads(ctx, checks, threads):

@@ -1,7 +1,6 @@
 // RUN: not otc-opt %s --otc-sdp="mode=layer" 2>&1 | FileCheck %s --check-prefix=MODE
 // RUN: not otc-opt %s --otc-sdp="active=0" 2>&1 | FileCheck %s --check-prefix=ACTIVE
 // RUN: not otc-opt %s --otc-sdp="masking=sideways" 2>&1 | FileCheck %s --check-prefix=MASKING
-// RUN: not otc-opt %s --otc-sdp="mode=neuron masking=backward" 2>&1 | FileCheck %s --check-prefix=NBWD
 // RUN: not otc-opt %s --otc-sdp="world-size=2" 2>&1 | FileCheck %s --check-prefix=NONE
 // RUN: not otc-opt %s --otc-sdp="mode=neuron world-size=4" 2>&1 | FileCheck %s --check-prefix=NARROW
 // RUN: not otc-opt %s --otc-sdp="world-size=2" --otc-sdp="world-size=2" 2>&1 | FileCheck %s --check-prefix=TWICE
@@ -10,7 +9,6 @@
 // MODE: unknown SDP mode 'layer' (expected block or neuron)
 // ACTIVE: the active fraction must be in (0, 1], got 0
 // MASKING: unknown SDP masking 'sideways' (expected forward or backward)
-// NBWD: neuron-level SDP with backward masking is not supported yet
 // NONE: error: found no residual branches to drop
 // NONE: note: not a residual connection: neither operand is computed from the other
 // NARROW: error: neuron group 'fc1' has 3 features, fewer than the world size 4

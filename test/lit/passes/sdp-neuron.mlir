@@ -2,6 +2,7 @@
 // RUN: otc-opt %s --otc-sdp="mode=neuron world-size=4 active=0.5" --otc-build-training="loss=mse" --otc-insert-allreduce="world-size=4" | FileCheck %s --check-prefix=TRAIN
 // RUN: otc-opt %s --otc-sdp="mode=neuron world-size=4 active=0.75" --otc-build-training="loss=mse" --otc-insert-allreduce="world-size=4" | FileCheck %s --check-prefix=TILES
 // RUN: not otc-opt %s --otc-sdp="mode=neuron world-size=4 active=0.75" --otc-build-training="loss=mse" --otc-bucket-gradients 2>&1 | FileCheck %s --check-prefix=TILES-COMPRESS
+// RUN: otc-opt %s --otc-sdp="mode=neuron world-size=4 active=0.5 masking=backward" --otc-build-training="loss=mse optimizer=adam" --otc-insert-allreduce="world-size=4" | FileCheck %s --check-prefix=BWD
 
 
 // Neuron groups: fc1's 8 hidden units (through its bias and a relu) into
@@ -66,3 +67,22 @@ func.func @forward(%x: tensor<2x5xf32> {otc.input = "x", otc.role = "data"},
 // TILES: %[[F:.*]] = graph.concat %{{.*}}, %{{.*}} {axis = 0 : i64} : (tensor<{{[0-9]+}}xf32>, tensor<{{[0-9]+}}xf32>) -> tensor<[[N:[0-9]+]]xf32>
 // TILES-NEXT: dist.all_reduce mean %[[F]] {ranks = array<i64: 0, 1>} : tensor<[[N]]xf32>
 // TILES-COMPRESS: error: parameter 'fc1.weight' is held in tiles with different owners (the SDP owner count does not divide the world size); compressed all-reduce does not support that yet
+
+// Backward masking: every rank holds fc2.weight whole (6x8) and trains the
+// rows of its fc2 chunks by the columns of its fc1 chunks (2x4 for rank 0:
+// rows 0 and 3, columns 0-1 and 4-5); its Adam state is that size. The
+// grid lists every tile of the whole weight with its owners (none where
+// the row and column chunks have no common owner). After the update each
+// tile comes from its first owner: rank 0 sends its 4 tiles (8 elements),
+// rank 2 its 4 (16).
+// BWD-LABEL: func.func @train_step_rank0(
+// BWD-SAME: %arg3: tensor<6x8xf32> {otc.param = "fc2.weight", otc.sdp_trains = {grid = {axes = [0, 1], cuts = [array<i64: 0, 1, 3, 4, 6>, array<i64: 0, 2, 4, 6, 8>], owners = [array<i64: 0, 1>, array<i64>, array<i64: 0, 1>, array<i64>, {{.*}}]}, owners = array<i64: 0, 1>, slices = [{axis = 1 : i64, ranges = array<i64: 0, 2, 4, 6>}, {axis = 0 : i64, ranges = array<i64: 0, 1, 3, 4>}]}}
+// BWD-SAME: %arg11: tensor<2x4xf32> {otc.state = "fc2.weight.exp_avg"}
+// BWD-SAME: -> (tensor<8x5xf32> {otc.updates = 1 : i64}
+// BWD: %[[G:.*]] = dist.all_reduce mean %{{.*}} {ranks = array<i64: 0, 1>} : tensor<2x4xf32>
+// BWD: graph.adam_update %{{.*}}, %[[G]], %arg11, %arg12 {{{.*}}otc.sdp_part_of = 3 : i64} : tensor<2x4xf32>
+// BWD: dist.broadcast %{{.*}} {root = 0 : i64} : tensor<8xf32>
+// BWD: dist.broadcast %{{.*}} {root = 2 : i64} : tensor<16xf32>
+// BWD-LABEL: func.func @train_step_rank2(
+// BWD-SAME: %arg11: tensor<4x4xf32> {otc.state = "fc2.weight.exp_avg"}
+// BWD-NOT: func.func @train_step_rank1
