@@ -68,84 +68,93 @@ LogicalResult BucketGradients::bucket(func::FuncOp fn, bool sdp) {
     Operation *def = v.getDefiningOp();
     return def ? position[def] : -1;
   };
-  // The updates of each owner set, in the order their buckets fill.
+  // The gradients of each owner set, in the order their buckets fill.
   // Without SDP: one set, in the order backward produces the gradients.
   // With SDP a rank's buckets on different owner groups must reach the
   // collectives in one order on every rank: parameter order, which all
-  // ranks share.
-  std::map<SmallVector<int64_t>, SmallVector<Operation *>> sets;
+  // ranks share. A parameter held in tiles with different owners sends
+  // each tile with its owners (row-major, the order its owners share).
+  struct Member {
+    Operation *update;
+    int64_t tile; // -1: the whole gradient
+    Value grad;
+  };
+  OpBuilder b(&getContext());
+  Operation *firstUpdate = updates.front();
+  DenseMap<Operation *, SmallVector<Value>> tilesOf;
+  std::map<SmallVector<int64_t>, SmallVector<Member>> sets;
   for (Operation *u : updates) {
-    SmallVector<int64_t> owners;
     Value param = sdp::updatedParam(u);
-    if (sdp && sdp::ownerTiles(param))
-      return mlir::emitError(u->getLoc(), "parameter '")
-             << sdp::paramName(fn,
-                               llvm::cast<BlockArgument>(param).getArgNumber())
-             << "' is held in tiles with different owners (the SDP owner "
-                "count does not divide the world size); compressed "
-                "all-reduce does not support that yet";
+    if (DictionaryAttr tiles = sdp ? sdp::ownerTiles(param) : nullptr) {
+      b.setInsertionPoint(firstUpdate);
+      SmallVector<Value> &parts = tilesOf[u] =
+          sdp::sliceTiles(b, u->getLoc(), u->getOperand(1), tiles);
+      for (auto [i, o] : llvm::enumerate(tiles.getAs<ArrayAttr>("owners")
+                                             .getAsRange<DenseI64ArrayAttr>()))
+        if (o.size() > 1) // a single owner has nothing to exchange
+          sets[SmallVector<int64_t>(o.asArrayRef())].push_back(
+              {u, int64_t(i), parts[i]});
+      continue;
+    }
+    SmallVector<int64_t> owners;
     if (sdp)
       if (DenseI64ArrayAttr g = sdp::ownerGroup(param, world))
         owners.assign(g.asArrayRef().begin(), g.asArrayRef().end());
     if (owners.size() == 1)
-      continue; // a single owner has nothing to exchange
-    sets[owners].push_back(u);
+      continue;
+    sets[owners].push_back({u, -1, u->getOperand(1)});
   }
-  auto argOf = [](Operation *u) {
-    auto arg = llvm::dyn_cast<BlockArgument>(sdp::updatedParam(u));
-    return arg ? int64_t(arg.getArgNumber()) : int64_t(-1);
+  auto argOf = [](const Member &m) {
+    auto arg = llvm::dyn_cast<BlockArgument>(sdp::updatedParam(m.update));
+    return std::pair(arg ? int64_t(arg.getArgNumber()) : int64_t(-1), m.tile);
   };
   for (auto &[owners, list] : sets)
-    llvm::stable_sort(list, [&](Operation *a, Operation *b) {
-      return sdp ? argOf(a) < argOf(b)
-                 : pos(a->getOperand(1)) < pos(b->getOperand(1));
+    llvm::stable_sort(list, [&](const Member &x, const Member &y) {
+      return sdp ? argOf(x) < argOf(y) : pos(x.grad) < pos(y.grad);
     });
 
   // Greedy buckets of at most bucketMb MiB.
   const double limit = bucketMb * 1024.0 * 1024.0;
   struct Bucket {
     SmallVector<int64_t> owners;
-    SmallVector<Operation *> members;
+    SmallVector<Member> members;
   };
   SmallVector<Bucket> buckets;
   for (auto &[owners, list] : sets) {
     double bytes = 0;
     bool open = false;
-    for (Operation *u : list) {
-      auto t = llvm::cast<RankedTensorType>(u->getOperand(1).getType());
-      double b = t.getNumElements() * 4.0;
-      if (!open || (bytes + b > limit && !buckets.back().members.empty())) {
+    for (const Member &m : list) {
+      auto t = llvm::cast<RankedTensorType>(m.grad.getType());
+      double size = t.getNumElements() * 4.0;
+      if (!open || (bytes + size > limit && !buckets.back().members.empty())) {
         buckets.push_back({owners, {}});
         bytes = 0;
         open = true;
       }
-      buckets.back().members.push_back(u);
-      bytes += b;
+      buckets.back().members.push_back(m);
+      bytes += size;
     }
   }
   if (sdp)
-    llvm::stable_sort(buckets, [&](const Bucket &a, const Bucket &b) {
-      return argOf(a.members.front()) < argOf(b.members.front());
+    llvm::stable_sort(buckets, [&](const Bucket &x, const Bucket &y) {
+      return argOf(x.members.front()) < argOf(y.members.front());
     });
   else
-    llvm::stable_sort(buckets, [&](const Bucket &a, const Bucket &b) {
-      return pos(a.members.front()->getOperand(1)) <
-             pos(b.members.front()->getOperand(1));
+    llvm::stable_sort(buckets, [&](const Bucket &x, const Bucket &y) {
+      return pos(x.members.front().grad) < pos(y.members.front().grad);
     });
 
-  OpBuilder b(&getContext());
-  Operation *firstUpdate = updates.front();
   for (Bucket &bk : buckets) {
     SmallVector<Value> grads;
     int64_t elements = 0, last = -1;
     Operation *lastDef = nullptr;
-    for (Operation *u : bk.members) {
-      Value g = u->getOperand(1);
-      grads.push_back(g);
-      elements += llvm::cast<RankedTensorType>(g.getType()).getNumElements();
-      if (pos(g) > last) {
-        last = pos(g);
-        lastDef = g.getDefiningOp();
+    for (const Member &m : bk.members) {
+      grads.push_back(m.grad);
+      elements +=
+          llvm::cast<RankedTensorType>(m.grad.getType()).getNumElements();
+      if (pos(m.grad) > last) {
+        last = pos(m.grad);
+        lastDef = m.grad.getDefiningOp();
       }
     }
     // Form the bucket as soon as its last gradient exists; SDP buckets all
@@ -163,9 +172,19 @@ LogicalResult BucketGradients::bucket(func::FuncOp fn, bool sdp) {
     b.setInsertionPoint(firstUpdate);
     auto unbucket = b.create<dist::UnbucketOp>(
         fn.getLoc(), ValueRange(grads).getTypes(), bucket);
-    for (auto [u, g] : llvm::zip(bk.members, unbucket.getResults()))
-      u->setOperand(1, g);
+    for (auto [m, g] : llvm::zip(bk.members, unbucket.getResults())) {
+      if (m.tile >= 0)
+        tilesOf[m.update][m.tile] = g;
+      else
+        m.update->setOperand(1, g);
+    }
   }
+  // Tiled gradients back together, in update order.
+  b.setInsertionPoint(firstUpdate);
+  for (Operation *u : updates)
+    if (auto it = tilesOf.find(u); it != tilesOf.end())
+      u->setOperand(1, sdp::joinTiles(b, u->getLoc(), it->second,
+                                      sdp::ownerTiles(sdp::updatedParam(u))));
   return success();
 }
 

@@ -128,9 +128,10 @@ LogicalResult Sdp::validate(ModuleOp module) {
   if (masking != "forward" && masking != "backward")
     return mlir::emitError(module.getLoc(), "unknown SDP masking '")
            << masking << "' (expected forward or backward)";
-  if (assignment != "cyclic" && assignment != "random")
+  if (assignment != "cyclic" && assignment != "random" &&
+      assignment != "overlap")
     return mlir::emitError(module.getLoc(), "unknown SDP assignment '")
-           << assignment << "' (expected cyclic or random)";
+           << assignment << "' (expected cyclic, overlap or random)";
   if (!(active > 0.0 && active <= 1.0))
     return mlir::emitError(module.getLoc(),
                            "the active fraction must be in (0, 1], got ")
@@ -165,7 +166,7 @@ void Sdp::assignOwners(MutableArrayRef<Component> comps,
     for (int64_t c : family) {
       for (int64_t j = 0; j < n; ++j)
         comps[c].owners.push_back(order[(next + j) % worldSize]);
-      next = (next + n) % worldSize;
+      next = (next + (assignment == "overlap" ? 1 : n)) % worldSize;
       llvm::sort(comps[c].owners);
     }
   }
@@ -667,24 +668,18 @@ Value otc::sdp::updatedParam(Operation *update) {
   return fn.getArgument(part.getInt());
 }
 
-Value otc::sdp::mapTiles(
-    OpBuilder &b, Location loc, Value value, DictionaryAttr tiles,
-    function_ref<std::optional<SmallVector<int64_t>>(ArrayRef<int64_t>)> keyOf,
-    function_ref<Value(ArrayRef<int64_t>, Value)> fn) {
+SmallVector<Value> otc::sdp::sliceTiles(OpBuilder &b, Location loc, Value value,
+                                        DictionaryAttr tiles) {
   auto axes = tiles.getAs<ArrayAttr>("axes").getValue();
   auto cuts = tiles.getAs<ArrayAttr>("cuts").getValue();
-  auto owners = tiles.getAs<ArrayAttr>("owners").getValue();
   auto type = llvm::cast<RankedTensorType>(value.getType());
-  Type elt = type.getElementType();
-  // The tiles, row-major.
   SmallVector<Value> parts;
   SmallVector<int64_t> starts(type.getRank(), 0);
   SmallVector<int64_t> shape(type.getShape());
   std::function<void(size_t)> slice = [&](size_t k) {
     if (k == axes.size()) {
       parts.push_back(b.create<graph::SliceOp>(
-          loc, RankedTensorType::get(shape, elt), value,
-          b.getDenseI64ArrayAttr(starts),
+          loc, type.clone(shape), value, b.getDenseI64ArrayAttr(starts),
           b.getDenseI64ArrayAttr(SmallVector<int64_t>(shape.size(), 1))));
       return;
     }
@@ -699,6 +694,41 @@ Value otc::sdp::mapTiles(
     shape[axis] = cut.back();
   };
   slice(0);
+  return parts;
+}
+
+Value otc::sdp::joinTiles(OpBuilder &b, Location loc, ArrayRef<Value> parts,
+                          DictionaryAttr tiles) {
+  auto axes = tiles.getAs<ArrayAttr>("axes").getValue();
+  auto cuts = tiles.getAs<ArrayAttr>("cuts").getValue();
+  size_t next = 0;
+  // The last tiled axis innermost.
+  std::function<Value(size_t)> join = [&](size_t k) -> Value {
+    if (k == axes.size())
+      return parts[next++];
+    int64_t axis = llvm::cast<IntegerAttr>(axes[k]).getInt();
+    ArrayRef<int64_t> cut = llvm::cast<DenseI64ArrayAttr>(cuts[k]);
+    SmallVector<Value> row;
+    for (size_t j = 0; j + 1 < cut.size(); ++j)
+      row.push_back(join(k + 1));
+    if (row.size() == 1)
+      return row.front();
+    auto t = llvm::cast<RankedTensorType>(row.front().getType());
+    SmallVector<int64_t> s(t.getShape());
+    s[axis] = cut.back();
+    return b.create<graph::ConcatOp>(loc, t.clone(s), row,
+                                     b.getI64IntegerAttr(axis));
+  };
+  return join(0);
+}
+
+Value otc::sdp::mapTiles(
+    OpBuilder &b, Location loc, Value value, DictionaryAttr tiles,
+    function_ref<std::optional<SmallVector<int64_t>>(ArrayRef<int64_t>)> keyOf,
+    function_ref<Value(ArrayRef<int64_t>, Value)> fn) {
+  auto owners = tiles.getAs<ArrayAttr>("owners").getValue();
+  Type elt = llvm::cast<RankedTensorType>(value.getType()).getElementType();
+  SmallVector<Value> parts = sliceTiles(b, loc, value, tiles);
   // One call per key.
   std::map<SmallVector<int64_t>, SmallVector<size_t>> byKey;
   for (auto [i, o] : llvm::enumerate(owners))
@@ -731,25 +761,7 @@ Value otc::sdp::mapTiles(
       offset += t.getNumElements();
     }
   }
-  // The grid back together, the last tiled axis innermost.
-  size_t next = 0;
-  std::function<Value(size_t)> join = [&](size_t k) -> Value {
-    if (k == axes.size())
-      return parts[next++];
-    int64_t axis = llvm::cast<IntegerAttr>(axes[k]).getInt();
-    ArrayRef<int64_t> cut = llvm::cast<DenseI64ArrayAttr>(cuts[k]);
-    SmallVector<Value> row;
-    for (size_t j = 0; j + 1 < cut.size(); ++j)
-      row.push_back(join(k + 1));
-    if (row.size() == 1)
-      return row.front();
-    SmallVector<int64_t> s(
-        llvm::cast<RankedTensorType>(row.front().getType()).getShape());
-    s[axis] = cut.back();
-    return b.create<graph::ConcatOp>(loc, RankedTensorType::get(s, elt), row,
-                                     b.getI64IntegerAttr(axis));
-  };
-  return join(0);
+  return joinTiles(b, loc, parts, tiles);
 }
 
 void otc::sdp::broadcastOwnedUpdates(ModuleOp module, int64_t worldSize) {

@@ -381,23 +381,50 @@ std::optional<int64_t> alongAxis(Operation *op, int64_t rank) {
   return axis < 0 ? axis + rank : axis;
 }
 
-/// Follows the features `producer` makes (`features` of them, lying as
-/// `start` in its output) to the consumers that contract them.
+/// The producer (an op with a parameter weight) whose output `v` is,
+/// through reshapes, transposes and arithmetic with static operands (a
+/// bias, a scale); null if there is none.
+Operation *producerOf(const Graph &g, Value v) {
+  for (int depth = 0; depth < 8; ++depth) {
+    Operation *op = v.getDefiningOp();
+    if (!op)
+      return nullptr;
+    if (weightAxis(g, op, /*out=*/true))
+      return op;
+    if (llvm::isa<graph::ReshapeOp, graph::TransposeOp>(op)) {
+      v = op->getOperand(0);
+      continue;
+    }
+    if (!llvm::isa<graph::AddOp, graph::SubOp, graph::MulOp, graph::DivOp>(op))
+      return nullptr;
+    auto dynamic = llvm::make_filter_range(
+        op->getOperands(), [&](Value o) { return !g.isStatic(o); });
+    if (std::distance(dynamic.begin(), dynamic.end()) != 1)
+      return nullptr;
+    v = *dynamic.begin();
+  }
+  return nullptr;
+}
+
+/// Follows the features `producers` make (`features` of them, lying as
+/// `start` in each output) to the consumers that contract them. Attention
+/// heads from separate q, k and v projections are one group of three
+/// producers: when an attention matmul meets heads from a producer not in
+/// `producers`, that producer is returned in `missing` (and the group
+/// rejected) for the caller to try again with it.
 std::variant<std::string, NeuronGroup>
-neuronGroup(const Graph &g, Operation *producer, int64_t features,
-            FeatureAxis start, bool heads, bool *movedAxes = nullptr) {
-  WeightUse produced = *weightAxis(g, producer, /*out=*/true);
-  unsigned weight = produced.arg;
+neuronGroup(const Graph &g, ArrayRef<Operation *> producers, int64_t features,
+            FeatureAxis start, bool heads, bool *movedAxes = nullptr,
+            Operation **missing = nullptr) {
   NeuronGroup group;
-  group.producer = producer;
+  group.producer = producers.front();
   group.features = features;
   group.heads = heads;
-  Value out = producer->getResult(0);
   auto width = [&](const FeatureAxis &f) {
     return f.outer * f.sections * features * f.unit;
   };
-  group.params.push_back({weight, produced.axis, start.unit, start.sections});
-  DenseSet<Operation *> members{producer};
+  DenseSet<Operation *> members;
+  DenseSet<unsigned> weights;
   // A transposed weight narrows along with its parameter.
   auto addTranspose = [&](const WeightUse &w, FeatureAxis f) {
     if (!w.transpose)
@@ -406,25 +433,39 @@ neuronGroup(const Graph &g, Operation *producer, int64_t features,
     f.axis = w.transposedAxis;
     group.values.push_back({w.transpose->getResult(0), f});
   };
-  addTranspose(produced, start);
-  // The producer's own bias.
-  Value bias;
-  if (auto gemm = llvm::dyn_cast<graph::GemmOp>(producer))
-    bias = gemm.getC();
-  if (auto conv = llvm::dyn_cast<graph::ConvOp>(producer))
-    bias = conv.getBias();
-  if (bias) {
-    std::optional<unsigned> b = g.paramArg(bias);
-    auto bt = llvm::cast<RankedTensorType>(bias.getType());
-    if (!b || bt.getRank() != 1 || bt.getDimSize(0) != width(start))
-      return std::string("the producer's bias is not a per-feature parameter");
-    group.params.push_back({*b, 0, start.unit, start.sections});
+  DenseMap<Value, FeatureAxis> region;
+  size_t begin = g.position.lookup(producers.front());
+  for (Operation *producer : producers) {
+    WeightUse produced = *weightAxis(g, producer, /*out=*/true);
+    weights.insert(produced.arg);
+    group.params.push_back(
+        {produced.arg, produced.axis, start.unit, start.sections});
+    members.insert(producer);
+    addTranspose(produced, start);
+    // The producer's own bias.
+    Value bias;
+    if (auto gemm = llvm::dyn_cast<graph::GemmOp>(producer))
+      bias = gemm.getC();
+    if (auto conv = llvm::dyn_cast<graph::ConvOp>(producer))
+      bias = conv.getBias();
+    if (bias) {
+      std::optional<unsigned> b = g.paramArg(bias);
+      auto bt = llvm::cast<RankedTensorType>(bias.getType());
+      if (!b || bt.getRank() != 1 || bt.getDimSize(0) != width(start))
+        return std::string(
+            "the producer's bias is not a per-feature parameter");
+      group.params.push_back({*b, 0, start.unit, start.sections});
+    }
+    Value out = producer->getResult(0);
+    if (out.getType() != producers.front()->getResult(0).getType())
+      return std::string("the q, k and v projections differ in shape");
+    region[out] = start;
+    group.values.push_back({out, start});
+    begin = std::min(begin, g.position.lookup(producer));
   }
 
-  DenseMap<Value, FeatureAxis> region{{out, start}};
-  group.values.push_back({out, start});
   for (Operation &op : g.fn.front()) {
-    if (g.position.lookup(&op) <= g.position.lookup(producer))
+    if (g.position.lookup(&op) <= begin)
       continue;
     SmallVector<unsigned> inRegion;
     for (OpOperand &o : op.getOpOperands())
@@ -451,7 +492,7 @@ neuronGroup(const Graph &g, Operation *producer, int64_t features,
         a.outer == 1 &&
         a.axis == (llvm::isa<graph::ConvOp>(op) ? 1 : rank - 1)) {
       if (auto w = weightAxis(g, &op, /*out=*/false)) {
-        if (w->arg == weight)
+        if (weights.contains(w->arg))
           return reject("whose weight is the producer's");
         group.params.push_back({w->arg, w->axis, a.unit, 1});
         addTranspose(*w, a);
@@ -563,7 +604,15 @@ neuronGroup(const Graph &g, Operation *producer, int64_t features,
         members.insert(&op);
         continue;
       }
-      // q @ k^T and attention @ v: heads on the same batch axis of both.
+      // q @ k^T and attention @ v: heads on the same batch axis of both;
+      // the other operand's heads may come from a projection of their own.
+      if (llvm::isa<graph::MatMulOp>(op) && inRegion.size() == 1 && missing)
+        if (Operation *p = producerOf(g, op.getOperand(1 - inRegion[0]));
+            p && !llvm::is_contained(producers, p)) {
+          *missing = p;
+          return reject("whose other operand's heads come from another "
+                        "projection");
+        }
       if (llvm::isa<graph::MatMulOp>(op) && inRegion.size() == 2) {
         FeatureAxis b = region.lookup(op.getOperand(1));
         auto bt = llvm::cast<RankedTensorType>(op.getOperand(1).getType());
@@ -592,13 +641,26 @@ neuronGroup(const Graph &g, Operation *producer, int64_t features,
               user->getName().getStringRef() + "')")
           .str();
   // Named after its producer: the first parameter with a module path
-  // (torch names MatMul weights it transposes "onnx::MatMul_<n>").
-  group.name = paramName(g.fn, weight).str();
+  // (torch names MatMul weights it transposes "onnx::MatMul_<n>"); several
+  // producers (q, k, v) after the module they share.
+  group.name = paramName(g.fn, group.params.front().arg).str();
   for (ParamUse &p : group.params)
     if (paramName(g.fn, p.arg).contains('.')) {
       group.name = paramName(g.fn, p.arg).rsplit('.').first.str();
       break;
     }
+  if (producers.size() > 1) {
+    StringRef common = group.name;
+    for (unsigned w : weights) {
+      StringRef n = paramName(g.fn, w);
+      size_t k = 0;
+      while (k < common.size() && k < n.size() && common[k] == n[k])
+        ++k;
+      common = common.take_front(k);
+    }
+    if (size_t dot = common.rfind('.'); dot != StringRef::npos && dot > 0)
+      group.name = common.take_front(dot).str();
+  }
   return group;
 }
 
@@ -638,30 +700,44 @@ std::optional<std::pair<int64_t, int64_t>> headShape(const Graph &g,
 }
 
 void findGroups(const Graph &g, Components &out) {
+  DenseSet<Operation *> claimed; // k and v of a group found from its q
   for (Operation &op : g.fn.front()) {
-    if (!weightAxis(g, &op, /*out=*/true))
+    if (!weightAxis(g, &op, /*out=*/true) || claimed.contains(&op))
       continue;
     int64_t axis = outputFeatureAxis(&op);
     int64_t width = llvm::cast<RankedTensorType>(op.getResult(0).getType())
                         .getDimSize(axis);
     bool movedAxes = false;
-    std::variant<std::string, NeuronGroup> r = neuronGroup(
-        g, &op, width, FeatureAxis{axis, 1, 1}, /*heads=*/false, &movedAxes);
-    // Features that move to other axes may be attention heads.
+    std::variant<std::string, NeuronGroup> r =
+        neuronGroup(g, {&op}, width, FeatureAxis{axis, 1, 1},
+                    /*heads=*/false, &movedAxes);
+    // Features that move to other axes may be attention heads, from this
+    // projection alone or with the others the attention matmuls meet.
+    SmallVector<Operation *> producers{&op};
     if (movedAxes && !llvm::isa<graph::ConvOp>(op))
       if (auto hd = headShape(g, &op)) {
         auto [h, d] = *hd;
-        std::variant<std::string, NeuronGroup> heads = neuronGroup(
-            g, &op, h, FeatureAxis{axis, d, width / (h * d)}, /*heads=*/true);
+        std::variant<std::string, NeuronGroup> heads;
+        Operation *missing = nullptr;
+        do {
+          if (missing)
+            producers.push_back(missing);
+          missing = nullptr;
+          heads = neuronGroup(g, producers, h,
+                              FeatureAxis{axis, d, width / (h * d)},
+                              /*heads=*/true, nullptr, &missing);
+        } while (missing && producers.size() < 3);
         if (std::holds_alternative<NeuronGroup>(heads))
           r = std::move(heads);
         else
           r = "as attention heads: " + std::get<std::string>(heads);
       }
-    if (auto *group = std::get_if<NeuronGroup>(&r))
+    if (auto *group = std::get_if<NeuronGroup>(&r)) {
       out.groups.push_back(std::move(*group));
-    else
+      claimed.insert(producers.begin(), producers.end());
+    } else {
       out.rejected.push_back({&op, std::get<std::string>(r)});
+    }
   }
 }
 

@@ -113,6 +113,17 @@ mlir::DictionaryAttr ownerTiles(mlir::Value param);
 /// the argument it trains a part of (`otc.sdp_part_of`).
 mlir::Value updatedParam(mlir::Operation *update);
 
+/// The tiles of `value` laid out as `tiles` (axes, cuts, owners per tile),
+/// row-major over the tiled axes.
+llvm::SmallVector<mlir::Value> sliceTiles(mlir::OpBuilder &b,
+                                          mlir::Location loc, mlir::Value value,
+                                          mlir::DictionaryAttr tiles);
+
+/// The tiles `parts` (as sliceTiles gives them) put back together.
+mlir::Value joinTiles(mlir::OpBuilder &b, mlir::Location loc,
+                      llvm::ArrayRef<mlir::Value> parts,
+                      mlir::DictionaryAttr tiles);
+
 /// `value` with its tiles (`tiles`: axes, cuts, owners per tile, row-major)
 /// passed through `fn`: the tiles whose owners `keyOf` maps to one key go
 /// flattened and joined, row-major, through one call fn(key, flat), keys in

@@ -20,7 +20,8 @@
 # - both composed with the topk-int8 compressed all-reduce (owner-group
 #   buckets), block-level also with momentum correction: the same checks;
 # - neuron-level C = 0.75 on 4 ranks (3 owners per chunk, parameters
-#   averaged tile by tile): the same checks;
+#   averaged tile by tile), also compressed (each tile in the bucket of its
+#   owner set): the same checks;
 # - neuron-level, backward masking: C = 1 equals data parallelism bit for
 #   bit; C = 0.5 and 0.75 on 4 ranks (SGD, 3 steps) end with the weights of
 #   a PyTorch reference that averages each element's gradient over its
@@ -28,7 +29,8 @@
 #   topk-int8 compression the owner and export checks;
 # - a checkpoint of one assignment is refused by a program with another;
 # - attention heads: the GPT-style decoder (4 heads, GELU MLP), neuron-level
-#   C = 0.5 on 2 and 4 ranks and C = 0.75 on 4, and the BERT-style
+#   C = 0.5 on 2 and 4 ranks and C = 0.75 on 4, the same with separate q, k
+#   and v projections (C = 0.5 on 4), and the BERT-style
 #   TransformerEncoder (MultiheadAttention's export merges heads with the
 #   batch axis), C = 0.5 on 2: the first step's loss (the mean over ranks
 #   of each rank's subnetwork on its own shard) equals PyTorch's with the
@@ -140,6 +142,10 @@ def main():
         # have different owners (tiles averaged apart).
         "neuron75": dict(world_size=4, batch=8, sdp="neuron",
                          sdp_active=0.75),
+        # The same compressed: each tile in the bucket of its owner set.
+        "neuron75c": dict(world_size=4, batch=8, sdp="neuron",
+                          sdp_active=0.75, compress="topk-int8",
+                          compress_ratio=0.25),
         "ddp4": dict(world_size=4, batch=8),
     }
     jobs = [(onnx_path, ctx.path(n, "train"),
@@ -178,7 +184,7 @@ def main():
 
     # The exported model is whole, and every part of it was trained.
     for n in ("block5", "neuron5", "block5bw", "block5bwc", "neuron5c",
-              "neuron5bwc", "neuron75", "block5mc"):
+              "neuron5bwc", "neuron75", "neuron75c", "block5mc"):
         if n not in weights:
             continue
         w = weights[n]
@@ -289,13 +295,14 @@ def masked_copy(model, layers, chunks, world):
     """`model` as SDP's subnetwork of the given chunks: the dropped heads'
     q/k/v rows and MLP features zeroed, what the output projections read
     of the kept ones scaled by total / kept (inverted dropout). layers:
-    (qkv weight, qkv bias, out-projection weight, fc weight, fc bias,
-    fc-out weight, heads) per block of the copy."""
+    ([(q weight, q bias), (k ...), (v ...)], out-projection weight, fc
+    weight, fc bias, fc-out weight, heads) per block of the copy; a fused
+    projection gives views of its three sections."""
     import copy
     import torch
     m = copy.deepcopy(model)
     with torch.no_grad():
-        for qkv_w, qkv_b, proj_w, fc_w, fc_b, out_w, heads in layers(m):
+        for qkv, proj_w, fc_w, fc_b, out_w, heads in layers(m):
             d, hidden = proj_w.shape[1], fc_w.shape[0]
             dh = d // heads
             keep_h = torch.zeros(heads, dtype=torch.bool)
@@ -304,9 +311,9 @@ def masked_copy(model, layers, chunks, world):
                 keep_h[c * heads // world:(c + 1) * heads // world] = True
                 keep_f[c * hidden // world:(c + 1) * hidden // world] = True
             cols = keep_h.repeat_interleave(dh)
-            for sec in range(3):
-                qkv_w[sec * d:(sec + 1) * d][~cols] = 0
-                qkv_b[sec * d:(sec + 1) * d][~cols] = 0
+            for w, b in qkv:
+                w[~cols] = 0
+                b[~cols] = 0
             proj_w[:, cols] *= heads / float(keep_h.sum())
             fc_w[~keep_f] = 0
             fc_b[~keep_f] = 0
@@ -407,6 +414,43 @@ def neuron_backward(ctx, checks, threads, onnx_path, init):
                      "parallelism %.3g" % (err, gap))
 
 
+def split_qkv(model, heads=4):
+    """The GPT-style decoder with separate q, k and v projections (the
+    fused one's weights, cut in three), as LLaMA-like models have them."""
+    import math
+    import torch
+    import torch.nn as nn
+    import torch.nn.functional as F
+
+    class Block(nn.Module):
+        def __init__(self, fused):
+            super().__init__()
+            d = fused.proj.in_features
+            self.ln1, self.ln2 = fused.ln1, fused.ln2
+            self.proj, self.fc, self.out = fused.proj, fused.fc, fused.out
+            self.register_buffer("causal", fused.causal)
+            for i, n in enumerate("qkv"):
+                lin = nn.Linear(d, d)
+                with torch.no_grad():
+                    lin.weight.copy_(fused.qkv.weight[i * d:(i + 1) * d])
+                    lin.bias.copy_(fused.qkv.bias[i * d:(i + 1) * d])
+                setattr(self, n, lin)
+
+        def forward(self, x):
+            b, t, c = x.shape
+            h = self.ln1(x)
+            q, k, v = (z.view(b, t, heads, c // heads).transpose(1, 2)
+                       for z in (self.q(h), self.k(h), self.v(h)))
+            att = (q @ k.transpose(-2, -1)) / math.sqrt(c // heads)
+            att = att.masked_fill(~self.causal[:t, :t], float("-inf"))
+            y = (F.softmax(att, dim=-1) @ v).transpose(1, 2).reshape(b, t, c)
+            x = x + self.proj(y)
+            return x + self.out(F.gelu(self.fc(self.ln2(x))))
+
+    model.blocks = nn.Sequential(*[Block(b) for b in model.blocks])
+    return model
+
+
 def attention_heads(ctx, checks, threads):
     """N-SDP attention-head groups end to end: the first loss of each
     configuration against PyTorch's masked subnetworks."""
@@ -414,18 +458,36 @@ def attention_heads(ctx, checks, threads):
     import model_parity_test as M
     torch.set_num_threads(1)
 
+    def sections(w, b):
+        d = w.shape[0] // 3
+        return [(w[i * d:(i + 1) * d], b[i * d:(i + 1) * d])
+                for i in range(3)]
+
     def gpt_layers(m):
-        return [(b.qkv.weight, b.qkv.bias, b.proj.weight, b.fc.weight,
-                 b.fc.bias, b.out.weight, 4) for b in m.blocks]
+        return [(sections(b.qkv.weight, b.qkv.bias), b.proj.weight,
+                 b.fc.weight, b.fc.bias, b.out.weight, 4) for b in m.blocks]
+
+    def gpt_split_layers(m):
+        return [([(z.weight, z.bias) for z in (b.q, b.k, b.v)],
+                 b.proj.weight, b.fc.weight, b.fc.bias, b.out.weight, 4)
+                for b in m.blocks]
 
     def bert_layers(m):
-        return [(l.self_attn.in_proj_weight, l.self_attn.in_proj_bias,
+        return [(sections(l.self_attn.in_proj_weight,
+                          l.self_attn.in_proj_bias),
                  l.self_attn.out_proj.weight, l.linear1.weight,
                  l.linear1.bias, l.linear2.weight, l.self_attn.num_heads)
                 for l in m.encoder.layers]
 
+    def gpt_split():
+        model, shape, vocab, opset = M.gpt()
+        return split_qkv(model), shape, vocab, opset
+
     cases = [("GPT", M.gpt, gpt_layers, "blocks.%d.qkv[",
               ((2, 0.5), (4, 0.5), (4, 0.75))),
+             # Separate q, k and v projections: one group of three.
+             ("GPT-split-qkv", gpt_split, gpt_split_layers, "blocks.%d[",
+              ((4, 0.5),)),
              # torch's MultiheadAttention: heads merged with the batch axis.
              ("BERT", M.bert, bert_layers,
               "encoder.layers.%d.self_attn[", ((2, 0.5),))]
@@ -500,7 +562,7 @@ def attention_heads(ctx, checks, threads):
                              got, want, ["%.6f" % v for v in losses]))
             w = T.read_onnx_weights(exported)
             qkv = [k for k in init if "qkv.weight" in k or
-                   "in_proj_weight" in k][0]
+                   "in_proj_weight" in k or ".q.weight" in k][0]
             checks.check(what + ": the export holds every parameter at its "
                          "full shape, attention trained",
                          sorted(w) == sorted(init) and
