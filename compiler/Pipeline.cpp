@@ -142,7 +142,9 @@ RankReport rankReport(ModuleOp module, int64_t world) {
   if (module->hasAttr(attr::kSdp)) {
     r.commBytes = 0;
     module.walk([&](Operation *op) {
-      if (llvm::isa<exec::AllReduceOp, exec::BroadcastOp>(op))
+      if (auto ar = llvm::dyn_cast<exec::AllReduceOp>(op); ar && ar.getRange())
+        r.commBytes += ((*ar.getRange())[1] - (*ar.getRange())[0]) * 4;
+      else if (llvm::isa<exec::AllReduceOp, exec::BroadcastOp>(op))
         r.commBytes += llvm::cast<MemRefType>(op->getOperand(0).getType())
                            .getNumElements() *
                        4;

@@ -88,8 +88,9 @@ private:
   /// Emits the wait for the started all-reduces before `op` if it is an
   /// optimizer update, the return, or touches one of their buffers.
   void waitBefore(Operation &op);
-  /// Records that a started collective may still use `buffer`.
-  void started(Value buffer);
+  /// Records that a started collective may still use `buffer` (elements
+  /// [first, last) of it when given).
+  void started(Value buffer, int64_t first = 0, int64_t last = -1);
 
   /// Arena bytes [begin, end) of the buffers of the all-reduces started and
   /// not yet waited for (the runtime may still be exchanging them).
@@ -107,16 +108,26 @@ private:
   unsigned constCounter = 0;
 };
 
-/// Arena bytes a view covers; nullopt for a value that is not a view.
-std::optional<std::pair<int64_t, int64_t>> arenaRange(Value v) {
+/// Arena bytes a view covers (elements [first, last) of it when given);
+/// nullopt for a value that is not a view.
+std::optional<std::pair<int64_t, int64_t>>
+arenaRange(Value v, int64_t first = 0, int64_t last = -1) {
   auto view = v.getDefiningOp<exec::ViewOp>();
   if (!view)
     return std::nullopt;
   auto type = llvm::cast<ShapedType>(view.getType());
+  int64_t size = std::max<int64_t>(type.getElementTypeBitWidth() / 8, 1);
   int64_t begin = static_cast<int64_t>(view.getOffset());
-  int64_t bytes = type.getNumElements() *
-                  std::max<int64_t>(type.getElementTypeBitWidth() / 8, 1);
-  return std::make_pair(begin, begin + bytes);
+  if (last < 0)
+    last = type.getNumElements();
+  return std::make_pair(begin + first * size, begin + last * size);
+}
+
+/// The elements [begin, end) an all-reduce reduces.
+std::pair<int64_t, int64_t> reducedRange(exec::AllReduceOp op) {
+  if (std::optional<ArrayRef<int64_t>> r = op.getRange())
+    return {(*r)[0], (*r)[1]};
+  return {0, op.getBuffer().getType().getNumElements()};
 }
 
 void Emitter::waitBefore(Operation &op) {
@@ -125,10 +136,19 @@ void Emitter::waitBefore(Operation &op) {
   auto kernel = llvm::dyn_cast<exec::KernelOp>(op);
   bool wait = llvm::isa<func::ReturnOp>(op) ||
               (kernel && kernel.getKernel().ends_with("_update"));
+  // An all-reduce of a range of a buffer touches only that range: the
+  // tiles of one gradient go out one after another without waiting.
+  auto touched = [&](Value v) {
+    if (auto ar = llvm::dyn_cast<exec::AllReduceOp>(op)) {
+      auto [first, last] = reducedRange(ar);
+      return arenaRange(v, first, last);
+    }
+    return arenaRange(v);
+  };
   for (Value v : op.getOperands()) {
     if (wait)
       break;
-    if (std::optional<std::pair<int64_t, int64_t>> r = arenaRange(v))
+    if (std::optional<std::pair<int64_t, int64_t>> r = touched(v))
       for (auto [begin, end] : pending)
         wait |= r->first < end && begin < r->second;
   }
@@ -140,8 +160,9 @@ void Emitter::waitBefore(Operation &op) {
   pending.clear();
 }
 
-void Emitter::started(Value buffer) {
-  if (std::optional<std::pair<int64_t, int64_t>> r = arenaRange(buffer))
+void Emitter::started(Value buffer, int64_t first, int64_t last) {
+  if (std::optional<std::pair<int64_t, int64_t>> r =
+          arenaRange(buffer, first, last))
     pending.push_back(*r);
 }
 
@@ -203,10 +224,12 @@ LogicalResult Emitter::emitFunction(func::FuncOp fn, StringRef cName) {
            << ", ";
       else
         os << "  if (ctx->all_reduce_mean_f32(ctx->comm, ";
-      os << name(ar.getBuffer()) << ", "
-         << ar.getBuffer().getType().getNumElements()
-         << ") != 0)\n    return OTC_STEP_ERR_COMM;\n";
-      started(ar.getBuffer());
+      auto [begin, end] = reducedRange(ar);
+      os << name(ar.getBuffer());
+      if (begin != 0)
+        os << " + " << begin;
+      os << ", " << end - begin << ") != 0)\n    return OTC_STEP_ERR_COMM;\n";
+      started(ar.getBuffer(), begin, end);
     } else if (auto bc = llvm::dyn_cast<exec::BroadcastOp>(op)) {
       os << "  if (ctx->broadcast_f32(ctx->comm, " << bc.getRootAttr().getInt()
          << ", " << name(bc.getBuffer()) << ", "

@@ -10,6 +10,8 @@
 
 #include "mlir/IR/Builders.h"
 
+#include <map>
+
 namespace otc {
 #define GEN_PASS_DEF_INSERTALLREDUCE
 #include "passes/Passes.h.inc"
@@ -28,6 +30,32 @@ struct InsertAllReduce : otc::impl::InsertAllReduceBase<InsertAllReduce> {
   /// over the tiled axes, an order every rank holding them shares.
   static Value averageTiles(OpBuilder &b, Location loc, Value grad,
                             DictionaryAttr tiles) {
+    // Tiles that are row ranges of the row-major gradient (one tiled axis,
+    // nothing but unit dims before it) are averaged in place, one ranged
+    // all-reduce each, in the same order; no copies.
+    auto axes = tiles.getAs<ArrayAttr>("axes");
+    auto type = llvm::cast<RankedTensorType>(grad.getType());
+    int64_t axis = llvm::cast<IntegerAttr>(axes[0]).getInt();
+    if (axes.size() == 1 && llvm::all_of(type.getShape().take_front(axis),
+                                         [](int64_t d) { return d == 1; })) {
+      int64_t inner = 1;
+      for (int64_t d : type.getShape().drop_front(axis + 1))
+        inner *= d;
+      ArrayRef<int64_t> cut =
+          llvm::cast<DenseI64ArrayAttr>(tiles.getAs<ArrayAttr>("cuts")[0]);
+      std::map<SmallVector<int64_t>, SmallVector<size_t>> bySet;
+      for (auto [i, o] : llvm::enumerate(tiles.getAs<ArrayAttr>("owners")
+                                             .getAsRange<DenseI64ArrayAttr>()))
+        if (o.size() > 1) // a single owner averages over itself
+          bySet[SmallVector<int64_t>(o.asArrayRef())].push_back(i);
+      for (auto &[set, members] : bySet)
+        for (size_t i : members)
+          grad = b.create<dist::AllReduceOp>(
+              loc, type, grad, dist::ReduceKind::mean,
+              b.getDenseI64ArrayAttr(set),
+              b.getDenseI64ArrayAttr({cut[i] * inner, cut[i + 1] * inner}));
+      return grad;
+    }
     return sdp::mapTiles(
         b, loc, grad, tiles,
         [](ArrayRef<int64_t> owners) -> std::optional<SmallVector<int64_t>> {
@@ -36,9 +64,9 @@ struct InsertAllReduce : otc::impl::InsertAllReduceBase<InsertAllReduce> {
           return SmallVector<int64_t>(owners);
         },
         [&](ArrayRef<int64_t> ranks, Value flat) -> Value {
-          return b.create<dist::AllReduceOp>(loc, flat.getType(), flat,
-                                             dist::ReduceKind::mean,
-                                             b.getDenseI64ArrayAttr(ranks));
+          return b.create<dist::AllReduceOp>(
+              loc, flat.getType(), flat, dist::ReduceKind::mean,
+              b.getDenseI64ArrayAttr(ranks), DenseI64ArrayAttr());
         });
   }
 
@@ -77,7 +105,7 @@ struct InsertAllReduce : otc::impl::InsertAllReduceBase<InsertAllReduce> {
         return; // a single owner averages over itself
       Value avg = b.create<dist::AllReduceOp>(
           op->getLoc(), op->getOperand(1).getType(), op->getOperand(1),
-          dist::ReduceKind::mean, ranks);
+          dist::ReduceKind::mean, ranks, DenseI64ArrayAttr());
       op->setOperand(1, avg);
     });
     sdp::broadcastOwnedUpdates(module, worldSize);

@@ -171,8 +171,8 @@ struct AllReducePattern : OpConversionPattern<dist::AllReduceOp> {
         writableBuffer(rewriter, op, op.getInput(), adaptor.getInput());
     rewriter.create<exec::AllReduceOp>(
         op.getLoc(), buffer,
-        rewriter.getStringAttr(dist::stringifyReduceKind(op.getKind())),
-        *group);
+        rewriter.getStringAttr(dist::stringifyReduceKind(op.getKind())), *group,
+        op.getRangeAttr());
     rewriter.replaceOp(op, buffer);
     return success();
   }

@@ -109,10 +109,14 @@ def Sdp : Pass<"otc-sdp", "mlir::ModuleOp"> {
   let description = [{
     Finds the components as `otc-sdp-find-components` does (a neuron group
     becomes `world-size` contiguous chunks of its features), gives each
-    max(1, round(active * world-size)) owner ranks in a balanced cycle
-    (`assignment=random`: the cycle runs over a seeded permutation of the
-    ranks), and clones @forward into one `@forward_rank<r>` per distinct
-    mask, named after the first rank with that mask.
+    n = max(1, round(active * world-size)) consecutive owner ranks of the
+    cycle of ranks, the c-th of a family of K starting at
+    c * world-size / K, so that neighbouring owner sets overlap
+    (`assignment=disjoint`: the cycle runs on by n per component, owner
+    sets are equal or disjoint; `random`: the cycle runs over a seeded
+    permutation of the ranks), and clones @forward into one
+    `@forward_rank<r>` per distinct mask, named after the first rank with
+    that mask.
 
     Forward masking: a dropped branch becomes the identity and its
     parameters disappear; dropped features are sliced out of every
@@ -148,7 +152,9 @@ def Sdp : Pass<"otc-sdp", "mlir::ModuleOp"> {
     Option<"seed", "seed", "uint64_t", "0",
            "Seed of the random assignment">,
     Option<"assignment", "assignment", "std::string", "\"cyclic\"",
-           "cyclic (balanced) or random (seeded, still balanced)">,
+           "cyclic (balanced, neighbouring owner sets overlap), disjoint "
+           "(owner sets equal or disjoint) or random (seeded, still "
+           "balanced)">,
     Option<"rescale", "rescale", "std::string", "\"auto\"",
            "Scale kept components by world-size / owners (forward masking): "
            "on, off, or auto (on unless the model has BatchNorm)">,

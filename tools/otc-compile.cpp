@@ -121,7 +121,9 @@ cl::opt<std::string> sdpMasking(
     cl::init("forward"), cl::cat(category));
 cl::opt<std::string> sdpAssignment(
     "sdp-assignment",
-    cl::desc("cyclic (balanced, the default) or random (seeded by --seed)"),
+    cl::desc("cyclic (balanced, neighbouring owner sets overlap: the "
+             "default), disjoint (owner sets equal or disjoint: fewer owner "
+             "groups) or random (seeded by --seed)"),
     cl::init("cyclic"), cl::cat(category));
 cl::opt<std::string> sdpRescale(
     "sdp-rescale",

@@ -30,6 +30,14 @@ static std::optional<int64_t> worldSizeOf(Operation *op) {
 }
 
 LogicalResult AllReduceOp::verify() {
+  if (std::optional<ArrayRef<int64_t>> range = getRange()) {
+    int64_t n = getInput().getType().getNumElements();
+    if (range->size() != 2 || (*range)[0] < 0 || (*range)[0] >= (*range)[1] ||
+        (*range)[1] > n)
+      return emitOpError("range must be [begin, end) with 0 <= begin < end "
+                         "<= ")
+             << n;
+  }
   std::optional<ArrayRef<int64_t>> ranks = getRanks();
   if (!ranks)
     return success();

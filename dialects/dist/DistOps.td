@@ -45,13 +45,19 @@ def Dist_AllReduceOp : Dist_Op<"all_reduce",
     ranks take part (an SDP owner group: one sub-communicator per distinct
     set) and `mean` divides by their number.
 
+    With `range` = [begin, end), only those elements of the row-major input
+    are reduced and the others pass through: the tiles of an SDP parameter
+    whose parts have different owners, each in place with its owners.
+
     ```mlir
     %avg = dist.all_reduce mean %grad : tensor<256x784xf32>
     %own = dist.all_reduce mean %grad {ranks = array<i64: 0, 2>} : tensor<256x784xf32>
+    %top = dist.all_reduce mean %grad {range = array<i64: 0, 50176>, ranks = array<i64: 0, 1>} : tensor<256x784xf32>
     ```
   }];
   let arguments = (ins RankedTensorOf<[F32]>:$input, Dist_ReduceKind:$kind,
-                       OptionalAttr<DenseI64ArrayAttr>:$ranks);
+                       OptionalAttr<DenseI64ArrayAttr>:$ranks,
+                       OptionalAttr<DenseI64ArrayAttr>:$range);
   let results = (outs RankedTensorOf<[F32]>:$result);
   let assemblyFormat = "$kind $input attr-dict `:` type($input)";
   let hasVerifier = 1;

@@ -98,7 +98,8 @@ def Exec_AllReduceOp : Exec_Op<"all_reduce",
   let description = [{
     With `group`, over the ranks of that SDP owner group only (an index
     into the module's `dist.sdp` groups; the runtime holds one
-    sub-communicator per group).
+    sub-communicator per group). With `range` = [begin, end), only those
+    elements of the buffer.
 
     ```mlir
     exec.all_reduce mean %grad : memref<256x784xf32>
@@ -106,7 +107,8 @@ def Exec_AllReduceOp : Exec_Op<"all_reduce",
     ```
   }];
   let arguments = (ins MemRefOf<[F32]>:$buffer, StrAttr:$kind,
-                       OptionalAttr<I64Attr>:$group);
+                       OptionalAttr<I64Attr>:$group,
+                       OptionalAttr<DenseI64ArrayAttr>:$range);
   let assemblyFormat = "$kind $buffer attr-dict `:` type($buffer)";
   let hasVerifier = 1;
 }

@@ -285,10 +285,11 @@ def gpt8(path):
 
 def owned_chunks(rank, world, active):
     """The chunks (of `world` per group) `rank` owns: Sdp's cyclic
-    assignment, round(active * world) consecutive owners per chunk."""
+    assignment, round(active * world) consecutive owners per chunk, chunk
+    c's starting at rank c."""
     n = max(1, min(world, round(active * world)))
     return [c for c in range(world)
-            if rank in [(c * n + j) % world for j in range(n)]]
+            if rank in [(c + j) % world for j in range(n)]]
 
 
 def masked_copy(model, layers, chunks, world):

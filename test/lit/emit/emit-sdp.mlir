@@ -12,7 +12,11 @@
 // CHECK-LABEL: static int otc_train_step(
 // CHECK: if (ctx->group_all_reduce_mean_f32(ctx->comm, 0, [[G1:v[0-9]+]], 16) != 0)
 // CHECK-NEXT: return OTC_STEP_ERR_COMM;
-// CHECK: if (ctx->all_reduce_mean_f32(ctx->comm, {{v[0-9]+}}, 12) != 0)
+// The head's gradient goes out in two ranges of its buffer, in place and
+// without waiting for the first.
+// CHECK: if (ctx->all_reduce_mean_f32(ctx->comm, [[H:v[0-9]+]], 4) != 0)
+// CHECK-NOT: wait_collectives
+// CHECK: if (ctx->all_reduce_mean_f32(ctx->comm, [[H]] + 4, 8) != 0)
 // CHECK: if (int rc = ctx->agree_finite(ctx->comm))
 // CHECK-NEXT: return rc == OTC_STEP_SKIPPED_NONFINITE ? rc : OTC_STEP_ERR_COMM;
 // CHECK-NEXT: { // sgd_update
@@ -34,7 +38,8 @@ module attributes {dist.world_size = 4 : i64, dist.sdp = {active = 5.000000e-01 
     %dw1 = graph.gemm %x, %h {transA = true} : (tensor<2x4xf32>, tensor<2x4xf32>) -> tensor<4x4xf32>
     %dwh = graph.gemm %y, %h2 {transA = true} : (tensor<2x3xf32>, tensor<2x4xf32>) -> tensor<3x4xf32>
     %a1 = dist.all_reduce mean %dw1 {ranks = array<i64: 0, 1>} : tensor<4x4xf32>
-    %ah = dist.all_reduce mean %dwh : tensor<3x4xf32>
+    %ah0 = dist.all_reduce mean %dwh {range = array<i64: 0, 4>} : tensor<3x4xf32>
+    %ah = dist.all_reduce mean %ah0 {range = array<i64: 4, 12>} : tensor<3x4xf32>
     %n1 = graph.sgd_update %w1, %a1 {lr = 1.0e-02 : f32, weight_decay = 0.0 : f32} : tensor<4x4xf32>
     %nh = graph.sgd_update %wh, %ah {lr = 1.0e-02 : f32, weight_decay = 0.0 : f32} : tensor<3x4xf32>
     %b1 = dist.broadcast %n1 {root = 0 : i64} : tensor<4x4xf32>

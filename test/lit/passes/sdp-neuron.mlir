@@ -1,8 +1,9 @@
 // RUN: otc-opt %s --otc-sdp="mode=neuron world-size=2 active=0.5" | FileCheck %s
-// RUN: otc-opt %s --otc-sdp="mode=neuron world-size=4 active=0.5" --otc-build-training="loss=mse" --otc-insert-allreduce="world-size=4" | FileCheck %s --check-prefix=TRAIN
-// RUN: otc-opt %s --otc-sdp="mode=neuron world-size=4 active=0.75" --otc-build-training="loss=mse" --otc-insert-allreduce="world-size=4" | FileCheck %s --check-prefix=TILES
-// RUN: otc-opt %s --otc-sdp="mode=neuron world-size=4 active=0.75" --otc-build-training="loss=mse" --otc-bucket-gradients | FileCheck %s --check-prefix=TILES-COMPRESS
-// RUN: otc-opt %s --otc-sdp="mode=neuron world-size=4 active=0.5 masking=backward" --otc-build-training="loss=mse optimizer=adam" --otc-insert-allreduce="world-size=4" | FileCheck %s --check-prefix=BWD
+// RUN: otc-opt %s --otc-sdp="mode=neuron world-size=4 active=0.5 assignment=disjoint" --otc-build-training="loss=mse" --otc-insert-allreduce="world-size=4" | FileCheck %s --check-prefix=TRAIN
+// RUN: otc-opt %s --otc-sdp="mode=neuron world-size=4 active=0.5" --otc-build-training="loss=mse" --otc-insert-allreduce="world-size=4" | FileCheck %s --check-prefix=CYCLIC
+// RUN: otc-opt %s --otc-sdp="mode=neuron world-size=4 active=0.75 assignment=disjoint" --otc-build-training="loss=mse" --otc-insert-allreduce="world-size=4" | FileCheck %s --check-prefix=TILES
+// RUN: otc-opt %s --otc-sdp="mode=neuron world-size=4 active=0.75 assignment=disjoint" --otc-build-training="loss=mse" --otc-bucket-gradients | FileCheck %s --check-prefix=TILES-COMPRESS
+// RUN: otc-opt %s --otc-sdp="mode=neuron world-size=4 active=0.5 masking=backward assignment=disjoint" --otc-build-training="loss=mse optimizer=adam" --otc-insert-allreduce="world-size=4" | FileCheck %s --check-prefix=BWD
 
 
 // Neuron groups: fc1's 8 hidden units (through its bias and a relu) into
@@ -37,8 +38,9 @@ func.func @forward(%x: tensor<2x5xf32> {otc.input = "x", otc.role = "data"},
 // CHECK: graph.gemm %[[S]], %arg3, %arg4 {transB = true} : (tensor<2x4xf32>, tensor<3x4xf32>, tensor<3xf32>) -> tensor<2x3xf32>
 // CHECK: graph.matmul %{{.*}}, %arg5 : (tensor<2x3xf32>, tensor<3x3xf32>) -> tensor<2x3xf32>
 
-// Four ranks, two owners per chunk: ranks {0, 1} and {2, 3} hold the same
-// chunks and average their gradients in their owner group.
+// Four ranks, two owners per chunk, the cycle run on by two per chunk
+// (`disjoint`): ranks {0, 1} and {2, 3} hold the same chunks and average
+// their gradients in their owner group.
 // TRAIN-LABEL: func.func @train_step_rank0(
 // TRAIN-SAME: tensor<4x5xf32> {otc.param = "fc1.weight", otc.sdp_owners = array<i64: 0, 1>, otc.sdp_slices = [{axis = 0 : i64, ranges = array<i64: 0, 2, 4, 6>}]}
 // TRAIN: dist.all_reduce mean %{{.*}} {ranks = array<i64: 0, 1>} : tensor<4x5xf32>
@@ -48,22 +50,19 @@ func.func @forward(%x: tensor<2x5xf32> {otc.input = "x", otc.role = "data"},
 
 // Four ranks, three owners per chunk: chunk c is owned by {0,1,2}, {3,0,1},
 // {2,3,0}, {1,2,3}, so rank 0 holds chunks 0-2 of fc1 with three different
-// owner sets. Its gradient is averaged tile by tile, each over its owners,
-// and put back together.
+// owner sets. Its gradient is averaged tile by tile, each over its owners:
+// row tiles in place, one ranged all-reduce each.
 // TILES-LABEL: func.func @train_step_rank0(
 // TILES-SAME: tensor<6x5xf32> {otc.param = "fc1.weight", otc.sdp_slices = [{axis = 0 : i64, ranges = array<i64: 0, 6>}], otc.sdp_tiles = {axes = [0], cuts = [array<i64: 0, 2, 4, 6>], owners = [array<i64: 0, 1, 2>, array<i64: 0, 1, 3>, array<i64: 0, 2, 3>]}}
 // fc2.weight: rows of fc2's chunks by columns of fc1's (fc2's 6 features
 // in chunks of 1, 2, 1, 2); a tile's owners are those of both its chunks.
 // TILES-SAME: otc.param = "fc2.weight", {{.*}}otc.sdp_tiles = {axes = [0, 1], cuts = [array<i64: 0, 1, 3, 4>, array<i64: 0, 2, 4, 6>], owners = [array<i64: 0, 1, 2>, array<i64: 0, 1>, array<i64: 0, 2>, array<i64: 0, 1>, array<i64: 0, 1, 3>, array<i64: 0, 3>, array<i64: 0, 2>, array<i64: 0, 3>, array<i64: 0, 2, 3>]}
-// TILES: %[[T0:.*]] = graph.slice %[[G:.*]] {starts = array<i64: 0, 0>, steps = array<i64: 1, 1>} : tensor<6x5xf32> -> tensor<2x5xf32>
-// TILES-NEXT: %[[T1:.*]] = graph.slice %[[G]] {starts = array<i64: 2, 0>, steps = array<i64: 1, 1>} : tensor<6x5xf32> -> tensor<2x5xf32>
-// TILES-NEXT: %[[T2:.*]] = graph.slice %[[G]] {starts = array<i64: 4, 0>, steps = array<i64: 1, 1>} : tensor<6x5xf32> -> tensor<2x5xf32>
-// TILES-NEXT: %[[A0:.*]] = dist.all_reduce mean %[[T0]] {ranks = array<i64: 0, 1, 2>} : tensor<2x5xf32>
-// TILES-NEXT: %[[A1:.*]] = dist.all_reduce mean %[[T1]] {ranks = array<i64: 0, 1, 3>} : tensor<2x5xf32>
-// TILES-NEXT: %[[A2:.*]] = dist.all_reduce mean %[[T2]] {ranks = array<i64: 0, 2, 3>} : tensor<2x5xf32>
-// TILES-NEXT: graph.concat %[[A0]], %[[A1]], %[[A2]] {axis = 0 : i64} : (tensor<2x5xf32>, tensor<2x5xf32>, tensor<2x5xf32>) -> tensor<6x5xf32>
-// fc2.weight's tiles of one owner set (two of {0, 1}) travel flattened in
-// one all-reduce.
+// TILES: %[[A0:.*]] = dist.all_reduce mean %{{.*}} {range = array<i64: 0, 10>, ranks = array<i64: 0, 1, 2>} : tensor<6x5xf32>
+// TILES-NEXT: %[[A1:.*]] = dist.all_reduce mean %[[A0]] {range = array<i64: 10, 20>, ranks = array<i64: 0, 1, 3>} : tensor<6x5xf32>
+// TILES-NEXT: %[[A2:.*]] = dist.all_reduce mean %[[A1]] {range = array<i64: 20, 30>, ranks = array<i64: 0, 2, 3>} : tensor<6x5xf32>
+// TILES-NEXT: graph.sgd_update %arg1, %[[A2]]
+// fc2.weight's tiles (a 2-D grid) are slices; those of one owner set (two
+// of {0, 1}) travel flattened in one all-reduce.
 // TILES: %[[F:.*]] = graph.concat %{{.*}}, %{{.*}} {axis = 0 : i64} : (tensor<{{[0-9]+}}xf32>, tensor<{{[0-9]+}}xf32>) -> tensor<[[N:[0-9]+]]xf32>
 // TILES-NEXT: dist.all_reduce mean %[[F]] {ranks = array<i64: 0, 1>} : tensor<[[N]]xf32>
 // Compressed: each tile goes into the bucket of its owner set; the
@@ -98,3 +97,20 @@ func.func @forward(%x: tensor<2x5xf32> {otc.input = "x", otc.role = "data"},
 // BWD-LABEL: func.func @train_step_rank2(
 // BWD-SAME: %arg11: tensor<4x4xf32> {otc.state = "fc2.weight.exp_avg"}
 // BWD-NOT: func.func @train_step_rank1
+
+// The default cycle starts chunk c at rank c: chunk c is owned by {c, c+1}
+// (mod 4), so rank 0 holds chunks 0 and 3 of every group, with owners
+// {0, 1} and {0, 3}: its parameters are held in tiles, each averaged with
+// its owners; row tiles in place (a ranged all-reduce each), the 2-D grid
+// of fc2.weight through slices. Every rank has a mask of its own.
+// CYCLIC: components = [{name = "fc1[0]", owners = array<i64: 0, 1>}, {name = "fc1[1]", owners = array<i64: 1, 2>}, {name = "fc1[2]", owners = array<i64: 2, 3>}, {name = "fc1[3]", owners = array<i64: 0, 3>}
+// CYCLIC-LABEL: func.func @train_step_rank0(
+// CYCLIC-SAME: otc.param = "fc1.weight", otc.sdp_slices = [{axis = 0 : i64, ranges = array<i64: 0, 2, 6, 8>}], otc.sdp_tiles = {axes = [0], cuts = [array<i64: 0, 2, 4>], owners = [array<i64: 0, 1>, array<i64: 0, 3>]}
+// CYCLIC: %[[A:.*]] = dist.all_reduce mean %{{.*}} {range = array<i64: 0, 10>, ranks = array<i64: 0, 1>} : tensor<4x5xf32>
+// CYCLIC-NEXT: dist.all_reduce mean %[[A]] {range = array<i64: 10, 20>, ranks = array<i64: 0, 3>} : tensor<4x5xf32>
+// CYCLIC: dist.all_reduce mean %{{.*}} {ranks = array<i64: 0, 1>} : tensor<1x2xf32>
+// CYCLIC: dist.all_reduce mean %{{.*}} {ranks = array<i64: 0, 3>} : tensor<2x2xf32>
+// CYCLIC-LABEL: func.func @train_step_rank1(
+// CYCLIC-SAME: otc.sdp_tiles = {axes = [0], cuts = [array<i64: 0, 2, 4>], owners = [array<i64: 0, 1>, array<i64: 1, 2>]}
+// CYCLIC-LABEL: func.func @train_step_rank2(
+// CYCLIC-LABEL: func.func @train_step_rank3(

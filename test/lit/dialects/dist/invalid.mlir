@@ -85,3 +85,11 @@ func.func @unbucket_size(%b: tensor<7xf32>) {
   %0 = dist.unbucket %b : tensor<7xf32> -> tensor<2x3xf32>
   return
 }
+
+// -----
+
+func.func @range(%g: tensor<2x4xf32>) {
+  // expected-error @+1 {{range must be [begin, end) with 0 <= begin < end <= 8}}
+  %0 = dist.all_reduce mean %g {range = array<i64: 4, 9>} : tensor<2x4xf32>
+  return
+}

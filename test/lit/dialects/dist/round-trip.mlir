@@ -6,6 +6,8 @@ func.func @avg(%g: tensor<16x8xf32>) -> tensor<16x8xf32> {
   %0 = dist.all_reduce mean %g : tensor<16x8xf32>
   // CHECK: dist.all_reduce sum
   %1 = dist.all_reduce sum %0 : tensor<16x8xf32>
+  // CHECK: dist.all_reduce mean %{{.*}} {range = array<i64: 8, 64>} : tensor<16x8xf32>
+  %r = dist.all_reduce mean %1 {range = array<i64: 8, 64>} : tensor<16x8xf32>
   return %1 : tensor<16x8xf32>
 }
 
