@@ -264,15 +264,96 @@ static Value concatAxis(OpBuilder &b, Location loc, ArrayRef<Value> pieces,
                             b.getI64IntegerAttr(axis));
 }
 
-/// The kept ranges of `whole` along each record's axis.
+/// `len` elements of v along `axis` from `start`, computed from the
+/// matching part of v's operands when v is a product whose other users are
+/// none (`owned`): a part of a weight gradient costs only its share of the
+/// product. Through transposes, sums over broadcast dims and concatenations
+/// along other axes to gemm, matmul and conv weight-gradient products.
+static Value slicePart(OpBuilder &b, Location loc, Value v, int64_t axis,
+                       int64_t start, int64_t len, bool owned) {
+  Operation *op = v.getDefiningOp();
+  auto sliced = [&](Type t) {
+    auto rt = llvm::cast<RankedTensorType>(t);
+    SmallVector<int64_t> shape(rt.getShape());
+    shape[axis] = len;
+    return rt.clone(shape);
+  };
+  // An operand's part: pushed further only through values nothing else
+  // uses.
+  auto part = [&](Value x, int64_t at) {
+    return slicePart(b, loc, x, at, start, len, x.hasOneUse());
+  };
+  if (!owned || !op)
+    return sliceAxis(b, loc, v, axis, start, len);
+  if (auto t = llvm::dyn_cast<TransposeOp>(op))
+    return b.create<TransposeOp>(loc, sliced(v.getType()),
+                                 part(t.getInput(), t.getPerm()[axis]),
+                                 t.getPermAttr());
+  if (auto r = llvm::dyn_cast<ReduceSumToOp>(op)) {
+    auto in = llvm::cast<RankedTensorType>(r.getInput().getType());
+    int64_t at = axis + in.getRank() -
+                 llvm::cast<RankedTensorType>(v.getType()).getRank();
+    if (in.getDimSize(at) ==
+        llvm::cast<RankedTensorType>(v.getType()).getDimSize(axis))
+      return b.create<ReduceSumToOp>(loc, sliced(v.getType()),
+                                     part(r.getInput(), at));
+  }
+  if (auto c = llvm::dyn_cast<ConcatOp>(op); c && c.getAxis() != axis) {
+    SmallVector<Value> pieces;
+    for (Value x : c.getInputs())
+      pieces.push_back(part(x, axis));
+    return b.create<ConcatOp>(loc, sliced(v.getType()), pieces,
+                              c.getAxisAttr());
+  }
+  if (auto g = llvm::dyn_cast<GemmOp>(op); g && !g.getC()) {
+    Value a = g.getA(), bb = g.getB();
+    if (axis == 0)
+      a = part(a, g.getTransA() ? 1 : 0);
+    else
+      bb = part(bb, g.getTransB() ? 0 : 1);
+    return b.create<GemmOp>(loc, a, bb, Value(), g.getAlphaAttr(),
+                            g.getBetaAttr(), g.getTransAAttr(),
+                            g.getTransBAttr());
+  }
+  if (auto m = llvm::dyn_cast<MatMulOp>(op)) {
+    int64_t rank = llvm::cast<RankedTensorType>(v.getType()).getRank();
+    int64_t ra = llvm::cast<RankedTensorType>(m.getA().getType()).getRank();
+    int64_t rb = llvm::cast<RankedTensorType>(m.getB().getType()).getRank();
+    if (axis == rank - 2)
+      return b.create<MatMulOp>(loc,
+                                part(m.getA(), m.getTransA() ? ra - 1 : ra - 2),
+                                m.getB(), m.getTransAAttr(), m.getTransBAttr());
+    if (axis == rank - 1)
+      return b.create<MatMulOp>(loc, m.getA(),
+                                part(m.getB(), m.getTransB() ? rb - 2 : rb - 1),
+                                m.getTransAAttr(), m.getTransBAttr());
+  }
+  // result[o, i, ...] sums grad[n, o, ...] * input[n, i, ...].
+  if (auto w = llvm::dyn_cast<ConvGradWeightOp>(op);
+      w && (axis == 0 || (axis == 1 && w.getGroup() == 1))) {
+    Value grad = w.getGrad(), input = w.getInput();
+    if (axis == 0)
+      grad = part(grad, 1);
+    else
+      input = part(input, 1);
+    return b.create<ConvGradWeightOp>(loc, sliced(v.getType()), grad, input,
+                                      w.getStridesAttr(), w.getDilationsAttr(),
+                                      w.getPadsBeginAttr(), w.getPadsEndAttr(),
+                                      w.getGroupAttr());
+  }
+  return sliceAxis(b, loc, v, axis, start, len);
+}
+
+/// The kept ranges of `whole` along each record's axis; with `owned` (a
+/// gradient nothing else reads) computed as parts of its product.
 static Value takePart(OpBuilder &b, Location loc, Value whole,
-                      ArrayAttr records) {
+                      ArrayAttr records, bool owned = false) {
   for (Attribute r : records) {
     auto [axis, ranges] = sliceRecord(r);
     SmallVector<Value> pieces;
     for (size_t k = 0; k + 1 < ranges.size(); k += 2)
-      pieces.push_back(
-          sliceAxis(b, loc, whole, axis, ranges[k], ranges[k + 1] - ranges[k]));
+      pieces.push_back(slicePart(b, loc, whole, axis, ranges[k],
+                                 ranges[k + 1] - ranges[k], owned));
     whole = concatAxis(b, loc, pieces, axis);
   }
   return whole;
@@ -434,7 +515,7 @@ LogicalResult BuildTraining::buildTrainStep(ModuleOp module,
     if (ArrayAttr part = trainedPart(forward, p)) {
       w = takePart(b, loc, w, part);
       if (g)
-        g = takePart(b, loc, g, part);
+        g = takePart(b, loc, g, part, g.use_empty());
     }
     trained.push_back({w, g});
   }

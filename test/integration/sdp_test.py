@@ -23,7 +23,8 @@
 #   averaged tile by tile), also compressed (each tile in the bucket of its
 #   owner set): the same checks;
 # - neuron-level, backward masking: C = 1 equals data parallelism bit for
-#   bit; C = 0.5 and 0.75 on 4 ranks (SGD, 3 steps) end with the weights of
+#   bit; C = 0.5 and 0.75 on 4 ranks (SGD, 3 steps), and the residual CNN
+#   (conv weight gradients, BatchNorm) at C = 0.5, end with the weights of
 #   a PyTorch reference that averages each element's gradient over its
 #   owners only (every rank holds the same values after each step); with
 #   topk-int8 compression the owner and export checks;
@@ -92,6 +93,7 @@ def residual_mlp(path):
                       input_names=["input"], output_names=["logits"],
                       training=torch.onnx.TrainingMode.TRAINING,
                       do_constant_folding=False)
+    return model
 
 
 def component_of(name):
@@ -104,7 +106,7 @@ def main():
     args, ctx = T.parse_args("sdp", "Subnetwork data parallelism end to end.")
     checks = T.Checks("sdp")
     onnx_path = ctx.path("rmlp.onnx")
-    residual_mlp(onnx_path)
+    rmlp = residual_mlp(onnx_path)
     init = T.read_onnx_weights(onnx_path)
     data, _, _ = T.make_classification(ctx.path("data"), 4 * 8 * 8, seed=3,
                                        shape=(64,))
@@ -238,7 +240,7 @@ def main():
                  "program, naming the SDP assignment",
                  r.returncode != 0 and "SDP assignment" in text,
                  "exit %s: %s" % (r.returncode, text.strip()[-300:]))
-    neuron_backward(ctx, checks, args.threads, onnx_path, init)
+    neuron_backward(ctx, checks, args.threads, rmlp)
     attention_heads(ctx, checks, args.threads)
     memory(ctx, checks)
     checks.finish()
@@ -322,97 +324,123 @@ def masked_copy(model, layers, chunks, world):
     return m
 
 
-def neuron_backward(ctx, checks, threads, onnx_path, init):
-    """N-SDP with backward masking against a PyTorch reference: the whole
-    model runs forward on every rank; each element of fc1's rows (and
-    bias) and fc2's columns is updated with the mean of its owners'
-    gradients only, the shared parameters with everyone's (SGD, so the
-    update is exactly that mean)."""
+def masked_sgd(model, grouped, x, y, world, active, steps, lr, batch):
+    """PyTorch's N-SDP with backward masking: every rank runs the whole
+    model on its shard; each element of a grouped parameter (name -> (axis,
+    features)) is updated with the mean of its owners' gradients only, the
+    others with everyone's (SGD, so the update is exactly that mean)."""
+    import copy
     import torch
     import torch.nn.functional as F
-    torch.set_num_threads(1)
-    batch, steps, lr, hidden = 8, 3, 0.1, 2 * WIDTH
+    model = copy.deepcopy(model).train()
+    params = dict(model.named_parameters())
 
-    def forward(w, x):
-        h = F.relu(F.linear(x, w["stem.weight"], w["stem.bias"]))
-        for i in range(BLOCKS):
-            p = "blocks.%d." % i
-            h = h + F.linear(F.relu(F.linear(h, w[p + "fc1.weight"],
-                                             w[p + "fc1.bias"])),
-                             w[p + "fc2.weight"], w[p + "fc2.bias"])
-        return F.linear(F.relu(h), w["head.weight"], w["head.bias"])
-
-    def masks(rank, world, active):
-        keep = torch.zeros(hidden)
+    def mask(rank, name):
+        p = params[name]
+        if name not in grouped:
+            return torch.ones(p.shape)
+        axis, f = grouped[name]
+        keep = torch.zeros(f)
         for c in owned_chunks(rank, world, active):
-            keep[c * hidden // world:(c + 1) * hidden // world] = 1
-        m = {k: torch.ones(v.shape) for k, v in init.items()}
-        for i in range(BLOCKS):
-            p = "blocks.%d." % i
-            m[p + "fc1.weight"] = keep[:, None].expand(hidden, WIDTH).clone()
-            m[p + "fc1.bias"] = keep.clone()
-            m[p + "fc2.weight"] = keep[None, :].expand(WIDTH, hidden).clone()
-        return m
+            keep[c * f // world:(c + 1) * f // world] = 1
+        shape = [1] * p.dim()
+        shape[axis] = f
+        return keep.reshape(shape).expand(p.shape)
 
-    def reference(x, y, world, active):
-        w = {k: torch.tensor(v) for k, v in init.items()}
-        ms = [masks(r, world, active) for r in range(world)]
-        for s in range(steps):
-            num = {k: torch.zeros(v.shape) for k, v in w.items()}
-            den = {k: torch.zeros(v.shape) for k, v in w.items()}
-            for r in range(world):
-                wr = {k: v.clone().requires_grad_() for k, v in w.items()}
-                rows = slice((s * world + r) * batch, (s * world + r + 1) *
-                             batch)
-                F.cross_entropy(forward(wr, torch.from_numpy(x[rows])),
-                                torch.from_numpy(y[rows])).backward()
-                for k in w:
-                    num[k] += ms[r][k] * wr[k].grad
-                    den[k] += ms[r][k]
-            with torch.no_grad():
-                for k in w:
-                    w[k] -= lr * torch.where(den[k] > 0,
-                                             num[k] / den[k].clamp(min=1),
-                                             torch.zeros(()))
-        return {k: v.numpy() for k, v in w.items()}
+    masks = [{k: mask(r, k) for k in params} for r in range(world)]
+    for s in range(steps):
+        num = {k: torch.zeros(p.shape) for k, p in params.items()}
+        den = {k: torch.zeros(p.shape) for k, p in params.items()}
+        for r in range(world):
+            model.zero_grad()
+            rows = slice((s * world + r) * batch, (s * world + r + 1) * batch)
+            F.cross_entropy(model(torch.from_numpy(x[rows])),
+                            torch.from_numpy(y[rows])).backward()
+            for k, p in params.items():
+                num[k] += masks[r][k] * p.grad
+                den[k] += masks[r][k]
+        with torch.no_grad():
+            for k, p in params.items():
+                p -= lr * torch.where(den[k] > 0,
+                                      num[k] / den[k].clamp(min=1),
+                                      torch.zeros(()))
+    return {k: p.detach().numpy() for k, p in params.items()}
 
-    for world, active in ((4, 0.5), (4, 0.75)):
-        what = "neuron-level backward masking, %d ranks, C = %g" % (world,
-                                                                    active)
-        name = "nbw_%d_%d" % (world, active * 100)
-        rng = np.random.RandomState(world)
-        x = rng.randn(steps * world * batch, 64).astype(np.float32)
-        y = rng.randint(0, 10, steps * world * batch).astype(np.int64)
-        xp, yp = ctx.path(name, "x.npy"), ctx.path(name, "y.npy")
-        np.save(xp, x)
-        np.save(yp, y)
-        prog = ctx.path(name, "train")
-        res = T.compile_model(ctx, onnx_path, prog, loss="cross-entropy",
-                              label="labels", optimizer="sgd", lr=lr,
-                              batch=batch, world_size=world, sdp="neuron",
-                              sdp_active=active, sdp_masking="backward")
-        if not T.require_ok(checks, "otc-compile " + what, res):
-            continue
-        exported = ctx.path(name, "trained.onnx")
-        r = T.run(T.train_cmd(prog, {"input": xp, "labels": yp},
-                              ranks=world, steps=steps, no_shuffle=True,
-                              export=exported, threads=threads),
-                  timeout=180, env=dict(os.environ, OTC_SDP_CHECK="1"))
-        if not T.require_ok(checks, what + ": %d steps, every rank holds "
-                            "the same values after each" % steps, r):
-            continue
-        got = T.read_onnx_weights(exported)
-        want = reference(x, y, world, active)
-        ddp = reference(x, y, world, 1.0)
-        err = max(float(np.max(np.abs(got[k] - want[k]))) for k in want)
-        gap = max(float(np.max(np.abs(ddp[k] - want[k]))) for k in want)
-        # The masking must matter at this tolerance: data parallelism's
-        # weights are far from the reference's.
-        checks.check(what + ": weights equal PyTorch's owner-masked "
-                     "gradient averaging (|error| <= 1e-5)",
-                     err <= 1e-5 and gap > 100 * 1e-5,
-                     "max |OTC - reference| %.3g; reference vs data "
-                     "parallelism %.3g" % (err, gap))
+
+def neuron_backward(ctx, checks, threads, rmlp):
+    """N-SDP with backward masking against masked_sgd: the residual MLP
+    (gemm weight gradients, C = 0.5 and 0.75 on 4 ranks) and the residual
+    CNN (conv weight gradients through BatchNorm, C = 0.5). Only the part
+    of each weight gradient a rank trains is computed."""
+    import torch
+    from cnn_fashion_mnist_test import residual_cnn
+    torch.set_num_threads(1)
+    batch, steps, lr = 8, 3, 0.1
+    hidden = 2 * WIDTH
+    mlp_groups = {}
+    for i in range(BLOCKS):
+        p = "blocks.%d." % i
+        mlp_groups.update({p + "fc1.weight": (0, hidden),
+                           p + "fc1.bias": (0, hidden),
+                           p + "fc2.weight": (1, hidden)})
+    cnn = residual_cnn()
+    cnn_path = ctx.path("cnn.onnx")
+    torch.onnx.export(cnn.train(), (torch.zeros(batch, 1, 28, 28),),
+                      cnn_path, input_names=["input"],
+                      output_names=["logits"],
+                      training=torch.onnx.TrainingMode.TRAINING,
+                      do_constant_folding=False, opset_version=15)
+    cnn_groups = {}
+    for blk, c in (("stage1.0", 16), ("stage1.1", 16), ("stage2.0", 32),
+                   ("stage2.1", 32)):
+        cnn_groups.update({blk + ".conv1.weight": (0, c),
+                           blk + ".bn1.weight": (0, c),
+                           blk + ".bn1.bias": (0, c),
+                           blk + ".conv2.weight": (1, c)})
+    cases = [("residual MLP", rmlp, ctx.path("rmlp.onnx"), mlp_groups,
+              (64,), ((4, 0.5), (4, 0.75))),
+             ("residual CNN", cnn, cnn_path, cnn_groups, (1, 28, 28),
+              ((4, 0.5),))]
+    for model_name, model, onnx_path, groups, shape, configs in cases:
+        for world, active in configs:
+            what = ("%s, neuron-level backward masking, %d ranks, C = %g" %
+                    (model_name, world, active))
+            name = "nbw_%s_%d_%d" % (model_name.split()[1], world,
+                                     active * 100)
+            rng = np.random.RandomState(world)
+            x = rng.randn(steps * world * batch, *shape).astype(np.float32)
+            y = rng.randint(0, 10, steps * world * batch).astype(np.int64)
+            xp, yp = ctx.path(name, "x.npy"), ctx.path(name, "y.npy")
+            np.save(xp, x)
+            np.save(yp, y)
+            prog = ctx.path(name, "train")
+            res = T.compile_model(ctx, onnx_path, prog, loss="cross-entropy",
+                                  label="labels", optimizer="sgd", lr=lr,
+                                  batch=batch, world_size=world, sdp="neuron",
+                                  sdp_active=active, sdp_masking="backward")
+            if not T.require_ok(checks, "otc-compile " + what, res):
+                continue
+            exported = ctx.path(name, "trained.onnx")
+            r = T.run(T.train_cmd(prog, {"input": xp, "labels": yp},
+                                  ranks=world, steps=steps, no_shuffle=True,
+                                  export=exported, threads=threads),
+                      timeout=300, env=dict(os.environ, OTC_SDP_CHECK="1"))
+            if not T.require_ok(checks, what + ": %d steps, every rank "
+                                "holds the same values after each" % steps, r):
+                continue
+            got = T.read_onnx_weights(exported)
+            want = masked_sgd(model, groups, x, y, world, active, steps, lr,
+                              batch)
+            ddp = masked_sgd(model, {}, x, y, world, active, steps, lr, batch)
+            err = max(float(np.max(np.abs(got[k] - want[k]))) for k in want)
+            gap = max(float(np.max(np.abs(ddp[k] - want[k]))) for k in want)
+            # The masking must matter at this tolerance: data parallelism's
+            # weights are far from the reference's.
+            checks.check(what + ": weights equal PyTorch's owner-masked "
+                         "gradient averaging (|error| <= 2e-5)",
+                         err <= 2e-5 and gap > 100 * 2e-5,
+                         "max |OTC - reference| %.3g; reference vs data "
+                         "parallelism %.3g" % (err, gap))
 
 
 def split_qkv(model, heads=4):
