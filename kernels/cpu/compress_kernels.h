@@ -34,7 +34,13 @@
 #include <memory>
 
 #if defined(__AVX2__)
+// GCC 12 flags the intrinsics' own deliberately undefined registers
+// (_mm512_undefined_*) at every inlined use.
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #include <immintrin.h>
+#pragma GCC diagnostic pop
 #endif
 
 namespace otc::kernels::compress {
@@ -49,6 +55,13 @@ constexpr int64_t kElementwiseUnit = 4096;
 /// Relative cost of one element of sparse compression (selection included)
 /// for parallelFor's threshold.
 constexpr int64_t kSparseCost = 16;
+
+#if defined(__AVX512F__)
+/// The lanes of a 16-lane vector that hold the `left` elements still to go.
+inline __mmask16 lanesLeft(int64_t left) {
+  return left >= 16 ? __mmask16(0xffff) : __mmask16((1u << left) - 1u);
+}
+#endif
 
 //===--- Value encodings --------------------------------------------------===//
 
@@ -88,25 +101,63 @@ struct EncodeInt8 {
   static constexpr bool kScaled = true;
   /// Scale of the kept values (all finite).
   static float scaleOf(const float *v, int64_t c) {
+#if defined(__AVX512F__)
+    // Masked tails: a top-k block keeps few values (26 of 256), which the
+    // vectoriser would leave mostly to its scalar epilogue. The largest
+    // |v| is the largest pattern.
+    __m512i m = _mm512_setzero_si512();
+    for (int64_t i = 0; i < c; i += 16)
+      m = _mm512_max_epi32(
+          m, _mm512_and_si512(_mm512_maskz_loadu_epi32(lanesLeft(c - i), v + i),
+                              _mm512_set1_epi32(0x7fffffff)));
+    return int8Scale(bitsOf<float>(_mm512_reduce_max_epi32(m)));
+#else
     float m = 0.0f;
 #pragma omp simd reduction(max : m)
     for (int64_t i = 0; i < c; ++i)
       m = std::max(m, std::fabs(v[i]));
     return int8Scale(m);
+#endif
   }
   static void encode(const float *v, int64_t c, float scale, Stored *q) {
     if (!(scale > 0.0f)) { // all zeros, or absmax / 127 underflowed
       std::memset(q, 0, size_t(c));
       return;
     }
+#if defined(__AVX512F__)
+    // quantizeInt8 lane-wise.
+    const __m512 s = _mm512_set1_ps(scale), lim = _mm512_set1_ps(127.0f),
+                 round = _mm512_set1_ps(12582912.0f);
+    for (int64_t i = 0; i < c; i += 16) {
+      const __mmask16 lanes = lanesLeft(c - i);
+      __m512 x = _mm512_div_ps(_mm512_maskz_loadu_ps(lanes, v + i), s);
+      x = _mm512_min_ps(
+          _mm512_max_ps(x, _mm512_sub_ps(_mm512_setzero_ps(), lim)), lim);
+      x = _mm512_sub_ps(_mm512_add_ps(x, round), round);
+      _mm_mask_storeu_epi8(q + i, lanes,
+                           _mm512_cvtepi32_epi8(_mm512_cvttps_epi32(x)));
+    }
+#else
 #pragma omp simd
     for (int64_t i = 0; i < c; ++i)
       q[i] = quantizeInt8(v[i], scale);
+#endif
   }
   static void decode(const Stored *q, int64_t c, float scale, float *out) {
+#if defined(__AVX512F__)
+    const __m512 s = _mm512_set1_ps(scale);
+    for (int64_t i = 0; i < c; i += 16) {
+      const __mmask16 lanes = lanesLeft(c - i);
+      const __m512i x =
+          _mm512_cvtepi8_epi32(_mm_maskz_loadu_epi8(lanes, q + i));
+      _mm512_mask_storeu_ps(out + i, lanes,
+                            _mm512_mul_ps(_mm512_cvtepi32_ps(x), s));
+    }
+#else
 #pragma omp simd
     for (int64_t i = 0; i < c; ++i)
       out[i] = dequantizeInt8(q[i], scale);
+#endif
   }
 };
 
@@ -135,10 +186,10 @@ constexpr CompactLanes kCompactLanes;
 #endif
 
 /// Writes the indices i of the keys a[i] >= low (low >= 0), in order, to
-/// cand and the keys to w; returns their count. Both may be written up to
-/// kCompactSlack slots past the count.
-int64_t compactAtLeast(const int32_t *a, int64_t m, int32_t low, uint32_t *cand,
-                       int32_t *w) {
+/// cand, the keys to w and the values v[i] to vals; returns their count. All
+/// three may be written up to kCompactSlack slots past the count.
+int64_t compactAtLeast(const int32_t *a, const float *v, int64_t m, int32_t low,
+                       uint32_t *cand, int32_t *w, float *vals) {
   int64_t nc = 0, i = 0;
 #if defined(__AVX512F__)
   // Compress into a register, then store: the memory form of vpcompressd
@@ -151,6 +202,8 @@ int64_t compactAtLeast(const int32_t *a, int64_t m, int32_t low, uint32_t *cand,
     const __mmask16 k = _mm512_cmpge_epi32_mask(x, lowv);
     _mm512_storeu_si512(cand + nc, _mm512_maskz_compress_epi32(k, iv));
     _mm512_storeu_si512(w + nc, _mm512_maskz_compress_epi32(k, x));
+    _mm512_storeu_ps(vals + nc,
+                     _mm512_maskz_compress_ps(k, _mm512_loadu_ps(v + i)));
     nc += __builtin_popcount(k);
     iv = _mm512_add_epi32(iv, step);
   }
@@ -168,6 +221,8 @@ int64_t compactAtLeast(const int32_t *a, int64_t m, int32_t low, uint32_t *cand,
                         _mm256_permutevar8x32_epi32(iv, lanes));
     _mm256_storeu_si256(reinterpret_cast<__m256i *>(w + nc),
                         _mm256_permutevar8x32_epi32(x, lanes));
+    _mm256_storeu_ps(vals + nc,
+                     _mm256_permutevar8x32_ps(_mm256_loadu_ps(v + i), lanes));
     nc += __builtin_popcount(unsigned(k));
     iv = _mm256_add_epi32(iv, step);
   }
@@ -176,6 +231,7 @@ int64_t compactAtLeast(const int32_t *a, int64_t m, int32_t low, uint32_t *cand,
   for (; i < m; ++i) {
     cand[nc] = uint32_t(i);
     w[nc] = a[i];
+    vals[nc] = v[i];
     nc += a[i] >= low;
   }
   return nc;
@@ -191,31 +247,79 @@ template <class Enc, class Idx> struct Scratch {
       return;
     keys.reset(new int32_t[size_t(unit)]);
     candKeys.reset(new int32_t[size_t(unit + kCompactSlack)]);
+    candVals.reset(new float[size_t(unit + kCompactSlack)]);
     cand.reset(new uint32_t[size_t(unit + kCompactSlack)]);
-    idx.reset(new uint32_t[size_t(unit)]);
+    idx.reset(new uint32_t[size_t(unit + kCompactSlack)]);
     packed.reset(new Idx[size_t(unit)]);
-    kept.reset(new float[size_t(unit)]);
+    kept.reset(new float[size_t(unit + kCompactSlack)]);
     bitmap.reset(new uint32_t[size_t(unit / 32 + 1)]);
   }
   std::unique_ptr<typename Enc::Stored[]> q; ///< encoded values
   std::unique_ptr<float[]> dec;              ///< decoded values
   std::unique_ptr<int32_t[]> keys;           ///< top-k: |v| bit patterns
   std::unique_ptr<int32_t[]> candKeys;       ///< top-k: candidates' keys
+  std::unique_ptr<float[]> candVals;         ///< top-k: candidates' values
   std::unique_ptr<uint32_t[]> cand;          ///< top-k: candidates
   std::unique_ptr<uint32_t[]> idx;           ///< kept indices, ascending
   std::unique_ptr<Idx[]> packed;             ///< the same as stored
-  std::unique_ptr<float[]> kept;             ///< kept values, gathered
+  std::unique_ptr<float[]> kept;             ///< kept values, in idx order
   std::unique_ptr<uint32_t[]> bitmap;        ///< RANDOMK: chosen indices
+  int32_t hint = 0; ///< top-k: the previous block's k-th largest pattern
 };
 
 //===--- Selections -------------------------------------------------------===//
 // A sparse selection writes the indices it keeps of block `block` (m
-// elements, finite values v) to idx in ascending order and returns their
-// count, min(k, m).
+// elements, finite values v) to idx in ascending order and their values to
+// kept, and returns their count, min(k, m). Both may be written up to
+// kCompactSlack slots past the count.
 
 struct SelectAll {
   static constexpr bool kSparse = false;
 };
+
+#if defined(__AVX512F__)
+/// SelectTopK's ranking of nc <= 16 * R candidates (keys w, indices cand,
+/// values cv) held in R registers: each lane counts the larger keys, one
+/// compare (broadcast from memory) and one masked add per candidate and
+/// register. Writes the candidates of rank < k, in order, to idx and kept
+/// and returns their count (k unless keys tie at the k-th largest); *t is
+/// the smallest kept key.
+template <int R>
+int64_t rankCandidates(const int32_t *w, const uint32_t *cand, const float *cv,
+                       int64_t nc, int64_t k, uint32_t *idx, float *kept,
+                       int32_t *t) {
+  const __m512i none = _mm512_set1_epi32(-1), kv = _mm512_set1_epi32(int(k));
+  __m512i keys[R], rank[R];
+  __mmask16 valid[R];
+  for (int r = 0; r < R; ++r) {
+    const int64_t left =
+        std::min<int64_t>(std::max<int64_t>(nc - 16 * r, 0), 16);
+    valid[r] = __mmask16((1u << left) - 1u);
+    // Padding lanes hold -1, below every candidate.
+    keys[r] = _mm512_mask_loadu_epi32(none, valid[r], w + 16 * r);
+    rank[r] = _mm512_setzero_si512();
+  }
+  for (int64_t i = 0; i < nc; ++i) {
+    const __m512i x = _mm512_set1_epi32(w[i]);
+    for (int r = 0; r < R; ++r)
+      rank[r] = _mm512_mask_sub_epi32(
+          rank[r], _mm512_cmpgt_epi32_mask(x, keys[r]), rank[r], none);
+  }
+  int64_t c = 0;
+  __m512i low = _mm512_set1_epi32(INT32_MAX);
+  for (int r = 0; r < R; ++r) {
+    const __mmask16 keep = valid[r] & _mm512_cmplt_epi32_mask(rank[r], kv);
+    _mm512_storeu_si512(idx + c, _mm512_maskz_compress_epi32(
+                                     keep, _mm512_loadu_si512(cand + 16 * r)));
+    _mm512_storeu_ps(
+        kept + c, _mm512_maskz_compress_ps(keep, _mm512_loadu_ps(cv + 16 * r)));
+    low = _mm512_mask_min_epi32(low, keep, low, keys[r]);
+    c += __builtin_popcount(keep);
+  }
+  *t = _mm512_reduce_min_epi32(low);
+  return c;
+}
+#endif
 
 struct SelectTopK {
   static constexpr bool kSparse = true;
@@ -224,21 +328,25 @@ struct SelectTopK {
 
   /// Order by |v| as bit patterns (exact and total for finite values), ties
   /// broken by index. The candidates are the elements at or above a
-  /// threshold L on the grid of 11-bit prefixes (exponent and 3 mantissa
-  /// bits: steps of 1/8 octave): L starts an octave below the largest |v|;
-  /// if that admits fewer than k or more than 2k, it gallops down until at
-  /// least k qualify, then bisects until at most 2k do, each probe one
-  /// vectorised count. Up to 64 candidates are ranked by counting; more, or
-  /// ties at the k-th largest pattern t, are settled by finding t bit by
-  /// bit, candidates equal to t kept lowest index first. On gradient-like
-  /// data with k = 26 of 256 that is one pass to find the largest, one to
-  /// compact about 40 candidates and their ranking.
+  /// threshold L. L is first one step of the 11-bit prefix grid (exponent
+  /// and 3 mantissa bits: 1/8 octave) below the k-th largest pattern of the
+  /// thread's previous block: blocks of one bucket are alike, so that
+  /// usually admits k to 1.5k elements. Otherwise the grid is searched: L
+  /// starts an octave below the largest |v|; if that admits fewer than k or
+  /// more than 2k, it gallops down until at least k qualify, then bisects
+  /// until at most 2k do, each probe one vectorised count. Up to 64
+  /// candidates are ranked by counting; more, or ties at the k-th largest
+  /// pattern t, are settled by finding t bit by bit, candidates equal to t
+  /// kept lowest index first. On gradient-like data with k = 26 of 256 that
+  /// is one pass for the keys, one to compact about 34 candidates and their
+  /// ranking.
   template <class S>
   static int64_t select(const float *v, int64_t m, int64_t k, int64_t, uint64_t,
-                        S &s, uint32_t *idx) {
+                        S &s, uint32_t *idx, float *kept) {
     if (m <= k) {
       for (int64_t i = 0; i < m; ++i)
         idx[i] = uint32_t(i);
+      std::copy(v, v + m, kept);
       return m;
     }
     // Patterns are below 2^31: signed compares order them.
@@ -249,44 +357,53 @@ struct SelectTopK {
       a[i] = int32_t(absBits(v[i]));
       top = std::max(top, std::fabs(v[i]));
     }
-    auto countAtLeast = [&](int32_t prefix) {
-      const int32_t low = prefix << kShift;
-      int32_t n = 0;
-#pragma omp simd reduction(+ : n)
-      for (int64_t i = 0; i < m; ++i)
-        n += a[i] >= low;
-      return int64_t(n);
-    };
-    // The first threshold, an octave below the largest |v|, usually admits
-    // between k and 2k elements: compact them right away. Otherwise search
-    // the grid with counts. Invariant: count(hi) < k <= count(lo) = nc;
-    // count(0) = m.
-    const int32_t topPrefix = int32_t(absBits(top) >> kShift);
-    int32_t hi = topPrefix + 1, lo = std::max(topPrefix - 8, 0);
+    const int32_t topKey = int32_t(absBits(top));
     uint32_t *cand = s.cand.get();
     int32_t *w = s.candKeys.get();
-    int64_t nc = compactAtLeast(a, m, lo << kShift, cand, w);
-    if (nc < k || nc > 2 * k) {
-      for (int32_t step = 16; nc < k; step *= 2) {
-        hi = lo;
-        lo = std::max(hi - step, 0);
-        nc = countAtLeast(lo);
-      }
-      while (hi - lo > 1 && nc > 2 * k) {
-        const int32_t mid = lo + (hi - lo) / 2;
-        const int64_t n = countAtLeast(mid);
-        if (n >= k) {
-          lo = mid;
-          nc = n;
-        } else {
-          hi = mid;
+    float *cv = s.candVals.get();
+    int32_t low = s.hint - (int32_t(1) << kShift), highKey = topKey;
+    int64_t nc = 0;
+    if (low > 0 && low <= topKey)
+      nc = compactAtLeast(a, v, m, low, cand, w, cv);
+    if (nc < k || (nc > kRankLanes && nc > 2 * k)) {
+      // The grid search. Invariant: count(hi) < k <= count(lo) = nc;
+      // count(0) = m.
+      auto countAtLeast = [&](int32_t prefix) {
+        const int32_t low = prefix << kShift;
+        int32_t n = 0;
+#pragma omp simd reduction(+ : n)
+        for (int64_t i = 0; i < m; ++i)
+          n += a[i] >= low;
+        return int64_t(n);
+      };
+      const int32_t topPrefix = topKey >> kShift;
+      int32_t hi = topPrefix + 1, lo = std::max(topPrefix - 8, 0);
+      nc = compactAtLeast(a, v, m, lo << kShift, cand, w, cv);
+      if (nc < k || nc > 2 * k) {
+        for (int32_t step = 16; nc < k; step *= 2) {
+          hi = lo;
+          lo = std::max(hi - step, 0);
+          nc = countAtLeast(lo);
         }
+        while (hi - lo > 1 && nc > 2 * k) {
+          const int32_t mid = lo + (hi - lo) / 2;
+          const int64_t n = countAtLeast(mid);
+          if (n >= k) {
+            lo = mid;
+            nc = n;
+          } else {
+            hi = mid;
+          }
+        }
+        nc = compactAtLeast(a, v, m, lo << kShift, cand, w, cv);
       }
-      nc = compactAtLeast(a, m, lo << kShift, cand, w);
+      low = lo << kShift;
+      highKey = (hi << kShift) - 1;
     }
-    const int32_t low = lo << kShift;
     if (nc == k) {
       std::copy(cand, cand + k, idx);
+      std::copy(cv, cv + k, kept);
+      s.hint = *std::min_element(w, w + k);
       return k;
     }
     // Few candidates: rank each by the number of larger patterns, counted
@@ -294,6 +411,19 @@ struct SelectTopK {
     // k-th largest pattern exactly k have rank < k; with them, the
     // threshold search below breaks the ties.
     if (nc <= kRankLanes) {
+#if defined(__AVX512F__)
+      int32_t t = 0;
+      const int64_t c =
+          nc <= 32   ? nc <= 16
+                           ? rankCandidates<1>(w, cand, cv, nc, k, idx, kept, &t)
+                           : rankCandidates<2>(w, cand, cv, nc, k, idx, kept, &t)
+            : nc <= 48 ? rankCandidates<3>(w, cand, cv, nc, k, idx, kept, &t)
+                     : rankCandidates<4>(w, cand, cv, nc, k, idx, kept, &t);
+      if (c == k) {
+        s.hint = t;
+        return k;
+      }
+#else
       std::fill(w + nc, w + kRankLanes, -1);
       int32_t rank[kRankLanes] = {};
       for (int64_t i = 0; i < nc; ++i) {
@@ -303,25 +433,31 @@ struct SelectTopK {
           rank[j] += x > w[j];
       }
       int64_t c = 0;
+      int32_t t = INT32_MAX;
       for (int64_t j = 0; j < nc; ++j) {
+        const bool keep = rank[j] < k;
         idx[c] = cand[j];
-        c += rank[j] < k;
+        kept[c] = cv[j];
+        t = keep ? std::min(t, w[j]) : t;
+        c += keep;
       }
-      if (c == k)
+      if (c == k) {
+        s.hint = t;
         return k;
+      }
+#endif
     }
     // t: the largest pattern with at least k candidates at or above it,
     // that is the k-th largest. Its bits above the highest that varies in
-    // [L, H) are L's; the others are set from the top down, two a pass,
-    // each pass three branch-free counts over the candidates (the
+    // [L, H] (H >= t) are L's; the others are set from the top down, two a
+    // pass, each pass three branch-free counts over the candidates (the
     // unpredictable branches of nth_element cost more on fresh data). The
     // candidates are padded to whole vectors with keys no probe (> 0)
     // reaches.
     const int64_t padded = (nc + 15) & ~int64_t(15);
     std::fill(w + nc, w + padded, -1);
-    const uint32_t lowKey = uint32_t(low),
-                   highKey = (uint32_t(hi) << kShift) - 1;
-    const int varying = 31 - __builtin_clz(lowKey ^ highKey);
+    const uint32_t lowKey = uint32_t(low);
+    const int varying = 31 - __builtin_clz((lowKey ^ uint32_t(highKey)) | 1u);
     uint32_t tBits = lowKey & ~((2u << varying) - 1u);
     for (int b = varying; b >= 0; b -= 2) {
       const int shift = b > 0 ? b - 1 : 0;
@@ -342,6 +478,7 @@ struct SelectTopK {
                                  : tBits;
     }
     const int32_t t = int32_t(tBits);
+    s.hint = t;
     int64_t above = 0, equal = 0;
 #pragma omp simd reduction(+ : above, equal)
     for (int64_t j = 0; j < nc; ++j) {
@@ -352,6 +489,7 @@ struct SelectTopK {
     if (ties == equal) { // every candidate equal to t is kept
       for (int64_t j = 0; j < nc; ++j) {
         idx[c] = cand[j];
+        kept[c] = cv[j];
         c += w[j] >= t;
       }
       return c;
@@ -361,17 +499,17 @@ struct SelectTopK {
       const bool tie = x == t && ties > 0;
       ties -= tie;
       idx[c] = cand[j];
+      kept[c] = cv[j];
       c += (x > t) | tie;
     }
     return c;
   }
 };
-
 struct SelectRandomK {
   static constexpr bool kSparse = true;
   template <class S>
-  static int64_t select(const float *, int64_t m, int64_t k, int64_t block,
-                        uint64_t seed, S &s, uint32_t *idx) {
+  static int64_t select(const float *v, int64_t m, int64_t k, int64_t block,
+                        uint64_t seed, S &s, uint32_t *idx, float *kept) {
     const int64_t words = (m + 31) / 32;
     uint32_t *bits = s.bitmap.get();
     std::fill(bits, bits + words, 0u);
@@ -381,6 +519,8 @@ struct SelectRandomK {
     for (int64_t w = 0; w < words; ++w)
       for (uint32_t b = bits[w]; b != 0; b &= b - 1)
         idx[c++] = uint32_t(w * 32 + __builtin_ctz(b));
+    for (int64_t j = 0; j < c; ++j)
+      kept[j] = v[idx[j]];
     return c;
   }
 };
@@ -420,12 +560,8 @@ void compressBlock(const Layout &l, uint64_t seed, int64_t block,
   const float *kept = v;
   int64_t c = m;
   if constexpr (Sel::kSparse) {
-    c = Sel::select(v, m, l.k, block, seed, s, s.idx.get());
-    float *gathered = s.kept.get();
-    const uint32_t *idx = s.idx.get();
-    for (int64_t j = 0; j < c; ++j)
-      gathered[j] = v[idx[j]];
-    kept = gathered;
+    c = Sel::select(v, m, l.k, block, seed, s, s.idx.get(), s.kept.get());
+    kept = s.kept.get();
   }
   const float scale = Enc::scaleOf(kept, c);
   Stored *q = s.q.get();
