@@ -185,44 +185,42 @@ struct CompactLanes {
 constexpr CompactLanes kCompactLanes;
 #endif
 
-/// Writes the indices i of the keys a[i] >= low (low >= 0), in order, to
-/// cand, the keys to w and the values v[i] to vals; returns their count. All
-/// three may be written up to kCompactSlack slots past the count.
-int64_t compactAtLeast(const int32_t *a, const float *v, int64_t m, int32_t low,
-                       uint32_t *cand, int32_t *w, float *vals) {
+/// Writes the indices i of the values with |v[i]| >= low as patterns
+/// (low >= 0), in order, to cand and the values to vals; returns their
+/// count. Both may be written up to kCompactSlack slots past the count.
+int64_t compactAtLeast(const float *v, int64_t m, int32_t low, uint32_t *cand,
+                       float *vals) {
   int64_t nc = 0, i = 0;
 #if defined(__AVX512F__)
   // Compress into a register, then store: the memory form of vpcompressd
   // is microcoded on some cores.
-  const __m512i lowv = _mm512_set1_epi32(low), step = _mm512_set1_epi32(16);
+  const __m512i lowv = _mm512_set1_epi32(low), step = _mm512_set1_epi32(16),
+                abs = _mm512_set1_epi32(0x7fffffff);
   __m512i iv =
       _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
   for (; i + 16 <= m; i += 16) {
-    const __m512i x = _mm512_loadu_si512(a + i);
-    const __mmask16 k = _mm512_cmpge_epi32_mask(x, lowv);
+    const __m512 x = _mm512_loadu_ps(v + i);
+    const __mmask16 k = _mm512_cmpge_epi32_mask(
+        _mm512_and_si512(_mm512_castps_si512(x), abs), lowv);
     _mm512_storeu_si512(cand + nc, _mm512_maskz_compress_epi32(k, iv));
-    _mm512_storeu_si512(w + nc, _mm512_maskz_compress_epi32(k, x));
-    _mm512_storeu_ps(vals + nc,
-                     _mm512_maskz_compress_ps(k, _mm512_loadu_ps(v + i)));
+    _mm512_storeu_ps(vals + nc, _mm512_maskz_compress_ps(k, x));
     nc += __builtin_popcount(k);
     iv = _mm512_add_epi32(iv, step);
   }
 #elif defined(__AVX2__)
-  const __m256i below = _mm256_set1_epi32(low - 1), step = _mm256_set1_epi32(8);
+  const __m256i below = _mm256_set1_epi32(low - 1), step = _mm256_set1_epi32(8),
+                abs = _mm256_set1_epi32(0x7fffffff);
   __m256i iv = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
   for (; i + 8 <= m; i += 8) {
-    const __m256i x =
-        _mm256_loadu_si256(reinterpret_cast<const __m256i *>(a + i));
+    const __m256 x = _mm256_loadu_ps(v + i);
+    const __m256i key = _mm256_and_si256(_mm256_castps_si256(x), abs);
     const int k =
-        _mm256_movemask_ps(_mm256_castsi256_ps(_mm256_cmpgt_epi32(x, below)));
+        _mm256_movemask_ps(_mm256_castsi256_ps(_mm256_cmpgt_epi32(key, below)));
     const __m256i lanes = _mm256_cvtepu8_epi32(
         _mm_cvtsi64_si128(int64_t(kCompactLanes.lanes[k])));
     _mm256_storeu_si256(reinterpret_cast<__m256i *>(cand + nc),
                         _mm256_permutevar8x32_epi32(iv, lanes));
-    _mm256_storeu_si256(reinterpret_cast<__m256i *>(w + nc),
-                        _mm256_permutevar8x32_epi32(x, lanes));
-    _mm256_storeu_ps(vals + nc,
-                     _mm256_permutevar8x32_ps(_mm256_loadu_ps(v + i), lanes));
+    _mm256_storeu_ps(vals + nc, _mm256_permutevar8x32_ps(x, lanes));
     nc += __builtin_popcount(unsigned(k));
     iv = _mm256_add_epi32(iv, step);
   }
@@ -230,9 +228,8 @@ int64_t compactAtLeast(const int32_t *a, const float *v, int64_t m, int32_t low,
   // Branch-free: the stores are unconditional, the cursor moves on matches.
   for (; i < m; ++i) {
     cand[nc] = uint32_t(i);
-    w[nc] = a[i];
     vals[nc] = v[i];
-    nc += a[i] >= low;
+    nc += int32_t(absBits(v[i])) >= low;
   }
   return nc;
 }
@@ -278,37 +275,57 @@ struct SelectAll {
 };
 
 #if defined(__AVX512F__)
-/// SelectTopK's ranking of nc <= 16 * R candidates (keys w, indices cand,
-/// values cv) held in R registers: each lane counts the larger keys, one
-/// compare (broadcast from memory) and one masked add per candidate and
-/// register. Writes the candidates of rank < k, in order, to idx and kept
-/// and returns their count (k unless keys tie at the k-th largest); *t is
-/// the smallest kept key.
+/// SelectTopK's ranking of nc <= 16 * R candidates (indices cand, values
+/// cv) held in R registers. The candidates at or above `high` are kept if
+/// there are at most k of them; each other lane counts the larger keys among
+/// those others, one compare (against a broadcast) and one masked add per
+/// ranked candidate and register. Writes the candidates of rank < k, in
+/// order, to idx and kept and returns their count (k unless keys tie at the
+/// k-th largest); *t is the smallest kept key.
 template <int R>
-int64_t rankCandidates(const int32_t *w, const uint32_t *cand, const float *cv,
-                       int64_t nc, int64_t k, uint32_t *idx, float *kept,
+int64_t rankCandidates(const uint32_t *cand, const float *cv, int64_t nc,
+                       int64_t k, int32_t high, uint32_t *idx, float *kept,
                        int32_t *t) {
-  const __m512i none = _mm512_set1_epi32(-1), kv = _mm512_set1_epi32(int(k));
+  const __m512i abs = _mm512_set1_epi32(0x7fffffff),
+                highv = _mm512_set1_epi32(high);
   __m512i keys[R], rank[R];
-  __mmask16 valid[R];
+  __mmask16 sure[R], rest[R];
+  int64_t nSure = 0;
+  uint64_t ranked = 0; // the lanes to rank, 16 a register
   for (int r = 0; r < R; ++r) {
-    const int64_t left =
-        std::min<int64_t>(std::max<int64_t>(nc - 16 * r, 0), 16);
-    valid[r] = __mmask16((1u << left) - 1u);
-    // Padding lanes hold -1, below every candidate.
-    keys[r] = _mm512_mask_loadu_epi32(none, valid[r], w + 16 * r);
+    const __mmask16 valid = lanesLeft(nc - 16 * r);
+    keys[r] = _mm512_maskz_and_epi32(
+        valid, _mm512_maskz_loadu_epi32(valid, cv + 16 * r), abs);
     rank[r] = _mm512_setzero_si512();
+    sure[r] = _mm512_mask_cmpge_epi32_mask(valid, keys[r], highv);
+    rest[r] = valid & ~sure[r];
+    nSure += __builtin_popcount(sure[r]);
+    ranked |= uint64_t(rest[r]) << (16 * r);
   }
-  for (int64_t i = 0; i < nc; ++i) {
-    const __m512i x = _mm512_set1_epi32(w[i]);
-    for (int r = 0; r < R; ++r)
-      rank[r] = _mm512_mask_sub_epi32(
-          rank[r], _mm512_cmpgt_epi32_mask(x, keys[r]), rank[r], none);
+  if (nSure > k) { // `high` was too low: rank them all
+    nSure = 0;
+    for (int r = 0; r < R; ++r) {
+      rest[r] |= sure[r];
+      sure[r] = 0;
+      ranked |= uint64_t(rest[r]) << (16 * r);
+    }
   }
+  const int64_t need = k - nSure;
+  if (need > 0)
+    for (; ranked != 0; ranked &= ranked - 1) {
+      const __m512i x = _mm512_set1_epi32(
+          int32_t(bitsOf<uint32_t>(cv[__builtin_ctzll(ranked)]) & 0x7fffffffu));
+      for (int r = 0; r < R; ++r)
+        rank[r] =
+            _mm512_mask_sub_epi32(rank[r], _mm512_cmpgt_epi32_mask(x, keys[r]),
+                                  rank[r], _mm512_set1_epi32(-1));
+    }
+  const __m512i needv = _mm512_set1_epi32(int32_t(need));
   int64_t c = 0;
   __m512i low = _mm512_set1_epi32(INT32_MAX);
   for (int r = 0; r < R; ++r) {
-    const __mmask16 keep = valid[r] & _mm512_cmplt_epi32_mask(rank[r], kv);
+    const __mmask16 keep =
+        sure[r] | _mm512_mask_cmplt_epi32_mask(rest[r], rank[r], needv);
     _mm512_storeu_si512(idx + c, _mm512_maskz_compress_epi32(
                                      keep, _mm512_loadu_si512(cand + 16 * r)));
     _mm512_storeu_ps(
@@ -325,21 +342,25 @@ struct SelectTopK {
   static constexpr bool kSparse = true;
   static constexpr int kShift = 20; ///< |v| patterns >> 20: 11-bit prefixes
   static constexpr int64_t kRankLanes = 64;
+  /// The first candidates lie above hint - kBelow; those above hint +
+  /// kAbove are usually sure to be kept (1/8 octave is 1 << 20).
+  static constexpr int32_t kBelow = 2 << kShift, kAbove = 3 << (kShift - 1);
 
   /// Order by |v| as bit patterns (exact and total for finite values), ties
   /// broken by index. The candidates are the elements at or above a
-  /// threshold L. L is first one step of the 11-bit prefix grid (exponent
-  /// and 3 mantissa bits: 1/8 octave) below the k-th largest pattern of the
-  /// thread's previous block: blocks of one bucket are alike, so that
-  /// usually admits k to 1.5k elements. Otherwise the grid is searched: L
-  /// starts an octave below the largest |v|; if that admits fewer than k or
-  /// more than 2k, it gallops down until at least k qualify, then bisects
-  /// until at most 2k do, each probe one vectorised count. Up to 64
-  /// candidates are ranked by counting; more, or ties at the k-th largest
-  /// pattern t, are settled by finding t bit by bit, candidates equal to t
-  /// kept lowest index first. On gradient-like data with k = 26 of 256 that
-  /// is one pass for the keys, one to compact about 34 candidates and their
-  /// ranking.
+  /// threshold L. L is first a quarter octave below the hint, a running
+  /// mean of the k-th largest patterns of the thread's previous blocks:
+  /// blocks of one bucket are alike, so that usually admits k to 2k
+  /// elements. Otherwise L is searched for on the grid of 11-bit prefixes
+  /// (exponent and 3 mantissa bits: steps of 1/8 octave): it starts an
+  /// octave below the largest |v|; if that admits fewer than k or more than
+  /// 2k, it gallops down until at least k qualify, then bisects until at
+  /// most 2k do, each probe one vectorised count. Up to 64 candidates are
+  /// ranked by counting; more, or ties at the k-th largest pattern t, are
+  /// settled by finding t bit by bit, candidates equal to t kept lowest
+  /// index first. On gradient-like data with k = 26 of 256 that is one pass
+  /// to compact about 43 candidates, of which the 15 or so above the hint
+  /// are kept outright and the others ranked among themselves.
   template <class S>
   static int64_t select(const float *v, int64_t m, int64_t k, int64_t, uint64_t,
                         S &s, uint32_t *idx, float *kept) {
@@ -349,25 +370,25 @@ struct SelectTopK {
       std::copy(v, v + m, kept);
       return m;
     }
-    // Patterns are below 2^31: signed compares order them.
-    int32_t *a = s.keys.get();
-    float top = 0.0f;
-#pragma omp simd reduction(max : top)
-    for (int64_t i = 0; i < m; ++i) {
-      a[i] = int32_t(absBits(v[i]));
-      top = std::max(top, std::fabs(v[i]));
-    }
-    const int32_t topKey = int32_t(absBits(top));
     uint32_t *cand = s.cand.get();
-    int32_t *w = s.candKeys.get();
     float *cv = s.candVals.get();
-    int32_t low = s.hint - (int32_t(1) << kShift), highKey = topKey;
+    int32_t *w = s.candKeys.get();
+    // Patterns are below 2^31: signed compares order them.
+    int32_t low = s.hint - kBelow, highKey = INT32_MAX;
+    [[maybe_unused]] int32_t high = s.hint + kAbove;
     int64_t nc = 0;
-    if (low > 0 && low <= topKey)
-      nc = compactAtLeast(a, v, m, low, cand, w, cv);
+    if (low > 0)
+      nc = compactAtLeast(v, m, low, cand, cv);
     if (nc < k || (nc > kRankLanes && nc > 2 * k)) {
       // The grid search. Invariant: count(hi) < k <= count(lo) = nc;
       // count(0) = m.
+      int32_t *a = s.keys.get();
+      float top = 0.0f;
+#pragma omp simd reduction(max : top)
+      for (int64_t i = 0; i < m; ++i) {
+        a[i] = int32_t(absBits(v[i]));
+        top = std::max(top, std::fabs(v[i]));
+      }
       auto countAtLeast = [&](int32_t prefix) {
         const int32_t low = prefix << kShift;
         int32_t n = 0;
@@ -376,9 +397,9 @@ struct SelectTopK {
           n += a[i] >= low;
         return int64_t(n);
       };
-      const int32_t topPrefix = topKey >> kShift;
+      const int32_t topPrefix = int32_t(absBits(top) >> kShift);
       int32_t hi = topPrefix + 1, lo = std::max(topPrefix - 8, 0);
-      nc = compactAtLeast(a, v, m, lo << kShift, cand, w, cv);
+      nc = compactAtLeast(v, m, lo << kShift, cand, cv);
       if (nc < k || nc > 2 * k) {
         for (int32_t step = 16; nc < k; step *= 2) {
           hi = lo;
@@ -395,35 +416,46 @@ struct SelectTopK {
             hi = mid;
           }
         }
-        nc = compactAtLeast(a, v, m, lo << kShift, cand, w, cv);
       }
       low = lo << kShift;
       highKey = (hi << kShift) - 1;
+      high = INT32_MAX; // no sure candidates
+      nc = compactAtLeast(v, m, low, cand, cv);
     }
-    if (nc == k) {
-      std::copy(cand, cand + k, idx);
-      std::copy(cv, cv + k, kept);
-      s.hint = *std::min_element(w, w + k);
-      return k;
+    // The hint follows the k-th largest patterns with a quarter's weight.
+    auto finish = [&](int64_t c, int32_t t) {
+      s.hint = s.hint > 0 ? s.hint + (t - s.hint) / 4 : t;
+      return c;
+    };
+#if defined(__AVX512F__)
+    if (nc <= kRankLanes) {
+      int32_t t = 0;
+      const int64_t c =
+          nc <= 32
+              ? nc <= 16
+                    ? rankCandidates<1>(cand, cv, nc, k, high, idx, kept, &t)
+                    : rankCandidates<2>(cand, cv, nc, k, high, idx, kept, &t)
+          : nc <= 48 ? rankCandidates<3>(cand, cv, nc, k, high, idx, kept, &t)
+                     : rankCandidates<4>(cand, cv, nc, k, high, idx, kept, &t);
+      if (c == k)
+        return finish(k, t);
     }
+#endif
+    // Patterns of the candidates, padded to whole vectors with keys no
+    // probe below (> 0) reaches.
+    const int64_t padded = (nc + 15) & ~int64_t(15);
+    int32_t topKey = 0;
+#pragma omp simd reduction(max : topKey)
+    for (int64_t j = 0; j < nc; ++j) {
+      w[j] = int32_t(absBits(cv[j]));
+      topKey = std::max(topKey, w[j]);
+    }
+#if !defined(__AVX512F__)
     // Few candidates: rank each by the number of larger patterns, counted
     // across lanes (no horizontal sums, no branches). Without ties at the
     // k-th largest pattern exactly k have rank < k; with them, the
     // threshold search below breaks the ties.
     if (nc <= kRankLanes) {
-#if defined(__AVX512F__)
-      int32_t t = 0;
-      const int64_t c =
-          nc <= 32   ? nc <= 16
-                           ? rankCandidates<1>(w, cand, cv, nc, k, idx, kept, &t)
-                           : rankCandidates<2>(w, cand, cv, nc, k, idx, kept, &t)
-            : nc <= 48 ? rankCandidates<3>(w, cand, cv, nc, k, idx, kept, &t)
-                     : rankCandidates<4>(w, cand, cv, nc, k, idx, kept, &t);
-      if (c == k) {
-        s.hint = t;
-        return k;
-      }
-#else
       std::fill(w + nc, w + kRankLanes, -1);
       int32_t rank[kRankLanes] = {};
       for (int64_t i = 0; i < nc; ++i) {
@@ -441,22 +473,18 @@ struct SelectTopK {
         t = keep ? std::min(t, w[j]) : t;
         c += keep;
       }
-      if (c == k) {
-        s.hint = t;
-        return k;
-      }
-#endif
+      if (c == k)
+        return finish(k, t);
     }
+#endif
     // t: the largest pattern with at least k candidates at or above it,
     // that is the k-th largest. Its bits above the highest that varies in
     // [L, H] (H >= t) are L's; the others are set from the top down, two a
     // pass, each pass three branch-free counts over the candidates (the
-    // unpredictable branches of nth_element cost more on fresh data). The
-    // candidates are padded to whole vectors with keys no probe (> 0)
-    // reaches.
-    const int64_t padded = (nc + 15) & ~int64_t(15);
+    // unpredictable branches of nth_element cost more on fresh data).
     std::fill(w + nc, w + padded, -1);
     const uint32_t lowKey = uint32_t(low);
+    highKey = std::min(highKey, topKey);
     const int varying = 31 - __builtin_clz((lowKey ^ uint32_t(highKey)) | 1u);
     uint32_t tBits = lowKey & ~((2u << varying) - 1u);
     for (int b = varying; b >= 0; b -= 2) {
@@ -478,7 +506,6 @@ struct SelectTopK {
                                  : tBits;
     }
     const int32_t t = int32_t(tBits);
-    s.hint = t;
     int64_t above = 0, equal = 0;
 #pragma omp simd reduction(+ : above, equal)
     for (int64_t j = 0; j < nc; ++j) {
@@ -492,7 +519,7 @@ struct SelectTopK {
         kept[c] = cv[j];
         c += w[j] >= t;
       }
-      return c;
+      return finish(c, t);
     }
     for (int64_t j = 0; j < nc; ++j) {
       const int32_t x = w[j];
@@ -502,9 +529,10 @@ struct SelectTopK {
       kept[c] = cv[j];
       c += (x > t) | tie;
     }
-    return c;
+    return finish(c, t);
   }
 };
+
 struct SelectRandomK {
   static constexpr bool kSparse = true;
   template <class S>
