@@ -185,11 +185,12 @@ struct CompactLanes {
 constexpr CompactLanes kCompactLanes;
 #endif
 
-/// Writes the indices i of the values with |v[i]| >= low as patterns
-/// (low >= 0), in order, to cand and the values to vals; returns their
-/// count. Both may be written up to kCompactSlack slots past the count.
-int64_t compactAtLeast(const float *v, int64_t m, int32_t low, uint32_t *cand,
-                       float *vals) {
+/// Writes the indices ids[i] (i without ids) of the values with |v[i]| >=
+/// low as patterns (low >= 0), in order, to cand and the values to vals;
+/// returns their count. Both may be written up to kCompactSlack slots past
+/// the count.
+int64_t compactAtLeast(const float *v, const uint32_t *ids, int64_t m,
+                       int32_t low, uint32_t *cand, float *vals) {
   int64_t nc = 0, i = 0;
 #if defined(__AVX512F__)
   // Compress into a register, then store: the memory form of vpcompressd
@@ -202,6 +203,8 @@ int64_t compactAtLeast(const float *v, int64_t m, int32_t low, uint32_t *cand,
     const __m512 x = _mm512_loadu_ps(v + i);
     const __mmask16 k = _mm512_cmpge_epi32_mask(
         _mm512_and_si512(_mm512_castps_si512(x), abs), lowv);
+    if (ids)
+      iv = _mm512_loadu_si512(ids + i);
     _mm512_storeu_si512(cand + nc, _mm512_maskz_compress_epi32(k, iv));
     _mm512_storeu_ps(vals + nc, _mm512_maskz_compress_ps(k, x));
     nc += __builtin_popcount(k);
@@ -216,6 +219,8 @@ int64_t compactAtLeast(const float *v, int64_t m, int32_t low, uint32_t *cand,
     const __m256i key = _mm256_and_si256(_mm256_castps_si256(x), abs);
     const int k =
         _mm256_movemask_ps(_mm256_castsi256_ps(_mm256_cmpgt_epi32(key, below)));
+    if (ids)
+      iv = _mm256_loadu_si256(reinterpret_cast<const __m256i *>(ids + i));
     const __m256i lanes = _mm256_cvtepu8_epi32(
         _mm_cvtsi64_si128(int64_t(kCompactLanes.lanes[k])));
     _mm256_storeu_si256(reinterpret_cast<__m256i *>(cand + nc),
@@ -227,7 +232,7 @@ int64_t compactAtLeast(const float *v, int64_t m, int32_t low, uint32_t *cand,
 #endif
   // Branch-free: the stores are unconditional, the cursor moves on matches.
   for (; i < m; ++i) {
-    cand[nc] = uint32_t(i);
+    cand[nc] = ids ? ids[i] : uint32_t(i);
     vals[nc] = v[i];
     nc += int32_t(absBits(v[i])) >= low;
   }
@@ -244,8 +249,10 @@ template <class Enc, class Idx> struct Scratch {
       return;
     keys.reset(new int32_t[size_t(unit)]);
     candKeys.reset(new int32_t[size_t(unit + kCompactSlack)]);
-    candVals.reset(new float[size_t(unit + kCompactSlack)]);
-    cand.reset(new uint32_t[size_t(unit + kCompactSlack)]);
+    for (int i = 0; i < 2; ++i) {
+      candVals[i].reset(new float[size_t(unit + kCompactSlack)]);
+      cand[i].reset(new uint32_t[size_t(unit + kCompactSlack)]);
+    }
     idx.reset(new uint32_t[size_t(unit + kCompactSlack)]);
     packed.reset(new Idx[size_t(unit)]);
     kept.reset(new float[size_t(unit + kCompactSlack)]);
@@ -255,8 +262,8 @@ template <class Enc, class Idx> struct Scratch {
   std::unique_ptr<float[]> dec;              ///< decoded values
   std::unique_ptr<int32_t[]> keys;           ///< top-k: |v| bit patterns
   std::unique_ptr<int32_t[]> candKeys;       ///< top-k: candidates' keys
-  std::unique_ptr<float[]> candVals;         ///< top-k: candidates' values
-  std::unique_ptr<uint32_t[]> cand;          ///< top-k: candidates
+  std::unique_ptr<float[]> candVals[2];      ///< top-k: candidates' values
+  std::unique_ptr<uint32_t[]> cand[2];       ///< top-k: candidates
   std::unique_ptr<uint32_t[]> idx;           ///< kept indices, ascending
   std::unique_ptr<Idx[]> packed;             ///< the same as stored
   std::unique_ptr<float[]> kept;             ///< kept values, in idx order
@@ -370,16 +377,16 @@ struct SelectTopK {
       std::copy(v, v + m, kept);
       return m;
     }
-    uint32_t *cand = s.cand.get();
-    float *cv = s.candVals.get();
+    uint32_t *cand = s.cand[0].get();
+    float *cv = s.candVals[0].get();
     int32_t *w = s.candKeys.get();
     // Patterns are below 2^31: signed compares order them.
     int32_t low = s.hint - kBelow, highKey = INT32_MAX;
     [[maybe_unused]] int32_t high = s.hint + kAbove;
     int64_t nc = 0;
     if (low > 0)
-      nc = compactAtLeast(v, m, low, cand, cv);
-    if (nc < k || (nc > kRankLanes && nc > 2 * k)) {
+      nc = compactAtLeast(v, nullptr, m, low, cand, cv);
+    if (nc < k) {
       // The grid search. Invariant: count(hi) < k <= count(lo) = nc;
       // count(0) = m.
       int32_t *a = s.keys.get();
@@ -399,7 +406,7 @@ struct SelectTopK {
       };
       const int32_t topPrefix = int32_t(absBits(top) >> kShift);
       int32_t hi = topPrefix + 1, lo = std::max(topPrefix - 8, 0);
-      nc = compactAtLeast(v, m, lo << kShift, cand, cv);
+      nc = compactAtLeast(v, nullptr, m, lo << kShift, cand, cv);
       if (nc < k || nc > 2 * k) {
         for (int32_t step = 16; nc < k; step *= 2) {
           hi = lo;
@@ -420,7 +427,32 @@ struct SelectTopK {
       low = lo << kShift;
       highKey = (hi << kShift) - 1;
       high = INT32_MAX; // no sure candidates
-      nc = compactAtLeast(v, m, low, cand, cv);
+      nc = compactAtLeast(v, nullptr, m, low, cand, cv);
+    }
+    // Too many to rank (a stale hint, heavy tails): L is raised by
+    // bisection up to the largest candidate H, each probe a compaction of
+    // the candidates alone, as long as k remain. Invariant: count(H + 1) <
+    // k <= count(L) = nc.
+    if (nc > std::max(kRankLanes, 2 * k)) {
+      int32_t top = 0;
+#pragma omp simd reduction(max : top)
+      for (int64_t j = 0; j < nc; ++j)
+        top = std::max(top, int32_t(absBits(cv[j])));
+      uint32_t *cand2 = s.cand[1].get();
+      float *cv2 = s.candVals[1].get();
+      while (nc > std::max(kRankLanes, 2 * k) && top > low) {
+        const int32_t mid = low + (top - low) / 2 + 1;
+        const int64_t n = compactAtLeast(cv, cand, nc, mid, cand2, cv2);
+        if (n >= k) {
+          std::swap(cand, cand2);
+          std::swap(cv, cv2);
+          low = mid;
+          nc = n;
+        } else {
+          top = mid - 1;
+        }
+      }
+      highKey = std::min(highKey, top);
     }
     // The hint follows the k-th largest patterns with a quarter's weight.
     auto finish = [&](int64_t c, int32_t t) {
