@@ -59,7 +59,9 @@ constexpr int64_t kSparseCost = 16;
 #if defined(__AVX512F__)
 /// The lanes of a 16-lane vector that hold the `left` elements still to go.
 inline __mmask16 lanesLeft(int64_t left) {
-  return left >= 16 ? __mmask16(0xffff) : __mmask16((1u << left) - 1u);
+  return left >= 16  ? __mmask16(0xffff)
+         : left <= 0 ? __mmask16(0)
+                     : __mmask16((1u << left) - 1u);
 }
 #endif
 
@@ -351,7 +353,8 @@ struct SelectTopK {
   static constexpr int64_t kRankLanes = 64;
   /// The first candidates lie above hint - kBelow; those above hint +
   /// kAbove are usually sure to be kept (1/8 octave is 1 << 20).
-  static constexpr int32_t kBelow = 2 << kShift, kAbove = 3 << (kShift - 1);
+  static constexpr int32_t kRetry = 4 << kShift;
+  static constexpr int32_t kBelow = 1 << kShift, kAbove = 1 << kShift;
 
   /// Order by |v| as bit patterns (exact and total for finite values), ties
   /// broken by index. The candidates are the elements at or above a
@@ -384,8 +387,13 @@ struct SelectTopK {
     int32_t low = s.hint - kBelow, highKey = INT32_MAX;
     [[maybe_unused]] int32_t high = s.hint + kAbove;
     int64_t nc = 0;
-    if (low > 0)
+    if (low > 0) {
       nc = compactAtLeast(v, nullptr, m, low, cand, cv);
+      if (nc < k && low > kRetry) { // once more, half an octave lower
+        low -= kRetry;
+        nc = compactAtLeast(v, nullptr, m, low, cand, cv);
+      }
+    }
     if (nc < k) {
       // The grid search. Invariant: count(hi) < k <= count(lo) = nc;
       // count(0) = m.
@@ -609,6 +617,29 @@ bool anyNonFiniteSum(const float *g, const float *r, int64_t n) {
   return bad.load();
 }
 
+/// Writes the c indices of idx as Idx to p, then zeros up to k slots.
+template <class Idx, class S>
+void storeIndices(const uint32_t *idx, int64_t c, int64_t k, unsigned char *p,
+                  S &s) {
+#if defined(__AVX512F__)
+  for (int64_t j = 0; j < k; j += 16) {
+    const __m512i x = _mm512_maskz_loadu_epi32(lanesLeft(c - j), idx + j);
+    if constexpr (sizeof(Idx) == 1)
+      _mm_mask_storeu_epi8(p + j, lanesLeft(k - j), _mm512_cvtepi32_epi8(x));
+    else
+      _mm256_mask_storeu_epi16(p + 2 * j, lanesLeft(k - j),
+                               _mm512_cvtepi32_epi16(x));
+  }
+#else
+  Idx *packed = s.packed.get();
+#pragma omp simd
+  for (int64_t j = 0; j < c; ++j)
+    packed[j] = Idx(idx[j]);
+  std::fill(packed + c, packed + k, Idx(0));
+  std::memcpy(p, packed, size_t(k) * sizeof(Idx));
+#endif
+}
+
 /// Compresses the block of m values v into `out`. With error feedback, r is
 /// the block's residual and already holds v (v aliases it): only the kept
 /// elements change.
@@ -624,31 +655,28 @@ void compressBlock(const Layout &l, uint64_t seed, int64_t block,
     kept = s.kept.get();
   }
   const float scale = Enc::scaleOf(kept, c);
-  Stored *q = s.q.get();
-  Enc::encode(kept, c, scale, q);
 
   // Payload: [scale] [k indices] values; sparse and INT8 blocks are padded
   // to their fixed slot count with zeros.
-  const int64_t slots = l.elementwise() ? m : l.k;
-  if (c < slots) // a short last block
-    std::fill(q + c, q + slots, Stored(0));
   unsigned char *p = out;
   if constexpr (Enc::kScaled) {
     std::memcpy(p, &scale, sizeof(float));
     p += sizeof(float);
   }
   if constexpr (Sel::kSparse) {
-    Idx *packed = s.packed.get();
-    const uint32_t *idx = s.idx.get();
-#pragma omp simd
-    for (int64_t j = 0; j < c; ++j)
-      packed[j] = Idx(idx[j]);
-    if (c < l.k)
-      std::fill(packed + c, packed + l.k, Idx(0));
-    std::memcpy(p, packed, size_t(l.k) * sizeof(Idx));
+    storeIndices<Idx>(s.idx.get(), c, l.k, p, s);
     p += l.k * int64_t(sizeof(Idx));
   }
-  std::memcpy(p, q, size_t(slots) * sizeof(Stored));
+  // Bytes are encoded in place; wider values, which would be unaligned
+  // there, through scratch.
+  const int64_t slots = l.elementwise() ? m : l.k;
+  constexpr bool kInPlace = sizeof(Stored) == 1;
+  Stored *q = kInPlace ? reinterpret_cast<Stored *>(p) : s.q.get();
+  Enc::encode(kept, c, scale, q);
+  if (c < slots) // a short last block
+    std::fill(q + c, q + slots, Stored(0));
+  if (!kInPlace)
+    std::memcpy(p, q, size_t(slots) * sizeof(Stored));
 
   if (!r)
     return;
