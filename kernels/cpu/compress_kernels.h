@@ -189,11 +189,12 @@ constexpr CompactLanes kCompactLanes;
 
 /// Writes the indices ids[i] (i without ids) of the values with |v[i]| >=
 /// low as patterns (low >= 0), in order, to cand and the values to vals;
-/// returns their count. Both may be written up to kCompactSlack slots past
-/// the count.
+/// returns their count, and the largest pattern of all in *top. Both may be
+/// written up to kCompactSlack slots past the count.
 int64_t compactAtLeast(const float *v, const uint32_t *ids, int64_t m,
-                       int32_t low, uint32_t *cand, float *vals) {
+                       int32_t low, uint32_t *cand, float *vals, int32_t *top) {
   int64_t nc = 0, i = 0;
+  int32_t most = 0;
 #if defined(__AVX512F__)
   // Compress into a register, then store: the memory form of vpcompressd
   // is microcoded on some cores.
@@ -201,10 +202,12 @@ int64_t compactAtLeast(const float *v, const uint32_t *ids, int64_t m,
                 abs = _mm512_set1_epi32(0x7fffffff);
   __m512i iv =
       _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
+  __m512i mostv = _mm512_setzero_si512();
   for (; i + 16 <= m; i += 16) {
     const __m512 x = _mm512_loadu_ps(v + i);
-    const __mmask16 k = _mm512_cmpge_epi32_mask(
-        _mm512_and_si512(_mm512_castps_si512(x), abs), lowv);
+    const __m512i key = _mm512_and_si512(_mm512_castps_si512(x), abs);
+    const __mmask16 k = _mm512_cmpge_epi32_mask(key, lowv);
+    mostv = _mm512_max_epi32(mostv, key);
     if (ids)
       iv = _mm512_loadu_si512(ids + i);
     _mm512_storeu_si512(cand + nc, _mm512_maskz_compress_epi32(k, iv));
@@ -212,13 +215,16 @@ int64_t compactAtLeast(const float *v, const uint32_t *ids, int64_t m,
     nc += __builtin_popcount(k);
     iv = _mm512_add_epi32(iv, step);
   }
+  most = _mm512_reduce_max_epi32(mostv);
 #elif defined(__AVX2__)
   const __m256i below = _mm256_set1_epi32(low - 1), step = _mm256_set1_epi32(8),
                 abs = _mm256_set1_epi32(0x7fffffff);
-  __m256i iv = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+  __m256i iv = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7),
+          mostv = _mm256_setzero_si256();
   for (; i + 8 <= m; i += 8) {
     const __m256 x = _mm256_loadu_ps(v + i);
     const __m256i key = _mm256_and_si256(_mm256_castps_si256(x), abs);
+    mostv = _mm256_max_epi32(mostv, key);
     const int k =
         _mm256_movemask_ps(_mm256_castsi256_ps(_mm256_cmpgt_epi32(key, below)));
     if (ids)
@@ -231,13 +237,20 @@ int64_t compactAtLeast(const float *v, const uint32_t *ids, int64_t m,
     nc += __builtin_popcount(unsigned(k));
     iv = _mm256_add_epi32(iv, step);
   }
+  const __m128i half = _mm_max_epi32(_mm256_castsi256_si128(mostv),
+                                     _mm256_extracti128_si256(mostv, 1));
+  const __m128i quarter = _mm_max_epi32(half, _mm_srli_si128(half, 8));
+  most = _mm_cvtsi128_si32(_mm_max_epi32(quarter, _mm_srli_si128(quarter, 4)));
 #endif
   // Branch-free: the stores are unconditional, the cursor moves on matches.
   for (; i < m; ++i) {
+    const int32_t key = int32_t(absBits(v[i]));
     cand[nc] = ids ? ids[i] : uint32_t(i);
     vals[nc] = v[i];
-    nc += int32_t(absBits(v[i])) >= low;
+    nc += key >= low;
+    most = std::max(most, key);
   }
+  *top = most;
   return nc;
 }
 
@@ -281,6 +294,7 @@ template <class Enc, class Idx> struct Scratch {
 
 struct SelectAll {
   static constexpr bool kSparse = false;
+  static constexpr bool kChecksFinite = false;
 };
 
 #if defined(__AVX512F__)
@@ -349,19 +363,22 @@ int64_t rankCandidates(const uint32_t *cand, const float *cv, int64_t nc,
 
 struct SelectTopK {
   static constexpr bool kSparse = true;
+  static constexpr bool kChecksFinite = true;
   static constexpr int kShift = 20; ///< |v| patterns >> 20: 11-bit prefixes
   static constexpr int64_t kRankLanes = 64;
   /// The first candidates lie above hint - kBelow; those above hint +
   /// kAbove are usually sure to be kept (1/8 octave is 1 << 20).
   static constexpr int32_t kRetry = 4 << kShift;
+  static constexpr int32_t kNonFinite = 0x7f800000; ///< infinity's pattern
   static constexpr int32_t kBelow = 1 << kShift, kAbove = 1 << kShift;
 
   /// Order by |v| as bit patterns (exact and total for finite values), ties
   /// broken by index. The candidates are the elements at or above a
-  /// threshold L. L is first a quarter octave below the hint, a running
-  /// mean of the k-th largest patterns of the thread's previous blocks:
-  /// blocks of one bucket are alike, so that usually admits k to 2k
-  /// elements. Otherwise L is searched for on the grid of 11-bit prefixes
+  /// threshold L. L is first 1/8 octave below the hint, a running mean of
+  /// the k-th largest patterns of the thread's previous blocks: blocks of
+  /// one bucket are alike, so that usually admits k to 2k elements; if too
+  /// few, L is tried once more half an octave lower. Too many are cut down
+  /// below. Otherwise L is searched for on the grid of 11-bit prefixes
   /// (exponent and 3 mantissa bits: steps of 1/8 octave): it starts an
   /// octave below the largest |v|; if that admits fewer than k or more than
   /// 2k, it gallops down until at least k qualify, then bisects until at
@@ -369,8 +386,9 @@ struct SelectTopK {
   /// ranked by counting; more, or ties at the k-th largest pattern t, are
   /// settled by finding t bit by bit, candidates equal to t kept lowest
   /// index first. On gradient-like data with k = 26 of 256 that is one pass
-  /// to compact about 43 candidates, of which the 15 or so above the hint
-  /// are kept outright and the others ranked among themselves.
+  /// to compact about 34 candidates, of which the 19 or so 1/8 octave above
+  /// the hint are kept outright and the others ranked among themselves.
+  /// Returns -1, having written nothing, when the block is not finite.
   template <class S>
   static int64_t select(const float *v, int64_t m, int64_t k, int64_t, uint64_t,
                         S &s, uint32_t *idx, float *kept) {
@@ -383,27 +401,34 @@ struct SelectTopK {
     uint32_t *cand = s.cand[0].get();
     float *cv = s.candVals[0].get();
     int32_t *w = s.candKeys.get();
-    // Patterns are below 2^31: signed compares order them.
-    int32_t low = s.hint - kBelow, highKey = INT32_MAX;
+    // Patterns are below 2^31: signed compares order them. topKey, the
+    // largest pattern, also tells whether the block is finite.
+    int32_t low = s.hint - kBelow, highKey = INT32_MAX, topKey = 0, unused;
     [[maybe_unused]] int32_t high = s.hint + kAbove;
     int64_t nc = 0;
     if (low > 0) {
-      nc = compactAtLeast(v, nullptr, m, low, cand, cv);
-      if (nc < k && low > kRetry) { // once more, half an octave lower
-        low -= kRetry;
-        nc = compactAtLeast(v, nullptr, m, low, cand, cv);
+      nc = compactAtLeast(v, nullptr, m, low, cand, cv, &topKey);
+      if (nc < k && low > kRetry && topKey < kNonFinite) {
+        low -= kRetry; // once more, half an octave lower
+        nc = compactAtLeast(v, nullptr, m, low, cand, cv, &topKey);
       }
+      if (topKey >= kNonFinite)
+        return -1;
     }
     if (nc < k) {
       // The grid search. Invariant: count(hi) < k <= count(lo) = nc;
       // count(0) = m.
       int32_t *a = s.keys.get();
-      float top = 0.0f;
-#pragma omp simd reduction(max : top)
-      for (int64_t i = 0; i < m; ++i) {
+#pragma omp simd
+      for (int64_t i = 0; i < m; ++i)
         a[i] = int32_t(absBits(v[i]));
-        top = std::max(top, std::fabs(v[i]));
-      }
+      int32_t top = 0;
+#pragma omp simd reduction(max : top)
+      for (int64_t i = 0; i < m; ++i)
+        top = std::max(top, a[i]);
+      topKey = top;
+      if (topKey >= kNonFinite)
+        return -1;
       auto countAtLeast = [&](int32_t prefix) {
         const int32_t low = prefix << kShift;
         int32_t n = 0;
@@ -412,9 +437,9 @@ struct SelectTopK {
           n += a[i] >= low;
         return int64_t(n);
       };
-      const int32_t topPrefix = int32_t(absBits(top) >> kShift);
+      const int32_t topPrefix = topKey >> kShift;
       int32_t hi = topPrefix + 1, lo = std::max(topPrefix - 8, 0);
-      nc = compactAtLeast(v, nullptr, m, lo << kShift, cand, cv);
+      nc = compactAtLeast(v, nullptr, m, lo << kShift, cand, cv, &unused);
       if (nc < k || nc > 2 * k) {
         for (int32_t step = 16; nc < k; step *= 2) {
           hi = lo;
@@ -435,22 +460,20 @@ struct SelectTopK {
       low = lo << kShift;
       highKey = (hi << kShift) - 1;
       high = INT32_MAX; // no sure candidates
-      nc = compactAtLeast(v, nullptr, m, low, cand, cv);
+      nc = compactAtLeast(v, nullptr, m, low, cand, cv, &unused);
     }
     // Too many to rank (a stale hint, heavy tails): L is raised by
     // bisection up to the largest candidate H, each probe a compaction of
     // the candidates alone, as long as k remain. Invariant: count(H + 1) <
     // k <= count(L) = nc.
     if (nc > std::max(kRankLanes, 2 * k)) {
-      int32_t top = 0;
-#pragma omp simd reduction(max : top)
-      for (int64_t j = 0; j < nc; ++j)
-        top = std::max(top, int32_t(absBits(cv[j])));
+      int32_t top = topKey;
       uint32_t *cand2 = s.cand[1].get();
       float *cv2 = s.candVals[1].get();
       while (nc > std::max(kRankLanes, 2 * k) && top > low) {
         const int32_t mid = low + (top - low) / 2 + 1;
-        const int64_t n = compactAtLeast(cv, cand, nc, mid, cand2, cv2);
+        const int64_t n =
+            compactAtLeast(cv, cand, nc, mid, cand2, cv2, &unused);
         if (n >= k) {
           std::swap(cand, cand2);
           std::swap(cv, cv2);
@@ -484,12 +507,9 @@ struct SelectTopK {
     // Patterns of the candidates, padded to whole vectors with keys no
     // probe below (> 0) reaches.
     const int64_t padded = (nc + 15) & ~int64_t(15);
-    int32_t topKey = 0;
-#pragma omp simd reduction(max : topKey)
-    for (int64_t j = 0; j < nc; ++j) {
+#pragma omp simd
+    for (int64_t j = 0; j < nc; ++j)
       w[j] = int32_t(absBits(cv[j]));
-      topKey = std::max(topKey, w[j]);
-    }
 #if !defined(__AVX512F__)
     // Few candidates: rank each by the number of larger patterns, counted
     // across lanes (no horizontal sums, no branches). Without ties at the
@@ -575,6 +595,7 @@ struct SelectTopK {
 
 struct SelectRandomK {
   static constexpr bool kSparse = true;
+  static constexpr bool kChecksFinite = false;
   template <class S>
   static int64_t select(const float *v, int64_t m, int64_t k, int64_t block,
                         uint64_t seed, S &s, uint32_t *idx, float *kept) {
@@ -642,9 +663,10 @@ void storeIndices(const uint32_t *idx, int64_t c, int64_t k, unsigned char *p,
 
 /// Compresses the block of m values v into `out`. With error feedback, r is
 /// the block's residual and already holds v (v aliases it): only the kept
-/// elements change.
+/// elements change. False when a selection that checks finiteness
+/// (Sel::kChecksFinite) finds a NaN or an infinity; nothing is written then.
 template <class Sel, class Enc, class Idx>
-void compressBlock(const Layout &l, uint64_t seed, int64_t block,
+bool compressBlock(const Layout &l, uint64_t seed, int64_t block,
                    const float *v, int64_t m, float *r, unsigned char *out,
                    Scratch<Enc, Idx> &s) {
   using Stored = typename Enc::Stored;
@@ -652,6 +674,8 @@ void compressBlock(const Layout &l, uint64_t seed, int64_t block,
   int64_t c = m;
   if constexpr (Sel::kSparse) {
     c = Sel::select(v, m, l.k, block, seed, s, s.idx.get(), s.kept.get());
+    if (c < 0)
+      return false;
     kept = s.kept.get();
   }
   const float scale = Enc::scaleOf(kept, c);
@@ -679,7 +703,7 @@ void compressBlock(const Layout &l, uint64_t seed, int64_t block,
     std::memcpy(p, q, size_t(slots) * sizeof(Stored));
 
   if (!r)
-    return;
+    return true;
   float *dec = s.dec.get();
   Enc::decode(q, c, scale, dec);
   if constexpr (Sel::kSparse) {
@@ -691,6 +715,7 @@ void compressBlock(const Layout &l, uint64_t seed, int64_t block,
     for (int64_t i = 0; i < m; ++i)
       r[i] = v[i] - dec[i];
   }
+  return true;
 }
 
 template <class Sel, class Enc, class Idx>
@@ -734,12 +759,13 @@ int compressAll(const Layout &l, uint64_t seed, int64_t n, const float *g,
                 rb[i] = v[i] + rb[i];
             }
             v = rb;
-          } else if (anyNonFinite(v, m)) {
+          } else if (!Sel::kChecksFinite && anyNonFinite(v, m)) {
             bad.store(true, std::memory_order_relaxed);
             continue;
           }
-          compressBlock<Sel, Enc, Idx>(l, seed, begin / l.blockSize, v, m, rb,
-                                       payload + l.offsetOf(begin), s);
+          if (!compressBlock<Sel, Enc, Idx>(l, seed, begin / l.blockSize, v, m,
+                                            rb, payload + l.offsetOf(begin), s))
+            bad.store(true, std::memory_order_relaxed);
         }
       },
       1);
