@@ -32,6 +32,7 @@
 #include <atomic>
 #include <cmath>
 #include <memory>
+#include <type_traits>
 
 #if defined(__AVX2__)
 // GCC 12 flags the intrinsics' own deliberately undefined registers
@@ -259,7 +260,7 @@ int64_t compactAtLeast(const float *v, const uint32_t *ids, int64_t m,
 template <class Enc, class Idx> struct Scratch {
   Scratch(int64_t unit, bool sparse)
       : q(new typename Enc::Stored[size_t(unit)]),
-        dec(new float[size_t(unit)]) {
+        dec(new float[size_t(unit + kCompactSlack)]) {
     if (!sparse)
       return;
     keys.reset(new int32_t[size_t(unit)]);
@@ -274,17 +275,37 @@ template <class Enc, class Idx> struct Scratch {
     bitmap.reset(new uint32_t[size_t(unit / 32 + 1)]);
   }
   std::unique_ptr<typename Enc::Stored[]> q; ///< encoded values
-  std::unique_ptr<float[]> dec;              ///< decoded values
-  std::unique_ptr<int32_t[]> keys;           ///< top-k: |v| bit patterns
-  std::unique_ptr<int32_t[]> candKeys;       ///< top-k: candidates' keys
-  std::unique_ptr<float[]> candVals[2];      ///< top-k: candidates' values
-  std::unique_ptr<uint32_t[]> cand[2];       ///< top-k: candidates
-  std::unique_ptr<uint32_t[]> idx;           ///< kept indices, ascending
-  std::unique_ptr<Idx[]> packed;             ///< the same as stored
-  std::unique_ptr<float[]> kept;             ///< kept values, in idx order
-  std::unique_ptr<uint32_t[]> bitmap;        ///< RANDOMK: chosen indices
+  std::unique_ptr<float[]> dec;         ///< decoded values (+ kCompactSlack)
+  std::unique_ptr<int32_t[]> keys;      ///< top-k: |v| bit patterns
+  std::unique_ptr<int32_t[]> candKeys;  ///< top-k: candidates' keys
+  std::unique_ptr<float[]> candVals[2]; ///< top-k: candidates' values
+  std::unique_ptr<uint32_t[]> cand[2];  ///< top-k: candidates
+  std::unique_ptr<uint32_t[]> idx;      ///< kept indices, ascending
+  std::unique_ptr<Idx[]> packed;        ///< the same as stored
+  std::unique_ptr<float[]> kept;        ///< kept values, in idx order
+  std::unique_ptr<uint32_t[]> bitmap;   ///< RANDOMK: chosen indices
   int32_t hint = 0; ///< top-k: the previous block's k-th largest pattern
 };
+
+/// Enc::decode into scratch with room for a vector past c. The int8 decoder
+/// stores whole vectors there: the scalar loads that read them back are not
+/// forwarded a masked store's data, and would wait for it to retire.
+template <class Enc>
+void decodeToScratch(const typename Enc::Stored *q, int64_t c, float scale,
+                     float *out) {
+#if defined(__AVX512F__)
+  if constexpr (std::is_same_v<Enc, EncodeInt8>) {
+    const __m512 s = _mm512_set1_ps(scale);
+    for (int64_t i = 0; i < c; i += 16) {
+      const __m512i x =
+          _mm512_cvtepi8_epi32(_mm_maskz_loadu_epi8(lanesLeft(c - i), q + i));
+      _mm512_storeu_ps(out + i, _mm512_mul_ps(_mm512_cvtepi32_ps(x), s));
+    }
+    return;
+  }
+#endif
+  Enc::decode(q, c, scale, out);
+}
 
 //===--- Selections -------------------------------------------------------===//
 // A sparse selection writes the indices it keeps of block `block` (m
@@ -705,7 +726,7 @@ bool compressBlock(const Layout &l, uint64_t seed, int64_t block,
   if (!r)
     return true;
   float *dec = s.dec.get();
-  Enc::decode(q, c, scale, dec);
+  decodeToScratch<Enc>(q, c, scale, dec);
   if constexpr (Sel::kSparse) {
     const uint32_t *idx = s.idx.get();
     for (int64_t j = 0; j < c; ++j)
@@ -790,23 +811,28 @@ void decodeBlock(const Layout &l, int64_t m, const unsigned char *p, float *o,
     p += sizeof(float);
   }
   const int64_t c = kSparse ? l.used(m) : m;
-  Idx *packed = nullptr;
-  if constexpr (kSparse) {
-    packed = s.packed.get();
-    std::memcpy(packed, p, size_t(c) * sizeof(Idx));
+  const unsigned char *indices = p;
+  if constexpr (kSparse)
     p += l.k * int64_t(sizeof(Idx));
+  // Bytes are decoded in place; wider values, which may be unaligned there,
+  // through scratch.
+  const Stored *q;
+  if constexpr (sizeof(Stored) == 1) {
+    q = reinterpret_cast<const Stored *>(p);
+  } else {
+    std::memcpy(s.q.get(), p, size_t(c) * sizeof(Stored));
+    q = s.q.get();
   }
-  Stored *q = s.q.get();
-  std::memcpy(q, p, size_t(c) * sizeof(Stored));
   if (!kSparse && assign) {
     Enc::decode(q, c, scale, o);
     return;
   }
   float *dec = s.dec.get();
-  Enc::decode(q, c, scale, dec);
+  decodeToScratch<Enc>(q, c, scale, dec);
   if constexpr (kSparse) {
     for (int64_t j = 0; j < c; ++j) {
-      const int64_t i = packed[j];
+      Idx i;
+      std::memcpy(&i, indices + j * int64_t(sizeof(Idx)), sizeof(Idx));
       if (i < m)
         o[i] += dec[j];
     }
