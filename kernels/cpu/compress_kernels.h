@@ -486,12 +486,18 @@ struct SelectTopK {
     // Too many to rank (a stale hint, heavy tails): L is raised by
     // bisection up to the largest candidate H, each probe a compaction of
     // the candidates alone, as long as k remain. Invariant: count(H + 1) <
-    // k <= count(L) = nc.
-    if (nc > std::max(kRankLanes, 2 * k)) {
+    // k <= count(L) = nc. Ranking in registers costs little per candidate
+    // up to 64; across 64 lanes in memory each one costs as much as a probe.
+#if defined(__AVX512F__)
+    const int64_t most = std::max(kRankLanes, 2 * k);
+#else
+    const int64_t most = std::max<int64_t>(k + k / 2, 16);
+#endif
+    if (nc > most) {
       int32_t top = topKey;
       uint32_t *cand2 = s.cand[1].get();
       float *cv2 = s.candVals[1].get();
-      while (nc > std::max(kRankLanes, 2 * k) && top > low) {
+      while (nc > most && top > low) {
         const int32_t mid = low + (top - low) / 2 + 1;
         const int64_t n =
             compactAtLeast(cv, cand, nc, mid, cand2, cv2, &unused);
