@@ -9,14 +9,16 @@
 // The methods of otc/compress.h are one kernel over two policies: a
 // selection (every element, the top-k by |g|, or k random ones) and a value
 // encoding (fp32, fp16, bf16, int8 with a per-block scale). Each block is
-// compressed while it is in cache: sum with the residual, select, gather,
-// encode, write the payload, update the residual. Decompression decodes
-// every payload's copy of a block in turn into the output block.
+// compressed while it is in cache: sum with the residual, select (the kept
+// values with their indices), encode into the payload, update the residual.
+// Decompression decodes every payload's copy of a block in turn into the
+// output block.
 //
 // Blocks are independent and their payload offsets fixed, so blocks are
 // split across OpenMP threads and the result does not depend on the thread
-// count. The bit-level coding shared with the CUDA twin is in
-// compress_format.h.
+// count: top-k starts each block's search from the thread's previous blocks,
+// which changes its speed, never what it keeps. The bit-level coding shared
+// with the CUDA twin is in compress_format.h.
 //
 //===----------------------------------------------------------------------===//
 
@@ -284,7 +286,7 @@ template <class Enc, class Idx> struct Scratch {
   std::unique_ptr<Idx[]> packed;        ///< the same as stored
   std::unique_ptr<float[]> kept;        ///< kept values, in idx order
   std::unique_ptr<uint32_t[]> bitmap;   ///< RANDOMK: chosen indices
-  int32_t hint = 0; ///< top-k: the previous block's k-th largest pattern
+  int32_t hint = 0; ///< top-k: running mean of the k-th largest patterns
 };
 
 /// Enc::decode into scratch with room for a vector past c. The int8 decoder
@@ -323,9 +325,10 @@ struct SelectAll {
 /// cv) held in R registers. The candidates at or above `high` are kept if
 /// there are at most k of them; each other lane counts the larger keys among
 /// those others, one compare (against a broadcast) and one masked add per
-/// ranked candidate and register. Writes the candidates of rank < k, in
-/// order, to idx and kept and returns their count (k unless keys tie at the
-/// k-th largest); *t is the smallest kept key.
+/// ranked candidate and register, and the k - (those kept) of least rank
+/// are kept too. Writes the kept candidates, in order, to idx and kept and
+/// returns their count (k unless keys tie at the k-th largest); *t is the
+/// smallest kept key.
 template <int R>
 int64_t rankCandidates(const uint32_t *cand, const float *cv, int64_t nc,
                        int64_t k, int32_t high, uint32_t *idx, float *kept,
@@ -414,6 +417,12 @@ struct SelectTopK {
   static int64_t select(const float *v, int64_t m, int64_t k, int64_t, uint64_t,
                         S &s, uint32_t *idx, float *kept) {
     if (m <= k) {
+      int bad = 0;
+#pragma omp simd reduction(| : bad)
+      for (int64_t i = 0; i < m; ++i)
+        bad |= isNonFinite(v[i]);
+      if (bad)
+        return -1;
       for (int64_t i = 0; i < m; ++i)
         idx[i] = uint32_t(i);
       std::copy(v, v + m, kept);

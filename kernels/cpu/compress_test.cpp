@@ -723,6 +723,17 @@ TEST_P(CompressMethod, NonFiniteReturnsOneAndKeepsTheResidual) {
           << methodName(method) << " at " << cs.at << " without residual";
     }
   }
+  // Blocks that keep every element (all of a short last one, or ratio 1)
+  // are checked too.
+  for (float ratio : {0.1f, 1.0f}) {
+    const otck_compress_config all = makeConfig(method, 256, ratio, 1);
+    const int64_t m = 256 + 10;
+    std::vector<unsigned char> p2(sz(otck_compress_payload_bytes(&all, m)));
+    std::vector<float> g(g0.begin(), g0.begin() + m);
+    g[sz(m - 3)] = kNaN;
+    EXPECT_EQ(otck_compress_f32(&all, m, g.data(), nullptr, p2.data()), 1)
+        << methodName(method) << " ratio " << ratio;
+  }
   // Finite and large is fine.
   std::vector<float> g = g0;
   g[10] = std::numeric_limits<float>::max();
