@@ -104,6 +104,8 @@ using EncodeBF16 = EncodeHalf<floatToBf16, bf16ToFloat>;
 struct EncodeInt8 {
   using Stored = int8_t;
   static constexpr bool kScaled = true;
+  /// Scale of kept values whose largest |v| is absmax.
+  static float scaleOfMax(float absmax) { return int8Scale(absmax); }
   /// Scale of the kept values (all finite).
   static float scaleOf(const float *v, int64_t c) {
 #if defined(__AVX512F__)
@@ -286,7 +288,8 @@ template <class Enc, class Idx> struct Scratch {
   std::unique_ptr<Idx[]> packed;        ///< the same as stored
   std::unique_ptr<float[]> kept;        ///< kept values, in idx order
   std::unique_ptr<uint32_t[]> bitmap;   ///< RANDOMK: chosen indices
-  int32_t hint = 0; ///< top-k: running mean of the k-th largest patterns
+  int32_t hint = 0;     ///< top-k: running mean of the k-th largest patterns
+  float keptMax = 0.0f; ///< top-k: the largest kept |v|
 };
 
 /// Enc::decode into scratch with room for a vector past c. The int8 decoder
@@ -318,6 +321,7 @@ void decodeToScratch(const typename Enc::Stored *q, int64_t c, float scale,
 struct SelectAll {
   static constexpr bool kSparse = false;
   static constexpr bool kChecksFinite = false;
+  static constexpr bool kKnowsMax = false;
 };
 
 #if defined(__AVX512F__)
@@ -388,6 +392,7 @@ int64_t rankCandidates(const uint32_t *cand, const float *cv, int64_t nc,
 struct SelectTopK {
   static constexpr bool kSparse = true;
   static constexpr bool kChecksFinite = true;
+  static constexpr bool kKnowsMax = true; ///< sets Scratch::keptMax
   static constexpr int kShift = 20; ///< |v| patterns >> 20: 11-bit prefixes
   static constexpr int64_t kRankLanes = 64;
   /// The first candidates lie above hint - kBelow; those above hint +
@@ -418,11 +423,15 @@ struct SelectTopK {
                         S &s, uint32_t *idx, float *kept) {
     if (m <= k) {
       int bad = 0;
-#pragma omp simd reduction(| : bad)
-      for (int64_t i = 0; i < m; ++i)
+      float most = 0.0f;
+#pragma omp simd reduction(| : bad) reduction(max : most)
+      for (int64_t i = 0; i < m; ++i) {
         bad |= isNonFinite(v[i]);
+        most = std::max(most, std::fabs(v[i]));
+      }
       if (bad)
         return -1;
+      s.keptMax = most;
       for (int64_t i = 0; i < m; ++i)
         idx[i] = uint32_t(i);
       std::copy(v, v + m, kept);
@@ -522,7 +531,9 @@ struct SelectTopK {
       highKey = std::min(highKey, top);
     }
     // The hint follows the k-th largest patterns with a quarter's weight.
+    // The largest |v| of the block is always kept.
     auto finish = [&](int64_t c, int32_t t) {
+      s.keptMax = bitsOf<float>(topKey);
       s.hint = s.hint > 0 ? s.hint + (t - s.hint) / 4 : t;
       return c;
     };
@@ -632,6 +643,7 @@ struct SelectTopK {
 struct SelectRandomK {
   static constexpr bool kSparse = true;
   static constexpr bool kChecksFinite = false;
+  static constexpr bool kKnowsMax = false;
   template <class S>
   static int64_t select(const float *v, int64_t m, int64_t k, int64_t block,
                         uint64_t seed, S &s, uint32_t *idx, float *kept) {
@@ -714,7 +726,11 @@ bool compressBlock(const Layout &l, uint64_t seed, int64_t block,
       return false;
     kept = s.kept.get();
   }
-  const float scale = Enc::scaleOf(kept, c);
+  float scale;
+  if constexpr (Sel::kKnowsMax && Enc::kScaled)
+    scale = Enc::scaleOfMax(s.keptMax); // known before the ranking ends
+  else
+    scale = Enc::scaleOf(kept, c);
 
   // Payload: [scale] [k indices] values; sparse and INT8 blocks are padded
   // to their fixed slot count with zeros.
