@@ -9,14 +9,16 @@
 // The methods of otc/compress.h are one kernel over two policies: a
 // selection (every element, the top-k by |g|, or k random ones) and a value
 // encoding (fp32, fp16, bf16, int8 with a per-block scale). Each block is
-// compressed while it is in cache: sum with the residual, select, gather,
-// encode, write the payload, update the residual. Decompression decodes
-// every payload's copy of a block in turn into the output block.
+// compressed while it is in cache: sum with the residual, select (the kept
+// values with their indices), encode into the payload, update the residual.
+// Decompression decodes every payload's copy of a block in turn into the
+// output block.
 //
 // Blocks are independent and their payload offsets fixed, so blocks are
 // split across OpenMP threads and the result does not depend on the thread
-// count. The bit-level coding shared with the CUDA twin is in
-// compress_format.h.
+// count: top-k starts each block's search from the thread's previous blocks,
+// which changes its speed, never what it keeps. The bit-level coding shared
+// with the CUDA twin is in compress_format.h.
 //
 //===----------------------------------------------------------------------===//
 
@@ -32,9 +34,16 @@
 #include <atomic>
 #include <cmath>
 #include <memory>
+#include <type_traits>
 
 #if defined(__AVX2__)
+// GCC 12 flags the intrinsics' own deliberately undefined registers
+// (_mm512_undefined_*) at every inlined use.
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #include <immintrin.h>
+#pragma GCC diagnostic pop
 #endif
 
 namespace otc::kernels::compress {
@@ -49,6 +58,15 @@ constexpr int64_t kElementwiseUnit = 4096;
 /// Relative cost of one element of sparse compression (selection included)
 /// for parallelFor's threshold.
 constexpr int64_t kSparseCost = 16;
+
+#if defined(__AVX512F__)
+/// The lanes of a 16-lane vector that hold the `left` elements still to go.
+inline __mmask16 lanesLeft(int64_t left) {
+  return left >= 16  ? __mmask16(0xffff)
+         : left <= 0 ? __mmask16(0)
+                     : __mmask16((1u << left) - 1u);
+}
+#endif
 
 //===--- Value encodings --------------------------------------------------===//
 
@@ -86,27 +104,67 @@ using EncodeBF16 = EncodeHalf<floatToBf16, bf16ToFloat>;
 struct EncodeInt8 {
   using Stored = int8_t;
   static constexpr bool kScaled = true;
+  /// Scale of kept values whose largest |v| is absmax.
+  static float scaleOfMax(float absmax) { return int8Scale(absmax); }
   /// Scale of the kept values (all finite).
   static float scaleOf(const float *v, int64_t c) {
+#if defined(__AVX512F__)
+    // Masked tails: a top-k block keeps few values (26 of 256), which the
+    // vectoriser would leave mostly to its scalar epilogue. The largest
+    // |v| is the largest pattern.
+    __m512i m = _mm512_setzero_si512();
+    for (int64_t i = 0; i < c; i += 16)
+      m = _mm512_max_epi32(
+          m, _mm512_and_si512(_mm512_maskz_loadu_epi32(lanesLeft(c - i), v + i),
+                              _mm512_set1_epi32(0x7fffffff)));
+    return int8Scale(bitsOf<float>(_mm512_reduce_max_epi32(m)));
+#else
     float m = 0.0f;
 #pragma omp simd reduction(max : m)
     for (int64_t i = 0; i < c; ++i)
       m = std::max(m, std::fabs(v[i]));
     return int8Scale(m);
+#endif
   }
   static void encode(const float *v, int64_t c, float scale, Stored *q) {
     if (!(scale > 0.0f)) { // all zeros, or absmax / 127 underflowed
       std::memset(q, 0, size_t(c));
       return;
     }
+#if defined(__AVX512F__)
+    // quantizeInt8 lane-wise.
+    const __m512 s = _mm512_set1_ps(scale), lim = _mm512_set1_ps(127.0f),
+                 round = _mm512_set1_ps(12582912.0f);
+    for (int64_t i = 0; i < c; i += 16) {
+      const __mmask16 lanes = lanesLeft(c - i);
+      __m512 x = _mm512_div_ps(_mm512_maskz_loadu_ps(lanes, v + i), s);
+      x = _mm512_min_ps(
+          _mm512_max_ps(x, _mm512_sub_ps(_mm512_setzero_ps(), lim)), lim);
+      x = _mm512_sub_ps(_mm512_add_ps(x, round), round);
+      _mm_mask_storeu_epi8(q + i, lanes,
+                           _mm512_cvtepi32_epi8(_mm512_cvttps_epi32(x)));
+    }
+#else
 #pragma omp simd
     for (int64_t i = 0; i < c; ++i)
       q[i] = quantizeInt8(v[i], scale);
+#endif
   }
   static void decode(const Stored *q, int64_t c, float scale, float *out) {
+#if defined(__AVX512F__)
+    const __m512 s = _mm512_set1_ps(scale);
+    for (int64_t i = 0; i < c; i += 16) {
+      const __mmask16 lanes = lanesLeft(c - i);
+      const __m512i x =
+          _mm512_cvtepi8_epi32(_mm_maskz_loadu_epi8(lanes, q + i));
+      _mm512_mask_storeu_ps(out + i, lanes,
+                            _mm512_mul_ps(_mm512_cvtepi32_ps(x), s));
+    }
+#else
 #pragma omp simd
     for (int64_t i = 0; i < c; ++i)
       out[i] = dequantizeInt8(q[i], scale);
+#endif
   }
 };
 
@@ -134,50 +192,70 @@ struct CompactLanes {
 constexpr CompactLanes kCompactLanes;
 #endif
 
-/// Writes the indices i of the keys a[i] >= low (low >= 0), in order, to
-/// cand and the keys to w; returns their count. Both may be written up to
-/// kCompactSlack slots past the count.
-int64_t compactAtLeast(const int32_t *a, int64_t m, int32_t low, uint32_t *cand,
-                       int32_t *w) {
+/// Writes the indices ids[i] (i without ids) of the values with |v[i]| >=
+/// low as patterns (low >= 0), in order, to cand and the values to vals;
+/// returns their count, and the largest pattern of all in *top. Both may be
+/// written up to kCompactSlack slots past the count.
+int64_t compactAtLeast(const float *v, const uint32_t *ids, int64_t m,
+                       int32_t low, uint32_t *cand, float *vals, int32_t *top) {
   int64_t nc = 0, i = 0;
+  int32_t most = 0;
 #if defined(__AVX512F__)
   // Compress into a register, then store: the memory form of vpcompressd
   // is microcoded on some cores.
-  const __m512i lowv = _mm512_set1_epi32(low), step = _mm512_set1_epi32(16);
+  const __m512i lowv = _mm512_set1_epi32(low), step = _mm512_set1_epi32(16),
+                abs = _mm512_set1_epi32(0x7fffffff);
   __m512i iv =
       _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
+  __m512i mostv = _mm512_setzero_si512();
   for (; i + 16 <= m; i += 16) {
-    const __m512i x = _mm512_loadu_si512(a + i);
-    const __mmask16 k = _mm512_cmpge_epi32_mask(x, lowv);
+    const __m512 x = _mm512_loadu_ps(v + i);
+    const __m512i key = _mm512_and_si512(_mm512_castps_si512(x), abs);
+    const __mmask16 k = _mm512_cmpge_epi32_mask(key, lowv);
+    mostv = _mm512_max_epi32(mostv, key);
+    if (ids)
+      iv = _mm512_loadu_si512(ids + i);
     _mm512_storeu_si512(cand + nc, _mm512_maskz_compress_epi32(k, iv));
-    _mm512_storeu_si512(w + nc, _mm512_maskz_compress_epi32(k, x));
+    _mm512_storeu_ps(vals + nc, _mm512_maskz_compress_ps(k, x));
     nc += __builtin_popcount(k);
     iv = _mm512_add_epi32(iv, step);
   }
+  most = _mm512_reduce_max_epi32(mostv);
 #elif defined(__AVX2__)
-  const __m256i below = _mm256_set1_epi32(low - 1), step = _mm256_set1_epi32(8);
-  __m256i iv = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+  const __m256i below = _mm256_set1_epi32(low - 1), step = _mm256_set1_epi32(8),
+                abs = _mm256_set1_epi32(0x7fffffff);
+  __m256i iv = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7),
+          mostv = _mm256_setzero_si256();
   for (; i + 8 <= m; i += 8) {
-    const __m256i x =
-        _mm256_loadu_si256(reinterpret_cast<const __m256i *>(a + i));
+    const __m256 x = _mm256_loadu_ps(v + i);
+    const __m256i key = _mm256_and_si256(_mm256_castps_si256(x), abs);
+    mostv = _mm256_max_epi32(mostv, key);
     const int k =
-        _mm256_movemask_ps(_mm256_castsi256_ps(_mm256_cmpgt_epi32(x, below)));
+        _mm256_movemask_ps(_mm256_castsi256_ps(_mm256_cmpgt_epi32(key, below)));
+    if (ids)
+      iv = _mm256_loadu_si256(reinterpret_cast<const __m256i *>(ids + i));
     const __m256i lanes = _mm256_cvtepu8_epi32(
         _mm_cvtsi64_si128(int64_t(kCompactLanes.lanes[k])));
     _mm256_storeu_si256(reinterpret_cast<__m256i *>(cand + nc),
                         _mm256_permutevar8x32_epi32(iv, lanes));
-    _mm256_storeu_si256(reinterpret_cast<__m256i *>(w + nc),
-                        _mm256_permutevar8x32_epi32(x, lanes));
+    _mm256_storeu_ps(vals + nc, _mm256_permutevar8x32_ps(x, lanes));
     nc += __builtin_popcount(unsigned(k));
     iv = _mm256_add_epi32(iv, step);
   }
+  const __m128i half = _mm_max_epi32(_mm256_castsi256_si128(mostv),
+                                     _mm256_extracti128_si256(mostv, 1));
+  const __m128i quarter = _mm_max_epi32(half, _mm_srli_si128(half, 8));
+  most = _mm_cvtsi128_si32(_mm_max_epi32(quarter, _mm_srli_si128(quarter, 4)));
 #endif
   // Branch-free: the stores are unconditional, the cursor moves on matches.
   for (; i < m; ++i) {
-    cand[nc] = uint32_t(i);
-    w[nc] = a[i];
-    nc += a[i] >= low;
+    const int32_t key = int32_t(absBits(v[i]));
+    cand[nc] = ids ? ids[i] : uint32_t(i);
+    vals[nc] = v[i];
+    nc += key >= low;
+    most = std::max(most, key);
   }
+  *top = most;
   return nc;
 }
 
@@ -186,109 +264,300 @@ int64_t compactAtLeast(const int32_t *a, int64_t m, int32_t low, uint32_t *cand,
 template <class Enc, class Idx> struct Scratch {
   Scratch(int64_t unit, bool sparse)
       : q(new typename Enc::Stored[size_t(unit)]),
-        dec(new float[size_t(unit)]) {
+        dec(new float[size_t(unit + kCompactSlack)]) {
     if (!sparse)
       return;
     keys.reset(new int32_t[size_t(unit)]);
     candKeys.reset(new int32_t[size_t(unit + kCompactSlack)]);
-    cand.reset(new uint32_t[size_t(unit + kCompactSlack)]);
-    idx.reset(new uint32_t[size_t(unit)]);
+    for (int i = 0; i < 2; ++i) {
+      candVals[i].reset(new float[size_t(unit + kCompactSlack)]);
+      cand[i].reset(new uint32_t[size_t(unit + kCompactSlack)]);
+    }
+    idx.reset(new uint32_t[size_t(unit + kCompactSlack)]);
     packed.reset(new Idx[size_t(unit)]);
-    kept.reset(new float[size_t(unit)]);
+    kept.reset(new float[size_t(unit + kCompactSlack)]);
     bitmap.reset(new uint32_t[size_t(unit / 32 + 1)]);
   }
   std::unique_ptr<typename Enc::Stored[]> q; ///< encoded values
-  std::unique_ptr<float[]> dec;              ///< decoded values
-  std::unique_ptr<int32_t[]> keys;           ///< top-k: |v| bit patterns
-  std::unique_ptr<int32_t[]> candKeys;       ///< top-k: candidates' keys
-  std::unique_ptr<uint32_t[]> cand;          ///< top-k: candidates
-  std::unique_ptr<uint32_t[]> idx;           ///< kept indices, ascending
-  std::unique_ptr<Idx[]> packed;             ///< the same as stored
-  std::unique_ptr<float[]> kept;             ///< kept values, gathered
-  std::unique_ptr<uint32_t[]> bitmap;        ///< RANDOMK: chosen indices
+  std::unique_ptr<float[]> dec;         ///< decoded values (+ kCompactSlack)
+  std::unique_ptr<int32_t[]> keys;      ///< top-k: |v| bit patterns
+  std::unique_ptr<int32_t[]> candKeys;  ///< top-k: candidates' keys
+  std::unique_ptr<float[]> candVals[2]; ///< top-k: candidates' values
+  std::unique_ptr<uint32_t[]> cand[2];  ///< top-k: candidates
+  std::unique_ptr<uint32_t[]> idx;      ///< kept indices, ascending
+  std::unique_ptr<Idx[]> packed;        ///< the same as stored
+  std::unique_ptr<float[]> kept;        ///< kept values, in idx order
+  std::unique_ptr<uint32_t[]> bitmap;   ///< RANDOMK: chosen indices
+  int32_t hint = 0;     ///< top-k: running mean of the k-th largest patterns
+  float keptMax = 0.0f; ///< top-k: the largest kept |v|
 };
+
+/// Enc::decode into scratch with room for a vector past c. The int8 decoder
+/// stores whole vectors there: the scalar loads that read them back are not
+/// forwarded a masked store's data, and would wait for it to retire.
+template <class Enc>
+void decodeToScratch(const typename Enc::Stored *q, int64_t c, float scale,
+                     float *out) {
+#if defined(__AVX512F__)
+  if constexpr (std::is_same_v<Enc, EncodeInt8>) {
+    const __m512 s = _mm512_set1_ps(scale);
+    for (int64_t i = 0; i < c; i += 16) {
+      const __m512i x =
+          _mm512_cvtepi8_epi32(_mm_maskz_loadu_epi8(lanesLeft(c - i), q + i));
+      _mm512_storeu_ps(out + i, _mm512_mul_ps(_mm512_cvtepi32_ps(x), s));
+    }
+    return;
+  }
+#endif
+  Enc::decode(q, c, scale, out);
+}
 
 //===--- Selections -------------------------------------------------------===//
 // A sparse selection writes the indices it keeps of block `block` (m
-// elements, finite values v) to idx in ascending order and returns their
-// count, min(k, m).
+// elements, finite values v) to idx in ascending order and their values to
+// kept, and returns their count, min(k, m). Both may be written up to
+// kCompactSlack slots past the count.
 
 struct SelectAll {
   static constexpr bool kSparse = false;
+  static constexpr bool kChecksFinite = false;
+  static constexpr bool kKnowsMax = false;
 };
+
+#if defined(__AVX512F__)
+/// SelectTopK's ranking of nc <= 16 * R candidates (indices cand, values
+/// cv) held in R registers. The candidates at or above `high` are kept if
+/// there are at most k of them; each other lane counts the larger keys among
+/// those others, one compare (against a broadcast) and one masked add per
+/// ranked candidate and register, and the k - (those kept) of least rank
+/// are kept too. Writes the kept candidates, in order, to idx and kept and
+/// returns their count (k unless keys tie at the k-th largest); *t is the
+/// smallest kept key.
+template <int R>
+int64_t rankCandidates(const uint32_t *cand, const float *cv, int64_t nc,
+                       int64_t k, int32_t high, uint32_t *idx, float *kept,
+                       int32_t *t) {
+  const __m512i abs = _mm512_set1_epi32(0x7fffffff),
+                highv = _mm512_set1_epi32(high);
+  __m512i keys[R], rank[R];
+  __mmask16 sure[R], rest[R];
+  int64_t nSure = 0;
+  uint64_t ranked = 0; // the lanes to rank, 16 a register
+  for (int r = 0; r < R; ++r) {
+    const __mmask16 valid = lanesLeft(nc - 16 * r);
+    keys[r] = _mm512_maskz_and_epi32(
+        valid, _mm512_maskz_loadu_epi32(valid, cv + 16 * r), abs);
+    rank[r] = _mm512_setzero_si512();
+    sure[r] = _mm512_mask_cmpge_epi32_mask(valid, keys[r], highv);
+    rest[r] = valid & ~sure[r];
+    nSure += __builtin_popcount(sure[r]);
+    ranked |= uint64_t(rest[r]) << (16 * r);
+  }
+  if (nSure > k) { // `high` was too low: rank them all
+    nSure = 0;
+    for (int r = 0; r < R; ++r) {
+      rest[r] |= sure[r];
+      sure[r] = 0;
+      ranked |= uint64_t(rest[r]) << (16 * r);
+    }
+  }
+  const int64_t need = k - nSure;
+  if (need > 0)
+    for (; ranked != 0; ranked &= ranked - 1) {
+      const __m512i x = _mm512_set1_epi32(
+          int32_t(bitsOf<uint32_t>(cv[__builtin_ctzll(ranked)]) & 0x7fffffffu));
+      for (int r = 0; r < R; ++r)
+        rank[r] =
+            _mm512_mask_sub_epi32(rank[r], _mm512_cmpgt_epi32_mask(x, keys[r]),
+                                  rank[r], _mm512_set1_epi32(-1));
+    }
+  const __m512i needv = _mm512_set1_epi32(int32_t(need));
+  int64_t c = 0;
+  __m512i low = _mm512_set1_epi32(INT32_MAX);
+  for (int r = 0; r < R; ++r) {
+    const __mmask16 keep =
+        sure[r] | _mm512_mask_cmplt_epi32_mask(rest[r], rank[r], needv);
+    _mm512_storeu_si512(idx + c, _mm512_maskz_compress_epi32(
+                                     keep, _mm512_loadu_si512(cand + 16 * r)));
+    _mm512_storeu_ps(
+        kept + c, _mm512_maskz_compress_ps(keep, _mm512_loadu_ps(cv + 16 * r)));
+    low = _mm512_mask_min_epi32(low, keep, low, keys[r]);
+    c += __builtin_popcount(keep);
+  }
+  *t = _mm512_reduce_min_epi32(low);
+  return c;
+}
+#endif
 
 struct SelectTopK {
   static constexpr bool kSparse = true;
+  static constexpr bool kChecksFinite = true;
+  static constexpr bool kKnowsMax = true; ///< sets Scratch::keptMax
   static constexpr int kShift = 20; ///< |v| patterns >> 20: 11-bit prefixes
   static constexpr int64_t kRankLanes = 64;
+  /// The first candidates lie above hint - kBelow; those above hint +
+  /// kAbove are usually sure to be kept (1/8 octave is 1 << 20).
+  static constexpr int32_t kRetry = 4 << kShift;
+  static constexpr int32_t kNonFinite = 0x7f800000; ///< infinity's pattern
+  static constexpr int32_t kBelow = 1 << kShift, kAbove = 1 << kShift;
 
   /// Order by |v| as bit patterns (exact and total for finite values), ties
   /// broken by index. The candidates are the elements at or above a
-  /// threshold L on the grid of 11-bit prefixes (exponent and 3 mantissa
-  /// bits: steps of 1/8 octave): L starts an octave below the largest |v|;
-  /// if that admits fewer than k or more than 2k, it gallops down until at
-  /// least k qualify, then bisects until at most 2k do, each probe one
-  /// vectorised count. Up to 64 candidates are ranked by counting; more, or
-  /// ties at the k-th largest pattern t, are settled by finding t bit by
-  /// bit, candidates equal to t kept lowest index first. On gradient-like
-  /// data with k = 26 of 256 that is one pass to find the largest, one to
-  /// compact about 40 candidates and their ranking.
+  /// threshold L. L is first 1/8 octave below the hint, a running mean of
+  /// the k-th largest patterns of the thread's previous blocks: blocks of
+  /// one bucket are alike, so that usually admits k to 2k elements; if too
+  /// few, L is tried once more half an octave lower. Too many are cut down
+  /// below. Otherwise L is searched for on the grid of 11-bit prefixes
+  /// (exponent and 3 mantissa bits: steps of 1/8 octave): it starts an
+  /// octave below the largest |v|; if that admits fewer than k or more than
+  /// 2k, it gallops down until at least k qualify, then bisects until at
+  /// most 2k do, each probe one vectorised count. Up to 64 candidates are
+  /// ranked by counting; more, or ties at the k-th largest pattern t, are
+  /// settled by finding t bit by bit, candidates equal to t kept lowest
+  /// index first. On gradient-like data with k = 26 of 256 that is one pass
+  /// to compact about 34 candidates, of which the 19 or so 1/8 octave above
+  /// the hint are kept outright and the others ranked among themselves.
+  /// Returns -1, having written nothing, when the block is not finite.
   template <class S>
   static int64_t select(const float *v, int64_t m, int64_t k, int64_t, uint64_t,
-                        S &s, uint32_t *idx) {
+                        S &s, uint32_t *idx, float *kept) {
     if (m <= k) {
+      int bad = 0;
+      float most = 0.0f;
+#pragma omp simd reduction(| : bad) reduction(max : most)
+      for (int64_t i = 0; i < m; ++i) {
+        bad |= isNonFinite(v[i]);
+        most = std::max(most, std::fabs(v[i]));
+      }
+      if (bad)
+        return -1;
+      s.keptMax = most;
       for (int64_t i = 0; i < m; ++i)
         idx[i] = uint32_t(i);
+      std::copy(v, v + m, kept);
       return m;
     }
-    // Patterns are below 2^31: signed compares order them.
-    int32_t *a = s.keys.get();
-    float top = 0.0f;
-#pragma omp simd reduction(max : top)
-    for (int64_t i = 0; i < m; ++i) {
-      a[i] = int32_t(absBits(v[i]));
-      top = std::max(top, std::fabs(v[i]));
-    }
-    auto countAtLeast = [&](int32_t prefix) {
-      const int32_t low = prefix << kShift;
-      int32_t n = 0;
-#pragma omp simd reduction(+ : n)
-      for (int64_t i = 0; i < m; ++i)
-        n += a[i] >= low;
-      return int64_t(n);
-    };
-    // The first threshold, an octave below the largest |v|, usually admits
-    // between k and 2k elements: compact them right away. Otherwise search
-    // the grid with counts. Invariant: count(hi) < k <= count(lo) = nc;
-    // count(0) = m.
-    const int32_t topPrefix = int32_t(absBits(top) >> kShift);
-    int32_t hi = topPrefix + 1, lo = std::max(topPrefix - 8, 0);
-    uint32_t *cand = s.cand.get();
+    uint32_t *cand = s.cand[0].get();
+    float *cv = s.candVals[0].get();
     int32_t *w = s.candKeys.get();
-    int64_t nc = compactAtLeast(a, m, lo << kShift, cand, w);
-    if (nc < k || nc > 2 * k) {
-      for (int32_t step = 16; nc < k; step *= 2) {
-        hi = lo;
-        lo = std::max(hi - step, 0);
-        nc = countAtLeast(lo);
+    // Patterns are below 2^31: signed compares order them. topKey, the
+    // largest pattern, also tells whether the block is finite.
+    int32_t low = s.hint - kBelow, highKey = INT32_MAX, topKey = 0, unused;
+    [[maybe_unused]] int32_t high = s.hint + kAbove;
+    int64_t nc = 0;
+    if (low > 0) {
+      nc = compactAtLeast(v, nullptr, m, low, cand, cv, &topKey);
+      if (nc < k && low > kRetry && topKey < kNonFinite) {
+        low -= kRetry; // once more, half an octave lower
+        nc = compactAtLeast(v, nullptr, m, low, cand, cv, &topKey);
       }
-      while (hi - lo > 1 && nc > 2 * k) {
-        const int32_t mid = lo + (hi - lo) / 2;
-        const int64_t n = countAtLeast(mid);
-        if (n >= k) {
-          lo = mid;
-          nc = n;
-        } else {
-          hi = mid;
+      if (topKey >= kNonFinite)
+        return -1;
+    }
+    if (nc < k) {
+      // The grid search. Invariant: count(hi) < k <= count(lo) = nc;
+      // count(0) = m.
+      int32_t *a = s.keys.get();
+#pragma omp simd
+      for (int64_t i = 0; i < m; ++i)
+        a[i] = int32_t(absBits(v[i]));
+      int32_t top = 0;
+#pragma omp simd reduction(max : top)
+      for (int64_t i = 0; i < m; ++i)
+        top = std::max(top, a[i]);
+      topKey = top;
+      if (topKey >= kNonFinite)
+        return -1;
+      auto countAtLeast = [&](int32_t prefix) {
+        const int32_t low = prefix << kShift;
+        int32_t n = 0;
+#pragma omp simd reduction(+ : n)
+        for (int64_t i = 0; i < m; ++i)
+          n += a[i] >= low;
+        return int64_t(n);
+      };
+      const int32_t topPrefix = topKey >> kShift;
+      int32_t hi = topPrefix + 1, lo = std::max(topPrefix - 8, 0);
+      nc = compactAtLeast(v, nullptr, m, lo << kShift, cand, cv, &unused);
+      if (nc < k || nc > 2 * k) {
+        for (int32_t step = 16; nc < k; step *= 2) {
+          hi = lo;
+          lo = std::max(hi - step, 0);
+          nc = countAtLeast(lo);
+        }
+        while (hi - lo > 1 && nc > 2 * k) {
+          const int32_t mid = lo + (hi - lo) / 2;
+          const int64_t n = countAtLeast(mid);
+          if (n >= k) {
+            lo = mid;
+            nc = n;
+          } else {
+            hi = mid;
+          }
         }
       }
-      nc = compactAtLeast(a, m, lo << kShift, cand, w);
+      low = lo << kShift;
+      highKey = (hi << kShift) - 1;
+      high = INT32_MAX; // no sure candidates
+      nc = compactAtLeast(v, nullptr, m, low, cand, cv, &unused);
     }
-    const int32_t low = lo << kShift;
-    if (nc == k) {
-      std::copy(cand, cand + k, idx);
-      return k;
+    // Too many to rank (a stale hint, heavy tails): L is raised by
+    // bisection up to the largest candidate H, each probe a compaction of
+    // the candidates alone, as long as k remain. Invariant: count(H + 1) <
+    // k <= count(L) = nc. Ranking in registers costs little per candidate
+    // up to 64; across 64 lanes in memory each one costs as much as a probe.
+#if defined(__AVX512F__)
+    const int64_t most = std::max(kRankLanes, 2 * k);
+#else
+    const int64_t most = std::max<int64_t>(k + k / 2, 16);
+#endif
+    if (nc > most) {
+      int32_t top = topKey;
+      uint32_t *cand2 = s.cand[1].get();
+      float *cv2 = s.candVals[1].get();
+      while (nc > most && top > low) {
+        const int32_t mid = low + (top - low) / 2 + 1;
+        const int64_t n =
+            compactAtLeast(cv, cand, nc, mid, cand2, cv2, &unused);
+        if (n >= k) {
+          std::swap(cand, cand2);
+          std::swap(cv, cv2);
+          low = mid;
+          nc = n;
+        } else {
+          top = mid - 1;
+        }
+      }
+      highKey = std::min(highKey, top);
     }
+    // The hint follows the k-th largest patterns with a quarter's weight.
+    // The largest |v| of the block is always kept.
+    auto finish = [&](int64_t c, int32_t t) {
+      s.keptMax = bitsOf<float>(topKey);
+      s.hint = s.hint > 0 ? s.hint + (t - s.hint) / 4 : t;
+      return c;
+    };
+#if defined(__AVX512F__)
+    if (nc <= kRankLanes) {
+      int32_t t = 0;
+      const int64_t c =
+          nc <= 32
+              ? nc <= 16
+                    ? rankCandidates<1>(cand, cv, nc, k, high, idx, kept, &t)
+                    : rankCandidates<2>(cand, cv, nc, k, high, idx, kept, &t)
+          : nc <= 48 ? rankCandidates<3>(cand, cv, nc, k, high, idx, kept, &t)
+                     : rankCandidates<4>(cand, cv, nc, k, high, idx, kept, &t);
+      if (c == k)
+        return finish(k, t);
+    }
+#endif
+    // Patterns of the candidates, padded to whole vectors with keys no
+    // probe below (> 0) reaches.
+    const int64_t padded = (nc + 15) & ~int64_t(15);
+#pragma omp simd
+    for (int64_t j = 0; j < nc; ++j)
+      w[j] = int32_t(absBits(cv[j]));
+#if !defined(__AVX512F__)
     // Few candidates: rank each by the number of larger patterns, counted
     // across lanes (no horizontal sums, no branches). Without ties at the
     // k-th largest pattern exactly k have rank < k; with them, the
@@ -303,25 +572,27 @@ struct SelectTopK {
           rank[j] += x > w[j];
       }
       int64_t c = 0;
+      int32_t t = INT32_MAX;
       for (int64_t j = 0; j < nc; ++j) {
+        const bool keep = rank[j] < k;
         idx[c] = cand[j];
-        c += rank[j] < k;
+        kept[c] = cv[j];
+        t = keep ? std::min(t, w[j]) : t;
+        c += keep;
       }
       if (c == k)
-        return k;
+        return finish(k, t);
     }
+#endif
     // t: the largest pattern with at least k candidates at or above it,
     // that is the k-th largest. Its bits above the highest that varies in
-    // [L, H) are L's; the others are set from the top down, two a pass,
-    // each pass three branch-free counts over the candidates (the
-    // unpredictable branches of nth_element cost more on fresh data). The
-    // candidates are padded to whole vectors with keys no probe (> 0)
-    // reaches.
-    const int64_t padded = (nc + 15) & ~int64_t(15);
+    // [L, H] (H >= t) are L's; the others are set from the top down, two a
+    // pass, each pass three branch-free counts over the candidates (the
+    // unpredictable branches of nth_element cost more on fresh data).
     std::fill(w + nc, w + padded, -1);
-    const uint32_t lowKey = uint32_t(low),
-                   highKey = (uint32_t(hi) << kShift) - 1;
-    const int varying = 31 - __builtin_clz(lowKey ^ highKey);
+    const uint32_t lowKey = uint32_t(low);
+    highKey = std::min(highKey, topKey);
+    const int varying = 31 - __builtin_clz((lowKey ^ uint32_t(highKey)) | 1u);
     uint32_t tBits = lowKey & ~((2u << varying) - 1u);
     for (int b = varying; b >= 0; b -= 2) {
       const int shift = b > 0 ? b - 1 : 0;
@@ -352,26 +623,30 @@ struct SelectTopK {
     if (ties == equal) { // every candidate equal to t is kept
       for (int64_t j = 0; j < nc; ++j) {
         idx[c] = cand[j];
+        kept[c] = cv[j];
         c += w[j] >= t;
       }
-      return c;
+      return finish(c, t);
     }
     for (int64_t j = 0; j < nc; ++j) {
       const int32_t x = w[j];
       const bool tie = x == t && ties > 0;
       ties -= tie;
       idx[c] = cand[j];
+      kept[c] = cv[j];
       c += (x > t) | tie;
     }
-    return c;
+    return finish(c, t);
   }
 };
 
 struct SelectRandomK {
   static constexpr bool kSparse = true;
+  static constexpr bool kChecksFinite = false;
+  static constexpr bool kKnowsMax = false;
   template <class S>
-  static int64_t select(const float *, int64_t m, int64_t k, int64_t block,
-                        uint64_t seed, S &s, uint32_t *idx) {
+  static int64_t select(const float *v, int64_t m, int64_t k, int64_t block,
+                        uint64_t seed, S &s, uint32_t *idx, float *kept) {
     const int64_t words = (m + 31) / 32;
     uint32_t *bits = s.bitmap.get();
     std::fill(bits, bits + words, 0u);
@@ -381,6 +656,8 @@ struct SelectRandomK {
     for (int64_t w = 0; w < words; ++w)
       for (uint32_t b = bits[w]; b != 0; b &= b - 1)
         idx[c++] = uint32_t(w * 32 + __builtin_ctz(b));
+    for (int64_t j = 0; j < c; ++j)
+      kept[j] = v[idx[j]];
     return c;
   }
 };
@@ -409,55 +686,78 @@ bool anyNonFiniteSum(const float *g, const float *r, int64_t n) {
   return bad.load();
 }
 
+/// Writes the c indices of idx as Idx to p, then zeros up to k slots.
+template <class Idx, class S>
+void storeIndices(const uint32_t *idx, int64_t c, int64_t k, unsigned char *p,
+                  S &s) {
+#if defined(__AVX512F__)
+  for (int64_t j = 0; j < k; j += 16) {
+    const __m512i x = _mm512_maskz_loadu_epi32(lanesLeft(c - j), idx + j);
+    if constexpr (sizeof(Idx) == 1)
+      _mm_mask_storeu_epi8(p + j, lanesLeft(k - j), _mm512_cvtepi32_epi8(x));
+    else
+      _mm256_mask_storeu_epi16(p + 2 * j, lanesLeft(k - j),
+                               _mm512_cvtepi32_epi16(x));
+  }
+#else
+  Idx *packed = s.packed.get();
+#pragma omp simd
+  for (int64_t j = 0; j < c; ++j)
+    packed[j] = Idx(idx[j]);
+  std::fill(packed + c, packed + k, Idx(0));
+  std::memcpy(p, packed, size_t(k) * sizeof(Idx));
+#endif
+}
+
 /// Compresses the block of m values v into `out`. With error feedback, r is
 /// the block's residual and already holds v (v aliases it): only the kept
-/// elements change.
+/// elements change. False when a selection that checks finiteness
+/// (Sel::kChecksFinite) finds a NaN or an infinity; nothing is written then.
 template <class Sel, class Enc, class Idx>
-void compressBlock(const Layout &l, uint64_t seed, int64_t block,
+bool compressBlock(const Layout &l, uint64_t seed, int64_t block,
                    const float *v, int64_t m, float *r, unsigned char *out,
                    Scratch<Enc, Idx> &s) {
   using Stored = typename Enc::Stored;
   const float *kept = v;
   int64_t c = m;
   if constexpr (Sel::kSparse) {
-    c = Sel::select(v, m, l.k, block, seed, s, s.idx.get());
-    float *gathered = s.kept.get();
-    const uint32_t *idx = s.idx.get();
-    for (int64_t j = 0; j < c; ++j)
-      gathered[j] = v[idx[j]];
-    kept = gathered;
+    c = Sel::select(v, m, l.k, block, seed, s, s.idx.get(), s.kept.get());
+    if (c < 0)
+      return false;
+    kept = s.kept.get();
   }
-  const float scale = Enc::scaleOf(kept, c);
-  Stored *q = s.q.get();
-  Enc::encode(kept, c, scale, q);
+  float scale;
+  if constexpr (Sel::kKnowsMax && Enc::kScaled)
+    scale = Enc::scaleOfMax(s.keptMax); // known before the ranking ends
+  else
+    scale = Enc::scaleOf(kept, c);
 
   // Payload: [scale] [k indices] values; sparse and INT8 blocks are padded
   // to their fixed slot count with zeros.
-  const int64_t slots = l.elementwise() ? m : l.k;
-  if (c < slots) // a short last block
-    std::fill(q + c, q + slots, Stored(0));
   unsigned char *p = out;
   if constexpr (Enc::kScaled) {
     std::memcpy(p, &scale, sizeof(float));
     p += sizeof(float);
   }
   if constexpr (Sel::kSparse) {
-    Idx *packed = s.packed.get();
-    const uint32_t *idx = s.idx.get();
-#pragma omp simd
-    for (int64_t j = 0; j < c; ++j)
-      packed[j] = Idx(idx[j]);
-    if (c < l.k)
-      std::fill(packed + c, packed + l.k, Idx(0));
-    std::memcpy(p, packed, size_t(l.k) * sizeof(Idx));
+    storeIndices<Idx>(s.idx.get(), c, l.k, p, s);
     p += l.k * int64_t(sizeof(Idx));
   }
-  std::memcpy(p, q, size_t(slots) * sizeof(Stored));
+  // Bytes are encoded in place; wider values, which would be unaligned
+  // there, through scratch.
+  const int64_t slots = l.elementwise() ? m : l.k;
+  constexpr bool kInPlace = sizeof(Stored) == 1;
+  Stored *q = kInPlace ? reinterpret_cast<Stored *>(p) : s.q.get();
+  Enc::encode(kept, c, scale, q);
+  if (c < slots) // a short last block
+    std::fill(q + c, q + slots, Stored(0));
+  if (!kInPlace)
+    std::memcpy(p, q, size_t(slots) * sizeof(Stored));
 
   if (!r)
-    return;
+    return true;
   float *dec = s.dec.get();
-  Enc::decode(q, c, scale, dec);
+  decodeToScratch<Enc>(q, c, scale, dec);
   if constexpr (Sel::kSparse) {
     const uint32_t *idx = s.idx.get();
     for (int64_t j = 0; j < c; ++j)
@@ -467,6 +767,7 @@ void compressBlock(const Layout &l, uint64_t seed, int64_t block,
     for (int64_t i = 0; i < m; ++i)
       r[i] = v[i] - dec[i];
   }
+  return true;
 }
 
 template <class Sel, class Enc, class Idx>
@@ -510,12 +811,13 @@ int compressAll(const Layout &l, uint64_t seed, int64_t n, const float *g,
                 rb[i] = v[i] + rb[i];
             }
             v = rb;
-          } else if (anyNonFinite(v, m)) {
+          } else if (!Sel::kChecksFinite && anyNonFinite(v, m)) {
             bad.store(true, std::memory_order_relaxed);
             continue;
           }
-          compressBlock<Sel, Enc, Idx>(l, seed, begin / l.blockSize, v, m, rb,
-                                       payload + l.offsetOf(begin), s);
+          if (!compressBlock<Sel, Enc, Idx>(l, seed, begin / l.blockSize, v, m,
+                                            rb, payload + l.offsetOf(begin), s))
+            bad.store(true, std::memory_order_relaxed);
         }
       },
       1);
@@ -540,23 +842,28 @@ void decodeBlock(const Layout &l, int64_t m, const unsigned char *p, float *o,
     p += sizeof(float);
   }
   const int64_t c = kSparse ? l.used(m) : m;
-  Idx *packed = nullptr;
-  if constexpr (kSparse) {
-    packed = s.packed.get();
-    std::memcpy(packed, p, size_t(c) * sizeof(Idx));
+  const unsigned char *indices = p;
+  if constexpr (kSparse)
     p += l.k * int64_t(sizeof(Idx));
+  // Bytes are decoded in place; wider values, which may be unaligned there,
+  // through scratch.
+  const Stored *q;
+  if constexpr (sizeof(Stored) == 1) {
+    q = reinterpret_cast<const Stored *>(p);
+  } else {
+    std::memcpy(s.q.get(), p, size_t(c) * sizeof(Stored));
+    q = s.q.get();
   }
-  Stored *q = s.q.get();
-  std::memcpy(q, p, size_t(c) * sizeof(Stored));
   if (!kSparse && assign) {
     Enc::decode(q, c, scale, o);
     return;
   }
   float *dec = s.dec.get();
-  Enc::decode(q, c, scale, dec);
+  decodeToScratch<Enc>(q, c, scale, dec);
   if constexpr (kSparse) {
     for (int64_t j = 0; j < c; ++j) {
-      const int64_t i = packed[j];
+      Idx i;
+      std::memcpy(&i, indices + j * int64_t(sizeof(Idx)), sizeof(Idx));
       if (i < m)
         o[i] += dec[j];
     }

@@ -723,10 +723,49 @@ TEST_P(CompressMethod, NonFiniteReturnsOneAndKeepsTheResidual) {
           << methodName(method) << " at " << cs.at << " without residual";
     }
   }
+  // Blocks that keep every element (all of a short last one, or ratio 1)
+  // are checked too.
+  for (float ratio : {0.1f, 1.0f}) {
+    const otck_compress_config all = makeConfig(method, 256, ratio, 1);
+    const int64_t m = 256 + 10;
+    std::vector<unsigned char> p2(sz(otck_compress_payload_bytes(&all, m)));
+    std::vector<float> g(g0.begin(), g0.begin() + m);
+    g[sz(m - 3)] = kNaN;
+    EXPECT_EQ(otck_compress_f32(&all, m, g.data(), nullptr, p2.data()), 1)
+        << methodName(method) << " ratio " << ratio;
+  }
   // Finite and large is fine.
   std::vector<float> g = g0;
   g[10] = std::numeric_limits<float>::max();
   EXPECT_EQ(otck_compress_f32(&c, n, g.data(), nullptr, p.data()), 0);
+}
+
+TEST_P(CompressMethod, BlocksOfChangingScale) {
+  // Top-k starts each block's search from the blocks before it: blocks whose
+  // scale jumps by up to 2^30 either way, some of them all ties or mostly
+  // zeros, must not change what is kept.
+  const otck_compress_method method = this->method();
+  for (int64_t b : {64, 256, 1024})
+    for (float ratio : {0.02f, 0.1f, 0.3f}) {
+      const otck_compress_config c = makeConfig(method, b, ratio, 5);
+      const int64_t blocks = 24, n = blocks * b - 5;
+      std::vector<float> g = makeData(Data::Normal, n, unsigned(b));
+      std::mt19937 gen(unsigned(b) + 1);
+      for (int64_t blk = 0; blk < blocks; ++blk) {
+        const int kind = int(gen() % 8);
+        const float scale = std::ldexp(1.0f, int(gen() % 61) - 30);
+        for (int64_t i = blk * b; i < std::min(n, (blk + 1) * b); ++i) {
+          float &x = g[sz(i)];
+          x = kind == 0   ? 0.5f * scale
+              : kind == 1 ? (gen() % 16 == 0 ? x * scale : 0.0f)
+                          : x * scale;
+        }
+      }
+      ASSERT_TRUE(checkOne(c, g, nullptr))
+          << describe(c, n, Data::Normal, false);
+      const std::vector<float> r = makeData(Data::WideRange, n, 7);
+      ASSERT_TRUE(checkOne(c, g, &r)) << describe(c, n, Data::Normal, true);
+    }
 }
 
 INSTANTIATE_TEST_SUITE_P(AllMethods, CompressMethod,
