@@ -8,7 +8,8 @@
 # peak memory of the MLP, ResNet-18, a GPT-style decoder and a
 # TransformerEncoder model, OTC vs PyTorch eager, side by side at the same
 # thread counts, and prints the tables with the ratios; then bench_sdp.py
-# (SDP vs data parallelism) and bench_compress.py (compressed all-reduce).
+# (SDP vs data parallelism), otc-compress-bench (compression kernels vs
+# memcpy) and bench_compress.py (compressed all-reduce).
 # Results also go to BUILD_DIR/bench/*.json.
 # Run it on an otherwise idle machine: timings share the cores.
 #
@@ -32,6 +33,9 @@ export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 # peak memory and step time of the 8-block GPT-style decoder and the residual
 # CNN: bench_sdp.json.
 /usr/bin/python3 "$ROOT/test/bench/bench_sdp.py" --build-dir "$BUILD"
+# The compression kernels on one core against memcpy of the same 64 MiB,
+# measured in the same run (topk-int8, ratio 0.1, block 256).
+"$BUILD/bin/otc-compress-bench" 64 1
 # Then the compressed all-reduce on a 1 Gbit/s link vs PyTorch DDP (a netns of
 # its own: root; otherwise its shaped part is skipped): bench_compress.json.
 exec /usr/bin/python3 "$ROOT/test/bench/bench_compress.py" --build-dir "$BUILD"
