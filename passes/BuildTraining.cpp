@@ -298,7 +298,10 @@ static Value slicePart(OpBuilder &b, Location loc, Value v, int64_t axis,
       return b.create<ReduceSumToOp>(loc, sliced(v.getType()),
                                      part(r.getInput(), at));
   }
-  if (auto c = llvm::dyn_cast<ConcatOp>(op); c && c.getAxis() != axis) {
+  if (auto c = llvm::dyn_cast<ConcatOp>(op);
+      c && (c.getAxis() + llvm::cast<RankedTensorType>(v.getType()).getRank()) %
+                   llvm::cast<RankedTensorType>(v.getType()).getRank() !=
+               axis) {
     SmallVector<Value> pieces;
     for (Value x : c.getInputs())
       pieces.push_back(part(x, axis));
@@ -319,6 +322,8 @@ static Value slicePart(OpBuilder &b, Location loc, Value v, int64_t axis,
     int64_t rank = llvm::cast<RankedTensorType>(v.getType()).getRank();
     int64_t ra = llvm::cast<RankedTensorType>(m.getA().getType()).getRank();
     int64_t rb = llvm::cast<RankedTensorType>(m.getB().getType()).getRank();
+    if (ra < 2 || rb < 2)
+      return sliceAxis(b, loc, v, axis, start, len);
     if (axis == rank - 2)
       return b.create<MatMulOp>(loc,
                                 part(m.getA(), m.getTransA() ? ra - 1 : ra - 2),
@@ -330,7 +335,7 @@ static Value slicePart(OpBuilder &b, Location loc, Value v, int64_t axis,
   }
   // result[o, i, ...] sums grad[n, o, ...] * input[n, i, ...].
   if (auto w = llvm::dyn_cast<ConvGradWeightOp>(op);
-      w && (axis == 0 || (axis == 1 && w.getGroup() == 1))) {
+      w && w.getGroup() == 1 && axis <= 1) {
     Value grad = w.getGrad(), input = w.getInput();
     if (axis == 0)
       grad = part(grad, 1);

@@ -24,10 +24,11 @@ namespace {
 struct InsertAllReduce : otc::impl::InsertAllReduceBase<InsertAllReduce> {
   using Base::Base;
 
-  /// Each tile of `grad` averaged over its owners, the tiles concatenated
-  /// back. The tiles of one owner set travel together, flattened into one
-  /// all-reduce; the sets go in ascending order and their tiles row-major
-  /// over the tiled axes, an order every rank holding them shares.
+  /// Each tile of `grad` averaged over its owners: owner sets in ascending
+  /// order, their tiles row-major over the tiled axes, an order every rank
+  /// holding them shares. Row tiles in place, one ranged all-reduce each;
+  /// the tiles of a 2-D grid sliced, those of one owner set flattened into
+  /// one all-reduce, and concatenated back.
   static Value averageTiles(OpBuilder &b, Location loc, Value grad,
                             DictionaryAttr tiles) {
     // Tiles that are row ranges of the row-major gradient (one tiled axis,

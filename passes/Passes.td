@@ -113,7 +113,8 @@ def Sdp : Pass<"otc-sdp", "mlir::ModuleOp"> {
     cycle of ranks, the c-th of a family of K starting at
     c * world-size / K, so that neighbouring owner sets overlap
     (`assignment=disjoint`: the cycle runs on by n per component, owner
-    sets are equal or disjoint; `random`: the cycle runs over a seeded
+    sets are equal or disjoint when n divides world-size; `random`: the
+    cycle runs over a seeded
     permutation of the ranks), and clones @forward into one
     `@forward_rank<r>` per distinct mask, named after the first rank with
     that mask.
@@ -153,7 +154,8 @@ def Sdp : Pass<"otc-sdp", "mlir::ModuleOp"> {
            "Seed of the random assignment">,
     Option<"assignment", "assignment", "std::string", "\"cyclic\"",
            "cyclic (balanced, neighbouring owner sets overlap), disjoint "
-           "(owner sets equal or disjoint) or random (seeded, still "
+           "(owner sets equal or disjoint when the owner count divides the "
+           "world size) or random (seeded, still "
            "balanced)">,
     Option<"rescale", "rescale", "std::string", "\"auto\"",
            "Scale kept components by world-size / owners (forward masking): "

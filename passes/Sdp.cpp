@@ -154,8 +154,9 @@ LogicalResult Sdp::validate(ModuleOp module) {
 /// train them together. Measured on the residual CNN, it is what keeps
 /// forward masking's whole model close to data parallelism
 /// (test/integration/sdp_fashion_mnist_test.py). `disjoint` runs the cycle
-/// on by n per component instead: owner sets are equal or disjoint (fewer
-/// owner groups, no tiles, subnetworks that never meet). `random` cycles
+/// on by n per component instead: when n divides W, owner sets are equal or
+/// disjoint (fewer owner groups, no tiles, subnetworks that never meet).
+/// `random` cycles
 /// through a seeded permutation of the ranks; every family uses the same
 /// one, so a rank keeps the same chunks of every group.
 void Sdp::assignOwners(MutableArrayRef<Component> comps,
@@ -301,13 +302,11 @@ FailureOr<func::FuncOp> Sdp::specialize(func::FuncOp forward,
   // A sliced parameter is held as a grid of tiles: along each sliced axis
   // the rank's chunks, each in every section, ascending as the kept ranges
   // are (a parameter two groups slice has rows of one and columns of the
-  // other). A tile's owners are the ranks owning all its chunks. When the
-  // owner count divides the world size every tile a rank holds has the
-  // same owners, and the parameter is averaged over them whole; otherwise
-  // tile by tile (`otc.sdp_tiles`: the grid's cuts in local indices and
-  // the owners of each tile, row-major).
-  // A grid of chunks per parameter: the cuts along each axis and each
-  // tile's owners, row-major.
+  // other). A tile's owners are the ranks owning all its chunks. When every
+  // tile a rank holds has the same owners (`disjoint` with an owner count
+  // dividing the world size), the parameter is averaged over them whole;
+  // otherwise tile by tile (`otc.sdp_tiles`: the grid's cuts in local
+  // indices and the owners of each tile, row-major).
   struct Grid {
     SmallVector<int64_t> axes;
     SmallVector<SmallVector<int64_t>> cuts, owners;
@@ -737,13 +736,15 @@ Value otc::sdp::mapTiles(
     function_ref<Value(ArrayRef<int64_t>, Value)> fn) {
   auto owners = tiles.getAs<ArrayAttr>("owners").getValue();
   Type elt = llvm::cast<RankedTensorType>(value.getType()).getElementType();
-  SmallVector<Value> parts = sliceTiles(b, loc, value, tiles);
   // One call per key.
   std::map<SmallVector<int64_t>, SmallVector<size_t>> byKey;
   for (auto [i, o] : llvm::enumerate(owners))
     if (std::optional<SmallVector<int64_t>> key =
             keyOf(llvm::cast<DenseI64ArrayAttr>(o).asArrayRef()))
       byKey[*key].push_back(i);
+  if (byKey.empty()) // nothing to send: no copies either
+    return value;
+  SmallVector<Value> parts = sliceTiles(b, loc, value, tiles);
   for (auto &[key, members] : byKey) {
     if (members.size() == 1) {
       parts[members[0]] = fn(key, parts[members[0]]);

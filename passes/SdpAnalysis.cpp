@@ -726,6 +726,11 @@ void findGroups(const Graph &g, Components &out) {
           heads = neuronGroup(g, producers, h,
                               FeatureAxis{axis, d, width / (h * d)},
                               /*heads=*/true, nullptr, &missing);
+          if (missing && claimed.contains(missing)) {
+            heads = std::string("the attention meets heads of a projection "
+                                "already in another group");
+            break;
+          }
         } while (missing && producers.size() < 3);
         if (std::holds_alternative<NeuronGroup>(heads))
           r = std::move(heads);
@@ -735,6 +740,10 @@ void findGroups(const Graph &g, Components &out) {
     if (auto *group = std::get_if<NeuronGroup>(&r)) {
       out.groups.push_back(std::move(*group));
       claimed.insert(producers.begin(), producers.end());
+      // A projection tried alone before (v ahead of q) is in the group now.
+      llvm::erase_if(out.rejected, [&](const Rejection &rj) {
+        return llvm::is_contained(producers, rj.op);
+      });
     } else {
       out.rejected.push_back({&op, std::get<std::string>(r)});
     }

@@ -122,7 +122,8 @@ cl::opt<std::string> sdpMasking(
 cl::opt<std::string> sdpAssignment(
     "sdp-assignment",
     cl::desc("cyclic (balanced, neighbouring owner sets overlap: the "
-             "default), disjoint (owner sets equal or disjoint: fewer owner "
+             "default), disjoint (owner sets equal or disjoint when the owner "
+             "count divides the world size: fewer owner "
              "groups) or random (seeded by --seed)"),
     cl::init("cyclic"), cl::cat(category));
 cl::opt<std::string> sdpRescale(

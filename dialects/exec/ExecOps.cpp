@@ -116,6 +116,14 @@ LogicalResult AllReduceOp::verify() {
   if (getKind() != "mean" && getKind() != "sum")
     return emitOpError("kind must be 'mean' or 'sum', got '")
            << getKind() << "'";
+  if (std::optional<ArrayRef<int64_t>> range = getRange()) {
+    int64_t n = getBuffer().getType().getNumElements();
+    if (range->size() != 2 || (*range)[0] < 0 || (*range)[0] >= (*range)[1] ||
+        (*range)[1] > n)
+      return emitOpError("range must be [begin, end) with 0 <= begin < end "
+                         "<= ")
+             << n;
+  }
   return success();
 }
 
