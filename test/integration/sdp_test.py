@@ -23,8 +23,9 @@
 #   averaged tile by tile), also compressed (each tile in the bucket of its
 #   owner set): the same checks;
 # - neuron-level, backward masking: C = 1 equals data parallelism bit for
-#   bit; C = 0.5 and 0.75 on 4 ranks (SGD, 3 steps), and the residual CNN
-#   (conv weight gradients, BatchNorm) at C = 0.5, end with the weights of
+#   bit; C = 0.5 and 0.75 on 4 ranks (SGD, 3 steps), and at C = 0.5 an MLP
+#   whose middle weight is a 2-D grid of tiles, the residual CNN (conv
+#   weight gradients, BatchNorm) and the GPT-style decoder, end with the weights of
 #   a PyTorch reference that averages each element's gradient over its
 #   owners only (every rank holds the same values after each step); with
 #   topk-int8 compression the owner and export checks;
@@ -339,16 +340,21 @@ def masked_sgd(model, grouped, x, y, world, active, steps, lr, batch):
 
     def mask(rank, name):
         p = params[name]
-        if name not in grouped:
-            return torch.ones(p.shape)
-        axis, f, unit, sections = (tuple(grouped[name]) + (1, 1))[:4]
-        keep = torch.zeros(f)
-        for c in owned_chunks(rank, world, active):
-            keep[c * f // world:(c + 1) * f // world] = 1
-        keep = keep.repeat_interleave(unit).repeat(sections)
-        shape = [1] * p.dim()
-        shape[axis] = keep.numel()
-        return keep.reshape(shape).expand(p.shape)
+        m = torch.ones(p.shape)
+        spec = grouped.get(name, [])
+        # A parameter of two groups (rows of one, columns of the other):
+        # the rank trains the elements both its chunks keep.
+        for axis, f, unit, sections in (
+                (tuple(g) + (1, 1))[:4]
+                for g in (spec if isinstance(spec, list) else [spec])):
+            keep = torch.zeros(f)
+            for c in owned_chunks(rank, world, active):
+                keep[c * f // world:(c + 1) * f // world] = 1
+            keep = keep.repeat_interleave(unit).repeat(sections)
+            shape = [1] * p.dim()
+            shape[axis] = keep.numel()
+            m = m * keep.reshape(shape)
+        return m
 
     masks = [{k: mask(r, k) for k in params} for r in range(world)]
     for s in range(steps):
@@ -420,8 +426,18 @@ def neuron_backward(ctx, checks, threads, rmlp):
                            p + "fc.weight": (0, 256),
                            p + "fc.bias": (0, 256),
                            p + "out.weight": (1, 256)})
+    # An MLP 20-16-12-10: its middle weight has rows of one group and
+    # columns of the other, a 2-D grid with tiles of one owner and tiles of
+    # none.
+    mlp_path = ctx.path("mlp_grid.onnx")
+    mlp = T.gen_mlp(mlp_path, seed=2, hidden=(16, 12), features=20)
+    grid_groups = {"0.weight": (0, 16), "0.bias": (0, 16),
+                   "2.weight": [(1, 16), (0, 12)], "2.bias": (0, 12),
+                   "4.weight": (1, 12)}
     cases = [("residual MLP", rmlp, ctx.path("rmlp.onnx"), mlp_groups,
               (64,), ((4, 0.5), (4, 0.75)), 10),
+             ("MLP (2-D tile grid)", mlp, mlp_path, grid_groups, (20,),
+              ((4, 0.5),), 10),
              ("residual CNN", cnn, cnn_path, cnn_groups, (1, 28, 28),
               ((4, 0.5),), 10),
              # Heads of a fused q/k/v projection, matmul weight gradients
@@ -432,8 +448,8 @@ def neuron_backward(ctx, checks, threads, rmlp):
         for world, active in configs:
             what = ("%s, neuron-level backward masking, %d ranks, C = %g" %
                     (model_name, world, active))
-            name = "nbw_%s_%d_%d" % (model_name.split()[0], world,
-                                     active * 100)
+            tag = "".join(ch if ch.isalnum() else "_" for ch in model_name)
+            name = "nbw_%s_%d_%d" % (tag, world, active * 100)
             rng = np.random.RandomState(world)
             n = steps * world * batch
             if model_name.startswith("GPT"):
