@@ -2,9 +2,11 @@
 //
 // Times the default compressed all-reduce kernels (topk-int8, ratio 0.1,
 // block 256, error feedback on, saving the residual for undo as the runtime
-// does; and without a residual) on one core over a 64 MiB bucket, and a
-// memcpy of the same 64 MiB for scale: the ratio says how many memcpys of
-// the bucket one compress + decompress costs.
+// does; and without a residual) on one core over a 64 MiB bucket of
+// Gaussian values, and a memcpy of the same 64 MiB for scale: the ratio
+// says how many memcpys of the bucket one compress + decompress costs.
+// Compression alone is also timed on sparse data and on data with many
+// ties, which take other paths of the top-k search.
 //
 // Usage: otc-compress-bench [MiB] [threads]   (defaults: 64, 1)
 //
@@ -109,6 +111,23 @@ int main(int argc, char **argv) {
   std::printf("  compress+decompress / memcpy = %.2f (error feedback), "
               "%.2f (no residual)\n",
               (tEf + tDec) / tCopy, (tNoEf + tDec) / tCopy);
+  // Data the Gaussian case does not exercise, no residual: 3 % nonzeros
+  // (fewer than k a block), and few values with many ties (0, +-1, +-2
+  // times 1e-3).
+  std::vector<float> other(count);
+  for (int kind = 0; kind < 2; ++kind) {
+    for (float &x : other)
+      x = kind == 0 ? (gen() % 100 < 3 ? dist(gen) : 0.0f)
+                    : float(int(gen() % 5) - 2) * 1e-3f;
+    otck_compress_f32(&c, n, other.data(), nullptr, payload.data());
+    const double t = best(reps, [&] {
+      otck_compress_f32(&c, n, other.data(), nullptr, payload.data());
+    });
+    std::printf("  %-27s %8.2f ms  %6.2f GB/s\n",
+                kind == 0 ? "compress (sparse, no res.)"
+                          : "compress (ties, no res.)",
+                t * 1e3, gb / t);
+  }
   // The throughput of compress + decompress as a fraction of memcpy's.
   std::printf("  throughput vs memcpy: %.2f (error feedback), %.2f (no "
               "residual); target >= 0.5\n",

@@ -194,8 +194,8 @@ constexpr CompactLanes kCompactLanes;
 
 /// Writes the indices ids[i] (i without ids) of the values with |v[i]| >=
 /// low as patterns (low >= 0), in order, to cand and the values to vals;
-/// returns their count, and the largest pattern of all in *top. Both may be
-/// written up to kCompactSlack slots past the count.
+/// returns their count, and the largest pattern of all in *top unless top
+/// is null. Both may be written up to kCompactSlack slots past the count.
 int64_t compactAtLeast(const float *v, const uint32_t *ids, int64_t m,
                        int32_t low, uint32_t *cand, float *vals, int32_t *top) {
   int64_t nc = 0, i = 0;
@@ -248,6 +248,14 @@ int64_t compactAtLeast(const float *v, const uint32_t *ids, int64_t m,
   most = _mm_cvtsi128_si32(_mm_max_epi32(quarter, _mm_srli_si128(quarter, 4)));
 #endif
   // Branch-free: the stores are unconditional, the cursor moves on matches.
+  if (!top) { // the whole block without vectors: no maximum on the chain
+    for (; i < m; ++i) {
+      cand[nc] = ids ? ids[i] : uint32_t(i);
+      vals[nc] = v[i];
+      nc += int32_t(absBits(v[i])) >= low;
+    }
+    return nc;
+  }
   for (; i < m; ++i) {
     const int32_t key = int32_t(absBits(v[i]));
     cand[nc] = ids ? ids[i] : uint32_t(i);
@@ -263,7 +271,9 @@ int64_t compactAtLeast(const float *v, const uint32_t *ids, int64_t m,
 
 template <class Enc, class Idx> struct Scratch {
   Scratch(int64_t unit, bool sparse)
-      : q(new typename Enc::Stored[size_t(unit)]),
+      : q(sizeof(typename Enc::Stored) > 1 ? new
+              typename Enc::Stored[size_t(unit)]
+                                           : nullptr),
         dec(new float[size_t(unit + kCompactSlack)]) {
     if (!sparse)
       return;
@@ -274,22 +284,21 @@ template <class Enc, class Idx> struct Scratch {
       cand[i].reset(new uint32_t[size_t(unit + kCompactSlack)]);
     }
     idx.reset(new uint32_t[size_t(unit + kCompactSlack)]);
-    packed.reset(new Idx[size_t(unit)]);
     kept.reset(new float[size_t(unit + kCompactSlack)]);
     bitmap.reset(new uint32_t[size_t(unit / 32 + 1)]);
   }
-  std::unique_ptr<typename Enc::Stored[]> q; ///< encoded values
+  std::unique_ptr<typename Enc::Stored[]> q; ///< wider encoded values
   std::unique_ptr<float[]> dec;         ///< decoded values (+ kCompactSlack)
   std::unique_ptr<int32_t[]> keys;      ///< top-k: |v| bit patterns
   std::unique_ptr<int32_t[]> candKeys;  ///< top-k: candidates' keys
   std::unique_ptr<float[]> candVals[2]; ///< top-k: candidates' values
   std::unique_ptr<uint32_t[]> cand[2];  ///< top-k: candidates
   std::unique_ptr<uint32_t[]> idx;      ///< kept indices, ascending
-  std::unique_ptr<Idx[]> packed;        ///< the same as stored
   std::unique_ptr<float[]> kept;        ///< kept values, in idx order
   std::unique_ptr<uint32_t[]> bitmap;   ///< RANDOMK: chosen indices
-  int32_t hint = 0;     ///< top-k: running mean of the k-th largest patterns
-  float keptMax = 0.0f; ///< top-k: the largest kept |v|
+  int32_t hint = 0;      ///< top-k: running mean of the k-th largest patterns
+  bool hintNear = false; ///< top-k: the last block's t was near the hint
+  float keptMax = 0.0f;  ///< top-k: the largest kept |v|
 };
 
 /// Enc::decode into scratch with room for a vector past c. The int8 decoder
@@ -375,12 +384,16 @@ int64_t rankCandidates(const uint32_t *cand, const float *cv, int64_t nc,
   int64_t c = 0;
   __m512i low = _mm512_set1_epi32(INT32_MAX);
   for (int r = 0; r < R; ++r) {
-    const __mmask16 keep =
-        sure[r] | _mm512_mask_cmplt_epi32_mask(rest[r], rank[r], needv);
-    _mm512_storeu_si512(idx + c, _mm512_maskz_compress_epi32(
-                                     keep, _mm512_loadu_si512(cand + 16 * r)));
-    _mm512_storeu_ps(
-        kept + c, _mm512_maskz_compress_ps(keep, _mm512_loadu_ps(cv + 16 * r)));
+    // Masked loads: the slots past nc hold whatever an earlier block left.
+    const __mmask16 valid = lanesLeft(nc - 16 * r),
+                    keep = sure[r] | _mm512_mask_cmplt_epi32_mask(
+                                         rest[r], rank[r], needv);
+    _mm512_storeu_si512(
+        idx + c, _mm512_maskz_compress_epi32(
+                     keep, _mm512_maskz_loadu_epi32(valid, cand + 16 * r)));
+    _mm512_storeu_ps(kept + c,
+                     _mm512_maskz_compress_ps(
+                         keep, _mm512_maskz_loadu_ps(valid, cv + 16 * r)));
     low = _mm512_mask_min_epi32(low, keep, low, keys[r]);
     c += __builtin_popcount(keep);
   }
@@ -400,6 +413,7 @@ struct SelectTopK {
   static constexpr int32_t kRetry = 4 << kShift;
   static constexpr int32_t kNonFinite = 0x7f800000; ///< infinity's pattern
   static constexpr int32_t kBelow = 1 << kShift, kAbove = 1 << kShift;
+  static constexpr int64_t kOctave = 8 << kShift;
 
   /// Order by |v| as bit patterns (exact and total for finite values), ties
   /// broken by index. The candidates are the elements at or above a
@@ -407,13 +421,16 @@ struct SelectTopK {
   /// the k-th largest patterns of the thread's previous blocks: blocks of
   /// one bucket are alike, so that usually admits k to 2k elements; if too
   /// few, L is tried once more half an octave lower. Too many are cut down
-  /// below. Otherwise L is searched for on the grid of 11-bit prefixes
-  /// (exponent and 3 mantissa bits: steps of 1/8 octave): it starts an
-  /// octave below the largest |v|; if that admits fewer than k or more than
-  /// 2k, it gallops down until at least k qualify, then bisects until at
-  /// most 2k do, each probe one vectorised count. Up to 64 candidates are
-  /// ranked by counting; more, or ties at the k-th largest pattern t, are
-  /// settled by finding t bit by bit, candidates equal to t kept lowest
+  /// below. Otherwise (no hint, or the last block's t was far from it) L is
+  /// searched for on the grid of 11-bit prefixes (exponent and 3 mantissa
+  /// bits: steps of 1/8 octave), after one pass for the patterns, the
+  /// largest and the nonzeros (fewer than k nonzeros settle t = 0 at
+  /// once): it starts an octave below the largest |v|; if that admits fewer
+  /// than k or more than 2k, it gallops down until at least k qualify, then
+  /// bisects until at most 2k do, each probe one vectorised count. Up to 64
+  /// candidates are ranked by counting; more, or ties at the k-th largest
+  /// pattern t, are settled by finding t bit by bit (nothing to find when
+  /// all the candidates left are equal), candidates equal to t kept lowest
   /// index first. On gradient-like data with k = 26 of 256 that is one pass
   /// to compact about 34 candidates, of which the 19 or so 1/8 octave above
   /// the hint are kept outright and the others ranked among themselves.
@@ -442,13 +459,28 @@ struct SelectTopK {
     int32_t *w = s.candKeys.get();
     // Patterns are below 2^31: signed compares order them. topKey, the
     // largest pattern, also tells whether the block is finite.
-    int32_t low = s.hint - kBelow, highKey = INT32_MAX, topKey = 0, unused;
+    int32_t low = s.hintNear ? s.hint - kBelow : 0, highKey = INT32_MAX,
+            topKey = 0;
     [[maybe_unused]] int32_t high = s.hint + kAbove;
+    // The hint follows the k-th largest patterns t with a quarter's weight
+    // while they stay within an octave of it. A t further off (a change of
+    // scale; t = 0, fewer than k nonzeros) becomes the hint, but the next
+    // block starts with the grid search, and uses the hint again only if
+    // its t is close: where scales jump from block to block the hint would
+    // cost a wasted pass. The largest |v| of the block is always kept.
+    auto finish = [&](int64_t c, int32_t t) {
+      s.keptMax = bitsOf<float>(topKey);
+      const bool near = s.hint > 0 && t > 0 && std::abs(t - s.hint) <= kOctave;
+      s.hint = near ? s.hint + (t - s.hint) / 4 : t;
+      s.hintNear = near;
+      return c;
+    };
     int64_t nc = 0;
     if (low > 0) {
       nc = compactAtLeast(v, nullptr, m, low, cand, cv, &topKey);
-      if (nc < k && low > kRetry && topKey < kNonFinite) {
-        low -= kRetry; // once more, half an octave lower
+      // Half an octave lower may be enough when some were close.
+      if (nc < k && nc > 0 && low > kRetry && topKey < kNonFinite) {
+        low -= kRetry;
         nc = compactAtLeast(v, nullptr, m, low, cand, cv, &topKey);
       }
       if (topKey >= kNonFinite)
@@ -458,16 +490,51 @@ struct SelectTopK {
       // The grid search. Invariant: count(hi) < k <= count(lo) = nc;
       // count(0) = m.
       int32_t *a = s.keys.get();
-#pragma omp simd
-      for (int64_t i = 0; i < m; ++i)
-        a[i] = int32_t(absBits(v[i]));
+      int32_t nonzero = 0;
+#if defined(__AVX2__)
       int32_t top = 0;
-#pragma omp simd reduction(max : top)
-      for (int64_t i = 0; i < m; ++i)
-        top = std::max(top, a[i]);
+#pragma omp simd reduction(max : top) reduction(+ : nonzero)
+      for (int64_t i = 0; i < m; ++i) {
+        const int32_t key = int32_t(absBits(v[i]));
+        a[i] = key;
+        top = std::max(top, key);
+        nonzero += key != 0;
+      }
       topKey = top;
+#else // SSE2 lacks the 32-bit maximum: the float one, and NaNs counted
+      float top = 0.0f;
+      int32_t nans = 0;
+#pragma omp simd reduction(max : top) reduction(+ : nonzero, nans)
+      for (int64_t i = 0; i < m; ++i) {
+        const int32_t key = int32_t(absBits(v[i]));
+        a[i] = key;
+        top = std::max(top, std::fabs(v[i]));
+        nonzero += key != 0;
+        nans += key > kNonFinite;
+      }
+      topKey = nans > 0 ? kNonFinite : int32_t(absBits(top));
+#endif
       if (topKey >= kNonFinite)
         return -1;
+      if (nonzero < k) {
+        // t = 0 (sparse data): every nonzero is kept, and the k - nonzero
+        // zeros of lowest index; that is every element before the last of
+        // those zeros, and the nonzeros after it (one compaction).
+        int64_t prefix = 0;
+        for (int64_t zeros = k - nonzero; zeros > 0; ++prefix)
+          zeros -= a[prefix] == 0;
+        for (int64_t i = 0; i < prefix; ++i) {
+          idx[i] = uint32_t(i);
+          kept[i] = v[i];
+        }
+        const int64_t c =
+            prefix + compactAtLeast(v + prefix, nullptr, m - prefix, 1,
+                                    idx + prefix, kept + prefix, nullptr);
+#pragma omp simd
+        for (int64_t j = prefix; j < c; ++j)
+          idx[j] += uint32_t(prefix);
+        return finish(c, 0);
+      }
       auto countAtLeast = [&](int32_t prefix) {
         const int32_t low = prefix << kShift;
         int32_t n = 0;
@@ -478,7 +545,7 @@ struct SelectTopK {
       };
       const int32_t topPrefix = topKey >> kShift;
       int32_t hi = topPrefix + 1, lo = std::max(topPrefix - 8, 0);
-      nc = compactAtLeast(v, nullptr, m, lo << kShift, cand, cv, &unused);
+      nc = compactAtLeast(v, nullptr, m, lo << kShift, cand, cv, nullptr);
       if (nc < k || nc > 2 * k) {
         for (int32_t step = 16; nc < k; step *= 2) {
           hi = lo;
@@ -495,50 +562,84 @@ struct SelectTopK {
             hi = mid;
           }
         }
+        nc = compactAtLeast(v, nullptr, m, lo << kShift, cand, cv, nullptr);
       }
       low = lo << kShift;
       highKey = (hi << kShift) - 1;
       high = INT32_MAX; // no sure candidates
-      nc = compactAtLeast(v, nullptr, m, low, cand, cv, &unused);
     }
-    // Too many to rank (a stale hint, heavy tails): L is raised by
-    // bisection up to the largest candidate H, each probe a compaction of
-    // the candidates alone, as long as k remain. Invariant: count(H + 1) <
-    // k <= count(L) = nc. Ranking in registers costs little per candidate
-    // up to 64; across 64 lanes in memory each one costs as much as a probe.
-#if defined(__AVX512F__)
+    // Too many to rank (a stale hint, heavy tails, ties): [L, H] is narrowed
+    // around t, four ways a pass over the candidates: three probes between
+    // L and H are counted, L rises to the least pattern at or above the
+    // highest probe that k candidates reach, H falls to the largest pattern
+    // below the next one, and the candidates below L are dropped (one
+    // compaction). Invariant: count(H + 1) < k <= count(L) = nc. Ranking in
+    // registers costs little per candidate up to 64; across 64 lanes in
+    // memory each one costs about as much as a pass.
     const int64_t most = std::max(kRankLanes, 2 * k);
-#else
-    const int64_t most = std::max<int64_t>(k + k / 2, 16);
-#endif
+    int32_t top = std::min(topKey, highKey);
     if (nc > most) {
-      int32_t top = topKey;
       uint32_t *cand2 = s.cand[1].get();
       float *cv2 = s.candVals[1].get();
-      while (nc > most && top > low) {
-        const int32_t mid = low + (top - low) / 2 + 1;
-        const int64_t n =
-            compactAtLeast(cv, cand, nc, mid, cand2, cv2, &unused);
-        if (n >= k) {
+      while (nc > most && low < top) {
+        // Over more than two octaves (a hint far too low), 1, 2 and 4
+        // octaves below H, as the grid search would start.
+        const int64_t span = int64_t(top) - low - 1;
+        const bool wide = span > kOctave * 2;
+        const int32_t p1 = int32_t(
+                          wide ? std::max<int64_t>(low + 1, top - 4 * kOctave)
+                               : low + 1 + span / 4),
+                      p2 = int32_t(wide ? top - 2 * kOctave
+                                        : low + 1 + span / 2),
+                      p3 = int32_t(wide ? top - kOctave
+                                        : low + 1 + span - span / 4);
+        int32_t n1 = 0, n2 = 0, n3 = 0;
+        int32_t a0 = INT32_MAX, a1 = INT32_MAX, a2 = INT32_MAX, a3 = INT32_MAX;
+        int32_t b1 = -1, b2 = -1, b3 = -1;
+#pragma omp simd reduction(+ : n1, n2, n3) reduction(min : a0, a1, a2, a3)    \
+    reduction(max : b1, b2, b3)
+        for (int64_t j = 0; j < nc; ++j) {
+          const int32_t x = int32_t(absBits(cv[j]));
+          const bool g1 = x >= p1, g2 = x >= p2, g3 = x >= p3;
+          n1 += g1;
+          n2 += g2;
+          n3 += g3;
+          a0 = std::min(a0, x);
+          a1 = std::min(a1, g1 ? x : INT32_MAX);
+          a2 = std::min(a2, g2 ? x : INT32_MAX);
+          a3 = std::min(a3, g3 ? x : INT32_MAX);
+          b1 = std::max(b1, g1 ? -1 : x);
+          b2 = std::max(b2, g2 ? -1 : x);
+          b3 = std::max(b3, g3 ? -1 : x);
+        }
+        int64_t n = nc;
+        if (n3 >= k) {
+          n = n3;
+          low = a3;
+        } else if (n2 >= k) {
+          n = n2;
+          low = a2;
+          top = b3;
+        } else if (n1 >= k) {
+          n = n1;
+          low = a1;
+          top = b2;
+        } else {
+          low = a0;
+          top = b1;
+        }
+        if (n < nc) {
+          nc = compactAtLeast(cv, cand, nc, low, cand2, cv2, nullptr);
           std::swap(cand, cand2);
           std::swap(cv, cv2);
-          low = mid;
-          nc = n;
-        } else {
-          top = mid - 1;
         }
       }
-      highKey = std::min(highKey, top);
     }
-    // The hint follows the k-th largest patterns with a quarter's weight.
-    // The largest |v| of the block is always kept.
-    auto finish = [&](int64_t c, int32_t t) {
-      s.keptMax = bitsOf<float>(topKey);
-      s.hint = s.hint > 0 ? s.hint + (t - s.hint) / 4 : t;
-      return c;
-    };
+    // t is in [L, H]; L = H settles it.
+    highKey = top;
+    const bool settled = low >= highKey;
 #if defined(__AVX512F__)
-    if (nc <= kRankLanes) {
+    if (!settled && nc <= kRankLanes) {
       int32_t t = 0;
       const int64_t c =
           nc <= 32
@@ -562,55 +663,87 @@ struct SelectTopK {
     // across lanes (no horizontal sums, no branches). Without ties at the
     // k-th largest pattern exactly k have rank < k; with them, the
     // threshold search below breaks the ties.
-    if (nc <= kRankLanes) {
+    if (!settled && nc <= kRankLanes) {
       std::fill(w + nc, w + kRankLanes, -1);
-      int32_t rank[kRankLanes] = {};
-      for (int64_t i = 0; i < nc; ++i) {
-        const int32_t x = w[i];
+      // Over whole 16 lanes; the first row initialises (nc >= k >= 1).
+      int32_t rank[kRankLanes];
+      auto rankAll = [&](auto lanes) {
+        constexpr int64_t kLanes = decltype(lanes)::value;
 #pragma omp simd
-        for (int64_t j = 0; j < kRankLanes; ++j)
-          rank[j] += x > w[j];
+        for (int64_t j = 0; j < kLanes; ++j)
+          rank[j] = w[0] > w[j];
+        for (int64_t i = 1; i < nc; ++i) {
+          const int32_t x = w[i];
+#pragma omp simd
+          for (int64_t j = 0; j < kLanes; ++j)
+            rank[j] += x > w[j];
+        }
+      };
+      if (nc <= 32) {
+        if (nc <= 16)
+          rankAll(std::integral_constant<int64_t, 16>());
+        else
+          rankAll(std::integral_constant<int64_t, 32>());
+      } else if (nc <= 48) {
+        rankAll(std::integral_constant<int64_t, 48>());
+      } else {
+        rankAll(std::integral_constant<int64_t, 64>());
       }
-      int64_t c = 0;
+      const int32_t k32 = int32_t(k); // 32-bit lanes
       int32_t t = INT32_MAX;
+      int64_t c = 0;
+#if defined(__AVX2__) // a vector minimum, off the compaction's chain
+#pragma omp simd reduction(min : t)
+      for (int64_t j = 0; j < nc; ++j)
+        t = std::min(t, rank[j] < k32 ? w[j] : INT32_MAX);
       for (int64_t j = 0; j < nc; ++j) {
-        const bool keep = rank[j] < k;
+        idx[c] = cand[j];
+        kept[c] = cv[j];
+        c += rank[j] < k32;
+      }
+#else // SSE2 lacks the 32-bit minimum
+      for (int64_t j = 0; j < nc; ++j) {
+        const bool keep = rank[j] < k32;
         idx[c] = cand[j];
         kept[c] = cv[j];
         t = keep ? std::min(t, w[j]) : t;
         c += keep;
       }
+#endif
       if (c == k)
         return finish(k, t);
     }
 #endif
     // t: the largest pattern with at least k candidates at or above it,
     // that is the k-th largest. Its bits above the highest that varies in
-    // [L, H] (H >= t) are L's; the others are set from the top down, two a
-    // pass, each pass three branch-free counts over the candidates (the
+    // [L, H] are L's; the others are set from the top down, two a pass,
+    // each pass three branch-free counts over the candidates (the
     // unpredictable branches of nth_element cost more on fresh data).
-    std::fill(w + nc, w + padded, -1);
-    const uint32_t lowKey = uint32_t(low);
-    highKey = std::min(highKey, topKey);
-    const int varying = 31 - __builtin_clz((lowKey ^ uint32_t(highKey)) | 1u);
-    uint32_t tBits = lowKey & ~((2u << varying) - 1u);
-    for (int b = varying; b >= 0; b -= 2) {
-      const int shift = b > 0 ? b - 1 : 0;
-      const uint32_t step = 1u << shift;
-      const int32_t p1 = int32_t(tBits | step), p2 = int32_t(tBits | 2 * step),
-                    p3 = int32_t(tBits | 3 * step);
-      int32_t n1 = 0, n2 = 0, n3 = 0;
+    uint32_t tBits = uint32_t(low);
+    if (!settled) {
+      std::fill(w + nc, w + padded, -1);
+      const uint32_t lowKey = uint32_t(low);
+      const int varying = 31 - __builtin_clz((lowKey ^ uint32_t(highKey)) | 1u);
+      tBits = lowKey & ~((2u << varying) - 1u);
+      for (int b = varying; b >= 0; b -= 2) {
+        const int shift = b > 0 ? b - 1 : 0;
+        const uint32_t step = 1u << shift;
+        const int32_t p1 = int32_t(tBits | step),
+                      p2 = int32_t(tBits | 2 * step),
+                      p3 = int32_t(tBits | 3 * step);
+        int32_t n1 = 0, n2 = 0, n3 = 0;
 #pragma omp simd reduction(+ : n1, n2, n3)
-      for (int64_t j = 0; j < padded; ++j) {
-        n1 += w[j] >= p1;
-        n2 += w[j] >= p2;
-        n3 += w[j] >= p3;
+        for (int64_t j = 0; j < padded; ++j) {
+          n1 += w[j] >= p1;
+          n2 += w[j] >= p2;
+          n3 += w[j] >= p3;
+        }
+        // With b == 0 only p1 is a one-bit step; p2, p3 would set bit 1.
+        tBits = b > 0 && n3 >= k   ? uint32_t(p3)
+                : b > 0 && n2 >= k ? uint32_t(p2)
+                : n1 >= k          ? uint32_t(p1)
+                                   : tBits;
       }
-      // With b == 0 only p1 is a one-bit step; p2, p3 would set bit 1.
-      tBits = b > 0 && n3 >= k   ? uint32_t(p3)
-              : b > 0 && n2 >= k ? uint32_t(p2)
-              : n1 >= k          ? uint32_t(p1)
-                                 : tBits;
     }
     const int32_t t = int32_t(tBits);
     int64_t above = 0, equal = 0;
@@ -687,9 +820,8 @@ bool anyNonFiniteSum(const float *g, const float *r, int64_t n) {
 }
 
 /// Writes the c indices of idx as Idx to p, then zeros up to k slots.
-template <class Idx, class S>
-void storeIndices(const uint32_t *idx, int64_t c, int64_t k, unsigned char *p,
-                  S &s) {
+template <class Idx>
+void storeIndices(const uint32_t *idx, int64_t c, int64_t k, unsigned char *p) {
 #if defined(__AVX512F__)
   for (int64_t j = 0; j < k; j += 16) {
     const __m512i x = _mm512_maskz_loadu_epi32(lanesLeft(c - j), idx + j);
@@ -700,12 +832,13 @@ void storeIndices(const uint32_t *idx, int64_t c, int64_t k, unsigned char *p,
                                _mm512_cvtepi32_epi16(x));
   }
 #else
-  Idx *packed = s.packed.get();
+  // Little-endian hosts, as the payload.
 #pragma omp simd
-  for (int64_t j = 0; j < c; ++j)
-    packed[j] = Idx(idx[j]);
-  std::fill(packed + c, packed + k, Idx(0));
-  std::memcpy(p, packed, size_t(k) * sizeof(Idx));
+  for (int64_t j = 0; j < c; ++j) {
+    const Idx x = Idx(idx[j]);
+    std::memcpy(p + j * int64_t(sizeof(Idx)), &x, sizeof(Idx));
+  }
+  std::memset(p + c * int64_t(sizeof(Idx)), 0, size_t(k - c) * sizeof(Idx));
 #endif
 }
 
@@ -740,7 +873,7 @@ bool compressBlock(const Layout &l, uint64_t seed, int64_t block,
     p += sizeof(float);
   }
   if constexpr (Sel::kSparse) {
-    storeIndices<Idx>(s.idx.get(), c, l.k, p, s);
+    storeIndices<Idx>(s.idx.get(), c, l.k, p);
     p += l.k * int64_t(sizeof(Idx));
   }
   // Bytes are encoded in place; wider values, which would be unaligned

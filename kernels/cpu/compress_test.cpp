@@ -733,6 +733,17 @@ TEST_P(CompressMethod, NonFiniteReturnsOneAndKeepsTheResidual) {
     g[sz(m - 3)] = kNaN;
     EXPECT_EQ(otck_compress_f32(&all, m, g.data(), nullptr, p2.data()), 1)
         << methodName(method) << " ratio " << ratio;
+    // With a residual too, which stays as it was.
+    std::vector<float> r(r0.begin(), r0.begin() + m), saved(sz(m));
+    const std::vector<float> rBefore = r;
+    EXPECT_EQ(otck_compress_f32(&all, m, g.data(), r.data(), p2.data()), 1)
+        << methodName(method) << " ratio " << ratio << " with residual";
+    EXPECT_EQ(std::memcmp(r.data(), rBefore.data(), sz(m) * 4), 0);
+    EXPECT_EQ(otck_compress_saving_f32(&all, m, g.data(), r.data(),
+                                       saved.data(), p2.data()),
+              1)
+        << methodName(method) << " ratio " << ratio << " (saving)";
+    EXPECT_EQ(std::memcmp(r.data(), rBefore.data(), sz(m) * 4), 0);
   }
   // Finite and large is fine.
   std::vector<float> g = g0;
@@ -741,30 +752,67 @@ TEST_P(CompressMethod, NonFiniteReturnsOneAndKeepsTheResidual) {
 }
 
 TEST_P(CompressMethod, BlocksOfChangingScale) {
-  // Top-k starts each block's search from the blocks before it: blocks whose
-  // scale jumps by up to 2^30 either way, some of them all ties or mostly
-  // zeros, must not change what is kept.
+  // Top-k starts each block's search from the thread's blocks before it:
+  // blocks whose scale jumps by up to 2^30 either way, some of them all
+  // ties, mostly zeros (fewer nonzeros than k), all zeros, denormal, or tied
+  // at the 11-bit prefixes the search steps on, must not change what is
+  // kept. One thread carries the hint across all of them.
   const otck_compress_method method = this->method();
+  const int threads = omp_get_max_threads();
   for (int64_t b : {64, 256, 1024})
     for (float ratio : {0.02f, 0.1f, 0.3f}) {
       const otck_compress_config c = makeConfig(method, b, ratio, 5);
-      const int64_t blocks = 24, n = blocks * b - 5;
+      const int64_t blocks = 40, n = blocks * b - 5;
       std::vector<float> g = makeData(Data::Normal, n, unsigned(b));
       std::mt19937 gen(unsigned(b) + 1);
       for (int64_t blk = 0; blk < blocks; ++blk) {
-        const int kind = int(gen() % 8);
+        // Normal blocks first, then any kind.
+        const int kind = blk < 4 ? 7 : int(gen() % 12);
         const float scale = std::ldexp(1.0f, int(gen() % 61) - 30);
+        const uint32_t prefix = bitsOf(scale) & ~0xfffffu;
         for (int64_t i = blk * b; i < std::min(n, (blk + 1) * b); ++i) {
           float &x = g[sz(i)];
-          x = kind == 0   ? 0.5f * scale
-              : kind == 1 ? (gen() % 16 == 0 ? x * scale : 0.0f)
-                          : x * scale;
+          const float sign = gen() % 2 ? 1.0f : -1.0f;
+          switch (kind) {
+          case 0: // all ties
+            x = 0.5f * scale;
+            break;
+          case 1: // mostly zeros
+            x = gen() % 16 == 0 ? x * scale : 0.0f;
+            break;
+          case 2: // fewer nonzeros than k, most likely
+            x = gen() % 128 == 0 ? x * scale : 0.0f;
+            break;
+          case 3: // all zeros, of either sign
+            x = 0.0f * sign;
+            break;
+          case 4: // denormal
+            x = fromBits(uint32_t(gen() % 5000)) * sign;
+            break;
+          case 5: { // ties on and just below a prefix
+            const uint32_t at[4] = {prefix, prefix - 1, prefix + 0x100000u,
+                                    prefix};
+            x = fromBits(at[gen() % 4]) * sign;
+            break;
+          }
+          case 6: // few values, many ties: 0, +-0.25, +-0.5 times the scale
+            x = float(int(gen() % 5) - 2) * 0.25f * scale;
+            break;
+          default:
+            x = x * scale;
+          }
         }
       }
-      ASSERT_TRUE(checkOne(c, g, nullptr))
-          << describe(c, n, Data::Normal, false);
       const std::vector<float> r = makeData(Data::WideRange, n, 7);
-      ASSERT_TRUE(checkOne(c, g, &r)) << describe(c, n, Data::Normal, true);
+      for (int t : {1, threads}) {
+        omp_set_num_threads(t);
+        const bool plain = checkOne(c, g, nullptr), fed = checkOne(c, g, &r);
+        omp_set_num_threads(threads);
+        ASSERT_TRUE(plain) << describe(c, n, Data::Normal, false) << ", " << t
+                           << " thread(s)";
+        ASSERT_TRUE(fed) << describe(c, n, Data::Normal, true) << ", " << t
+                         << " thread(s)";
+      }
     }
 }
 
