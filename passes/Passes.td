@@ -18,6 +18,12 @@ def BuildTraining : Pass<"otc-build-training", "mlir::ModuleOp"> {
     optimizer state (result attribute `otc.updates` names the argument each
     replaces) and the loss; `@eval_step` is the forward (dropout off) plus
     the loss when labels exist. `@forward` is removed.
+
+    SDP: frozen parameters (`otc.sdp_frozen`) get no gradient and no
+    state; a parameter trained in part (`otc.sdp_trains`) has its part
+    taken from the weight and the gradient (the gradient's product computed
+    for the part only), state of the part's size, the update marked
+    `otc.sdp_part_of`, and the part put back into the whole.
   }];
   let dependentDialects = ["::otc::graph::GraphDialect",
                            "::mlir::func::FuncDialect"];
@@ -167,7 +173,11 @@ def InsertAllReduce : Pass<"otc-insert-allreduce", "mlir::ModuleOp"> {
   let summary = "Average gradients over the ranks before the optimizer";
   let description = [{
     Records `dist.world_size` on the module and, when it is above 1, feeds
-    every optimizer update's gradient through `dist.all_reduce mean`.
+    every optimizer update's gradient through `dist.all_reduce mean`. SDP:
+    over the parameter's (or trained part's) owners; a parameter held in
+    tiles with different owners tile by tile (row tiles in place, one
+    ranged all-reduce each); with backward masking, the updated values then
+    go out from their first owners (`dist.broadcast`).
   }];
   let dependentDialects = ["::otc::dist::DistDialect"];
   let options = [
