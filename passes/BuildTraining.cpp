@@ -8,6 +8,7 @@
 #include "dialects/graph/GraphDialect.h"
 #include "passes/Attributes.h"
 #include "passes/Passes.h"
+#include "passes/SdpAnalysis.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
@@ -427,16 +428,8 @@ LogicalResult BuildTraining::buildTrainStep(ModuleOp module,
         forward.getArgAttrOfType<StringAttr>(p, attr::kParam).getValue();
     // State for the trained part only.
     auto type = llvm::cast<RankedTensorType>(forward.getArgumentTypes()[p]);
-    if (ArrayAttr part = trainedPart(forward, p)) {
-      SmallVector<int64_t> shape(type.getShape());
-      for (Attribute r : part) {
-        auto [axis, ranges] = sliceRecord(r);
-        shape[axis] = 0;
-        for (size_t k = 0; k + 1 < ranges.size(); k += 2)
-          shape[axis] += ranges[k + 1] - ranges[k];
-      }
-      type = type.clone(shape);
-    }
+    if (ArrayAttr part = trainedPart(forward, p))
+      type = sdp::slicedType(type, part);
     for (StringRef slot : slots) {
       argTypes.push_back(type);
       argAttrs.push_back(b.getDictionaryAttr(

@@ -492,18 +492,10 @@ FailureOr<func::FuncOp> Sdp::specialize(func::FuncOp forward,
     SmallVector<Attribute> records = sliceRecords(arg);
     if (records.empty())
       continue;
-    auto t = llvm::cast<RankedTensorType>(arg.getType());
-    SmallVector<int64_t> shape(t.getShape());
-    for (Attribute r : records) {
-      auto d = llvm::cast<DictionaryAttr>(r);
-      int64_t axis = d.getAs<IntegerAttr>("axis").getInt();
-      ArrayRef<int64_t> ranges = d.getAs<DenseI64ArrayAttr>("ranges");
-      shape[axis] = 0;
-      for (size_t k = 0; k + 1 < ranges.size(); k += 2)
-        shape[axis] += ranges[k + 1] - ranges[k];
-    }
-    arg.setType(t.clone(shape));
-    fn.setArgAttr(i, attr::kSdpSlices, b.getArrayAttr(records));
+    ArrayAttr recordsAttr = b.getArrayAttr(records);
+    arg.setType(sdp::slicedType(llvm::cast<RankedTensorType>(arg.getType()),
+                                recordsAttr));
+    fn.setArgAttr(i, attr::kSdpSlices, recordsAttr);
   }
   fn.eraseArguments(erase);
   fn.setType(FunctionType::get(ctx, fn.front().getArgumentTypes(),
@@ -666,6 +658,19 @@ DenseI64ArrayAttr otc::sdp::ownerGroup(Value param, int64_t worldSize) {
   auto owners = paramAttr<DenseI64ArrayAttr>(param, attr::kSdpOwners);
   return owners && int64_t(owners.size()) < worldSize ? owners
                                                       : DenseI64ArrayAttr();
+}
+
+RankedTensorType otc::sdp::slicedType(RankedTensorType whole,
+                                      ArrayAttr records) {
+  SmallVector<int64_t> shape(whole.getShape());
+  for (auto r : records.getAsRange<DictionaryAttr>()) {
+    int64_t axis = r.getAs<IntegerAttr>("axis").getInt();
+    ArrayRef<int64_t> ranges = r.getAs<DenseI64ArrayAttr>("ranges");
+    shape[axis] = 0;
+    for (size_t k = 0; k + 1 < ranges.size(); k += 2)
+      shape[axis] += ranges[k + 1] - ranges[k];
+  }
+  return whole.clone(shape);
 }
 
 Value otc::sdp::updatedParam(Operation *update) {

@@ -109,6 +109,11 @@ llvm::SmallVector<mlir::DenseI64ArrayAttr> ownerSets(mlir::Value param);
 /// part's, if it has one.
 mlir::DictionaryAttr ownerTiles(mlir::Value param);
 
+/// The type of the kept ranges of a tensor of type `whole`, given as
+/// `otc.sdp_slices` records ({axis, ranges}).
+mlir::RankedTensorType slicedType(mlir::RankedTensorType whole,
+                                  mlir::ArrayAttr records);
+
 /// The parameter argument an optimizer update trains: its operand 0, or
 /// the argument it trains a part of (`otc.sdp_part_of`).
 mlir::Value updatedParam(mlir::Operation *update);
