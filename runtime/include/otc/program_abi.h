@@ -18,7 +18,7 @@
 extern "C" {
 #endif
 
-#define OTC_PROGRAM_ABI_VERSION 4
+#define OTC_PROGRAM_ABI_VERSION 5
 
 /* Status codes a step returns (0 = success). */
 #define OTC_STEP_OK 0
@@ -32,6 +32,12 @@ extern "C" {
 #define OTC_STEP_ERR_INDEX_RANGE 4
 /* An integer division or modulo by zero. */
 #define OTC_STEP_ERR_DIVISION_BY_ZERO 5
+/* A CUDA launch or stream failed (CUDA programs). */
+#define OTC_STEP_ERR_DEVICE 6
+
+/* Where a program's arena lives (otc_program_entry_t::device). */
+#define OTC_DEVICE_CPU 0
+#define OTC_DEVICE_CUDA 1
 
 /* A compressed all-reduce as the compiler configured it (DESIGN §8). */
 typedef struct otc_compress_desc {
@@ -106,6 +112,11 @@ typedef struct otc_step_context {
    * else touches their buffers and before the step returns. Returns 0,
    * OTC_STEP_SKIPPED_NONFINITE (every rank agrees) or OTC_STEP_ERR_COMM. */
   int (*wait_collectives)(void *comm);
+  /* CUDA programs: the cudaStream_t the step enqueues its kernels on. The
+   * collectives above are ordered after the work enqueued on it before the
+   * call, and wait_collectives orders the later work after them. NULL for
+   * CPU programs. */
+  void *stream;
 } otc_step_context_t;
 
 typedef struct otc_program_entry {
@@ -133,6 +144,10 @@ typedef struct otc_program_entry {
    * only the new running statistics, which the runtime re-estimates on the
    * assembled model before evaluation and export. NULL otherwise. */
   int (*calibrate_step)(uint8_t *arena, const otc_step_context_t *ctx);
+  /* OTC_DEVICE_CPU, or OTC_DEVICE_CUDA: `arena` is device memory of the
+   * current CUDA device and every step synchronizes ctx->stream before it
+   * returns. */
+  int32_t device;
 } otc_program_entry_t;
 
 /* Symbol every compiled program exports. */

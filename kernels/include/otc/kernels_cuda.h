@@ -1,0 +1,124 @@
+/*===- otc/kernels_cuda.h - The kernel library on CUDA -----------*- C -*-===*\
+|*                                                                            *|
+|* What programs compiled with `otc-compile --target cuda` call (library     *|
+|* otc_kernels_cuda). otckd_X is the CUDA twin of otck_X of otc/kernels.h:   *|
+|* the same arguments and the same results, with these differences:          *|
+|*  - tensors are device pointers; shapes, strides, permutations and the     *|
+|*    scalar `value` of otckd_fill are host memory, read during the call;    *|
+|*  - calls are asynchronous on the calling thread's current stream          *|
+|*    (otckd_set_stream) and never synchronize it;                           *|
+|*  - a twin of a kernel that returns an error code returns 0 and records    *|
+|*    the error on the device; otckd_take_status reports it.                 *|
+|* Results match the CPU twins to float rounding (reductions and GEMMs sum  *|
+|* in another order), not bit for bit.                                      *|
+|*                                                                            *|
+\*===----------------------------------------------------------------------===*/
+
+#ifndef OTC_KERNELS_CUDA_H
+#define OTC_KERNELS_CUDA_H
+
+#include "otc/kernels.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/*--- Streams, status, constants --------------------------------------------*/
+
+/* Makes `stream` (a cudaStream_t; NULL: the legacy default stream) the
+ * calling thread's current stream for every later otckd_ call. */
+void otckd_set_stream(void *stream);
+
+/* Status codes of otckd_take_status: an OTCK_ERR_* code of otc/kernels.h
+ * recorded by a kernel on the device, or a CUDA error. */
+#define OTCKD_ERR_CUDA 100
+
+/* Waits for the current stream and returns the first error recorded since
+ * the last call (OTCK_OK if none), then clears it. OTCKD_ERR_CUDA when a
+ * launch or the stream failed; otckd_status_message says why. */
+int otckd_take_status(void);
+
+/* The message of the last non-zero otckd_take_status (static storage of
+ * the calling thread; "" if none). */
+const char *otckd_status_message(void);
+
+/* A device copy of `bytes` bytes of host memory `host` that never changes
+ * (a program's constants): copied on the first call for `host`, the same
+ * pointer afterwards, freed at exit. NULL if the device cannot hold it. */
+const void *otckd_constant(const void *host, int64_t bytes);
+
+/*--- GEMM ------------------------------------------------------------------*/
+
+void otckd_gemm_f32(int transA, int transB, int64_t M, int64_t N, int64_t K,
+                    float alpha, const float *A, const float *B, float beta,
+                    float *C);
+void otckd_batched_gemm_f32(int batch_rank, const int64_t *batch_shape,
+                            const int64_t *a_strides, const int64_t *b_strides,
+                            int transA, int transB, int64_t M, int64_t N,
+                            int64_t K, const float *A, const float *B,
+                            float *C);
+
+/*--- Elementwise -----------------------------------------------------------*/
+
+void otckd_binary_f32(otck_binary_op op, int rank, const int64_t *out_shape,
+                      const float *a, const int64_t *a_strides, const float *b,
+                      const int64_t *b_strides, float *out);
+void otckd_binary_grad_f32(otck_binary_op op, int rank,
+                           const int64_t *out_shape, const float *a,
+                           const int64_t *a_strides, const float *b,
+                           const int64_t *b_strides, const float *dy, float *da,
+                           float *db);
+void otckd_unary_f32(otck_unary_op op, int64_t n, const float *x, float *y,
+                     float alpha, float beta);
+void otckd_unary_grad_f32(otck_unary_op op, int64_t n, const float *dy,
+                          const float *x, const float *y, float *dx,
+                          float alpha, float beta);
+
+/*--- Data movement ---------------------------------------------------------*/
+
+void otckd_transpose(int rank, const int64_t *in_shape, const int64_t *perm,
+                     const void *x, void *y, int64_t elem_size);
+void otckd_copy(int64_t nbytes, const void *x, void *y);
+void otckd_fill_f32(int64_t n, float value, float *y);
+void otckd_fill(int64_t n, const void *value, void *dst, int64_t elem_size);
+void otckd_strided_copy(int rank, const int64_t *shape, const void *src,
+                        const int64_t *src_strides, void *dst,
+                        const int64_t *dst_strides, int64_t elem_size);
+void otckd_strided_add_f32(int rank, const int64_t *shape, const float *src,
+                           const int64_t *src_strides, float *dst,
+                           const int64_t *dst_strides);
+void otckd_reduce_sum_to_f32(int rank, const int64_t *in_shape, const float *x,
+                             const int64_t *y_strides, int64_t y_size,
+                             float *y);
+
+/*--- Softmax and losses ----------------------------------------------------*/
+
+void otckd_softmax_f32(int64_t outer, int64_t n, int64_t inner, const float *x,
+                       float *y, int log_softmax);
+void otckd_softmax_grad_f32(int64_t outer, int64_t n, int64_t inner,
+                            const float *y, const float *dy, float *dx,
+                            int log_softmax);
+int otckd_softmax_ce_f32(int64_t N, int64_t C, const float *logits,
+                         const int64_t *labels, float *probs, float *loss);
+void otckd_softmax_ce_grad_f32(int64_t N, int64_t C, const float *probs,
+                               const int64_t *labels, const float *dloss,
+                               float *dlogits);
+void otckd_mse_f32(int64_t n, const float *pred, const float *target,
+                   float *loss);
+void otckd_mse_grad_f32(int64_t n, const float *pred, const float *target,
+                        const float *dloss, float *dpred);
+
+/*--- Optimizers ------------------------------------------------------------*/
+
+void otckd_sgd_f32(int64_t n, float *w, const float *g, float lr, float wd);
+void otckd_momentum_f32(int64_t n, float *w, const float *g, float *v, float lr,
+                        float mu, float wd, int nesterov);
+void otckd_adam_f32(int64_t n, float *w, const float *g, float *m, float *v,
+                    float lr, float beta1, float beta2, float eps, float wd,
+                    int64_t step, int decoupled);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* OTC_KERNELS_CUDA_H */
