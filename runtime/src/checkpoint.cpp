@@ -309,6 +309,7 @@ otc_status_t otc_session_save_checkpoint(const otc_session_t *session,
     w.put<uint32_t>(
         uint32_t(m.params.size() + m.state.size() + 2 + (sdp.empty() ? 0 : 1)));
     w.put<uint32_t>(0);
+    session->pullFromDevice();
     for (const TensorSpec &t : m.params)
       w.section(kParam, t.name, session->at(t), t.bytes());
     for (const TensorSpec &t : m.state)
@@ -348,6 +349,8 @@ otc_status_t otc_session_load_checkpoint(otc_session_t *session,
     const Manifest &m = session->manifest();
     // Everything is validated before the first byte of the session changes.
     CheckpointData data = readCheckpoint(path, m);
+    session->pullFromDevice();
+    session->hostChanged();
     for (const TensorSpec &t : m.params)
       std::memcpy(session->at(t), data.params[t.name].data(), t.bytes());
     for (const TensorSpec &t : m.state)

@@ -23,6 +23,8 @@
 namespace otc {
 
 struct CompressState;
+class DeviceArena;
+class DeviceCollectives;
 
 /// What otc_step_context_t::comm points at during a step: the communicator
 /// plus what the compressed all-reduce needs from the session (its per-bucket
@@ -37,7 +39,16 @@ struct StepComm {
   /// SDP: a group bucket of this step was not finite (agree_finite tells
   /// every rank).
   bool pendingNonfinite = false;
+  /// A CUDA program's arena: the collectives stage its buffers through the
+  /// host mirror (device_comm.cpp). NULL for CPU programs.
+  DeviceArena *device = nullptr;
+  /// Its collectives on the device (NCCL), when it has them.
+  DeviceCollectives *collectives = nullptr;
 };
+
+/// Points `ctx`'s collectives at the host-staged versions for CUDA programs
+/// (device_comm.cpp); `ctx.comm` must be a StepComm with a device.
+void useStagedCollectives(otc_step_context_t &ctx);
 
 /// Averages `count` floats in place over all ranks and counts the bytes.
 void allReduceMeanF32(otc_comm_t *comm, float *data, int64_t count);
@@ -55,6 +66,12 @@ bool anyRank(otc_comm_t *comm, bool flag);
 /// True on every rank iff `ok` is true on every rank.
 bool allAgree(otc_comm_t *comm, bool ok);
 void barrier(otc_comm_t *comm);
+/// Rank `root`'s `bytes` at `data` reach every rank (uncounted: set-up,
+/// such as NCCL's unique id).
+void broadcastBytes(otc_comm_t *comm, void *data, int64_t bytes, int root);
+/// Adds a step collective's traffic that ran outside MPI (NCCL) to the
+/// counts otc_comm_bytes reports.
+void countBytes(otc_comm_t *comm, uint64_t sent, uint64_t received);
 /// Ends every rank of an MPI job (a rank failed where the others may be
 /// blocked in a collective); returns only for a 1-rank or local comm.
 void abortAll(otc_comm_t *comm, int exitCode);

@@ -200,6 +200,19 @@ void barrier(otc_comm_t *comm) {
     OTC_MPI_CHECK(MPI_Barrier(comm->comm));
 }
 
+void broadcastBytes(otc_comm_t *comm, void *data, int64_t bytes, int root) {
+  if (!comm->isMpi || comm->size == 1 || bytes == 0)
+    return;
+  if (bytes > std::numeric_limits<int>::max())
+    throw Error(OTC_INTERNAL, "a set-up broadcast over 2 GiB");
+  OTC_MPI_CHECK(MPI_Bcast(data, int(bytes), MPI_BYTE, root, comm->comm));
+}
+
+void countBytes(otc_comm_t *comm, uint64_t sent, uint64_t received) {
+  comm->bytesSent += sent;
+  comm->bytesReceived += received;
+}
+
 void abortAll(otc_comm_t *comm, int exitCode) {
   if (comm && comm->isMpi && comm->size > 1)
     MPI_Abort(comm->comm, exitCode);

@@ -62,36 +62,12 @@ namespace {
 // corrupt call, not a reason to allocate gigabytes of state.
 constexpr int64_t kMaxBuckets = 1 << 16;
 
-bool usesRatio(int32_t method) {
-  return method == OTCK_COMPRESS_TOPK || method == OTCK_COMPRESS_TOPK_INT8 ||
-         method == OTCK_COMPRESS_RANDOMK;
-}
-
 [[noreturn]] void badDesc(int64_t bucket, const std::string &what) {
   throw Error(OTC_INVALID_ARGUMENT, "compressed all-reduce of bucket " +
                                         std::to_string(bucket) + ": " + what);
 }
 
 bool validRatio(float r) { return r > 0.f && r <= 1.f; }
-
-void checkDesc(const otc_compress_desc_t &d, int64_t bucket) {
-  if (d.method < OTCK_COMPRESS_NONE || d.method > OTCK_COMPRESS_RANDOMK)
-    badDesc(bucket, "unknown method " + std::to_string(d.method));
-  if (d.warmup_steps < 0)
-    badDesc(bucket, "negative warmup_steps");
-  if (!usesRatio(d.method))
-    return;
-  if (d.adaptive) {
-    if (!validRatio(d.ratio_min) || !validRatio(d.ratio_max) ||
-        d.ratio_min > d.ratio_max)
-      badDesc(bucket, "adaptive ratio bounds [" + std::to_string(d.ratio_min) +
-                          ", " + std::to_string(d.ratio_max) +
-                          "] are not within (0, 1]");
-  } else if (!validRatio(d.ratio)) {
-    badDesc(bucket,
-            "ratio " + std::to_string(d.ratio) + " is not within (0, 1]");
-  }
-}
 
 uint64_t splitmix64(uint64_t x) {
   x += 0x9e3779b97f4a7c15ull;
@@ -116,8 +92,45 @@ bool allFinite(const float *g, int64_t n) {
   return true;
 }
 
-int64_t payloadBytes(const otck_compress_config &cfg, int64_t n,
-                     int64_t bucket) {
+} // namespace
+
+bool compressUsesRatio(int32_t method) {
+  return method == OTCK_COMPRESS_TOPK || method == OTCK_COMPRESS_TOPK_INT8 ||
+         method == OTCK_COMPRESS_RANDOMK;
+}
+
+void checkCompressDesc(const otc_compress_desc_t &d, int64_t bucket) {
+  if (d.method < OTCK_COMPRESS_NONE || d.method > OTCK_COMPRESS_RANDOMK)
+    badDesc(bucket, "unknown method " + std::to_string(d.method));
+  if (d.warmup_steps < 0)
+    badDesc(bucket, "negative warmup_steps");
+  if (!compressUsesRatio(d.method))
+    return;
+  if (d.adaptive) {
+    if (!validRatio(d.ratio_min) || !validRatio(d.ratio_max) ||
+        d.ratio_min > d.ratio_max)
+      badDesc(bucket, "adaptive ratio bounds [" + std::to_string(d.ratio_min) +
+                          ", " + std::to_string(d.ratio_max) +
+                          "] are not within (0, 1]");
+  } else if (!validRatio(d.ratio)) {
+    badDesc(bucket,
+            "ratio " + std::to_string(d.ratio) + " is not within (0, 1]");
+  }
+}
+
+otck_compress_config compressConfig(const otc_compress_desc_t &desc,
+                                    float ratio, uint64_t stepSeed,
+                                    int64_t bucket) {
+  otck_compress_config cfg{};
+  cfg.method = otck_compress_method(desc.method);
+  cfg.block_size = desc.block_size;
+  cfg.ratio = ratio;
+  cfg.seed = splitmix64(stepSeed ^ splitmix64(uint64_t(bucket)));
+  return cfg;
+}
+
+int64_t compressPayloadBytes(const otck_compress_config &cfg, int64_t n,
+                             int64_t bucket) {
   int64_t p = otck_compress_payload_bytes(&cfg, n);
   if (p < 0)
     badDesc(bucket, "the kernels refuse method " +
@@ -126,8 +139,6 @@ int64_t payloadBytes(const otck_compress_config &cfg, int64_t n,
                         std::to_string(cfg.ratio));
   return p;
 }
-
-} // namespace
 
 float adaptiveRatio(double norm, double norm0, float ratioMin, float ratioMax) {
   if (!(norm0 > 0) || !std::isfinite(norm0))
@@ -183,20 +194,16 @@ static int compressAndExchange(StepComm &sc, const otc_compress_desc_t &desc,
                                int rank, float ratio, bool queue) {
   const int64_t bucket = undo.bucket;
   const bool feedback = desc.error_feedback != 0;
-  const bool adaptive = desc.adaptive && usesRatio(desc.method);
-  otck_compress_config cfg{};
-  cfg.method = otck_compress_method(desc.method);
-  cfg.block_size = desc.block_size;
-  cfg.ratio = ratio;
-  cfg.seed = splitmix64(sc.seed ^ splitmix64(uint64_t(bucket)));
-  int64_t p = payloadBytes(cfg, count, bucket);
+  const bool adaptive = desc.adaptive && compressUsesRatio(desc.method);
+  otck_compress_config cfg = compressConfig(desc, ratio, sc.seed, bucket);
+  int64_t p = compressPayloadBytes(cfg, count, bucket);
   // Sized once for the largest payload this descriptor can produce (the
   // adaptive ratio moves k), so steps never reallocate.
   if (b.gathered.size() < size_t(p) * size_t(world)) {
     otck_compress_config most = cfg;
     if (adaptive)
       most.ratio = desc.ratio_max;
-    int64_t cap = std::max(p, payloadBytes(most, count, bucket));
+    int64_t cap = std::max(p, compressPayloadBytes(most, count, bucket));
     b.gathered.resize(size_t(cap) * size_t(world));
   }
   if (feedback && b.savedResidual.size() < size_t(count))
@@ -250,7 +257,7 @@ int compressedAllReduceMean(StepComm &sc, const otc_compress_desc_t &desc,
                                       "session communicator");
   if (count < 0 || (count > 0 && !data))
     badDesc(bucket, "bad gradient buffer");
-  checkDesc(desc, bucket);
+  checkCompressDesc(desc, bucket);
   bool feedback = desc.error_feedback != 0;
   if (feedback && count > 0 && !residual)
     badDesc(bucket, "error feedback is on but the residual is NULL");
@@ -291,8 +298,8 @@ int compressedAllReduceMean(StepComm &sc, const otc_compress_desc_t &desc,
   BucketUndo undo{
       bucket, feedback ? residual : nullptr, count, b.norm0, b.ratio, b.steps};
 
-  float ratio = usesRatio(desc.method) ? desc.ratio : 1.f;
-  if (desc.adaptive && usesRatio(desc.method)) {
+  float ratio = compressUsesRatio(desc.method) ? desc.ratio : 1.f;
+  if (desc.adaptive && compressUsesRatio(desc.method)) {
     // The ratio needs every rank's norm before compressing. The norm's
     // all-reduce, the compression and the exchange run as one job on the
     // collectives thread, so the step's thread goes on with backward

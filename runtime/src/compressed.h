@@ -13,6 +13,8 @@
 
 #include "comm.h"
 
+#include <otc/compress.h>
+
 #include <cstdint>
 #include <deque>
 #include <vector>
@@ -57,6 +59,19 @@ struct CompressState {
 /// ratio = clamp(ratio_max * norm / norm0, ratio_min, ratio_max); ratio_max
 /// while norm0 is unset (0).
 float adaptiveRatio(double norm, double norm0, float ratioMin, float ratioMax);
+
+/// True for the methods with a kept ratio (top-k, random-k).
+bool compressUsesRatio(int32_t method);
+/// Throws an Error naming `bucket` for a descriptor no kernel accepts.
+void checkCompressDesc(const otc_compress_desc_t &desc, int64_t bucket);
+/// The kernels' configuration of `bucket` at `ratio` in the step seeded
+/// `stepSeed` (random-k draws from both).
+otck_compress_config compressConfig(const otc_compress_desc_t &desc,
+                                    float ratio, uint64_t stepSeed,
+                                    int64_t bucket);
+/// Payload bytes of `n` elements; throws when the kernels refuse `cfg`.
+int64_t compressPayloadBytes(const otck_compress_config &cfg, int64_t n,
+                             int64_t bucket);
 
 /// The compressed mean all-reduce of one bucket over all ranks (`group`
 /// -1) or an SDP owner group: compresses here and runs the exchange

@@ -90,6 +90,15 @@ otc_step_context_t makeContext(otc_session_t *s, int64_t step) {
   ctx.group_compressed_all_reduce_mean_f32 = groupCompressedAllReduceCallback;
   ctx.agree_finite = agreeFiniteCallback;
   ctx.wait_collectives = waitCollectivesCallback;
+  s->stepComm.device = s->device.get();
+  s->stepComm.collectives = s->collectives.get();
+  if (s->device) {
+    ctx.stream = s->device->stream();
+    if (s->collectives)
+      s->collectives->useIn(ctx);
+    else
+      useStagedCollectives(ctx);
+  }
   s->stepComm.pendingNonfinite = false;
   if (s->program->manifest.sdp)
     s->stepComm.groups = &s->program->manifest.sdp->groups;
@@ -171,6 +180,12 @@ void checkStepResult(otc_session_t *s, int rc, const char *what) {
   if (rc == OTC_STEP_ERR_DIVISION_BY_ZERO)
     throw Error(OTC_INVALID_ARGUMENT,
                 std::string(what) + " failed: integer division by zero");
+  if (rc == OTC_STEP_ERR_DEVICE) {
+    std::string why = deviceStatusMessage();
+    throw Error(OTC_UNAVAILABLE, std::string(what) +
+                                     " failed: a CUDA kernel or copy failed" +
+                                     (why.empty() ? "" : ": " + why));
+  }
   throw Error(OTC_INTERNAL,
               std::string(what) + " failed with code " + std::to_string(rc));
 }
@@ -218,6 +233,19 @@ otc_status_t otc_session_create(otc_program_t *program, otc_comm_t *comm,
     s->seed = s->options.seed;
     const Manifest &tm = s->manifest();
     s->arena = makeArena(tm);
+    if (s->entry->device == OTC_DEVICE_CUDA) {
+      if (s->isSdp())
+        throw Error(OTC_FAILED_PRECONDITION,
+                    "subnetwork data parallelism (--sdp) runs on the CPU "
+                    "target only; recompile with --target cpu");
+      s->device = DeviceArena::create(s->arena.get(), tm.arenaBytes);
+      s->collectives = createDeviceCollectives(comm, *s->device);
+    } else if (s->entry->device != OTC_DEVICE_CPU) {
+      throw Error(OTC_FAILED_PRECONDITION,
+                  "the program names device " +
+                      std::to_string(s->entry->device) +
+                      ", which this runtime does not know");
+    }
     setKernelThreads(s->options.num_threads);
     *out_session = s.release();
   });
@@ -242,6 +270,10 @@ otc_status_t otc_session_bind_input(otc_session_t *session, const char *name,
                       " needs " + std::to_string(in->bytes()) + " bytes, got " +
                       std::to_string(bytes));
     std::memcpy(session->at(*in), data, bytes);
+    // Both copies get the input, so a later pull() cannot bring back the
+    // previous batch over it.
+    if (session->device)
+      session->device->pushHostRange(session->at(*in), bytes);
   });
 }
 
@@ -253,13 +285,21 @@ otc_status_t otc_session_train_step(otc_session_t *session, float *out_loss) {
     otc_step_context_t ctx = makeContext(session, session->step + 1);
     session->compress.touched.clear();
     session->lastStepSkipped = false;
-    int rc = session->entry->train_step(session->arena.get(), &ctx);
+    DeviceArena *device = session->device.get();
+    if (device)
+      device->beforeStep();
+    int rc = session->entry->train_step(
+        device ? device->devicePtr() : session->arena.get(), &ctx);
+    if (session->collectives)
+      rc = session->collectives->finishStep(session->stepComm, rc);
     // A step that returned early (or a program that never waits) leaves
     // queued collectives: they finish, on every rank, before anything else.
     int queued = drainCollectives(session->comm);
     if (rc == OTC_STEP_OK ||
         (rc == OTC_STEP_SKIPPED_NONFINITE && queued == OTC_STEP_ERR_COMM))
       rc = queued;
+    if (device)
+      device->afterStep();
     uint64_t sent1, recv1;
     otc_comm_bytes(session->comm, &sent1, &recv1);
     session->stepBytesSent = sent1 - sent0;
@@ -268,7 +308,12 @@ otc_status_t otc_session_train_step(otc_session_t *session, float *out_loss) {
       // Every rank got the same answer from the collective; buckets already
       // reduced in this step are undone and the optimizer step counter (Adam
       // bias correction, the step's seed) stays where it was.
+      std::vector<BucketUndo> undone = session->compress.touched;
       session->compress.undoStep();
+      if (device) // the residuals were restored in the host mirror
+        for (const BucketUndo &u : undone)
+          if (u.residual)
+            device->pushHostRange(u.residual, uint64_t(u.count) * 4);
       session->lastStepSkipped = true;
       ++session->skippedSteps;
     } else {
@@ -281,8 +326,11 @@ otc_status_t otc_session_train_step(otc_session_t *session, float *out_loss) {
     if (out_loss) {
       int64_t off = session->manifest().lossOffset;
       *out_loss = 0;
-      if (off >= 0)
+      if (off >= 0) {
+        if (device)
+          device->download(uint64_t(off), sizeof(float));
         std::memcpy(out_loss, session->arena.get() + off, sizeof(float));
+      }
     }
   });
 }
@@ -311,7 +359,17 @@ otc_status_t otc_session_eval_step(otc_session_t *session, void *out,
       arena = session->fullArena.get();
     }
     otc_step_context_t ctx = makeContext(session, session->step);
-    int rc = entry->eval_step(arena, &ctx);
+    DeviceArena *device = session->device.get();
+    if (device)
+      device->beforeStep();
+    int rc = entry->eval_step(device ? device->devicePtr() : arena, &ctx);
+    if (device) {
+      device->afterStep();
+      if (m.evalLossOffset >= 0)
+        device->download(uint64_t(m.evalLossOffset), sizeof(float));
+      if (out && out_bytes)
+        device->download(m.evalOutput->offset, out_bytes);
+    }
     checkStepResult(session, rc, "eval_step");
     session->hasEvalLoss = m.evalLossOffset >= 0;
     if (session->hasEvalLoss)
@@ -377,6 +435,7 @@ otc_status_t otc_session_get_param(const otc_session_t *session,
                   std::string("parameter '") + name + "' has " +
                       std::to_string(t.bytes()) + " bytes, buffer has " +
                       std::to_string(out_bytes));
+    session->pullFromDevice();
     std::memcpy(out, session->at(t), out_bytes);
   });
 }
@@ -391,7 +450,9 @@ otc_status_t otc_session_set_param(otc_session_t *session, const char *name,
                   std::string("parameter '") + name + "' has " +
                       std::to_string(t.bytes()) + " bytes, got " +
                       std::to_string(bytes));
+    session->pullFromDevice();
     std::memcpy(session->at(t), data, bytes);
+    session->hostChanged();
   });
 }
 
@@ -401,8 +462,10 @@ otc_status_t otc_session_export_onnx(const otc_session_t *session,
     checkSession(session);
     if (!path)
       throw Error(OTC_INVALID_ARGUMENT, "export path is NULL");
-    if (!session->isSdp())
+    if (!session->isSdp()) {
+      session->pullFromDevice();
       return exportOnnx(session->manifest(), session->arena.get(), path);
+    }
     // Collective: every rank assembles, rank 0 writes.
     auto *s = const_cast<otc_session_t *>(session);
     assembleFullModel(s);

@@ -5,6 +5,7 @@
 #define OTC_RUNTIME_SESSION_H
 
 #include "compressed.h"
+#include "device.h"
 #include "program.h"
 
 #include <cstdint>
@@ -41,10 +42,25 @@ struct otc_session {
   /// export (allocated at the first use) and the step it was assembled at.
   Arena fullArena;
   int64_t assembledStep = -1;
+  /// A CUDA program (--target cuda): its arena on the device, which `arena`
+  /// mirrors (device.h). NULL for CPU programs.
+  std::unique_ptr<otc::DeviceArena> device;
+  /// Its collectives on the device (NCCL); NULL: staged through the host.
+  std::unique_ptr<otc::DeviceCollectives> collectives;
 
   bool isSdp() const { return !program->variants.empty(); }
   const otc::Manifest &manifest() const { return *trainManifest; }
   uint8_t *at(const otc::TensorSpec &t) const { return arena.get() + t.offset; }
+  /// A CUDA program's host mirror: made current before the runtime reads or
+  /// writes it (at()), marked changed after it writes. No-ops on the CPU.
+  void pullFromDevice() const {
+    if (device)
+      device->pull();
+  }
+  void hostChanged() const {
+    if (device)
+      device->hostChanged();
+  }
 };
 
 namespace otc {

@@ -192,6 +192,37 @@ TEST_F(SessionTest, CreateErrors) {
   otc_program_release(program);
 }
 
+TEST_F(SessionTest, CudaProgramWithoutDeviceIsRefused) {
+  LinearProgram cuda(0, modelPath, kD, kC, 16, 1);
+  cuda.entry.device = OTC_DEVICE_CUDA;
+  otc_program_t *program = nullptr;
+  ASSERT_OK(otc_program_from_entry(&cuda.entry, &program));
+  otc_session_t *s = nullptr;
+  StatusText t = take(otc_session_create(program, comm, nullptr, &s));
+  if (t.code == OTC_OK) {
+    otc_session_release(s);
+    otc_program_release(program);
+    GTEST_SKIP() << "a CUDA device is visible (otc-runtime-device-test "
+                    "runs CUDA sessions)";
+  }
+  // Built without CUDA: FAILED_PRECONDITION; with CUDA but no device:
+  // UNAVAILABLE. Either way the message says what to do.
+  EXPECT_TRUE(t.code == OTC_FAILED_PRECONDITION || t.code == OTC_UNAVAILABLE)
+      << t.message;
+  EXPECT_NE(t.message.find("compiled with --target cuda"), std::string::npos)
+      << t.message;
+  EXPECT_NE(t.message.find("--target cpu"), std::string::npos) << t.message;
+  otc_program_release(program);
+
+  LinearProgram unknown(0, modelPath, kD, kC, 16, 1);
+  unknown.entry.device = 7;
+  ASSERT_OK(otc_program_from_entry(&unknown.entry, &program));
+  t = take(otc_session_create(program, comm, nullptr, &s));
+  EXPECT_EQ(t.code, OTC_FAILED_PRECONDITION);
+  EXPECT_NE(t.message.find("names device 7"), std::string::npos) << t.message;
+  otc_program_release(program);
+}
+
 TEST_F(SessionTest, BindAndStepErrors) {
   auto h = open(0);
   StatusText t = take(otc_session_bind_input(h->session, "x", x.data(), 4));

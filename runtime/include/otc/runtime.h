@@ -34,7 +34,7 @@ typedef enum otc_status_code {
   OTC_NOT_FOUND = 2,           /* a file or a name that does not exist */
   OTC_DATA_LOSS = 3,           /* a corrupt or truncated file */
   OTC_FAILED_PRECONDITION = 4, /* e.g. world size differs from the compiled */
-  OTC_UNAVAILABLE = 5,         /* a communicator failure */
+  OTC_UNAVAILABLE = 5,         /* a communicator or CUDA device failure */
   OTC_INTERNAL = 6,
   OTC_IO_ERROR = 7,
 } otc_status_code_t;

@@ -1,0 +1,453 @@
+//===- comm_nccl.cpp - Collectives of CUDA programs on NCCL ---------------===//
+//
+// When every rank of a CUDA program has a device of its own, a step's
+// collectives run on NCCL over the arena's device buffers. They run on a
+// communication stream that first waits (cudaEvent) for the work the
+// program enqueued before the call, so a bucket's exchange overlaps with
+// the backward kernels enqueued after it; wait_collectives makes the host
+// wait for the exchanges (it must return whether the step is skipped) and
+// orders the program's later work after them.
+//
+// Semantics and byte counts are those of the CPU path (compressed.cpp):
+//  - all_reduce_mean_f32: ncclAllReduce with ncclAvg;
+//  - compressed, dense steps (NONE, warm-up): ncclAllReduce with ncclAvg,
+//    then the mean's finiteness (cublasSnrm2 into a device slot);
+//  - compressed steps: the residual is saved on the device, then
+//    otck_cuda_compress_f32 writes this rank's payload into its slot of the
+//    gather buffer and a non-finite flag, an int MAX all-reduce of the
+//    flag, an in-place ncclAllGather of the fixed-size payloads, and
+//    otck_cuda_decompress_sum_f32 scaled by 1/W. The adaptive ratio's norm
+//    is cublasSnrm2 (float; the CPU sums in double, so a ratio may differ
+//    in its last bits) all-reduced over MPI.
+//  - wait_collectives reads the step's flags and norms: any non-finite one
+//    skips the step on every rank (the flags were all-reduced; the means
+//    are identical), and every residual this step changed is restored.
+// Payloads are bit for bit the CPU's (otc/compress_cuda.h), so W ranks on
+// NCCL train as W ranks on MPI do, except for the adaptive ratio's norm.
+//
+//===----------------------------------------------------------------------===//
+
+#include "comm.h"
+#include "compressed.h"
+#include "device.h"
+#include "status.h"
+
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <deque>
+#include <limits>
+#include <string>
+
+#ifdef OTC_HAVE_NCCL
+#include "otc/compress_cuda.h"
+
+#include <cublas_v2.h>
+#include <nccl.h>
+#endif
+
+namespace otc {
+
+namespace {
+
+#ifdef OTC_HAVE_NCCL
+
+/// A count from the launcher's environment (ranks on this node).
+int envCount(std::initializer_list<const char *> names, int fallback) {
+  for (const char *name : names)
+    if (const char *v = std::getenv(name))
+      if (int n = std::atoi(v); n > 0)
+        return n;
+  return fallback;
+}
+
+void checkCuda(cudaError_t rc, const char *what) {
+  if (rc != cudaSuccess)
+    throw Error(OTC_UNAVAILABLE,
+                std::string(what) + " failed: " + cudaGetErrorString(rc));
+}
+
+void checkNccl(ncclResult_t rc, const char *what) {
+  if (rc == ncclSuccess)
+    return;
+  std::string why = std::string(what) + " failed: " + ncclGetErrorString(rc);
+  if (rc == ncclInvalidUsage)
+    why += " (NCCL needs a CUDA device per rank; where ranks share devices, "
+           "set OTC_CUDA_COLLECTIVES=staged)";
+  throw Error(OTC_UNAVAILABLE, why);
+}
+
+void checkCublas(cublasStatus_t rc, const char *what) {
+  if (rc != CUBLAS_STATUS_SUCCESS)
+    throw Error(OTC_UNAVAILABLE, std::string(what) + " failed: cuBLAS status " +
+                                     std::to_string(int(rc)));
+}
+
+/// Device scratch of one bucket: allocated at its first compressed step for
+/// the largest payload its descriptor can produce, reused afterwards.
+struct Scratch {
+  uint8_t *gathered = nullptr; ///< W payloads, this rank's at rank * P
+  int64_t gatheredBytes = 0;
+  float *saved = nullptr; ///< the residual before this step's update
+  int64_t savedCount = 0;
+};
+
+/// Finiteness checks one step can hold (flags and norms each).
+constexpr int kMaxChecks = 1 << 14;
+
+class Nccl final : public DeviceCollectives {
+public:
+  Nccl(otc_comm_t *comm, DeviceArena &arena) : comm(comm) {
+    world = otc_comm_size(comm);
+    rank = otc_comm_rank(comm);
+    compute = static_cast<cudaStream_t>(arena.stream());
+    ncclUniqueId id;
+    if (rank == 0)
+      checkNccl(ncclGetUniqueId(&id), "ncclGetUniqueId");
+    broadcastBytes(comm, &id, sizeof id, 0);
+    checkNccl(ncclCommInitRank(&nccl, world, id, rank), "ncclCommInitRank");
+    checkCuda(cudaStreamCreateWithFlags(&side, cudaStreamNonBlocking),
+              "cudaStreamCreateWithFlags");
+    checkCuda(cudaEventCreateWithFlags(&ready, cudaEventDisableTiming),
+              "cudaEventCreate");
+    checkCuda(cudaEventCreateWithFlags(&done, cudaEventDisableTiming),
+              "cudaEventCreate");
+    checkCublas(cublasCreate(&blas), "cublasCreate");
+    checkCublas(cublasSetStream(blas, side), "cublasSetStream");
+    checkCuda(cudaMalloc(&dNorms, kMaxChecks * sizeof(float)), "cudaMalloc");
+    checkCuda(cudaMalloc(&dFlags, kMaxChecks * sizeof(int)), "cudaMalloc");
+    checkCuda(cudaMallocHost(&hNorms, kMaxChecks * sizeof(float)),
+              "cudaMallocHost");
+    checkCuda(cudaMallocHost(&hFlags, kMaxChecks * sizeof(int)),
+              "cudaMallocHost");
+  }
+
+  ~Nccl() override {
+    if (side)
+      cudaStreamSynchronize(side);
+    for (Scratch &s : scratch) {
+      cudaFree(s.gathered);
+      cudaFree(s.saved);
+    }
+    cudaFree(dNorms);
+    cudaFree(dFlags);
+    cudaFreeHost(hNorms);
+    cudaFreeHost(hFlags);
+    if (blas)
+      cublasDestroy(blas);
+    if (ready)
+      cudaEventDestroy(ready);
+    if (done)
+      cudaEventDestroy(done);
+    if (side)
+      cudaStreamDestroy(side);
+    if (nccl)
+      ncclCommDestroy(nccl);
+  }
+
+  void useIn(otc_step_context_t &ctx) override {
+    ctx.all_reduce_mean_f32 = [](void *c, float *data, int64_t count) {
+      return guarded(
+          c, [&](Nccl &n, StepComm &) { return n.allReduce(data, count); });
+    };
+    ctx.compressed_all_reduce_mean_f32 =
+        [](void *c, const otc_compress_desc_t *desc, float *data, int64_t count,
+           float *residual, int64_t bucket) {
+          return guarded(c, [&](Nccl &n, StepComm &sc) {
+            if (!desc)
+              throw Error(OTC_INVALID_ARGUMENT,
+                          "compressed all-reduce: desc is NULL");
+            return n.compressed(sc, *desc, data, count, residual, bucket);
+          });
+        };
+    ctx.wait_collectives = [](void *c) {
+      return guarded(c, [](Nccl &n, StepComm &) { return n.wait(false); });
+    };
+    // SDP programs do not run on CUDA (the session refuses them), so the
+    // owner-group collectives are never called here.
+    ctx.group_all_reduce_mean_f32 = nullptr;
+    ctx.group_compressed_all_reduce_mean_f32 = nullptr;
+    ctx.broadcast_f32 = nullptr;
+  }
+
+  int finishStep(StepComm &sc, int rc) override {
+    try {
+      int waited = wait(rc == OTC_STEP_SKIPPED_NONFINITE);
+      return rc == OTC_STEP_OK ? waited : rc;
+    } catch (const std::exception &e) {
+      setCommError(sc.comm, e.what());
+      return OTC_STEP_ERR_COMM;
+    }
+  }
+
+private:
+  template <typename Fn> static int guarded(void *c, Fn fn) {
+    auto *sc = static_cast<StepComm *>(c);
+    try {
+      return fn(*static_cast<Nccl *>(sc->collectives), *sc);
+    } catch (const std::exception &e) {
+      setCommError(sc->comm, e.what());
+      return OTC_STEP_ERR_COMM;
+    }
+  }
+
+  /// The communication stream waits for what the program enqueued so far.
+  void startAfterCompute() {
+    checkCuda(cudaEventRecord(ready, compute), "cudaEventRecord");
+    checkCuda(cudaStreamWaitEvent(side, ready, 0), "cudaStreamWaitEvent");
+    pending = true;
+  }
+
+  void count(uint64_t sent, uint64_t received) {
+    if (world > 1)
+      countBytes(comm, sent, received);
+  }
+
+  void allReduceAvg(float *data, int64_t n) {
+    // NCCL counts are size_t; one call covers any bucket.
+    checkNccl(
+        ncclAllReduce(data, data, size_t(n), ncclFloat, ncclAvg, nccl, side),
+        "ncclAllReduce");
+    count(uint64_t(n) * 4, uint64_t(n) * 4);
+  }
+
+  int allReduce(float *data, int64_t n) {
+    if (n < 0 || (n > 0 && !data))
+      throw Error(OTC_INVALID_ARGUMENT, "all-reduce of a bad buffer");
+    if (n == 0)
+      return OTC_STEP_OK;
+    startAfterCompute();
+    allReduceAvg(data, n);
+    return OTC_STEP_OK;
+  }
+
+  /// Queues a finiteness check of `n` floats: their norm lands in a device
+  /// slot that wait() reads (NaN or infinity iff some element is).
+  void checkFinite(const float *data, int64_t n) {
+    checkCublas(cublasSetPointerMode(blas, CUBLAS_POINTER_MODE_DEVICE),
+                "cublasSetPointerMode");
+    for (int64_t begin = 0; begin < n;
+         begin += std::numeric_limits<int>::max()) {
+      if (normsUsed == kMaxChecks)
+        throw Error(OTC_INTERNAL, "a step checks more than " +
+                                      std::to_string(kMaxChecks) + " buckets");
+      int len =
+          int(std::min<int64_t>(n - begin, std::numeric_limits<int>::max()));
+      checkCublas(cublasSnrm2(blas, len, data + begin, 1, dNorms + normsUsed++),
+                  "cublasSnrm2");
+    }
+  }
+
+  int compressed(StepComm &sc, const otc_compress_desc_t &desc, float *data,
+                 int64_t n, float *residual, int64_t bucket) {
+    if (!sc.compress)
+      throw Error(OTC_INVALID_ARGUMENT, "compressed all-reduce without a "
+                                        "session communicator");
+    if (n < 0 || (n > 0 && !data))
+      throw Error(OTC_INVALID_ARGUMENT, "compressed all-reduce of bucket " +
+                                            std::to_string(bucket) +
+                                            ": bad gradient buffer");
+    checkCompressDesc(desc, bucket);
+    const bool feedback = desc.error_feedback != 0;
+    if (feedback && n > 0 && !residual)
+      throw Error(OTC_INVALID_ARGUMENT,
+                  "compressed all-reduce of bucket " + std::to_string(bucket) +
+                      ": error feedback is on but the residual is NULL");
+    BucketState &b = sc.compress->bucket(bucket);
+    if (n == 0)
+      return OTC_STEP_OK;
+    startAfterCompute();
+    if (desc.method == OTCK_COMPRESS_NONE || sc.step <= desc.warmup_steps) {
+      allReduceAvg(data, n);
+      checkFinite(data, n);
+      return OTC_STEP_OK;
+    }
+    BucketUndo undo{bucket, nullptr, n, b.norm0, b.ratio, b.steps};
+    const bool adaptive = desc.adaptive && compressUsesRatio(desc.method);
+    float ratio = compressUsesRatio(desc.method) ? desc.ratio : 1.f;
+    if (adaptive) {
+      // The ratio is needed on the host before compressing: the host waits
+      // for this bucket's gradient here.
+      checkCublas(cublasSetPointerMode(blas, CUBLAS_POINTER_MODE_HOST),
+                  "cublasSetPointerMode");
+      if (n > std::numeric_limits<int>::max())
+        throw Error(OTC_INVALID_ARGUMENT,
+                    "an adaptive bucket over 2^31 elements; use smaller "
+                    "buckets");
+      float norm = 0;
+      checkCublas(cublasSnrm2(blas, int(n), data, 1, &norm), "cublasSnrm2");
+      double sq = double(norm) * double(norm);
+      allReduceSumF64(comm, &sq, 1, /*counted=*/true);
+      double mean = std::sqrt(sq / double(world));
+      if (!std::isfinite(mean)) {
+        sc.compress->touched.push_back(undo);
+        return OTC_STEP_SKIPPED_NONFINITE; // every rank saw the same sum
+      }
+      b.norm0 = std::max(b.norm0, mean);
+      ratio = adaptiveRatio(mean, b.norm0, desc.ratio_min, desc.ratio_max);
+    }
+    otck_compress_config cfg = compressConfig(desc, ratio, sc.seed, bucket);
+    int64_t p = compressPayloadBytes(cfg, n, bucket);
+    Scratch &s = scratchOf(bucket, desc, cfg, n, p);
+    if (feedback) {
+      checkCuda(cudaMemcpyAsync(s.saved, residual, size_t(n) * 4,
+                                cudaMemcpyDeviceToDevice, side),
+                "cudaMemcpyAsync");
+      changed.push_back({residual, s.saved, n});
+    }
+    if (flagsUsed == kMaxChecks)
+      throw Error(OTC_INTERNAL, "a step compresses more than " +
+                                    std::to_string(kMaxChecks) + " buckets");
+    int *flag = dFlags + flagsUsed++;
+    uint8_t *mine = s.gathered + size_t(rank) * size_t(p);
+    checkCuda(otck_cuda_compress_f32(&cfg, n, data,
+                                     feedback ? residual : nullptr, mine, flag,
+                                     side),
+              "otck_cuda_compress_f32");
+    checkNccl(ncclAllReduce(flag, flag, 1, ncclInt32, ncclMax, nccl, side),
+              "ncclAllReduce");
+    count(4, 4);
+    checkNccl(ncclAllGather(mine, s.gathered, size_t(p), ncclUint8, nccl, side),
+              "ncclAllGather");
+    count(uint64_t(p) * uint64_t(world - 1), uint64_t(p) * uint64_t(world - 1));
+    checkCuda(otck_cuda_decompress_sum_f32(&cfg, n, s.gathered, world,
+                                           1.0f / float(world), data, side),
+              "otck_cuda_decompress_sum_f32");
+    // fp16 decodes |g| > 65504 as infinity: every rank decoded the same.
+    if (cfg.method == OTCK_COMPRESS_FP16)
+      checkFinite(data, n);
+    sc.compress->touched.push_back(undo);
+    b.ratio = cfg.ratio;
+    ++b.steps;
+    return OTC_STEP_OK;
+  }
+
+  Scratch &scratchOf(int64_t bucket, const otc_compress_desc_t &desc,
+                     const otck_compress_config &cfg, int64_t n, int64_t p) {
+    if (scratch.size() <= size_t(bucket))
+      scratch.resize(size_t(bucket) + 1);
+    Scratch &s = scratch[size_t(bucket)];
+    int64_t cap = p;
+    if (desc.adaptive && compressUsesRatio(desc.method)) {
+      otck_compress_config most = cfg;
+      most.ratio = desc.ratio_max;
+      cap = std::max(p, compressPayloadBytes(most, n, bucket));
+    }
+    if (s.gatheredBytes < cap * world) {
+      checkCuda(cudaStreamSynchronize(side), "cudaStreamSynchronize");
+      cudaFree(s.gathered);
+      s.gathered = nullptr;
+      s.gatheredBytes = 0;
+      checkCuda(cudaMalloc(&s.gathered, size_t(cap) * size_t(world)),
+                "cudaMalloc of a compressed bucket's payloads");
+      s.gatheredBytes = cap * world;
+    }
+    if (desc.error_feedback && s.savedCount < n) {
+      checkCuda(cudaStreamSynchronize(side), "cudaStreamSynchronize");
+      cudaFree(s.saved);
+      s.saved = nullptr;
+      s.savedCount = 0;
+      checkCuda(cudaMalloc(&s.saved, size_t(n) * 4),
+                "cudaMalloc of a bucket's saved residual");
+      s.savedCount = n;
+    }
+    return s;
+  }
+
+  /// Waits for the step's collectives and settles its checks; with `skip`
+  /// (the program returned OTC_STEP_SKIPPED_NONFINITE) or a non-finite
+  /// check, restores the residuals this step changed.
+  int wait(bool skip) {
+    if (!pending)
+      return skip ? int(OTC_STEP_SKIPPED_NONFINITE) : int(OTC_STEP_OK);
+    if (normsUsed)
+      checkCuda(cudaMemcpyAsync(hNorms, dNorms, size_t(normsUsed) * 4,
+                                cudaMemcpyDeviceToHost, side),
+                "cudaMemcpyAsync");
+    if (flagsUsed)
+      checkCuda(cudaMemcpyAsync(hFlags, dFlags, size_t(flagsUsed) * 4,
+                                cudaMemcpyDeviceToHost, side),
+                "cudaMemcpyAsync");
+    checkCuda(cudaStreamSynchronize(side), "the collectives' stream");
+    ncclResult_t async = ncclSuccess;
+    checkNccl(ncclCommGetAsyncError(nccl, &async), "ncclCommGetAsyncError");
+    checkNccl(async, "a collective");
+    bool bad = skip;
+    for (int i = 0; i < normsUsed; ++i)
+      bad |= !std::isfinite(hNorms[i]);
+    for (int i = 0; i < flagsUsed; ++i)
+      bad |= hFlags[i] != 0;
+    if (bad)
+      for (const Changed &c : changed)
+        checkCuda(cudaMemcpyAsync(c.residual, c.saved, size_t(c.count) * 4,
+                                  cudaMemcpyDeviceToDevice, side),
+                  "cudaMemcpyAsync");
+    checkCuda(cudaEventRecord(done, side), "cudaEventRecord");
+    checkCuda(cudaStreamWaitEvent(compute, done, 0), "cudaStreamWaitEvent");
+    pending = false;
+    normsUsed = flagsUsed = 0;
+    changed.clear();
+    return bad ? OTC_STEP_SKIPPED_NONFINITE : OTC_STEP_OK;
+  }
+
+  otc_comm_t *comm;
+  int world = 1, rank = 0;
+  ncclComm_t nccl = nullptr;
+  cudaStream_t compute = nullptr, side = nullptr;
+  cudaEvent_t ready = nullptr, done = nullptr;
+  cublasHandle_t blas = nullptr;
+  float *dNorms = nullptr, *hNorms = nullptr;
+  int *dFlags = nullptr, *hFlags = nullptr;
+  int normsUsed = 0, flagsUsed = 0;
+  bool pending = false; ///< collectives enqueued since the last wait
+  std::deque<Scratch> scratch;
+  /// Residuals this step compressed, with their saved copies.
+  struct Changed {
+    float *residual, *saved;
+    int64_t count;
+  };
+  std::vector<Changed> changed;
+};
+
+#endif // OTC_HAVE_NCCL
+
+} // namespace
+
+std::unique_ptr<DeviceCollectives> createDeviceCollectives(otc_comm_t *comm,
+                                                           DeviceArena &arena) {
+  const char *v = std::getenv("OTC_CUDA_COLLECTIVES");
+  std::string mode = v && *v ? v : "auto";
+  if (mode != "auto" && mode != "nccl" && mode != "staged")
+    throw Error(OTC_INVALID_ARGUMENT,
+                "OTC_CUDA_COLLECTIVES is '" + mode +
+                    "'; use nccl or staged, or leave it unset");
+  if (mode == "staged")
+    return nullptr;
+#ifndef OTC_HAVE_NCCL
+  (void)arena;
+  if (mode == "nccl")
+    throw Error(OTC_FAILED_PRECONDITION,
+                "OTC_CUDA_COLLECTIVES=nccl, but the OTC runtime was built "
+                "without NCCL");
+  return nullptr;
+#else
+  if (mode == "auto") {
+    if (otc_comm_size(comm) == 1)
+      return nullptr;
+    int devices = 0;
+    if (cudaGetDeviceCount(&devices) != cudaSuccess)
+      return nullptr;
+    int local = envCount({"OMPI_COMM_WORLD_LOCAL_SIZE", "MPI_LOCALNRANKS",
+                          "SLURM_NTASKS_PER_NODE"},
+                         1);
+    if (local > devices)
+      return nullptr; // ranks share devices: NCCL cannot
+  }
+  return std::make_unique<Nccl>(comm, arena);
+#endif
+}
+
+} // namespace otc
