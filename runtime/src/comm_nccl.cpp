@@ -21,7 +21,11 @@
 //    in its last bits) all-reduced over MPI.
 //  - wait_collectives reads the step's flags and norms: any non-finite one
 //    skips the step on every rank (the flags were all-reduced; the means
-//    are identical), and every residual this step changed is restored.
+//    are identical). In an SDP owner group it is remembered instead, and
+//    agree_finite tells every rank (an MPI int MAX, as on the CPU). A
+//    skipped step restores every residual it changed.
+//  - SDP owner groups get sub-communicators (ncclCommSplit) when the session
+//    starts; broadcast_f32 is ncclBroadcast, ordered like the rest.
 // Payloads are bit for bit the CPU's (otc/compress_cuda.h), so W ranks on
 // NCCL train as W ranks on MPI do, except for the adaptive ratio's norm.
 //
@@ -100,7 +104,9 @@ constexpr int kMaxChecks = 1 << 14;
 
 class Nccl final : public DeviceCollectives {
 public:
-  Nccl(otc_comm_t *comm, DeviceArena &arena) : comm(comm) {
+  Nccl(otc_comm_t *comm, DeviceArena &arena,
+       const std::vector<std::vector<int64_t>> &groups)
+      : comm(comm) {
     world = otc_comm_size(comm);
     rank = otc_comm_rank(comm);
     compute = static_cast<cudaStream_t>(arena.stream());
@@ -109,6 +115,18 @@ public:
       checkNccl(ncclGetUniqueId(&id), "ncclGetUniqueId");
     broadcastBytes(comm, &id, sizeof id, 0);
     checkNccl(ncclCommInitRank(&nccl, world, id, rank), "ncclCommInitRank");
+    // One sub-communicator per owner group, split on every rank in the
+    // manifest's order (a collective over the world); NULL where this rank
+    // is not a member.
+    for (const std::vector<int64_t> &g : groups) {
+      Group &mine = this->groups.emplace_back();
+      mine.size = int(g.size());
+      auto it = std::find(g.begin(), g.end(), int64_t(rank));
+      mine.rank = it == g.end() ? -1 : int(it - g.begin());
+      checkNccl(ncclCommSplit(nccl, mine.rank < 0 ? NCCL_SPLIT_NOCOLOR : 0,
+                              rank, &mine.comm, nullptr),
+                "ncclCommSplit");
+    }
     checkCuda(cudaStreamCreateWithFlags(&side, cudaStreamNonBlocking),
               "cudaStreamCreateWithFlags");
     checkCuda(cudaEventCreateWithFlags(&ready, cudaEventDisableTiming),
@@ -144,6 +162,9 @@ public:
       cudaEventDestroy(done);
     if (side)
       cudaStreamDestroy(side);
+    for (Group &g : groups)
+      if (g.comm)
+        ncclCommDestroy(g.comm);
     if (nccl)
       ncclCommDestroy(nccl);
   }
@@ -157,27 +178,55 @@ public:
         [](void *c, const otc_compress_desc_t *desc, float *data, int64_t count,
            float *residual, int64_t bucket) {
           return guarded(c, [&](Nccl &n, StepComm &sc) {
-            if (!desc)
-              throw Error(OTC_INVALID_ARGUMENT,
-                          "compressed all-reduce: desc is NULL");
-            return n.compressed(sc, *desc, data, count, residual, bucket);
+            return n.compressed(sc, desc, data, count, residual, bucket, -1);
           });
         };
-    ctx.wait_collectives = [](void *c) {
-      return guarded(c, [](Nccl &n, StepComm &) { return n.wait(false); });
+    ctx.group_all_reduce_mean_f32 = [](void *c, int64_t group, float *data,
+                                       int64_t count) {
+      return guarded(c, [&](Nccl &n, StepComm &) {
+        return n.allReduce(data, count, group);
+      });
     };
-    // SDP programs do not run on CUDA (the session refuses them), so the
-    // owner-group collectives are never called here.
-    ctx.group_all_reduce_mean_f32 = nullptr;
-    ctx.group_compressed_all_reduce_mean_f32 = nullptr;
-    ctx.broadcast_f32 = nullptr;
+    ctx.group_compressed_all_reduce_mean_f32 =
+        [](void *c, int64_t group, const otc_compress_desc_t *desc, float *data,
+           int64_t count, float *residual, int64_t bucket) {
+          return guarded(c, [&](Nccl &n, StepComm &sc) {
+            return n.compressed(sc, desc, data, count, residual, bucket, group);
+          });
+        };
+    ctx.broadcast_f32 = [](void *c, int64_t root, float *data, int64_t count) {
+      return guarded(c, [&](Nccl &n, StepComm &) {
+        return n.broadcast(root, data, count);
+      });
+    };
+    ctx.agree_finite = [](void *c) {
+      return guarded(c, [](Nccl &n, StepComm &sc) {
+        int rc = n.settle(sc);
+        bool bad = sc.pendingNonfinite || rc == OTC_STEP_SKIPPED_NONFINITE;
+        sc.pendingNonfinite = false;
+        return anyRank(n.comm, bad) ? int(OTC_STEP_SKIPPED_NONFINITE)
+                                    : int(OTC_STEP_OK);
+      });
+    };
+    ctx.wait_collectives = [](void *c) {
+      return guarded(c, [](Nccl &n, StepComm &sc) { return n.settle(sc); });
+    };
   }
 
   int finishStep(StepComm &sc, int rc) override {
     try {
-      int waited = wait(rc == OTC_STEP_SKIPPED_NONFINITE);
-      return rc == OTC_STEP_OK ? waited : rc;
+      int settled = settle(sc);
+      if (rc == OTC_STEP_OK)
+        rc = settled;
+      if (rc == OTC_STEP_SKIPPED_NONFINITE)
+        for (const Changed &c : changed)
+          checkCuda(cudaMemcpyAsync(c.residual, c.saved, size_t(c.count) * 4,
+                                    cudaMemcpyDeviceToDevice, compute),
+                    "cudaMemcpyAsync");
+      changed.clear();
+      return rc;
     } catch (const std::exception &e) {
+      changed.clear();
       setCommError(sc.comm, e.what());
       return OTC_STEP_ERR_COMM;
     }
@@ -206,27 +255,70 @@ private:
       countBytes(comm, sent, received);
   }
 
-  void allReduceAvg(float *data, int64_t n) {
-    // NCCL counts are size_t; one call covers any bucket.
-    checkNccl(
-        ncclAllReduce(data, data, size_t(n), ncclFloat, ncclAvg, nccl, side),
-        "ncclAllReduce");
-    count(uint64_t(n) * 4, uint64_t(n) * 4);
+  /// Where a collective runs: the world (group -1) or an owner group.
+  struct On {
+    ncclComm_t comm;
+    int size, rank;
+    bool group;
+  };
+
+  On on(int64_t group) const {
+    if (group < 0)
+      return {nccl, world, rank, false};
+    if (group >= int64_t(groups.size()) || groups[size_t(group)].rank < 0)
+      throw Error(OTC_INTERNAL, "the program names SDP owner group " +
+                                    std::to_string(group) +
+                                    ", which the manifest lacks or this rank "
+                                    "is not a member of");
+    const Group &g = groups[size_t(group)];
+    return {g.comm, g.size, g.rank, true};
   }
 
-  int allReduce(float *data, int64_t n) {
+  void allReduceAvg(const On &o, float *data, int64_t n) {
+    // NCCL counts are size_t; one call covers any bucket.
+    checkNccl(
+        ncclAllReduce(data, data, size_t(n), ncclFloat, ncclAvg, o.comm, side),
+        "ncclAllReduce");
+    if (o.size > 1)
+      count(uint64_t(n) * 4, uint64_t(n) * 4);
+  }
+
+  int allReduce(float *data, int64_t n, int64_t group = -1) {
     if (n < 0 || (n > 0 && !data))
       throw Error(OTC_INVALID_ARGUMENT, "all-reduce of a bad buffer");
+    On o = on(group);
     if (n == 0)
       return OTC_STEP_OK;
     startAfterCompute();
-    allReduceAvg(data, n);
+    allReduceAvg(o, data, n);
+    return OTC_STEP_OK;
+  }
+
+  int broadcast(int64_t root, float *data, int64_t n) {
+    if (root < 0 || root >= world)
+      throw Error(OTC_INTERNAL, "broadcast from rank " + std::to_string(root) +
+                                    " of a world of " + std::to_string(world));
+    if (n <= 0)
+      return OTC_STEP_OK;
+    startAfterCompute();
+    checkNccl(
+        ncclBroadcast(data, data, size_t(n), ncclFloat, int(root), nccl, side),
+        "ncclBroadcast");
+    if (world > 1) {
+      if (root == rank)
+        count(uint64_t(n) * 4, 0);
+      else
+        count(0, uint64_t(n) * 4);
+    }
+    // Not waited for by the program: what it enqueues next comes after.
+    checkCuda(cudaEventRecord(done, side), "cudaEventRecord");
+    checkCuda(cudaStreamWaitEvent(compute, done, 0), "cudaStreamWaitEvent");
     return OTC_STEP_OK;
   }
 
   /// Queues a finiteness check of `n` floats: their norm lands in a device
-  /// slot that wait() reads (NaN or infinity iff some element is).
-  void checkFinite(const float *data, int64_t n) {
+  /// slot that settle() reads (NaN or infinity iff some element is).
+  void checkFinite(const float *data, int64_t n, bool group) {
     checkCublas(cublasSetPointerMode(blas, CUBLAS_POINTER_MODE_DEVICE),
                 "cublasSetPointerMode");
     for (int64_t begin = 0; begin < n;
@@ -236,13 +328,17 @@ private:
                                       std::to_string(kMaxChecks) + " buckets");
       int len =
           int(std::min<int64_t>(n - begin, std::numeric_limits<int>::max()));
+      normInGroup[size_t(normsUsed)] = group;
       checkCublas(cublasSnrm2(blas, len, data + begin, 1, dNorms + normsUsed++),
                   "cublasSnrm2");
     }
   }
 
-  int compressed(StepComm &sc, const otc_compress_desc_t &desc, float *data,
-                 int64_t n, float *residual, int64_t bucket) {
+  int compressed(StepComm &sc, const otc_compress_desc_t *descp, float *data,
+                 int64_t n, float *residual, int64_t bucket, int64_t group) {
+    if (!descp)
+      throw Error(OTC_INVALID_ARGUMENT, "compressed all-reduce: desc is NULL");
+    const otc_compress_desc_t &desc = *descp;
     if (!sc.compress)
       throw Error(OTC_INVALID_ARGUMENT, "compressed all-reduce without a "
                                         "session communicator");
@@ -257,12 +353,13 @@ private:
                   "compressed all-reduce of bucket " + std::to_string(bucket) +
                       ": error feedback is on but the residual is NULL");
     BucketState &b = sc.compress->bucket(bucket);
+    const On o = on(group);
     if (n == 0)
       return OTC_STEP_OK;
     startAfterCompute();
     if (desc.method == OTCK_COMPRESS_NONE || sc.step <= desc.warmup_steps) {
-      allReduceAvg(data, n);
-      checkFinite(data, n);
+      allReduceAvg(o, data, n);
+      checkFinite(data, n, o.group);
       return OTC_STEP_OK;
     }
     BucketUndo undo{bucket, nullptr, n, b.norm0, b.ratio, b.steps};
@@ -280,18 +377,23 @@ private:
       float norm = 0;
       checkCublas(cublasSnrm2(blas, int(n), data, 1, &norm), "cublasSnrm2");
       double sq = double(norm) * double(norm);
-      allReduceSumF64(comm, &sq, 1, /*counted=*/true);
-      double mean = std::sqrt(sq / double(world));
-      if (!std::isfinite(mean)) {
-        sc.compress->touched.push_back(undo);
-        return OTC_STEP_SKIPPED_NONFINITE; // every rank saw the same sum
+      if (o.group)
+        groupAllReduceSumF64(comm, (*sc.groups)[size_t(group)], &sq, 1);
+      else
+        allReduceSumF64(comm, &sq, 1, /*counted=*/true);
+      double mean = std::sqrt(sq / double(o.size));
+      if (!std::isfinite(mean)) { // every member saw the same sum
+        if (!o.group)
+          return OTC_STEP_SKIPPED_NONFINITE;
+        sc.pendingNonfinite = true; // the exchange goes on, then agree_finite
+        mean = b.norm0;
       }
       b.norm0 = std::max(b.norm0, mean);
       ratio = adaptiveRatio(mean, b.norm0, desc.ratio_min, desc.ratio_max);
     }
     otck_compress_config cfg = compressConfig(desc, ratio, sc.seed, bucket);
     int64_t p = compressPayloadBytes(cfg, n, bucket);
-    Scratch &s = scratchOf(bucket, desc, cfg, n, p);
+    Scratch &s = scratchOf(bucket, desc, cfg, n, p, o.size);
     if (feedback) {
       checkCuda(cudaMemcpyAsync(s.saved, residual, size_t(n) * 4,
                                 cudaMemcpyDeviceToDevice, side),
@@ -301,24 +403,27 @@ private:
     if (flagsUsed == kMaxChecks)
       throw Error(OTC_INTERNAL, "a step compresses more than " +
                                     std::to_string(kMaxChecks) + " buckets");
+    flagInGroup[size_t(flagsUsed)] = o.group;
     int *flag = dFlags + flagsUsed++;
-    uint8_t *mine = s.gathered + size_t(rank) * size_t(p);
+    uint8_t *mine = s.gathered + size_t(o.rank) * size_t(p);
     checkCuda(otck_cuda_compress_f32(&cfg, n, data,
                                      feedback ? residual : nullptr, mine, flag,
                                      side),
               "otck_cuda_compress_f32");
-    checkNccl(ncclAllReduce(flag, flag, 1, ncclInt32, ncclMax, nccl, side),
+    checkNccl(ncclAllReduce(flag, flag, 1, ncclInt32, ncclMax, o.comm, side),
               "ncclAllReduce");
-    count(4, 4);
-    checkNccl(ncclAllGather(mine, s.gathered, size_t(p), ncclUint8, nccl, side),
-              "ncclAllGather");
-    count(uint64_t(p) * uint64_t(world - 1), uint64_t(p) * uint64_t(world - 1));
-    checkCuda(otck_cuda_decompress_sum_f32(&cfg, n, s.gathered, world,
-                                           1.0f / float(world), data, side),
+    uint64_t peers = uint64_t(o.size - 1);
+    if (peers)
+      count(4 + uint64_t(p) * peers, 4 + uint64_t(p) * peers);
+    checkNccl(
+        ncclAllGather(mine, s.gathered, size_t(p), ncclUint8, o.comm, side),
+        "ncclAllGather");
+    checkCuda(otck_cuda_decompress_sum_f32(&cfg, n, s.gathered, o.size,
+                                           1.0f / float(o.size), data, side),
               "otck_cuda_decompress_sum_f32");
-    // fp16 decodes |g| > 65504 as infinity: every rank decoded the same.
+    // fp16 decodes |g| > 65504 as infinity: every member decoded the same.
     if (cfg.method == OTCK_COMPRESS_FP16)
-      checkFinite(data, n);
+      checkFinite(data, n, o.group);
     sc.compress->touched.push_back(undo);
     b.ratio = cfg.ratio;
     ++b.steps;
@@ -326,7 +431,8 @@ private:
   }
 
   Scratch &scratchOf(int64_t bucket, const otc_compress_desc_t &desc,
-                     const otck_compress_config &cfg, int64_t n, int64_t p) {
+                     const otck_compress_config &cfg, int64_t n, int64_t p,
+                     int size) {
     if (scratch.size() <= size_t(bucket))
       scratch.resize(size_t(bucket) + 1);
     Scratch &s = scratch[size_t(bucket)];
@@ -336,14 +442,14 @@ private:
       most.ratio = desc.ratio_max;
       cap = std::max(p, compressPayloadBytes(most, n, bucket));
     }
-    if (s.gatheredBytes < cap * world) {
+    if (s.gatheredBytes < cap * size) {
       checkCuda(cudaStreamSynchronize(side), "cudaStreamSynchronize");
       cudaFree(s.gathered);
       s.gathered = nullptr;
       s.gatheredBytes = 0;
-      checkCuda(cudaMalloc(&s.gathered, size_t(cap) * size_t(world)),
+      checkCuda(cudaMalloc(&s.gathered, size_t(cap) * size_t(size)),
                 "cudaMalloc of a compressed bucket's payloads");
-      s.gatheredBytes = cap * world;
+      s.gatheredBytes = cap * size;
     }
     if (desc.error_feedback && s.savedCount < n) {
       checkCuda(cudaStreamSynchronize(side), "cudaStreamSynchronize");
@@ -357,12 +463,13 @@ private:
     return s;
   }
 
-  /// Waits for the step's collectives and settles its checks; with `skip`
-  /// (the program returned OTC_STEP_SKIPPED_NONFINITE) or a non-finite
-  /// check, restores the residuals this step changed.
-  int wait(bool skip) {
+  /// Waits for the collectives enqueued so far and reads their checks: a
+  /// non-finite one over the world skips the step (every rank sees it); one
+  /// in an owner group is left for agree_finite. The program's later work
+  /// is ordered after the collectives.
+  int settle(StepComm &sc) {
     if (!pending)
-      return skip ? int(OTC_STEP_SKIPPED_NONFINITE) : int(OTC_STEP_OK);
+      return OTC_STEP_OK;
     if (normsUsed)
       checkCuda(cudaMemcpyAsync(hNorms, dNorms, size_t(normsUsed) * 4,
                                 cudaMemcpyDeviceToHost, side),
@@ -375,21 +482,21 @@ private:
     ncclResult_t async = ncclSuccess;
     checkNccl(ncclCommGetAsyncError(nccl, &async), "ncclCommGetAsyncError");
     checkNccl(async, "a collective");
-    bool bad = skip;
+    bool bad = false;
+    auto note = [&](bool nonfinite, bool group) {
+      if (nonfinite && group)
+        sc.pendingNonfinite = true;
+      else if (nonfinite)
+        bad = true;
+    };
     for (int i = 0; i < normsUsed; ++i)
-      bad |= !std::isfinite(hNorms[i]);
+      note(!std::isfinite(hNorms[i]), normInGroup[size_t(i)]);
     for (int i = 0; i < flagsUsed; ++i)
-      bad |= hFlags[i] != 0;
-    if (bad)
-      for (const Changed &c : changed)
-        checkCuda(cudaMemcpyAsync(c.residual, c.saved, size_t(c.count) * 4,
-                                  cudaMemcpyDeviceToDevice, side),
-                  "cudaMemcpyAsync");
+      note(hFlags[i] != 0, flagInGroup[size_t(i)]);
     checkCuda(cudaEventRecord(done, side), "cudaEventRecord");
     checkCuda(cudaStreamWaitEvent(compute, done, 0), "cudaStreamWaitEvent");
     pending = false;
     normsUsed = flagsUsed = 0;
-    changed.clear();
     return bad ? OTC_STEP_SKIPPED_NONFINITE : OTC_STEP_OK;
   }
 
@@ -402,6 +509,14 @@ private:
   float *dNorms = nullptr, *hNorms = nullptr;
   int *dFlags = nullptr, *hFlags = nullptr;
   int normsUsed = 0, flagsUsed = 0;
+  /// Whether each check belongs to an owner group (agree_finite decides).
+  std::vector<bool> normInGroup = std::vector<bool>(kMaxChecks),
+                    flagInGroup = std::vector<bool>(kMaxChecks);
+  struct Group {
+    ncclComm_t comm = nullptr; ///< NULL where this rank is not a member
+    int size = 0, rank = -1;
+  };
+  std::deque<Group> groups;
   bool pending = false; ///< collectives enqueued since the last wait
   std::deque<Scratch> scratch;
   /// Residuals this step compressed, with their saved copies.
@@ -416,8 +531,9 @@ private:
 
 } // namespace
 
-std::unique_ptr<DeviceCollectives> createDeviceCollectives(otc_comm_t *comm,
-                                                           DeviceArena &arena) {
+std::unique_ptr<DeviceCollectives>
+createDeviceCollectives(otc_comm_t *comm, DeviceArena &arena,
+                        const std::vector<std::vector<int64_t>> &groups) {
   const char *v = std::getenv("OTC_CUDA_COLLECTIVES");
   std::string mode = v && *v ? v : "auto";
   if (mode != "auto" && mode != "nccl" && mode != "staged")
@@ -427,7 +543,7 @@ std::unique_ptr<DeviceCollectives> createDeviceCollectives(otc_comm_t *comm,
   if (mode == "staged")
     return nullptr;
 #ifndef OTC_HAVE_NCCL
-  (void)arena;
+  (void)arena, (void)groups;
   if (mode == "nccl")
     throw Error(OTC_FAILED_PRECONDITION,
                 "OTC_CUDA_COLLECTIVES=nccl, but the OTC runtime was built "
@@ -446,7 +562,7 @@ std::unique_ptr<DeviceCollectives> createDeviceCollectives(otc_comm_t *comm,
     if (local > devices)
       return nullptr; // ranks share devices: NCCL cannot
   }
-  return std::make_unique<Nccl>(comm, arena);
+  return std::make_unique<Nccl>(comm, arena, groups);
 #endif
 }
 

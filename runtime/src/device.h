@@ -107,13 +107,15 @@ public:
   virtual int finishStep(StepComm &sc, int rc) = 0;
 };
 
-/// NCCL for a CUDA program's session on `comm` with `arena`, or NULL for
+/// NCCL for a CUDA program's session on `comm` with `arena` (and the SDP
+/// owner groups' sub-communicators, split now), or NULL for
 /// the host-staged collectives. OTC_CUDA_COLLECTIVES chooses: `nccl`
 /// (an error if it cannot be had), `staged`, or unset: NCCL when the
 /// world has more than one rank, the runtime has NCCL, and the node has a
 /// device per rank (NCCL cannot put two ranks on one device).
-std::unique_ptr<DeviceCollectives> createDeviceCollectives(otc_comm_t *comm,
-                                                           DeviceArena &arena);
+std::unique_ptr<DeviceCollectives>
+createDeviceCollectives(otc_comm_t *comm, DeviceArena &arena,
+                        const std::vector<std::vector<int64_t>> &groups);
 
 } // namespace otc
 

@@ -29,8 +29,9 @@ void DeviceArena::pushStaged() {}
 void DeviceArena::pushHostRange(const void *, uint64_t) {}
 std::string DeviceArena::describe() const { return "no CUDA device"; }
 std::string deviceStatusMessage() { return ""; }
-std::unique_ptr<DeviceCollectives> createDeviceCollectives(otc_comm_t *,
-                                                           DeviceArena &) {
+std::unique_ptr<DeviceCollectives>
+createDeviceCollectives(otc_comm_t *, DeviceArena &,
+                        const std::vector<std::vector<int64_t>> &) {
   return nullptr;
 }
 

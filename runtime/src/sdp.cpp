@@ -85,10 +85,15 @@ void assembleFullModel(otc_session_t *s) {
   const Manifest &full = s->program->manifest;
   if (!s->fullArena) {
     s->fullArena = makeArena(full);
+    if (s->device)
+      s->fullDevice = DeviceArena::create(s->fullArena.get(), full.arenaBytes);
     s->assembledStep = -1;
   }
   if (s->assembledStep == s->step)
     return;
+  s->pullFromDevice();
+  if (s->fullDevice)
+    s->fullDevice->pull();
   int rank = otc_comm_rank(s->comm);
   for (const TensorSpec &p : full.params) {
     if (p.dtype != DType::F32)
@@ -117,13 +122,19 @@ void assembleFullModel(otc_session_t *s) {
       if (buf[n + i] > 0.5)
         dst[i] = float(buf[i] / buf[n + i]);
   }
+  if (s->fullDevice)
+    s->fullDevice->hostChanged();
   s->assembledStep = s->step;
 }
 
 void copyInputsToFullModel(otc_session_t *s) {
   for (const TensorSpec &in : s->program->manifest.inputs)
-    if (const TensorSpec *t = s->manifest().findInput(in.name))
+    if (const TensorSpec *t = s->manifest().findInput(in.name)) {
       std::memcpy(s->fullArena.get() + in.offset, s->at(*t), in.bytes());
+      if (s->fullDevice)
+        s->fullDevice->pushHostRange(s->fullArena.get() + in.offset,
+                                     in.bytes());
+    }
 }
 
 void calibrateFullModel(otc_session_t *s) {
@@ -135,15 +146,27 @@ void calibrateFullModel(otc_session_t *s) {
   otc_step_context_t ctx{};
   ctx.step = s->step;
   ctx.seed = stepSeed(s->seed, s->step);
-  int rc = entry->calibrate_step(s->fullArena.get(), &ctx);
+  DeviceArena *device = s->fullDevice.get();
+  if (device) {
+    device->beforeStep();
+    ctx.stream = device->stream();
+  }
+  int rc = entry->calibrate_step(
+      device ? device->devicePtr() : s->fullArena.get(), &ctx);
+  if (device)
+    device->afterStep();
   if (rc != OTC_STEP_OK)
-    throw Error(OTC_INTERNAL,
-                "calibrate_step failed with code " + std::to_string(rc));
+    throw Error(rc == OTC_STEP_ERR_DEVICE ? OTC_UNAVAILABLE : OTC_INTERNAL,
+                "calibrate_step failed with code " + std::to_string(rc) +
+                    (rc == OTC_STEP_ERR_DEVICE ? ": " + deviceStatusMessage()
+                                               : std::string()));
 }
 
 void averageFullBuffers(otc_session_t *s) {
   if (!s->fullArena)
     return;
+  if (s->fullDevice)
+    s->fullDevice->pull();
   for (const TensorSpec &p : s->program->manifest.params) {
     if (!p.buffer || p.dtype != DType::F32)
       continue;
@@ -156,6 +179,8 @@ void averageFullBuffers(otc_session_t *s) {
     for (size_t i = 0; i < v.size(); ++i)
       data[i] = float(v[i] / world);
   }
+  if (s->fullDevice)
+    s->fullDevice->hostChanged();
 }
 
 } // namespace otc

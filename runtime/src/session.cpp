@@ -120,6 +120,7 @@ bool sdpCheckEnabled() {
 void checkOwnersAgree(otc_session_t *s) {
   // Backward masking: every rank holds every parameter, and the ones it
   // does not own must have received the owners' values.
+  s->pullFromDevice();
   bool backward = s->program->manifest.sdp->masking == "backward";
   std::vector<int64_t> everyone;
   for (int32_t r = 0; r < otc_comm_size(s->comm); ++r)
@@ -234,12 +235,10 @@ otc_status_t otc_session_create(otc_program_t *program, otc_comm_t *comm,
     const Manifest &tm = s->manifest();
     s->arena = makeArena(tm);
     if (s->entry->device == OTC_DEVICE_CUDA) {
-      if (s->isSdp())
-        throw Error(OTC_FAILED_PRECONDITION,
-                    "subnetwork data parallelism (--sdp) runs on the CPU "
-                    "target only; recompile with --target cpu");
       s->device = DeviceArena::create(s->arena.get(), tm.arenaBytes);
-      s->collectives = createDeviceCollectives(comm, *s->device);
+      s->collectives = createDeviceCollectives(
+          comm, *s->device,
+          m.sdp ? m.sdp->groups : std::vector<std::vector<int64_t>>());
     } else if (s->entry->device != OTC_DEVICE_CPU) {
       throw Error(OTC_FAILED_PRECONDITION,
                   "the program names device " +
@@ -353,13 +352,16 @@ otc_status_t otc_session_eval_step(otc_session_t *session, void *out,
                       std::to_string(m.evalOutput ? m.evalOutput->bytes() : 0) +
                       " bytes, got " + std::to_string(out_bytes));
     uint8_t *arena = session->arena.get();
+    DeviceArena *device = session->device.get();
     if (session->isSdp()) {
       assembleFullModel(session);
       copyInputsToFullModel(session);
       arena = session->fullArena.get();
+      device = session->fullDevice.get();
     }
     otc_step_context_t ctx = makeContext(session, session->step);
-    DeviceArena *device = session->device.get();
+    if (device) // the whole model's steps run no collective
+      ctx.stream = device->stream();
     if (device)
       device->beforeStep();
     int rc = entry->eval_step(device ? device->devicePtr() : arena, &ctx);
@@ -469,6 +471,8 @@ otc_status_t otc_session_export_onnx(const otc_session_t *session,
     // Collective: every rank assembles, rank 0 writes.
     auto *s = const_cast<otc_session_t *>(session);
     assembleFullModel(s);
+    if (s->fullDevice)
+      s->fullDevice->pull();
     if (otc_comm_rank(s->comm) == 0)
       exportOnnx(s->program->manifest, s->fullArena.get(), path);
   });

@@ -47,6 +47,9 @@ struct otc_session {
   std::unique_ptr<otc::DeviceArena> device;
   /// Its collectives on the device (NCCL); NULL: staged through the host.
   std::unique_ptr<otc::DeviceCollectives> collectives;
+  /// SDP with a CUDA program: the whole model's arena on the device
+  /// (mirrored by fullArena), created with it.
+  std::unique_ptr<otc::DeviceArena> fullDevice;
 
   bool isSdp() const { return !program->variants.empty(); }
   const otc::Manifest &manifest() const { return *trainManifest; }
