@@ -35,7 +35,10 @@ void otckd_set_stream(void *stream);
 
 /* Waits for the current stream and returns the first error recorded since
  * the last call (OTCK_OK if none), then clears it. OTCKD_ERR_CUDA when a
- * launch or the stream failed; otckd_status_message says why. */
+ * launch or the stream failed; otckd_status_message says why. Launch and
+ * cuBLAS failures are recorded per calling thread; kernel codes in one
+ * status word per device, shared by every stream and thread on it (the
+ * first code wins until a call takes it). */
 int otckd_take_status(void);
 
 /* The message of the last non-zero otckd_take_status (static storage of
@@ -98,6 +101,10 @@ void otckd_softmax_f32(int64_t outer, int64_t n, int64_t inner, const float *x,
 void otckd_softmax_grad_f32(int64_t outer, int64_t n, int64_t inner,
                             const float *y, const float *dy, float *dx,
                             int log_softmax);
+/* A label outside [0, C) records OTCK_ERR_LABEL_OUT_OF_RANGE; loss[0] is
+ * then NaN (probs are still written). otckd_softmax_ce_f32 and otckd_mse_f32
+ * reduce through a small stream-ordered scratch buffer (cudaMallocAsync on
+ * the current stream), as does otckd_copy of overlapping ranges. */
 int otckd_softmax_ce_f32(int64_t N, int64_t C, const float *logits,
                          const int64_t *labels, float *probs, float *loss);
 void otckd_softmax_ce_grad_f32(int64_t N, int64_t C, const float *probs,

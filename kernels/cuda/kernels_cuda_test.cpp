@@ -1,0 +1,1069 @@
+//===- kernels_cuda_test.cpp - CUDA kernel twins against the CPU kernels --===//
+//
+// Each otckd_ twin of otc/kernels_cuda.h runs on random inputs (fixed seeds)
+// and odd sizes (1, 7, 1000+ elements: not multiples of a warp or a block)
+// and is compared with its otck_ CPU twin: exactly for data movement and
+// fills, within float rounding for arithmetic (1e-5 relative plus 1e-6
+// absolute; GEMM within the worst-case bound of a reordered sum, see
+// gemmTolerance). Every test is skipped when no CUDA device is visible;
+// listing the tests touches no CUDA API.
+//
+//===----------------------------------------------------------------------===//
+
+#include "otc/kernels.h"
+#include "otc/kernels_cuda.h"
+
+#include <cuda_runtime.h>
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <iomanip>
+#include <limits>
+#include <random>
+#include <sstream>
+#include <string>
+#include <vector>
+
+namespace {
+
+#define REQUIRE_CUDA_DEVICE()                                                  \
+  do {                                                                         \
+    std::string why;                                                           \
+    if (!deviceVisible(&why))                                                  \
+      GTEST_SKIP() << "no CUDA device visible: " << why;                       \
+  } while (0)
+
+bool deviceVisible(std::string *why) {
+  int count = 0;
+  const cudaError_t err = cudaGetDeviceCount(&count);
+  if (err != cudaSuccess) {
+    *why = std::string("cudaGetDeviceCount failed: ") + cudaGetErrorString(err);
+    return false;
+  }
+  if (count == 0) {
+    *why = "cudaGetDeviceCount returned 0";
+    return false;
+  }
+  return true;
+}
+
+constexpr float kInf = std::numeric_limits<float>::infinity();
+constexpr float kNaN = std::numeric_limits<float>::quiet_NaN();
+constexpr double kRel = 1e-5, kAbs = 1e-6;
+
+using Shape = std::vector<int64_t>;
+
+size_t sz(int64_t n) { return static_cast<size_t>(n); }
+
+int64_t numel(const Shape &s) {
+  int64_t n = 1;
+  for (int64_t d : s)
+    n *= d;
+  return n;
+}
+
+Shape contiguousStrides(const Shape &s) {
+  Shape st(s.size());
+  int64_t stride = 1;
+  for (size_t d = s.size(); d-- > 0;) {
+    st[d] = stride;
+    stride *= s[d];
+  }
+  return st;
+}
+
+/// Strides of an operand of shape `s` broadcast (numpy, right-aligned) to
+/// a result of rank `rank`: 0 on missing and size-1 dimensions.
+Shape broadcastStrides(const Shape &s, size_t rank) {
+  const Shape own = contiguousStrides(s);
+  Shape st(rank, 0);
+  for (size_t i = 0; i < s.size(); ++i) {
+    const size_t d = rank - s.size() + i;
+    st[d] = s[i] == 1 ? 0 : own[i];
+  }
+  return st;
+}
+
+std::string shapeName(const Shape &s) {
+  std::ostringstream os;
+  os << "[";
+  for (size_t i = 0; i < s.size(); ++i)
+    os << (i ? "," : "") << s[i];
+  os << "]";
+  return os.str();
+}
+
+std::vector<float> uniform(int64_t n, float lo, float hi, unsigned seed) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> dist(lo, hi);
+  std::vector<float> v(static_cast<size_t>(n));
+  for (float &x : v)
+    x = dist(rng);
+  return v;
+}
+
+std::vector<uint8_t> randomBytes(int64_t n, unsigned seed) {
+  std::mt19937 rng(seed);
+  std::vector<uint8_t> v(static_cast<size_t>(n));
+  for (uint8_t &x : v)
+    x = static_cast<uint8_t>(rng());
+  return v;
+}
+
+/// A device array of n elements of T (at least one byte allocated).
+template <class T> class Dev {
+public:
+  explicit Dev(size_t n) : n_(n) {
+    EXPECT_EQ(cudaMalloc(&p_, std::max<size_t>(n * sizeof(T), 1)), cudaSuccess);
+  }
+  explicit Dev(const std::vector<T> &h) : Dev(h.size()) { put(h); }
+  ~Dev() { cudaFree(p_); }
+  Dev(const Dev &) = delete;
+  Dev &operator=(const Dev &) = delete;
+
+  T *get() const { return static_cast<T *>(p_); }
+  void put(const std::vector<T> &h) {
+    ASSERT_EQ(h.size(), n_);
+    if (n_) {
+      EXPECT_EQ(
+          cudaMemcpy(p_, h.data(), n_ * sizeof(T), cudaMemcpyHostToDevice),
+          cudaSuccess);
+    }
+  }
+  /// The contents, after the current stream's work (cudaMemcpy waits for
+  /// the legacy default stream, which the tests use unless they say).
+  std::vector<T> host() const {
+    std::vector<T> h(n_);
+    if (n_) {
+      EXPECT_EQ(
+          cudaMemcpy(h.data(), p_, n_ * sizeof(T), cudaMemcpyDeviceToHost),
+          cudaSuccess);
+    }
+    return h;
+  }
+
+private:
+  void *p_ = nullptr;
+  size_t n_;
+};
+
+bool close(float want, float got, double tol) {
+  if (std::isnan(want) || std::isnan(got))
+    return std::isnan(want) && std::isnan(got);
+  if (std::isinf(want) || std::isinf(got))
+    return want == got;
+  return std::fabs(double(got) - double(want)) <= tol;
+}
+
+/// got[i] within abs + rel |want[i]| of want[i] (NaN matches NaN, an
+/// infinity only itself); reports the first few differences.
+void expectClose(const std::vector<float> &want, const std::vector<float> &got,
+                 double rel, double abs, const std::string &what) {
+  ASSERT_EQ(want.size(), got.size()) << what;
+  size_t bad = 0;
+  for (size_t i = 0; i < want.size(); ++i) {
+    if (close(want[i], got[i], abs + rel * std::fabs(double(want[i]))))
+      continue;
+    if (bad < 5)
+      ADD_FAILURE() << what << ": element " << i << " want "
+                    << std::setprecision(9) << want[i] << " got " << got[i];
+    ++bad;
+  }
+  EXPECT_EQ(bad, 0u) << what << ": " << bad << " of " << want.size()
+                     << " elements differ";
+}
+
+void expectClose(const std::vector<float> &want, const std::vector<float> &got,
+                 const std::string &what) {
+  expectClose(want, got, kRel, kAbs, what);
+}
+
+/// Every test: skipped without a device; afterwards no error may be pending.
+class KernelsCuda : public ::testing::Test {
+protected:
+  void SetUp() override {
+    REQUIRE_CUDA_DEVICE();
+    otckd_set_stream(nullptr);
+    // A failure left by an earlier test must not be blamed on this one.
+    (void)otckd_take_status();
+  }
+  void TearDown() override {
+    if (IsSkipped())
+      return;
+    EXPECT_EQ(otckd_take_status(), OTCK_OK) << otckd_status_message();
+    otckd_set_stream(nullptr);
+  }
+};
+
+//===----------------------------------------------------------------------===//
+// GEMM
+//===----------------------------------------------------------------------===//
+
+/// Row-major [rows, cols] element (r, c) of a matrix stored transposed or
+/// not.
+float at(const std::vector<float> &m, bool trans, int64_t rows, int64_t cols,
+         int64_t r, int64_t c) {
+  return trans ? m[sz(c * rows + r)] : m[sz(r * cols + c)];
+}
+
+/// Two sums of the same K products in different orders each differ from the
+/// exact sum by at most about K u sum|a b| (u = 2^-24, recursive summation,
+/// any order; cuBLAS may also split K), so the CPU and GPU results differ
+/// by at most 2 (K + 1) u (|alpha| sum|a b| + |beta c|) per element. The
+/// bound is rigorous rather than statistical (no flaky failures), and a
+/// wrong operand, transpose or stride still misses it by orders of
+/// magnitude.
+std::vector<float> gemmTolerance(bool tA, bool tB, int64_t M, int64_t N,
+                                 int64_t K, float alpha,
+                                 const std::vector<float> &A,
+                                 const std::vector<float> &B, float beta,
+                                 const std::vector<float> &C) {
+  std::vector<float> tol(sz(M * N));
+  const double u = std::ldexp(1.0, -24);
+  for (int64_t i = 0; i < M; ++i)
+    for (int64_t j = 0; j < N; ++j) {
+      double s = 0.0;
+      for (int64_t k = 0; k < K; ++k)
+        s += std::fabs(double(at(A, tA, M, K, i, k)) * at(B, tB, K, N, k, j));
+      s *= std::fabs(alpha);
+      if (beta != 0.0f)
+        s += std::fabs(double(beta) * C[sz(i * N + j)]);
+      tol[sz(i * N + j)] = float(2.0 * double(K + 1) * u * s + 1e-7);
+    }
+  return tol;
+}
+
+void expectWithin(const std::vector<float> &want, const std::vector<float> &got,
+                  const std::vector<float> &tol, const std::string &what) {
+  ASSERT_EQ(want.size(), got.size()) << what;
+  size_t bad = 0;
+  for (size_t i = 0; i < want.size(); ++i) {
+    if (close(want[i], got[i], tol[i]))
+      continue;
+    if (bad < 5)
+      ADD_FAILURE() << what << ": element " << i << " want "
+                    << std::setprecision(9) << want[i] << " got " << got[i]
+                    << " (tolerance " << tol[i] << ")";
+    ++bad;
+  }
+  EXPECT_EQ(bad, 0u) << what << ": " << bad << " of " << want.size()
+                     << " elements differ";
+}
+
+TEST_F(KernelsCuda, GemmMatchesCpu) {
+  struct Case {
+    int64_t M, N, K;
+  };
+  const Case cases[] = {{1, 1, 1},    {7, 5, 3},       {33, 65, 129},
+                        {1, 1031, 7}, {129, 77, 1031}, {5, 7, 0}};
+  unsigned seed = 1;
+  for (const Case &c : cases)
+    for (int tA = 0; tA < 2; ++tA)
+      for (int tB = 0; tB < 2; ++tB)
+        for (float beta : {0.0f, 1.0f, -0.5f}) {
+          const float alpha = beta == 1.0f ? 0.75f : 1.0f;
+          const auto A = uniform(c.M * c.K, -1, 1, seed++);
+          const auto B = uniform(c.K * c.N, -1, 1, seed++);
+          auto C = uniform(c.M * c.N, -1, 1, seed++);
+          if (beta == 0.0f) // must be overwritten, not read
+            std::fill(C.begin(), C.end(), kNaN);
+          std::ostringstream what;
+          what << "gemm M=" << c.M << " N=" << c.N << " K=" << c.K
+               << " transA=" << tA << " transB=" << tB << " beta=" << beta;
+          Dev<float> dA(A), dB(B), dC(C);
+          otckd_gemm_f32(tA, tB, c.M, c.N, c.K, alpha, dA.get(), dB.get(), beta,
+                         dC.get());
+          auto want = C;
+          otck_gemm_f32(tA, tB, c.M, c.N, c.K, alpha, A.data(), B.data(), beta,
+                        want.data());
+          const auto got = dC.host();
+          if (beta == 0.0f) {
+            for (float v : got)
+              ASSERT_FALSE(std::isnan(v)) << what.str() << ": C was read";
+          }
+          expectWithin(
+              want, got,
+              gemmTolerance(tA, tB, c.M, c.N, c.K, alpha, A, B, beta, C),
+              what.str());
+        }
+}
+
+TEST_F(KernelsCuda, BatchedGemmMatchesCpu) {
+  struct Case {
+    Shape batch, aBatch, bBatch; // operand batch shapes, broadcast to batch
+    int64_t M, N, K;
+  };
+  const Case cases[] = {
+      {{}, {}, {}, 7, 5, 3},
+      {{3}, {3}, {3}, 7, 5, 3},
+      {{3}, {1}, {3}, 33, 17, 65},          // A broadcast
+      {{2, 3}, {1, 3}, {2, 3}, 5, 7, 9},    // A broadcast on the outer dim
+      {{2, 3}, {2, 3}, {1, 1}, 5, 7, 1031}, // B broadcast everywhere
+      {{4, 1, 3}, {4, 1, 1}, {1, 1, 3}, 1, 7, 5}, // both broadcast
+      {{2, 3, 5}, {2, 3, 5}, {3, 1}, 3, 2, 4}, // B over the trailing two only
+  };
+  unsigned seed = 100;
+  for (const Case &c : cases)
+    for (int tA = 0; tA < 2; ++tA)
+      for (int tB = 0; tB < 2; ++tB) {
+        const int rank = int(c.batch.size());
+        const Shape as = broadcastStrides(c.aBatch, sz(rank));
+        const Shape bs = broadcastStrides(c.bBatch, sz(rank));
+        const int64_t count = numel(c.batch);
+        const auto A = uniform(numel(c.aBatch) * c.M * c.K, -1, 1, seed++);
+        const auto B = uniform(numel(c.bBatch) * c.K * c.N, -1, 1, seed++);
+        std::vector<float> C(sz(count * c.M * c.N), kNaN);
+        std::ostringstream what;
+        what << "batched gemm batch=" << shapeName(c.batch)
+             << " A=" << shapeName(c.aBatch) << " B=" << shapeName(c.bBatch)
+             << " M=" << c.M << " N=" << c.N << " K=" << c.K << " transA=" << tA
+             << " transB=" << tB;
+        Dev<float> dA(A), dB(B), dC(C);
+        otckd_batched_gemm_f32(rank, c.batch.data(), as.data(), bs.data(), tA,
+                               tB, c.M, c.N, c.K, dA.get(), dB.get(), dC.get());
+        auto want = C;
+        otck_batched_gemm_f32(rank, c.batch.data(), as.data(), bs.data(), tA,
+                              tB, c.M, c.N, c.K, A.data(), B.data(),
+                              want.data());
+        // Each product's tolerance, from its own operands.
+        std::vector<float> tol;
+        for (int64_t i = 0; i < count; ++i) {
+          int64_t aOff = 0, bOff = 0, rem = i;
+          for (int d = rank - 1; d >= 0; --d) {
+            const int64_t idx = rem % c.batch[sz(d)];
+            rem /= c.batch[sz(d)];
+            aOff += idx * as[sz(d)];
+            bOff += idx * bs[sz(d)];
+          }
+          const std::vector<float> a(A.begin() + aOff * c.M * c.K,
+                                     A.begin() + (aOff + 1) * c.M * c.K);
+          const std::vector<float> b(B.begin() + bOff * c.K * c.N,
+                                     B.begin() + (bOff + 1) * c.K * c.N);
+          const auto t =
+              gemmTolerance(tA, tB, c.M, c.N, c.K, 1.0f, a, b, 0.0f, {});
+          tol.insert(tol.end(), t.begin(), t.end());
+        }
+        expectWithin(want, dC.host(), tol, what.str());
+      }
+}
+
+//===----------------------------------------------------------------------===//
+// Elementwise
+//===----------------------------------------------------------------------===//
+
+const char *const kBinaryNames[] = {"ADD", "SUB", "MUL", "DIV",  "POW",
+                                    "MAX", "MIN", "MOD", "FMOD", "PRELU"};
+
+struct BroadcastCase {
+  Shape out, a, b;
+};
+
+const BroadcastCase kBroadcastCases[] = {
+    {{}, {}, {}},                               // rank 0
+    {{1}, {1}, {1}},                            // one element
+    {{7}, {7}, {7}},                            // same shape
+    {{1031}, {1031}, {1031}},                   // same shape, 1000+
+    {{7, 13}, {7, 13}, {}},                     // scalar b
+    {{7, 13}, {1}, {7, 13}},                    // scalar a
+    {{33, 65}, {33, 65}, {65}},                 // row
+    {{33, 65}, {33, 65}, {33, 1}},              // column
+    {{33, 65}, {33, 1}, {1, 65}},               // outer product
+    {{2, 3, 5, 7}, {2, 1, 5, 1}, {1, 3, 1, 7}}, // rank 4, both broadcast
+    {{2, 3, 5, 7}, {2, 3, 5, 7}, {3, 1, 1}},    // rank 4, per-channel
+};
+
+/// Operands for `op`: a in a range where the op is defined, b with ties to
+/// a (MAX/MIN), zeros (DIV/MOD/FMOD) and, for POW, positive bases.
+void binaryInputs(otck_binary_op op, int64_t na, int64_t nb, unsigned seed,
+                  std::vector<float> &a, std::vector<float> &b) {
+  if (op == OTCK_POW) {
+    a = uniform(na, 0.1f, 2.0f, seed);
+    b = uniform(nb, -2.0f, 2.0f, seed + 1);
+  } else {
+    a = uniform(na, -3.0f, 3.0f, seed);
+    b = uniform(nb, -3.0f, 3.0f, seed + 1);
+  }
+  for (size_t i = 0; i < b.size(); i += 5) {
+    if (op == OTCK_MAX || op == OTCK_MIN)
+      b[i] = a[i % a.size()];
+    else if (op == OTCK_DIV || op == OTCK_MOD || op == OTCK_FMOD)
+      b[i] = i % 10 == 0 ? 0.0f : b[i];
+  }
+}
+
+TEST_F(KernelsCuda, BinaryMatchesCpu) {
+  unsigned seed = 1000;
+  for (int o = OTCK_ADD; o <= OTCK_PRELU; ++o) {
+    const auto op = static_cast<otck_binary_op>(o);
+    for (const BroadcastCase &c : kBroadcastCases) {
+      const size_t rank = c.out.size();
+      const Shape as = broadcastStrides(c.a, rank);
+      const Shape bs = broadcastStrides(c.b, rank);
+      std::vector<float> a, b;
+      binaryInputs(op, numel(c.a), numel(c.b), seed, a, b);
+      seed += 2;
+      const int64_t n = numel(c.out);
+      const std::string what = std::string("binary ") + kBinaryNames[o] +
+                               " out=" + shapeName(c.out) +
+                               " a=" + shapeName(c.a) + " b=" + shapeName(c.b);
+      Dev<float> da(a), db(b), dout(sz(n));
+      otckd_binary_f32(op, int(rank), c.out.data(), da.get(), as.data(),
+                       db.get(), bs.data(), dout.get());
+      std::vector<float> want(sz(n));
+      otck_binary_f32(op, int(rank), c.out.data(), a.data(), as.data(),
+                      b.data(), bs.data(), want.data());
+      expectClose(want, dout.host(), what);
+    }
+  }
+}
+
+TEST_F(KernelsCuda, PowWithABroadcastExponentTakesTheScalarSpecialCases) {
+  // pow(tensor, scalar): x^0.5 is sqrt (sqrt(-inf) = NaN, not pow's +inf),
+  // x^2 is x x, and so on, for bases of both signs and infinities.
+  std::vector<float> a = uniform(1031, -3.0f, 3.0f, 7);
+  a[0] = -kInf;
+  a[1] = kInf;
+  a[2] = -0.0f;
+  a[3] = 0.0f;
+  a[4] = kNaN;
+  const Shape out = {1031};
+  const Shape as = {1}, bs = {0};
+  for (float e : {2.0f, 3.0f, 0.5f, -0.5f, -1.0f, -2.0f, 1.0f, 0.0f, 1.5f}) {
+    const std::vector<float> b = {e};
+    Dev<float> da(a), db(b), dout(a.size());
+    otckd_binary_f32(OTCK_POW, 1, out.data(), da.get(), as.data(), db.get(),
+                     bs.data(), dout.get());
+    std::vector<float> want(a.size());
+    otck_binary_f32(OTCK_POW, 1, out.data(), a.data(), as.data(), b.data(),
+                    bs.data(), want.data());
+    expectClose(want, dout.host(), "pow exponent " + std::to_string(e));
+  }
+}
+
+TEST_F(KernelsCuda, BinaryGradMatchesCpu) {
+  unsigned seed = 2000;
+  for (int o = OTCK_ADD; o <= OTCK_PRELU; ++o) {
+    const auto op = static_cast<otck_binary_op>(o);
+    for (const BroadcastCase &c : kBroadcastCases) {
+      const size_t rank = c.out.size();
+      const Shape as = broadcastStrides(c.a, rank);
+      const Shape bs = broadcastStrides(c.b, rank);
+      const int64_t n = numel(c.out);
+      std::vector<float> a, b;
+      binaryInputs(op, numel(c.a), numel(c.b), seed, a, b);
+      const auto dy = uniform(n, -2.0f, 2.0f, seed + 2);
+      seed += 3;
+      const std::string what = std::string("binary grad ") + kBinaryNames[o] +
+                               " out=" + shapeName(c.out) +
+                               " a=" + shapeName(c.a) + " b=" + shapeName(c.b);
+      std::vector<float> wantA(sz(n)), wantB(sz(n));
+      otck_binary_grad_f32(op, int(rank), c.out.data(), a.data(), as.data(),
+                           b.data(), bs.data(), dy.data(), wantA.data(),
+                           wantB.data());
+      Dev<float> da(a), db(b), ddy(dy);
+      // ADD and SUB read neither operand: null pointers must do.
+      const bool reads = op != OTCK_ADD && op != OTCK_SUB;
+      const float *pa = reads ? da.get() : nullptr;
+      const float *pb = reads ? db.get() : nullptr;
+      // Both gradients, then each alone (the other null), written over a
+      // sentinel that must not survive.
+      for (int which = 0; which < 3; ++which) {
+        const std::vector<float> sentinel(sz(n), 12345.0f);
+        Dev<float> gA(sentinel), gB(sentinel);
+        otckd_binary_grad_f32(op, int(rank), c.out.data(), pa, as.data(), pb,
+                              bs.data(), ddy.get(),
+                              which != 2 ? gA.get() : nullptr,
+                              which != 1 ? gB.get() : nullptr);
+        if (which != 2)
+          expectClose(wantA, gA.host(), what + " da");
+        else
+          EXPECT_EQ(gA.host(), sentinel) << what << ": da written";
+        if (which != 1)
+          expectClose(wantB, gB.host(), what + " db");
+        else
+          EXPECT_EQ(gB.host(), sentinel) << what << ": db written";
+      }
+    }
+  }
+}
+
+struct UnaryCase {
+  otck_unary_op op;
+  const char *name;
+  float lo, hi; // random inputs in [lo, hi)
+  float alpha, beta;
+  char reads; // 'x', 'y' or '-' (kernels.h's grad column)
+};
+
+const UnaryCase kUnaryCases[] = {
+    {OTCK_RELU, "RELU", -3, 3, 0, 0, 'y'},
+    {OTCK_SIGMOID, "SIGMOID", -20, 20, 0, 0, 'y'},
+    {OTCK_TANH, "TANH", -6, 6, 0, 0, 'y'},
+    {OTCK_NEG, "NEG", -3, 3, 0, 0, '-'},
+    {OTCK_EXP, "EXP", -20, 20, 0, 0, 'y'},
+    {OTCK_LOG, "LOG", 1e-3f, 100, 0, 0, 'x'},
+    {OTCK_SQRT, "SQRT", 0, 100, 0, 0, 'y'},
+    {OTCK_SCALE, "SCALE", -3, 3, 2.5f, 0, '-'},
+    {OTCK_LEAKY_RELU, "LEAKY_RELU", -3, 3, 0.01f, 0, 'x'},
+    {OTCK_ELU, "ELU", -6, 3, 1.0f, 0, 'x'},
+    {OTCK_SELU, "SELU", -6, 3, 1.67326319217681884765625f,
+     1.05070102214813232421875f, 'x'},
+    {OTCK_CELU, "CELU", -6, 3, 1.5f, 0, 'x'},
+    {OTCK_GELU, "GELU", -8, 8, 0, 0, 'x'},
+    {OTCK_GELU_TANH, "GELU_TANH", -8, 8, 0, 0, 'x'},
+    {OTCK_HARD_SIGMOID, "HARD_SIGMOID", -4, 4, 0.2f, 0.5f, 'y'},
+    {OTCK_HARD_SWISH, "HARD_SWISH", -5, 5, 0, 0, 'x'},
+    {OTCK_MISH, "MISH", -10, 10, 0, 0, 'x'},
+    {OTCK_SOFTPLUS, "SOFTPLUS", -20, 20, 0, 0, 'x'},
+    {OTCK_SOFTSIGN, "SOFTSIGN", -10, 10, 0, 0, 'x'},
+    {OTCK_ABS, "ABS", -3, 3, 0, 0, 'x'},
+    {OTCK_RECIPROCAL, "RECIPROCAL", -3, 3, 0, 0, 'y'},
+    {OTCK_SIN, "SIN", -100, 100, 0, 0, 'x'},
+    {OTCK_COS, "COS", -100, 100, 0, 0, 'x'},
+    {OTCK_ERF, "ERF", -4, 4, 0, 0, 'x'},
+    {OTCK_SIGN, "SIGN", -3, 3, 0, 0, '-'},
+    {OTCK_FLOOR, "FLOOR", -10, 10, 0, 0, '-'},
+    {OTCK_CEIL, "CEIL", -10, 10, 0, 0, '-'},
+    {OTCK_ROUND, "ROUND", -10, 10, 0, 0, '-'},
+    {OTCK_CLIP, "CLIP", -3, 3, -1.0f, 2.0f, 'x'},
+    {OTCK_POW_SCALAR, "POW_SCALAR", 0.1f, 3, 1.7f, 0, 'x'},
+    {OTCK_ADD_SCALAR, "ADD_SCALAR", -3, 3, -1.25f, 0, '-'},
+    {OTCK_IDENTITY, "IDENTITY", -3, 3, 0, 0, '-'},
+    {OTCK_THRESHOLDED_RELU, "THRESHOLDED_RELU", -3, 3, 1.0f, 0, 'x'},
+    {OTCK_SHRINK, "SHRINK", -3, 3, 0.5f, 0.1f, 'x'},
+    {OTCK_TAN, "TAN", -1.4f, 1.4f, 0, 0, 'y'},
+    {OTCK_ASIN, "ASIN", -0.99f, 0.99f, 0, 0, 'x'},
+    {OTCK_ACOS, "ACOS", -0.99f, 0.99f, 0, 0, 'x'},
+    {OTCK_ATAN, "ATAN", -10, 10, 0, 0, 'x'},
+    {OTCK_SINH, "SINH", -10, 10, 0, 0, 'x'},
+    {OTCK_COSH, "COSH", -10, 10, 0, 0, 'x'},
+    {OTCK_ASINH, "ASINH", -10, 10, 0, 0, 'x'},
+    {OTCK_ACOSH, "ACOSH", 1.01f, 50, 0, 0, 'x'},
+    {OTCK_ATANH, "ATANH", -0.99f, 0.99f, 0, 0, 'x'},
+};
+
+/// Random inputs of the case's domain, then the values kernels.h specifies
+/// at the edges (infinities, NaN, zero; x = 0 at the kinks).
+std::vector<float> unaryInputs(const UnaryCase &c, int64_t n, unsigned seed) {
+  std::vector<float> x = uniform(n, c.lo, c.hi, seed);
+  const float special[] = {kInf, -kInf, kNaN, 0.0f};
+  for (size_t i = 0; i < 4 && i + 1 < x.size(); ++i)
+    x[x.size() - 1 - i] = special[i];
+  return x;
+}
+
+TEST_F(KernelsCuda, UnaryCoversEveryOp) {
+  EXPECT_EQ(sizeof(kUnaryCases) / sizeof(kUnaryCases[0]), sz(OTCK_ATANH) + 1);
+  for (size_t i = 0; i < sizeof(kUnaryCases) / sizeof(kUnaryCases[0]); ++i)
+    EXPECT_EQ(int(kUnaryCases[i].op), int(i)) << kUnaryCases[i].name;
+}
+
+TEST_F(KernelsCuda, UnaryMatchesCpu) {
+  unsigned seed = 3000;
+  for (const UnaryCase &c : kUnaryCases)
+    for (int64_t n : {1, 7, 1031}) {
+      const auto x = unaryInputs(c, n, seed++);
+      const std::string what =
+          std::string("unary ") + c.name + " n=" + std::to_string(n);
+      std::vector<float> want(sz(n));
+      otck_unary_f32(c.op, n, x.data(), want.data(), c.alpha, c.beta);
+      Dev<float> dx(x), dy(sz(n));
+      otckd_unary_f32(c.op, n, dx.get(), dy.get(), c.alpha, c.beta);
+      expectClose(want, dy.host(), what);
+      // In place (x and y alias).
+      otckd_unary_f32(c.op, n, dx.get(), dx.get(), c.alpha, c.beta);
+      expectClose(want, dx.host(), what + " in place");
+    }
+}
+
+TEST_F(KernelsCuda, PowScalarMatchesCpuForEveryExponent) {
+  // The exact special cases (2, 3, 0.5, -0.5, -1, -2, 1, 0) and powf, on
+  // bases of both signs.
+  for (float e : {2.0f, 3.0f, 0.5f, -0.5f, -1.0f, -2.0f, 1.0f, 0.0f, 2.5f}) {
+    std::vector<float> x = uniform(1031, -3.0f, 3.0f, 11);
+    x[0] = kInf;
+    x[1] = -kInf;
+    x[2] = kNaN;
+    x[3] = 0.0f;
+    const auto g = uniform(1031, -2.0f, 2.0f, 12);
+    const std::string what = "POW_SCALAR exponent " + std::to_string(e);
+    std::vector<float> want(x.size()), wantDx(x.size());
+    otck_unary_f32(OTCK_POW_SCALAR, int64_t(x.size()), x.data(), want.data(), e,
+                   0.0f);
+    otck_unary_grad_f32(OTCK_POW_SCALAR, int64_t(x.size()), g.data(), x.data(),
+                        want.data(), wantDx.data(), e, 0.0f);
+    Dev<float> dx(x), dg(g), dy(x.size()), ddx(x.size());
+    otckd_unary_f32(OTCK_POW_SCALAR, int64_t(x.size()), dx.get(), dy.get(), e,
+                    0.0f);
+    otckd_unary_grad_f32(OTCK_POW_SCALAR, int64_t(x.size()), dg.get(), dx.get(),
+                         dy.get(), ddx.get(), e, 0.0f);
+    expectClose(want, dy.host(), what);
+    expectClose(wantDx, ddx.host(), what + " grad");
+  }
+}
+
+TEST_F(KernelsCuda, UnaryGradMatchesCpu) {
+  unsigned seed = 4000;
+  for (const UnaryCase &c : kUnaryCases)
+    for (int64_t n : {1, 7, 1031}) {
+      const auto x = unaryInputs(c, n, seed++);
+      const auto g = uniform(n, -2.0f, 2.0f, seed++);
+      std::vector<float> y(sz(n)), want(sz(n));
+      otck_unary_f32(c.op, n, x.data(), y.data(), c.alpha, c.beta);
+      otck_unary_grad_f32(c.op, n, g.data(), x.data(), y.data(), want.data(),
+                          c.alpha, c.beta);
+      const std::string what =
+          std::string("unary grad ") + c.name + " n=" + std::to_string(n);
+      Dev<float> dx(x), dy(y), dg(g), ddx(sz(n));
+      otckd_unary_grad_f32(c.op, n, dg.get(), dx.get(), dy.get(), ddx.get(),
+                           c.alpha, c.beta);
+      expectClose(want, ddx.host(), what);
+      // Only the tensor of the grad column is needed: the other may be
+      // null; without it dx is left alone.
+      const std::vector<float> sentinel(sz(n), 12345.0f);
+      Dev<float> only(sentinel), none(sentinel);
+      const float *px = c.reads == 'x' ? dx.get() : nullptr;
+      const float *py = c.reads == 'y' ? dy.get() : nullptr;
+      otckd_unary_grad_f32(c.op, n, dg.get(), px, py, only.get(), c.alpha,
+                           c.beta);
+      expectClose(want, only.host(), what + " (other tensor null)");
+      if (c.reads != '-') {
+        otckd_unary_grad_f32(c.op, n, dg.get(), c.reads == 'x' ? nullptr : px,
+                             c.reads == 'y' ? nullptr : py, none.get(), c.alpha,
+                             c.beta);
+        EXPECT_EQ(none.host(), sentinel) << what << ": written without input";
+      }
+      // dx aliasing dy.
+      otckd_unary_grad_f32(c.op, n, dg.get(), dx.get(), dy.get(), dg.get(),
+                           c.alpha, c.beta);
+      expectClose(want, dg.host(), what + " (dx aliases dy)");
+    }
+}
+
+//===----------------------------------------------------------------------===//
+// Data movement
+//===----------------------------------------------------------------------===//
+
+TEST_F(KernelsCuda, TransposeMatchesCpuExactly) {
+  struct Case {
+    Shape shape, perm;
+  };
+  const Case cases[] = {{{}, {}},
+                        {{7}, {0}},
+                        {{3, 5}, {1, 0}},
+                        {{1031, 3}, {1, 0}},
+                        {{2, 3, 4, 5}, {3, 1, 0, 2}},
+                        {{2, 1, 3, 1, 5}, {4, 3, 2, 1, 0}},
+                        {{4, 6, 5}, {0, 2, 1}},
+                        {{33, 65}, {0, 1}}};
+  unsigned seed = 5000;
+  for (const Case &c : cases)
+    for (int64_t elem : {1, 2, 3, 4, 8, 12, 16, 24}) {
+      const int64_t bytes = numel(c.shape) * elem;
+      const auto x = randomBytes(bytes, seed++);
+      std::vector<uint8_t> want(sz(bytes));
+      otck_transpose(int(c.shape.size()), c.shape.data(), c.perm.data(),
+                     x.data(), want.data(), elem);
+      Dev<uint8_t> dx(x), dy(sz(bytes));
+      otckd_transpose(int(c.shape.size()), c.shape.data(), c.perm.data(),
+                      dx.get(), dy.get(), elem);
+      EXPECT_EQ(dy.host(), want)
+          << "transpose " << shapeName(c.shape) << " perm " << shapeName(c.perm)
+          << " elem_size " << elem;
+    }
+}
+
+TEST_F(KernelsCuda, CopyMatchesCpuExactly) {
+  for (int64_t n : {1, 7, 1001, 100003}) {
+    // Disjoint, at odd offsets, and overlapping both ways (memmove).
+    const int64_t total = 2 * n + 64;
+    const auto buf = randomBytes(total, unsigned(n));
+    const std::pair<int64_t, int64_t> moves[] = {
+        {3, n + 17}, {0, 5}, {5, 0}, {1, 1}};
+    for (auto [from, to] : moves) {
+      std::vector<uint8_t> want = buf;
+      otck_copy(n, want.data() + from, want.data() + to);
+      Dev<uint8_t> d(buf);
+      otckd_copy(n, d.get() + from, d.get() + to);
+      EXPECT_EQ(d.host(), want)
+          << "copy " << n << " bytes from " << from << " to " << to;
+    }
+  }
+}
+
+TEST_F(KernelsCuda, FillsMatchCpuExactly) {
+  for (int64_t n : {1, 7, 1031}) {
+    std::vector<float> want(sz(n) + 2, 7.0f);
+    otck_fill_f32(n, -2.5f, want.data());
+    Dev<float> d(std::vector<float>(sz(n) + 2, 7.0f));
+    otckd_fill_f32(n, -2.5f, d.get());
+    EXPECT_EQ(d.host(), want) << "fill_f32 n=" << n;
+    // Element sizes of every move unit, odd ones, and values wider than one
+    // kernel argument (300 bytes: 75 words of 4 in 3 pieces).
+    for (int64_t elem : {1, 2, 3, 4, 8, 12, 16, 40, 300}) {
+      const auto value = randomBytes(elem, unsigned(elem));
+      const auto init = randomBytes(n * elem + 5, 99);
+      std::vector<uint8_t> w = init;
+      otck_fill(n, value.data(), w.data(), elem);
+      Dev<uint8_t> dd(init);
+      otckd_fill(n, value.data(), dd.get(), elem);
+      EXPECT_EQ(dd.host(), w) << "fill n=" << n << " elem_size " << elem;
+    }
+  }
+}
+
+TEST_F(KernelsCuda, StridedCopyMatchesCpuExactly) {
+  struct Case {
+    Shape shape, src, dst;
+    int64_t srcOrigin; // element of the source buffer that index 0 reads
+    int64_t srcSize, dstSize;
+  };
+  const Case cases[] = {
+      {{}, {}, {}, 0, 1, 1},
+      {{7}, {1}, {1}, 0, 7, 7},
+      {{7}, {-1}, {1}, 6, 7, 7},                     // reversed
+      {{1031}, {0}, {1}, 0, 1, 1031},                // broadcast
+      {{5, 7}, {7, 1}, {14, 2}, 0, 35, 70},          // gaps in the destination
+      {{3, 4, 5}, {0, 5, 1}, {20, 5, 1}, 0, 20, 60}, // Expand
+      {{2, 3, 5, 7}, {105, -35, 7, 1}, {1, 2, 6, 30}, 70, 210, 210},
+  };
+  unsigned seed = 6000;
+  for (const Case &c : cases)
+    for (int64_t elem : {1, 2, 4, 8, 12}) {
+      const auto src = randomBytes(c.srcSize * elem, seed++);
+      const auto init = randomBytes(c.dstSize * elem, seed++);
+      std::vector<uint8_t> want = init;
+      const int rank = int(c.shape.size());
+      otck_strided_copy(rank, c.shape.data(), src.data() + c.srcOrigin * elem,
+                        c.src.data(), want.data(), c.dst.data(), elem);
+      Dev<uint8_t> ds(src), dd(init);
+      otckd_strided_copy(rank, c.shape.data(), ds.get() + c.srcOrigin * elem,
+                         c.src.data(), dd.get(), c.dst.data(), elem);
+      EXPECT_EQ(dd.host(), want) << "strided copy " << shapeName(c.shape)
+                                 << " src " << shapeName(c.src) << " dst "
+                                 << shapeName(c.dst) << " elem_size " << elem;
+    }
+}
+
+TEST_F(KernelsCuda, StridedAddMatchesCpu) {
+  struct Case {
+    Shape shape, src, dst;
+    int64_t srcSize, dstSize;
+  };
+  const Case cases[] = {
+      {{}, {}, {}, 1, 1},
+      {{7}, {1}, {1}, 7, 7},
+      {{4, 6, 5}, {30, 5, 1}, {0, 5, 1}, 120, 30}, // sum over dim 0
+      {{300, 7}, {7, 1}, {0, 1}, 2100, 7},         // 300 per element
+      {{1031}, {1}, {0}, 1031, 1},                 // everything
+      {{3, 1031}, {0, 1}, {1031, 1}, 1031, 3093},  // broadcast source
+      {{2, 3, 5, 7}, {105, 35, 7, 1}, {0, 2, 0, 6}, 210, 42},
+      {{5, 3}, {3, 1}, {2, 10}, 15, 30}, // strided dst
+  };
+  unsigned seed = 7000;
+  for (const Case &c : cases) {
+    const auto src = uniform(c.srcSize, 0.5f, 1.5f, seed++);
+    const auto init = uniform(c.dstSize, -1.0f, 1.0f, seed++);
+    std::vector<float> want = init;
+    const int rank = int(c.shape.size());
+    otck_strided_add_f32(rank, c.shape.data(), src.data(), c.src.data(),
+                         want.data(), c.dst.data());
+    Dev<float> ds(src), dd(init);
+    otckd_strided_add_f32(rank, c.shape.data(), ds.get(), c.src.data(),
+                          dd.get(), c.dst.data());
+    expectClose(want, dd.host(),
+                "strided add " + shapeName(c.shape) + " src " +
+                    shapeName(c.src) + " dst " + shapeName(c.dst));
+  }
+}
+
+TEST_F(KernelsCuda, ReduceSumToMatchesCpu) {
+  struct Case {
+    Shape in, yShape; // yShape: in's rank, 1 on reduced dimensions
+  };
+  const Case cases[] = {
+      {{}, {}},
+      {{7}, {7}},
+      {{1031}, {1}},
+      {{33, 65}, {1, 65}},
+      {{33, 65}, {33, 1}},
+      {{2, 3, 5, 7}, {1, 3, 1, 7}},
+      {{300, 7}, {1, 7}},
+      {{4, 1, 3}, {1, 1, 1}},
+      {{0, 3}, {1, 3}},
+  };
+  unsigned seed = 8000;
+  for (const Case &c : cases) {
+    Shape ys = contiguousStrides(c.yShape);
+    for (size_t d = 0; d < ys.size(); ++d)
+      if (c.yShape[d] == 1)
+        ys[d] = 0;
+    const int64_t ySize = numel(c.yShape);
+    const auto x = uniform(numel(c.in), 0.5f, 1.5f, seed++);
+    std::vector<float> want(sz(ySize), kNaN);
+    otck_reduce_sum_to_f32(int(c.in.size()), c.in.data(), x.data(), ys.data(),
+                           ySize, want.data());
+    Dev<float> dx(x), dy(std::vector<float>(sz(ySize), kNaN));
+    otckd_reduce_sum_to_f32(int(c.in.size()), c.in.data(), dx.get(), ys.data(),
+                            ySize, dy.get());
+    expectClose(want, dy.host(),
+                "reduce_sum_to " + shapeName(c.in) + " -> " +
+                    shapeName(c.yShape));
+  }
+}
+
+//===----------------------------------------------------------------------===//
+// Softmax and losses
+//===----------------------------------------------------------------------===//
+
+TEST_F(KernelsCuda, SoftmaxMatchesCpu) {
+  struct Case {
+    int64_t outer, n, inner;
+  };
+  const Case cases[] = {{1, 1, 1},   {7, 13, 1},  {5, 1031, 1}, {3, 7, 5},
+                        {2, 33, 65}, {1, 1, 300}, {300, 7, 1}};
+  unsigned seed = 9000;
+  for (const Case &c : cases)
+    for (int log = 0; log < 2; ++log) {
+      const int64_t total = c.outer * c.n * c.inner;
+      auto x = uniform(total, -5.0f, 5.0f, seed++);
+      x[0] = -kInf; // exp gives 0 (a row of one -inf is NaN on both)
+      const auto dy = uniform(total, -1.0f, 1.0f, seed++);
+      std::ostringstream what;
+      what << (log ? "log_softmax" : "softmax") << " outer=" << c.outer
+           << " n=" << c.n << " inner=" << c.inner;
+      std::vector<float> y(sz(total)), dx(sz(total));
+      otck_softmax_f32(c.outer, c.n, c.inner, x.data(), y.data(), log);
+      otck_softmax_grad_f32(c.outer, c.n, c.inner, y.data(), dy.data(),
+                            dx.data(), log);
+      Dev<float> dX(x), dY(sz(total)), dDy(dy), dDx(sz(total));
+      otckd_softmax_f32(c.outer, c.n, c.inner, dX.get(), dY.get(), log);
+      expectClose(y, dY.host(), what.str());
+      // The backward from the CPU's y, so that only the backward is tested.
+      dY.put(y);
+      otckd_softmax_grad_f32(c.outer, c.n, c.inner, dY.get(), dDy.get(),
+                             dDx.get(), log);
+      expectClose(dx, dDx.host(), what.str() + " grad");
+      // In place: y over x.
+      otckd_softmax_f32(c.outer, c.n, c.inner, dX.get(), dX.get(), log);
+      expectClose(y, dX.host(), what.str() + " in place");
+    }
+}
+
+std::vector<int64_t> randomLabels(int64_t n, int64_t classes, unsigned seed) {
+  std::mt19937 rng(seed);
+  std::uniform_int_distribution<int64_t> dist(0, classes - 1);
+  std::vector<int64_t> v(sz(n));
+  for (int64_t &l : v)
+    l = dist(rng);
+  return v;
+}
+
+TEST_F(KernelsCuda, SoftmaxCrossEntropyMatchesCpu) {
+  struct Case {
+    int64_t N, C;
+  };
+  const Case cases[] = {{1, 1}, {7, 10}, {33, 1031}, {300, 7}, {1031, 3}};
+  unsigned seed = 10000;
+  for (const Case &c : cases) {
+    const auto logits = uniform(c.N * c.C, -8.0f, 8.0f, seed++);
+    const auto labels = randomLabels(c.N, c.C, seed++);
+    const std::string what =
+        "softmax_ce N=" + std::to_string(c.N) + " C=" + std::to_string(c.C);
+    std::vector<float> probs(logits.size()), loss(1);
+    ASSERT_EQ(otck_softmax_ce_f32(c.N, c.C, logits.data(), labels.data(),
+                                  probs.data(), loss.data()),
+              OTCK_OK);
+    Dev<float> dLogits(logits), dProbs(logits.size()), dLoss(1);
+    Dev<int64_t> dLabels(labels);
+    EXPECT_EQ(otckd_softmax_ce_f32(c.N, c.C, dLogits.get(), dLabels.get(),
+                                   dProbs.get(), dLoss.get()),
+              0);
+    expectClose(probs, dProbs.host(), what + " probs");
+    expectClose(loss, dLoss.host(), what + " loss");
+    EXPECT_EQ(otckd_take_status(), OTCK_OK) << otckd_status_message();
+
+    // probs over logits (in place).
+    Dev<float> inPlace(logits), dLoss2(1);
+    otckd_softmax_ce_f32(c.N, c.C, inPlace.get(), dLabels.get(), inPlace.get(),
+                         dLoss2.get());
+    expectClose(probs, inPlace.host(), what + " probs in place");
+    expectClose(loss, dLoss2.host(), what + " loss in place");
+
+    // Backward, from the CPU's probs; dloss is a device scalar.
+    const std::vector<float> dloss = {0.75f};
+    std::vector<float> want(logits.size());
+    otck_softmax_ce_grad_f32(c.N, c.C, probs.data(), labels.data(),
+                             dloss.data(), want.data());
+    Dev<float> dP(probs), dDloss(dloss), dG(logits.size());
+    otckd_softmax_ce_grad_f32(c.N, c.C, dP.get(), dLabels.get(), dDloss.get(),
+                              dG.get());
+    expectClose(want, dG.host(), what + " grad");
+    // dlogits over probs.
+    otckd_softmax_ce_grad_f32(c.N, c.C, dP.get(), dLabels.get(), dDloss.get(),
+                              dP.get());
+    expectClose(want, dP.host(), what + " grad in place");
+  }
+}
+
+TEST_F(KernelsCuda, MseMatchesCpu) {
+  unsigned seed = 11000;
+  for (int64_t n : {1, 7, 1031, 300001}) {
+    const auto pred = uniform(n, -2.0f, 2.0f, seed++);
+    const auto target = uniform(n, -2.0f, 2.0f, seed++);
+    const std::string what = "mse n=" + std::to_string(n);
+    std::vector<float> loss(1);
+    otck_mse_f32(n, pred.data(), target.data(), loss.data());
+    Dev<float> dp(pred), dt(target), dl(1);
+    otckd_mse_f32(n, dp.get(), dt.get(), dl.get());
+    expectClose(loss, dl.host(), what + " loss");
+
+    const std::vector<float> dloss = {1.25f};
+    std::vector<float> want(sz(n));
+    otck_mse_grad_f32(n, pred.data(), target.data(), dloss.data(), want.data());
+    Dev<float> dd(dloss), dg(sz(n));
+    otckd_mse_grad_f32(n, dp.get(), dt.get(), dd.get(), dg.get());
+    expectClose(want, dg.host(), what + " grad");
+  }
+}
+
+//===----------------------------------------------------------------------===//
+// Optimizers
+//===----------------------------------------------------------------------===//
+
+// The GPU repeats the CPU's float operations in the same order with true
+// fused multiply-adds, IEEE division and sqrt; a CPU build without FMA
+// instructions emulates them in double, which rounds differently only when
+// the exact result is within 2^-53 of a float rounding boundary. Hence a
+// tolerance of a few float ulps after three steps.
+constexpr double kOptRel = 1e-6, kOptAbs = 1e-7;
+
+TEST_F(KernelsCuda, SgdMatchesCpu) {
+  unsigned seed = 12000;
+  for (int64_t n : {1, 7, 1031})
+    for (float wd : {0.0f, 0.01f}) {
+      auto w = uniform(n, -1.0f, 1.0f, seed++);
+      Dev<float> dw(w);
+      for (int step = 0; step < 3; ++step) {
+        const auto g = uniform(n, -1.0f, 1.0f, seed++);
+        Dev<float> dg(g);
+        otck_sgd_f32(n, w.data(), g.data(), 0.1f, wd);
+        otckd_sgd_f32(n, dw.get(), dg.get(), 0.1f, wd);
+      }
+      expectClose(w, dw.host(), kOptRel, kOptAbs,
+                  "sgd n=" + std::to_string(n) + " wd=" + std::to_string(wd));
+    }
+}
+
+TEST_F(KernelsCuda, MomentumMatchesCpu) {
+  unsigned seed = 13000;
+  for (int64_t n : {1, 7, 1031})
+    for (float wd : {0.0f, 0.01f})
+      for (int nesterov = 0; nesterov < 2; ++nesterov) {
+        auto w = uniform(n, -1.0f, 1.0f, seed++);
+        std::vector<float> v(sz(n), 0.0f);
+        Dev<float> dw(w), dv(v);
+        for (int step = 0; step < 3; ++step) {
+          const auto g = uniform(n, -1.0f, 1.0f, seed++);
+          Dev<float> dg(g);
+          otck_momentum_f32(n, w.data(), g.data(), v.data(), 0.1f, 0.9f, wd,
+                            nesterov);
+          otckd_momentum_f32(n, dw.get(), dg.get(), dv.get(), 0.1f, 0.9f, wd,
+                             nesterov);
+        }
+        const std::string what = "momentum n=" + std::to_string(n) +
+                                 " wd=" + std::to_string(wd) +
+                                 " nesterov=" + std::to_string(nesterov);
+        expectClose(w, dw.host(), kOptRel, kOptAbs, what + " w");
+        expectClose(v, dv.host(), kOptRel, kOptAbs, what + " v");
+      }
+}
+
+TEST_F(KernelsCuda, AdamMatchesCpu) {
+  unsigned seed = 14000;
+  for (int64_t n : {1, 7, 1031})
+    for (float wd : {0.0f, 0.01f})
+      for (int decoupled = 0; decoupled < 2; ++decoupled) {
+        auto w = uniform(n, -1.0f, 1.0f, seed++);
+        std::vector<float> m(sz(n), 0.0f), v(sz(n), 0.0f);
+        Dev<float> dw(w), dm(m), dv(v);
+        for (int64_t step = 1; step <= 3; ++step) {
+          const auto g = uniform(n, -1.0f, 1.0f, seed++);
+          Dev<float> dg(g);
+          otck_adam_f32(n, w.data(), g.data(), m.data(), v.data(), 1e-3f, 0.9f,
+                        0.999f, 1e-8f, wd, step, decoupled);
+          otckd_adam_f32(n, dw.get(), dg.get(), dm.get(), dv.get(), 1e-3f, 0.9f,
+                         0.999f, 1e-8f, wd, step, decoupled);
+        }
+        const std::string what = "adam n=" + std::to_string(n) +
+                                 " wd=" + std::to_string(wd) +
+                                 " decoupled=" + std::to_string(decoupled);
+        expectClose(w, dw.host(), kOptRel, kOptAbs, what + " w");
+        expectClose(m, dm.host(), kOptRel, kOptAbs, what + " m");
+        expectClose(v, dv.host(), kOptRel, kOptAbs, what + " v");
+      }
+}
+
+//===----------------------------------------------------------------------===//
+// Streams, status, constants
+//===----------------------------------------------------------------------===//
+
+TEST_F(KernelsCuda, BadLabelIsReportedOnceByTakeStatus) {
+  const int64_t N = 7, C = 10;
+  const auto logits = uniform(N * C, -1.0f, 1.0f, 1);
+  for (int64_t bad : {C, int64_t(-1)}) {
+    auto labels = randomLabels(N, C, 2);
+    labels[3] = bad;
+    Dev<float> dLogits(logits), dProbs(logits.size()), dLoss(1);
+    Dev<int64_t> dLabels(labels);
+    EXPECT_EQ(otckd_softmax_ce_f32(N, C, dLogits.get(), dLabels.get(),
+                                   dProbs.get(), dLoss.get()),
+              0);
+    EXPECT_EQ(otckd_take_status(), OTCK_ERR_LABEL_OUT_OF_RANGE)
+        << "label " << bad;
+    EXPECT_NE(std::string(otckd_status_message()).find("label"),
+              std::string::npos)
+        << otckd_status_message();
+    // Cleared by the first call.
+    EXPECT_EQ(otckd_take_status(), OTCK_OK);
+  }
+}
+
+TEST_F(KernelsCuda, ConstantIsCopiedOnce) {
+  static const std::vector<float> host = uniform(1031, -1.0f, 1.0f, 3);
+  static const std::vector<float> other = uniform(7, -1.0f, 1.0f, 4);
+  const int64_t bytes = int64_t(host.size() * sizeof(float));
+  const void *p = otckd_constant(host.data(), bytes);
+  ASSERT_NE(p, nullptr);
+  EXPECT_EQ(otckd_constant(host.data(), bytes), p);
+  const void *q = otckd_constant(other.data(), int64_t(7 * sizeof(float)));
+  ASSERT_NE(q, nullptr);
+  EXPECT_NE(q, p);
+  std::vector<float> back(host.size());
+  ASSERT_EQ(cudaMemcpy(back.data(), p, sz(bytes), cudaMemcpyDeviceToHost),
+            cudaSuccess);
+  EXPECT_EQ(back, host);
+}
+
+TEST_F(KernelsCuda, KernelsRunOnTheCurrentStream) {
+  cudaStream_t stream = nullptr;
+  ASSERT_EQ(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking),
+            cudaSuccess);
+  const int64_t n = 100003;
+  const auto x = uniform(n, -3.0f, 3.0f, 5);
+  std::vector<float> want(sz(n));
+  otck_unary_f32(OTCK_TANH, n, x.data(), want.data(), 0.0f, 0.0f);
+  Dev<float> dx(x), dy(sz(n));
+  otckd_set_stream(stream);
+  otckd_fill_f32(n, 1.0f, dy.get());
+  otckd_unary_f32(OTCK_TANH, n, dx.get(), dy.get(), 0.0f, 0.0f);
+  EXPECT_EQ(otckd_take_status(), OTCK_OK) << otckd_status_message();
+  otckd_set_stream(nullptr);
+  expectClose(want, dy.host(), "tanh on a non-blocking stream");
+  EXPECT_EQ(cudaStreamDestroy(stream), cudaSuccess);
+}
+
+} // namespace

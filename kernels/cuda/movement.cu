@@ -1,0 +1,406 @@
+//===- movement.cu - Transpose, copies, fills and sums to a shape ---------===//
+//
+// The CUDA twins of the data-movement kernels of cpu/layout.cpp,
+// cpu/movement.cpp and cpu/reduce.cpp:
+//  - transpose and strided_copy are one strided copy kernel, one thread per
+//    destination element, moving elements in the widest unit (8, 4, 2 or 1
+//    bytes) that divides their size; a wider element becomes a trailing
+//    dimension of units;
+//  - fills write one unit per thread; a fill value wider than a kernel
+//    argument is written in pieces;
+//  - strided_add and reduce_sum_to give each destination element to one
+//    thread (a warp when it sums many elements), which sums its elements in
+//    double in a fixed order: deterministic, no atomics.
+//
+//===----------------------------------------------------------------------===//
+
+#include "cuda_common.h"
+
+#include <cstring>
+
+namespace otc::kernels::cuda {
+namespace {
+
+/// Rank of a copy plan: the caller's dimensions plus one of units.
+constexpr int kCopyRank = OTCK_MAX_RANK + 1;
+
+int64_t moveUnit(int64_t elemSize) {
+  return elemSize % 8 == 0   ? 8
+         : elemSize % 4 == 0 ? 4
+         : elemSize % 2 == 0 ? 2
+                             : 1;
+}
+
+//===----------------------------------------------------------------------===//
+// Strided copy
+//===----------------------------------------------------------------------===//
+
+/// dst[i . dstStride] = src[i . srcStride] over `shape`, strides in units.
+struct CopyPlan {
+  int rank = 0;
+  int64_t shape[kCopyRank];
+  int64_t srcStride[kCopyRank];
+  int64_t dstStride[kCopyRank];
+  int64_t total = 1;
+};
+
+/// Drops size-1 dimensions and merges dimensions contiguous on both sides.
+CopyPlan simplify(int rank, const int64_t *shape, const int64_t *ss,
+                  const int64_t *ds) {
+  CopyPlan p;
+  for (int d = 0; d < rank; ++d) {
+    p.total *= shape[d];
+    if (shape[d] == 1)
+      continue;
+    if (p.rank > 0) {
+      const int prev = p.rank - 1;
+      if (p.srcStride[prev] == ss[d] * shape[d] &&
+          p.dstStride[prev] == ds[d] * shape[d]) {
+        p.shape[prev] *= shape[d];
+        p.srcStride[prev] = ss[d];
+        p.dstStride[prev] = ds[d];
+        continue;
+      }
+    }
+    p.shape[p.rank] = shape[d];
+    p.srcStride[p.rank] = ss[d];
+    p.dstStride[p.rank] = ds[d];
+    ++p.rank;
+  }
+  return p;
+}
+
+template <class T>
+__global__ void stridedCopyKernel(CopyPlan p, const T *src, T *dst) {
+  for (int64_t i = globalThread(); i < p.total; i += gridThreads()) {
+    int64_t rem = i, s = 0, d = 0;
+    for (int k = p.rank - 1; k >= 0; --k) {
+      const int64_t idx = rem % p.shape[k];
+      rem /= p.shape[k];
+      s += idx * p.srcStride[k];
+      d += idx * p.dstStride[k];
+    }
+    dst[d] = src[s];
+  }
+}
+
+/// Runs a copy plan whose strides count elements of `elemSize` bytes.
+void runCopy(int rank, const int64_t *shape, const int64_t *srcStrides,
+             const int64_t *dstStrides, int64_t elemSize, const void *src,
+             void *dst, const char *what) {
+  const int64_t unit = moveUnit(elemSize), perElem = elemSize / unit;
+  int64_t sh[kCopyRank], ss[kCopyRank], ds[kCopyRank];
+  for (int d = 0; d < rank; ++d) {
+    sh[d] = shape[d];
+    ss[d] = srcStrides[d] * perElem;
+    ds[d] = dstStrides[d] * perElem;
+  }
+  int fullRank = rank;
+  if (perElem != 1) {
+    sh[fullRank] = perElem;
+    ss[fullRank] = ds[fullRank] = 1;
+    ++fullRank;
+  }
+  const CopyPlan p = simplify(fullRank, sh, ss, ds);
+  if (p.total <= 0)
+    return;
+  const unsigned grid = gridFor(p.total);
+  cudaStream_t stream = currentStream();
+  switch (unit) {
+  case 8:
+    stridedCopyKernel<<<grid, kThreads, 0, stream>>>(
+        p, static_cast<const uint64_t *>(src), static_cast<uint64_t *>(dst));
+    break;
+  case 4:
+    stridedCopyKernel<<<grid, kThreads, 0, stream>>>(
+        p, static_cast<const uint32_t *>(src), static_cast<uint32_t *>(dst));
+    break;
+  case 2:
+    stridedCopyKernel<<<grid, kThreads, 0, stream>>>(
+        p, static_cast<const uint16_t *>(src), static_cast<uint16_t *>(dst));
+    break;
+  default:
+    stridedCopyKernel<<<grid, kThreads, 0, stream>>>(
+        p, static_cast<const uint8_t *>(src), static_cast<uint8_t *>(dst));
+    break;
+  }
+  checkLaunch(what);
+}
+
+//===----------------------------------------------------------------------===//
+// Fill
+//===----------------------------------------------------------------------===//
+
+__global__ void fillF32Kernel(int64_t n, float value, float *y) {
+  for (int64_t i = globalThread(); i < n; i += gridThreads())
+    y[i] = value;
+}
+
+/// Units per piece of a fill value passed by value to the kernel.
+constexpr int kFillWords = 32;
+
+template <class T> struct FillValue { T word[kFillWords]; };
+
+/// Units [first, first + count) of each of n elements of perElem units are
+/// set to v.word[0, count).
+template <class T>
+__global__ void fillKernel(int64_t n, int64_t perElem, int64_t first, int count,
+                           FillValue<T> v, T *dst) {
+  const int64_t total = n * count;
+  for (int64_t i = globalThread(); i < total; i += gridThreads()) {
+    const int64_t e = i / count;
+    const int k = int(i % count);
+    dst[e * perElem + first + k] = v.word[k];
+  }
+}
+
+template <class T>
+void fillTyped(int64_t n, const void *value, void *dst, int64_t elemSize) {
+  const int64_t perElem = elemSize / int64_t(sizeof(T));
+  const unsigned char *bytes = static_cast<const unsigned char *>(value);
+  cudaStream_t stream = currentStream();
+  for (int64_t first = 0; first < perElem; first += kFillWords) {
+    const int count =
+        int(perElem - first < kFillWords ? perElem - first : kFillWords);
+    FillValue<T> v;
+    std::memcpy(v.word, bytes + first * int64_t(sizeof(T)),
+                size_t(count) * sizeof(T));
+    fillKernel<<<gridFor(n * count), kThreads, 0, stream>>>(
+        n, perElem, first, count, v, static_cast<T *>(dst));
+    checkLaunch("otckd_fill");
+  }
+}
+
+//===----------------------------------------------------------------------===//
+// Sums into a destination (strided_add, reduce_sum_to)
+//===----------------------------------------------------------------------===//
+
+/// Destination elements are the multi-indices of the kept dimensions; each
+/// sums the source over the reduced dimensions.
+struct SumPlan {
+  int keptRank = 0, redRank = 0;
+  int64_t keptShape[OTCK_MAX_RANK], keptSrc[OTCK_MAX_RANK],
+      keptDst[OTCK_MAX_RANK];
+  int64_t redShape[OTCK_MAX_RANK], redSrc[OTCK_MAX_RANK];
+  int64_t keptCount = 1, redCount = 1;
+};
+
+SumPlan planSum(int rank, const int64_t *shape, const int64_t *srcStrides,
+                const int64_t *dstStrides) {
+  SumPlan p;
+  for (int d = 0; d < rank; ++d) {
+    if (shape[d] == 1)
+      continue;
+    if (dstStrides[d] == 0) {
+      p.redShape[p.redRank] = shape[d];
+      p.redSrc[p.redRank] = srcStrides[d];
+      ++p.redRank;
+      p.redCount *= shape[d];
+    } else {
+      p.keptShape[p.keptRank] = shape[d];
+      p.keptSrc[p.keptRank] = srcStrides[d];
+      p.keptDst[p.keptRank] = dstStrides[d];
+      ++p.keptRank;
+      p.keptCount *= shape[d];
+    }
+  }
+  return p;
+}
+
+__device__ inline void keptOffsets(const SumPlan &p, int64_t k, int64_t &srcOff,
+                                   int64_t &dstOff) {
+  srcOff = dstOff = 0;
+  for (int d = p.keptRank - 1; d >= 0; --d) {
+    const int64_t idx = k % p.keptShape[d];
+    k /= p.keptShape[d];
+    srcOff += idx * p.keptSrc[d];
+    dstOff += idx * p.keptDst[d];
+  }
+}
+
+__device__ inline int64_t reducedOffset(const SumPlan &p, int64_t r) {
+  int64_t off = 0;
+  for (int d = p.redRank - 1; d >= 0; --d) {
+    off += (r % p.redShape[d]) * p.redSrc[d];
+    r /= p.redShape[d];
+  }
+  return off;
+}
+
+/// Add: dst = float(double(dst) + sum) (strided_add); else dst = float(sum).
+template <bool Add>
+__device__ inline void storeSum(float *dst, int64_t off, double sum) {
+  dst[off] = Add ? float(double(dst[off]) + sum) : float(sum);
+}
+
+/// One thread per destination element.
+template <bool Add>
+__global__ void sumThreadKernel(SumPlan p, const float *src, float *dst) {
+  for (int64_t k = globalThread(); k < p.keptCount; k += gridThreads()) {
+    int64_t srcOff, dstOff;
+    keptOffsets(p, k, srcOff, dstOff);
+    double s = 0.0;
+    for (int64_t r = 0; r < p.redCount; ++r)
+      s += double(src[srcOff + reducedOffset(p, r)]);
+    storeSum<Add>(dst, dstOff, s);
+  }
+}
+
+/// One warp per destination element: lane l sums elements l, l + 32, ...,
+/// then the lanes' sums are added in a fixed tree.
+template <bool Add>
+__global__ void sumWarpKernel(SumPlan p, const float *src, float *dst) {
+  const int lane = threadIdx.x & 31;
+  const int64_t warp = globalThread() >> 5, warps = gridThreads() >> 5;
+  for (int64_t k = warp; k < p.keptCount; k += warps) {
+    int64_t srcOff, dstOff;
+    keptOffsets(p, k, srcOff, dstOff);
+    double s = 0.0;
+    for (int64_t r = lane; r < p.redCount; r += 32)
+      s += double(src[srcOff + reducedOffset(p, r)]);
+    s = warpSum(s);
+    if (lane == 0)
+      storeSum<Add>(dst, dstOff, s);
+  }
+}
+
+/// Destination elements summing at least this many source elements get a
+/// warp each.
+constexpr int64_t kWarpSumMin = 64;
+
+template <bool Add>
+void runSum(const SumPlan &p, const float *src, float *dst, const char *what) {
+  if (p.keptCount <= 0)
+    return;
+  cudaStream_t stream = currentStream();
+  if (p.redCount >= kWarpSumMin)
+    sumWarpKernel<Add>
+        <<<gridForWarps(p.keptCount), kThreads, 0, stream>>>(p, src, dst);
+  else
+    sumThreadKernel<Add>
+        <<<gridFor(p.keptCount), kThreads, 0, stream>>>(p, src, dst);
+  checkLaunch(what);
+}
+
+} // namespace
+} // namespace otc::kernels::cuda
+
+using namespace otc::kernels::cuda;
+
+extern "C" void otckd_transpose(int rank, const int64_t *in_shape,
+                                const int64_t *perm, const void *x, void *y,
+                                int64_t elem_size) {
+  if (rank < 0 || rank > OTCK_MAX_RANK || elem_size <= 0)
+    return;
+  // Walk y (contiguous, dims in_shape[perm[k]]), reading x through its
+  // strides in y's dimension order.
+  int64_t inStride[OTCK_MAX_RANK];
+  int64_t stride = 1;
+  for (int d = rank - 1; d >= 0; --d) {
+    inStride[d] = stride;
+    stride *= in_shape[d];
+  }
+  int64_t shape[OTCK_MAX_RANK], src[OTCK_MAX_RANK], dst[OTCK_MAX_RANK];
+  for (int k = 0; k < rank; ++k) {
+    shape[k] = in_shape[perm[k]];
+    src[k] = inStride[perm[k]];
+  }
+  stride = 1;
+  for (int k = rank - 1; k >= 0; --k) {
+    dst[k] = stride;
+    stride *= shape[k];
+  }
+  runCopy(rank, shape, src, dst, elem_size, x, y, "otckd_transpose");
+}
+
+extern "C" void otckd_copy(int64_t nbytes, const void *x, void *y) {
+  if (nbytes <= 0 || x == y)
+    return;
+  cudaStream_t stream = currentStream();
+  const uintptr_t s = reinterpret_cast<uintptr_t>(x);
+  const uintptr_t d = reinterpret_cast<uintptr_t>(y);
+  if (s < d + uintptr_t(nbytes) && d < s + uintptr_t(nbytes)) {
+    // Overlapping ranges (memmove): through a temporary buffer.
+    StreamScratch tmp(size_t(nbytes), stream);
+    if (!tmp.ok())
+      return;
+    recordCuda(cudaMemcpyAsync(tmp.as<void>(), x, size_t(nbytes),
+                               cudaMemcpyDeviceToDevice, stream),
+               "otckd_copy: cudaMemcpyAsync");
+    recordCuda(cudaMemcpyAsync(y, tmp.as<void>(), size_t(nbytes),
+                               cudaMemcpyDeviceToDevice, stream),
+               "otckd_copy: cudaMemcpyAsync");
+    return;
+  }
+  recordCuda(
+      cudaMemcpyAsync(y, x, size_t(nbytes), cudaMemcpyDeviceToDevice, stream),
+      "otckd_copy: cudaMemcpyAsync");
+}
+
+extern "C" void otckd_fill_f32(int64_t n, float value, float *y) {
+  if (n <= 0)
+    return;
+  fillF32Kernel<<<gridFor(n), kThreads, 0, currentStream()>>>(n, value, y);
+  checkLaunch("otckd_fill_f32");
+}
+
+extern "C" void otckd_fill(int64_t n, const void *value, void *dst,
+                           int64_t elem_size) {
+  if (n <= 0 || elem_size <= 0)
+    return;
+  switch (moveUnit(elem_size)) {
+  case 8:
+    return fillTyped<uint64_t>(n, value, dst, elem_size);
+  case 4:
+    return fillTyped<uint32_t>(n, value, dst, elem_size);
+  case 2:
+    return fillTyped<uint16_t>(n, value, dst, elem_size);
+  default:
+    return fillTyped<uint8_t>(n, value, dst, elem_size);
+  }
+}
+
+extern "C" void otckd_strided_copy(int rank, const int64_t *shape,
+                                   const void *src, const int64_t *src_strides,
+                                   void *dst, const int64_t *dst_strides,
+                                   int64_t elem_size) {
+  if (rank < 0 || rank > OTCK_MAX_RANK || elem_size <= 0)
+    return;
+  runCopy(rank, shape, src_strides, dst_strides, elem_size, src, dst,
+          "otckd_strided_copy");
+}
+
+extern "C" void otckd_strided_add_f32(int rank, const int64_t *shape,
+                                      const float *src,
+                                      const int64_t *src_strides, float *dst,
+                                      const int64_t *dst_strides) {
+  if (rank < 0 || rank > OTCK_MAX_RANK)
+    return;
+  for (int d = 0; d < rank; ++d)
+    if (shape[d] <= 0)
+      return;
+  runSum<true>(planSum(rank, shape, src_strides, dst_strides), src, dst,
+               "otckd_strided_add_f32");
+}
+
+extern "C" void otckd_reduce_sum_to_f32(int rank, const int64_t *in_shape,
+                                        const float *x,
+                                        const int64_t *y_strides,
+                                        int64_t y_size, float *y) {
+  if (rank < 0 || rank > OTCK_MAX_RANK)
+    return;
+  if (y_size > 0)
+    recordCuda(
+        cudaMemsetAsync(y, 0, size_t(y_size) * sizeof(float), currentStream()),
+        "otckd_reduce_sum_to_f32: cudaMemsetAsync");
+  int64_t xStride[OTCK_MAX_RANK];
+  int64_t stride = 1;
+  for (int d = rank - 1; d >= 0; --d) {
+    xStride[d] = stride;
+    stride *= in_shape[d];
+  }
+  if (stride <= 0) // an empty x sums to zeros
+    return;
+  runSum<false>(planSum(rank, in_shape, xStride, y_strides), x, y,
+                "otckd_reduce_sum_to_f32");
+}
