@@ -8,7 +8,9 @@
 // the CPU program's bit for bit, through steps, compression with error
 // feedback, parameter reads and writes, checkpoints and evaluation, with
 // the collectives staged through the host and on NCCL. Needs a CUDA device;
-// skips without one.
+// skips without one. Under mpirun (CTest runtime.device.mpi.2ranks) the
+// ranks share the device and train on batches of their own through the
+// staged collectives.
 //
 //===----------------------------------------------------------------------===//
 
@@ -149,7 +151,12 @@ protected:
     modelPath = dir + "/linear.onnx";
     otc::testing::writeLinearModel(modelPath, kD, kC, 1);
     otc::testing::makeData(512, kD, kC, 2, x, y);
-    ASSERT_OK(otc_comm_create_local(&comm));
+    if (std::getenv("OMPI_COMM_WORLD_SIZE"))
+      ASSERT_OK(otc_comm_create_mpi(&comm));
+    else
+      ASSERT_OK(otc_comm_create_local(&comm));
+    world = otc_comm_size(comm);
+    rank = otc_comm_rank(comm);
   }
   void TearDown() override {
     unsetenv("OTC_CUDA_COLLECTIVES");
@@ -164,10 +171,10 @@ protected:
   std::unique_ptr<Pair> open(const otc_compress_desc_t *desc = nullptr) {
     auto p = std::make_unique<Pair>();
     int slot = desc ? 2 : 0;
-    p->cpu = std::make_unique<LinearProgram>(slot, modelPath, kD, kC, kB, 1,
+    p->cpu = std::make_unique<LinearProgram>(slot, modelPath, kD, kC, kB, world,
                                              0.1f, 0.9f, desc);
     p->cuda = std::make_unique<LinearProgram>(slot + 1, modelPath, kD, kC, kB,
-                                              1, 0.1f, 0.9f, desc);
+                                              world, 0.1f, 0.9f, desc);
     p->cuda->entry.device = OTC_DEVICE_CUDA;
     p->cuda->entry.train_step = desc ? cudaStep<3, true> : cudaStep<1, true>;
     p->cuda->entry.eval_step = desc ? cudaStep<3, false> : cudaStep<1, false>;
@@ -187,7 +194,7 @@ protected:
   std::vector<float> train(otc_session_t *s, int steps, int from) {
     std::vector<float> losses;
     for (int i = 0; i < steps; ++i) {
-      int64_t begin = ((from + i) * kB) % (512 - kB);
+      int64_t begin = (((from + i) * world + rank) * kB) % (512 - kB);
       EXPECT_EQ(otc_status_code(otc_session_bind_input(
                     s, "x", &x[size_t(begin * kD)], size_t(kB * kD) * 4)),
                 OTC_OK);
@@ -220,6 +227,7 @@ protected:
   std::vector<float> x;
   std::vector<int64_t> y;
   otc_comm_t *comm = nullptr;
+  int world = 1, rank = 0;
 };
 
 TEST_P(DeviceSessionTest, StepsEqualTheCpuProgram) {
@@ -266,7 +274,7 @@ TEST_P(DeviceSessionTest, CheckpointResumesOnTheDevice) {
 
   auto first = open(&desc);
   train(first->sessions[1], 3, 0);
-  std::string path = dir + "/ckpt";
+  std::string path = dir + "/ckpt" + std::to_string(rank);
   ASSERT_OK(otc_session_save_checkpoint(first->sessions[1], path.c_str(),
                                         nullptr, 0));
   auto resumed = open(&desc);
