@@ -517,6 +517,46 @@ otck_cuda_compress_f32(const otck_compress_config *config, int64_t n,
   return cudaGetLastError();
 }
 
+namespace {
+
+__global__ void sumSquaresKernel(int64_t n, const float *x, double *out) {
+  double sum = 0;
+  const int64_t stride = int64_t(gridDim.x) * blockDim.x;
+  for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n;
+       i += stride)
+    sum += double(x[i]) * double(x[i]);
+  for (int offset = 16; offset > 0; offset /= 2)
+    sum += __shfl_down_sync(kFullMask, sum, offset);
+  if ((threadIdx.x & 31) == 0)
+    atomicAdd(out, sum);
+}
+
+} // namespace
+
+extern "C" cudaError_t otck_cuda_flag_nonfinite_f32(int64_t n, const float *d_x,
+                                                    int *d_flag,
+                                                    cudaStream_t stream) {
+  if (n < 0 || !d_flag || (n > 0 && !d_x))
+    return cudaErrorInvalidValue;
+  if (n == 0)
+    return cudaSuccess;
+  nonFiniteKernel<<<gridFor(n), kMaxThreads, 0, stream>>>(n, d_x, nullptr,
+                                                          d_flag);
+  return cudaGetLastError();
+}
+
+extern "C" cudaError_t otck_cuda_sum_squares_f64(int64_t n, const float *d_x,
+                                                 double *d_out,
+                                                 cudaStream_t stream) {
+  if (n < 0 || !d_out || (n > 0 && !d_x))
+    return cudaErrorInvalidValue;
+  cudaError_t err = cudaMemsetAsync(d_out, 0, sizeof(double), stream);
+  if (err != cudaSuccess || n == 0)
+    return err;
+  sumSquaresKernel<<<gridFor(n), kMaxThreads, 0, stream>>>(n, d_x, d_out);
+  return cudaGetLastError();
+}
+
 extern "C" cudaError_t
 otck_cuda_decompress_sum_f32(const otck_compress_config *config, int64_t n,
                              const void *d_payloads, int64_t count, float scale,

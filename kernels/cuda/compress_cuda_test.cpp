@@ -267,6 +267,48 @@ TEST_P(CudaCompress, NonFiniteSetsTheFlagAndKeepsTheResidual) {
   EXPECT_EQ(std::memcmp(rAfter.data(), r.data(), sz(n) * 4), 0);
 }
 
+TEST(CudaChecks, FlagNonFiniteAndSumSquares) {
+  REQUIRE_CUDA_DEVICE();
+  const int64_t n = 300001; // not a multiple of any launch size
+  std::vector<float> x = makeData(Data::WideRange, n, 11);
+  double want = 0;
+  for (float v : x)
+    want += double(v) * double(v);
+  DeviceBuffer dX(sz(n) * 4), dFlag(4), dSum(8);
+  ASSERT_CUDA(
+      cudaMemcpy(dX.as<float>(), x.data(), sz(n) * 4, cudaMemcpyHostToDevice));
+  ASSERT_CUDA(cudaMemset(dFlag.as<int>(), 0, 4));
+  ASSERT_CUDA(otck_cuda_flag_nonfinite_f32(n, dX.as<float>(), dFlag.as<int>(),
+                                           nullptr));
+  ASSERT_CUDA(
+      otck_cuda_sum_squares_f64(n, dX.as<float>(), dSum.as<double>(), nullptr));
+  int flag = -1;
+  double sum = 0;
+  ASSERT_CUDA(cudaMemcpy(&flag, dFlag.as<int>(), 4, cudaMemcpyDeviceToHost));
+  ASSERT_CUDA(cudaMemcpy(&sum, dSum.as<double>(), 8, cudaMemcpyDeviceToHost));
+  EXPECT_EQ(flag, 0);
+  EXPECT_NEAR(sum, want, 1e-9 * want); // double sums in another order
+  // Finite values whose squares overflow float are not "non-finite".
+  for (float big : {3e38f, std::numeric_limits<float>::infinity(),
+                    std::numeric_limits<float>::quiet_NaN()}) {
+    x[sz(n) - 1] = big;
+    ASSERT_CUDA(cudaMemcpy(dX.as<float>(), x.data(), sz(n) * 4,
+                           cudaMemcpyHostToDevice));
+    ASSERT_CUDA(cudaMemset(dFlag.as<int>(), 0, 4));
+    ASSERT_CUDA(otck_cuda_flag_nonfinite_f32(n, dX.as<float>(), dFlag.as<int>(),
+                                             nullptr));
+    ASSERT_CUDA(otck_cuda_sum_squares_f64(n, dX.as<float>(), dSum.as<double>(),
+                                          nullptr));
+    ASSERT_CUDA(cudaMemcpy(&flag, dFlag.as<int>(), 4, cudaMemcpyDeviceToHost));
+    ASSERT_CUDA(cudaMemcpy(&sum, dSum.as<double>(), 8, cudaMemcpyDeviceToHost));
+    EXPECT_EQ(flag, std::isfinite(big) ? 0 : 1) << big;
+    EXPECT_EQ(std::isfinite(sum), bool(std::isfinite(big))) << big;
+  }
+  EXPECT_EQ(otck_cuda_flag_nonfinite_f32(-1, dX.as<float>(), dFlag.as<int>(),
+                                         nullptr),
+            cudaErrorInvalidValue);
+}
+
 INSTANTIATE_TEST_SUITE_P(
     AllMethods, CudaCompress,
     ::testing::Values(OTCK_COMPRESS_NONE, OTCK_COMPRESS_FP16,

@@ -351,6 +351,7 @@ otc_status_t otc_session_load_checkpoint(otc_session_t *session,
     CheckpointData data = readCheckpoint(path, m);
     session->pullFromDevice();
     session->hostChanged();
+    session->assembledStep = -1; // SDP: the whole model is stale
     for (const TensorSpec &t : m.params)
       std::memcpy(session->at(t), data.params[t.name].data(), t.bytes());
     for (const TensorSpec &t : m.state)

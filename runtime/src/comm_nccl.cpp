@@ -9,25 +9,26 @@
 // orders the program's later work after them.
 //
 // Semantics and byte counts are those of the CPU path (compressed.cpp):
-//  - all_reduce_mean_f32: ncclAllReduce with ncclAvg;
-//  - compressed, dense steps (NONE, warm-up): ncclAllReduce with ncclAvg,
-//    then the mean's finiteness (cublasSnrm2 into a device slot);
+//  - all_reduce_mean_f32: ncclAllReduce with ncclAvg (NCCL scales before it
+//    sums, so a mean may differ from MPI's in its last bit);
+//  - compressed, dense steps (NONE, warm-up): the same, then a flag of the
+//    mean's finiteness (otck_cuda_flag_nonfinite_f32) in a device slot;
 //  - compressed steps: the residual is saved on the device, then
 //    otck_cuda_compress_f32 writes this rank's payload into its slot of the
-//    gather buffer and a non-finite flag, an int MAX all-reduce of the
-//    flag, an in-place ncclAllGather of the fixed-size payloads, and
+//    gather buffer and its non-finite flag, an int MAX all-reduce of the
+//    flag (not in an owner group: agree_finite decides there, as on the
+//    CPU), an in-place ncclAllGather of the fixed-size payloads, and
 //    otck_cuda_decompress_sum_f32 scaled by 1/W. The adaptive ratio's norm
-//    is cublasSnrm2 (float; the CPU sums in double, so a ratio may differ
-//    in its last bits) all-reduced over MPI.
-//  - wait_collectives reads the step's flags and norms: any non-finite one
-//    skips the step on every rank (the flags were all-reduced; the means
-//    are identical). In an SDP owner group it is remembered instead, and
-//    agree_finite tells every rank (an MPI int MAX, as on the CPU). A
+//    is summed in double on the device and all-reduced over MPI.
+//  - wait_collectives reads the step's flags: a non-finite one over the
+//    world skips the step on every rank (the flags were all-reduced; the
+//    means are identical). In an SDP owner group it is remembered instead,
+//    and agree_finite tells every rank (an MPI int MAX, as on the CPU). A
 //    skipped step restores every residual it changed.
-//  - SDP owner groups get sub-communicators (ncclCommSplit) when the session
-//    starts; broadcast_f32 is ncclBroadcast, ordered like the rest.
-// Payloads are bit for bit the CPU's (otc/compress_cuda.h), so W ranks on
-// NCCL train as W ranks on MPI do, except for the adaptive ratio's norm.
+//  - SDP owner groups get sub-communicators (ncclCommSplit, one per distinct
+//    member set, ranked in the manifest's order) when the session starts;
+//    broadcast_f32 is ncclBroadcast, ordered like the rest.
+// Payloads are bit for bit the CPU's (otc/compress_cuda.h).
 //
 //===----------------------------------------------------------------------===//
 
@@ -44,12 +45,12 @@
 #include <cstring>
 #include <deque>
 #include <limits>
+#include <map>
 #include <string>
 
 #ifdef OTC_HAVE_NCCL
 #include "otc/compress_cuda.h"
 
-#include <cublas_v2.h>
 #include <nccl.h>
 #endif
 
@@ -74,20 +75,14 @@ void checkCuda(cudaError_t rc, const char *what) {
                 std::string(what) + " failed: " + cudaGetErrorString(rc));
 }
 
-void checkNccl(ncclResult_t rc, const char *what) {
+void checkNccl(ncclResult_t rc, const char *what, bool setUp = false) {
   if (rc == ncclSuccess)
     return;
   std::string why = std::string(what) + " failed: " + ncclGetErrorString(rc);
-  if (rc == ncclInvalidUsage)
+  if (setUp && rc == ncclInvalidUsage)
     why += " (NCCL needs a CUDA device per rank; where ranks share devices, "
            "set OTC_CUDA_COLLECTIVES=staged)";
   throw Error(OTC_UNAVAILABLE, why);
-}
-
-void checkCublas(cublasStatus_t rc, const char *what) {
-  if (rc != CUBLAS_STATUS_SUCCESS)
-    throw Error(OTC_UNAVAILABLE, std::string(what) + " failed: cuBLAS status " +
-                                     std::to_string(int(rc)));
 }
 
 /// Device scratch of one bucket: allocated at its first compressed step for
@@ -99,7 +94,7 @@ struct Scratch {
   int64_t savedCount = 0;
 };
 
-/// Finiteness checks one step can hold (flags and norms each).
+/// Finiteness flags one step can hold.
 constexpr int kMaxChecks = 1 << 14;
 
 class Nccl final : public DeviceCollectives {
@@ -110,64 +105,15 @@ public:
     world = otc_comm_size(comm);
     rank = otc_comm_rank(comm);
     compute = static_cast<cudaStream_t>(arena.stream());
-    ncclUniqueId id;
-    if (rank == 0)
-      checkNccl(ncclGetUniqueId(&id), "ncclGetUniqueId");
-    broadcastBytes(comm, &id, sizeof id, 0);
-    checkNccl(ncclCommInitRank(&nccl, world, id, rank), "ncclCommInitRank");
-    // One sub-communicator per owner group, split on every rank in the
-    // manifest's order (a collective over the world); NULL where this rank
-    // is not a member.
-    for (const std::vector<int64_t> &g : groups) {
-      Group &mine = this->groups.emplace_back();
-      mine.size = int(g.size());
-      auto it = std::find(g.begin(), g.end(), int64_t(rank));
-      mine.rank = it == g.end() ? -1 : int(it - g.begin());
-      checkNccl(ncclCommSplit(nccl, mine.rank < 0 ? NCCL_SPLIT_NOCOLOR : 0,
-                              rank, &mine.comm, nullptr),
-                "ncclCommSplit");
+    try {
+      setUp(groups);
+    } catch (...) {
+      release();
+      throw;
     }
-    checkCuda(cudaStreamCreateWithFlags(&side, cudaStreamNonBlocking),
-              "cudaStreamCreateWithFlags");
-    checkCuda(cudaEventCreateWithFlags(&ready, cudaEventDisableTiming),
-              "cudaEventCreate");
-    checkCuda(cudaEventCreateWithFlags(&done, cudaEventDisableTiming),
-              "cudaEventCreate");
-    checkCublas(cublasCreate(&blas), "cublasCreate");
-    checkCublas(cublasSetStream(blas, side), "cublasSetStream");
-    checkCuda(cudaMalloc(&dNorms, kMaxChecks * sizeof(float)), "cudaMalloc");
-    checkCuda(cudaMalloc(&dFlags, kMaxChecks * sizeof(int)), "cudaMalloc");
-    checkCuda(cudaMallocHost(&hNorms, kMaxChecks * sizeof(float)),
-              "cudaMallocHost");
-    checkCuda(cudaMallocHost(&hFlags, kMaxChecks * sizeof(int)),
-              "cudaMallocHost");
   }
 
-  ~Nccl() override {
-    if (side)
-      cudaStreamSynchronize(side);
-    for (Scratch &s : scratch) {
-      cudaFree(s.gathered);
-      cudaFree(s.saved);
-    }
-    cudaFree(dNorms);
-    cudaFree(dFlags);
-    cudaFreeHost(hNorms);
-    cudaFreeHost(hFlags);
-    if (blas)
-      cublasDestroy(blas);
-    if (ready)
-      cudaEventDestroy(ready);
-    if (done)
-      cudaEventDestroy(done);
-    if (side)
-      cudaStreamDestroy(side);
-    for (Group &g : groups)
-      if (g.comm)
-        ncclCommDestroy(g.comm);
-    if (nccl)
-      ncclCommDestroy(nccl);
-  }
+  ~Nccl() override { release(); }
 
   void useIn(otc_step_context_t &ctx) override {
     ctx.all_reduce_mean_f32 = [](void *c, float *data, int64_t count) {
@@ -227,17 +173,104 @@ public:
       return rc;
     } catch (const std::exception &e) {
       changed.clear();
+      failed = true;
+      // A failed kernel also fails the stream: the program's code says more.
+      if (rc != OTC_STEP_OK && rc != OTC_STEP_SKIPPED_NONFINITE)
+        return rc;
       setCommError(sc.comm, e.what());
       return OTC_STEP_ERR_COMM;
     }
   }
 
 private:
+  void setUp(const std::vector<std::vector<int64_t>> &groupList) {
+    // Rank 0's id, and whether it got one: every rank learns either.
+    struct {
+      int ok;
+      ncclUniqueId id;
+    } root{};
+    ncclResult_t idRc = ncclSuccess;
+    if (rank == 0)
+      root.ok = (idRc = ncclGetUniqueId(&root.id)) == ncclSuccess;
+    broadcastBytes(comm, &root, sizeof root, 0);
+    if (!root.ok) {
+      checkNccl(rank == 0 ? idRc : ncclSystemError, "ncclGetUniqueId", true);
+      throw Error(OTC_UNAVAILABLE, "rank 0 could not create an NCCL id");
+    }
+    checkNccl(ncclCommInitRank(&nccl, world, root.id, rank), "ncclCommInitRank",
+              true);
+    // One sub-communicator per distinct owner set, split on every rank in
+    // the manifest's order (a collective over the world); a member's NCCL
+    // rank is its index in the set, the slot the all-gather fills.
+    std::map<std::vector<int64_t>, size_t> first;
+    for (const std::vector<int64_t> &g : groupList) {
+      Group &mine = groups.emplace_back();
+      mine.size = int(g.size());
+      auto it = std::find(g.begin(), g.end(), int64_t(rank));
+      mine.rank = it == g.end() ? -1 : int(it - g.begin());
+      auto [seen, fresh] = first.emplace(g, groups.size() - 1);
+      if (!fresh) {
+        mine.comm = groups[seen->second].comm;
+        continue;
+      }
+      checkNccl(ncclCommSplit(nccl, mine.rank < 0 ? NCCL_SPLIT_NOCOLOR : 0,
+                              mine.rank < 0 ? rank : mine.rank, &mine.comm,
+                              nullptr),
+                "ncclCommSplit", true);
+      if (mine.comm)
+        owned.push_back(mine.comm);
+    }
+    checkCuda(cudaStreamCreateWithFlags(&side, cudaStreamNonBlocking),
+              "cudaStreamCreateWithFlags");
+    checkCuda(cudaEventCreateWithFlags(&ready, cudaEventDisableTiming),
+              "cudaEventCreate");
+    checkCuda(cudaEventCreateWithFlags(&done, cudaEventDisableTiming),
+              "cudaEventCreate");
+    checkCuda(cudaMalloc(&dFlags, kMaxChecks * sizeof(int)), "cudaMalloc");
+    checkCuda(cudaMallocHost(&hFlags, kMaxChecks * sizeof(int)),
+              "cudaMallocHost");
+    checkCuda(cudaMalloc(&dSum, sizeof(double)), "cudaMalloc");
+    checkCuda(cudaMallocHost(&hSum, sizeof(double)), "cudaMallocHost");
+  }
+
+  /// Frees what setUp made (also after it failed half-way).
+  void release() {
+    if (side)
+      cudaStreamSynchronize(side);
+    for (Scratch &s : scratch) {
+      cudaFree(s.gathered);
+      cudaFree(s.saved);
+    }
+    scratch.clear();
+    cudaFree(dFlags);
+    cudaFreeHost(hFlags);
+    cudaFree(dSum);
+    cudaFreeHost(hSum);
+    dFlags = nullptr, hFlags = nullptr, dSum = nullptr, hSum = nullptr;
+    if (ready)
+      cudaEventDestroy(ready);
+    if (done)
+      cudaEventDestroy(done);
+    if (side)
+      cudaStreamDestroy(side);
+    ready = done = nullptr;
+    side = nullptr;
+    // A failed step may have left a collective hanging: abort, not destroy.
+    for (ncclComm_t c : owned)
+      failed ? ncclCommAbort(c) : ncclCommDestroy(c);
+    owned.clear();
+    if (nccl)
+      failed ? ncclCommAbort(nccl) : ncclCommDestroy(nccl);
+    nccl = nullptr;
+  }
+
   template <typename Fn> static int guarded(void *c, Fn fn) {
     auto *sc = static_cast<StepComm *>(c);
+    auto &self = *static_cast<Nccl *>(sc->collectives);
     try {
-      return fn(*static_cast<Nccl *>(sc->collectives), *sc);
+      return fn(self, *sc);
     } catch (const std::exception &e) {
+      self.failed = true;
       setCommError(sc->comm, e.what());
       return OTC_STEP_ERR_COMM;
     }
@@ -316,22 +349,22 @@ private:
     return OTC_STEP_OK;
   }
 
-  /// Queues a finiteness check of `n` floats: their norm lands in a device
-  /// slot that settle() reads (NaN or infinity iff some element is).
+  /// A device flag for this step, 0 until a check sets it; settle() reads
+  /// it. `group`: an owner group's (agree_finite decides), not the world's.
+  int *newFlag(bool group) {
+    if (flagsUsed == kMaxChecks)
+      throw Error(OTC_INTERNAL, "a step checks more than " +
+                                    std::to_string(kMaxChecks) + " buckets");
+    flagInGroup[size_t(flagsUsed)] = group;
+    int *flag = dFlags + flagsUsed++;
+    checkCuda(cudaMemsetAsync(flag, 0, sizeof(int), side), "cudaMemsetAsync");
+    return flag;
+  }
+
+  /// Queues a finiteness check of `n` floats.
   void checkFinite(const float *data, int64_t n, bool group) {
-    checkCublas(cublasSetPointerMode(blas, CUBLAS_POINTER_MODE_DEVICE),
-                "cublasSetPointerMode");
-    for (int64_t begin = 0; begin < n;
-         begin += std::numeric_limits<int>::max()) {
-      if (normsUsed == kMaxChecks)
-        throw Error(OTC_INTERNAL, "a step checks more than " +
-                                      std::to_string(kMaxChecks) + " buckets");
-      int len =
-          int(std::min<int64_t>(n - begin, std::numeric_limits<int>::max()));
-      normInGroup[size_t(normsUsed)] = group;
-      checkCublas(cublasSnrm2(blas, len, data + begin, 1, dNorms + normsUsed++),
-                  "cublasSnrm2");
-    }
+    checkCuda(otck_cuda_flag_nonfinite_f32(n, data, newFlag(group), side),
+              "otck_cuda_flag_nonfinite_f32");
   }
 
   int compressed(StepComm &sc, const otc_compress_desc_t *descp, float *data,
@@ -367,16 +400,14 @@ private:
     float ratio = compressUsesRatio(desc.method) ? desc.ratio : 1.f;
     if (adaptive) {
       // The ratio is needed on the host before compressing: the host waits
-      // for this bucket's gradient here.
-      checkCublas(cublasSetPointerMode(blas, CUBLAS_POINTER_MODE_HOST),
-                  "cublasSetPointerMode");
-      if (n > std::numeric_limits<int>::max())
-        throw Error(OTC_INVALID_ARGUMENT,
-                    "an adaptive bucket over 2^31 elements; use smaller "
-                    "buckets");
-      float norm = 0;
-      checkCublas(cublasSnrm2(blas, int(n), data, 1, &norm), "cublasSnrm2");
-      double sq = double(norm) * double(norm);
+      // here for this bucket's gradient (and the exchanges before it).
+      checkCuda(otck_cuda_sum_squares_f64(n, data, dSum, side),
+                "otck_cuda_sum_squares_f64");
+      checkCuda(cudaMemcpyAsync(hSum, dSum, sizeof(double),
+                                cudaMemcpyDeviceToHost, side),
+                "cudaMemcpyAsync");
+      checkCuda(cudaStreamSynchronize(side), "the collectives' stream");
+      double sq = *hSum;
       if (o.group)
         groupAllReduceSumF64(comm, (*sc.groups)[size_t(group)], &sq, 1);
       else
@@ -400,21 +431,18 @@ private:
                 "cudaMemcpyAsync");
       changed.push_back({residual, s.saved, n});
     }
-    if (flagsUsed == kMaxChecks)
-      throw Error(OTC_INTERNAL, "a step compresses more than " +
-                                    std::to_string(kMaxChecks) + " buckets");
-    flagInGroup[size_t(flagsUsed)] = o.group;
-    int *flag = dFlags + flagsUsed++;
+    int *flag = newFlag(o.group);
     uint8_t *mine = s.gathered + size_t(o.rank) * size_t(p);
     checkCuda(otck_cuda_compress_f32(&cfg, n, data,
                                      feedback ? residual : nullptr, mine, flag,
                                      side),
               "otck_cuda_compress_f32");
-    checkNccl(ncclAllReduce(flag, flag, 1, ncclInt32, ncclMax, o.comm, side),
-              "ncclAllReduce");
-    uint64_t peers = uint64_t(o.size - 1);
+    uint64_t peers = uint64_t(o.size - 1), flagBytes = o.group ? 0 : 4;
+    if (!o.group)
+      checkNccl(ncclAllReduce(flag, flag, 1, ncclInt32, ncclMax, nccl, side),
+                "ncclAllReduce");
     if (peers)
-      count(4 + uint64_t(p) * peers, 4 + uint64_t(p) * peers);
+      count(flagBytes + uint64_t(p) * peers, flagBytes + uint64_t(p) * peers);
     checkNccl(
         ncclAllGather(mine, s.gathered, size_t(p), ncclUint8, o.comm, side),
         "ncclAllGather");
@@ -470,16 +498,17 @@ private:
   int settle(StepComm &sc) {
     if (!pending)
       return OTC_STEP_OK;
-    if (normsUsed)
-      checkCuda(cudaMemcpyAsync(hNorms, dNorms, size_t(normsUsed) * 4,
-                                cudaMemcpyDeviceToHost, side),
-                "cudaMemcpyAsync");
+
     if (flagsUsed)
       checkCuda(cudaMemcpyAsync(hFlags, dFlags, size_t(flagsUsed) * 4,
                                 cudaMemcpyDeviceToHost, side),
                 "cudaMemcpyAsync");
     checkCuda(cudaStreamSynchronize(side), "the collectives' stream");
     ncclResult_t async = ncclSuccess;
+    for (ncclComm_t c : owned) {
+      checkNccl(ncclCommGetAsyncError(c, &async), "ncclCommGetAsyncError");
+      checkNccl(async, "a collective in an owner group");
+    }
     checkNccl(ncclCommGetAsyncError(nccl, &async), "ncclCommGetAsyncError");
     checkNccl(async, "a collective");
     bool bad = false;
@@ -489,14 +518,13 @@ private:
       else if (nonfinite)
         bad = true;
     };
-    for (int i = 0; i < normsUsed; ++i)
-      note(!std::isfinite(hNorms[i]), normInGroup[size_t(i)]);
+
     for (int i = 0; i < flagsUsed; ++i)
       note(hFlags[i] != 0, flagInGroup[size_t(i)]);
     checkCuda(cudaEventRecord(done, side), "cudaEventRecord");
     checkCuda(cudaStreamWaitEvent(compute, done, 0), "cudaStreamWaitEvent");
     pending = false;
-    normsUsed = flagsUsed = 0;
+    flagsUsed = 0;
     return bad ? OTC_STEP_SKIPPED_NONFINITE : OTC_STEP_OK;
   }
 
@@ -505,19 +533,19 @@ private:
   ncclComm_t nccl = nullptr;
   cudaStream_t compute = nullptr, side = nullptr;
   cudaEvent_t ready = nullptr, done = nullptr;
-  cublasHandle_t blas = nullptr;
-  float *dNorms = nullptr, *hNorms = nullptr;
   int *dFlags = nullptr, *hFlags = nullptr;
-  int normsUsed = 0, flagsUsed = 0;
-  /// Whether each check belongs to an owner group (agree_finite decides).
-  std::vector<bool> normInGroup = std::vector<bool>(kMaxChecks),
-                    flagInGroup = std::vector<bool>(kMaxChecks);
+  int flagsUsed = 0;
+  /// Whether each flag belongs to an owner group (agree_finite decides).
+  std::vector<bool> flagInGroup = std::vector<bool>(kMaxChecks);
+  double *dSum = nullptr, *hSum = nullptr; ///< an adaptive bucket's norm²
+  bool failed = false; ///< a collective failed: abort the communicators
   struct Group {
     ncclComm_t comm = nullptr; ///< NULL where this rank is not a member
     int size = 0, rank = -1;
   };
   std::deque<Group> groups;
-  bool pending = false; ///< collectives enqueued since the last wait
+  std::vector<ncclComm_t> owned; ///< the distinct group communicators
+  bool pending = false;          ///< collectives enqueued since the last wait
   std::deque<Scratch> scratch;
   /// Residuals this step compressed, with their saved copies.
   struct Changed {
@@ -540,29 +568,36 @@ createDeviceCollectives(otc_comm_t *comm, DeviceArena &arena,
     throw Error(OTC_INVALID_ARGUMENT,
                 "OTC_CUDA_COLLECTIVES is '" + mode +
                     "'; use nccl or staged, or leave it unset");
-  if (mode == "staged")
-    return nullptr;
+    // Every rank must take the same path: each says whether it can, and NCCL
+    // is used only if all can (an int MIN all-reduce).
 #ifndef OTC_HAVE_NCCL
   (void)arena, (void)groups;
-  if (mode == "nccl")
-    throw Error(OTC_FAILED_PRECONDITION,
-                "OTC_CUDA_COLLECTIVES=nccl, but the OTC runtime was built "
-                "without NCCL");
-  return nullptr;
+  bool possible = false;
 #else
+  bool possible = mode != "staged";
   if (mode == "auto") {
-    if (otc_comm_size(comm) == 1)
-      return nullptr;
     int devices = 0;
-    if (cudaGetDeviceCount(&devices) != cudaSuccess)
-      return nullptr;
     int local = envCount({"OMPI_COMM_WORLD_LOCAL_SIZE", "MPI_LOCALNRANKS",
                           "SLURM_NTASKS_PER_NODE"},
                          1);
-    if (local > devices)
-      return nullptr; // ranks share devices: NCCL cannot
+    // One rank needs no NCCL; ranks sharing devices cannot have it.
+    possible = otc_comm_size(comm) > 1 &&
+               cudaGetDeviceCount(&devices) == cudaSuccess && local <= devices;
   }
+#endif
+  bool everyone = allAgree(comm, possible);
+  if (mode == "nccl" && !everyone)
+    throw Error(OTC_FAILED_PRECONDITION,
+                possible ? "OTC_CUDA_COLLECTIVES=nccl, but another rank "
+                           "cannot use NCCL"
+                         : "OTC_CUDA_COLLECTIVES=nccl, but the OTC runtime "
+                           "was built without NCCL");
+  if (!everyone)
+    return nullptr;
+#ifdef OTC_HAVE_NCCL
   return std::make_unique<Nccl>(comm, arena, groups);
+#else
+  return nullptr;
 #endif
 }
 

@@ -88,8 +88,8 @@ private:
   std::vector<std::pair<uint64_t, uint64_t>> staged;
 };
 
-/// The message of the kernel library's last device error (otckd_ status),
-/// or "" when no CUDA kernel library is loaded.
+/// The message of the CUDA kernel library's last error on this thread
+/// (otckd_status_message), "" without CUDA.
 std::string deviceStatusMessage();
 
 /// Collectives that work on a CUDA program's device buffers themselves

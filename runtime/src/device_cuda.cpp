@@ -3,8 +3,9 @@
 #include "device.h"
 #include "status.h"
 
+#include "otc/kernels_cuda.h"
+
 #include <cuda_runtime.h>
-#include <dlfcn.h>
 
 #include <algorithm>
 #include <cstdlib>
@@ -114,6 +115,8 @@ void DeviceArena::pull() {
 }
 
 float *DeviceArena::stage(float *devicePointer, int64_t count) {
+  if (count == 0)
+    return nullptr; // nothing to move; the collectives accept (NULL, 0)
   auto *p = reinterpret_cast<uint8_t *>(devicePointer);
   uint64_t bytes = uint64_t(count) * sizeof(float);
   if (p < dev || uint64_t(p - dev) > size || bytes > size - uint64_t(p - dev))
@@ -145,12 +148,6 @@ std::string DeviceArena::describe() const {
   return "CUDA device " + std::to_string(ordinal) + name;
 }
 
-std::string deviceStatusMessage() {
-  using Fn = const char *(*)();
-  if (auto fn =
-          reinterpret_cast<Fn>(dlsym(RTLD_DEFAULT, "otckd_status_message")))
-    return fn();
-  return "";
-}
+std::string deviceStatusMessage() { return otckd_status_message(); }
 
 } // namespace otc

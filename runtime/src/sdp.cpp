@@ -85,8 +85,23 @@ void assembleFullModel(otc_session_t *s) {
   const Manifest &full = s->program->manifest;
   if (!s->fullArena) {
     s->fullArena = makeArena(full);
-    if (s->device)
-      s->fullDevice = DeviceArena::create(s->fullArena.get(), full.arenaBytes);
+    if (s->device) {
+      // Collective, as the session's own device arena.
+      std::string why;
+      try {
+        s->fullDevice =
+            DeviceArena::create(s->fullArena.get(), full.arenaBytes);
+      } catch (const std::exception &e) {
+        why = e.what();
+      }
+      if (!allAgree(s->comm, why.empty())) {
+        s->fullArena.reset();
+        throw Error(OTC_UNAVAILABLE,
+                    why.empty() ? "another rank could not allocate the whole "
+                                  "model on its CUDA device"
+                                : why);
+      }
+    }
     s->assembledStep = -1;
   }
   if (s->assembledStep == s->step)

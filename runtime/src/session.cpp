@@ -235,7 +235,24 @@ otc_status_t otc_session_create(otc_program_t *program, otc_comm_t *comm,
     const Manifest &tm = s->manifest();
     s->arena = makeArena(tm);
     if (s->entry->device == OTC_DEVICE_CUDA) {
-      s->device = DeviceArena::create(s->arena.get(), tm.arenaBytes);
+      for (int32_t v = 0; v < program->entry->num_variants; ++v)
+        if (program->entry->variants[v]->device != program->entry->device)
+          throw Error(OTC_FAILED_PRECONDITION,
+                      "the program's SDP variants and whole model were "
+                      "compiled for different devices");
+      // Collective: a rank whose device fails must not leave the others
+      // waiting in the collectives' set-up.
+      std::string why;
+      try {
+        s->device = DeviceArena::create(s->arena.get(), tm.arenaBytes);
+      } catch (const std::exception &e) {
+        why = e.what();
+      }
+      if (!allAgree(comm, why.empty()))
+        throw Error(OTC_UNAVAILABLE,
+                    why.empty() ? "another rank could not set up its CUDA "
+                                  "device"
+                                : why);
       s->collectives = createDeviceCollectives(
           comm, *s->device,
           m.sdp ? m.sdp->groups : std::vector<std::vector<int64_t>>());
@@ -455,6 +472,7 @@ otc_status_t otc_session_set_param(otc_session_t *session, const char *name,
     session->pullFromDevice();
     std::memcpy(session->at(t), data, bytes);
     session->hostChanged();
+    session->assembledStep = -1; // SDP: the whole model is stale
   });
 }
 

@@ -39,6 +39,18 @@ cudaError_t otck_cuda_decompress_sum_f32(const otck_compress_config *config,
                                          int64_t count, float scale,
                                          float *d_out, cudaStream_t stream);
 
+/* Sets *d_flag (device memory) to 1 if one of the n floats at d_x is a NaN
+ * or an infinity; leaves it as it is otherwise. What the exchanges check a
+ * dense mean with. */
+cudaError_t otck_cuda_flag_nonfinite_f32(int64_t n, const float *d_x,
+                                         int *d_flag, cudaStream_t stream);
+
+/* *d_out (device memory) = the sum of d_x[i]^2, accumulated in double (the
+ * adaptive ratio's norm: NaN or infinite iff some element is). The order of
+ * the additions is not fixed. */
+cudaError_t otck_cuda_sum_squares_f64(int64_t n, const float *d_x,
+                                      double *d_out, cudaStream_t stream);
+
 #ifdef __cplusplus
 }
 #endif
