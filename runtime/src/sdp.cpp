@@ -7,6 +7,7 @@
 #include "status.h"
 
 #include <cstring>
+#include <optional>
 
 namespace otc {
 
@@ -87,19 +88,20 @@ void assembleFullModel(otc_session_t *s) {
     s->fullArena = makeArena(full);
     if (s->device) {
       // Collective, as the session's own device arena.
-      std::string why;
+      std::optional<Error> failed;
       try {
         s->fullDevice =
             DeviceArena::create(s->fullArena.get(), full.arenaBytes);
-      } catch (const std::exception &e) {
-        why = e.what();
+      } catch (const Error &e) {
+        failed = e;
       }
-      if (!allAgree(s->comm, why.empty())) {
+      if (!allAgree(s->comm, !failed)) {
         s->fullArena.reset();
-        throw Error(OTC_UNAVAILABLE,
-                    why.empty() ? "another rank could not allocate the whole "
-                                  "model on its CUDA device"
-                                : why);
+        s->fullDevice.reset();
+        throw failed ? *failed
+                     : Error(OTC_UNAVAILABLE, "another rank could not "
+                                              "allocate the whole model on "
+                                              "its CUDA device");
       }
     }
     s->assembledStep = -1;

@@ -12,6 +12,7 @@
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
+#include <optional>
 
 using namespace otc;
 
@@ -242,17 +243,16 @@ otc_status_t otc_session_create(otc_program_t *program, otc_comm_t *comm,
                       "compiled for different devices");
       // Collective: a rank whose device fails must not leave the others
       // waiting in the collectives' set-up.
-      std::string why;
+      std::optional<Error> failed;
       try {
         s->device = DeviceArena::create(s->arena.get(), tm.arenaBytes);
-      } catch (const std::exception &e) {
-        why = e.what();
+      } catch (const Error &e) {
+        failed = e;
       }
-      if (!allAgree(comm, why.empty()))
-        throw Error(OTC_UNAVAILABLE,
-                    why.empty() ? "another rank could not set up its CUDA "
-                                  "device"
-                                : why);
+      if (!allAgree(comm, !failed))
+        throw failed ? *failed
+                     : Error(OTC_UNAVAILABLE,
+                             "another rank could not set up its CUDA device");
       s->collectives = createDeviceCollectives(
           comm, *s->device,
           m.sdp ? m.sdp->groups : std::vector<std::vector<int64_t>>());
