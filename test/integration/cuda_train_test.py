@@ -1,0 +1,145 @@
+#!/usr/bin/python3
+#===- cuda_train_test.py - CUDA programs train as their CPU twins ----------===#
+#
+# Programs compiled with --target cuda against the same programs compiled
+# for the CPU, trained on the same data with --no-shuffle:
+#   - the MLP, Adam, 1 rank, 8 steps: every logged loss within 1e-4
+#     (relative) and every exported weight within 1e-4 of max|w|;
+#   - the same on 2 ranks sharing the device (collectives staged through the
+#     host over MPI), and with topk-int8 compression and error feedback
+#     (5e-3: a top-k selection may flip on float rounding);
+#   - the residual MLP with block-level SDP (C = 0.5, 2 ranks, backward and
+#     forward masking): owners checked after every step (OTC_SDP_CHECK), the
+#     whole model exported, within 1e-4 of the CPU's;
+#   - with OTC_CUDA_COLLECTIVES=nccl on 1 rank (NCCL needs a device per rank,
+#     so more ranks need more devices): the compressed MLP again.
+# Needs a CUDA device: exits 77 (CTest: skipped) with the reason without one
+# or when OTC was built without CUDA.
+#
+#   /usr/bin/python3 test/integration/cuda_train_test.py --build-dir build
+#
+#===------------------------------------------------------------------------===#
+
+import os
+import subprocess
+import sys
+
+import numpy as np
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import otc_testlib as T  # noqa: E402
+from sdp_test import residual_mlp  # noqa: E402
+
+SKIP = 77
+STEPS = 8
+
+
+def device_visible():
+    try:
+        r = subprocess.run(["nvidia-smi", "-L"], capture_output=True,
+                           text=True, timeout=60)
+    except (OSError, subprocess.TimeoutExpired) as e:
+        return False, "nvidia-smi: %s" % e
+    if r.returncode != 0 or "GPU" not in r.stdout:
+        return False, "nvidia-smi -L lists no GPU"
+    return True, r.stdout.strip().splitlines()[0]
+
+
+def compare(checks, what, cpu, cuda, tol):
+    """Exported weights: per tensor max|a - b| <= tol * max(|b|, 1)."""
+    worst, where = 0.0, ""
+    for k in cpu:
+        if k not in cuda or cuda[k].shape != cpu[k].shape:
+            checks.check("%s: %s exported with its shape" % (what, k), False)
+            return
+        scale = max(float(np.max(np.abs(cpu[k]))), 1.0)
+        err = float(np.max(np.abs(cuda[k] - cpu[k]))) / scale
+        if err > worst:
+            worst, where = err, k
+    checks.check("%s: weights within %g of the CPU's" % (what, tol),
+                 worst <= tol, "worst %.3g (%s)" % (worst, where))
+
+
+def compare_losses(checks, what, cpu, cuda, tol):
+    steps = sorted(set(cpu) & set(cuda))
+    worst = max((abs(cuda[s] - cpu[s]) / max(abs(cpu[s]), 1e-6)
+                 for s in steps), default=float("inf"))
+    checks.check("%s: %d losses within %g of the CPU's" %
+                 (what, len(steps), tol),
+                 len(steps) == STEPS and worst <= tol,
+                 "worst relative %.3g over steps %s" % (worst, steps))
+
+
+def main():
+    args, ctx = T.parse_args("cuda_train",
+                             "CUDA programs train as their CPU twins.")
+    ok, why = device_visible()
+    if not ok:
+        print("SKIP: no CUDA device visible (%s)" % why)
+        sys.exit(SKIP)
+    checks = T.Checks("cuda_train")
+    checks.note("device: %s" % why)
+
+    mlp = ctx.path("mlp.onnx")
+    T.gen_mlp(mlp, seed=7, hidden=(64, 32), features=64)
+    rmlp = ctx.path("rmlp.onnx")
+    residual_mlp(rmlp)
+    data, _, _ = T.make_classification(ctx.path("data"), 2 * 16 * STEPS,
+                                       seed=3, shape=(64,))
+
+    adam = dict(loss="cross-entropy", label="labels", optimizer="adam",
+                lr=1e-2, seed=3)
+    cases = {
+        "mlp1": (mlp, dict(adam, world_size=1, batch=16), 1e-4, {}),
+        "mlp2": (mlp, dict(adam, world_size=2, batch=16), 1e-4, {}),
+        "mlp2c": (mlp, dict(adam, world_size=2, batch=16,
+                            compress="topk-int8", compress_ratio=0.25),
+                  5e-3, {}),
+        "sdp_block_bw": (rmlp, dict(adam, world_size=2, batch=16, sdp="block",
+                                    sdp_active=0.5, sdp_masking="backward"),
+                         1e-4, {"OTC_SDP_CHECK": "1"}),
+        "sdp_block_fw": (rmlp, dict(adam, world_size=2, batch=16, sdp="block",
+                                    sdp_active=0.5),
+                         1e-4, {"OTC_SDP_CHECK": "1"}),
+        "mlp1c_nccl": (mlp, dict(adam, world_size=1, batch=16,
+                                 compress="topk-int8", compress_ratio=0.25),
+                       5e-3, {"OTC_CUDA_COLLECTIVES": "nccl"}),
+    }
+    jobs = []
+    for name, (model, flags, _, _) in cases.items():
+        for target in ("cpu", "cuda"):
+            jobs.append((model, ctx.path(name, target, "train"),
+                         dict(flags, target=target)))
+    results = T.compile_many(ctx, jobs)
+    built = True
+    for (model, out, flags), res in zip(jobs, results):
+        built &= T.require_ok(checks, "otc-compile %s" % out, res)
+    if not built:
+        checks.finish()
+
+    for name, (model, flags, tol, extra_env) in cases.items():
+        runs = {}
+        for target in ("cpu", "cuda"):
+            d = ctx.dir(name, target)
+            env = dict(os.environ, **extra_env)
+            r = T.run(T.train_cmd(os.path.join(d, "train"), data,
+                                  ranks=flags["world_size"], steps=STEPS,
+                                  no_shuffle=True, log_every=1,
+                                  export=os.path.join(d, "trained.onnx"),
+                                  metrics=os.path.join(d, "metrics.jsonl"),
+                                  threads=args.threads),
+                      timeout=300, env=env)
+            if T.require_ok(checks, "training %s on %s (%d rank%s)" %
+                            (name, target, flags["world_size"],
+                             "s" if flags["world_size"] > 1 else ""), r):
+                runs[target] = (
+                    T.read_onnx_weights(os.path.join(d, "trained.onnx")),
+                    T.losses_by_step(os.path.join(d, "metrics.jsonl")))
+        if len(runs) == 2:
+            compare_losses(checks, name, runs["cpu"][1], runs["cuda"][1], tol)
+            compare(checks, name, runs["cpu"][0], runs["cuda"][0], tol)
+    checks.finish()
+
+
+if __name__ == "__main__":
+    main()
