@@ -263,10 +263,18 @@ LogicalResult hostCompile(StringRef source, const CompileOptions &options) {
                                 "-fPIC",
                                 "-I" OTC_KERNELS_INCLUDE_DIR,
                                 "-I" OTC_RUNTIME_INCLUDE_DIR};
+  bool cuda = options.target == EmitTarget::CUDA;
+  if (cuda)
+    args.push_back("-I" OTC_CUDA_INCLUDE_DIR);
   if (options.emit == Stage::Lib)
     args.push_back("-shared");
   args.append({source.str(), "-o", options.output, "-L" OTC_LIBRARY_DIR,
-               "-lotc_runtime", "-lotc_kernels", rpath});
+               "-lotc_runtime"});
+  // A CUDA program's kernels are host calls into otc_kernels_cuda.
+  if (cuda)
+    args.append({"-lotc_kernels_cuda", "-L" OTC_CUDA_LIBRARY_DIR, "-lcudart",
+                 "-Wl,-rpath," OTC_CUDA_LIBRARY_DIR});
+  args.append({"-lotc_kernels", rpath});
   SmallVector<StringRef> argRefs(args.begin(), args.end());
   SmallString<128> log;
   llvm::sys::fs::createTemporaryFile("otc-cxx", "log", log);
@@ -397,6 +405,7 @@ int otc::compile(const CompileOptions &options, MLIRContext &context,
 
   EmitCppOptions emitOptions;
   emitOptions.withMain = options.emit == Stage::Exe;
+  emitOptions.target = options.target;
   std::string source;
   llvm::raw_string_ostream os(source);
   if (full) {

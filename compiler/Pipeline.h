@@ -4,6 +4,7 @@
 #define OTC_COMPILER_PIPELINE_H
 
 #include "compiler/OnnxImporter.h"
+#include "passes/EmitCpp.h"
 #include "passes/Passes.h"
 
 #include "mlir/Pass/PassManager.h"
@@ -20,6 +21,8 @@ struct CompileOptions {
   std::string input;
   std::string output;
   Stage emit = Stage::Exe;
+  /// The kernel library the program calls (`--target`).
+  EmitTarget target = EmitTarget::CPU;
   ImportOptions import;
   BuildTrainingOptions training;
   int64_t worldSize = 1;

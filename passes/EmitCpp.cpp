@@ -4,6 +4,12 @@
 // a function per step that addresses the arena through typed pointers and
 // calls the kernel library's C ABI, the manifest, and the entry table.
 //
+// For CUDA (EmitTarget::CUDA) the arena is device memory and the steps call
+// the otckd_ twins of otc/kernels_cuda.h on ctx->stream; constants are
+// uploaded with otckd_constant, and every return goes through
+// otc_cuda_status, which waits for the stream and reports the errors the
+// kernels recorded. The collectives are called alike on both targets.
+//
 //===----------------------------------------------------------------------===//
 
 #include "passes/EmitCpp.h"
@@ -78,7 +84,7 @@ std::string cString(StringRef s) {
 
 class Emitter {
 public:
-  Emitter(raw_ostream &os) : os(os) {}
+  Emitter(raw_ostream &os, KernelTarget target) : os(os), target(target) {}
 
   LogicalResult emitFunction(func::FuncOp fn, StringRef cName);
   std::string constants;
@@ -103,6 +109,7 @@ private:
   }
 
   raw_ostream &os;
+  KernelTarget target;
   DenseMap<Value, std::string> names;
   unsigned counter = 0;
   unsigned constCounter = 0;
@@ -155,8 +162,9 @@ void Emitter::waitBefore(Operation &op) {
   if (!wait)
     return;
   os << "  if (int rc = ctx->wait_collectives(ctx->comm))\n"
-     << "    return rc == OTC_STEP_SKIPPED_NONFINITE ? rc : "
-        "OTC_STEP_ERR_COMM;\n";
+     << "    "
+     << target.ret("rc == OTC_STEP_SKIPPED_NONFINITE ? rc : OTC_STEP_ERR_COMM")
+     << "\n";
   pending.clear();
 }
 
@@ -170,6 +178,8 @@ LogicalResult Emitter::emitFunction(func::FuncOp fn, StringRef cName) {
   os << "static int " << cName
      << "(uint8_t *arena, const otc_step_context_t *ctx) {\n"
      << "  (void)ctx;\n";
+  if (target.cuda())
+    os << "  otckd_set_stream(ctx->stream);\n";
   // SDP: agree on finiteness once, before the first update.
   bool agreed = !fn->getParentOfType<ModuleOp>()->hasAttr(attr::kSdp);
   pending.clear();
@@ -203,18 +213,30 @@ LogicalResult Emitter::emitFunction(func::FuncOp fn, StringRef cName) {
       }
       constants += "alignas(64) static const " + t + " " + g + "[] = {" +
                    is.str() + "};\n";
-      os << "  " << t << " *" << bind(c) << " = const_cast<" << t << " *>(" << g
-         << ");\n";
+      if (target.cuda()) {
+        std::string v = bind(c);
+        os << "  " << t << " *" << v << " = const_cast<" << t
+           << " *>(static_cast<const " << t << " *>(otckd_constant(" << g
+           << ", sizeof " << g << ")));\n"
+           << "  if (!" << v << ")\n    " << target.ret("OTC_STEP_ERR_DEVICE")
+           << "\n";
+      } else {
+        os << "  " << t << " *" << bind(c) << " = const_cast<" << t << " *>("
+           << g << ");\n";
+      }
     } else if (auto k = llvm::dyn_cast<exec::KernelOp>(op)) {
       // SDP: owner-group buckets only remember a non-finite gradient; every
       // rank agrees before it updates anything.
       if (!agreed && k.getKernel().ends_with("_update")) {
         os << "  if (int rc = ctx->agree_finite(ctx->comm))\n"
-           << "    return rc == OTC_STEP_SKIPPED_NONFINITE ? rc : "
-              "OTC_STEP_ERR_COMM;\n";
+           << "    "
+           << target.ret(
+                  "rc == OTC_STEP_SKIPPED_NONFINITE ? rc : OTC_STEP_ERR_COMM")
+           << "\n";
         agreed = true;
       }
-      if (failed(emitKernelCall(k, os, [&](Value v) { return name(v); })))
+      if (failed(emitKernelCall(
+              k, os, [&](Value v) { return name(v); }, target)))
         return failure();
     } else if (auto ar = llvm::dyn_cast<exec::AllReduceOp>(op)) {
       if (ar.getKind() != "mean")
@@ -228,18 +250,19 @@ LogicalResult Emitter::emitFunction(func::FuncOp fn, StringRef cName) {
       os << name(ar.getBuffer());
       if (begin != 0)
         os << " + " << begin;
-      os << ", " << end - begin << ") != 0)\n    return OTC_STEP_ERR_COMM;\n";
+      os << ", " << end - begin << ") != 0)\n    "
+         << target.ret("OTC_STEP_ERR_COMM") << "\n";
       started(ar.getBuffer(), begin, end);
     } else if (auto bc = llvm::dyn_cast<exec::BroadcastOp>(op)) {
       os << "  if (ctx->broadcast_f32(ctx->comm, " << bc.getRootAttr().getInt()
          << ", " << name(bc.getBuffer()) << ", "
-         << bc.getBuffer().getType().getNumElements()
-         << ") != 0)\n    return OTC_STEP_ERR_COMM;\n";
+         << bc.getBuffer().getType().getNumElements() << ") != 0)\n    "
+         << target.ret("OTC_STEP_ERR_COMM") << "\n";
     } else if (auto car = llvm::dyn_cast<exec::CompressedAllReduceOp>(op)) {
       if (failed(emitCompressedAllReduce(car)))
         return failure();
     } else if (llvm::isa<func::ReturnOp>(op)) {
-      os << "  return OTC_STEP_OK;\n";
+      os << "  " << target.ret("OTC_STEP_OK") << "\n";
     } else {
       return op.emitError("cannot emit '") << op.getName() << "' as C++";
     }
@@ -277,8 +300,9 @@ LogicalResult Emitter::emitCompressedAllReduce(exec::CompressedAllReduceOp op) {
      << op.getBuffer().getType().getNumElements() << ", "
      << (op.getResidual() ? name(op.getResidual()) : "nullptr") << ", "
      << op.getBucket() << ");\n"
-     << "    if (rc == OTC_STEP_SKIPPED_NONFINITE)\n      return rc;\n"
-     << "    if (rc != 0)\n      return OTC_STEP_ERR_COMM;\n  }\n";
+     << "    if (rc == OTC_STEP_SKIPPED_NONFINITE)\n      " << target.ret("rc")
+     << "\n    if (rc != 0)\n      " << target.ret("OTC_STEP_ERR_COMM")
+     << "\n  }\n";
   started(op.getBuffer());
   if (Value residual = op.getResidual())
     started(residual);
@@ -287,7 +311,7 @@ LogicalResult Emitter::emitCompressedAllReduce(exec::CompressedAllReduceOp op) {
 
 } // namespace
 
-FailureOr<std::string> otc::buildManifest(ModuleOp module) {
+FailureOr<std::string> otc::buildManifest(ModuleOp module, EmitTarget target) {
   auto buffers = module->getAttrOfType<ArrayAttr>(attr::kBuffers);
   auto arena = module->getAttrOfType<IntegerAttr>(attr::kArenaBytes);
   auto memory = module->getAttrOfType<DictionaryAttr>(attr::kMemory);
@@ -304,6 +328,7 @@ FailureOr<std::string> otc::buildManifest(ModuleOp module) {
   auto seed = module->getAttrOfType<IntegerAttr>(attr::kSeed);
   m["seed"] = seed ? seed.getInt() : 0;
   m["arena_bytes"] = arena.getInt();
+  m["device"] = target == EmitTarget::CUDA ? "cuda" : "cpu";
 
   llvm::json::Object optimizer;
   std::string loss = "none";
@@ -447,14 +472,15 @@ FailureOr<std::string> otc::buildManifest(ModuleOp module) {
 /// Writes `module`'s program into `namespace ns`, ending with its entry
 /// table `entry` (whose SDP fields `variants` initialises).
 static LogicalResult emitProgram(ModuleOp module, raw_ostream &out,
-                                 StringRef ns, bool withMain,
+                                 StringRef ns, const EmitCppOptions &options,
                                  StringRef variants) {
-  FailureOr<std::string> manifest = buildManifest(module);
+  bool withMain = options.withMain;
+  FailureOr<std::string> manifest = buildManifest(module, options.target);
   if (failed(manifest))
     return failure();
   std::string body;
   llvm::raw_string_ostream os(body);
-  Emitter emitter(os);
+  Emitter emitter(os, {options.target});
   std::string train = "nullptr", eval = "nullptr", calibrate = "nullptr";
   for (auto fn : module.getOps<func::FuncOp>()) {
     std::string *slot = fn.getName() == attr::kTrainFn       ? &train
@@ -488,18 +514,25 @@ static LogicalResult emitProgram(ModuleOp module, raw_ostream &out,
       << "    OTC_PROGRAM_ABI_VERSION, kManifest, "
       << module->getAttrOfType<IntegerAttr>(attr::kArenaBytes).getInt()
       << "ull, " << train << ", " << eval << ", " << variants << ", "
-      << calibrate << "};\n"
+      << calibrate << ", "
+      << (options.target == EmitTarget::CUDA ? "OTC_DEVICE_CUDA"
+                                             : "OTC_DEVICE_CPU")
+      << "};\n"
       << "} // namespace " << ns << "\n\n";
   return success();
 }
 
-static void emitPrologue(raw_ostream &out, bool withMain) {
+static void emitPrologue(raw_ostream &out, const EmitCppOptions &options) {
+  bool cuda = options.target == EmitTarget::CUDA;
   out << "// Generated by otc-compile. Do not edit.\n"
       << "#include <stdint.h>\n\n"
       << "#include \"otc/compress.h\"\n"
-      << "#include \"otc/kernels.h\"\n"
+      << (cuda ? "#include \"otc/kernels_cuda.h\"\n"
+               : "#include \"otc/kernels.h\"\n")
       << "#include \"otc/program_abi.h\"\n"
-      << (withMain ? "#include \"otc/runtime.h\"\n" : "") << "\n";
+      << (options.withMain ? "#include \"otc/runtime.h\"\n" : "") << "\n";
+  if (cuda)
+    out << kCudaStatusHelper;
 }
 
 static void emitEpilogue(raw_ostream &out, StringRef entry, bool withMain) {
@@ -512,9 +545,9 @@ static void emitEpilogue(raw_ostream &out, StringRef entry, bool withMain) {
 
 LogicalResult otc::emitCpp(ModuleOp module, raw_ostream &out,
                            const EmitCppOptions &options) {
-  emitPrologue(out, options.withMain);
-  if (failed(emitProgram(module, out, "program", options.withMain,
-                         "0, nullptr, nullptr")))
+  emitPrologue(out, options);
+  if (failed(
+          emitProgram(module, out, "program", options, "0, nullptr, nullptr")))
     return failure();
   emitEpilogue(out, "program::entry", options.withMain);
   return success();
@@ -523,10 +556,10 @@ LogicalResult otc::emitCpp(ModuleOp module, raw_ostream &out,
 LogicalResult otc::emitSdpCpp(ModuleOp full, ArrayRef<ModuleOp> variants,
                               ArrayRef<int64_t> rankVariant, raw_ostream &out,
                               const EmitCppOptions &options) {
-  emitPrologue(out, options.withMain);
+  emitPrologue(out, options);
   for (auto [i, v] : llvm::enumerate(variants))
-    if (failed(emitProgram(v, out, "variant" + std::to_string(i),
-                           options.withMain, "0, nullptr, nullptr")))
+    if (failed(emitProgram(v, out, "variant" + std::to_string(i), options,
+                           "0, nullptr, nullptr")))
       return failure();
   out << "namespace {\n"
       << "const otc_program_entry_t *const kVariants[] = {";
@@ -537,7 +570,7 @@ LogicalResult otc::emitSdpCpp(ModuleOp full, ArrayRef<ModuleOp> variants,
     out << (r ? ", " : "") << v;
   out << "};\n} // namespace\n\n";
   if (failed(emitProgram(
-          full, out, "full", options.withMain,
+          full, out, "full", options,
           (std::to_string(variants.size()) + ", kVariants, kRankVariant")
               .c_str())))
     return failure();
@@ -546,13 +579,25 @@ LogicalResult otc::emitSdpCpp(ModuleOp full, ArrayRef<ModuleOp> variants,
 }
 
 void otc::registerEmitCppTranslation() {
-  TranslateFromMLIRRegistration reg(
-      "emit-cpp", "emit a memory-planned exec module as C++",
-      [](Operation *op, raw_ostream &os) -> LogicalResult {
-        auto module = llvm::dyn_cast<ModuleOp>(op);
-        if (!module)
-          return op->emitError("expected a module");
-        return emitCpp(module, os, {});
-      },
-      [](DialectRegistry &registry) { registerAllDialects(registry); });
+  auto emit = [](EmitTarget target) {
+    return [target](Operation *op, raw_ostream &os) -> LogicalResult {
+      auto module = llvm::dyn_cast<ModuleOp>(op);
+      if (!module)
+        return op->emitError("expected a module");
+      EmitCppOptions options;
+      options.target = target;
+      return emitCpp(module, os, options);
+    };
+  };
+  auto dialects = [](DialectRegistry &registry) {
+    registerAllDialects(registry);
+  };
+  TranslateFromMLIRRegistration cpu("emit-cpp",
+                                    "emit a memory-planned exec module as C++",
+                                    emit(EmitTarget::CPU), dialects);
+  TranslateFromMLIRRegistration cuda(
+      "emit-cuda-cpp",
+      "emit a memory-planned exec module as C++ calling the CUDA kernel "
+      "library (otc/kernels_cuda.h)",
+      emit(EmitTarget::CUDA), dialects);
 }

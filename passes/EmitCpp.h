@@ -8,10 +8,16 @@
 
 namespace otc {
 
+/// What a program's steps run on: the CPU kernel library (otc/kernels.h,
+/// arena in host memory) or its CUDA twin (otc/kernels_cuda.h, arena in
+/// device memory). Either way the output is host C++.
+enum class EmitTarget { CPU, CUDA };
+
 struct EmitCppOptions {
   /// Also emit `main` calling the runtime's driver (an executable rather
   /// than a loadable library).
   bool withMain = false;
+  EmitTarget target = EmitTarget::CPU;
 };
 
 /// Writes a memory-planned module (after otc-plan-memory) as one C++
@@ -30,10 +36,13 @@ mlir::LogicalResult emitSdpCpp(mlir::ModuleOp full,
                                llvm::raw_ostream &os,
                                const EmitCppOptions &options = {});
 
-/// The manifest JSON of a memory-planned module (also embedded by emitCpp).
-mlir::FailureOr<std::string> buildManifest(mlir::ModuleOp module);
+/// The manifest JSON of a memory-planned module (also embedded by emitCpp);
+/// its "device" is "cpu" or "cuda".
+mlir::FailureOr<std::string> buildManifest(mlir::ModuleOp module,
+                                           EmitTarget target = EmitTarget::CPU);
 
-/// Registers `--emit-cpp` with mlir-translate style tools.
+/// Registers `--emit-cpp` and `--emit-cuda-cpp` (EmitTarget::CUDA) with
+/// mlir-translate style tools.
 void registerEmitCppTranslation();
 
 } // namespace otc

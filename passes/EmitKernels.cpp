@@ -5,6 +5,10 @@
 // become `static const` locals, attributes become literals. Kernels that can
 // meet bad data return a step status.
 //
+// For --target cuda the calls go to the otckd_ twins of otc/kernels_cuda.h:
+// the families of kCudaKernels write their calls through KernelTarget::fn;
+// the others call functions that have no twin yet and are diagnosed.
+//
 //===----------------------------------------------------------------------===//
 
 #include "passes/EmitKernels.h"
@@ -12,6 +16,7 @@
 #include "dialects/graph/GraphDialect.h"
 #include "passes/KernelDescs.h"
 
+#include "llvm/ADT/StringExtras.h"
 #include "llvm/ADT/StringMap.h"
 #include "llvm/ADT/StringSwitch.h"
 #include "llvm/Support/FormatVariadic.h"
@@ -97,11 +102,32 @@ int dtypeCode(Type t) {
   return 0;
 }
 
+/// The kernels whose calls only use functions of otc/kernels_cuda.h, sorted:
+/// f32 elementwise math, GEMMs, data movement by strided copies, softmax,
+/// losses, optimizer updates.
+const char kCudaKernels[] =
+    "abs adam_update adamw_update add binary_grad ceil celu clip concat "
+    "copy cos div elu erf exp expand floor gelu gemm hard_sigmoid "
+    "hard_swish leaky_relu log log_softmax log_softmax_grad matmul max min "
+    "mish momentum_update mse mse_grad mul neg pack pow prelu reciprocal "
+    "reduce_sum_to relu round selu sgd_update sigmoid sign sin slice "
+    "slice_grad softmax softmax_cross_entropy softmax_cross_entropy_grad "
+    "softmax_grad softplus softsign sqrt sub tanh tile transpose "
+    "unary_grad unpack";
+
+SmallVector<StringRef> cudaKernels() {
+  SmallVector<StringRef> names;
+  StringRef(kCudaKernels).split(names, ' ');
+  return names;
+}
+
 class KernelEmitter {
 public:
   KernelEmitter(exec::KernelOp k, raw_ostream &os,
-                function_ref<std::string(Value)> name)
-      : k(k), os(os), name(name), ins(k.getIns()), outs(k.getOuts()) {}
+                function_ref<std::string(Value)> name,
+                const KernelTarget &target)
+      : k(k), os(os), name(name), target(target), ins(k.getIns()),
+        outs(k.getOuts()) {}
 
   LogicalResult emit();
 
@@ -161,6 +187,20 @@ private:
   // Helpers.
   std::string in(unsigned i) { return name(ins[i]); }
   std::string out(unsigned i) { return name(outs[i]); }
+  /// The kernel function `f` of the target (otck_f or otckd_f).
+  std::string fn(StringRef f) { return target.fn(f); }
+  /// A host `static const` local `var` of C type `t` passed where a kernel
+  /// reads a tensor: its address on the CPU, its device copy on CUDA.
+  std::string hostTensor(StringRef var, StringRef t) {
+    if (!target.cuda())
+      return "&" + var.str();
+    std::string d = var.str() + "_d";
+    os << "    const " << t << " *" << d << " = static_cast<const " << t
+       << " *>(otckd_constant(&" << var << ", sizeof " << var << "));\n"
+       << "    if (!" << d << ")\n      " << target.ret("OTC_STEP_ERR_DEVICE")
+       << "\n";
+    return d;
+  }
   std::string array(StringRef n, ArrayRef<int64_t> v) {
     if (v.empty())
       return "nullptr";
@@ -226,6 +266,7 @@ private:
   exec::KernelOp k;
   raw_ostream &os;
   function_ref<std::string(Value)> name;
+  const KernelTarget &target;
   OperandRange ins, outs;
 };
 
@@ -338,6 +379,10 @@ LogicalResult KernelEmitter::emit() {
   if (it == families().end())
     return k.emitOpError("the CPU emitter has no kernel for '")
            << k.getKernel() << "'";
+  if (target.cuda() && !llvm::is_contained(cudaKernels(), k.getKernel()))
+    return k.emitError("'")
+           << k.getKernel() << "' has no CUDA kernel yet (--target cuda "
+           << "supports: " << llvm::join(cudaKernels(), ", ") << ")";
   os << "  { // " << k.getKernel() << "\n";
   if (failed((this->*(it->second))()))
     return failure();
@@ -362,13 +407,14 @@ LogicalResult KernelEmitter::gemm() {
     std::string sh = array("shape", y);
     std::string cs = array("cs", broadcastStrides(shapeOf(ins[2]), y));
     std::string zs = array("zs", {0, 0});
-    os << "    static const float beta = " << floatLiteral(beta) << ";\n"
-       << "    otck_binary_f32(OTCK_MUL, 2, " << sh << ", " << in(2) << ", "
-       << cs << ", &beta, " << zs << ", " << out(0) << ");\n";
+    os << "    static const float beta = " << floatLiteral(beta) << ";\n";
+    std::string b = hostTensor("beta", "float");
+    os << "    " << fn("binary_f32") << "(OTCK_MUL, 2, " << sh << ", " << in(2)
+       << ", " << cs << ", " << b << ", " << zs << ", " << out(0) << ");\n";
     gemmBeta = 1.0f;
   }
-  os << "    otck_gemm_f32(" << ta << ", " << tb << ", " << m << ", " << n
-     << ", " << kk << ", " << floatLiteral(alpha) << ", " << in(0) << ", "
+  os << "    " << fn("gemm_f32") << "(" << ta << ", " << tb << ", " << m << ", "
+     << n << ", " << kk << ", " << floatLiteral(alpha) << ", " << in(0) << ", "
      << in(1) << ", " << floatLiteral(gemmBeta) << ", " << out(0) << ");\n";
   return success();
 }
@@ -386,10 +432,10 @@ LogicalResult KernelEmitter::matmul() {
   std::string bs = array("batch", batch);
   std::string as = array("as", broadcastStrides(a.drop_back(2), batch));
   std::string bbs = array("bs", broadcastStrides(b.drop_back(2), batch));
-  os << "    otck_batched_gemm_f32(" << batch.size() << ", " << bs << ", " << as
-     << ", " << bbs << ", " << ta << ", " << tb << ", " << m << ", " << n
-     << ", " << kk << ", " << in(0) << ", " << in(1) << ", " << out(0)
-     << ");\n";
+  os << "    " << fn("batched_gemm_f32") << "(" << batch.size() << ", " << bs
+     << ", " << as << ", " << bbs << ", " << ta << ", " << tb << ", " << m
+     << ", " << n << ", " << kk << ", " << in(0) << ", " << in(1) << ", "
+     << out(0) << ");\n";
   return success();
 }
 
@@ -420,7 +466,11 @@ LogicalResult KernelEmitter::binary() {
                      std::to_string(y.size()) + ", " + sh + ", " + in(0) +
                      ", " + as + ", " + in(1) + ", " + bs + ", " + out(0) + ")";
   if (t.isF32()) {
-    os << "    otck_binary_f32" << call << ";\n";
+    os << "    " << fn("binary_f32") << call << ";\n";
+  } else if (target.cuda()) {
+    return k.emitError("'") << k.getKernel() << "' on " << t
+                            << " has no CUDA kernel yet (--target cuda "
+                               "supports f32 elementwise kernels only)";
   } else if (t.isInteger(64) || t.isInteger(32)) {
     os << "    if (otck_binary_" << (t.isInteger(64) ? "i64" : "i32") << call
        << " != OTCK_OK)\n      return OTC_STEP_ERR_DIVISION_BY_ZERO;\n";
@@ -436,10 +486,11 @@ LogicalResult KernelEmitter::binaryGrad() {
   std::string as = array("as", broadcastStrides(shapeOf(ins[1]), y));
   std::string bs = array("bs", broadcastStrides(shapeOf(ins[2]), y));
   bool lhs = i64("operand", 0) == 0;
-  os << "    otck_binary_grad_f32(" << binaryEnum(str("kind")) << ", "
-     << y.size() << ", " << sh << ", " << in(1) << ", " << as << ", " << in(2)
-     << ", " << bs << ", " << in(0) << ", " << (lhs ? out(0) : "nullptr")
-     << ", " << (lhs ? "nullptr" : out(0)) << ");\n";
+  os << "    " << fn("binary_grad_f32") << "(" << binaryEnum(str("kind"))
+     << ", " << y.size() << ", " << sh << ", " << in(1) << ", " << as << ", "
+     << in(2) << ", " << bs << ", " << in(0) << ", "
+     << (lhs ? out(0) : "nullptr") << ", " << (lhs ? "nullptr" : out(0))
+     << ");\n";
   return success();
 }
 
@@ -465,8 +516,8 @@ LogicalResult KernelEmitter::unary() {
     alpha = f32("min", 0.0f), beta = f32("max", 0.0f);
   if (kind == "gelu" && str("approximate") == "tanh")
     e = "OTCK_GELU_TANH";
-  os << "    otck_unary_f32(" << e << ", " << numel(outs[0]) << ", " << in(0)
-     << ", " << out(0) << ", " << floatLiteral(alpha) << ", "
+  os << "    " << fn("unary_f32") << "(" << e << ", " << numel(outs[0]) << ", "
+     << in(0) << ", " << out(0) << ", " << floatLiteral(alpha) << ", "
      << floatLiteral(beta) << ");\n";
   return success();
 }
@@ -482,8 +533,8 @@ LogicalResult KernelEmitter::unaryGrad() {
   // Operands: grad, then the saved input or output (see graph.unary_grad).
   bool useY = graph::unaryGradUsesOutput(kind);
   std::string saved = ins.size() > 1 ? in(1) : "nullptr";
-  os << "    otck_unary_grad_f32(" << e << ", " << numel(outs[0]) << ", "
-     << in(0) << ", " << (useY ? "nullptr" : saved) << ", "
+  os << "    " << fn("unary_grad_f32") << "(" << e << ", " << numel(outs[0])
+     << ", " << in(0) << ", " << (useY ? "nullptr" : saved) << ", "
      << (useY ? saved : "nullptr") << ", " << out(0) << ", "
      << floatLiteral(f32("alpha", 0.0f)) << ", " << floatLiteral(beta)
      << ");\n";
@@ -558,12 +609,12 @@ LogicalResult KernelEmitter::softmax() {
   auto [outer, n, inner] = around(s, axisOf(s.size()));
   bool log = kn.starts_with("log_");
   if (kn.ends_with("_grad"))
-    os << "    otck_softmax_grad_f32(" << outer << ", " << n << ", " << inner
-       << ", " << in(1) << ", " << in(0) << ", " << out(0) << ", " << log
-       << ");\n";
+    os << "    " << fn("softmax_grad_f32") << "(" << outer << ", " << n << ", "
+       << inner << ", " << in(1) << ", " << in(0) << ", " << out(0) << ", "
+       << log << ");\n";
   else
-    os << "    otck_softmax_f32(" << outer << ", " << n << ", " << inner << ", "
-       << in(0) << ", " << out(0) << ", " << log << ");\n";
+    os << "    " << fn("softmax_f32") << "(" << outer << ", " << n << ", "
+       << inner << ", " << in(0) << ", " << out(0) << ", " << log << ");\n";
   return success();
 }
 
@@ -578,14 +629,14 @@ LogicalResult KernelEmitter::transpose() {
     return k.emitOpError("transpose needs a perm of the input's rank");
   std::string sh = array("shape", s);
   std::string pm = array("perm", perm);
-  os << "    otck_transpose(" << s.size() << ", " << sh << ", " << pm << ", "
-     << in(0) << ", " << out(0) << ", " << elemSize(ins[0]) << ");\n";
+  os << "    " << fn("transpose") << "(" << s.size() << ", " << sh << ", " << pm
+     << ", " << in(0) << ", " << out(0) << ", " << elemSize(ins[0]) << ");\n";
   return success();
 }
 
 LogicalResult KernelEmitter::copy() {
-  os << "    otck_copy(" << numel(ins[0]) * elemSize(ins[0]) << ", " << in(0)
-     << ", " << out(0) << ");\n";
+  os << "    " << fn("copy") << "(" << numel(ins[0]) * elemSize(ins[0]) << ", "
+     << in(0) << ", " << out(0) << ");\n";
   return success();
 }
 
@@ -595,8 +646,9 @@ LogicalResult KernelEmitter::reduceSumTo() {
   ArrayRef<int64_t> x = shapeOf(ins[0]);
   std::string sh = array("shape", x);
   std::string ys = array("ys", broadcastStrides(shapeOf(outs[0]), x));
-  os << "    otck_reduce_sum_to_f32(" << x.size() << ", " << sh << ", " << in(0)
-     << ", " << ys << ", " << numel(outs[0]) << ", " << out(0) << ");\n";
+  os << "    " << fn("reduce_sum_to_f32") << "(" << x.size() << ", " << sh
+     << ", " << in(0) << ", " << ys << ", " << numel(outs[0]) << ", " << out(0)
+     << ");\n";
   return success();
 }
 
@@ -679,9 +731,9 @@ LogicalResult KernelEmitter::slice() {
   std::string sh = array("shape", y);
   std::string ss = array("ss", strides);
   std::string ds = array("ds", contiguousStrides(y));
-  os << "    otck_strided_copy(" << y.size() << ", " << sh << ", " << in(0)
-     << " + " << offset << ", " << ss << ", " << out(0) << ", " << ds << ", "
-     << elemSize(outs[0]) << ");\n";
+  os << "    " << fn("strided_copy") << "(" << y.size() << ", " << sh << ", "
+     << in(0) << " + " << offset << ", " << ss << ", " << out(0) << ", " << ds
+     << ", " << elemSize(outs[0]) << ");\n";
   return success();
 }
 
@@ -706,11 +758,13 @@ LogicalResult KernelEmitter::sliceGrad() {
     }
   ss = array("ss2", srcStrides);
   ds = array("ds2", dstStrides);
+  // (The fill value is host memory on every target.)
   os << "    static const float zero = 0.0f;\n"
-     << "    otck_fill(" << numel(outs[0]) << ", &zero, " << out(0) << ", 4);\n"
-     << "    otck_strided_copy(" << dy.size() << ", " << sh << ", " << in(0)
-     << " + " << srcOffset << ", " << ss << ", " << out(0) << " + " << dstOffset
-     << ", " << ds << ", 4);\n";
+     << "    " << fn("fill") << "(" << numel(outs[0]) << ", &zero, " << out(0)
+     << ", 4);\n"
+     << "    " << fn("strided_copy") << "(" << dy.size() << ", " << sh << ", "
+     << in(0) << " + " << srcOffset << ", " << ss << ", " << out(0) << " + "
+     << dstOffset << ", " << ds << ", 4);\n";
   return success();
 }
 
@@ -724,9 +778,9 @@ LogicalResult KernelEmitter::concat() {
     ArrayRef<int64_t> s = shapeOf(v);
     std::string sh = array("shape" + std::to_string(i), s);
     std::string ss = array("ss" + std::to_string(i), contiguousStrides(s));
-    os << "    otck_strided_copy(" << s.size() << ", " << sh << ", " << in(i)
-       << ", " << ss << ", " << out(0) << " + " << offset * ds[axis] << ", "
-       << dst << ", " << elemSize(outs[0]) << ");\n";
+    os << "    " << fn("strided_copy") << "(" << s.size() << ", " << sh << ", "
+       << in(i) << ", " << ss << ", " << out(0) << " + " << offset * ds[axis]
+       << ", " << dst << ", " << elemSize(outs[0]) << ");\n";
     offset += s[axis];
   }
   return success();
@@ -737,9 +791,9 @@ LogicalResult KernelEmitter::expand() {
   std::string sh = array("shape", y);
   std::string ss = array("ss", broadcastStrides(shapeOf(ins[0]), y));
   std::string ds = array("ds", contiguousStrides(y));
-  os << "    otck_strided_copy(" << y.size() << ", " << sh << ", " << in(0)
-     << ", " << ss << ", " << out(0) << ", " << ds << ", " << elemSize(outs[0])
-     << ");\n";
+  os << "    " << fn("strided_copy") << "(" << y.size() << ", " << sh << ", "
+     << in(0) << ", " << ss << ", " << out(0) << ", " << ds << ", "
+     << elemSize(outs[0]) << ");\n";
   return success();
 }
 
@@ -761,9 +815,9 @@ LogicalResult KernelEmitter::tile() {
   std::string sh = array("shape", shape);
   std::string ss = array("ss", src);
   std::string ds = array("ds", dst);
-  os << "    otck_strided_copy(" << shape.size() << ", " << sh << ", " << in(0)
-     << ", " << ss << ", " << out(0) << ", " << ds << ", " << elemSize(outs[0])
-     << ");\n";
+  os << "    " << fn("strided_copy") << "(" << shape.size() << ", " << sh
+     << ", " << in(0) << ", " << ss << ", " << out(0) << ", " << ds << ", "
+     << elemSize(outs[0]) << ");\n";
   return success();
 }
 
@@ -1095,25 +1149,30 @@ LogicalResult KernelEmitter::instanceNorm() {
 LogicalResult KernelEmitter::loss() {
   StringRef kn = k.getKernel();
   if (kn == "mse") {
-    os << "    otck_mse_f32(" << numel(ins[0]) << ", " << in(0) << ", " << in(1)
-       << ", " << out(0) << ");\n";
+    os << "    " << fn("mse_f32") << "(" << numel(ins[0]) << ", " << in(0)
+       << ", " << in(1) << ", " << out(0) << ");\n";
     return success();
   }
   if (kn == "mse_grad") {
-    os << "    otck_mse_grad_f32(" << numel(ins[0]) << ", " << in(0) << ", "
-       << in(1) << ", " << in(2) << ", " << out(0) << ");\n";
+    os << "    " << fn("mse_grad_f32") << "(" << numel(ins[0]) << ", " << in(0)
+       << ", " << in(1) << ", " << in(2) << ", " << out(0) << ");\n";
     return success();
   }
   if (!typeOf(ins[1]).getElementType().isInteger(64))
     return k.emitOpError("labels must be int64");
   ArrayRef<int64_t> s = shapeOf(ins[0]);
-  if (kn == "softmax_cross_entropy")
+  // The CUDA twin records a label out of range for otc_cuda_status.
+  if (kn == "softmax_cross_entropy" && target.cuda())
+    os << "    otckd_softmax_ce_f32(" << s[0] << ", " << s[1] << ", " << in(0)
+       << ", " << in(1) << ", " << out(1) << ", " << out(0) << ");\n";
+  else if (kn == "softmax_cross_entropy")
     os << "    if (otck_softmax_ce_f32(" << s[0] << ", " << s[1] << ", "
        << in(0) << ", " << in(1) << ", " << out(1) << ", " << out(0)
        << ") != OTCK_OK)\n      return OTC_STEP_ERR_LABEL_RANGE;\n";
   else
-    os << "    otck_softmax_ce_grad_f32(" << s[0] << ", " << s[1] << ", "
-       << in(0) << ", " << in(1) << ", " << in(2) << ", " << out(0) << ");\n";
+    os << "    " << fn("softmax_ce_grad_f32") << "(" << s[0] << ", " << s[1]
+       << ", " << in(0) << ", " << in(1) << ", " << in(2) << ", " << out(0)
+       << ");\n";
   return success();
 }
 
@@ -1126,8 +1185,8 @@ LogicalResult KernelEmitter::pack() {
     int64_t n = numel(m);
     std::string slice = bucket + " + " + std::to_string(offset);
     std::string src = isPack ? name(m) : slice, dst = isPack ? slice : name(m);
-    os << "    if (" << src << " != " << dst << ")\n      otck_copy(" << n * 4
-       << ", " << src << ", " << dst << ");\n";
+    os << "    if (" << src << " != " << dst << ")\n      " << fn("copy") << "("
+       << n * 4 << ", " << src << ", " << dst << ");\n";
     offset += n;
   }
   return success();
@@ -1144,26 +1203,64 @@ LogicalResult KernelEmitter::optimizer() {
   StringRef kn = k.getKernel();
   auto lit = [&](StringRef n) { return floatLiteral(f32(n, 0)); };
   if (kn == "sgd_update") {
-    os << "    otck_sgd_f32(" << numel(outs[0]) << ", " << out(0) << ", "
-       << in(0) << ", " << lit("lr") << ", " << lit("weight_decay") << ");\n";
+    os << "    " << fn("sgd_f32") << "(" << numel(outs[0]) << ", " << out(0)
+       << ", " << in(0) << ", " << lit("lr") << ", " << lit("weight_decay")
+       << ");\n";
   } else if (kn == "momentum_update") {
-    os << "    otck_momentum_f32(" << numel(outs[0]) << ", " << out(0) << ", "
-       << in(0) << ", " << out(1) << ", " << lit("lr") << ", "
+    os << "    " << fn("momentum_f32") << "(" << numel(outs[0]) << ", "
+       << out(0) << ", " << in(0) << ", " << out(1) << ", " << lit("lr") << ", "
        << lit("momentum") << ", " << lit("weight_decay") << ", "
        << flag("nesterov") << ");\n";
   } else {
-    os << "    otck_adam_f32(" << numel(outs[0]) << ", " << out(0) << ", "
-       << in(0) << ", " << out(1) << ", " << out(2) << ", " << lit("lr") << ", "
-       << lit("beta1") << ", " << lit("beta2") << ", " << lit("epsilon") << ", "
-       << lit("weight_decay") << ", ctx->step, " << (kn == "adamw_update")
-       << ");\n";
+    os << "    " << fn("adam_f32") << "(" << numel(outs[0]) << ", " << out(0)
+       << ", " << in(0) << ", " << out(1) << ", " << out(2) << ", " << lit("lr")
+       << ", " << lit("beta1") << ", " << lit("beta2") << ", " << lit("epsilon")
+       << ", " << lit("weight_decay") << ", ctx->step, "
+       << (kn == "adamw_update") << ");\n";
   }
   return success();
 }
 
 } // namespace
 
+const char *const otc::kCudaStatusHelper =
+    "// The status a CUDA step returns instead of `rc`: waits for the stream\n"
+    "// and maps the first error its kernels recorded (otc/kernels_cuda.h),\n"
+    "// which happened before whatever made the step return `rc`.\n"
+    "static int otc_cuda_status(int rc) {\n"
+    "  switch (otckd_take_status()) {\n"
+    "  case OTCK_OK:\n"
+    "    return rc;\n"
+    "  case OTCK_ERR_LABEL_OUT_OF_RANGE:\n"
+    "    return OTC_STEP_ERR_LABEL_RANGE;\n"
+    "  case OTCK_ERR_INDEX_OUT_OF_RANGE:\n"
+    "    return OTC_STEP_ERR_INDEX_RANGE;\n"
+    "  case OTCK_ERR_DIVISION_BY_ZERO:\n"
+    "    return OTC_STEP_ERR_DIVISION_BY_ZERO;\n"
+    "  default:\n"
+    "    return OTC_STEP_ERR_DEVICE;\n"
+    "  }\n"
+    "}\n\n";
+
 LogicalResult otc::emitKernelCall(exec::KernelOp k, raw_ostream &os,
-                                  function_ref<std::string(Value)> name) {
-  return KernelEmitter(k, os, name).emit();
+                                  function_ref<std::string(Value)> name,
+                                  const KernelTarget &target) {
+  std::string call;
+  llvm::raw_string_ostream cs(call);
+  if (failed(KernelEmitter(k, cs, name, target).emit()))
+    return failure();
+  // A CUDA program calls nothing of the CPU library: a family listed in
+  // kCudaKernels that emits a call without a twin is a bug here, reported
+  // rather than left to the host compiler.
+  if (target.cuda()) {
+    size_t at = call.find("otck_");
+    if (at != std::string::npos)
+      return k.emitError("'")
+             << k.getKernel() << "' has no CUDA kernel yet (emits "
+             << StringRef(call).substr(at).take_until(
+                    [](char c) { return c == '('; })
+             << ")";
+  }
+  os << call;
+  return success();
 }

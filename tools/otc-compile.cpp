@@ -2,9 +2,11 @@
 //
 // otc-compile model.onnx -o train [--loss ...] [--optimizer ...] [--batch N]
 //     [--world-size W] [--emit=graph|train|exec|cpp|lib|exe] [--report]
+//     [--target cpu|cuda]
 //
 //===----------------------------------------------------------------------===//
 
+#include "compiler/Config.h"
 #include "compiler/Pipeline.h"
 
 #include "mlir/IR/AsmState.h"
@@ -37,6 +39,16 @@ cl::opt<otc::Stage> emit(
                clEnumValN(otc::Stage::Lib, "lib",
                           "shared library loadable by the runtime"),
                clEnumValN(otc::Stage::Exe, "exe", "training executable")),
+    cl::cat(category));
+cl::opt<otc::EmitTarget> target(
+    "target", cl::desc("What the program runs on"),
+    cl::init(otc::EmitTarget::CPU),
+    cl::values(clEnumValN(otc::EmitTarget::CPU, "cpu",
+                          "the CPU kernel library (the default)"),
+               clEnumValN(otc::EmitTarget::CUDA, "cuda",
+                          "a CUDA GPU: the generated C++ is host code calling "
+                          "the CUDA kernel library (otc_kernels_cuda), "
+                          "compiled by the host compiler, not nvcc")),
     cl::cat(category));
 cl::opt<std::string> loss("loss",
                           cl::desc("cross-entropy, mse, l1, bce-with-logits, "
@@ -153,6 +165,13 @@ int main(int argc, char **argv) {
   if (!cl::ParseCommandLineOptions(argc, argv, "OTC: ONNX training compiler\n",
                                    &errs()))
     return 2;
+  if (target == otc::EmitTarget::CUDA && !OTC_HAVE_CUDA) {
+    errs() << "otc-compile: --target cuda: this otc-compile was built "
+              "without CUDA (CMake found no CUDA compiler, or "
+              "OTC_ENABLE_CUDA=OFF), so there is no CUDA kernel library to "
+              "build against\n";
+    return 2;
+  }
   if (batch < 0 || worldSize < 1) {
     errs() << "otc-compile: --batch must be positive and --world-size at "
               "least 1\n";
@@ -163,6 +182,7 @@ int main(int argc, char **argv) {
   options.input = input;
   options.output = output;
   options.emit = emit;
+  options.target = target;
   options.import.batch = batch;
   options.inference = inference;
   options.import.batchedInputs = !inference;

@@ -1,7 +1,8 @@
 //===- otc-translate.cpp - OTC's mlir-translate ---------------------------===//
 //
 // --import-onnx: ONNX model -> graph dialect; --emit-cpp: planned exec
-// module -> C++ source.
+// module -> C++ source; --emit-cuda-cpp: the same calling the CUDA kernel
+// library.
 //
 //===----------------------------------------------------------------------===//
 

@@ -7,6 +7,7 @@
 // CHECK: #include "otc/program_abi.h"
 // CHECK: alignas(64) static const float kConst0[] = {1.000000000e+00f};
 // CHECK: static const char kManifest[] = "{
+// CHECK-SAME: \"device\":\"cpu\"
 // CHECK-SAME: \"params\":[{\"dtype\":\"f32\",\"name\":\"w\",\"offset\":0,\"shape\":[8,3]}]
 // CHECK-SAME: \"world_size\":2
 
@@ -26,7 +27,7 @@
 // CHECK: otck_adam_f32(24, [[W]], [[DW]], {{v[0-9]+}}, {{v[0-9]+}}, 1.000000047e-03f, 8.999999762e-01f, 9.990000129e-01f, 9.999999939e-09f, 0.000000000e+00f, ctx->step, 0);
 // CHECK: return OTC_STEP_OK;
 // CHECK: static const otc_program_entry_t entry = {
-// CHECK-NEXT: OTC_PROGRAM_ABI_VERSION, kManifest, {{[0-9]+}}ull, &otc_train_step, nullptr, 0, nullptr, nullptr, nullptr};
+// CHECK-NEXT: OTC_PROGRAM_ABI_VERSION, kManifest, {{[0-9]+}}ull, &otc_train_step, nullptr, 0, nullptr, nullptr, nullptr, OTC_DEVICE_CPU};
 // CHECK: extern "C" const otc_program_entry_t *otc_program_entry(void) {
 // CHECK-NEXT: return &program::entry;
 

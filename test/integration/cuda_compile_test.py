@@ -1,0 +1,142 @@
+#===- cuda_compile_test.py - otc-compile --target cuda builds programs -----===#
+#
+# Compiles the example MLP (batch 32, Adam) for CUDA as an executable and as
+# a library: both must build here (no GPU needed) and need the CUDA kernel
+# library. A residual CNN, whose convolutions have no CUDA kernel yet, is
+# refused with a diagnostic naming the kernel. Nothing is run: programs on a
+# GPU are tested by the runtime's `gpu` tests. Skips (exit 77) when
+# otc-compile was built without CUDA.
+#
+#===------------------------------------------------------------------------===#
+
+import os
+import re
+import subprocess
+import sys
+
+import otc_testlib as T
+
+SKIP = 77
+
+
+def residual_cnn():
+    import torch
+    import torch.nn as nn
+    import torch.nn.functional as F
+
+    class Net(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.stem = nn.Conv2d(1, 8, 3, 2, 1)
+            self.conv = nn.Conv2d(8, 8, 3, 1, 1)
+            self.fc = nn.Linear(8 * 14 * 14, 10)
+
+        def forward(self, x):
+            y = F.relu(self.stem(x))
+            y = F.relu(y + self.conv(y))
+            return self.fc(torch.flatten(y, 1))
+
+    torch.manual_seed(0)
+    return Net()
+
+
+def needed_libraries(path):
+    """DT_NEEDED entries of an ELF file (readelf -d)."""
+    r = subprocess.run(["readelf", "-d", path], capture_output=True,
+                       text=True)
+    return re.findall(r"\(NEEDED\)\s+Shared library: \[([^\]]+)\]", r.stdout)
+
+
+def check_program(checks, what, path, executable):
+    if not checks.check("%s: written" % what, os.path.isfile(path)):
+        return
+    with open(path, "rb") as f:
+        elf = f.read(18)
+    e_type = elf[16] if len(elf) > 16 else -1
+    if executable:
+        interp = subprocess.run(["readelf", "-l", path], capture_output=True,
+                                text=True).stdout
+        checks.check("%s: an ELF executable" % what,
+                     elf[:4] == b"\x7fELF" and os.access(path, os.X_OK) and
+                     "program interpreter" in interp, "e_type %d" % e_type)
+    else:
+        checks.check("%s: an ELF shared object" % what,
+                     elf[:4] == b"\x7fELF" and e_type == 3,
+                     "e_type %d" % e_type)
+    needed = needed_libraries(path)
+    checks.check("%s: needs libotc_kernels_cuda" % what,
+                 any(n.startswith("libotc_kernels_cuda.so") for n in needed),
+                 "NEEDED: %s" % ", ".join(needed))
+    nm = subprocess.run(["nm", "-D", "--undefined-only", path],
+                        capture_output=True, text=True).stdout
+    checks.check("%s: calls otckd_ kernels, no otck_ kernel" % what,
+                 "otckd_set_stream" in nm and "otckd_take_status" in nm and
+                 "otckd_adam_f32" in nm and
+                 not re.search(r"\botck_[a-z]", nm))
+    ldd = subprocess.run(["ldd", path], capture_output=True, text=True).stdout
+    line = [l for l in ldd.splitlines() if "libotc_kernels_cuda" in l]
+    checks.check("%s: ldd finds libotc_kernels_cuda" % what,
+                 bool(line) and "not found" not in line[0],
+                 line[0].strip() if line else "not listed")
+
+
+def main():
+    args, ctx = T.parse_args(
+        "cuda_compile",
+        "otc-compile --target cuda builds the MLP (exe and lib) and names "
+        "the kernels it cannot emit for CUDA.")
+    checks = T.Checks("cuda_compile")
+
+    mlp = ctx.path("mlp.onnx")
+    T.gen_mlp(mlp)
+    flags = dict(batch=32, optimizer="adam", target="cuda")
+
+    src = ctx.path("mlp.cpp")
+    r = T.compile_model(ctx, mlp, src, emit="cpp", **flags)
+    if r.returncode != 0 and "built without CUDA" in r.stderr:
+        print("SKIP: otc-compile was built without CUDA: %s" %
+              r.stderr.strip(), flush=True)
+        return SKIP
+    if T.require_ok(checks, "--emit=cpp --target cuda", r):
+        text = open(src).read()
+        checks.check("CUDA C++: kernels_cuda.h, stream, OTC_DEVICE_CUDA",
+                     '#include "otc/kernels_cuda.h"' in text and
+                     "otckd_set_stream(ctx->stream);" in text and
+                     "OTC_DEVICE_CUDA};" in text and
+                     '\\"device\\":\\"cuda\\"' in text)
+        checks.check("CUDA C++: no CPU kernel call",
+                     not re.search(r"\botck_[a-z_0-9]+\(", text))
+
+    exe = ctx.path("train")
+    r = T.compile_model(ctx, mlp, exe, emit="exe", **flags)
+    if T.require_ok(checks, "--emit=exe --target cuda (batch 32, Adam)", r):
+        check_program(checks, "executable", exe, True)
+
+    lib = ctx.path("libmlp.so")
+    r = T.compile_model(ctx, mlp, lib, emit="lib", **flags)
+    if T.require_ok(checks, "--emit=lib --target cuda", r):
+        check_program(checks, "library", lib, False)
+
+    import torch
+    cnn = ctx.path("cnn.onnx")
+    torch.onnx.export(residual_cnn().train(), (torch.zeros(4, 1, 28, 28),),
+                      cnn, input_names=["input"], output_names=["logits"],
+                      training=torch.onnx.TrainingMode.TRAINING,
+                      do_constant_folding=False, opset_version=15)
+    out = ctx.path("cnn")
+    r = T.compile_model(ctx, cnn, out, emit="exe", batch=4, optimizer="adam",
+                        target="cuda")
+    checks.check("residual CNN: refused (exit 1, no crash)",
+                 r.returncode == 1 and not r.crashed,
+                 "exit %s" % r.returncode)
+    checks.check("residual CNN: names 'conv' as without a CUDA kernel",
+                 "'conv' has no CUDA kernel yet (--target cuda supports: "
+                 in r.stderr, r.stderr.strip()[-400:])
+    checks.check("residual CNN: no program written", not os.path.exists(out))
+    checks.check("residual CNN: no host compiler error",
+                 "host compiler failed" not in r.stderr)
+    return checks.finish()
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,28 @@
+// RUN: otc-opt %s --split-input-file --otc-lower-to-exec --otc-plan-memory | not otc-translate --split-input-file --emit-cuda-cpp 2>&1 | FileCheck %s
+
+// A kernel without a CUDA twin is an error on its op, naming the kernel and
+// what --target cuda supports, rather than C++ the host compiler rejects.
+// CHECK: error: 'conv' has no CUDA kernel yet (--target cuda supports: abs, adam_update, {{.*}}, gemm, {{.*}}, unpack)
+module {
+  func.func @eval_step(%x: tensor<2x3x8x8xf32> {otc.input = "x", otc.role = "data"},
+                       %w: tensor<4x3x3x3xf32> {otc.param = "w"})
+      -> (tensor<2x4x8x8xf32> {otc.output = "y"}) {
+    %y = graph.conv %x, %w {strides = array<i64: 1, 1>, dilations = array<i64: 1, 1>,
+        pads_begin = array<i64: 1, 1>, pads_end = array<i64: 1, 1>, group = 1 : i64}
+        : (tensor<2x3x8x8xf32>, tensor<4x3x3x3xf32>) -> tensor<2x4x8x8xf32>
+    return %y : tensor<2x4x8x8xf32>
+  }
+}
+
+// -----
+
+// Integer elementwise kernels have no CUDA twin either.
+// CHECK: error: 'add' on 'i64' has no CUDA kernel yet (--target cuda supports f32 elementwise kernels only)
+module {
+  func.func @eval_step(%a: tensor<4xi64> {otc.input = "a", otc.role = "data"},
+                       %b: tensor<4xi64> {otc.input = "b", otc.role = "data"})
+      -> (tensor<4xi64> {otc.output = "y"}) {
+    %y = graph.add %a, %b : (tensor<4xi64>, tensor<4xi64>) -> tensor<4xi64>
+    return %y : tensor<4xi64>
+  }
+}
