@@ -26,6 +26,8 @@ struct BucketGradients : otc::impl::BucketGradientsBase<BucketGradients> {
 
   void runOnOperation() override {
     ModuleOp module = getOperation();
+    if (failed(sdp::verifyArgAttrs(module)))
+      return signalPassFailure();
     if (!(bucketMb > 0.0)) {
       mlir::emitError(module.getLoc(), "bucket size must be positive, got ")
           << bucketMb;

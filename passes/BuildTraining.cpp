@@ -698,6 +698,8 @@ void BuildTraining::buildCalibrateStep(ModuleOp module, func::FuncOp forward) {
 
 void BuildTraining::runOnOperation() {
   ModuleOp module = getOperation();
+  if (failed(sdp::verifyArgAttrs(module)))
+    return signalPassFailure();
   auto forward = module.lookupSymbol<func::FuncOp>(attr::kForwardFn);
   if (!forward) {
     mlir::emitError(module.getLoc(), "no @forward function to train");

@@ -182,6 +182,7 @@ LogicalResult Emitter::emitFunction(func::FuncOp fn, StringRef cName) {
     os << "  otckd_set_stream(ctx->stream);\n";
   // SDP: agree on finiteness once, before the first update.
   bool agreed = !fn->getParentOfType<ModuleOp>()->hasAttr(attr::kSdp);
+  bool checkedDevice = false;
   pending.clear();
   for (Operation &op : fn.front()) {
     waitBefore(op);
@@ -227,6 +228,14 @@ LogicalResult Emitter::emitFunction(func::FuncOp fn, StringRef cName) {
     } else if (auto k = llvm::dyn_cast<exec::KernelOp>(op)) {
       // SDP: owner-group buckets only remember a non-finite gradient; every
       // rank agrees before it updates anything.
+      // CUDA: a kernel's recorded error (a bad label) stops the step before
+      // any parameter changes, as the CPU's early return does.
+      if (target.cuda() && !checkedDevice &&
+          k.getKernel().ends_with("_update")) {
+        os << "  if (int rc = otc_cuda_status(OTC_STEP_OK))\n    "
+           << target.ret("rc") << "\n";
+        checkedDevice = true;
+      }
       if (!agreed && k.getKernel().ends_with("_update")) {
         os << "  if (int rc = ctx->agree_finite(ctx->comm))\n"
            << "    "

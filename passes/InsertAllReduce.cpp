@@ -73,6 +73,8 @@ struct InsertAllReduce : otc::impl::InsertAllReduceBase<InsertAllReduce> {
 
   void runOnOperation() override {
     ModuleOp module = getOperation();
+    if (failed(sdp::verifyArgAttrs(module)))
+      return signalPassFailure();
     if (worldSize < 1) {
       mlir::emitError(module.getLoc(), "world size must be at least 1, got ")
           << static_cast<int64_t>(worldSize);

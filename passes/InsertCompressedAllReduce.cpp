@@ -25,6 +25,8 @@ struct InsertCompressedAllReduce
 
   void runOnOperation() override {
     ModuleOp module = getOperation();
+    if (failed(sdp::verifyArgAttrs(module)))
+      return signalPassFailure();
     if (worldSize < 1) {
       mlir::emitError(module.getLoc(), "world size must be at least 1, got ")
           << worldSize;

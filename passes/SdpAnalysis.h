@@ -109,6 +109,13 @@ llvm::SmallVector<mlir::DenseI64ArrayAttr> ownerSets(mlir::Value param);
 /// part's, if it has one.
 mlir::DictionaryAttr ownerTiles(mlir::Value param);
 
+/// Diagnoses malformed SDP argument attributes (`otc.sdp_owners`,
+/// `otc.sdp_slices`, `otc.sdp_tiles`, `otc.sdp_trains`) in `module`: owner
+/// ranks outside the world or unsorted, ranges that do not fit the
+/// argument, tile grids whose cuts or owner sets do not match. The passes
+/// that read them call it first.
+mlir::LogicalResult verifyArgAttrs(mlir::ModuleOp module);
+
 /// The type of the kept ranges of a tensor of type `whole`, given as
 /// `otc.sdp_slices` records ({axis, ranges}).
 mlir::RankedTensorType slicedType(mlir::RankedTensorType whole,

@@ -1033,7 +1033,7 @@ TEST_F(KernelsCuda, BadLabelIsReportedOnceByTakeStatus) {
 }
 
 TEST_F(KernelsCuda, ConstantIsCopiedOnce) {
-  static const std::vector<float> host = uniform(1031, -1.0f, 1.0f, 3);
+  static std::vector<float> host = uniform(1031, -1.0f, 1.0f, 3);
   static const std::vector<float> other = uniform(7, -1.0f, 1.0f, 4);
   const int64_t bytes = int64_t(host.size() * sizeof(float));
   const void *p = otckd_constant(host.data(), bytes);
@@ -1046,6 +1046,16 @@ TEST_F(KernelsCuda, ConstantIsCopiedOnce) {
   ASSERT_EQ(cudaMemcpy(back.data(), p, sz(bytes), cudaMemcpyDeviceToHost),
             cudaSuccess);
   EXPECT_EQ(back, host);
+  // Other bytes at the same address (a program loaded again where an
+  // unloaded one was): a fresh copy, not the old one.
+  std::vector<float> changed = host;
+  changed[0] += 1.0f;
+  std::memcpy(host.data(), changed.data(), sz(bytes));
+  const void *r = otckd_constant(host.data(), bytes);
+  ASSERT_NE(r, nullptr);
+  ASSERT_EQ(cudaMemcpy(back.data(), r, sz(bytes), cudaMemcpyDeviceToHost),
+            cudaSuccess);
+  EXPECT_EQ(back, changed);
 }
 
 TEST_F(KernelsCuda, KernelsRunOnTheCurrentStream) {
@@ -1057,6 +1067,8 @@ TEST_F(KernelsCuda, KernelsRunOnTheCurrentStream) {
   std::vector<float> want(sz(n));
   otck_unary_f32(OTCK_TANH, n, x.data(), want.data(), 0.0f, 0.0f);
   Dev<float> dx(x), dy(sz(n));
+  // The uploads ran on the legacy stream, which `stream` does not wait for.
+  ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
   otckd_set_stream(stream);
   otckd_fill_f32(n, 1.0f, dy.get());
   otckd_unary_f32(OTCK_TANH, n, dx.get(), dy.get(), 0.0f, 0.0f);

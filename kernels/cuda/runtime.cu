@@ -15,10 +15,12 @@
 
 #include "cuda_common.h"
 
+#include <cstring>
 #include <map>
 #include <mutex>
 #include <string>
 #include <tuple>
+#include <vector>
 
 namespace otc::kernels::cuda {
 namespace {
@@ -35,8 +37,8 @@ thread_local HostError tlError;
 /// What otckd_status_message returns.
 thread_local std::string tlMessage;
 
-/// Per-device status words: word[0] is the pending code, word[1] receives
-/// it when otckd_take_status exchanges it for 0.
+/// Per-device status words: the pending code, exchanged for 0 by
+/// otckd_take_status.
 struct StatusWords {
   std::mutex mutex;
   std::map<int, int *> words;
@@ -47,12 +49,36 @@ StatusWords &statusWords() {
   return *s;
 }
 
-/// word[1] = word[0]; word[0] = 0, atomically with respect to recordStatus.
-__global__ void takeStatusKernel(int *word) { word[1] = atomicExch(word, 0); }
+/// *out = word[0]; word[0] = 0, atomically with respect to recordStatus.
+__global__ void takeStatusKernel(int *word, int *out) {
+  *out = atomicExch(word, 0);
+}
+
+/// Where this thread's otckd_take_status receives the code on `device`: a
+/// slot of its own, so no lock is held while the stream is waited for.
+int *takenSlot(int device) {
+  thread_local std::map<int, int *> slots;
+  int *&slot = slots[device];
+  if (!slot) {
+    void *p = nullptr;
+    cudaError_t err = cudaMalloc(&p, sizeof(int));
+    if (err != cudaSuccess) {
+      recordCuda(err, "allocating a status slot");
+      return nullptr;
+    }
+    slot = static_cast<int *>(p);
+  }
+  return slot;
+}
+
+struct Constant {
+  std::vector<uint8_t> host; ///< what was copied (compared on a hit)
+  void *device;
+};
 
 struct Constants {
   std::mutex mutex;
-  std::map<std::tuple<int, const void *, int64_t>, void *> copies;
+  std::map<std::tuple<int, const void *, int64_t>, Constant> copies;
 };
 
 Constants &constants() {
@@ -110,9 +136,13 @@ int *deviceStatusWord() {
   int *&word = s.words[device];
   if (!word) {
     void *p = nullptr;
-    err = cudaMalloc(&p, 2 * sizeof(int));
+    err = cudaMalloc(&p, sizeof(int));
+    // Zeroed before any stream uses it (they do not wait for the legacy
+    // stream's memset): once per device.
     if (err == cudaSuccess)
-      err = cudaMemset(p, 0, 2 * sizeof(int));
+      err = cudaMemset(p, 0, sizeof(int));
+    if (err == cudaSuccess)
+      err = cudaDeviceSynchronize();
     if (err != cudaSuccess) {
       recordCuda(err, "allocating the device status word");
       cudaFree(p);
@@ -153,14 +183,16 @@ extern "C" int otckd_take_status(void) {
   recordCuda(cudaStreamSynchronize(stream), "cudaStreamSynchronize");
   // The device's code, exchanged for 0 on the stream.
   int code = OTCK_OK;
-  if (int *word = deviceStatusWord()) {
-    StatusWords &s = statusWords();
-    std::lock_guard<std::mutex> lock(s.mutex);
-    takeStatusKernel<<<1, 1, 0, stream>>>(word);
+  int device = 0;
+  int *word = deviceStatusWord();
+  int *slot = word && cudaGetDevice(&device) == cudaSuccess ? takenSlot(device)
+                                                            : nullptr;
+  if (slot) {
+    takeStatusKernel<<<1, 1, 0, stream>>>(word, slot);
     cudaError_t err = cudaGetLastError();
     if (err == cudaSuccess)
-      err = cudaMemcpyAsync(&code, word + 1, sizeof(int),
-                            cudaMemcpyDeviceToHost, stream);
+      err = cudaMemcpyAsync(&code, slot, sizeof(int), cudaMemcpyDeviceToHost,
+                            stream);
     if (err == cudaSuccess)
       err = cudaStreamSynchronize(stream);
     if (err != cudaSuccess) {
@@ -194,19 +226,29 @@ extern "C" const void *otckd_constant(const void *host, int64_t bytes) {
   std::lock_guard<std::mutex> lock(c.mutex);
   const auto key = std::make_tuple(device, host, bytes);
   auto it = c.copies.find(key);
-  if (it != c.copies.end())
-    return it->second;
+  // A program loaded again may reuse the address of an unloaded one's
+  // constants: a hit counts only if the bytes are the same.
+  if (it != c.copies.end()) {
+    if (std::memcmp(it->second.host.data(), host, size_t(bytes)) == 0)
+      return it->second.device;
+    cudaFree(it->second.device);
+    c.copies.erase(it);
+  }
   void *d = nullptr;
   if (cudaMalloc(&d, bytes ? size_t(bytes) : size_t(1)) != cudaSuccess) {
     cudaGetLastError(); // Not sticky: clear it for later launch checks.
     return nullptr;
   }
-  if (bytes && cudaMemcpy(d, host, size_t(bytes), cudaMemcpyHostToDevice) !=
-                   cudaSuccess) {
+  // Complete before any stream reads it (the sessions' streams do not
+  // wait for the legacy stream): once per constant.
+  if (bytes && (cudaMemcpy(d, host, size_t(bytes), cudaMemcpyHostToDevice) !=
+                    cudaSuccess ||
+                cudaDeviceSynchronize() != cudaSuccess)) {
     cudaGetLastError();
     cudaFree(d);
     return nullptr;
   }
-  c.copies.emplace(key, d);
+  const auto *h = static_cast<const uint8_t *>(host);
+  c.copies.emplace(key, Constant{std::vector<uint8_t>(h, h + bytes), d});
   return d;
 }

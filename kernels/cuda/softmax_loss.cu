@@ -172,9 +172,10 @@ __global__ void softmaxCeRowsKernel(int64_t N, int64_t C, const float *logits,
     const float *x = logits + r * C;
     const int64_t label = labels[r];
     const bool valid = label >= 0 && label < C;
-    // Read before the row is written (probs may alias logits); the
-    // shuffles of the max make every lane's read happen before any write.
+    // Read before the row is written (probs may alias logits): the warp
+    // synchronizes before any lane writes.
     const float xLabel = valid ? x[label] : 0.0f;
+    __syncwarp();
     float m;
     const float s = softmaxRowWarp(x, probs + r * C, C, false, lane, m);
     if (lane == 0) {

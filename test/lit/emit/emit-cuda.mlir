@@ -45,6 +45,10 @@
 // CHECK-NEXT: return otc_cuda_status(OTC_STEP_ERR_COMM);
 // CHECK: if (int rc = ctx->wait_collectives(ctx->comm))
 // CHECK-NEXT: return otc_cuda_status(rc == OTC_STEP_SKIPPED_NONFINITE ? rc : OTC_STEP_ERR_COMM);
+// A kernel's recorded error (a bad label) stops the step before any update.
+// CHECK: if (int rc = otc_cuda_status(OTC_STEP_OK))
+// CHECK-NEXT: return otc_cuda_status(rc);
+// CHECK-NEXT: { // adam_update
 // CHECK: otckd_adam_f32(24, [[W]], [[DW]], {{v[0-9]+}}, {{v[0-9]+}}, 1.000000047e-03f, 8.999999762e-01f, 9.990000129e-01f, 9.999999939e-09f, 0.000000000e+00f, ctx->step, 0);
 // CHECK: return otc_cuda_status(OTC_STEP_OK);
 // CHECK-NEXT: }
