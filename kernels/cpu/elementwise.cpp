@@ -16,6 +16,7 @@
 
 #include "compress_format.h"
 #include "parallel.h"
+#include "plans.h"
 #include "vmath.h"
 
 #include <algorithm>
@@ -36,41 +37,16 @@ constexpr float kInf = std::numeric_limits<float>::infinity();
 //===----------------------------------------------------------------------===//
 
 /// The iteration space of a binary op after simplification.
-struct BinaryPlan {
-  int rank = 0;
-  int64_t shape[OTCK_MAX_RANK];
-  int64_t aStride[OTCK_MAX_RANK];
-  int64_t bStride[OTCK_MAX_RANK];
-  int64_t total = 1;
-};
+using BinaryPlan = StridePlan<OTCK_MAX_RANK>;
 
 BinaryPlan planBinary(int rank, const int64_t *shape, const int64_t *as,
                       const int64_t *bs) {
-  BinaryPlan p;
-  for (int d = 0; d < rank; ++d) {
-    p.total *= shape[d];
-    if (shape[d] == 1)
-      continue;
-    if (p.rank > 0) {
-      int prev = p.rank - 1;
-      if (p.aStride[prev] == as[d] * shape[d] &&
-          p.bStride[prev] == bs[d] * shape[d]) {
-        p.shape[prev] *= shape[d];
-        p.aStride[prev] = as[d];
-        p.bStride[prev] = bs[d];
-        continue;
-      }
-    }
-    p.shape[p.rank] = shape[d];
-    p.aStride[p.rank] = as[d];
-    p.bStride[p.rank] = bs[d];
-    ++p.rank;
-  }
+  BinaryPlan p = planStrides<OTCK_MAX_RANK>(rank, shape, as, bs);
   // A single element (rank 0 or all dimensions 1) is one row of length 1.
   if (p.rank == 0) {
     p.rank = 1;
     p.shape[0] = 1;
-    p.aStride[0] = p.bStride[0] = 0;
+    p.a[0] = p.b[0] = 0;
   }
   return p;
 }
@@ -82,7 +58,7 @@ template <typename Row>
 void forEachRow(const BinaryPlan &p, int64_t begin, int64_t end, Row row) {
   const int last = p.rank - 1;
   const int64_t inner = p.shape[last];
-  const int64_t ia = p.aStride[last], ib = p.bStride[last];
+  const int64_t ia = p.a[last], ib = p.b[last];
   // Multi-index of the row holding `begin`, and the operands' offsets there.
   int64_t idx[OTCK_MAX_RANK];
   int64_t r = begin / inner, j = begin % inner;
@@ -90,8 +66,8 @@ void forEachRow(const BinaryPlan &p, int64_t begin, int64_t end, Row row) {
   for (int d = last - 1; d >= 0; --d) {
     idx[d] = r % p.shape[d];
     r /= p.shape[d];
-    offA += idx[d] * p.aStride[d];
-    offB += idx[d] * p.bStride[d];
+    offA += idx[d] * p.a[d];
+    offB += idx[d] * p.b[d];
   }
   for (int64_t pos = begin; pos < end;) {
     int64_t len = std::min(inner - j, end - pos);
@@ -99,12 +75,12 @@ void forEachRow(const BinaryPlan &p, int64_t begin, int64_t end, Row row) {
     pos += len;
     j = 0;
     for (int d = last - 1; d >= 0; --d) {
-      offA += p.aStride[d];
-      offB += p.bStride[d];
+      offA += p.a[d];
+      offB += p.b[d];
       if (++idx[d] < p.shape[d])
         break;
-      offA -= p.aStride[d] * p.shape[d];
-      offB -= p.bStride[d] * p.shape[d];
+      offA -= p.a[d] * p.shape[d];
+      offB -= p.b[d] * p.shape[d];
       idx[d] = 0;
     }
   }
@@ -528,33 +504,6 @@ OTC_VINLINE float sigmoidAndSlope(float v, float &slope) {
   float inv = 1.0f / (1.0f + e);
   slope = e * inv * inv;
   return v >= 0.0f ? inv : e * inv;
-}
-
-enum class GradReads { None, X, Y };
-
-GradReads gradReads(otck_unary_op op) {
-  switch (op) {
-  case OTCK_RELU:
-  case OTCK_SIGMOID:
-  case OTCK_TANH:
-  case OTCK_EXP:
-  case OTCK_SQRT:
-  case OTCK_HARD_SIGMOID:
-  case OTCK_RECIPROCAL:
-  case OTCK_TAN:
-    return GradReads::Y;
-  case OTCK_NEG:
-  case OTCK_SCALE:
-  case OTCK_SIGN:
-  case OTCK_FLOOR:
-  case OTCK_CEIL:
-  case OTCK_ROUND:
-  case OTCK_ADD_SCALAR:
-  case OTCK_IDENTITY:
-    return GradReads::None;
-  default:
-    return GradReads::X;
-  }
 }
 
 //===----------------------------------------------------------------------===//

@@ -13,6 +13,7 @@
 #include "otc/kernels.h"
 
 #include "parallel.h"
+#include "plans.h"
 
 #include <cmath>
 #include <cstdint>
@@ -38,14 +39,9 @@ int64_t moveUnit(int64_t elemSize) {
 // Strided copy
 //===----------------------------------------------------------------------===//
 
-/// Dimensions of a strided copy (strides in units) after simplification.
-struct CopyPlan {
-  int rank = 0;
-  int64_t shape[kPlanRank];
-  int64_t src[kPlanRank];
-  int64_t dst[kPlanRank];
-  int64_t total = 1;
-};
+/// Dimensions of a strided copy (strides in units) after simplification:
+/// `a` holds the source's strides, `b` the destination's.
+using CopyPlan = StridePlan<kPlanRank>;
 
 CopyPlan planCopy(int rank, const int64_t *shape, const int64_t *ss,
                   const int64_t *ds, int64_t elemSize, int64_t unit) {
@@ -62,24 +58,7 @@ CopyPlan planCopy(int rank, const int64_t *shape, const int64_t *ss,
     s[full] = d[full] = 1;
     ++full;
   }
-  CopyPlan p;
-  for (int i = 0; i < full; ++i) {
-    p.total *= sh[i];
-    if (sh[i] == 1)
-      continue;
-    if (p.rank > 0 && p.src[p.rank - 1] == s[i] * sh[i] &&
-        p.dst[p.rank - 1] == d[i] * sh[i]) {
-      p.shape[p.rank - 1] *= sh[i];
-      p.src[p.rank - 1] = s[i];
-      p.dst[p.rank - 1] = d[i];
-      continue;
-    }
-    p.shape[p.rank] = sh[i];
-    p.src[p.rank] = s[i];
-    p.dst[p.rank] = d[i];
-    ++p.rank;
-  }
-  return p;
+  return planStrides<kPlanRank>(full, sh, s, d);
 }
 
 /// Multi-index over a list of a copy plan's dims, tracking source and
@@ -96,19 +75,19 @@ struct CopyWalker {
       const int d = dims[i];
       idx[i] = linear % p.shape[d];
       linear /= p.shape[d];
-      srcOff += idx[i] * p.src[d];
-      dstOff += idx[i] * p.dst[d];
+      srcOff += idx[i] * p.a[d];
+      dstOff += idx[i] * p.b[d];
     }
   }
   void next(const CopyPlan &p) {
     for (int i = count - 1; i >= 0; --i) {
       const int d = dims[i];
-      srcOff += p.src[d];
-      dstOff += p.dst[d];
+      srcOff += p.a[d];
+      dstOff += p.b[d];
       if (++idx[i] < p.shape[d])
         return;
-      srcOff -= p.src[d] * p.shape[d];
-      dstOff -= p.dst[d] * p.shape[d];
+      srcOff -= p.a[d] * p.shape[d];
+      dstOff -= p.b[d] * p.shape[d];
       idx[i] = 0;
     }
   }
@@ -118,17 +97,17 @@ template <typename T>
 void stridedCopyTyped(const CopyPlan &p, const T *src, T *dst) {
   const int last = p.rank - 1;
   const int64_t inner = p.shape[last];
-  const int64_t si = p.src[last], di = p.dst[last];
+  const int64_t si = p.a[last], di = p.b[last];
   // A dimension contiguous in the source while the rows are contiguous in
   // the destination: a transpose (DepthToSpace, permuted slices), copied in
   // cache tiles.
   int kIn = -1;
   for (int d = 0; d < last; ++d)
-    if (p.src[d] == 1)
+    if (p.a[d] == 1)
       kIn = d;
   if (di == 1 && si != 1 && kIn >= 0) {
     constexpr int64_t kTile = 32;
-    const int64_t P = p.shape[kIn], dP = p.dst[kIn];
+    const int64_t P = p.shape[kIn], dP = p.b[kIn];
     const int64_t tilesP = (P + kTile - 1) / kTile;
     CopyWalker proto;
     for (int d = 0; d < last; ++d)

@@ -11,6 +11,7 @@
 #define OTC_KERNELS_CUDA_COMMON_H
 
 #include "otc/kernels_cuda.h"
+#include "plans.h"
 
 #include <cuda_runtime.h>
 

@@ -27,41 +27,16 @@ namespace {
 
 /// The iteration space of a binary op after simplification (as the CPU's
 /// planBinary), passed to kernels by value.
-struct BinaryPlan {
-  int rank = 0;
-  int64_t shape[OTCK_MAX_RANK];
-  int64_t aStride[OTCK_MAX_RANK];
-  int64_t bStride[OTCK_MAX_RANK];
-  int64_t total = 1;
-};
+using BinaryPlan = StridePlan<OTCK_MAX_RANK>;
 
 BinaryPlan planBinary(int rank, const int64_t *shape, const int64_t *as,
                       const int64_t *bs) {
-  BinaryPlan p;
-  for (int d = 0; d < rank; ++d) {
-    p.total *= shape[d];
-    if (shape[d] == 1)
-      continue;
-    if (p.rank > 0) {
-      const int prev = p.rank - 1;
-      if (p.aStride[prev] == as[d] * shape[d] &&
-          p.bStride[prev] == bs[d] * shape[d]) {
-        p.shape[prev] *= shape[d];
-        p.aStride[prev] = as[d];
-        p.bStride[prev] = bs[d];
-        continue;
-      }
-    }
-    p.shape[p.rank] = shape[d];
-    p.aStride[p.rank] = as[d];
-    p.bStride[p.rank] = bs[d];
-    ++p.rank;
-  }
+  BinaryPlan p = planStrides<OTCK_MAX_RANK>(rank, shape, as, bs);
   // A single element is one row of length 1, as on the CPU.
   if (p.rank == 0) {
     p.rank = 1;
     p.shape[0] = 1;
-    p.aStride[0] = p.bStride[0] = 0;
+    p.a[0] = p.b[0] = 0;
   }
   return p;
 }
@@ -73,8 +48,8 @@ __device__ inline void binaryOffsets(const BinaryPlan &p, int64_t i,
   for (int d = p.rank - 1; d >= 0; --d) {
     const int64_t idx = i % p.shape[d];
     i /= p.shape[d];
-    offA += idx * p.aStride[d];
-    offB += idx * p.bStride[d];
+    offA += idx * p.a[d];
+    offB += idx * p.b[d];
   }
 }
 
@@ -526,34 +501,6 @@ __device__ float unaryGradOp(otck_unary_op op, float g, float v, float alpha,
   return CUDART_NAN_F;
 }
 
-enum class GradReads { None, X, Y };
-
-/// The forward tensor otck_unary_grad_f32 reads for `op` (kernels.h table).
-GradReads gradReads(otck_unary_op op) {
-  switch (op) {
-  case OTCK_RELU:
-  case OTCK_SIGMOID:
-  case OTCK_TANH:
-  case OTCK_EXP:
-  case OTCK_SQRT:
-  case OTCK_HARD_SIGMOID:
-  case OTCK_RECIPROCAL:
-  case OTCK_TAN:
-    return GradReads::Y;
-  case OTCK_NEG:
-  case OTCK_SCALE:
-  case OTCK_SIGN:
-  case OTCK_FLOOR:
-  case OTCK_CEIL:
-  case OTCK_ROUND:
-  case OTCK_ADD_SCALAR:
-  case OTCK_IDENTITY:
-    return GradReads::None;
-  default:
-    return GradReads::X;
-  }
-}
-
 /// True for the op values otck_unary_op defines.
 bool knownUnary(otck_unary_op op) {
   return int(op) >= int(OTCK_RELU) && int(op) <= int(OTCK_ATANH);
@@ -580,6 +527,7 @@ bool knownBinary(otck_binary_op op) {
 } // namespace
 } // namespace otc::kernels::cuda
 
+using namespace otc::kernels;
 using namespace otc::kernels::cuda;
 
 extern "C" void otckd_binary_f32(otck_binary_op op, int rank,
@@ -592,8 +540,7 @@ extern "C" void otckd_binary_f32(otck_binary_op op, int rank,
   if (p.total <= 0)
     return;
   const int last = p.rank - 1;
-  const bool powRows =
-      op == OTCK_POW && p.aStride[last] == 1 && p.bStride[last] == 0;
+  const bool powRows = op == OTCK_POW && p.a[last] == 1 && p.b[last] == 0;
   binaryKernel<<<gridFor(p.total), kThreads, 0, currentStream()>>>(
       op, p, a, b, out, powRows);
   checkLaunch("otckd_binary_f32");

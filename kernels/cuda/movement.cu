@@ -35,40 +35,9 @@ int64_t moveUnit(int64_t elemSize) {
 // Strided copy
 //===----------------------------------------------------------------------===//
 
-/// dst[i . dstStride] = src[i . srcStride] over `shape`, strides in units.
-struct CopyPlan {
-  int rank = 0;
-  int64_t shape[kCopyRank];
-  int64_t srcStride[kCopyRank];
-  int64_t dstStride[kCopyRank];
-  int64_t total = 1;
-};
-
-/// Drops size-1 dimensions and merges dimensions contiguous on both sides.
-CopyPlan simplify(int rank, const int64_t *shape, const int64_t *ss,
-                  const int64_t *ds) {
-  CopyPlan p;
-  for (int d = 0; d < rank; ++d) {
-    p.total *= shape[d];
-    if (shape[d] == 1)
-      continue;
-    if (p.rank > 0) {
-      const int prev = p.rank - 1;
-      if (p.srcStride[prev] == ss[d] * shape[d] &&
-          p.dstStride[prev] == ds[d] * shape[d]) {
-        p.shape[prev] *= shape[d];
-        p.srcStride[prev] = ss[d];
-        p.dstStride[prev] = ds[d];
-        continue;
-      }
-    }
-    p.shape[p.rank] = shape[d];
-    p.srcStride[p.rank] = ss[d];
-    p.dstStride[p.rank] = ds[d];
-    ++p.rank;
-  }
-  return p;
-}
+/// dst[i . b] = src[i . a] over `shape`, strides in units (StridePlan: the
+/// size-1 dimensions dropped, contiguous ones merged).
+using CopyPlan = StridePlan<kCopyRank>;
 
 template <class T>
 __global__ void stridedCopyKernel(CopyPlan p, const T *src, T *dst) {
@@ -77,8 +46,8 @@ __global__ void stridedCopyKernel(CopyPlan p, const T *src, T *dst) {
     for (int k = p.rank - 1; k >= 0; --k) {
       const int64_t idx = rem % p.shape[k];
       rem /= p.shape[k];
-      s += idx * p.srcStride[k];
-      d += idx * p.dstStride[k];
+      s += idx * p.a[k];
+      d += idx * p.b[k];
     }
     dst[d] = src[s];
   }
@@ -101,7 +70,7 @@ void runCopy(int rank, const int64_t *shape, const int64_t *srcStrides,
     ss[fullRank] = ds[fullRank] = 1;
     ++fullRank;
   }
-  const CopyPlan p = simplify(fullRank, sh, ss, ds);
+  const CopyPlan p = planStrides<kCopyRank>(fullRank, sh, ss, ds);
   if (p.total <= 0)
     return;
   const unsigned grid = gridFor(p.total);

@@ -31,22 +31,8 @@ using namespace otc;
 
 namespace {
 
-struct StatusText {
-  otc_status_code_t code;
-  std::string message;
-};
-
-StatusText take(otc_status_t s) {
-  StatusText t{otc_status_code(s), otc_status_message(s)};
-  otc_status_free(s);
-  return t;
-}
-
-#define ASSERT_OK(expr)                                                        \
-  do {                                                                         \
-    StatusText otcT = take(expr);                                              \
-    ASSERT_EQ(otcT.code, OTC_OK) << otcT.message;                              \
-  } while (0)
+using otc::testing::StatusText;
+using otc::testing::take;
 
 std::string readFile(const std::string &p) {
   std::ifstream in(p, std::ios::binary);

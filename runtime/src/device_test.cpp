@@ -28,6 +28,9 @@ using otc::testing::LinearProgram;
 
 namespace {
 
+using otc::testing::StatusText;
+using otc::testing::take;
+
 constexpr int64_t kD = 8, kC = 3, kB = 16;
 
 #define CUDA_OK(call) ASSERT_EQ((call), cudaSuccess) << #call
@@ -99,23 +102,6 @@ int cudaStep(uint8_t *arena, const otc_step_context_t *ctx) {
     return OTC_STEP_ERR_DEVICE;
   return rc;
 }
-
-struct StatusText {
-  otc_status_code_t code;
-  std::string message;
-};
-
-StatusText take(otc_status_t s) {
-  StatusText t{otc_status_code(s), otc_status_message(s)};
-  otc_status_free(s);
-  return t;
-}
-
-#define ASSERT_OK(expr)                                                        \
-  do {                                                                         \
-    StatusText otcT = take(expr);                                              \
-    ASSERT_EQ(otcT.code, OTC_OK) << otcT.message;                              \
-  } while (0)
 
 /// A CPU program (slot 0 or 2) and the same as a CUDA program (slot + 1).
 struct Pair {

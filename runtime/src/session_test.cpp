@@ -18,6 +18,9 @@ using otc::testing::LinearProgram;
 
 namespace {
 
+using otc::testing::StatusText;
+using otc::testing::take;
+
 constexpr int64_t kD = 8, kC = 3;
 
 std::string readFile(const std::string &p) {
@@ -31,23 +34,6 @@ void writeFile(const std::string &p, const std::string &bytes) {
   std::ofstream out(p, std::ios::binary);
   out << bytes;
 }
-
-struct StatusText {
-  otc_status_code_t code;
-  std::string message;
-};
-
-StatusText take(otc_status_t s) {
-  StatusText t{otc_status_code(s), otc_status_message(s)};
-  otc_status_free(s);
-  return t;
-}
-
-#define ASSERT_OK(expr)                                                        \
-  do {                                                                         \
-    StatusText otcT = take(expr);                                              \
-    ASSERT_EQ(otcT.code, OTC_OK) << otcT.message;                              \
-  } while (0)
 
 class SessionTest : public ::testing::Test {
 protected:

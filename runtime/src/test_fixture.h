@@ -30,6 +30,25 @@
 
 namespace otc::testing {
 
+/// A status's code and message (the status freed).
+struct StatusText {
+  otc_status_code_t code;
+  std::string message;
+};
+
+inline StatusText take(otc_status_t s) {
+  StatusText t{otc_status_code(s), otc_status_message(s)};
+  otc_status_free(s);
+  return t;
+}
+
+/// Asserts that an otc_* call returned OK, printing its message otherwise.
+#define ASSERT_OK(expr)                                                        \
+  do {                                                                         \
+    ::otc::testing::StatusText otcT = ::otc::testing::take(expr);              \
+    ASSERT_EQ(otcT.code, OTC_OK) << otcT.message;                              \
+  } while (0)
+
 /// A new empty folder under the system's temporary directory ($TMPDIR),
 /// named `prefix`-XXXXXX; "" when it cannot be created.
 inline std::string makeTempDir(const std::string &prefix) {
