@@ -104,16 +104,18 @@ int dtypeCode(Type t) {
 
 /// The kernels whose calls only use functions of otc/kernels_cuda.h, sorted:
 /// f32 elementwise math, GEMMs, data movement by strided copies, softmax,
-/// losses, optimizer updates.
+/// losses, optimizer updates; gather, LayerNorm, where and reductions (what
+/// a GPT-style decoder needs).
 const char kCudaKernels[] =
     "abs adam_update adamw_update add binary_grad ceil celu clip concat "
-    "copy cos div elu erf exp expand floor gelu gemm hard_sigmoid "
-    "hard_swish leaky_relu log log_softmax log_softmax_grad matmul max min "
-    "mish momentum_update mse mse_grad mul neg pack pow prelu reciprocal "
+    "copy cos div elu erf exp expand floor gather gather_grad gelu gemm "
+    "hard_sigmoid hard_swish layer_norm layer_norm_grad leaky_relu log "
+    "log_softmax log_softmax_grad matmul max min mish momentum_update mse "
+    "mse_grad mul neg pack pow prelu reciprocal reduce reduce_grad "
     "reduce_sum_to relu round selu sgd_update sigmoid sign sin slice "
     "slice_grad softmax softmax_cross_entropy softmax_cross_entropy_grad "
     "softmax_grad softplus softsign sqrt sub tanh tile transpose "
-    "unary_grad unpack";
+    "unary_grad unpack where";
 
 SmallVector<StringRef> cudaKernels() {
   SmallVector<StringRef> names;
@@ -255,8 +257,13 @@ private:
                << k.getKernel() << "' takes f32 data (and i64 indices)";
     return success();
   }
-  /// `rc` from a kernel that reports out-of-range indices.
+  /// `rc` from a kernel that reports out-of-range indices. A CUDA twin
+  /// returns 0 and records the error for otc_cuda_status: a plain call.
   void checkIndices(StringRef call) {
+    if (target.cuda()) {
+      os << "    " << call << ";\n";
+      return;
+    }
     os << "    if (" << call << " != OTCK_OK)\n"
        << "      return OTC_STEP_ERR_INDEX_RANGE;\n";
   }
@@ -585,9 +592,9 @@ LogicalResult KernelEmitter::where() {
   std::string cs = array("cs", broadcastStrides(shapeOf(ins[0]), y));
   std::string as = array("as", broadcastStrides(shapeOf(ins[1]), y));
   std::string bs = array("bs", broadcastStrides(shapeOf(ins[2]), y));
-  os << "    otck_where(" << y.size() << ", " << sh << ", " << in(0) << ", "
-     << cs << ", " << in(1) << ", " << as << ", " << in(2) << ", " << bs << ", "
-     << out(0) << ", " << elemSize(outs[0]) << ");\n";
+  os << "    " << fn("where") << "(" << y.size() << ", " << sh << ", " << in(0)
+     << ", " << cs << ", " << in(1) << ", " << as << ", " << in(2) << ", " << bs
+     << ", " << out(0) << ", " << elemSize(outs[0]) << ");\n";
   return success();
 }
 
@@ -663,8 +670,9 @@ LogicalResult KernelEmitter::reduce() {
     reduced[a] = true;
   std::string sh = array("shape", x);
   std::string rd = flags("reduced", reduced);
-  os << "    otck_reduce_f32(" << reduceEnum(str("kind")) << ", " << x.size()
-     << ", " << sh << ", " << rd << ", " << in(0) << ", " << out(0) << ");\n";
+  os << "    " << fn("reduce_f32") << "(" << reduceEnum(str("kind")) << ", "
+     << x.size() << ", " << sh << ", " << rd << ", " << in(0) << ", " << out(0)
+     << ");\n";
   return success();
 }
 
@@ -678,9 +686,9 @@ LogicalResult KernelEmitter::reduceGrad() {
     reduced[a] = true;
   std::string sh = array("shape", x);
   std::string rd = flags("reduced", reduced);
-  os << "    otck_reduce_grad_f32(" << reduceEnum(str("kind")) << ", "
-     << x.size() << ", " << sh << ", " << rd << ", " << in(1) << ", " << in(2)
-     << ", " << in(0) << ", " << out(0) << ");\n";
+  os << "    " << fn("reduce_grad_f32") << "(" << reduceEnum(str("kind"))
+     << ", " << x.size() << ", " << sh << ", " << rd << ", " << in(1) << ", "
+     << in(2) << ", " << in(0) << ", " << out(0) << ");\n";
   return success();
 }
 
@@ -906,10 +914,9 @@ LogicalResult KernelEmitter::gather() {
     return k.emitOpError("gather indices must be int64");
   ArrayRef<int64_t> x = shapeOf(ins[0]);
   auto [outer, n, inner] = around(x, axisOf(x.size()));
-  checkIndices(llvm::formatv("otck_gather({0}, {1}, {2}, {3}, {4}, {5}, {6}, "
-                             "{7})",
+  checkIndices(llvm::formatv("{8}({0}, {1}, {2}, {3}, {4}, {5}, {6}, {7})",
                              outer, n, inner, in(0), numel(ins[1]), in(1),
-                             out(0), elemSize(ins[0]))
+                             out(0), elemSize(ins[0]), fn("gather"))
                    .str());
   return success();
 }
@@ -919,10 +926,9 @@ LogicalResult KernelEmitter::gatherGrad() {
     return k.emitOpError("gather indices must be int64");
   ArrayRef<int64_t> x = shapeOf(outs[0]);
   auto [outer, n, inner] = around(x, axisOf(x.size()));
-  checkIndices(llvm::formatv("otck_gather_grad_f32({0}, {1}, {2}, {3}, {4}, "
-                             "{5}, {6})",
-                             outer, n, inner, numel(ins[1]), in(1), in(0),
-                             out(0))
+  checkIndices(llvm::formatv("{7}({0}, {1}, {2}, {3}, {4}, {5}, {6})", outer, n,
+                             inner, numel(ins[1]), in(1), in(0), out(0),
+                             fn("gather_grad_f32"))
                    .str());
   return success();
 }
@@ -1109,8 +1115,8 @@ LogicalResult KernelEmitter::normGrad() {
     int64_t axis = i64("axis", 1), m = 1, d = 1;
     for (int64_t i = 0; i < static_cast<int64_t>(x.size()); ++i)
       (i < axis ? m : d) *= x[i];
-    os << "    otck_layer_norm_grad_f32(" << m << ", " << d << ", " << args
-       << ");\n";
+    os << "    " << fn("layer_norm_grad_f32") << "(" << m << ", " << d << ", "
+       << args << ");\n";
   } else {
     os << "    otck_" << (kn == "batch_norm_grad" ? "batch" : "instance")
        << "_norm_grad_f32(" << ncs(x) << ", " << args << ");\n";
@@ -1125,8 +1131,8 @@ LogicalResult KernelEmitter::layerNorm() {
   int64_t axis = axisOf(x.size()), m = 1, d = 1;
   for (int64_t i = 0; i < static_cast<int64_t>(x.size()); ++i)
     (i < axis ? m : d) *= x[i];
-  os << "    otck_layer_norm_f32(" << m << ", " << d << ", " << in(0) << ", "
-     << in(1) << ", " << (ins.size() > 2 ? in(2) : "nullptr") << ", "
+  os << "    " << fn("layer_norm_f32") << "(" << m << ", " << d << ", " << in(0)
+     << ", " << in(1) << ", " << (ins.size() > 2 ? in(2) : "nullptr") << ", "
      << floatLiteral(f32("epsilon", 1e-5f)) << ", " << out(0) << ", " << out(1)
      << ", " << out(2) << ");\n";
   return success();

@@ -1,11 +1,12 @@
 #===- cuda_compile_test.py - otc-compile --target cuda builds programs -----===#
 #
 # Compiles the example MLP (batch 32, Adam) for CUDA as an executable and as
-# a library: both must build here (no GPU needed) and need the CUDA kernel
-# library. A residual CNN, whose convolutions have no CUDA kernel yet, is
-# refused with a diagnostic naming the kernel. Nothing is run: programs on a
-# GPU are tested by the runtime's `gpu` tests. Skips (exit 77) when
-# otc-compile was built without CUDA.
+# a library, and model_parity_test's GPT-style decoder (embeddings: gather;
+# LayerNorm; causal masking: where) as an executable: all must build here
+# (no GPU needed) and need the CUDA kernel library. A residual CNN, whose
+# convolutions have no CUDA kernel yet, is refused with a diagnostic naming
+# the kernel. Nothing is run: programs on a GPU are tested by the runtime's
+# `gpu` tests. Skips (exit 77) when otc-compile was built without CUDA.
 #
 #===------------------------------------------------------------------------===#
 
@@ -38,6 +39,18 @@ def residual_cnn():
 
     torch.manual_seed(0)
     return Net()
+
+
+def gpt(path):
+    """model_parity_test's GPT-style decoder, exported for training."""
+    import torch
+    import model_parity_test as M
+    model, shape, vocab, opset = M.gpt()
+    torch.onnx.export(model.train(), (torch.randint(0, vocab, shape),), path,
+                      input_names=["input"], output_names=["logits"],
+                      training=torch.onnx.TrainingMode.TRAINING,
+                      do_constant_folding=False, opset_version=opset)
+    return shape[0]
 
 
 def needed_libraries(path):
@@ -83,8 +96,8 @@ def check_program(checks, what, path, executable):
 def main():
     args, ctx = T.parse_args(
         "cuda_compile",
-        "otc-compile --target cuda builds the MLP (exe and lib) and names "
-        "the kernels it cannot emit for CUDA.")
+        "otc-compile --target cuda builds the MLP (exe and lib) and a GPT "
+        "(exe) and names the kernels it cannot emit for CUDA.")
     checks = T.Checks("cuda_compile")
 
     mlp = ctx.path("mlp.onnx")
@@ -116,6 +129,26 @@ def main():
     r = T.compile_model(ctx, mlp, lib, emit="lib", **flags)
     if T.require_ok(checks, "--emit=lib --target cuda", r):
         check_program(checks, "library", lib, False)
+
+    # The GPT compiles too: its gathers, LayerNorms and masks have CUDA
+    # kernels.
+    gpt_onnx = ctx.path("gpt.onnx")
+    gpt_batch = gpt(gpt_onnx)
+    gpt_exe = ctx.path("gpt")
+    r = T.compile_model(ctx, gpt_onnx, gpt_exe, emit="exe", batch=gpt_batch,
+                        optimizer="adam", target="cuda")
+    if T.require_ok(checks, "GPT: --emit=exe --target cuda (Adam)", r):
+        check_program(checks, "GPT executable", gpt_exe, True)
+        nm = subprocess.run(["nm", "-D", "--undefined-only", gpt_exe],
+                            capture_output=True, text=True).stdout
+        wanted = ["otckd_gather", "otckd_gather_grad_f32",
+                  "otckd_layer_norm_f32", "otckd_layer_norm_grad_f32",
+                  "otckd_where"]
+        checks.check("GPT executable: calls the CUDA gather, LayerNorm and "
+                     "where kernels",
+                     all(re.search(r"\b%s\b" % f, nm) for f in wanted),
+                     "missing: %s" % [f for f in wanted
+                                      if not re.search(r"\b%s\b" % f, nm)])
 
     import torch
     cnn = ctx.path("cnn.onnx")

@@ -124,6 +124,39 @@ void otckd_adam_f32(int64_t n, float *w, const float *g, float *m, float *v,
                     float lr, float beta1, float beta2, float eps, float wd,
                     int64_t step, int decoupled);
 
+/*--- Transformers: gather, LayerNorm, where, reductions --------------------*/
+
+/* An index outside [-axis_dim, axis_dim) records OTCK_ERR_INDEX_OUT_OF_RANGE
+ * (y, or dx, unspecified). otckd_gather_grad_f32 is deterministic (no float
+ * atomics): it sorts the indices through stream-ordered scratch (CUB radix
+ * sort) and adds each dx row's dy rows in index order, as the CPU. */
+int otckd_gather(int64_t outer, int64_t axis_dim, int64_t inner, const void *x,
+                 int64_t num_indices, const int64_t *indices, void *y,
+                 int64_t elem_size);
+int otckd_gather_grad_f32(int64_t outer, int64_t axis_dim, int64_t inner,
+                          int64_t num_indices, const int64_t *indices,
+                          const float *dy, float *dx);
+/* otckd_layer_norm_grad_f32 sums dscale/dbias through scratch. */
+void otckd_layer_norm_f32(int64_t M, int64_t D, const float *x,
+                          const float *scale, const float *bias, float eps,
+                          float *y, float *mean, float *invstd);
+void otckd_layer_norm_grad_f32(int64_t M, int64_t D, const float *dy,
+                               const float *x, const float *scale,
+                               const float *mean, const float *invstd,
+                               float *dx, float *dscale, float *dbias);
+/* cond and the strides are as in otck_where (cond on the device). */
+void otckd_where(int rank, const int64_t *out_shape, const uint8_t *cond,
+                 const int64_t *c_strides, const void *a,
+                 const int64_t *a_strides, const void *b,
+                 const int64_t *b_strides, void *out, int64_t elem_size);
+/* `reduced` is host memory; MAX, MIN and PROD gradients use scratch. */
+void otckd_reduce_f32(otck_reduce_op op, int rank, const int64_t *in_shape,
+                      const uint8_t *reduced, const float *x, float *y);
+void otckd_reduce_grad_f32(otck_reduce_op op, int rank,
+                           const int64_t *in_shape, const uint8_t *reduced,
+                           const float *x, const float *y, const float *dy,
+                           float *dx);
+
 #ifdef __cplusplus
 }
 #endif

@@ -2,7 +2,7 @@
 
 // A kernel without a CUDA twin is an error on its op, naming the kernel and
 // what --target cuda supports, rather than C++ the host compiler rejects.
-// CHECK: error: 'conv' has no CUDA kernel yet (--target cuda supports: abs, adam_update, {{.*}}, gemm, {{.*}}, unpack)
+// CHECK: error: 'conv' has no CUDA kernel yet (--target cuda supports: abs, adam_update, {{.*}}, gather, gather_grad, {{.*}}, gemm, {{.*}}, layer_norm, layer_norm_grad, {{.*}}, unpack, where)
 module {
   func.func @eval_step(%x: tensor<2x3x8x8xf32> {otc.input = "x", otc.role = "data"},
                        %w: tensor<4x3x3x3xf32> {otc.param = "w"})

@@ -1,0 +1,444 @@
+//===- reduce.cu - Reductions and their gradients on CUDA -----------------===//
+//
+// The CUDA twins of otck_reduce_f32 and otck_reduce_grad_f32
+// (cpu/reduce.cpp). y is contiguous over x's kept dimensions, so output k
+// (y[k]) reduces the x elements whose kept coordinates are k's; size-1
+// dimensions are dropped. Each output is reduced by one thread (few inputs),
+// one warp, or one block (few outputs with many inputs each): a thread
+// combines its inputs in order, then the group combines the partials with
+// shuffles (and shared memory across the warps of a block) in a fixed
+// order, so results never change from run to run. Accumulators are doubles
+// (max and min too: float -> double is exact), as the CPU's.
+//
+// The gradients are one thread per x element; MAX, MIN and PROD first
+// reduce a per-output auxiliary value (the count of positions equal to y;
+// the zero count and product of the non-zero inputs) into a stream-ordered
+// scratch buffer.
+//
+//===----------------------------------------------------------------------===//
+
+#include "cuda_common.h"
+
+#include <math_constants.h>
+
+#include <limits>
+
+namespace otc::kernels::cuda {
+namespace {
+
+/// What a reduction accumulates per input v (c: the output's center).
+enum Acc : int {
+  kSum,       // a += v
+  kSumSquare, // a += v^2
+  kAbs,       // a += |v|
+  kExpC,      // a += exp(v - c)
+  kProd,      // a *= v
+  kMax,       // a = max(a, v), NaN wins
+  kMin,       // a = min(a, v), NaN wins
+  kCountEq,   // a += (v == c, NaN equal to NaN)
+  kZeroProd,  // a += (v == 0); b *= v for v != 0
+};
+
+struct Acc2 {
+  double a, b;
+};
+
+__device__ inline Acc2 accInit(int acc) {
+  switch (acc) {
+  case kProd:
+    return {1.0, 0.0};
+  case kMax:
+    return {-CUDART_INF, 0.0};
+  case kMin:
+    return {CUDART_INF, 0.0};
+  case kZeroProd:
+    return {0.0, 1.0};
+  default:
+    return {0.0, 0.0};
+  }
+}
+
+__device__ inline bool equalOrBothNaN(float v, float c) {
+  return v == c || (v != v && c != c);
+}
+
+__device__ inline double extreme(bool isMax, double a, double v) {
+  return ((isMax ? v > a : v < a) || v != v) ? v : a;
+}
+
+__device__ inline Acc2 accStep(int acc, Acc2 s, float v, float c) {
+  switch (acc) {
+  case kSum:
+    s.a += double(v);
+    break;
+  case kSumSquare:
+    s.a += double(v) * double(v);
+    break;
+  case kAbs:
+    s.a += double(fabsf(v));
+    break;
+  case kExpC:
+    s.a += double(expf(v - c));
+    break;
+  case kProd:
+    s.a *= double(v);
+    break;
+  case kMax:
+  case kMin:
+    s.a = extreme(acc == kMax, s.a, double(v));
+    break;
+  case kCountEq:
+    s.a += equalOrBothNaN(v, c) ? 1.0 : 0.0;
+    break;
+  case kZeroProd:
+    if (v == 0.0f)
+      s.a += 1.0;
+    else
+      s.b *= double(v);
+    break;
+  }
+  return s;
+}
+
+__device__ inline Acc2 accMerge(int acc, Acc2 s, Acc2 t) {
+  switch (acc) {
+  case kProd:
+    s.a *= t.a;
+    break;
+  case kMax:
+  case kMin:
+    s.a = extreme(acc == kMax, s.a, t.a);
+    break;
+  case kZeroProd:
+    s.a += t.a;
+    s.b *= t.b;
+    break;
+  default:
+    s.a += t.a;
+    break;
+  }
+  return s;
+}
+
+/// Merge over the warp's lanes in a fixed order; every lane gets it.
+__device__ inline Acc2 warpMerge(int acc, Acc2 s) {
+  for (int o = 16; o > 0; o >>= 1) {
+    Acc2 t;
+    t.a = __shfl_xor_sync(kFullMask, s.a, o);
+    t.b = __shfl_xor_sync(kFullMask, s.b, o);
+    s = accMerge(acc, s, t);
+  }
+  return s;
+}
+
+/// x's dimensions (size 1 dropped) split into kept and reduced ones, with
+/// x strides; kept ones in order, so output k's kept coordinates are k's
+/// digits.
+struct RedPlan {
+  int keptRank = 0, redRank = 0;
+  int64_t keptShape[OTCK_MAX_RANK], keptStride[OTCK_MAX_RANK];
+  int64_t redShape[OTCK_MAX_RANK], redStride[OTCK_MAX_RANK];
+  int64_t kept = 1, red = 1;
+};
+
+RedPlan planReduce(int rank, const int64_t *shape, const uint8_t *reduced) {
+  RedPlan p;
+  int64_t xs[OTCK_MAX_RANK];
+  int64_t s = 1;
+  for (int d = rank - 1; d >= 0; --d) {
+    xs[d] = s;
+    s *= shape[d];
+  }
+  for (int d = 0; d < rank; ++d) {
+    if (reduced[d])
+      p.red *= shape[d];
+    else
+      p.kept *= shape[d];
+    if (shape[d] == 1)
+      continue;
+    if (reduced[d]) {
+      p.redShape[p.redRank] = shape[d];
+      p.redStride[p.redRank++] = xs[d];
+    } else {
+      p.keptShape[p.keptRank] = shape[d];
+      p.keptStride[p.keptRank++] = xs[d];
+    }
+  }
+  return p;
+}
+
+__device__ inline int64_t keptOffset(const RedPlan &p, int64_t k) {
+  int64_t off = 0;
+  for (int d = p.keptRank - 1; d >= 0; --d) {
+    off += (k % p.keptShape[d]) * p.keptStride[d];
+    k /= p.keptShape[d];
+  }
+  return off;
+}
+
+__device__ inline int64_t redOffset(const RedPlan &p, int64_t r) {
+  int64_t off = 0;
+  for (int d = p.redRank - 1; d >= 0; --d) {
+    off += (r % p.redShape[d]) * p.redStride[d];
+    r /= p.redShape[d];
+  }
+  return off;
+}
+
+/// Writes output k of the forward op `op` from its accumulator.
+__device__ inline void storeForward(int op, Acc2 s, double count, float c,
+                                    float *y) {
+  switch (op) {
+  case OTCK_REDUCE_MEAN:
+    *y = float(s.a / count);
+    return;
+  case OTCK_REDUCE_L2:
+    *y = float(sqrt(s.a));
+    return;
+  case OTCK_REDUCE_LOG_SUM_EXP:
+    // Second pass: c is the max already in y; an infinite or NaN max is
+    // the result itself.
+    if (isfinite(c))
+      *y = float(double(c) + log(s.a));
+    return;
+  default:
+    *y = float(s.a);
+    return;
+  }
+}
+
+/// Group of G threads (1, 32 or kThreads) per output. Each output k
+/// reduces with accumulator `acc` and center c = center[k] (0 if none),
+/// then writes y[k] through storeForward(op) or aux[k].
+template <int G>
+__global__ void reduceKernel(RedPlan p, int acc, int op, const float *x,
+                             const float *center, float *y, Acc2 *aux) {
+  __shared__ Acc2 shared[kWarps];
+  const int t = G == 1 ? 0 : G == 32 ? threadIdx.x & 31 : threadIdx.x;
+  const int64_t first = G == 1    ? globalThread()
+                        : G == 32 ? globalThread() >> 5
+                                  : int64_t(blockIdx.x);
+  const int64_t step = G == 1    ? gridThreads()
+                       : G == 32 ? gridThreads() >> 5
+                                 : int64_t(gridDim.x);
+  const double count = double(p.red);
+  for (int64_t k = first; k < p.kept; k += step) {
+    const float *xk = x + keptOffset(p, k);
+    const float c = center ? center[k] : 0.0f;
+    Acc2 s = accInit(acc);
+    for (int64_t r = t; r < p.red; r += G)
+      s = accStep(acc, s, xk[redOffset(p, r)], c);
+    if (G > 1)
+      s = warpMerge(acc, s);
+    if (G == kThreads) {
+      const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+      if (lane == 0)
+        shared[warp] = s;
+      __syncthreads();
+      if (t == 0) {
+        s = shared[0];
+        for (int w = 1; w < kWarps; ++w)
+          s = accMerge(acc, s, shared[w]);
+      }
+      __syncthreads(); // shared is reused by the next output
+    }
+    if (t == 0) {
+      if (aux)
+        aux[k] = s;
+      else
+        storeForward(op, s, count, c, y + k);
+    }
+  }
+}
+
+/// Outputs reducing at least this many inputs get a warp each...
+constexpr int64_t kWarpMin = 64;
+/// ... and a block each when there are fewer than kBlockKeptMax of them
+/// and each reduces at least kBlockRedMin inputs.
+constexpr int64_t kBlockRedMin = 8192;
+constexpr int64_t kBlockKeptMax = 1024;
+
+void runReduce(const RedPlan &p, int acc, int op, const float *x,
+               const float *center, float *y, Acc2 *aux, const char *what) {
+  cudaStream_t stream = currentStream();
+  if (p.red >= kBlockRedMin && p.kept < kBlockKeptMax)
+    reduceKernel<kThreads><<<unsigned(p.kept), kThreads, 0, stream>>>(
+        p, acc, op, x, center, y, aux);
+  else if (p.red >= kWarpMin)
+    reduceKernel<32><<<gridForWarps(p.kept), kThreads, 0, stream>>>(
+        p, acc, op, x, center, y, aux);
+  else
+    reduceKernel<1><<<gridFor(p.kept), kThreads, 0, stream>>>(p, acc, op, x,
+                                                              center, y, aux);
+  checkLaunch(what);
+}
+
+/// dx for every x element from its output's y, dy and aux.
+__global__ void reduceGradKernel(RedPlan p, int op, float invCount,
+                                 const float *x, const float *y,
+                                 const float *dy, const Acc2 *aux, float *dx) {
+  const int64_t total = p.kept * p.red;
+  for (int64_t i = globalThread(); i < total; i += gridThreads()) {
+    // i's kept coordinates give its output: walk x's (size > 1) dimensions
+    // from the innermost, kept and reduced ones interleaved as in x.
+    int64_t rem = i, k = 0, kMul = 1;
+    int kd = p.keptRank - 1, rd = p.redRank - 1;
+    while (kd >= 0 || rd >= 0) {
+      // The innermost remaining dimension has the smaller x stride.
+      const bool isKept =
+          rd < 0 || (kd >= 0 && p.keptStride[kd] < p.redStride[rd]);
+      if (isKept) {
+        const int64_t n = p.keptShape[kd--];
+        k += (rem % n) * kMul;
+        kMul *= n;
+        rem /= n;
+      } else {
+        rem /= p.redShape[rd--];
+      }
+    }
+    const float v = x[i], yk = y[k], g = dy[k];
+    float d;
+    switch (op) {
+    case OTCK_REDUCE_SUM:
+      d = g;
+      break;
+    case OTCK_REDUCE_MEAN:
+      d = g * invCount;
+      break;
+    case OTCK_REDUCE_SUM_SQUARE:
+      d = 2.0f * v * g;
+      break;
+    case OTCK_REDUCE_L1:
+      d = v > 0.0f ? g : (v < 0.0f ? -g : (v == 0.0f ? 0.0f : v));
+      break;
+    case OTCK_REDUCE_L2:
+      d = yk == 0.0f ? 0.0f : g * (v / yk);
+      break;
+    case OTCK_REDUCE_LOG_SUM_EXP:
+      d = yk == -CUDART_INF_F ? 0.0f : g * expf(v - yk);
+      break;
+    case OTCK_REDUCE_MAX:
+    case OTCK_REDUCE_MIN:
+      d = equalOrBothNaN(v, yk) ? float(double(g) / aux[k].a) : 0.0f;
+      break;
+    case OTCK_REDUCE_PROD: {
+      // Without zeros: dy * y / x (y = 0 from underflow: the product of the
+      // others in double). One zero: only it gets dy * (product of the
+      // rest).
+      const double zeros = aux[k].a, prod = aux[k].b;
+      if (yk != 0.0f)
+        d = float(double(g) * double(yk) / double(v));
+      else if (zeros == 0.0)
+        d = float(double(g) * prod / double(v));
+      else if (zeros == 1.0 && v == 0.0f)
+        d = float(double(g) * prod);
+      else
+        d = 0.0f;
+      break;
+    }
+    default:
+      d = 0.0f;
+      break;
+    }
+    dx[i] = d;
+  }
+}
+
+__global__ void fillKernel(int64_t n, float value, float *y) {
+  for (int64_t i = globalThread(); i < n; i += gridThreads())
+    y[i] = value;
+}
+
+float emptyValue(otck_reduce_op op) {
+  switch (op) {
+  case OTCK_REDUCE_MEAN:
+    return std::numeric_limits<float>::quiet_NaN();
+  case OTCK_REDUCE_MAX:
+  case OTCK_REDUCE_LOG_SUM_EXP:
+    return -std::numeric_limits<float>::infinity();
+  case OTCK_REDUCE_MIN:
+    return std::numeric_limits<float>::infinity();
+  case OTCK_REDUCE_PROD:
+    return 1.0f;
+  default:
+    return 0.0f;
+  }
+}
+
+/// Checks the rank and shape; false when there is nothing to do.
+bool validShape(int rank, const int64_t *shape) {
+  if (rank < 0 || rank > OTCK_MAX_RANK)
+    return false;
+  for (int d = 0; d < rank; ++d)
+    if (shape[d] < 0)
+      return false;
+  return true;
+}
+
+} // namespace
+} // namespace otc::kernels::cuda
+
+using namespace otc::kernels::cuda;
+
+extern "C" void otckd_reduce_f32(otck_reduce_op op, int rank,
+                                 const int64_t *in_shape,
+                                 const uint8_t *reduced, const float *x,
+                                 float *y) {
+  if (!validShape(rank, in_shape))
+    return;
+  const RedPlan p = planReduce(rank, in_shape, reduced);
+  if (p.kept == 0)
+    return;
+  if (p.red == 0) {
+    fillKernel<<<gridFor(p.kept), kThreads, 0, currentStream()>>>(
+        p.kept, emptyValue(op), y);
+    checkLaunch("otckd_reduce_f32: empty");
+    return;
+  }
+  const char *what = "otckd_reduce_f32";
+  switch (op) {
+  case OTCK_REDUCE_SUM:
+  case OTCK_REDUCE_MEAN:
+    return runReduce(p, kSum, op, x, nullptr, y, nullptr, what);
+  case OTCK_REDUCE_SUM_SQUARE:
+  case OTCK_REDUCE_L2:
+    return runReduce(p, kSumSquare, op, x, nullptr, y, nullptr, what);
+  case OTCK_REDUCE_L1:
+    return runReduce(p, kAbs, op, x, nullptr, y, nullptr, what);
+  case OTCK_REDUCE_PROD:
+    return runReduce(p, kProd, op, x, nullptr, y, nullptr, what);
+  case OTCK_REDUCE_MAX:
+    return runReduce(p, kMax, op, x, nullptr, y, nullptr, what);
+  case OTCK_REDUCE_MIN:
+    return runReduce(p, kMin, op, x, nullptr, y, nullptr, what);
+  case OTCK_REDUCE_LOG_SUM_EXP:
+    // The max into y (stored as MAX), then log(sum(exp(x - max))) + max.
+    runReduce(p, kMax, OTCK_REDUCE_MAX, x, nullptr, y, nullptr, what);
+    return runReduce(p, kExpC, op, x, y, y, nullptr, what);
+  }
+}
+
+extern "C" void otckd_reduce_grad_f32(otck_reduce_op op, int rank,
+                                      const int64_t *in_shape,
+                                      const uint8_t *reduced, const float *x,
+                                      const float *y, const float *dy,
+                                      float *dx) {
+  if (!validShape(rank, in_shape))
+    return;
+  const RedPlan p = planReduce(rank, in_shape, reduced);
+  if (p.kept == 0 || p.red == 0)
+    return;
+  cudaStream_t stream = currentStream();
+  const bool needAux =
+      op == OTCK_REDUCE_MAX || op == OTCK_REDUCE_MIN || op == OTCK_REDUCE_PROD;
+  StreamScratch aux(needAux ? size_t(p.kept) * sizeof(Acc2) : 1, stream);
+  if (!aux.ok())
+    return;
+  if (needAux)
+    runReduce(p, op == OTCK_REDUCE_PROD ? kZeroProd : kCountEq, op, x, y,
+              nullptr, aux.as<Acc2>(), "otckd_reduce_grad_f32: aux");
+  const float invCount = float(1.0 / double(p.red));
+  reduceGradKernel<<<gridFor(p.kept * p.red), kThreads, 0, stream>>>(
+      p, op, invCount, x, y, dy, aux.as<Acc2>(), dx);
+  checkLaunch("otckd_reduce_grad_f32");
+}

@@ -1,0 +1,676 @@
+//===- transformer_cuda_test.cpp - Gather, LayerNorm, Where, Reduce twins -===//
+//
+// The otckd_ twins of transformer.cu and reduce.cu against their otck_ CPU
+// twins on random data (fixed seeds) with odd sizes: gather and where
+// exactly (they move bytes), gather_grad exactly too (the same float adds
+// in the same order) and run to run bit for bit, LayerNorm and the
+// reductions within float rounding. Out-of-range indices must record
+// OTCK_ERR_INDEX_OUT_OF_RANGE for otckd_take_status. Every test is skipped
+// when no CUDA device is visible; listing the tests touches no CUDA API.
+//
+//===----------------------------------------------------------------------===//
+
+#include "otc/kernels.h"
+#include "otc/kernels_cuda.h"
+
+#include <cuda_runtime.h>
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <iomanip>
+#include <limits>
+#include <random>
+#include <sstream>
+#include <string>
+#include <vector>
+
+namespace {
+
+bool deviceVisible(std::string *why) {
+  int count = 0;
+  const cudaError_t err = cudaGetDeviceCount(&count);
+  if (err != cudaSuccess) {
+    *why = std::string("cudaGetDeviceCount failed: ") + cudaGetErrorString(err);
+    return false;
+  }
+  if (count == 0) {
+    *why = "cudaGetDeviceCount returned 0";
+    return false;
+  }
+  return true;
+}
+
+constexpr float kInf = std::numeric_limits<float>::infinity();
+constexpr float kNaN = std::numeric_limits<float>::quiet_NaN();
+
+using Shape = std::vector<int64_t>;
+
+size_t sz(int64_t n) { return static_cast<size_t>(n); }
+
+int64_t numel(const Shape &s) {
+  int64_t n = 1;
+  for (int64_t d : s)
+    n *= d;
+  return n;
+}
+
+Shape contiguousStrides(const Shape &s) {
+  Shape st(s.size());
+  int64_t stride = 1;
+  for (size_t d = s.size(); d-- > 0;) {
+    st[d] = stride;
+    stride *= s[d];
+  }
+  return st;
+}
+
+/// Strides of an operand of shape `s` broadcast (numpy, right-aligned) to
+/// a result of rank `rank`: 0 on missing and size-1 dimensions.
+Shape broadcastStrides(const Shape &s, size_t rank) {
+  const Shape own = contiguousStrides(s);
+  Shape st(rank, 0);
+  for (size_t i = 0; i < s.size(); ++i) {
+    const size_t d = rank - s.size() + i;
+    st[d] = s[i] == 1 ? 0 : own[i];
+  }
+  return st;
+}
+
+std::string shapeName(const Shape &s) {
+  std::ostringstream os;
+  os << "[";
+  for (size_t i = 0; i < s.size(); ++i)
+    os << (i ? "," : "") << s[i];
+  os << "]";
+  return os.str();
+}
+
+std::vector<float> uniform(int64_t n, float lo, float hi, unsigned seed) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> dist(lo, hi);
+  std::vector<float> v(sz(n));
+  for (float &x : v)
+    x = dist(rng);
+  return v;
+}
+
+/// Values from `levels` evenly spaced ones in [-1, 1]: many ties.
+std::vector<float> ties(int64_t n, int levels, unsigned seed) {
+  std::mt19937 rng(seed);
+  std::vector<float> v(sz(n));
+  for (float &x : v)
+    x = -1.0f + 2.0f * float(rng() % unsigned(levels)) / float(levels - 1);
+  return v;
+}
+
+std::vector<uint8_t> randomBytes(int64_t n, unsigned seed) {
+  std::mt19937 rng(seed);
+  std::vector<uint8_t> v(sz(n));
+  for (uint8_t &x : v)
+    x = static_cast<uint8_t>(rng());
+  return v;
+}
+
+/// n indices in [-dim, dim) (negative ones count from the end), with
+/// repeats whenever n > dim / 2.
+std::vector<int64_t> randomIndices(int64_t n, int64_t dim, unsigned seed) {
+  std::mt19937 rng(seed);
+  std::vector<int64_t> v(sz(n));
+  for (int64_t &x : v)
+    x = int64_t(rng() % uint64_t(2 * dim)) - dim;
+  return v;
+}
+
+/// A device array of n elements of T (at least one byte allocated).
+template <class T> class Dev {
+public:
+  explicit Dev(size_t n) : n_(n) {
+    EXPECT_EQ(cudaMalloc(&p_, std::max<size_t>(n * sizeof(T), 1)), cudaSuccess);
+  }
+  explicit Dev(const std::vector<T> &h) : Dev(h.size()) { put(h); }
+  ~Dev() { cudaFree(p_); }
+  Dev(const Dev &) = delete;
+  Dev &operator=(const Dev &) = delete;
+
+  T *get() const { return static_cast<T *>(p_); }
+  void put(const std::vector<T> &h) {
+    ASSERT_EQ(h.size(), n_);
+    if (n_) {
+      EXPECT_EQ(
+          cudaMemcpy(p_, h.data(), n_ * sizeof(T), cudaMemcpyHostToDevice),
+          cudaSuccess);
+    }
+  }
+  /// The contents after the legacy default stream's work (cudaMemcpy waits
+  /// for it; the tests use it).
+  std::vector<T> host() const {
+    std::vector<T> h(n_);
+    if (n_) {
+      EXPECT_EQ(
+          cudaMemcpy(h.data(), p_, n_ * sizeof(T), cudaMemcpyDeviceToHost),
+          cudaSuccess);
+    }
+    return h;
+  }
+
+private:
+  void *p_ = nullptr;
+  size_t n_;
+};
+
+bool close(float want, float got, double tol) {
+  if (std::isnan(want) || std::isnan(got))
+    return std::isnan(want) && std::isnan(got);
+  if (std::isinf(want) || std::isinf(got))
+    return want == got;
+  return std::fabs(double(got) - double(want)) <= tol;
+}
+
+/// got[i] within abs + rel |want[i]| of want[i] (NaN matches NaN, an
+/// infinity only itself); reports the first few differences.
+void expectClose(const std::vector<float> &want, const std::vector<float> &got,
+                 double rel, double abs, const std::string &what) {
+  ASSERT_EQ(want.size(), got.size()) << what;
+  size_t bad = 0;
+  for (size_t i = 0; i < want.size(); ++i) {
+    if (close(want[i], got[i], abs + rel * std::fabs(double(want[i]))))
+      continue;
+    if (bad < 5)
+      ADD_FAILURE() << what << ": element " << i << " want "
+                    << std::setprecision(9) << want[i] << " got " << got[i];
+    ++bad;
+  }
+  EXPECT_EQ(bad, 0u) << what << ": " << bad << " of " << want.size()
+                     << " elements differ";
+}
+
+/// Bitwise equality of two byte images, reporting the first difference.
+template <class T>
+void expectSameBits(const std::vector<T> &want, const std::vector<T> &got,
+                    const std::string &what) {
+  ASSERT_EQ(want.size(), got.size()) << what;
+  const size_t bytes = want.size() * sizeof(T);
+  const auto *a = reinterpret_cast<const unsigned char *>(want.data());
+  const auto *b = reinterpret_cast<const unsigned char *>(got.data());
+  for (size_t i = 0; i < bytes; ++i)
+    if (a[i] != b[i]) {
+      ADD_FAILURE() << what << ": byte " << i << " of " << bytes
+                    << " differs (want " << int(a[i]) << ", got " << int(b[i])
+                    << ")";
+      return;
+    }
+}
+
+/// Every test: skipped without a device; afterwards no error may be pending.
+class TransformerCuda : public ::testing::Test {
+protected:
+  void SetUp() override {
+    std::string why;
+    if (!deviceVisible(&why))
+      GTEST_SKIP() << "no CUDA device visible: " << why;
+    otckd_set_stream(nullptr);
+    // A failure left by an earlier test must not be blamed on this one.
+    (void)otckd_take_status();
+  }
+  void TearDown() override {
+    if (IsSkipped())
+      return;
+    EXPECT_EQ(otckd_take_status(), OTCK_OK) << otckd_status_message();
+    otckd_set_stream(nullptr);
+  }
+};
+
+//===----------------------------------------------------------------------===//
+// Gather
+//===----------------------------------------------------------------------===//
+
+struct GatherCase {
+  int64_t outer, dim, inner, numIdx;
+};
+
+const GatherCase kGatherCases[] = {
+    {1, 1, 1, 1},    {1, 7, 1, 5},     {3, 5, 7, 9},    {1, 512, 64, 333},
+    {2, 33, 65, 70}, {5, 1000, 3, 17}, {1, 3, 1, 1000}, {4, 2, 129, 31},
+};
+
+TEST_F(TransformerCuda, GatherMatchesCpuExactly) {
+  unsigned seed = 100;
+  for (const GatherCase &c : kGatherCases)
+    for (int64_t es : {4, 8, 2, 1, 12, 3}) {
+      const auto idx = randomIndices(c.numIdx, c.dim, seed++);
+      const auto x = randomBytes(c.outer * c.dim * c.inner * es, seed++);
+      std::vector<uint8_t> want(sz(c.outer * c.numIdx * c.inner * es), 0xAB);
+      ASSERT_EQ(otck_gather(c.outer, c.dim, c.inner, x.data(), c.numIdx,
+                            idx.data(), want.data(), es),
+                OTCK_OK);
+      Dev<uint8_t> dx(x), dy(std::vector<uint8_t>(want.size(), 0xCD));
+      Dev<int64_t> di(idx);
+      EXPECT_EQ(otckd_gather(c.outer, c.dim, c.inner, dx.get(), c.numIdx,
+                             di.get(), dy.get(), es),
+                0);
+      expectSameBits(want, dy.host(),
+                     "gather [" + std::to_string(c.outer) + "," +
+                         std::to_string(c.dim) + "," + std::to_string(c.inner) +
+                         "] x " + std::to_string(c.numIdx) + " elem " +
+                         std::to_string(es));
+    }
+}
+
+TEST_F(TransformerCuda, GatherGradMatchesCpuExactlyWithRepeatedIndices) {
+  unsigned seed = 200;
+  for (const GatherCase &c : kGatherCases) {
+    const std::string what = "gather_grad [" + std::to_string(c.outer) + "," +
+                             std::to_string(c.dim) + "," +
+                             std::to_string(c.inner) + "] x " +
+                             std::to_string(c.numIdx);
+    auto idx = randomIndices(c.numIdx, c.dim, seed++);
+    // Many repeats of one row, from both ends of the range.
+    for (size_t q = 0; q < idx.size(); q += 3)
+      idx[q] = q % 2 ? c.dim - 1 : -1;
+    const auto dy = uniform(c.outer * c.numIdx * c.inner, -1.0f, 1.0f, seed++);
+    std::vector<float> want(sz(c.outer * c.dim * c.inner), kNaN);
+    ASSERT_EQ(otck_gather_grad_f32(c.outer, c.dim, c.inner, c.numIdx,
+                                   idx.data(), dy.data(), want.data()),
+              OTCK_OK);
+    Dev<float> ddy(dy), ddx(std::vector<float>(want.size(), kNaN));
+    Dev<int64_t> di(idx);
+    EXPECT_EQ(otckd_gather_grad_f32(c.outer, c.dim, c.inner, c.numIdx, di.get(),
+                                    ddy.get(), ddx.get()),
+              0);
+    const auto got = ddx.host();
+    expectSameBits(want, got, what);
+    // Run to run: the same bits.
+    ddx.put(std::vector<float>(want.size(), kNaN));
+    otckd_gather_grad_f32(c.outer, c.dim, c.inner, c.numIdx, di.get(),
+                          ddy.get(), ddx.get());
+    expectSameBits(got, ddx.host(), what + " (second run)");
+  }
+}
+
+TEST_F(TransformerCuda, GatherGradWithoutIndicesIsZero) {
+  Dev<float> ddx(std::vector<float>(12, kNaN)), ddy(1);
+  Dev<int64_t> di(1);
+  EXPECT_EQ(otckd_gather_grad_f32(2, 3, 2, 0, di.get(), ddy.get(), ddx.get()),
+            0);
+  EXPECT_EQ(ddx.host(), std::vector<float>(12, 0.0f));
+}
+
+TEST_F(TransformerCuda, OutOfRangeIndicesAreRecorded) {
+  const int64_t outer = 2, dim = 5, inner = 3, n = 7;
+  const auto x = uniform(outer * dim * inner, -1.0f, 1.0f, 1);
+  const auto dyv = uniform(outer * n * inner, -1.0f, 1.0f, 2);
+  for (int64_t bad : {dim, -dim - 1, int64_t(1) << 40}) {
+    auto idx = randomIndices(n, dim, 3);
+    idx[4] = bad;
+    // The CPU twins agree that this is an error.
+    std::vector<float> scratch(sz(outer * std::max(n, dim) * inner));
+    ASSERT_EQ(otck_gather(outer, dim, inner, x.data(), n, idx.data(),
+                          scratch.data(), 4),
+              OTCK_ERR_INDEX_OUT_OF_RANGE);
+    ASSERT_EQ(otck_gather_grad_f32(outer, dim, inner, n, idx.data(), dyv.data(),
+                                   scratch.data()),
+              OTCK_ERR_INDEX_OUT_OF_RANGE);
+    Dev<float> dx(x), dy(outer * n * inner), ddy(dyv),
+        ddx(sz(outer * dim * inner));
+    Dev<int64_t> di(idx);
+    EXPECT_EQ(
+        otckd_gather(outer, dim, inner, dx.get(), n, di.get(), dy.get(), 4), 0);
+    EXPECT_EQ(otckd_take_status(), OTCK_ERR_INDEX_OUT_OF_RANGE)
+        << "gather, index " << bad;
+    EXPECT_NE(std::string(otckd_status_message()).find("index"),
+              std::string::npos)
+        << otckd_status_message();
+    EXPECT_EQ(otckd_take_status(), OTCK_OK) << "cleared by the first call";
+    EXPECT_EQ(otckd_gather_grad_f32(outer, dim, inner, n, di.get(), ddy.get(),
+                                    ddx.get()),
+              0);
+    EXPECT_EQ(otckd_take_status(), OTCK_ERR_INDEX_OUT_OF_RANGE)
+        << "gather_grad, index " << bad;
+    // Also when there is nothing to copy (as the CPU, which checks first).
+    EXPECT_EQ(otckd_gather(0, dim, inner, dx.get(), n, di.get(), dy.get(), 4),
+              0);
+    EXPECT_EQ(otckd_take_status(), OTCK_ERR_INDEX_OUT_OF_RANGE)
+        << "gather with outer 0, index " << bad;
+  }
+  // Every index of an empty axis is out of range.
+  Dev<int64_t> zero(std::vector<int64_t>{0});
+  Dev<float> dy(3), ddx(1);
+  EXPECT_EQ(otckd_gather(1, 0, 3, ddx.get(), 1, zero.get(), dy.get(), 4), 0);
+  EXPECT_EQ(otckd_take_status(), OTCK_ERR_INDEX_OUT_OF_RANGE) << "axis_dim 0";
+}
+
+//===----------------------------------------------------------------------===//
+// LayerNorm
+//===----------------------------------------------------------------------===//
+
+struct NormCase {
+  int64_t M, D;
+};
+
+// D = 4100 takes the block-per-row path; M = 600 several chunks of the
+// dscale/dbias sums.
+const NormCase kNormCases[] = {{1, 1},    {7, 5},   {33, 64}, {5, 1000},
+                               {3, 4100}, {600, 7}, {257, 33}};
+
+TEST_F(TransformerCuda, LayerNormMatchesCpu) {
+  unsigned seed = 300;
+  for (const NormCase &c : kNormCases)
+    for (bool withBias : {true, false})
+      for (bool saveStats : {true, false}) {
+        const std::string what = "layer_norm M " + std::to_string(c.M) + " D " +
+                                 std::to_string(c.D) +
+                                 (withBias ? " bias" : "") +
+                                 (saveStats ? " stats" : "");
+        // An offset mean, as activations have.
+        const auto x = uniform(c.M * c.D, 2.0f, 4.0f, seed++);
+        const auto scale = uniform(c.D, 0.5f, 1.5f, seed++);
+        const auto bias = uniform(c.D, -1.0f, 1.0f, seed++);
+        const float eps = 1e-5f;
+        std::vector<float> y(sz(c.M * c.D)), mean(sz(c.M)), invstd(sz(c.M));
+        otck_layer_norm_f32(c.M, c.D, x.data(), scale.data(),
+                            withBias ? bias.data() : nullptr, eps, y.data(),
+                            mean.data(), invstd.data());
+        Dev<float> dx(x), ds(scale), db(bias), dy(y.size()), dm(mean.size()),
+            di(invstd.size());
+        otckd_layer_norm_f32(c.M, c.D, dx.get(), ds.get(),
+                             withBias ? db.get() : nullptr, eps, dy.get(),
+                             saveStats ? dm.get() : nullptr,
+                             saveStats ? di.get() : nullptr);
+        expectClose(y, dy.host(), 1e-5, 2e-5, what + ": y");
+        if (saveStats) {
+          expectClose(mean, dm.host(), 1e-6, 1e-7, what + ": mean");
+          expectClose(invstd, di.host(), 1e-5, 1e-7, what + ": invstd");
+        }
+      }
+}
+
+TEST_F(TransformerCuda, LayerNormGradMatchesCpu) {
+  unsigned seed = 400;
+  for (const NormCase &c : kNormCases)
+    for (int outs = 0; outs < 4; ++outs) {
+      const bool wantScale = outs & 1, wantBias = outs & 2;
+      const std::string what = "layer_norm_grad M " + std::to_string(c.M) +
+                               " D " + std::to_string(c.D) +
+                               (wantScale ? " dscale" : "") +
+                               (wantBias ? " dbias" : "");
+      const auto x = uniform(c.M * c.D, -1.0f, 1.0f, seed++);
+      const auto scale = uniform(c.D, 0.5f, 1.5f, seed++);
+      const auto g = uniform(c.M * c.D, -1.0f, 1.0f, seed++);
+      std::vector<float> y(x.size()), mean(sz(c.M)), invstd(sz(c.M));
+      otck_layer_norm_f32(c.M, c.D, x.data(), scale.data(), nullptr, 1e-5f,
+                          y.data(), mean.data(), invstd.data());
+      std::vector<float> dxw(x.size()), dsw(sz(c.D)), dbw(sz(c.D));
+      otck_layer_norm_grad_f32(c.M, c.D, g.data(), x.data(), scale.data(),
+                               mean.data(), invstd.data(), dxw.data(),
+                               dsw.data(), dbw.data());
+      Dev<float> dg(g), dx(x), ds(scale), dm(mean), di(invstd),
+          ddx(std::vector<float>(x.size(), kNaN)),
+          dds(std::vector<float>(sz(c.D), kNaN)),
+          ddb(std::vector<float>(sz(c.D), kNaN));
+      otckd_layer_norm_grad_f32(
+          c.M, c.D, dg.get(), dx.get(), ds.get(), dm.get(), di.get(), ddx.get(),
+          wantScale ? dds.get() : nullptr, wantBias ? ddb.get() : nullptr);
+      expectClose(dxw, ddx.host(), 1e-4, 2e-5, what + ": dx");
+      // Column sums of M terms of either sign: tolerance from their size.
+      const double colTol = 2e-6 * double(c.M) + 1e-6;
+      if (wantScale)
+        expectClose(dsw, dds.host(), 1e-5, colTol, what + ": dscale");
+      else
+        EXPECT_TRUE(std::isnan(dds.host()[0])) << what << ": wrote dscale";
+      if (wantBias)
+        expectClose(dbw, ddb.host(), 1e-5, colTol, what + ": dbias");
+      else
+        EXPECT_TRUE(std::isnan(ddb.host()[0])) << what << ": wrote dbias";
+    }
+}
+
+TEST_F(TransformerCuda, LayerNormGradOfNoRowsGivesZeroSums) {
+  const int64_t D = 9;
+  Dev<float> none(1), scale(std::vector<float>(sz(D), 1.0f)),
+      dds(std::vector<float>(sz(D), kNaN)),
+      ddb(std::vector<float>(sz(D), kNaN));
+  otckd_layer_norm_grad_f32(0, D, none.get(), none.get(), scale.get(),
+                            none.get(), none.get(), none.get(), dds.get(),
+                            ddb.get());
+  EXPECT_EQ(dds.host(), std::vector<float>(sz(D), 0.0f));
+  EXPECT_EQ(ddb.host(), std::vector<float>(sz(D), 0.0f));
+}
+
+//===----------------------------------------------------------------------===//
+// Where
+//===----------------------------------------------------------------------===//
+
+TEST_F(TransformerCuda, WhereMatchesCpuExactly) {
+  struct Case {
+    Shape out, c, a, b;
+  };
+  const Case cases[] = {
+      {{}, {}, {}, {}},
+      {{7}, {7}, {7}, {7}},
+      {{1031}, {1031}, {1}, {1031}},
+      {{3, 4, 5}, {3, 1, 5}, {1, 4, 5}, {5}},
+      {{64, 64}, {64, 64}, {64, 64}, {}},
+      {{2, 1, 33, 65}, {1, 1, 33, 65}, {2, 1, 1, 65}, {2, 1, 33, 1}},
+      {{4, 8, 64, 64}, {64, 64}, {4, 8, 64, 64}, {1}},
+  };
+  unsigned seed = 500;
+  for (const Case &c : cases)
+    for (int64_t es : {4, 8, 1, 2, 6, 3}) {
+      const size_t rank = c.out.size();
+      const Shape cs = broadcastStrides(c.c, rank);
+      const Shape as = broadcastStrides(c.a, rank);
+      const Shape bs = broadcastStrides(c.b, rank);
+      auto cond = randomBytes(numel(c.c), seed++);
+      for (size_t i = 0; i < cond.size(); i += 5)
+        cond[i] = 0; // false about 1 time in 5 + 1/256
+      const auto a = randomBytes(numel(c.a) * es, seed++);
+      const auto b = randomBytes(numel(c.b) * es, seed++);
+      std::vector<uint8_t> want(sz(numel(c.out) * es), 0xAB);
+      otck_where(int(rank), c.out.data(), cond.data(), cs.data(), a.data(),
+                 as.data(), b.data(), bs.data(), want.data(), es);
+      Dev<uint8_t> dc(cond), da(a), db(b),
+          dout(std::vector<uint8_t>(want.size(), 0xCD));
+      otckd_where(int(rank), c.out.data(), dc.get(), cs.data(), da.get(),
+                  as.data(), db.get(), bs.data(), dout.get(), es);
+      expectSameBits(want, dout.host(),
+                     "where " + shapeName(c.out) + " elem " +
+                         std::to_string(es));
+    }
+}
+
+//===----------------------------------------------------------------------===//
+// Reductions
+//===----------------------------------------------------------------------===//
+
+const otck_reduce_op kReduceOps[] = {
+    OTCK_REDUCE_SUM, OTCK_REDUCE_MEAN, OTCK_REDUCE_MAX,
+    OTCK_REDUCE_MIN, OTCK_REDUCE_PROD, OTCK_REDUCE_SUM_SQUARE,
+    OTCK_REDUCE_L1,  OTCK_REDUCE_L2,   OTCK_REDUCE_LOG_SUM_EXP,
+};
+
+struct RedCase {
+  Shape shape;
+  std::vector<uint8_t> red;
+};
+
+/// The axis patterns of the CPU tests (tensor_test.cpp): small ones, empty
+/// reductions and outputs, and large ones taking every path here (a thread,
+/// a warp or a block per output).
+const RedCase kRedCases[] = {
+    {{}, {}},
+    {{1}, {1}},
+    {{1}, {0}},
+    {{7}, {1}},
+    {{7}, {0}},
+    {{5, 6}, {0, 1}},
+    {{5, 6}, {1, 0}},
+    {{5, 6}, {1, 1}},
+    {{3, 1, 4}, {0, 1, 1}},
+    {{2, 3, 4, 5}, {0, 1, 0, 1}},
+    {{2, 3, 4, 5}, {1, 0, 1, 0}},
+    {{2, 3, 4, 5}, {0, 1, 1, 0}},
+    {{2, 1, 3, 1, 2, 3}, {1, 0, 1, 1, 0, 1}},
+    {{4, 0, 3}, {0, 1, 0}}, // empty reduction
+    {{0, 3}, {0, 1}},       // empty output
+    {{3, 300}, {0, 1}},
+    {{300, 3}, {1, 0}},
+    {{200003}, {1}},
+    {{20000, 3}, {1, 0}},
+    {{3, 20000}, {0, 1}},
+    {{400, 300}, {0, 1}},
+    {{300, 400}, {1, 0}},
+    {{20, 60, 70}, {0, 1, 0}},
+    {{6, 70, 300}, {1, 0, 1}},
+};
+
+int64_t keptCount(const RedCase &c) {
+  int64_t n = 1;
+  for (size_t d = 0; d < c.shape.size(); ++d)
+    if (!c.red[d])
+      n *= c.shape[d];
+  return n;
+}
+
+std::string redName(const RedCase &c, otck_reduce_op op) {
+  std::string s = "reduce op " + std::to_string(int(op)) + " " +
+                  shapeName(c.shape) + " axes";
+  for (size_t d = 0; d < c.red.size(); ++d)
+    if (c.red[d])
+      s += " " + std::to_string(d);
+  return s;
+}
+
+/// Inputs for op: near 1 for PROD (finite products; one zero in the
+/// gradient tests), values with ties for MAX and MIN.
+std::vector<float> reduceInput(otck_reduce_op op, int64_t n, unsigned seed) {
+  if (op == OTCK_REDUCE_PROD)
+    return uniform(n, 0.999f, 1.001f, seed);
+  if (op == OTCK_REDUCE_MAX || op == OTCK_REDUCE_MIN)
+    return ties(n, 2001, seed);
+  return uniform(n, -2.0f, 2.0f, seed);
+}
+
+TEST_F(TransformerCuda, ReduceMatchesCpuForEveryOpAndAxes) {
+  unsigned seed = 600;
+  for (const RedCase &c : kRedCases)
+    for (otck_reduce_op op : kReduceOps) {
+      const std::string what = redName(c, op);
+      const int rank = int(c.shape.size());
+      const auto x = reduceInput(op, numel(c.shape), seed++);
+      const int64_t k = keptCount(c);
+      std::vector<float> want(sz(k), -123.0f);
+      otck_reduce_f32(op, rank, c.shape.data(), c.red.data(), x.data(),
+                      want.data());
+      Dev<float> dx(x), dy(std::vector<float>(sz(k), -321.0f));
+      otckd_reduce_f32(op, rank, c.shape.data(), c.red.data(), dx.get(),
+                       dy.get());
+      const auto got = dy.host();
+      expectClose(want, got, 1e-5, 1e-6, what);
+      // Run to run: the same bits.
+      otckd_reduce_f32(op, rank, c.shape.data(), c.red.data(), dx.get(),
+                       dy.get());
+      expectSameBits(got, dy.host(), what + " (second run)");
+    }
+}
+
+TEST_F(TransformerCuda, ReduceNaNInfinityAndEmptyMatchCpu) {
+  const Shape shape = {3, 4};
+  const std::vector<uint8_t> rows = {0, 1}, cols = {1, 0};
+  const std::vector<float> x = {1,     kNaN,  3,     2,      // NaN row
+                                -kInf, -kInf, -kInf, -kInf,  // all -inf
+                                1,     kInf,  2,     -kInf}; // mixed
+  Dev<float> dx(x), dy(4);
+  for (const auto *red : {&rows, &cols})
+    for (otck_reduce_op op : kReduceOps) {
+      const int64_t k = (*red)[0] ? 4 : 3;
+      std::vector<float> want(sz(k));
+      otck_reduce_f32(op, 2, shape.data(), red->data(), x.data(), want.data());
+      otckd_reduce_f32(op, 2, shape.data(), red->data(), dx.get(), dy.get());
+      auto got = dy.host();
+      got.resize(sz(k));
+      expectClose(want, got, 1e-5, 1e-6,
+                  "special values, op " + std::to_string(int(op)) +
+                      ((*red)[0] ? " columns" : " rows"));
+    }
+  // LogSumExp of large values does not overflow.
+  const Shape one = {2};
+  const std::vector<uint8_t> r1 = {1};
+  Dev<float> big(std::vector<float>{1000.0f, 1000.0f});
+  otckd_reduce_f32(OTCK_REDUCE_LOG_SUM_EXP, 1, one.data(), r1.data(), big.get(),
+                   dy.get());
+  EXPECT_NEAR(dy.host()[0], 1000.0 + std::log(2.0), 1e-4);
+  // Empty reductions give each op's identity (x is not read).
+  const Shape empty = {2, 0};
+  for (otck_reduce_op op : kReduceOps) {
+    float want[2] = {5, 5};
+    otck_reduce_f32(op, 2, empty.data(), rows.data(), nullptr, want);
+    otckd_reduce_f32(op, 2, empty.data(), rows.data(), nullptr, dy.get());
+    auto got = dy.host();
+    got.resize(2);
+    expectClose({want[0], want[1]}, got, 0.0, 0.0,
+                "empty reduction, op " + std::to_string(int(op)));
+  }
+}
+
+TEST_F(TransformerCuda, ReduceGradMatchesCpuForEveryOpAndAxes) {
+  unsigned seed = 700;
+  for (const RedCase &c : kRedCases)
+    for (otck_reduce_op op : kReduceOps) {
+      const std::string what = redName(c, op) + " grad";
+      const int rank = int(c.shape.size());
+      auto x = reduceInput(op, numel(c.shape), seed++);
+      if (op == OTCK_REDUCE_PROD && !x.empty())
+        x[x.size() / 2] = 0.0f; // one zero in one output
+      const int64_t k = keptCount(c);
+      // Both twins get the CPU's forward result.
+      std::vector<float> y(sz(k));
+      otck_reduce_f32(op, rank, c.shape.data(), c.red.data(), x.data(),
+                      y.data());
+      const auto g = uniform(k, -1.0f, 1.0f, seed++);
+      std::vector<float> want(x.size(), -123.0f);
+      otck_reduce_grad_f32(op, rank, c.shape.data(), c.red.data(), x.data(),
+                           y.data(), g.data(), want.data());
+      Dev<float> dx(x), dy(y), dg(g),
+          ddx(std::vector<float>(x.size(), -123.0f));
+      otckd_reduce_grad_f32(op, rank, c.shape.data(), c.red.data(), dx.get(),
+                            dy.get(), dg.get(), ddx.get());
+      expectClose(want, ddx.host(), 1e-5, 1e-6, what);
+    }
+}
+
+TEST_F(TransformerCuda, ReduceGradTiesZerosAndSpecialValues) {
+  const Shape shape = {3, 4};
+  const std::vector<uint8_t> red = {0, 1};
+  const std::vector<float> dyv = {1.0f, 2.0f, 3.0f};
+  struct Case {
+    otck_reduce_op op;
+    std::vector<float> x;
+  };
+  const Case cases[] = {
+      {OTCK_REDUCE_MAX, {1, 5, 5, 2, 7, 7, 7, 7, 0, 3, -1, 2}},
+      {OTCK_REDUCE_MIN, {1, 5, 5, 2, 7, 7, 7, 7, 0, 3, -1, 2}},
+      {OTCK_REDUCE_MAX, {1, kNaN, 3, kNaN, 1, 2, 3, 4, 1, 2, 3, 4}},
+      {OTCK_REDUCE_PROD, {2, 3, 4, 5, 2, 0, 4, 5, 0, 3, 0, 5}},
+      {OTCK_REDUCE_PROD, {1e-30f, 1e-30f, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1}},
+      {OTCK_REDUCE_L2, {0, 0, 0, 0, 1, 2, 3, 4, 0, 0, 0, 1}},
+      {OTCK_REDUCE_L1, {0, -1, 2, 0, 1, 2, 3, 4, -4, 0, 0, 1}},
+      {OTCK_REDUCE_LOG_SUM_EXP,
+       {-kInf, -kInf, -kInf, -kInf, 1, 2, 3, 4, 0, 0, 0, 1}},
+  };
+  for (const Case &c : cases) {
+    std::vector<float> y(3), want(12);
+    otck_reduce_f32(c.op, 2, shape.data(), red.data(), c.x.data(), y.data());
+    otck_reduce_grad_f32(c.op, 2, shape.data(), red.data(), c.x.data(),
+                         y.data(), dyv.data(), want.data());
+    Dev<float> dx(c.x), dy(y), dg(dyv), ddx(12);
+    otckd_reduce_grad_f32(c.op, 2, shape.data(), red.data(), dx.get(), dy.get(),
+                          dg.get(), ddx.get());
+    expectClose(want, ddx.host(), 1e-6, 1e-37,
+                "special grad, op " + std::to_string(int(c.op)));
+  }
+}
+
+} // namespace
