@@ -117,9 +117,17 @@ const char kCudaKernels[] =
     "softmax_grad softplus softsign sqrt sub tanh tile transpose "
     "unary_grad unpack where";
 
+/// CNN kernels with CUDA twins (kernels/cuda/conv.cu, pool.cu, norm.cu),
+/// sorted; cudaKernels() merges them into kCudaKernels's order.
+const char kCudaCnnKernels[] =
+    "avg_pool avg_pool_grad batch_norm batch_norm_grad batch_norm_inference "
+    "conv conv_grad_input conv_grad_weight max_pool max_pool_grad";
+
 SmallVector<StringRef> cudaKernels() {
   SmallVector<StringRef> names;
   StringRef(kCudaKernels).split(names, ' ');
+  StringRef(kCudaCnnKernels).split(names, ' ');
+  llvm::sort(names);
   return names;
 }
 
@@ -1025,17 +1033,17 @@ LogicalResult KernelEmitter::conv() {
   std::string ws = outs.size() > 1 ? out(1) : "nullptr";
   std::string bias = ins.size() > 2 ? in(2) : "nullptr";
   if (kn == "conv")
-    os << "    otck_conv_f32(" << desc << ", " << in(0) << ", " << in(1) << ", "
-       << bias << ", " << out(0) << ", " << ws << ");\n";
+    os << "    " << fn("conv_f32") << "(" << desc << ", " << in(0) << ", "
+       << in(1) << ", " << bias << ", " << out(0) << ", " << ws << ");\n";
   else if (kn == "conv_transpose")
     os << "    otck_conv_transpose_f32(" << desc << ", " << in(0) << ", "
        << in(1) << ", " << bias << ", " << out(0) << ", " << ws << ");\n";
   else if (kn == "conv_grad_input")
-    os << "    otck_conv_grad_input_f32(" << desc << ", " << in(0) << ", "
-       << in(1) << ", " << out(0) << ", " << ws << ");\n";
+    os << "    " << fn("conv_grad_input_f32") << "(" << desc << ", " << in(0)
+       << ", " << in(1) << ", " << out(0) << ", " << ws << ");\n";
   else
-    os << "    otck_conv_grad_weight_f32(" << desc << ", " << in(0) << ", "
-       << in(1) << ", " << out(0) << ", " << ws << ");\n";
+    os << "    " << fn("conv_grad_weight_f32") << "(" << desc << ", " << in(0)
+       << ", " << in(1) << ", " << out(0) << ", " << ws << ");\n";
   return success();
 }
 
@@ -1044,11 +1052,11 @@ LogicalResult KernelEmitter::pool() {
     return failure();
   std::string desc = poolDescInit(poolDesc(k, ins[0], outs[0]));
   if (k.getKernel() == "max_pool")
-    os << "    otck_max_pool_f32(" << desc << ", " << in(0) << ", " << out(0)
-       << ", " << (outs.size() > 1 ? out(1) : "nullptr") << ");\n";
+    os << "    " << fn("max_pool_f32") << "(" << desc << ", " << in(0) << ", "
+       << out(0) << ", " << (outs.size() > 1 ? out(1) : "nullptr") << ");\n";
   else
-    os << "    otck_avg_pool_f32(" << desc << ", " << in(0) << ", " << out(0)
-       << ");\n";
+    os << "    " << fn("avg_pool_f32") << "(" << desc << ", " << in(0) << ", "
+       << out(0) << ");\n";
   return success();
 }
 
@@ -1057,11 +1065,11 @@ LogicalResult KernelEmitter::poolGrad() {
     return failure();
   std::string desc = poolDescInit(poolDesc(k, outs[0], ins[0]));
   if (k.getKernel() == "max_pool_grad")
-    os << "    otck_max_pool_grad_f32(" << desc << ", " << in(0) << ", "
-       << in(1) << ", " << out(0) << ");\n";
+    os << "    " << fn("max_pool_grad_f32") << "(" << desc << ", " << in(0)
+       << ", " << in(1) << ", " << out(0) << ");\n";
   else
-    os << "    otck_avg_pool_grad_f32(" << desc << ", " << in(0) << ", "
-       << out(0) << ");\n";
+    os << "    " << fn("avg_pool_grad_f32") << "(" << desc << ", " << in(0)
+       << ", " << out(0) << ");\n";
   return success();
 }
 
@@ -1081,11 +1089,11 @@ LogicalResult KernelEmitter::batchNorm() {
   // outs: y, new_mean, new_var, saved_mean, saved_invstd. The running
   // statistics are copied, then updated in place.
   for (int i = 0; i < 2; ++i)
-    os << "    if (" << out(1 + i) << " != " << in(3 + i)
-       << ")\n      otck_copy(" << numel(ins[3 + i]) * 4 << ", " << in(3 + i)
+    os << "    if (" << out(1 + i) << " != " << in(3 + i) << ")\n      "
+       << fn("copy") << "(" << numel(ins[3 + i]) * 4 << ", " << in(3 + i)
        << ", " << out(1 + i) << ");\n";
-  os << "    otck_batch_norm_train_f32(" << ncs(shapeOf(ins[0])) << ", "
-     << in(0) << ", " << in(1) << ", " << in(2) << ", "
+  os << "    " << fn("batch_norm_train_f32") << "(" << ncs(shapeOf(ins[0]))
+     << ", " << in(0) << ", " << in(1) << ", " << in(2) << ", "
      << floatLiteral(f32("epsilon", 1e-5f)) << ", "
      << floatLiteral(f32("momentum", 0.9f)) << ", "
      << flag("unbiased_running_var") << ", " << out(0) << ", " << out(3) << ", "
@@ -1096,8 +1104,8 @@ LogicalResult KernelEmitter::batchNorm() {
 LogicalResult KernelEmitter::batchNormInference() {
   if (failed(requireF32()))
     return failure();
-  os << "    otck_batch_norm_infer_f32(" << ncs(shapeOf(ins[0])) << ", "
-     << in(0) << ", " << in(1) << ", " << in(2) << ", " << in(3) << ", "
+  os << "    " << fn("batch_norm_infer_f32") << "(" << ncs(shapeOf(ins[0]))
+     << ", " << in(0) << ", " << in(1) << ", " << in(2) << ", " << in(3) << ", "
      << in(4) << ", " << floatLiteral(f32("epsilon", 1e-5f)) << ", " << out(0)
      << ");\n";
   return success();
@@ -1118,8 +1126,10 @@ LogicalResult KernelEmitter::normGrad() {
     os << "    " << fn("layer_norm_grad_f32") << "(" << m << ", " << d << ", "
        << args << ");\n";
   } else {
-    os << "    otck_" << (kn == "batch_norm_grad" ? "batch" : "instance")
-       << "_norm_grad_f32(" << ncs(x) << ", " << args << ");\n";
+    os << "    "
+       << (kn == "batch_norm_grad" ? fn("batch_norm_grad_f32")
+                                   : "otck_instance_norm_grad_f32")
+       << "(" << ncs(x) << ", " << args << ");\n";
   }
   return success();
 }
@@ -1259,13 +1269,17 @@ LogicalResult otc::emitKernelCall(exec::KernelOp k, raw_ostream &os,
   // kCudaKernels that emits a call without a twin is a bug here, reported
   // rather than left to the host compiler.
   if (target.cuda()) {
-    size_t at = call.find("otck_");
-    if (at != std::string::npos)
-      return k.emitError("'")
-             << k.getKernel() << "' has no CUDA kernel yet (emits "
-             << StringRef(call).substr(at).take_until(
-                    [](char c) { return c == '('; })
-             << ")";
+    // Calls only: descriptor types (otck_conv_desc) are host structs that
+    // the twins take as they are.
+    for (size_t at = call.find("otck_"); at != std::string::npos;
+         at = call.find("otck_", at + 1)) {
+      StringRef callee = StringRef(call).substr(at).take_while(
+          [](char c) { return llvm::isAlnum(c) || c == '_'; });
+      if (StringRef(call).substr(at + callee.size()).starts_with("("))
+        return k.emitError("'")
+               << k.getKernel() << "' has no CUDA kernel yet (emits " << callee
+               << ")";
+    }
   }
   os << call;
   return success();

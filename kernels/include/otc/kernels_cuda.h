@@ -157,6 +157,52 @@ void otckd_reduce_grad_f32(otck_reduce_op op, int rank,
                            const float *x, const float *y, const float *dy,
                            float *dx);
 
+/*--- Convolution, pooling, batch normalization (CNNs) ----------------------*/
+
+/* Descriptors are host structs. The conv twins use no workspace (the
+ * argument is accepted for the CPU signature and may be null): direct
+ * kernels, one thread per output (forward) or input (grad_input) element,
+ * one block per weight (grad_weight) or channel (grad_bias); every sum runs
+ * in a fixed order, so results do not vary from run to run. A descriptor
+ * the CPU twin ignores (spatial not 1..3, bad sizes or groups) records a
+ * failure (OTCKD_ERR_CUDA) instead of leaving the outputs unwritten. */
+int64_t otckd_conv_workspace_bytes(const otck_conv_desc *d);
+void otckd_conv_f32(const otck_conv_desc *d, const float *x, const float *w,
+                    const float *bias, float *y, void *workspace);
+void otckd_conv_grad_input_f32(const otck_conv_desc *d, const float *dy,
+                               const float *w, float *dx, void *workspace);
+void otckd_conv_grad_weight_f32(const otck_conv_desc *d, const float *dy,
+                                const float *x, float *dw, void *workspace);
+void otckd_conv_grad_bias_f32(const otck_conv_desc *d, const float *dy,
+                              float *db);
+/* Pooling: one thread per output (forward) or input element (backward,
+ * gathering the outputs whose windows reach it: no atomics).
+ * otckd_max_pool_grad_f32 expects the indices of otckd_max_pool_f32 (each
+ * inside its window). */
+void otckd_max_pool_f32(const otck_pool_desc *d, const float *x, float *y,
+                        int64_t *indices);
+void otckd_max_pool_grad_f32(const otck_pool_desc *d, const float *dy,
+                             const int64_t *indices, float *dx);
+void otckd_avg_pool_f32(const otck_pool_desc *d, const float *x, float *y);
+void otckd_avg_pool_grad_f32(const otck_pool_desc *d, const float *dy,
+                             float *dx);
+/* BatchNorm: one block per channel sums in double, in a fixed order. */
+void otckd_batch_norm_train_f32(int64_t N, int64_t C, int64_t S,
+                                const float *x, const float *scale,
+                                const float *bias, float eps, float momentum,
+                                int unbiased_running_var, float *y,
+                                float *saved_mean, float *saved_invstd,
+                                float *running_mean, float *running_var);
+void otckd_batch_norm_infer_f32(int64_t N, int64_t C, int64_t S,
+                                const float *x, const float *scale,
+                                const float *bias, const float *mean,
+                                const float *var, float eps, float *y);
+void otckd_batch_norm_grad_f32(int64_t N, int64_t C, int64_t S,
+                               const float *dy, const float *x,
+                               const float *scale, const float *saved_mean,
+                               const float *saved_invstd, float *dx,
+                               float *dscale, float *dbias);
+
 #ifdef __cplusplus
 }
 #endif

@@ -2,15 +2,16 @@
 
 // A kernel without a CUDA twin is an error on its op, naming the kernel and
 // what --target cuda supports, rather than C++ the host compiler rejects.
-// CHECK: error: 'conv' has no CUDA kernel yet (--target cuda supports: abs, adam_update, {{.*}}, gather, gather_grad, {{.*}}, gemm, {{.*}}, layer_norm, layer_norm_grad, {{.*}}, unpack, where)
+// (Convolutions have twins; the transposed convolution has none yet.)
+// CHECK: error: 'conv_transpose' has no CUDA kernel yet (--target cuda supports: abs, adam_update, {{.*}}, conv, conv_grad_input, conv_grad_weight, {{.*}}, gather, gather_grad, {{.*}}, gemm, {{.*}}, layer_norm, layer_norm_grad, {{.*}}, unpack, where)
 module {
-  func.func @eval_step(%x: tensor<2x3x8x8xf32> {otc.input = "x", otc.role = "data"},
-                       %w: tensor<4x3x3x3xf32> {otc.param = "w"})
-      -> (tensor<2x4x8x8xf32> {otc.output = "y"}) {
-    %y = graph.conv %x, %w {strides = array<i64: 1, 1>, dilations = array<i64: 1, 1>,
-        pads_begin = array<i64: 1, 1>, pads_end = array<i64: 1, 1>, group = 1 : i64}
-        : (tensor<2x3x8x8xf32>, tensor<4x3x3x3xf32>) -> tensor<2x4x8x8xf32>
-    return %y : tensor<2x4x8x8xf32>
+  func.func @eval_step(%x: tensor<1x1x3x3xf32> {otc.input = "x", otc.role = "data"},
+                       %w: tensor<1x2x3x3xf32> {otc.param = "w"})
+      -> (tensor<1x2x7x7xf32> {otc.output = "y"}) {
+    %y = graph.conv_transpose %x, %w {strides = array<i64: 2, 2>, dilations = array<i64: 1, 1>,
+        pads_begin = array<i64: 0, 0>, pads_end = array<i64: 0, 0>, group = 1 : i64}
+        : (tensor<1x1x3x3xf32>, tensor<1x2x3x3xf32>) -> tensor<1x2x7x7xf32>
+    return %y : tensor<1x2x7x7xf32>
   }
 }
 
