@@ -12,7 +12,10 @@
 #     forward masking): owners checked after every step (OTC_SDP_CHECK), the
 #     whole model exported, within 1e-4 of the CPU's;
 #   - with OTC_CUDA_COLLECTIVES=nccl on 1 rank (NCCL needs a device per rank,
-#     so more ranks need more devices): the compressed MLP again.
+#     so more ranks need more devices): the compressed MLP again;
+#   - model_parity_test's GPT-style decoder (gather, LayerNorm, attention,
+#     GELU) and cuda_compile_test's residual CNN (convolutions, BatchNorm,
+#     pooling), 1 rank, Adam: within 2e-3 (more kernels, longer sums).
 # Needs a CUDA device: exits 77 (CTest: skipped) with the reason without one
 # or when OTC was built without CUDA.
 #
@@ -28,6 +31,8 @@ import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import otc_testlib as T  # noqa: E402
+from cuda_compile_test import residual_cnn  # noqa: E402
+from model_parity_test import gpt  # noqa: E402
 from sdp_test import residual_mlp  # noqa: E402
 
 SKIP = 77
@@ -52,6 +57,10 @@ def compare(checks, what, cpu, cuda, tol):
         if k not in cuda or cuda[k].shape != cpu[k].shape:
             checks.check("%s: %s exported with its shape" % (what, k), False)
             return
+        if not np.issubdtype(cpu[k].dtype, np.floating):  # masks, buffers
+            if not np.array_equal(cuda[k], cpu[k]):
+                worst, where = float("inf"), k
+            continue
         scale = max(float(np.max(np.abs(cpu[k]))), 1.0)
         err = float(np.max(np.abs(cuda[k] - cpu[k]))) / scale
         if err > worst:
@@ -70,6 +79,28 @@ def compare_losses(checks, what, cpu, cuda, tol):
                  "worst relative %.3g over steps %s" % (worst, steps))
 
 
+def gpt_case(ctx):
+    """The GPT-style decoder as ONNX and STEPS batches of its tokens and
+    next-token labels: (model path, data dict)."""
+    import torch
+    model, shape, vocab, opset = gpt()
+    rng = np.random.RandomState(7)
+    x = rng.randint(0, vocab, size=shape).astype(np.int64)
+    path = ctx.path("gpt.onnx")
+    torch.onnx.export(model.train(), (torch.from_numpy(x),), path,
+                      input_names=["input"], output_names=["logits"],
+                      training=torch.onnx.TrainingMode.TRAINING,
+                      do_constant_folding=False, opset_version=opset)
+    n = shape[0] * STEPS
+    tokens = rng.randint(0, vocab, size=(n,) + shape[1:]).astype(np.int64)
+    labels = rng.randint(0, vocab, size=(n,) + shape[1:]).astype(np.int64)
+    xp, yp = ctx.path("gpt-data", "input.npy"), ctx.path("gpt-data",
+                                                         "labels.npy")
+    np.save(xp, tokens)
+    np.save(yp, labels)
+    return path, {"input": xp, "labels": yp}
+
+
 def main():
     args, ctx = T.parse_args("cuda_train",
                              "CUDA programs train as their CPU twins.")
@@ -86,6 +117,15 @@ def main():
     residual_mlp(rmlp)
     data, _, _ = T.make_classification(ctx.path("data"), 2 * 16 * STEPS,
                                        seed=3, shape=(64,))
+    import torch
+    cnn = ctx.path("cnn.onnx")
+    torch.onnx.export(residual_cnn().train(), (torch.zeros(4, 1, 28, 28),),
+                      cnn, input_names=["input"], output_names=["logits"],
+                      training=torch.onnx.TrainingMode.TRAINING,
+                      do_constant_folding=False, opset_version=15)
+    images, _, _ = T.make_classification(ctx.path("images"), 4 * STEPS,
+                                         seed=5, shape=(1, 28, 28))
+    decoder, tokens = gpt_case(ctx)
 
     adam = dict(loss="cross-entropy", label="labels", optimizer="adam",
                 lr=1e-2, seed=3)
@@ -104,9 +144,12 @@ def main():
         "mlp1c_nccl": (mlp, dict(adam, world_size=1, batch=16,
                                  compress="topk-int8", compress_ratio=0.25),
                        5e-3, {"OTC_CUDA_COLLECTIVES": "nccl"}),
+        "cnn": (cnn, dict(adam, world_size=1, batch=4), 2e-3, {}, images),
+        "gpt": (decoder, dict(adam, world_size=1, batch=4), 2e-3, {},
+                tokens),
     }
     jobs = []
-    for name, (model, flags, _, _) in cases.items():
+    for name, (model, flags, *_) in cases.items():
         for target in ("cpu", "cuda"):
             jobs.append((model, ctx.path(name, target, "train"),
                          dict(flags, target=target)))
@@ -117,12 +160,13 @@ def main():
     if not built:
         checks.finish()
 
-    for name, (model, flags, tol, extra_env) in cases.items():
+    for name, (model, flags, tol, extra_env, *own) in cases.items():
         runs = {}
         for target in ("cpu", "cuda"):
             d = ctx.dir(name, target)
             env = dict(os.environ, **extra_env)
-            r = T.run(T.train_cmd(os.path.join(d, "train"), data,
+            r = T.run(T.train_cmd(os.path.join(d, "train"),
+                                  own[0] if own else data,
                                   ranks=flags["world_size"], steps=STEPS,
                                   no_shuffle=True, log_every=1,
                                   export=os.path.join(d, "trained.onnx"),
