@@ -58,8 +58,10 @@ void otc::buildTrainingPipeline(OpPassManager &pm,
   pm.addPass(createScheduleCollectives());
 }
 
-void otc::buildExecPipeline(OpPassManager &pm) {
-  pm.addPass(createLowerToExec());
+void otc::buildExecPipeline(OpPassManager &pm, EmitTarget target) {
+  LowerToExecOptions lower;
+  lower.target = target == EmitTarget::CUDA ? "cuda" : "cpu";
+  pm.addPass(createLowerToExec(lower));
   pm.addPass(createPlanMemory());
 }
 
@@ -328,7 +330,7 @@ int otc::compile(const CompileOptions &options, MLIRContext &context,
     PassManager pm(&context);
     if (configurePassManager)
       configurePassManager(pm);
-    buildExecPipeline(pm);
+    buildExecPipeline(pm, options.target);
     return pm.run(m);
   };
   int64_t world = options.worldSize;

@@ -46,7 +46,8 @@ struct CompileOptions {
 void buildTrainingPipeline(mlir::OpPassManager &pm,
                            const CompileOptions &options);
 /// Adds lowering to the exec dialect and memory planning (`--emit=exec`).
-void buildExecPipeline(mlir::OpPassManager &pm);
+void buildExecPipeline(mlir::OpPassManager &pm,
+                       EmitTarget target = EmitTarget::CPU);
 
 /// Runs the whole compilation; diagnostics go to the context's handler and
 /// progress messages to stderr. Returns the process exit code.

@@ -69,8 +69,10 @@ Value writableBuffer(ConversionPatternRewriter &rewriter, Operation *op,
 /// Any graph op except constants and optimizer updates: allocate results,
 /// call the kernel, copy the op's attributes onto the call.
 struct KernelPattern : ConversionPattern {
-  KernelPattern(const TypeConverter &converter, MLIRContext *ctx)
-      : ConversionPattern(converter, MatchAnyOpTypeTag(), /*benefit=*/1, ctx) {}
+  KernelPattern(const TypeConverter &converter, MLIRContext *ctx,
+                bool convScratch)
+      : ConversionPattern(converter, MatchAnyOpTypeTag(), /*benefit=*/1, ctx),
+        convScratch(convScratch) {}
 
   LogicalResult
   matchAndRewrite(Operation *op, ArrayRef<Value> operands,
@@ -89,9 +91,10 @@ struct KernelPattern : ConversionPattern {
       outs.push_back(rewriter.create<exec::AllocOp>(op->getLoc(), bufferType));
     }
     // Convolutions get their scratch memory from the arena, sized by the
-    // kernel library for this exact descriptor.
+    // kernel library for this exact descriptor (the CUDA twins use none).
     otck_conv_desc desc;
-    if (convDescOf(op, kernel, op->getOperands(), op->getResult(0), desc)) {
+    if (convScratch &&
+        convDescOf(op, kernel, op->getOperands(), op->getResult(0), desc)) {
       int64_t bytes = otck_conv_workspace_bytes(&desc);
       if (bytes > 0)
         outs.push_back(rewriter.create<exec::AllocOp>(
@@ -104,6 +107,8 @@ struct KernelPattern : ConversionPattern {
     rewriter.replaceOp(op, ValueRange(outs).take_front(op->getNumResults()));
     return success();
   }
+
+  bool convScratch;
 };
 
 struct ConstantPattern : OpConversionPattern<graph::ConstantOp> {
@@ -253,34 +258,42 @@ struct CompressedAllReducePattern
 };
 
 struct LowerToExec : otc::impl::LowerToExecBase<LowerToExec> {
+  using LowerToExecBase::LowerToExecBase;
+
   void runOnOperation() override {
     MLIRContext *ctx = &getContext();
+    if (target != "cpu" && target != "cuda") {
+      mlir::emitError(getOperation().getLoc(), "unknown target '")
+          << target << "' (expected cpu or cuda)";
+      return signalPassFailure();
+    }
     TypeConverter converter;
     converter.addConversion([](Type t) { return t; });
     converter.addConversion([](RankedTensorType t) -> Type {
       return MemRefType::get(t.getShape(), t.getElementType());
     });
 
-    ConversionTarget target(*ctx);
-    target.addLegalDialect<exec::ExecDialect>();
-    target.addLegalOp<ModuleOp>();
-    target.addIllegalDialect<graph::GraphDialect, dist::DistDialect>();
-    target.addDynamicallyLegalOp<func::FuncOp>([&](func::FuncOp op) {
+    ConversionTarget legal(*ctx);
+    legal.addLegalDialect<exec::ExecDialect>();
+    legal.addLegalOp<ModuleOp>();
+    legal.addIllegalDialect<graph::GraphDialect, dist::DistDialect>();
+    legal.addDynamicallyLegalOp<func::FuncOp>([&](func::FuncOp op) {
       return converter.isSignatureLegal(op.getFunctionType());
     });
-    target.addDynamicallyLegalOp<func::ReturnOp>(
+    legal.addDynamicallyLegalOp<func::ReturnOp>(
         [&](func::ReturnOp op) { return converter.isLegal(op); });
 
     RewritePatternSet patterns(ctx);
-    patterns.add<KernelPattern, UpdatePattern>(converter, ctx);
+    patterns.add<KernelPattern>(converter, ctx,
+                                /*convScratch=*/target == "cpu");
+    patterns.add<UpdatePattern>(converter, ctx);
     patterns.add<ConstantPattern, AllReducePattern, BroadcastPattern,
                  BucketPattern, UnbucketPattern, CompressedAllReducePattern>(
         converter, ctx);
     populateFunctionOpInterfaceTypeConversionPattern<func::FuncOp>(patterns,
                                                                    converter);
     populateReturnOpTypeConversionPattern(patterns, converter);
-    if (failed(
-            applyFullConversion(getOperation(), target, std::move(patterns))))
+    if (failed(applyFullConversion(getOperation(), legal, std::move(patterns))))
       signalPassFailure();
   }
 };

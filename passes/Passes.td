@@ -274,10 +274,16 @@ def InsertCompressedAllReduce
 def LowerToExec : Pass<"otc-lower-to-exec", "mlir::ModuleOp"> {
   let summary = "Lower graph and dist ops to exec kernels on buffers";
   let description = [{
-    Tensors become memrefs; each op becomes `exec.kernel` calls writing
+        Tensors become memrefs; each op becomes `exec.kernel` calls writing
     `exec.alloc`-ed buffers; optimizer updates and all-reduces work in place
-    when their operand has no later use.
+    when their operand has no later use. Convolutions get a scratch buffer
+    sized by the CPU kernel library; the CUDA kernels need none
+    (`target=cuda`).
   }];
+  let options = [
+    Option<"target", "target", "std::string", "\"cpu\"",
+           "Kernel library the program calls: cpu or cuda">,
+  ];
   let dependentDialects = ["::otc::exec::ExecDialect",
                            "::mlir::memref::MemRefDialect"];
 }
