@@ -21,6 +21,7 @@
 #include "otc/kernels.h"
 
 #include "parallel.h"
+#include "plans.h"
 
 #include <algorithm>
 #include <cstdint>
@@ -50,48 +51,21 @@ int64_t ceilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 /// Rounds a float count up to 64 bytes so that buffers stay aligned alike.
 int64_t roundFloats(int64_t n) { return ceilDiv(n, 16) * 16; }
 
-/// A convolution with its spatial arrays completed to 3 dimensions.
-struct ConvGeom {
-  int64_t n, c, m, g, cg, mg;
-  int64_t in[3], out[3], k[3], s[3], dil[3], pad[3];
-  int64_t inSize, outSize, kSize, colRows; // colRows = cg * kSize
-  bool pointwise; // 1x1, stride 1, no padding: x is its own column matrix.
-  bool direct;    // depthwise with a small multiplier: direct loops.
+/// A convolution with its spatial arrays completed to 3 dimensions
+/// (ConvShape) and the CPU's choice of method.
+struct ConvGeom : ConvShape {
+  int64_t colRows; // cg * kSize
+  bool pointwise;  // 1x1, stride 1, no padding: x is its own column matrix.
+  bool direct;     // depthwise with a small multiplier: direct loops.
 };
 
 bool makeGeom(const otck_conv_desc *d, ConvGeom &g) {
-  if (!d || d->spatial < 1 || d->spatial > 3)
+  if (!makeConvShape(d, g))
     return false;
-  g.n = d->batch;
-  g.c = d->in_channels;
-  g.m = d->out_channels;
-  g.g = d->groups;
-  if (g.n < 0 || g.c <= 0 || g.m <= 0 || g.g <= 0 || g.c % g.g != 0 ||
-      g.m % g.g != 0)
-    return false;
-  g.cg = g.c / g.g;
-  g.mg = g.m / g.g;
-  g.inSize = g.outSize = g.kSize = 1;
   g.pointwise = true;
-  for (int i = 0; i < 3; ++i) {
-    // Right-aligned: a descriptor's last spatial dim is the contiguous one,
-    // which the loops expect in slot 2; leading slots get size 1.
-    const int j = i - (3 - d->spatial);
-    const bool used = j >= 0;
-    g.in[i] = used ? d->in[j] : 1;
-    g.out[i] = used ? d->out[j] : 1;
-    g.k[i] = used ? d->kernel[j] : 1;
-    g.s[i] = used ? d->stride[j] : 1;
-    g.dil[i] = used ? d->dilation[j] : 1;
-    g.pad[i] = used ? d->pad_begin[j] : 0;
-    if (g.in[i] < 0 || g.out[i] < 0 || g.k[i] < 1 || g.s[i] < 1 || g.dil[i] < 1)
-      return false;
-    g.inSize *= g.in[i];
-    g.outSize *= g.out[i];
-    g.kSize *= g.k[i];
-    g.pointwise = g.pointwise && g.k[i] == 1 && g.s[i] == 1 && g.pad[i] == 0 &&
+  for (int i = 0; i < 3; ++i)
+    g.pointwise = g.pointwise && g.k[i] == 1 && g.s[i] == 1 && g.pb[i] == 0 &&
                   g.in[i] == g.out[i];
-  }
   g.colRows = g.cg * g.kSize;
   g.direct = g.cg == 1 && g.mg <= kDirectMaxMultiplier;
   return true;
@@ -381,9 +355,9 @@ void im2col(const ConvGeom &g, const float *x, int64_t cn, int64_t p0,
     for (int64_t kd = 0; kd < g.k[0]; ++kd)
       for (int64_t kh = 0; kh < g.k[1]; ++kh)
         for (int64_t kw = 0; kw < g.k[2]; ++kw, dst += tn) {
-          const int64_t offD = kd * g.dil[0] - g.pad[0];
-          const int64_t offH = kh * g.dil[1] - g.pad[1];
-          const int64_t offW = kw * g.dil[2] - g.pad[2];
+          const int64_t offD = kd * g.dil[0] - g.pb[0];
+          const int64_t offH = kh * g.dil[1] - g.pb[1];
+          const int64_t offW = kw * g.dil[2] - g.pb[2];
           if (flat)
             im2colRowFlat(g, xc, offD, offH, offW, p0, p0 + tn, dst);
           else
@@ -407,9 +381,9 @@ void col2im(const ConvGeom &g, float *col, int64_t cn, float *x) {
       for (int64_t kh = 0; kh < g.k[1]; ++kh)
         for (int64_t kw = 0; kw < g.k[2]; ++kw, ++r) {
           float *src = col + r * g.outSize;
-          const int64_t offD = kd * g.dil[0] - g.pad[0];
-          const int64_t offH = kh * g.dil[1] - g.pad[1];
-          const int64_t offW = kw * g.dil[2] - g.pad[2];
+          const int64_t offD = kd * g.dil[0] - g.pb[0];
+          const int64_t offH = kh * g.dil[1] - g.pb[1];
+          const int64_t offW = kw * g.dil[2] - g.pb[2];
           int64_t dlo, dhi, hlo, hhi, wlo, whi;
           tapRange(g.in[0], g.out[0], g.s[0], offD, dlo, dhi);
           tapRange(g.in[1], g.out[1], g.s[1], offH, hlo, hhi);
@@ -468,20 +442,20 @@ template <typename Fn> void forEachRowTap(const ConvGeom &g, Fn fn) {
       const int64_t outRow = (od * g.out[1] + oh) * g.out[2];
       int64_t tap = 0;
       for (int64_t kd = 0; kd < g.k[0]; ++kd) {
-        const int64_t id = od * g.s[0] + kd * g.dil[0] - g.pad[0];
+        const int64_t id = od * g.s[0] + kd * g.dil[0] - g.pb[0];
         if (id < 0 || id >= g.in[0]) {
           tap += g.k[1] * g.k[2];
           continue;
         }
         for (int64_t kh = 0; kh < g.k[1]; ++kh) {
-          const int64_t ih = oh * g.s[1] + kh * g.dil[1] - g.pad[1];
+          const int64_t ih = oh * g.s[1] + kh * g.dil[1] - g.pb[1];
           if (ih < 0 || ih >= g.in[1]) {
             tap += g.k[2];
             continue;
           }
           const int64_t inRow = (id * g.in[1] + ih) * g.in[2];
           for (int64_t kw = 0; kw < g.k[2]; ++kw, ++tap) {
-            const int64_t offW = kw * g.dil[2] - g.pad[2];
+            const int64_t offW = kw * g.dil[2] - g.pb[2];
             int64_t lo, hi;
             tapRange(g.in[2], g.out[2], g.s[2], offW, lo, hi);
             fn(outRow, inRow, lo, hi, offW, tap);

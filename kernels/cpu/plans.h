@@ -7,7 +7,9 @@
 //    operands (binary ops: a and b; copies: source and destination) after
 //    dropping size-1 dimensions and merging the dimensions that are
 //    contiguous in both;
-//  - gradReads: which forward tensor otck_unary_grad_f32 reads.
+//  - gradReads: which forward tensor otck_unary_grad_f32 reads;
+//  - Window3, ConvShape, PoolGeom: a convolution's or pooling's descriptor
+//    completed to 3 right-aligned spatial dimensions and validated.
 //
 //===----------------------------------------------------------------------===//
 
@@ -82,6 +84,92 @@ inline GradReads gradReads(otck_unary_op op) {
   default:
     return GradReads::X;
   }
+}
+
+/// The spatial part of a convolution or pooling completed to 3 dimensions.
+/// A descriptor's 1 to 3 spatial dimensions are held right-aligned in 3
+/// slots: its last dimension (the contiguous one, which the loops expect in
+/// slot 2) in slot 2; leading unused slots get size 1, stride and dilation
+/// 1 and no padding. Plain data: the CUDA twins pass geometries holding it
+/// to their kernels by value.
+struct Window3 {
+  int64_t in[3], out[3], k[3], s[3], dil[3];
+  int64_t pb[3], pe[3];           ///< pads at the beginning and the end
+  int64_t inSize, outSize, kSize; ///< products of in, out and k
+};
+
+namespace detail {
+
+/// Fills `w` from `spatial` dimensions (padEnd may be null: no end pads);
+/// false for spatial outside [1, 3], a negative size, or a kernel size,
+/// stride or dilation below 1.
+inline bool alignWindow3(int spatial, const int64_t *in, const int64_t *out,
+                         const int64_t *kernel, const int64_t *stride,
+                         const int64_t *dilation, const int64_t *padBegin,
+                         const int64_t *padEnd, Window3 &w) {
+  if (spatial < 1 || spatial > 3)
+    return false;
+  w.inSize = w.outSize = w.kSize = 1;
+  for (int i = 0; i < 3; ++i) {
+    const int j = i - (3 - spatial);
+    const bool used = j >= 0;
+    w.in[i] = used ? in[j] : 1;
+    w.out[i] = used ? out[j] : 1;
+    w.k[i] = used ? kernel[j] : 1;
+    w.s[i] = used ? stride[j] : 1;
+    w.dil[i] = used ? dilation[j] : 1;
+    w.pb[i] = used ? padBegin[j] : 0;
+    w.pe[i] = used && padEnd ? padEnd[j] : 0;
+    if (w.in[i] < 0 || w.out[i] < 0 || w.k[i] < 1 || w.s[i] < 1 || w.dil[i] < 1)
+      return false;
+    w.inSize *= w.in[i];
+    w.outSize *= w.out[i];
+    w.kSize *= w.k[i];
+  }
+  return true;
+}
+
+} // namespace detail
+
+/// A convolution's sizes (pe is 0: convolutions pad only at the beginning).
+struct ConvShape : Window3 {
+  int64_t n, c, m, g; ///< batch, in and out channels, groups
+  int64_t cg, mg;     ///< in and out channels per group
+};
+
+/// The shape of `d`; false for a descriptor the kernels ignore.
+inline bool makeConvShape(const otck_conv_desc *d, ConvShape &g) {
+  if (!d ||
+      !detail::alignWindow3(d->spatial, d->in, d->out, d->kernel, d->stride,
+                            d->dilation, d->pad_begin, nullptr, g))
+    return false;
+  g.n = d->batch;
+  g.c = d->in_channels;
+  g.m = d->out_channels;
+  g.g = d->groups;
+  if (g.n < 0 || g.c <= 0 || g.m <= 0 || g.g <= 0 || g.c % g.g != 0 ||
+      g.m % g.g != 0)
+    return false;
+  g.cg = g.c / g.g;
+  g.mg = g.m / g.g;
+  return true;
+}
+
+/// A pooling's geometry.
+struct PoolGeom : Window3 {
+  int64_t planes; ///< batch * channels
+  bool includePad;
+};
+
+/// The geometry of `d`; false for a descriptor the kernels ignore.
+inline bool makePoolGeom(const otck_pool_desc *d, PoolGeom &g) {
+  if (!d || d->batch < 0 || d->channels < 0 ||
+      !detail::alignWindow3(d->spatial, d->in, d->out, d->kernel, d->stride,
+                            d->dilation, d->pad_begin, d->pad_end, g))
+    return false;
+  g.planes = d->batch * d->channels;
+  g.includePad = d->count_include_pad != 0;
+  return true;
 }
 
 } // namespace otc::kernels

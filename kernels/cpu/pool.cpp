@@ -14,6 +14,7 @@
 #include "otc/kernels.h"
 
 #include "parallel.h"
+#include "plans.h"
 
 #include <algorithm>
 #include <cstdint>
@@ -26,40 +27,6 @@ namespace {
 constexpr float kNegInf = -std::numeric_limits<float>::infinity();
 
 int64_t ceilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
-
-/// A pooling with its spatial arrays completed to 3 dimensions.
-struct PoolGeom {
-  int64_t planes; // batch * channels
-  int64_t in[3], out[3], k[3], s[3], dil[3], pb[3], pe[3];
-  int64_t inSize, outSize;
-  bool includePad;
-};
-
-bool makeGeom(const otck_pool_desc *d, PoolGeom &g) {
-  if (!d || d->spatial < 1 || d->spatial > 3 || d->batch < 0 || d->channels < 0)
-    return false;
-  g.planes = d->batch * d->channels;
-  g.inSize = g.outSize = 1;
-  g.includePad = d->count_include_pad != 0;
-  for (int i = 0; i < 3; ++i) {
-    // Right-aligned: a descriptor's last spatial dim is the contiguous one,
-    // which the loops expect in slot 2; leading slots get size 1.
-    const int j = i - (3 - d->spatial);
-    const bool used = j >= 0;
-    g.in[i] = used ? d->in[j] : 1;
-    g.out[i] = used ? d->out[j] : 1;
-    g.k[i] = used ? d->kernel[j] : 1;
-    g.s[i] = used ? d->stride[j] : 1;
-    g.dil[i] = used ? d->dilation[j] : 1;
-    g.pb[i] = used ? d->pad_begin[j] : 0;
-    g.pe[i] = used ? d->pad_end[j] : 0;
-    if (g.in[i] < 0 || g.out[i] < 0 || g.k[i] < 1 || g.s[i] < 1 || g.dil[i] < 1)
-      return false;
-    g.inSize *= g.in[i];
-    g.outSize *= g.out[i];
-  }
-  return true;
-}
 
 /// Outputs [lo, hi) of one dimension whose tap at offset `off`
 /// (k * dilation - pad_begin) lands inside the input.
@@ -145,7 +112,7 @@ template <typename Fn> void forEachPlane(const PoolGeom &g, Fn fn) {
 extern "C" void otck_max_pool_f32(const otck_pool_desc *d, const float *x,
                                   float *y, int64_t *indices) {
   PoolGeom g;
-  if (!makeGeom(d, g))
+  if (!makePoolGeom(d, g))
     return;
   const int64_t s = g.s[2];
   forEachOutputRow(g, [&](int64_t plane, int64_t od, int64_t oh) {
@@ -186,7 +153,7 @@ extern "C" void otck_max_pool_f32(const otck_pool_desc *d, const float *x,
 extern "C" void otck_max_pool_grad_f32(const otck_pool_desc *d, const float *dy,
                                        const int64_t *indices, float *dx) {
   PoolGeom g;
-  if (!makeGeom(d, g))
+  if (!makePoolGeom(d, g))
     return;
   forEachPlane(g, [&](int64_t plane) {
     float *xp = dx + plane * g.inSize;
@@ -204,7 +171,7 @@ extern "C" void otck_max_pool_grad_f32(const otck_pool_desc *d, const float *dy,
 extern "C" void otck_avg_pool_f32(const otck_pool_desc *d, const float *x,
                                   float *y) {
   PoolGeom g;
-  if (!makeGeom(d, g))
+  if (!makePoolGeom(d, g))
     return;
   const int64_t s = g.s[2];
   forEachOutputRow(g, [&](int64_t plane, int64_t od, int64_t oh) {
@@ -234,7 +201,7 @@ extern "C" void otck_avg_pool_f32(const otck_pool_desc *d, const float *x,
 extern "C" void otck_avg_pool_grad_f32(const otck_pool_desc *d, const float *dy,
                                        float *dx) {
   PoolGeom g;
-  if (!makeGeom(d, g))
+  if (!makePoolGeom(d, g))
     return;
   // dy / divisor for a chunk of one output row, computed once per output.
   constexpr int64_t kChunk = 256;

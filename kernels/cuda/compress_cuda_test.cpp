@@ -11,6 +11,8 @@
 #include "otc/compress.h"
 #include "otc/compress_cuda.h"
 
+#include "cuda_test_util.h"
+
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -23,52 +25,10 @@
 
 namespace {
 
-#define REQUIRE_CUDA_DEVICE()                                                  \
-  do {                                                                         \
-    std::string why;                                                           \
-    if (!deviceVisible(&why))                                                  \
-      GTEST_SKIP() << "no CUDA device visible: " << why;                       \
-  } while (0)
+using namespace otc::kernels::cuda::test;
 
-#define ASSERT_CUDA(expr)                                                      \
-  do {                                                                         \
-    const cudaError_t err_ = (expr);                                           \
-    ASSERT_EQ(err_, cudaSuccess) << #expr << ": " << cudaGetErrorString(err_); \
-  } while (0)
-
-bool deviceVisible(std::string *why) {
-  int count = 0;
-  const cudaError_t err = cudaGetDeviceCount(&count);
-  if (err != cudaSuccess) {
-    *why = std::string("cudaGetDeviceCount failed: ") + cudaGetErrorString(err);
-    return false;
-  }
-  if (count == 0) {
-    *why = "cudaGetDeviceCount returned 0";
-    return false;
-  }
-  return true;
-}
-
-size_t sz(int64_t n) { return static_cast<size_t>(n); }
-
-/// A device allocation of at least one byte.
-class DeviceBuffer {
-public:
-  explicit DeviceBuffer(size_t bytes) : bytes_(bytes) {
-    if (cudaMalloc(&ptr_, bytes ? bytes : 1) != cudaSuccess)
-      ptr_ = nullptr;
-  }
-  ~DeviceBuffer() { cudaFree(ptr_); }
-  DeviceBuffer(const DeviceBuffer &) = delete;
-  DeviceBuffer &operator=(const DeviceBuffer &) = delete;
-  template <class T> T *as() const { return static_cast<T *>(ptr_); }
-  size_t bytes() const { return bytes_; }
-
-private:
-  void *ptr_ = nullptr;
-  size_t bytes_;
-};
+/// A device allocation of n bytes (at least one byte allocated).
+using DeviceBuffer = Dev<unsigned char>;
 
 enum class Data { Normal, Ties, Zeros, WideRange, Denormal };
 

@@ -25,48 +25,14 @@ namespace otc::kernels::cuda {
 namespace {
 
 /// A convolution with its spatial arrays completed to 3 dimensions (the
-/// CPU's ConvGeom), passed to the kernels by value.
-struct ConvGeom {
-  int64_t n, c, m, g, cg, mg;
-  int64_t in[3], out[3], k[3], s[3], dil[3], pad[3];
-  int64_t inSize, outSize, kSize;
-};
+/// CPU's ConvGeom without its choice of method), passed to the kernels by
+/// value.
+using ConvGeom = ConvShape;
 
-/// The geometry of `d`; false for a descriptor the CPU twin ignores.
-bool makeGeom(const otck_conv_desc *d, ConvGeom &g) {
-  if (!d || d->spatial < 1 || d->spatial > 3)
-    return false;
-  g.n = d->batch;
-  g.c = d->in_channels;
-  g.m = d->out_channels;
-  g.g = d->groups;
-  if (g.n < 0 || g.c <= 0 || g.m <= 0 || g.g <= 0 || g.c % g.g != 0 ||
-      g.m % g.g != 0)
-    return false;
-  g.cg = g.c / g.g;
-  g.mg = g.m / g.g;
-  g.inSize = g.outSize = g.kSize = 1;
-  for (int i = 0; i < 3; ++i) {
-    const int j = i - (3 - d->spatial);
-    const bool used = j >= 0;
-    g.in[i] = used ? d->in[j] : 1;
-    g.out[i] = used ? d->out[j] : 1;
-    g.k[i] = used ? d->kernel[j] : 1;
-    g.s[i] = used ? d->stride[j] : 1;
-    g.dil[i] = used ? d->dilation[j] : 1;
-    g.pad[i] = used ? d->pad_begin[j] : 0;
-    if (g.in[i] < 0 || g.out[i] < 0 || g.k[i] < 1 || g.s[i] < 1 || g.dil[i] < 1)
-      return false;
-    g.inSize *= g.in[i];
-    g.outSize *= g.out[i];
-    g.kSize *= g.k[i];
-  }
-  return true;
-}
-
-/// makeGeom, recording a failure named `what` for an invalid descriptor.
+/// makeConvShape, recording a failure named `what` for an invalid
+/// descriptor.
 bool geomOrFail(const otck_conv_desc *d, ConvGeom &g, const char *what) {
-  if (makeGeom(d, g))
+  if (makeConvShape(d, g))
     return true;
   recordFailure(what, "invalid convolution descriptor");
   return false;
@@ -78,8 +44,8 @@ __global__ void convForwardKernel(ConvGeom g, const float *x, const float *w,
   for (int64_t i = globalThread(); i < total; i += gridThreads()) {
     const int64_t o = i % g.outSize, nm = i / g.outSize;
     const int64_t m = nm % g.m, n = nm / g.m;
-    const int64_t ow = o % g.out[2], oh = (o / g.out[2]) % g.out[1],
-                  od = o / (g.out[2] * g.out[1]);
+    int64_t od, oh, ow;
+    unravel3(g.out, o, od, oh, ow);
     const float *xg = x + (n * g.c + (m / g.mg) * g.cg) * g.inSize;
     const float *wm = w + m * g.cg * g.kSize;
     float acc = 0.0f;
@@ -87,17 +53,17 @@ __global__ void convForwardKernel(ConvGeom g, const float *x, const float *w,
       const float *xc = xg + c * g.inSize;
       const float *wc = wm + c * g.kSize;
       for (int64_t kd = 0; kd < g.k[0]; ++kd) {
-        const int64_t id = od * g.s[0] + kd * g.dil[0] - g.pad[0];
+        const int64_t id = od * g.s[0] + kd * g.dil[0] - g.pb[0];
         if (id < 0 || id >= g.in[0])
           continue;
         for (int64_t kh = 0; kh < g.k[1]; ++kh) {
-          const int64_t ih = oh * g.s[1] + kh * g.dil[1] - g.pad[1];
+          const int64_t ih = oh * g.s[1] + kh * g.dil[1] - g.pb[1];
           if (ih < 0 || ih >= g.in[1])
             continue;
           const float *xr = xc + (id * g.in[1] + ih) * g.in[2];
           const float *wr = wc + (kd * g.k[1] + kh) * g.k[2];
           for (int64_t kw = 0; kw < g.k[2]; ++kw) {
-            const int64_t iw = ow * g.s[2] + kw * g.dil[2] - g.pad[2];
+            const int64_t iw = ow * g.s[2] + kw * g.dil[2] - g.pb[2];
             if (iw >= 0 && iw < g.in[2])
               acc += wr[kw] * xr[iw];
           }
@@ -108,25 +74,14 @@ __global__ void convForwardKernel(ConvGeom g, const float *x, const float *w,
   }
 }
 
-/// The output index along one dimension whose tap k reads input position
-/// `pos` (o * s + k * dil - pad == pos), or -1 if none.
-__device__ inline int64_t outputOf(int64_t pos, int64_t k, int64_t s,
-                                   int64_t dil, int64_t pad, int64_t out) {
-  const int64_t t = pos + pad - k * dil;
-  if (t < 0 || t % s != 0)
-    return -1;
-  const int64_t o = t / s;
-  return o < out ? o : -1;
-}
-
 __global__ void convGradInputKernel(ConvGeom g, const float *dy, const float *w,
                                     float *dx) {
   const int64_t total = g.n * g.c * g.inSize;
   for (int64_t i = globalThread(); i < total; i += gridThreads()) {
     const int64_t p = i % g.inSize, nc = i / g.inSize;
     const int64_t c = nc % g.c, n = nc / g.c;
-    const int64_t iw = p % g.in[2], ih = (p / g.in[2]) % g.in[1],
-                  id = p / (g.in[2] * g.in[1]);
+    int64_t id, ih, iw;
+    unravel3(g.in, p, id, ih, iw);
     const int64_t grp = c / g.cg, cl = c % g.cg;
     float acc = 0.0f;
     for (int64_t ml = 0; ml < g.mg; ++ml) {
@@ -134,20 +89,17 @@ __global__ void convGradInputKernel(ConvGeom g, const float *dy, const float *w,
       const float *dym = dy + (n * g.m + m) * g.outSize;
       const float *wc = w + (m * g.cg + cl) * g.kSize;
       for (int64_t kd = 0; kd < g.k[0]; ++kd) {
-        const int64_t od =
-            outputOf(id, kd, g.s[0], g.dil[0], g.pad[0], g.out[0]);
+        const int64_t od = outputOf(g, 0, id, kd);
         if (od < 0)
           continue;
         for (int64_t kh = 0; kh < g.k[1]; ++kh) {
-          const int64_t oh =
-              outputOf(ih, kh, g.s[1], g.dil[1], g.pad[1], g.out[1]);
+          const int64_t oh = outputOf(g, 1, ih, kh);
           if (oh < 0)
             continue;
           const float *dyr = dym + (od * g.out[1] + oh) * g.out[2];
           const float *wr = wc + (kd * g.k[1] + kh) * g.k[2];
           for (int64_t kw = 0; kw < g.k[2]; ++kw) {
-            const int64_t ow =
-                outputOf(iw, kw, g.s[2], g.dil[2], g.pad[2], g.out[2]);
+            const int64_t ow = outputOf(g, 2, iw, kw);
             if (ow >= 0)
               acc += wr[kw] * dyr[ow];
           }
@@ -168,17 +120,17 @@ __global__ void convGradWeightKernel(ConvGeom g, const float *dy,
   for (int64_t e = blockIdx.x; e < total; e += gridDim.x) {
     const int64_t tap = e % g.kSize, mc = e / g.kSize;
     const int64_t cl = mc % g.cg, m = mc / g.cg;
-    const int64_t kw = tap % g.k[2], kh = (tap / g.k[2]) % g.k[1],
-                  kd = tap / (g.k[2] * g.k[1]);
+    int64_t kd, kh, kw;
+    unravel3(g.k, tap, kd, kh, kw);
     const int64_t c = (m / g.mg) * g.cg + cl;
     float acc = 0.0f;
     for (int64_t j = threadIdx.x; j < count; j += blockDim.x) {
       const int64_t o = j % g.outSize, n = j / g.outSize;
-      const int64_t ow = o % g.out[2], oh = (o / g.out[2]) % g.out[1],
-                    od = o / (g.out[2] * g.out[1]);
-      const int64_t id = od * g.s[0] + kd * g.dil[0] - g.pad[0];
-      const int64_t ih = oh * g.s[1] + kh * g.dil[1] - g.pad[1];
-      const int64_t iw = ow * g.s[2] + kw * g.dil[2] - g.pad[2];
+      int64_t od, oh, ow;
+      unravel3(g.out, o, od, oh, ow);
+      const int64_t id = od * g.s[0] + kd * g.dil[0] - g.pb[0];
+      const int64_t ih = oh * g.s[1] + kh * g.dil[1] - g.pb[1];
+      const int64_t iw = ow * g.s[2] + kw * g.dil[2] - g.pb[2];
       if (id < 0 || id >= g.in[0] || ih < 0 || ih >= g.in[1] || iw < 0 ||
           iw >= g.in[2])
         continue;

@@ -3,7 +3,8 @@
 // Internal to otc_kernels_cuda: the calling thread's current stream, the
 // error records that otckd_take_status reports (host-side CUDA/cuBLAS
 // failures in a thread_local, kernel-side OTCK_ERR_* codes in one device
-// status word per device), launch geometry and stream-ordered scratch.
+// status word per device), launch geometry, index arithmetic of the
+// convolution and pooling windows and stream-ordered scratch.
 //
 //===----------------------------------------------------------------------===//
 
@@ -94,6 +95,25 @@ __device__ inline double blockSum(double v, double *shared) {
     total += shared[w];
   __syncthreads();
   return total;
+}
+
+/// Position p of a row-major 3-D extent `ext` as indices (a, b, c).
+__device__ inline void unravel3(const int64_t ext[3], int64_t p, int64_t &a,
+                                int64_t &b, int64_t &c) {
+  c = p % ext[2];
+  b = (p / ext[2]) % ext[1];
+  a = p / (ext[2] * ext[1]);
+}
+
+/// The output index along dimension i of a window geometry whose tap k
+/// reads input position `pos` (o * s + k * dil - pb == pos), or -1 if none.
+__device__ inline int64_t outputOf(const Window3 &w, int i, int64_t pos,
+                                   int64_t k) {
+  const int64_t t = pos + w.pb[i] - k * w.dil[i];
+  if (t < 0 || t % w.s[i] != 0)
+    return -1;
+  const int64_t o = t / w.s[i];
+  return o < w.out[i] ? o : -1;
 }
 
 /// A temporary device buffer ordered on a stream (cudaMallocAsync /

@@ -16,6 +16,8 @@
 #include "otc/kernels.h"
 #include "otc/kernels_cuda.h"
 
+#include "cuda_test_util.h"
+
 #include <cuda_runtime.h>
 #include <gtest/gtest.h>
 
@@ -30,101 +32,15 @@
 
 namespace {
 
-bool deviceVisible(std::string *why) {
-  int count = 0;
-  const cudaError_t err = cudaGetDeviceCount(&count);
-  if (err != cudaSuccess) {
-    *why = std::string("cudaGetDeviceCount failed: ") + cudaGetErrorString(err);
-    return false;
-  }
-  if (count == 0) {
-    *why = "cudaGetDeviceCount returned 0";
-    return false;
-  }
-  return true;
-}
+using namespace otc::kernels::cuda::test;
 
-constexpr float kNaN = std::numeric_limits<float>::quiet_NaN();
 /// Unit roundoff of float.
 constexpr double kU = 1.0 / (1 << 24);
-
-size_t sz(int64_t n) { return static_cast<size_t>(n); }
-
-std::vector<float> uniform(int64_t n, float lo, float hi, unsigned seed) {
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<float> dist(lo, hi);
-  std::vector<float> v(sz(n));
-  for (float &x : v)
-    x = dist(rng);
-  return v;
-}
 
 std::vector<float> absOf(std::vector<float> v) {
   for (float &x : v)
     x = std::fabs(x);
   return v;
-}
-
-/// A device array of n elements of T (at least one byte allocated).
-template <class T> class Dev {
-public:
-  explicit Dev(size_t n) : n_(n) {
-    EXPECT_EQ(cudaMalloc(&p_, std::max<size_t>(n * sizeof(T), 1)), cudaSuccess);
-  }
-  explicit Dev(const std::vector<T> &h) : Dev(h.size()) { put(h); }
-  ~Dev() { cudaFree(p_); }
-  Dev(const Dev &) = delete;
-  Dev &operator=(const Dev &) = delete;
-
-  T *get() const { return static_cast<T *>(p_); }
-  void put(const std::vector<T> &h) {
-    ASSERT_EQ(h.size(), n_);
-    if (n_) {
-      EXPECT_EQ(
-          cudaMemcpy(p_, h.data(), n_ * sizeof(T), cudaMemcpyHostToDevice),
-          cudaSuccess);
-    }
-  }
-  std::vector<T> host() const {
-    std::vector<T> h(n_);
-    if (n_) {
-      EXPECT_EQ(
-          cudaMemcpy(h.data(), p_, n_ * sizeof(T), cudaMemcpyDeviceToHost),
-          cudaSuccess);
-    }
-    return h;
-  }
-
-private:
-  void *p_ = nullptr;
-  size_t n_;
-};
-
-/// got[i] within tol[i] of want[i] (NaN matches NaN, an infinity only
-/// itself); reports the first few differences.
-void expectWithin(const std::vector<float> &want, const std::vector<float> &got,
-                  const std::vector<double> &tol, const std::string &what) {
-  ASSERT_EQ(want.size(), got.size()) << what;
-  ASSERT_EQ(want.size(), tol.size()) << what;
-  size_t bad = 0;
-  for (size_t i = 0; i < want.size(); ++i) {
-    bool ok;
-    if (std::isnan(want[i]) || std::isnan(got[i]))
-      ok = std::isnan(want[i]) && std::isnan(got[i]);
-    else if (std::isinf(want[i]) || std::isinf(got[i]))
-      ok = want[i] == got[i];
-    else
-      ok = std::fabs(double(got[i]) - double(want[i])) <= tol[i];
-    if (ok)
-      continue;
-    if (bad < 5)
-      ADD_FAILURE() << what << ": element " << i << " want "
-                    << std::setprecision(9) << want[i] << " got " << got[i]
-                    << " (tolerance " << tol[i] << ")";
-    ++bad;
-  }
-  EXPECT_EQ(bad, 0u) << what << ": " << bad << " of " << want.size()
-                     << " elements differ";
 }
 
 /// Tolerances of sums of `terms` products in any two orders whose
@@ -139,22 +55,7 @@ std::vector<double> sumTolerance(const std::vector<float> &absSum,
   return t;
 }
 
-class NnCuda : public ::testing::Test {
-protected:
-  void SetUp() override {
-    std::string why;
-    if (!deviceVisible(&why))
-      GTEST_SKIP() << "no CUDA device visible: " << why;
-    otckd_set_stream(nullptr);
-    (void)otckd_take_status();
-  }
-  void TearDown() override {
-    if (IsSkipped())
-      return;
-    EXPECT_EQ(otckd_take_status(), OTCK_OK) << otckd_status_message();
-    otckd_set_stream(nullptr);
-  }
-};
+class NnCuda : public CudaKernelTest {};
 
 //===----------------------------------------------------------------------===//
 // Convolution

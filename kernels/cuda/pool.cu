@@ -17,39 +17,10 @@
 namespace otc::kernels::cuda {
 namespace {
 
-struct PoolGeom {
-  int64_t planes; // batch * channels
-  int64_t in[3], out[3], k[3], s[3], dil[3], pb[3], pe[3];
-  int64_t inSize, outSize;
-  bool includePad;
-};
-
-bool makeGeom(const otck_pool_desc *d, PoolGeom &g) {
-  if (!d || d->spatial < 1 || d->spatial > 3 || d->batch < 0 || d->channels < 0)
-    return false;
-  g.planes = d->batch * d->channels;
-  g.inSize = g.outSize = 1;
-  g.includePad = d->count_include_pad != 0;
-  for (int i = 0; i < 3; ++i) {
-    const int j = i - (3 - d->spatial);
-    const bool used = j >= 0;
-    g.in[i] = used ? d->in[j] : 1;
-    g.out[i] = used ? d->out[j] : 1;
-    g.k[i] = used ? d->kernel[j] : 1;
-    g.s[i] = used ? d->stride[j] : 1;
-    g.dil[i] = used ? d->dilation[j] : 1;
-    g.pb[i] = used ? d->pad_begin[j] : 0;
-    g.pe[i] = used ? d->pad_end[j] : 0;
-    if (g.in[i] < 0 || g.out[i] < 0 || g.k[i] < 1 || g.s[i] < 1 || g.dil[i] < 1)
-      return false;
-    g.inSize *= g.in[i];
-    g.outSize *= g.out[i];
-  }
-  return true;
-}
-
+/// makePoolGeom, recording a failure named `what` for an invalid
+/// descriptor.
 bool geomOrFail(const otck_pool_desc *d, PoolGeom &g, const char *what) {
-  if (makeGeom(d, g))
+  if (makePoolGeom(d, g))
     return true;
   recordFailure(what, "invalid pooling descriptor");
   return false;
@@ -86,15 +57,51 @@ __device__ inline int64_t divisorOf(const PoolGeom &g, int64_t od, int64_t oh,
          divisorAlong(g, 2, ow);
 }
 
-/// The output index along one dimension whose tap k covers input position
-/// `pos`, or -1 if none.
-__device__ inline int64_t outputOf(const PoolGeom &g, int i, int64_t pos,
-                                   int64_t k) {
-  const int64_t t = pos + g.pb[i] - k * g.dil[i];
-  if (t < 0 || t % g.s[i] != 0)
-    return -1;
-  const int64_t o = t / g.s[i];
-  return o < g.out[i] ? o : -1;
+/// Calls fn(pos) for every tap of output (od, oh, ow) inside the input, in
+/// row-major tap order (as the CPU visits them), with the tap's position in
+/// an input plane.
+template <class Fn>
+__device__ inline void forEachTap(const PoolGeom &g, int64_t od, int64_t oh,
+                                  int64_t ow, Fn fn) {
+  for (int64_t kd = 0; kd < g.k[0]; ++kd) {
+    const int64_t id = od * g.s[0] + kd * g.dil[0] - g.pb[0];
+    if (id < 0 || id >= g.in[0])
+      continue;
+    for (int64_t kh = 0; kh < g.k[1]; ++kh) {
+      const int64_t ih = oh * g.s[1] + kh * g.dil[1] - g.pb[1];
+      if (ih < 0 || ih >= g.in[1])
+        continue;
+      for (int64_t kw = 0; kw < g.k[2]; ++kw) {
+        const int64_t iw = ow * g.s[2] + kw * g.dil[2] - g.pb[2];
+        if (iw >= 0 && iw < g.in[2])
+          fn((id * g.in[1] + ih) * g.in[2] + iw);
+      }
+    }
+  }
+}
+
+/// Calls fn(od, oh, ow, o) for every output whose window reaches input
+/// position (id, ih, iw), in increasing output order (taps in decreasing
+/// order), as the CPU's scatter adds them; o is the output's position in an
+/// output plane.
+template <class Fn>
+__device__ inline void forEachWindowOver(const PoolGeom &g, int64_t id,
+                                         int64_t ih, int64_t iw, Fn fn) {
+  for (int64_t kd = g.k[0] - 1; kd >= 0; --kd) {
+    const int64_t od = outputOf(g, 0, id, kd);
+    if (od < 0)
+      continue;
+    for (int64_t kh = g.k[1] - 1; kh >= 0; --kh) {
+      const int64_t oh = outputOf(g, 1, ih, kh);
+      if (oh < 0)
+        continue;
+      for (int64_t kw = g.k[2] - 1; kw >= 0; --kw) {
+        const int64_t ow = outputOf(g, 2, iw, kw);
+        if (ow >= 0)
+          fn(od, oh, ow, (od * g.out[1] + oh) * g.out[2] + ow);
+      }
+    }
+  }
 }
 
 __global__ void maxPoolKernel(PoolGeom g, const float *x, float *y,
@@ -102,34 +109,20 @@ __global__ void maxPoolKernel(PoolGeom g, const float *x, float *y,
   const int64_t total = g.planes * g.outSize;
   for (int64_t i = globalThread(); i < total; i += gridThreads()) {
     const int64_t o = i % g.outSize, plane = i / g.outSize;
-    const int64_t ow = o % g.out[2], oh = (o / g.out[2]) % g.out[1],
-                  od = o / (g.out[2] * g.out[1]);
+    int64_t od, oh, ow;
+    unravel3(g.out, o, od, oh, ow);
     const float *xp = x + plane * g.inSize;
     float best = -INFINITY;
     int64_t at = -1;
-    for (int64_t kd = 0; kd < g.k[0]; ++kd) {
-      const int64_t id = od * g.s[0] + kd * g.dil[0] - g.pb[0];
-      if (id < 0 || id >= g.in[0])
-        continue;
-      for (int64_t kh = 0; kh < g.k[1]; ++kh) {
-        const int64_t ih = oh * g.s[1] + kh * g.dil[1] - g.pb[1];
-        if (ih < 0 || ih >= g.in[1])
-          continue;
-        for (int64_t kw = 0; kw < g.k[2]; ++kw) {
-          const int64_t iw = ow * g.s[2] + kw * g.dil[2] - g.pb[2];
-          if (iw < 0 || iw >= g.in[2])
-            continue;
-          const int64_t pos = (id * g.in[1] + ih) * g.in[2] + iw;
-          const float v = xp[pos];
-          // PyTorch: the first tap sets the index even when it is -inf; a
-          // NaN replaces the max and then stays.
-          if (v > best || v != v || at < 0) {
-            best = v;
-            at = pos;
-          }
-        }
+    forEachTap(g, od, oh, ow, [&](int64_t pos) {
+      const float v = xp[pos];
+      // PyTorch: the first tap sets the index even when it is -inf; a NaN
+      // replaces the max and then stays.
+      if (v > best || v != v || at < 0) {
+        best = v;
+        at = pos;
       }
-    }
+    });
     y[i] = best;
     if (indices)
       indices[i] = at;
@@ -141,31 +134,15 @@ __global__ void maxPoolGradKernel(PoolGeom g, const float *dy,
   const int64_t total = g.planes * g.inSize;
   for (int64_t i = globalThread(); i < total; i += gridThreads()) {
     const int64_t p = i % g.inSize, plane = i / g.inSize;
-    const int64_t iw = p % g.in[2], ih = (p / g.in[2]) % g.in[1],
-                  id = p / (g.in[2] * g.in[1]);
+    int64_t id, ih, iw;
+    unravel3(g.in, p, id, ih, iw);
     const float *yp = dy + plane * g.outSize;
     const int64_t *ip = indices + plane * g.outSize;
     float acc = 0.0f;
-    // Windows reaching p in increasing output order (taps in decreasing
-    // order), as the CPU's scatter adds them.
-    for (int64_t kd = g.k[0] - 1; kd >= 0; --kd) {
-      const int64_t od = outputOf(g, 0, id, kd);
-      if (od < 0)
-        continue;
-      for (int64_t kh = g.k[1] - 1; kh >= 0; --kh) {
-        const int64_t oh = outputOf(g, 1, ih, kh);
-        if (oh < 0)
-          continue;
-        for (int64_t kw = g.k[2] - 1; kw >= 0; --kw) {
-          const int64_t ow = outputOf(g, 2, iw, kw);
-          if (ow < 0)
-            continue;
-          const int64_t o = (od * g.out[1] + oh) * g.out[2] + ow;
-          if (ip[o] == p)
-            acc += yp[o];
-        }
-      }
-    }
+    forEachWindowOver(g, id, ih, iw, [&](int64_t, int64_t, int64_t, int64_t o) {
+      if (ip[o] == p)
+        acc += yp[o];
+    });
     dx[i] = acc;
   }
 }
@@ -174,25 +151,11 @@ __global__ void avgPoolKernel(PoolGeom g, const float *x, float *y) {
   const int64_t total = g.planes * g.outSize;
   for (int64_t i = globalThread(); i < total; i += gridThreads()) {
     const int64_t o = i % g.outSize, plane = i / g.outSize;
-    const int64_t ow = o % g.out[2], oh = (o / g.out[2]) % g.out[1],
-                  od = o / (g.out[2] * g.out[1]);
+    int64_t od, oh, ow;
+    unravel3(g.out, o, od, oh, ow);
     const float *xp = x + plane * g.inSize;
     float sum = 0.0f;
-    for (int64_t kd = 0; kd < g.k[0]; ++kd) {
-      const int64_t id = od * g.s[0] + kd * g.dil[0] - g.pb[0];
-      if (id < 0 || id >= g.in[0])
-        continue;
-      for (int64_t kh = 0; kh < g.k[1]; ++kh) {
-        const int64_t ih = oh * g.s[1] + kh * g.dil[1] - g.pb[1];
-        if (ih < 0 || ih >= g.in[1])
-          continue;
-        for (int64_t kw = 0; kw < g.k[2]; ++kw) {
-          const int64_t iw = ow * g.s[2] + kw * g.dil[2] - g.pb[2];
-          if (iw >= 0 && iw < g.in[2])
-            sum += xp[(id * g.in[1] + ih) * g.in[2] + iw];
-        }
-      }
-    }
+    forEachTap(g, od, oh, ow, [&](int64_t pos) { sum += xp[pos]; });
     const int64_t div = divisorOf(g, od, oh, ow);
     y[i] = div > 0 ? sum / float(div) : 0.0f;
   }
@@ -202,30 +165,35 @@ __global__ void avgPoolGradKernel(PoolGeom g, const float *dy, float *dx) {
   const int64_t total = g.planes * g.inSize;
   for (int64_t i = globalThread(); i < total; i += gridThreads()) {
     const int64_t p = i % g.inSize, plane = i / g.inSize;
-    const int64_t iw = p % g.in[2], ih = (p / g.in[2]) % g.in[1],
-                  id = p / (g.in[2] * g.in[1]);
+    int64_t id, ih, iw;
+    unravel3(g.in, p, id, ih, iw);
     const float *yp = dy + plane * g.outSize;
     float acc = 0.0f;
-    for (int64_t kd = g.k[0] - 1; kd >= 0; --kd) {
-      const int64_t od = outputOf(g, 0, id, kd);
-      if (od < 0)
-        continue;
-      for (int64_t kh = g.k[1] - 1; kh >= 0; --kh) {
-        const int64_t oh = outputOf(g, 1, ih, kh);
-        if (oh < 0)
-          continue;
-        for (int64_t kw = g.k[2] - 1; kw >= 0; --kw) {
-          const int64_t ow = outputOf(g, 2, iw, kw);
-          if (ow < 0)
-            continue;
-          const int64_t div = divisorOf(g, od, oh, ow);
-          if (div > 0)
-            acc += yp[(od * g.out[1] + oh) * g.out[2] + ow] / float(div);
-        }
-      }
-    }
+    forEachWindowOver(g, id, ih, iw,
+                      [&](int64_t od, int64_t oh, int64_t ow, int64_t o) {
+                        const int64_t div = divisorOf(g, od, oh, ow);
+                        if (div > 0)
+                          acc += yp[o] / float(div);
+                      });
     dx[i] = acc;
   }
+}
+
+/// Launches kernel(g, args...) with one thread per output (or, if
+/// `perInput`, per input element) of the geometry of `d`; records a
+/// failure named `what` for an invalid descriptor and launches nothing
+/// when there is no work.
+template <class... Params, class... Args>
+void launchPool(const otck_pool_desc *d, const char *what, bool perInput,
+                void (*kernel)(PoolGeom, Params...), Args... args) {
+  PoolGeom g;
+  if (!geomOrFail(d, g, what))
+    return;
+  const int64_t total = g.planes * (perInput ? g.inSize : g.outSize);
+  if (total == 0)
+    return;
+  kernel<<<gridFor(total), kThreads, 0, currentStream()>>>(g, args...);
+  checkLaunch(what);
 }
 
 } // namespace
@@ -235,52 +203,22 @@ using namespace otc::kernels::cuda;
 
 extern "C" void otckd_max_pool_f32(const otck_pool_desc *d, const float *x,
                                    float *y, int64_t *indices) {
-  PoolGeom g;
-  if (!geomOrFail(d, g, "otckd_max_pool_f32"))
-    return;
-  const int64_t total = g.planes * g.outSize;
-  if (total == 0)
-    return;
-  maxPoolKernel<<<gridFor(total), kThreads, 0, currentStream()>>>(g, x, y,
-                                                                  indices);
-  checkLaunch("otckd_max_pool_f32");
+  launchPool(d, "otckd_max_pool_f32", false, maxPoolKernel, x, y, indices);
 }
 
 extern "C" void otckd_max_pool_grad_f32(const otck_pool_desc *d,
                                         const float *dy, const int64_t *indices,
                                         float *dx) {
-  PoolGeom g;
-  if (!geomOrFail(d, g, "otckd_max_pool_grad_f32"))
-    return;
-  const int64_t total = g.planes * g.inSize;
-  if (total == 0)
-    return;
-  maxPoolGradKernel<<<gridFor(total), kThreads, 0, currentStream()>>>(
-      g, dy, indices, dx);
-  checkLaunch("otckd_max_pool_grad_f32");
+  launchPool(d, "otckd_max_pool_grad_f32", true, maxPoolGradKernel, dy, indices,
+             dx);
 }
 
 extern "C" void otckd_avg_pool_f32(const otck_pool_desc *d, const float *x,
                                    float *y) {
-  PoolGeom g;
-  if (!geomOrFail(d, g, "otckd_avg_pool_f32"))
-    return;
-  const int64_t total = g.planes * g.outSize;
-  if (total == 0)
-    return;
-  avgPoolKernel<<<gridFor(total), kThreads, 0, currentStream()>>>(g, x, y);
-  checkLaunch("otckd_avg_pool_f32");
+  launchPool(d, "otckd_avg_pool_f32", false, avgPoolKernel, x, y);
 }
 
 extern "C" void otckd_avg_pool_grad_f32(const otck_pool_desc *d,
                                         const float *dy, float *dx) {
-  PoolGeom g;
-  if (!geomOrFail(d, g, "otckd_avg_pool_grad_f32"))
-    return;
-  const int64_t total = g.planes * g.inSize;
-  if (total == 0)
-    return;
-  avgPoolGradKernel<<<gridFor(total), kThreads, 0, currentStream()>>>(g, dy,
-                                                                      dx);
-  checkLaunch("otckd_avg_pool_grad_f32");
+  launchPool(d, "otckd_avg_pool_grad_f32", true, avgPoolGradKernel, dy, dx);
 }

@@ -13,6 +13,8 @@
 #include "otc/kernels.h"
 #include "otc/kernels_cuda.h"
 
+#include "cuda_test_util.h"
+
 #include <cuda_runtime.h>
 #include <gtest/gtest.h>
 
@@ -29,73 +31,7 @@
 
 namespace {
 
-bool deviceVisible(std::string *why) {
-  int count = 0;
-  const cudaError_t err = cudaGetDeviceCount(&count);
-  if (err != cudaSuccess) {
-    *why = std::string("cudaGetDeviceCount failed: ") + cudaGetErrorString(err);
-    return false;
-  }
-  if (count == 0) {
-    *why = "cudaGetDeviceCount returned 0";
-    return false;
-  }
-  return true;
-}
-
-constexpr float kInf = std::numeric_limits<float>::infinity();
-constexpr float kNaN = std::numeric_limits<float>::quiet_NaN();
-
-using Shape = std::vector<int64_t>;
-
-size_t sz(int64_t n) { return static_cast<size_t>(n); }
-
-int64_t numel(const Shape &s) {
-  int64_t n = 1;
-  for (int64_t d : s)
-    n *= d;
-  return n;
-}
-
-Shape contiguousStrides(const Shape &s) {
-  Shape st(s.size());
-  int64_t stride = 1;
-  for (size_t d = s.size(); d-- > 0;) {
-    st[d] = stride;
-    stride *= s[d];
-  }
-  return st;
-}
-
-/// Strides of an operand of shape `s` broadcast (numpy, right-aligned) to
-/// a result of rank `rank`: 0 on missing and size-1 dimensions.
-Shape broadcastStrides(const Shape &s, size_t rank) {
-  const Shape own = contiguousStrides(s);
-  Shape st(rank, 0);
-  for (size_t i = 0; i < s.size(); ++i) {
-    const size_t d = rank - s.size() + i;
-    st[d] = s[i] == 1 ? 0 : own[i];
-  }
-  return st;
-}
-
-std::string shapeName(const Shape &s) {
-  std::ostringstream os;
-  os << "[";
-  for (size_t i = 0; i < s.size(); ++i)
-    os << (i ? "," : "") << s[i];
-  os << "]";
-  return os.str();
-}
-
-std::vector<float> uniform(int64_t n, float lo, float hi, unsigned seed) {
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<float> dist(lo, hi);
-  std::vector<float> v(sz(n));
-  for (float &x : v)
-    x = dist(rng);
-  return v;
-}
+using namespace otc::kernels::cuda::test;
 
 /// Values from `levels` evenly spaced ones in [-1, 1]: many ties.
 std::vector<float> ties(int64_t n, int levels, unsigned seed) {
@@ -103,14 +39,6 @@ std::vector<float> ties(int64_t n, int levels, unsigned seed) {
   std::vector<float> v(sz(n));
   for (float &x : v)
     x = -1.0f + 2.0f * float(rng() % unsigned(levels)) / float(levels - 1);
-  return v;
-}
-
-std::vector<uint8_t> randomBytes(int64_t n, unsigned seed) {
-  std::mt19937 rng(seed);
-  std::vector<uint8_t> v(sz(n));
-  for (uint8_t &x : v)
-    x = static_cast<uint8_t>(rng());
   return v;
 }
 
@@ -122,69 +50,6 @@ std::vector<int64_t> randomIndices(int64_t n, int64_t dim, unsigned seed) {
   for (int64_t &x : v)
     x = int64_t(rng() % uint64_t(2 * dim)) - dim;
   return v;
-}
-
-/// A device array of n elements of T (at least one byte allocated).
-template <class T> class Dev {
-public:
-  explicit Dev(size_t n) : n_(n) {
-    EXPECT_EQ(cudaMalloc(&p_, std::max<size_t>(n * sizeof(T), 1)), cudaSuccess);
-  }
-  explicit Dev(const std::vector<T> &h) : Dev(h.size()) { put(h); }
-  ~Dev() { cudaFree(p_); }
-  Dev(const Dev &) = delete;
-  Dev &operator=(const Dev &) = delete;
-
-  T *get() const { return static_cast<T *>(p_); }
-  void put(const std::vector<T> &h) {
-    ASSERT_EQ(h.size(), n_);
-    if (n_) {
-      EXPECT_EQ(
-          cudaMemcpy(p_, h.data(), n_ * sizeof(T), cudaMemcpyHostToDevice),
-          cudaSuccess);
-    }
-  }
-  /// The contents after the legacy default stream's work (cudaMemcpy waits
-  /// for it; the tests use it).
-  std::vector<T> host() const {
-    std::vector<T> h(n_);
-    if (n_) {
-      EXPECT_EQ(
-          cudaMemcpy(h.data(), p_, n_ * sizeof(T), cudaMemcpyDeviceToHost),
-          cudaSuccess);
-    }
-    return h;
-  }
-
-private:
-  void *p_ = nullptr;
-  size_t n_;
-};
-
-bool close(float want, float got, double tol) {
-  if (std::isnan(want) || std::isnan(got))
-    return std::isnan(want) && std::isnan(got);
-  if (std::isinf(want) || std::isinf(got))
-    return want == got;
-  return std::fabs(double(got) - double(want)) <= tol;
-}
-
-/// got[i] within abs + rel |want[i]| of want[i] (NaN matches NaN, an
-/// infinity only itself); reports the first few differences.
-void expectClose(const std::vector<float> &want, const std::vector<float> &got,
-                 double rel, double abs, const std::string &what) {
-  ASSERT_EQ(want.size(), got.size()) << what;
-  size_t bad = 0;
-  for (size_t i = 0; i < want.size(); ++i) {
-    if (close(want[i], got[i], abs + rel * std::fabs(double(want[i]))))
-      continue;
-    if (bad < 5)
-      ADD_FAILURE() << what << ": element " << i << " want "
-                    << std::setprecision(9) << want[i] << " got " << got[i];
-    ++bad;
-  }
-  EXPECT_EQ(bad, 0u) << what << ": " << bad << " of " << want.size()
-                     << " elements differ";
 }
 
 /// Bitwise equality of two byte images, reporting the first difference.
@@ -205,23 +70,7 @@ void expectSameBits(const std::vector<T> &want, const std::vector<T> &got,
 }
 
 /// Every test: skipped without a device; afterwards no error may be pending.
-class TransformerCuda : public ::testing::Test {
-protected:
-  void SetUp() override {
-    std::string why;
-    if (!deviceVisible(&why))
-      GTEST_SKIP() << "no CUDA device visible: " << why;
-    otckd_set_stream(nullptr);
-    // A failure left by an earlier test must not be blamed on this one.
-    (void)otckd_take_status();
-  }
-  void TearDown() override {
-    if (IsSkipped())
-      return;
-    EXPECT_EQ(otckd_take_status(), OTCK_OK) << otckd_status_message();
-    otckd_set_stream(nullptr);
-  }
-};
+class TransformerCuda : public CudaKernelTest {};
 
 //===----------------------------------------------------------------------===//
 // Gather
