@@ -9,7 +9,8 @@
 # TransformerEncoder model, OTC vs PyTorch eager, side by side at the same
 # thread counts, and prints the tables with the ratios; then bench_sdp.py
 # (SDP vs data parallelism), otc-compress-bench (compression kernels vs
-# memcpy) and bench_compress.py (compressed all-reduce).
+# memcpy), bench_cuda.py (CUDA programs vs their CPU builds; needs a device)
+# and bench_compress.py (compressed all-reduce).
 # Results also go to BUILD_DIR/bench/*.json.
 # Run it on an otherwise idle machine: timings share the cores.
 #
@@ -36,6 +37,9 @@ export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 # The compression kernels on one core against memcpy of the same 64 MiB,
 # measured in the same run (topk-int8, ratio 0.1, block 256).
 "$BUILD/bin/otc-compress-bench" 64 1
+# CUDA programs against their CPU builds (step time, peak): bench_cuda.json;
+# says it skipped on a machine without a CUDA device.
+/usr/bin/python3 "$ROOT/test/bench/bench_cuda.py" --build-dir "$BUILD"
 # Then the compressed all-reduce on a 1 Gbit/s link vs PyTorch DDP (a netns of
 # its own: root; otherwise its shaped part is skipped): bench_compress.json.
 exec /usr/bin/python3 "$ROOT/test/bench/bench_compress.py" --build-dir "$BUILD"

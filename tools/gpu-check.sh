@@ -8,8 +8,10 @@
 # kernels against their CPU twins, CUDA sessions against CPU sessions on
 # staged and NCCL collectives, CUDA programs compiled by otc-compile against
 # the same programs on the CPU) with their full output. Elsewhere those tests
-# skip with a reason; here a skip is a failure. Results go to $OUT (default
-# BUILD_DIR/gpu-check): device.txt, ctest.log, and the CTest JUnit report.
+# skip with a reason; here a skip is a failure. Then the GPU benchmark
+# (test/bench/bench_cuda.py: CUDA programs against their CPU builds).
+# Results go to $OUT (default BUILD_DIR/gpu-check): device.txt, ctest.log,
+# the CTest JUnit report, bench_cuda.txt and bench_cuda.json.
 #
 #===----------------------------------------------------------------------===#
 
@@ -50,4 +52,8 @@ if [ "$skipped" != "0" ]; then
   echo "gpu-check: $skipped gpu test(s) skipped on a machine with a device" >&2
   [ $rc -eq 0 ] && rc=3
 fi
+/usr/bin/python3 "$ROOT/test/bench/bench_cuda.py" --build-dir "$BUILD" \
+  >"$OUT/bench_cuda.txt" 2>&1 || { echo "gpu-check: bench_cuda failed" >&2; }
+cat "$OUT/bench_cuda.txt" | grep -v Warning | tail -6
+cp "$BUILD/bench/bench_cuda.json" "$OUT/" 2>/dev/null
 exit $rc
