@@ -52,24 +52,6 @@ def mlp_model(work):
             ["--optimizer", "adam", "--lr", "1e-3", "--batch", "256"])
 
 
-def step_time(a, program, data, threads, work, tag):
-    metrics = os.path.join(work, "metrics-%s.jsonl" % tag)
-    log = os.path.join(work, "run-%s.log" % tag)
-    cmd = [program, "--data", "input=" + os.path.join(data, "input.npy"),
-           "--data", "labels=" + os.path.join(data, "labels.npy"),
-           "--steps", str(a.warmup + a.steps), "--threads", str(threads),
-           "--log-every", "1", "--metrics", metrics, "--quiet"]
-    with open(log, "w") as f:
-        rc = subprocess.run(cmd, stdout=f, stderr=subprocess.STDOUT,
-                            timeout=1800).returncode
-    if rc != 0:
-        B.fail("the program failed (exit %d): %s" % (rc, " ".join(cmd)), log)
-    with open(metrics) as f:
-        t = {int(r["step"]): r["time_s"] for r in map(json.loads, f)
-             if not r.get("eval")}
-    return (t[a.warmup + a.steps] - t[a.warmup]) / a.steps
-
-
 def main():
     ap = argparse.ArgumentParser(
         description="CUDA programs against their CPU builds: step time")
@@ -111,8 +93,9 @@ def main():
             with open(report) as f:
                 peak = json.load(f)["ranks"][0]["memory"]["peak"]
             threads = a.threads if target == "cpu" else 1
-            times = [step_time(a, program, data, threads, work,
-                               "%s-%s-%d" % (model, target, k))
+            times = [S.step_time(a, program, work,
+                                 "%s-%s-%d" % (model, target, k), data=data,
+                                 ranks=1, threads=threads)
                      for k in range(a.repeat)]
             row[target] = {"step_s": min(times), "peak": peak}
         row["speedup"] = row["cpu"]["step_s"] / row["cuda"]["step_s"]

@@ -75,16 +75,21 @@ def export_models(work):
     return models
 
 
-def step_time(a, program, work, tag):
+def step_time(a, program, work, tag, data=None, ranks=WORLD, threads=1):
+    """Seconds per step of `program` on `ranks` ranks (mpirun when more
+    than one) over a.steps steps after a.warmup, from its metrics; `data`
+    holds input.npy and labels.npy (default: work/data)."""
     metrics = os.path.join(work, "metrics-%s.jsonl" % tag)
     log = os.path.join(work, "run-%s.log" % tag)
-    data = os.path.join(work, "data")
-    cmd = ["mpirun", "-np", str(WORLD), "--oversubscribe", "--bind-to",
-           "none", program, "--data",
-           "input=" + os.path.join(data, "input.npy"), "--data",
-           "labels=" + os.path.join(data, "labels.npy"), "--steps",
-           str(a.warmup + a.steps), "--threads", "1", "--log-every", "1",
-           "--metrics", metrics, "--quiet"]
+    data = data or os.path.join(work, "data")
+    cmd = ([] if ranks == 1 else
+           ["mpirun", "-np", str(ranks), "--oversubscribe", "--bind-to",
+            "none"])
+    cmd += [program, "--data",
+            "input=" + os.path.join(data, "input.npy"), "--data",
+            "labels=" + os.path.join(data, "labels.npy"), "--steps",
+            str(a.warmup + a.steps), "--threads", str(threads),
+            "--log-every", "1", "--metrics", metrics, "--quiet"]
     with open(log, "w") as f:
         rc = subprocess.run(cmd, stdout=f, stderr=subprocess.STDOUT,
                             timeout=1800).returncode
