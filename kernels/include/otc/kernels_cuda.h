@@ -152,10 +152,9 @@ void otckd_where(int rank, const int64_t *out_shape, const uint8_t *cond,
 /* `reduced` is host memory; MAX, MIN and PROD gradients use scratch. */
 void otckd_reduce_f32(otck_reduce_op op, int rank, const int64_t *in_shape,
                       const uint8_t *reduced, const float *x, float *y);
-void otckd_reduce_grad_f32(otck_reduce_op op, int rank,
-                           const int64_t *in_shape, const uint8_t *reduced,
-                           const float *x, const float *y, const float *dy,
-                           float *dx);
+void otckd_reduce_grad_f32(otck_reduce_op op, int rank, const int64_t *in_shape,
+                           const uint8_t *reduced, const float *x,
+                           const float *y, const float *dy, float *dx);
 
 /*--- Convolution, pooling, batch normalization (CNNs) ----------------------*/
 
@@ -187,19 +186,19 @@ void otckd_avg_pool_f32(const otck_pool_desc *d, const float *x, float *y);
 void otckd_avg_pool_grad_f32(const otck_pool_desc *d, const float *dy,
                              float *dx);
 /* BatchNorm: one block per channel sums in double, in a fixed order. */
-void otckd_batch_norm_train_f32(int64_t N, int64_t C, int64_t S,
-                                const float *x, const float *scale,
-                                const float *bias, float eps, float momentum,
+void otckd_batch_norm_train_f32(int64_t N, int64_t C, int64_t S, const float *x,
+                                const float *scale, const float *bias,
+                                float eps, float momentum,
                                 int unbiased_running_var, float *y,
                                 float *saved_mean, float *saved_invstd,
                                 float *running_mean, float *running_var);
-void otckd_batch_norm_infer_f32(int64_t N, int64_t C, int64_t S,
-                                const float *x, const float *scale,
-                                const float *bias, const float *mean,
-                                const float *var, float eps, float *y);
-void otckd_batch_norm_grad_f32(int64_t N, int64_t C, int64_t S,
-                               const float *dy, const float *x,
-                               const float *scale, const float *saved_mean,
+void otckd_batch_norm_infer_f32(int64_t N, int64_t C, int64_t S, const float *x,
+                                const float *scale, const float *bias,
+                                const float *mean, const float *var, float eps,
+                                float *y);
+void otckd_batch_norm_grad_f32(int64_t N, int64_t C, int64_t S, const float *dy,
+                               const float *x, const float *scale,
+                               const float *saved_mean,
                                const float *saved_invstd, float *dx,
                                float *dscale, float *dbias);
 
