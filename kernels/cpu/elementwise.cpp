@@ -36,21 +36,6 @@ constexpr float kInf = std::numeric_limits<float>::infinity();
 // Strided iteration
 //===----------------------------------------------------------------------===//
 
-/// The iteration space of a binary op after simplification.
-using BinaryPlan = StridePlan<OTCK_MAX_RANK>;
-
-BinaryPlan planBinary(int rank, const int64_t *shape, const int64_t *as,
-                      const int64_t *bs) {
-  BinaryPlan p = planStrides<OTCK_MAX_RANK>(rank, shape, as, bs);
-  // A single element (rank 0 or all dimensions 1) is one row of length 1.
-  if (p.rank == 0) {
-    p.rank = 1;
-    p.shape[0] = 1;
-    p.a[0] = p.b[0] = 0;
-  }
-  return p;
-}
-
 /// Calls row(len, offA, strideA, offB, strideB, pos) for the row pieces that
 /// cover flat output indices [begin, end): output elements [pos, pos + len)
 /// read a[offA + i * strideA] and b[offB + i * strideB].

@@ -57,6 +57,21 @@ StridePlan<MaxRank> planStrides(int rank, const int64_t *shape,
   return p;
 }
 
+/// The iteration space of a binary op (operands a and b broadcast to
+/// `shape` by their strides); a single element is one row of length 1.
+using BinaryPlan = StridePlan<OTCK_MAX_RANK>;
+
+inline BinaryPlan planBinary(int rank, const int64_t *shape, const int64_t *as,
+                             const int64_t *bs) {
+  BinaryPlan p = planStrides<OTCK_MAX_RANK>(rank, shape, as, bs);
+  if (p.rank == 0) {
+    p.rank = 1;
+    p.shape[0] = 1;
+    p.a[0] = p.b[0] = 0;
+  }
+  return p;
+}
+
 enum class GradReads { None, X, Y };
 
 /// The forward tensor otck_unary_grad_f32 reads for `op` (the table in

@@ -25,22 +25,6 @@ namespace {
 // Broadcast iteration
 //===----------------------------------------------------------------------===//
 
-/// The iteration space of a binary op after simplification (as the CPU's
-/// planBinary), passed to kernels by value.
-using BinaryPlan = StridePlan<OTCK_MAX_RANK>;
-
-BinaryPlan planBinary(int rank, const int64_t *shape, const int64_t *as,
-                      const int64_t *bs) {
-  BinaryPlan p = planStrides<OTCK_MAX_RANK>(rank, shape, as, bs);
-  // A single element is one row of length 1, as on the CPU.
-  if (p.rank == 0) {
-    p.rank = 1;
-    p.shape[0] = 1;
-    p.a[0] = p.b[0] = 0;
-  }
-  return p;
-}
-
 /// Offsets into a and b of flat output index i.
 __device__ inline void binaryOffsets(const BinaryPlan &p, int64_t i,
                                      int64_t &offA, int64_t &offB) {
