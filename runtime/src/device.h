@@ -67,14 +67,10 @@ public:
   /// Copies the host mirror's `bytes` at `hostPointer` (in the mirror) up:
   /// a bound input, a skipped step's restored residuals.
   void pushHostRange(const void *hostPointer, uint64_t bytes);
-  /// Forgets the staged ranges without copying (the host copy is no longer
-  /// trusted after a failed step).
-  void dropStaged() { staged.clear(); }
-
-  /// "device 0 (NVIDIA H200)": for messages and the driver's banner.
-  std::string describe() const;
 
 private:
+  /// "CUDA device 0 (NVIDIA H200)", for messages.
+  std::string describe() const;
   DeviceArena() = default;
   void copyUp(uint64_t offset, uint64_t bytes);
 

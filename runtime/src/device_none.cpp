@@ -27,7 +27,6 @@ void DeviceArena::pull() {}
 float *DeviceArena::stage(float *p, int64_t) { return p; }
 void DeviceArena::pushStaged() {}
 void DeviceArena::pushHostRange(const void *, uint64_t) {}
-std::string DeviceArena::describe() const { return "no CUDA device"; }
 std::string deviceStatusMessage() { return ""; }
 std::unique_ptr<DeviceCollectives>
 createDeviceCollectives(otc_comm_t *, DeviceArena &,
