@@ -11,6 +11,7 @@
 #include "otc/kernels.h"
 
 #include "parallel.h"
+#include "plans.h"
 
 #include <cstdint>
 #include <cstring>
@@ -373,10 +374,7 @@ extern "C" void otck_transpose(int rank, const int64_t *in_shape,
     return;
   // Move elements in the widest unit that divides their size; a wider
   // element becomes a trailing dimension that the permutation keeps in place.
-  const int64_t unit = elem_size % 8 == 0   ? 8
-                       : elem_size % 4 == 0 ? 4
-                       : elem_size % 2 == 0 ? 2
-                                            : 1;
+  const int64_t unit = moveUnit(elem_size);
   int64_t shape[kPlanRank], fullPerm[kPlanRank];
   for (int d = 0; d < rank; ++d) {
     shape[d] = in_shape[d];
@@ -395,24 +393,10 @@ extern "C" void otck_transpose(int rank, const int64_t *in_shape,
     otck_copy(p.total * unit, x, y);
     return;
   }
-  switch (unit) {
-  case 8:
-    transposeTyped(p, static_cast<const uint64_t *>(x),
-                   static_cast<uint64_t *>(y));
-    return;
-  case 4:
-    transposeTyped(p, static_cast<const uint32_t *>(x),
-                   static_cast<uint32_t *>(y));
-    return;
-  case 2:
-    transposeTyped(p, static_cast<const uint16_t *>(x),
-                   static_cast<uint16_t *>(y));
-    return;
-  default:
-    transposeTyped(p, static_cast<const uint8_t *>(x),
-                   static_cast<uint8_t *>(y));
-    return;
-  }
+  withUnitType(unit, [&](auto word) {
+    using T = decltype(word);
+    transposeTyped(p, static_cast<const T *>(x), static_cast<T *>(y));
+  });
 }
 
 extern "C" void otck_copy(int64_t nbytes, const void *x, void *y) {

@@ -27,14 +27,6 @@ namespace {
 /// element wider than the unit.
 constexpr int kPlanRank = OTCK_MAX_RANK + 1;
 
-/// Widest unit of 8, 4, 2 or 1 bytes that divides elem_size.
-int64_t moveUnit(int64_t elemSize) {
-  return elemSize % 8 == 0   ? 8
-         : elemSize % 4 == 0 ? 4
-         : elemSize % 2 == 0 ? 2
-                             : 1;
-}
-
 //===----------------------------------------------------------------------===//
 // Strided copy
 //===----------------------------------------------------------------------===//
@@ -574,24 +566,10 @@ extern "C" void otck_strided_copy(int rank, const int64_t *shape,
     std::memcpy(dst, src, size_t(elem_size));
     return;
   }
-  switch (unit) {
-  case 8:
-    stridedCopyTyped(p, static_cast<const uint64_t *>(src),
-                     static_cast<uint64_t *>(dst));
-    return;
-  case 4:
-    stridedCopyTyped(p, static_cast<const uint32_t *>(src),
-                     static_cast<uint32_t *>(dst));
-    return;
-  case 2:
-    stridedCopyTyped(p, static_cast<const uint16_t *>(src),
-                     static_cast<uint16_t *>(dst));
-    return;
-  default:
-    stridedCopyTyped(p, static_cast<const uint8_t *>(src),
-                     static_cast<uint8_t *>(dst));
-    return;
-  }
+  withUnitType(unit, [&](auto word) {
+    using T = decltype(word);
+    stridedCopyTyped(p, static_cast<const T *>(src), static_cast<T *>(dst));
+  });
 }
 
 extern "C" void otck_fill(int64_t n, const void *value, void *dst,

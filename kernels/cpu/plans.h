@@ -187,6 +187,30 @@ inline bool makePoolGeom(const otck_pool_desc *d, PoolGeom &g) {
   return true;
 }
 
+/// Widest word of 8, 4, 2 or 1 bytes that divides elemSize: elements of
+/// any size are moved as whole words.
+inline int64_t moveUnit(int64_t elemSize) {
+  return elemSize % 8 == 0   ? 8
+         : elemSize % 4 == 0 ? 4
+         : elemSize % 2 == 0 ? 2
+                             : 1;
+}
+
+/// f(T()) with T the unsigned integer of `unit` bytes (moveUnit's 8, 4, 2
+/// or 1).
+template <class F> void withUnitType(int64_t unit, F &&f) {
+  switch (unit) {
+  case 8:
+    return f(uint64_t());
+  case 4:
+    return f(uint32_t());
+  case 2:
+    return f(uint16_t());
+  default:
+    return f(uint8_t());
+  }
+}
+
 } // namespace otc::kernels
 
 #endif // OTC_KERNELS_PLANS_H

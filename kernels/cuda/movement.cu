@@ -24,13 +24,6 @@ namespace {
 /// Rank of a copy plan: the caller's dimensions plus one of units.
 constexpr int kCopyRank = OTCK_MAX_RANK + 1;
 
-int64_t moveUnit(int64_t elemSize) {
-  return elemSize % 8 == 0   ? 8
-         : elemSize % 4 == 0 ? 4
-         : elemSize % 2 == 0 ? 2
-                             : 1;
-}
-
 //===----------------------------------------------------------------------===//
 // Strided copy
 //===----------------------------------------------------------------------===//
@@ -75,24 +68,11 @@ void runCopy(int rank, const int64_t *shape, const int64_t *srcStrides,
     return;
   const unsigned grid = gridFor(p.total);
   cudaStream_t stream = currentStream();
-  switch (unit) {
-  case 8:
+  withUnitType(unit, [&](auto word) {
+    using T = decltype(word);
     stridedCopyKernel<<<grid, kThreads, 0, stream>>>(
-        p, static_cast<const uint64_t *>(src), static_cast<uint64_t *>(dst));
-    break;
-  case 4:
-    stridedCopyKernel<<<grid, kThreads, 0, stream>>>(
-        p, static_cast<const uint32_t *>(src), static_cast<uint32_t *>(dst));
-    break;
-  case 2:
-    stridedCopyKernel<<<grid, kThreads, 0, stream>>>(
-        p, static_cast<const uint16_t *>(src), static_cast<uint16_t *>(dst));
-    break;
-  default:
-    stridedCopyKernel<<<grid, kThreads, 0, stream>>>(
-        p, static_cast<const uint8_t *>(src), static_cast<uint8_t *>(dst));
-    break;
-  }
+        p, static_cast<const T *>(src), static_cast<T *>(dst));
+  });
   checkLaunch(what);
 }
 
@@ -254,6 +234,7 @@ void runSum(const SumPlan &p, const float *src, float *dst, const char *what) {
 } // namespace
 } // namespace otc::kernels::cuda
 
+using namespace otc::kernels;
 using namespace otc::kernels::cuda;
 
 extern "C" void otckd_transpose(int rank, const int64_t *in_shape,
@@ -317,16 +298,9 @@ extern "C" void otckd_fill(int64_t n, const void *value, void *dst,
                            int64_t elem_size) {
   if (n <= 0 || elem_size <= 0)
     return;
-  switch (moveUnit(elem_size)) {
-  case 8:
-    return fillTyped<uint64_t>(n, value, dst, elem_size);
-  case 4:
-    return fillTyped<uint32_t>(n, value, dst, elem_size);
-  case 2:
-    return fillTyped<uint16_t>(n, value, dst, elem_size);
-  default:
-    return fillTyped<uint8_t>(n, value, dst, elem_size);
-  }
+  withUnitType(moveUnit(elem_size), [&](auto word) {
+    fillTyped<decltype(word)>(n, value, dst, elem_size);
+  });
 }
 
 extern "C" void otckd_strided_copy(int rank, const int64_t *shape,

@@ -72,13 +72,6 @@ __global__ void gatherKernel(int64_t outer, int64_t axisDim, int64_t rowUnits,
   }
 }
 
-int64_t wordSize(int64_t elemSize) {
-  return elemSize % 8 == 0   ? 8
-         : elemSize % 4 == 0 ? 4
-         : elemSize % 2 == 0 ? 2
-                             : 1;
-}
-
 /// keys[q] = normalised index q (axisDim for a bad one: sorted after every
 /// row, so no row adds it), vals[q] = q.
 __global__ void gatherKeysKernel(int64_t count, const int64_t *idx,
@@ -315,6 +308,7 @@ void runWhere(const WherePlan &p, const uint8_t *cond, const void *a,
 } // namespace
 } // namespace otc::kernels::cuda
 
+using namespace otc::kernels;
 using namespace otc::kernels::cuda;
 
 extern "C" int otckd_gather(int64_t outer, int64_t axis_dim, int64_t inner,
@@ -332,31 +326,15 @@ extern "C" int otckd_gather(int64_t outer, int64_t axis_dim, int64_t inner,
   checkLaunch("otckd_gather: indices");
   if (outer <= 0 || inner <= 0 || elem_size <= 0)
     return 0;
-  const int64_t word = wordSize(elem_size);
+  const int64_t word = moveUnit(elem_size);
   const int64_t rowUnits = inner * (elem_size / word);
   const unsigned grid = gridFor(outer * num_indices * rowUnits);
-  switch (word) {
-  case 8:
+  withUnitType(word, [&](auto unit) {
+    using T = decltype(unit);
     gatherKernel<<<grid, kThreads, 0, stream>>>(
-        outer, axis_dim, rowUnits, static_cast<const uint64_t *>(x),
-        num_indices, indices, static_cast<uint64_t *>(y));
-    break;
-  case 4:
-    gatherKernel<<<grid, kThreads, 0, stream>>>(
-        outer, axis_dim, rowUnits, static_cast<const uint32_t *>(x),
-        num_indices, indices, static_cast<uint32_t *>(y));
-    break;
-  case 2:
-    gatherKernel<<<grid, kThreads, 0, stream>>>(
-        outer, axis_dim, rowUnits, static_cast<const uint16_t *>(x),
-        num_indices, indices, static_cast<uint16_t *>(y));
-    break;
-  default:
-    gatherKernel<<<grid, kThreads, 0, stream>>>(
-        outer, axis_dim, rowUnits, static_cast<const uint8_t *>(x), num_indices,
-        indices, static_cast<uint8_t *>(y));
-    break;
-  }
+        outer, axis_dim, rowUnits, static_cast<const T *>(x), num_indices,
+        indices, static_cast<T *>(y));
+  });
   checkLaunch("otckd_gather");
   return 0;
 }
@@ -493,14 +471,7 @@ extern "C" void otckd_where(int rank, const int64_t *out_shape,
   }
   if (p.total <= 0)
     return;
-  switch (wordSize(elem_size)) {
-  case 8:
-    return runWhere<uint64_t>(p, cond, a, b, out, elem_size);
-  case 4:
-    return runWhere<uint32_t>(p, cond, a, b, out, elem_size);
-  case 2:
-    return runWhere<uint16_t>(p, cond, a, b, out, elem_size);
-  default:
-    return runWhere<uint8_t>(p, cond, a, b, out, elem_size);
-  }
+  withUnitType(moveUnit(elem_size), [&](auto word) {
+    runWhere<decltype(word)>(p, cond, a, b, out, elem_size);
+  });
 }
