@@ -20,6 +20,20 @@ static Value sumTo(OpBuilder &b, Location loc, Value grad, Type type) {
   return b.create<ReduceSumToOp>(loc, type, grad);
 }
 
+/// Whether v is computed from the function's arguments and constants alone
+/// within a few ops (a parameter, perhaps transposed or cast), rather than
+/// from the activations.
+static bool isParameterLike(Value v, int depth = 4) {
+  if (isa<BlockArgument>(v))
+    return true;
+  Operation *def = v.getDefiningOp();
+  if (!def || depth == 0)
+    return false;
+  return llvm::all_of(def->getOperands(), [&](Value operand) {
+    return isParameterLike(operand, depth - 1);
+  });
+}
+
 static Value scaleBy(OpBuilder &b, Location loc, Value x, float factor) {
   if (factor == 1.0f)
     return x;
@@ -44,13 +58,18 @@ LogicalResult GemmOp::buildGradients(OpBuilder &b, ArrayRef<Value> resultGrads,
     return b.create<GemmOp>(loc, x, y, Value(), alpha, one, b.getBoolAttr(tx),
                             b.getBoolAttr(ty));
   };
-  // d op(A) = alpha dY op(B)^T ; d op(B) = alpha op(A)^T dY.
-  Value da = ta ? gemm(getB(), dy, tb, true) : gemm(dy, getB(), false, !tb);
+  // d op(A) = alpha dY op(B)^T ; d op(B) = alpha op(A)^T dY. B's and C's
+  // gradients (a layer's parameters) come first: the collective of their
+  // bucket then runs while A's is computed.
   Value db = tb ? gemm(dy, getA(), true, ta) : gemm(getA(), dy, !ta, false);
-  operandGrads.assign({da, db});
+  Value dc;
   if (getC())
-    operandGrads.push_back(scaleBy(b, loc, sumTo(b, loc, dy, getC().getType()),
-                                   getBeta().convertToFloat()));
+    dc = scaleBy(b, loc, sumTo(b, loc, dy, getC().getType()),
+                 getBeta().convertToFloat());
+  Value da = ta ? gemm(getB(), dy, tb, true) : gemm(dy, getB(), false, !tb);
+  operandGrads.assign({da, db});
+  if (dc)
+    operandGrads.push_back(dc);
   return success();
 }
 
@@ -63,11 +82,26 @@ LogicalResult MatMulOp::buildGradients(OpBuilder &b,
   auto mm = [&](Value x, Value y, bool tx, bool ty) -> Value {
     return b.create<MatMulOp>(loc, x, y, b.getBoolAttr(tx), b.getBoolAttr(ty));
   };
-  // As GemmOp; broadcast batch dimensions are summed back.
-  Value da = ta ? mm(getB(), dy, tb, true) : mm(dy, getB(), false, !tb);
-  Value db = tb ? mm(dy, getA(), true, ta) : mm(getA(), dy, !ta, false);
-  operandGrads.assign({sumTo(b, loc, da, getA().getType()),
-                       sumTo(b, loc, db, getB().getType())});
+  // As GemmOp; broadcast batch dimensions are summed back. B's gradient
+  // comes first when B is a parameter; when both are activations (attention)
+  // neither feeds a collective, and A's comes first.
+  auto gradA = [&] {
+    Value da = ta ? mm(getB(), dy, tb, true) : mm(dy, getB(), false, !tb);
+    return sumTo(b, loc, da, getA().getType());
+  };
+  auto gradB = [&] {
+    Value db = tb ? mm(dy, getA(), true, ta) : mm(getA(), dy, !ta, false);
+    return sumTo(b, loc, db, getB().getType());
+  };
+  Value da, db;
+  if (isParameterLike(getB())) {
+    db = gradB();
+    da = gradA();
+  } else {
+    da = gradA();
+    db = gradB();
+  }
+  operandGrads.assign({da, db});
   return success();
 }
 

@@ -99,17 +99,21 @@ LogicalResult ConvOp::verify() {
 LogicalResult ConvOp::buildGradients(OpBuilder &b, ArrayRef<Value> g,
                                      SmallVectorImpl<Value> &out) {
   Location loc = getLoc();
-  Value dx = b.create<ConvGradInputOp>(
-      loc, getInput().getType(), g[0], getWeight(), getStridesAttr(),
-      getDilationsAttr(), getPadsBeginAttr(), getPadsEndAttr(), getGroupAttr());
+  // The parameters' gradients first, as GemmOp's.
   Value dw = b.create<ConvGradWeightOp>(
       loc, getWeight().getType(), g[0], getInput(), getStridesAttr(),
       getDilationsAttr(), getPadsBeginAttr(), getPadsEndAttr(), getGroupAttr());
-  out.assign({dx, dw});
+  Value dbias;
   if (getBias())
-    out.push_back(sumOver(b, loc, g[0],
-                          nonChannelAxes(getResult().getType().getRank()),
-                          getBias().getType()));
+    dbias =
+        sumOver(b, loc, g[0], nonChannelAxes(getResult().getType().getRank()),
+                getBias().getType());
+  Value dx = b.create<ConvGradInputOp>(
+      loc, getInput().getType(), g[0], getWeight(), getStridesAttr(),
+      getDilationsAttr(), getPadsBeginAttr(), getPadsEndAttr(), getGroupAttr());
+  out.assign({dx, dw});
+  if (dbias)
+    out.push_back(dbias);
   return success();
 }
 
@@ -140,17 +144,20 @@ LogicalResult ConvTransposeOp::buildGradients(OpBuilder &b, ArrayRef<Value> g,
   Location loc = getLoc();
   // y = conv_grad_input(x, w): dx = conv(dy, w); dw = conv_grad_weight
   // with x in the role of the convolution's output gradient.
-  Value dx = b.create<ConvOp>(
-      loc, getInput().getType(), g[0], getWeight(), Value(), getStridesAttr(),
-      getDilationsAttr(), getPadsBeginAttr(), getPadsEndAttr(), getGroupAttr());
   Value dw = b.create<ConvGradWeightOp>(
       loc, getWeight().getType(), getInput(), g[0], getStridesAttr(),
       getDilationsAttr(), getPadsBeginAttr(), getPadsEndAttr(), getGroupAttr());
-  out.assign({dx, dw});
+  Value dbias;
   if (getBias())
-    out.push_back(sumOver(b, loc, g[0],
-                          nonChannelAxes(getResult().getType().getRank()),
-                          getBias().getType()));
+    dbias =
+        sumOver(b, loc, g[0], nonChannelAxes(getResult().getType().getRank()),
+                getBias().getType());
+  Value dx = b.create<ConvOp>(
+      loc, getInput().getType(), g[0], getWeight(), Value(), getStridesAttr(),
+      getDilationsAttr(), getPadsBeginAttr(), getPadsEndAttr(), getGroupAttr());
+  out.assign({dx, dw});
+  if (dbias)
+    out.push_back(dbias);
   return success();
 }
 

@@ -55,3 +55,30 @@ func.func @forward(%x: tensor<2x2xf32> {otc.input = "x", otc.role = "data"},
 // CHECK: graph.momentum_update
 // CHECK-NOT: graph.momentum_update
 // CHECK: return
+
+// -----
+
+// A layer's parameter gradients come before its input gradient, so that
+// their bucket's collective can run while the input gradient is computed:
+// fc2's weight and bias gradients, then the gradient flowing back into fc1.
+func.func @forward(%x: tensor<4x8xf32> {otc.input = "input", otc.role = "data"},
+                   %w1: tensor<6x8xf32> {otc.param = "fc1.weight"},
+                   %w2: tensor<3x6xf32> {otc.param = "fc2.weight"},
+                   %b2: tensor<3xf32> {otc.param = "fc2.bias"}) -> (tensor<4x3xf32> {otc.output = "logits"}) {
+  %h = graph.gemm %x, %w1 {transB = true} : (tensor<4x8xf32>, tensor<6x8xf32>) -> tensor<4x6xf32>
+  %r = graph.relu %h : tensor<4x6xf32>
+  %y = graph.gemm %r, %w2, %b2 {transB = true} : (tensor<4x6xf32>, tensor<3x6xf32>, tensor<3xf32>) -> tensor<4x3xf32>
+  return %y : tensor<4x3xf32>
+}
+// CHECK-LABEL: func.func @train_step(
+// CHECK-SAME: %[[X:[^:]*]]: tensor<4x8xf32>
+// CHECK-SAME: %[[W1:[^:]*]]: tensor<6x8xf32>
+// CHECK-SAME: %[[W2:[^:]*]]: tensor<3x6xf32>
+// CHECK: %[[R:.*]] = graph.relu
+// CHECK: %[[DY:.*]] = graph.softmax_cross_entropy_grad
+// CHECK-NEXT: %[[DW2:.*]] = graph.gemm %[[DY]], %[[R]] {{{.*}}transA = true
+// CHECK-NEXT: %[[DB2:.*]] = graph.reduce_sum_to %[[DY]]
+// CHECK-NEXT: %[[DR:.*]] = graph.gemm %[[DY]], %[[W2]]
+// CHECK-NEXT: %[[DH:.*]] = graph.unary_grad "relu" %[[DR]]
+// CHECK-NEXT: %[[DW1:.*]] = graph.gemm %[[DH]], %[[X]] {{{.*}}transA = true
+// CHECK: graph.momentum_update %[[W1]], %[[DW1]]
