@@ -35,6 +35,15 @@
 //    W == 1 runs the same compress/decompress (same numerics as W ranks),
 //    but no collective runs and nothing is counted.
 //
+//  * A bucket of more than 2^20 elements whose exchange is queued (not
+//    adaptive, whose job does it all on the collectives thread; not RANDOMK,
+//    whose choice depends on a block's index within the call) goes in
+//    pieces of 2^20 (whole blocks): each piece is compressed and its
+//    all-gather and decompression queued at once, so that the link carries
+//    one piece while the next is compressed. Same payload bytes, same
+//    result bits; the finiteness flag comes after the last piece, so a
+//    skipped step has gathered the payloads (P * (W - 1) + 4 bytes).
+//
 //  So a compressed step counts P * (W - 1) + 4 (+ 8 adaptive) bytes sent
 //  and as many received per bucket when W > 1, and 0 when W == 1.
 //
@@ -184,6 +193,99 @@ static int nonfinite(StepComm &sc, const std::vector<int64_t> *members) {
   return OTC_STEP_OK;
 }
 
+/// Elements per piece of a bucket exchanged in pieces (a multiple of the
+/// block size): about 4 MiB of gradient.
+static int64_t exchangePiece(const otck_compress_config &cfg) {
+  constexpr int64_t kPieceElements = int64_t(1) << 20;
+  const int64_t block = std::max<int64_t>(cfg.block_size, 1);
+  return std::max<int64_t>(1, kPieceElements / block) * block;
+}
+
+/// Whether the pieces' payloads of a bucket of `count` elements add up to
+/// its payload of `bytes`, which every method but RANDOMK's cut at block
+/// boundaries does.
+static bool cutsIntoPieces(const otck_compress_config &cfg, int64_t count,
+                           int64_t bytes) {
+  if (cfg.method == OTCK_COMPRESS_RANDOMK)
+    return false;
+  const int64_t piece = exchangePiece(cfg);
+  if (count <= piece)
+    return false;
+  const int64_t whole = count / piece, rest = count % piece;
+  int64_t sum = whole * otck_compress_payload_bytes(&cfg, piece);
+  if (rest > 0)
+    sum += otck_compress_payload_bytes(&cfg, rest);
+  return sum == bytes;
+}
+
+/// compressAndExchange for a bucket of more than one piece, its exchange
+/// queued: each piece is compressed on the calling thread and its
+/// all-gather and decompression queued at once, so that the link carries
+/// the first piece while the next ones are compressed and the pieces
+/// received are decompressed while later ones travel. The pieces' payloads
+/// are the bucket's, cut at block boundaries (RANDOMK, whose choice depends
+/// on the block's index within the call, is not cut), so the result is the
+/// same bits. Finiteness is agreed after the last piece (one flag, as for a
+/// whole bucket): a skipped step has gathered the payloads.
+static int exchangeInPieces(StepComm &sc, const otck_compress_config &cfg,
+                            float *data, int64_t count, float *residual,
+                            BucketState &b, const BucketUndo &undo,
+                            const std::vector<int64_t> *members, int world,
+                            int rank) {
+  const int64_t bucket = undo.bucket, piece = exchangePiece(cfg);
+  const bool feedback = residual != nullptr;
+  BucketState *bp = &b; // stable: CompressState keeps buckets in a deque
+  StepComm *scp = &sc;
+  bool anyBad = false;
+  size_t offset = 0; // of this piece's W payloads in `gathered`
+  for (int64_t begin = 0; begin < count; begin += piece) {
+    const int64_t n = std::min(piece, count - begin);
+    const int64_t p = compressPayloadBytes(cfg, n, bucket);
+    uint8_t *mine = b.gathered.data() + offset + size_t(rank) * size_t(p);
+    // Every piece is compressed and saved, a bad one too (its residual is
+    // left as it was): the undo below restores the whole bucket.
+    int rc = otck_compress_saving_f32(
+        &cfg, n, data + begin, feedback ? residual + begin : nullptr,
+        feedback ? b.savedResidual.data() + begin : nullptr, mine);
+    if (rc < 0)
+      badDesc(bucket, "the compression kernel refused the configuration");
+    anyBad |= rc != 0;
+    const bool last = begin + n == count;
+    const bool bad = anyBad;
+    auto exchange = [=] {
+      uint8_t *payloads = bp->gathered.data() + offset;
+      if (members)
+        groupAllGatherInPlace(scp->comm, *members, payloads, p);
+      else
+        allGatherInPlace(scp->comm, payloads, p);
+      otck_decompress_sum_f32(&cfg, n, payloads, world, 1.0f / float(world),
+                              data + begin);
+      if (!last)
+        return int(OTC_STEP_OK);
+      if (members && bad)
+        scp->pendingNonfinite = true; // the step goes on; skipped
+      if (!members && anyRank(scp->comm, bad)) {
+        if (feedback)
+          std::memcpy(residual, bp->savedResidual.data(),
+                      size_t(count) * sizeof(float));
+        bp->norm0 = undo.norm0;
+        return int(OTC_STEP_SKIPPED_NONFINITE);
+      }
+      scp->compress->touched.push_back(undo);
+      if (cfg.method == OTCK_COMPRESS_FP16 && !allFinite(data, count))
+        return nonfinite(*scp, members);
+      bp->ratio = cfg.ratio;
+      ++bp->steps;
+      return int(OTC_STEP_OK);
+    };
+    rc = runCollective(&sc, true, exchange);
+    if (rc != OTC_STEP_OK || last) // run here (no collectives thread)
+      return rc;
+    offset += size_t(p) * size_t(world);
+  }
+  return OTC_STEP_OK;
+}
+
 /// Steps 2-4 of a compressed step at `ratio`: compresses on the calling
 /// thread, then exchanges: queued on the collectives thread (`queue`) or
 /// right here (the caller is that thread's job).
@@ -208,6 +310,9 @@ static int compressAndExchange(StepComm &sc, const otc_compress_desc_t &desc,
   }
   if (feedback && b.savedResidual.size() < size_t(count))
     b.savedResidual.resize(size_t(count));
+  if (queue && cutsIntoPieces(cfg, count, p))
+    return exchangeInPieces(sc, cfg, data, count, feedback ? residual : nullptr,
+                            b, undo, members, world, rank);
   uint8_t *mine = b.gathered.data() + size_t(rank) * size_t(p);
   // The kernel saves the residual as it streams it, for undoStep.
   int rc = otck_compress_saving_f32(

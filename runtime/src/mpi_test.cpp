@@ -276,6 +276,60 @@ TEST(Mpi, CompressedMeanEqualsReference) {
   }
 }
 
+// A bucket of more than 2^20 elements goes in pieces (compressed.cpp): the
+// same mean, residual and bytes as one compression of the whole bucket. The
+// size leaves a short last piece with a short last block.
+TEST(Mpi, BucketInPiecesEqualsWholeReference) {
+  const int64_t n = (int64_t(5) << 19) + 77;
+  const int rank = otc_comm_rank(gComm);
+  otc_compress_desc_t d = topkInt8Desc(0.1f, 256, true);
+  otck_compress_config cfg{OTCK_COMPRESS_TOPK_INT8, 256, 0.1f, 0};
+  const int64_t p = otck_compress_payload_bytes(&cfg, n);
+  CompressState state;
+  std::vector<float> residual(static_cast<size_t>(n), 0.f);
+  std::vector<std::vector<float>> refResidual(
+      2, std::vector<float>(static_cast<size_t>(n), 0.f));
+  std::vector<uint8_t> payload(static_cast<size_t>(p));
+  for (int step = 1; step <= 2; ++step) {
+    StepComm sc{gComm, &state, step, 3};
+    std::vector<float> want(static_cast<size_t>(n), 0.f);
+    for (int r = 0; r < 2; ++r) {
+      std::vector<float> g = bucketOf(r, step, n), dec(g.size());
+      ASSERT_EQ(otck_compress_f32(&cfg, n, g.data(),
+                                  refResidual[size_t(r)].data(),
+                                  payload.data()),
+                0);
+      otck_decompress_sum_f32(&cfg, n, payload.data(), 1, 1.f, dec.data());
+      for (size_t i = 0; i < want.size(); ++i)
+        want[i] += dec[i];
+    }
+    for (float &v : want)
+      v *= 0.5f;
+    std::vector<float> data = bucketOf(rank, step, n);
+    uint64_t before = sentBytes();
+    ASSERT_EQ(compressedReduce(sc, d, data.data(), n, residual.data(), 0),
+              OTC_STEP_OK);
+    EXPECT_EQ(sentBytes() - before, uint64_t(p) + 4);
+    EXPECT_EQ(data, want) << "step " << step;
+    EXPECT_EQ(residual, refResidual[size_t(rank)]) << "step " << step;
+    EXPECT_EQ(state.buckets[0].steps, step);
+  }
+
+  // A NaN in the second piece on one rank: both skip after the last piece,
+  // with every piece gathered, and the whole residual is restored.
+  std::vector<float> kept = residual;
+  StepComm sc{gComm, &state, 3, 3};
+  std::vector<float> data = bucketOf(rank, 3, n);
+  if (rank == 1)
+    data[size_t(3) << 19] = NAN;
+  uint64_t before = sentBytes();
+  EXPECT_EQ(compressedReduce(sc, d, data.data(), n, residual.data(), 0),
+            OTC_STEP_SKIPPED_NONFINITE);
+  EXPECT_EQ(sentBytes() - before, uint64_t(p) + 4);
+  EXPECT_EQ(residual, kept);
+  EXPECT_EQ(state.buckets[0].steps, 2);
+}
+
 TEST(Mpi, AdaptiveRatioAgreesOnAllRanks) {
   const int64_t n = 512;
   const int rank = otc_comm_rank(gComm);
