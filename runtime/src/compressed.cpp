@@ -193,6 +193,40 @@ static int nonfinite(StepComm &sc, const std::vector<int64_t> *members) {
   return OTC_STEP_OK;
 }
 
+/// Agrees on a bucket's finiteness, `bad` being this rank's compression's
+/// verdict. In an SDP owner group a bad bucket is remembered for
+/// agree_finite and its exchange goes on. Otherwise, when any rank's is
+/// bad, every rank restores the bucket's residual and ‖g‖₀: true, skip.
+static bool agreeToSkip(StepComm &sc, BucketState &b, const BucketUndo &undo,
+                        const std::vector<int64_t> *members, bool bad) {
+  if (members) {
+    if (bad)
+      sc.pendingNonfinite = true;
+    return false;
+  }
+  if (!anyRank(sc.comm, bad))
+    return false;
+  if (undo.residual)
+    std::memcpy(undo.residual, b.savedResidual.data(),
+                size_t(undo.count) * sizeof(float));
+  b.norm0 = undo.norm0;
+  return true;
+}
+
+/// The end of a bucket's exchange, `data` holding the mean. fp16 encodes
+/// |g| > 65504 as infinity (IEEE): a finite gradient out of its range.
+/// Every member decoded the same payloads, so all see it and skip together
+/// (the session undoes this bucket).
+static int settle(StepComm &sc, BucketState &b, const otck_compress_config &cfg,
+                  const float *data, int64_t count,
+                  const std::vector<int64_t> *members) {
+  if (cfg.method == OTCK_COMPRESS_FP16 && !allFinite(data, count))
+    return nonfinite(sc, members);
+  b.ratio = cfg.ratio;
+  ++b.steps;
+  return OTC_STEP_OK;
+}
+
 /// Elements per piece of a bucket exchanged in pieces (a multiple of the
 /// block size): about 4 MiB of gradient.
 static int64_t exchangePiece(const otck_compress_config &cfg) {
@@ -262,21 +296,10 @@ static int exchangeInPieces(StepComm &sc, const otck_compress_config &cfg,
                               data + begin);
       if (!last)
         return int(OTC_STEP_OK);
-      if (members && bad)
-        scp->pendingNonfinite = true; // the step goes on; skipped
-      if (!members && anyRank(scp->comm, bad)) {
-        if (feedback)
-          std::memcpy(residual, bp->savedResidual.data(),
-                      size_t(count) * sizeof(float));
-        bp->norm0 = undo.norm0;
+      if (agreeToSkip(*scp, *bp, undo, members, bad))
         return int(OTC_STEP_SKIPPED_NONFINITE);
-      }
       scp->compress->touched.push_back(undo);
-      if (cfg.method == OTCK_COMPRESS_FP16 && !allFinite(data, count))
-        return nonfinite(*scp, members);
-      bp->ratio = cfg.ratio;
-      ++bp->steps;
-      return int(OTC_STEP_OK);
+      return settle(*scp, *bp, cfg, data, count, members);
     };
     rc = runCollective(&sc, true, exchange);
     if (rc != OTC_STEP_OK || last) // run here (no collectives thread)
@@ -324,15 +347,8 @@ static int compressAndExchange(StepComm &sc, const otc_compress_desc_t &desc,
   BucketState *bp = &b; // stable: CompressState keeps buckets in a deque
   StepComm *scp = &sc;
   auto exchange = [=] {
-    if (members && bad)
-      scp->pendingNonfinite = true; // the exchange goes on; skipped
-    if (!members && anyRank(scp->comm, bad)) {
-      if (feedback)
-        std::memcpy(residual, bp->savedResidual.data(),
-                    size_t(count) * sizeof(float));
-      bp->norm0 = undo.norm0;
+    if (agreeToSkip(*scp, *bp, undo, members, bad))
       return int(OTC_STEP_SKIPPED_NONFINITE);
-    }
     // From here on the bucket's update stands unless a later bucket of
     // the same step is skipped; the session then calls undoStep.
     scp->compress->touched.push_back(undo);
@@ -342,14 +358,7 @@ static int compressAndExchange(StepComm &sc, const otc_compress_desc_t &desc,
       allGatherInPlace(scp->comm, bp->gathered.data(), p);
     otck_decompress_sum_f32(&cfg, count, bp->gathered.data(), world,
                             1.0f / float(world), data);
-    // fp16 encodes |g| > 65504 as infinity (IEEE): a finite gradient out of
-    // its range. Every member decoded the same payloads, so all see it and
-    // skip together (the session undoes this bucket).
-    if (cfg.method == OTCK_COMPRESS_FP16 && !allFinite(data, count))
-      return nonfinite(*scp, members);
-    bp->ratio = cfg.ratio;
-    ++bp->steps;
-    return int(OTC_STEP_OK);
+    return settle(*scp, *bp, cfg, data, count, members);
   };
   return queue ? runCollective(&sc, true, exchange) : exchange();
 }

@@ -233,6 +233,29 @@ uint64_t sentBytes() {
   return s;
 }
 
+/// The reference of a compressed mean of both ranks' buckets at `step`:
+/// each compressed alone (with its own residual, updated), each payload
+/// decompressed alone, the two averaged.
+std::vector<float> referenceMean(const otck_compress_config &cfg, int64_t n,
+                                 int step,
+                                 std::vector<std::vector<float>> &residuals) {
+  std::vector<uint8_t> payload(
+      static_cast<size_t>(otck_compress_payload_bytes(&cfg, n)));
+  std::vector<float> want(static_cast<size_t>(n), 0.f);
+  for (int r = 0; r < 2; ++r) {
+    std::vector<float> g = bucketOf(r, step, n), dec(g.size());
+    EXPECT_EQ(otck_compress_f32(&cfg, n, g.data(), residuals[size_t(r)].data(),
+                                payload.data()),
+              0);
+    otck_decompress_sum_f32(&cfg, n, payload.data(), 1, 1.f, dec.data());
+    for (size_t i = 0; i < want.size(); ++i)
+      want[i] += dec[i];
+  }
+  for (float &v : want)
+    v *= 0.5f;
+  return want;
+}
+
 // Reference: compress every rank's bucket (with its own residual), decompress
 // each payload alone, average. Every rank checks the mean and its residual.
 TEST(Mpi, CompressedMeanEqualsReference) {
@@ -245,22 +268,9 @@ TEST(Mpi, CompressedMeanEqualsReference) {
   std::vector<float> residual(static_cast<size_t>(n), 0.f);
   std::vector<std::vector<float>> refResidual(
       2, std::vector<float>(static_cast<size_t>(n), 0.f));
-  std::vector<uint8_t> payload(static_cast<size_t>(p));
   for (int step = 1; step <= 3; ++step) {
     StepComm sc{gComm, &state, step, 77};
-    std::vector<float> want(static_cast<size_t>(n), 0.f);
-    for (int r = 0; r < 2; ++r) {
-      std::vector<float> g = bucketOf(r, step, n), dec(g.size());
-      ASSERT_EQ(otck_compress_f32(&cfg, n, g.data(),
-                                  refResidual[size_t(r)].data(),
-                                  payload.data()),
-                0);
-      otck_decompress_sum_f32(&cfg, n, payload.data(), 1, 1.f, dec.data());
-      for (size_t i = 0; i < want.size(); ++i)
-        want[i] += dec[i];
-    }
-    for (float &v : want)
-      v *= 0.5f;
+    std::vector<float> want = referenceMean(cfg, n, step, refResidual);
     std::vector<float> data = bucketOf(rank, step, n);
     uint64_t before = sentBytes();
     ASSERT_EQ(compressedReduce(sc, d, data.data(), n, residual.data(), 0),
@@ -289,22 +299,9 @@ TEST(Mpi, BucketInPiecesEqualsWholeReference) {
   std::vector<float> residual(static_cast<size_t>(n), 0.f);
   std::vector<std::vector<float>> refResidual(
       2, std::vector<float>(static_cast<size_t>(n), 0.f));
-  std::vector<uint8_t> payload(static_cast<size_t>(p));
   for (int step = 1; step <= 2; ++step) {
     StepComm sc{gComm, &state, step, 3};
-    std::vector<float> want(static_cast<size_t>(n), 0.f);
-    for (int r = 0; r < 2; ++r) {
-      std::vector<float> g = bucketOf(r, step, n), dec(g.size());
-      ASSERT_EQ(otck_compress_f32(&cfg, n, g.data(),
-                                  refResidual[size_t(r)].data(),
-                                  payload.data()),
-                0);
-      otck_decompress_sum_f32(&cfg, n, payload.data(), 1, 1.f, dec.data());
-      for (size_t i = 0; i < want.size(); ++i)
-        want[i] += dec[i];
-    }
-    for (float &v : want)
-      v *= 0.5f;
+    std::vector<float> want = referenceMean(cfg, n, step, refResidual);
     std::vector<float> data = bucketOf(rank, step, n);
     uint64_t before = sentBytes();
     ASSERT_EQ(compressedReduce(sc, d, data.data(), n, residual.data(), 0),
