@@ -256,75 +256,112 @@ std::vector<float> referenceMean(const otck_compress_config &cfg, int64_t n,
   return want;
 }
 
+/// A topk-int8 bucket of n elements with error feedback, its payload bytes,
+/// and the residuals of the session and of referenceMean.
+struct ReferenceBucket {
+  ReferenceBucket(int64_t n, float ratio, int64_t block)
+      : n(n), d(topkInt8Desc(ratio, block, true)), cfg{OTCK_COMPRESS_TOPK_INT8,
+                                                       block, ratio, 0},
+        p(otck_compress_payload_bytes(&cfg, n)),
+        residual(static_cast<size_t>(n), 0.f),
+        refResidual(2, std::vector<float>(static_cast<size_t>(n), 0.f)) {}
+  const int64_t n;
+  const int rank = otc_comm_rank(gComm);
+  otc_compress_desc_t d;
+  otck_compress_config cfg;
+  const int64_t p;
+  CompressState state;
+  std::vector<float> residual;
+  std::vector<std::vector<float>> refResidual;
+};
+
 // Reference: compress every rank's bucket (with its own residual), decompress
 // each payload alone, average. Every rank checks the mean and its residual.
 TEST(Mpi, CompressedMeanEqualsReference) {
-  const int64_t n = 1000;
-  const int rank = otc_comm_rank(gComm);
-  otc_compress_desc_t d = topkInt8Desc(0.2f, 64, true);
-  otck_compress_config cfg{OTCK_COMPRESS_TOPK_INT8, 64, 0.2f, 0};
-  const int64_t p = otck_compress_payload_bytes(&cfg, n);
-  CompressState state;
-  std::vector<float> residual(static_cast<size_t>(n), 0.f);
-  std::vector<std::vector<float>> refResidual(
-      2, std::vector<float>(static_cast<size_t>(n), 0.f));
+  ReferenceBucket b(1000, 0.2f, 64);
   for (int step = 1; step <= 3; ++step) {
-    StepComm sc{gComm, &state, step, 77};
-    std::vector<float> want = referenceMean(cfg, n, step, refResidual);
-    std::vector<float> data = bucketOf(rank, step, n);
+    StepComm sc{gComm, &b.state, step, 77};
+    std::vector<float> want = referenceMean(b.cfg, b.n, step, b.refResidual);
+    std::vector<float> data = bucketOf(b.rank, step, b.n);
     uint64_t before = sentBytes();
-    ASSERT_EQ(compressedReduce(sc, d, data.data(), n, residual.data(), 0),
+    ASSERT_EQ(compressedReduce(sc, b.d, data.data(), b.n, b.residual.data(), 0),
               OTC_STEP_OK);
     // P * (W - 1) for the all-gather, 4 for the finiteness flag.
-    EXPECT_EQ(sentBytes() - before, uint64_t(p) * 1 + 4);
+    EXPECT_EQ(sentBytes() - before, uint64_t(b.p) * 1 + 4);
     for (size_t i = 0; i < want.size(); ++i) {
       ASSERT_NEAR(data[i], want[i], 1e-6f * (1.f + std::fabs(want[i])))
           << "step " << step << " element " << i;
-      ASSERT_NEAR(residual[i], refResidual[size_t(rank)][i], 1e-6f)
+      ASSERT_NEAR(b.residual[i], b.refResidual[size_t(b.rank)][i], 1e-6f)
           << "step " << step << " element " << i;
     }
   }
 }
 
 // A bucket of more than 2^20 elements goes in pieces (compressed.cpp): the
-// same mean, residual and bytes as one compression of the whole bucket. The
-// size leaves a short last piece with a short last block.
+// same mean, residual and bytes as one compression of the whole bucket, bit
+// for bit. The size leaves a short last piece with a short last block.
+constexpr int64_t kPiecesBucket = (int64_t(5) << 19) + 77;
+
 TEST(Mpi, BucketInPiecesEqualsWholeReference) {
-  const int64_t n = (int64_t(5) << 19) + 77;
-  const int rank = otc_comm_rank(gComm);
-  otc_compress_desc_t d = topkInt8Desc(0.1f, 256, true);
-  otck_compress_config cfg{OTCK_COMPRESS_TOPK_INT8, 256, 0.1f, 0};
-  const int64_t p = otck_compress_payload_bytes(&cfg, n);
-  CompressState state;
-  std::vector<float> residual(static_cast<size_t>(n), 0.f);
-  std::vector<std::vector<float>> refResidual(
-      2, std::vector<float>(static_cast<size_t>(n), 0.f));
+  ReferenceBucket b(kPiecesBucket, 0.1f, 256);
   for (int step = 1; step <= 2; ++step) {
-    StepComm sc{gComm, &state, step, 3};
-    std::vector<float> want = referenceMean(cfg, n, step, refResidual);
-    std::vector<float> data = bucketOf(rank, step, n);
+    StepComm sc{gComm, &b.state, step, 3};
+    std::vector<float> want = referenceMean(b.cfg, b.n, step, b.refResidual);
+    std::vector<float> data = bucketOf(b.rank, step, b.n);
     uint64_t before = sentBytes();
-    ASSERT_EQ(compressedReduce(sc, d, data.data(), n, residual.data(), 0),
+    ASSERT_EQ(compressedReduce(sc, b.d, data.data(), b.n, b.residual.data(), 0),
               OTC_STEP_OK);
-    EXPECT_EQ(sentBytes() - before, uint64_t(p) + 4);
+    EXPECT_EQ(sentBytes() - before, uint64_t(b.p) + 4);
     EXPECT_EQ(data, want) << "step " << step;
-    EXPECT_EQ(residual, refResidual[size_t(rank)]) << "step " << step;
-    EXPECT_EQ(state.buckets[0].steps, step);
+    EXPECT_EQ(b.residual, b.refResidual[size_t(b.rank)]) << "step " << step;
+    EXPECT_EQ(b.state.buckets[0].steps, step);
   }
 
   // A NaN in the second piece on one rank: both skip after the last piece,
   // with every piece gathered, and the whole residual is restored.
-  std::vector<float> kept = residual;
-  StepComm sc{gComm, &state, 3, 3};
-  std::vector<float> data = bucketOf(rank, 3, n);
-  if (rank == 1)
+  std::vector<float> kept = b.residual;
+  StepComm sc{gComm, &b.state, 3, 3};
+  std::vector<float> data = bucketOf(b.rank, 3, b.n);
+  if (b.rank == 1)
     data[size_t(3) << 19] = NAN;
   uint64_t before = sentBytes();
-  EXPECT_EQ(compressedReduce(sc, d, data.data(), n, residual.data(), 0),
+  EXPECT_EQ(compressedReduce(sc, b.d, data.data(), b.n, b.residual.data(), 0),
             OTC_STEP_SKIPPED_NONFINITE);
-  EXPECT_EQ(sentBytes() - before, uint64_t(p) + 4);
-  EXPECT_EQ(residual, kept);
-  EXPECT_EQ(state.buckets[0].steps, 2);
+  EXPECT_EQ(sentBytes() - before, uint64_t(b.p) + 4);
+  EXPECT_EQ(b.residual, kept);
+  EXPECT_EQ(b.state.buckets[0].steps, 2);
+}
+
+// The same in pieces over an SDP owner group (both ranks): the group's
+// exchange, no flag; a bad piece is remembered for agree_finite and the
+// step goes on.
+TEST(Mpi, GroupBucketInPiecesEqualsWholeReference) {
+  ReferenceBucket b(kPiecesBucket, 0.1f, 256);
+  const std::vector<std::vector<int64_t>> groups = {{0, 1}};
+  splitGroups(gComm, groups);
+  StepComm sc{gComm, &b.state, 1, 3};
+  sc.groups = &groups;
+  std::vector<float> want = referenceMean(b.cfg, b.n, 1, b.refResidual);
+  std::vector<float> data = bucketOf(b.rank, 1, b.n);
+  uint64_t before = sentBytes();
+  ASSERT_EQ(groupCompressedAllReduceCallback(&sc, 0, &b.d, data.data(), b.n,
+                                             b.residual.data(), 0),
+            OTC_STEP_OK);
+  ASSERT_EQ(waitCollectivesCallback(&sc), OTC_STEP_OK);
+  EXPECT_EQ(sentBytes() - before, uint64_t(b.p));
+  EXPECT_EQ(data, want);
+  EXPECT_EQ(b.residual, b.refResidual[size_t(b.rank)]);
+  EXPECT_FALSE(sc.pendingNonfinite);
+
+  sc.step = 2;
+  data = bucketOf(b.rank, 2, b.n);
+  if (b.rank == 1)
+    data[size_t(3) << 19] = NAN;
+  ASSERT_EQ(groupCompressedAllReduceCallback(&sc, 0, &b.d, data.data(), b.n,
+                                             b.residual.data(), 0),
+            OTC_STEP_OK);
+  ASSERT_EQ(waitCollectivesCallback(&sc), OTC_STEP_OK);
+  EXPECT_EQ(sc.pendingNonfinite, b.rank == 1); // agree_finite tells the other
 }
 
 TEST(Mpi, AdaptiveRatioAgreesOnAllRanks) {
