@@ -14,6 +14,8 @@
 
 #include "otc/kernels_cuda.h"
 
+#include "../cpu/kernels_test_util.h"
+
 #include <cuda_runtime.h>
 #include <gtest/gtest.h>
 
@@ -77,32 +79,16 @@ protected:
   }
 };
 
-inline constexpr float kInf = std::numeric_limits<float>::infinity();
-inline constexpr float kNaN = std::numeric_limits<float>::quiet_NaN();
 /// Default tolerances of expectClose: within float rounding.
 inline constexpr double kRel = 1e-5, kAbs = 1e-6;
 
-using Shape = std::vector<int64_t>;
-
-/// int64_t element count to size_t.
-inline size_t sz(int64_t n) { return static_cast<size_t>(n); }
-
-inline int64_t numel(const Shape &s) {
-  int64_t n = 1;
-  for (int64_t d : s)
-    n *= d;
-  return n;
-}
-
-inline Shape contiguousStrides(const Shape &s) {
-  Shape st(s.size());
-  int64_t stride = 1;
-  for (size_t d = s.size(); d-- > 0;) {
-    st[d] = stride;
-    stride *= s[d];
-  }
-  return st;
-}
+// The host-side basics are the CPU kernel tests'.
+using otc::kernels::test::contiguousStrides;
+using otc::kernels::test::kInf;
+using otc::kernels::test::kNaN;
+using otc::kernels::test::numel;
+using otc::kernels::test::Shape;
+using otc::kernels::test::sz;
 
 /// Strides of an operand of shape `s` broadcast (numpy, right-aligned) to
 /// a result of rank `rank`: 0 on missing and size-1 dimensions.
