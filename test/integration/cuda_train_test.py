@@ -17,7 +17,10 @@
 #     GELU) and cuda_compile_test's residual CNN (convolutions, BatchNorm,
 #     pooling), 1 rank, Adam: within 2e-3 (more kernels, longer sums).
 # Needs a CUDA device: exits 77 (CTest: skipped) with the reason without one
-# or when OTC was built without CUDA.
+# or when OTC was built without CUDA. For a device machine that cannot build,
+# --stage compile makes the models, data and programs here (no device
+# needed) and --stage run trains them there (tools/device-bundle.sh,
+# tools/gpu-check.sh --bundle).
 #
 #   /usr/bin/python3 test/integration/cuda_train_test.py --build-dir build
 #
@@ -79,14 +82,19 @@ def compare_losses(checks, what, cpu, cuda, tol):
                  "worst relative %.3g over steps %s" % (worst, steps))
 
 
-def gpt_case(ctx):
+def npy_pair(dirname):
+    """The input and label files make_classification writes to dirname."""
+    return {"input": os.path.join(dirname, "input.npy"),
+            "labels": os.path.join(dirname, "labels.npy")}
+
+
+def make_gpt(path, data_dir):
     """The GPT-style decoder as ONNX and STEPS batches of its tokens and
-    next-token labels: (model path, data dict)."""
+    next-token labels."""
     import torch
     model, shape, vocab, opset = gpt()
     rng = np.random.RandomState(7)
     x = rng.randint(0, vocab, size=shape).astype(np.int64)
-    path = ctx.path("gpt.onnx")
     torch.onnx.export(model.train(), (torch.from_numpy(x),), path,
                       input_names=["input"], output_names=["logits"],
                       training=torch.onnx.TrainingMode.TRAINING,
@@ -94,39 +102,47 @@ def gpt_case(ctx):
     n = shape[0] * STEPS
     tokens = rng.randint(0, vocab, size=(n,) + shape[1:]).astype(np.int64)
     labels = rng.randint(0, vocab, size=(n,) + shape[1:]).astype(np.int64)
-    xp, yp = ctx.path("gpt-data", "input.npy"), ctx.path("gpt-data",
-                                                         "labels.npy")
-    np.save(xp, tokens)
-    np.save(yp, labels)
-    return path, {"input": xp, "labels": yp}
+    os.makedirs(data_dir, exist_ok=True)
+    files = npy_pair(data_dir)
+    np.save(files["input"], tokens)
+    np.save(files["labels"], labels)
+
+
+def make_inputs(w):
+    """Writes the models and data of the cases to the work folder w."""
+    import torch
+    T.gen_mlp(os.path.join(w, "mlp.onnx"), seed=7, hidden=(64, 32),
+              features=64)
+    residual_mlp(os.path.join(w, "rmlp.onnx"))
+    T.make_classification(os.path.join(w, "data"), 2 * 16 * STEPS, seed=3,
+                          shape=(64,))
+    torch.onnx.export(residual_cnn().train(), (torch.zeros(4, 1, 28, 28),),
+                      os.path.join(w, "cnn.onnx"), input_names=["input"],
+                      output_names=["logits"],
+                      training=torch.onnx.TrainingMode.TRAINING,
+                      do_constant_folding=False, opset_version=15)
+    T.make_classification(os.path.join(w, "images"), 4 * STEPS, seed=5,
+                          shape=(1, 28, 28))
+    make_gpt(os.path.join(w, "gpt.onnx"), os.path.join(w, "gpt-data"))
 
 
 def main():
     args, ctx = T.parse_args("cuda_train",
-                             "CUDA programs train as their CPU twins.")
-    ok, why = device_visible()
-    if not ok:
-        print("SKIP: no CUDA device visible (%s)" % why)
-        sys.exit(SKIP)
+                             "CUDA programs train as their CPU twins.",
+                             staged=True)
     checks = T.Checks("cuda_train")
-    checks.note("device: %s" % why)
+    if args.stage != "compile":
+        ok, why = device_visible()
+        if not ok:
+            print("SKIP: no CUDA device visible (%s)" % why)
+            sys.exit(SKIP)
+        checks.note("device: %s" % why)
 
-    mlp = ctx.path("mlp.onnx")
-    T.gen_mlp(mlp, seed=7, hidden=(64, 32), features=64)
-    rmlp = ctx.path("rmlp.onnx")
-    residual_mlp(rmlp)
-    data, _, _ = T.make_classification(ctx.path("data"), 2 * 16 * STEPS,
-                                       seed=3, shape=(64,))
-    import torch
-    cnn = ctx.path("cnn.onnx")
-    torch.onnx.export(residual_cnn().train(), (torch.zeros(4, 1, 28, 28),),
-                      cnn, input_names=["input"], output_names=["logits"],
-                      training=torch.onnx.TrainingMode.TRAINING,
-                      do_constant_folding=False, opset_version=15)
-    images, _, _ = T.make_classification(ctx.path("images"), 4 * STEPS,
-                                         seed=5, shape=(1, 28, 28))
-    decoder, tokens = gpt_case(ctx)
-
+    w = ctx.work
+    mlp, rmlp, cnn, decoder = (os.path.join(w, f) for f in (
+        "mlp.onnx", "rmlp.onnx", "cnn.onnx", "gpt.onnx"))
+    data, images, tokens = (npy_pair(os.path.join(w, d))
+                            for d in ("data", "images", "gpt-data"))
     adam = dict(loss="cross-entropy", label="labels", optimizer="adam",
                 lr=1e-2, seed=3)
     cases = {
@@ -148,17 +164,19 @@ def main():
         "gpt": (decoder, dict(adam, world_size=1, batch=4), 2e-3, {},
                 tokens),
     }
-    jobs = []
-    for name, (model, flags, *_) in cases.items():
-        for target in ("cpu", "cuda"):
-            jobs.append((model, ctx.path(name, target, "train"),
-                         dict(flags, target=target)))
-    results = T.compile_many(ctx, jobs)
-    built = True
-    for (model, out, flags), res in zip(jobs, results):
-        built &= T.require_ok(checks, "otc-compile %s" % out, res)
-    if not built:
-        checks.finish()
+    if args.stage != "run":
+        make_inputs(w)
+        jobs = []
+        for name, (model, flags, *_) in cases.items():
+            for target in ("cpu", "cuda"):
+                jobs.append((model, ctx.path(name, target, "train"),
+                             dict(flags, target=target)))
+        results = T.compile_many(ctx, jobs)
+        built = True
+        for (model, out, flags), res in zip(jobs, results):
+            built &= T.require_ok(checks, "otc-compile %s" % out, res)
+        if not built or args.stage == "compile":
+            checks.finish()
 
     for name, (model, flags, tol, extra_env, *own) in cases.items():
         runs = {}

@@ -42,15 +42,20 @@ FASHION_MNIST_DIR = "/usr/share/datasets/fashion-mnist"
 class Context:
     """Where the tools are and where a test writes its files."""
 
-    def __init__(self, build_dir, name):
+    def __init__(self, build_dir, name, work=None, fresh=True):
         self.build_dir = os.path.abspath(build_dir)
         self.bin_dir = os.path.join(self.build_dir, "bin")
         self.name = name
-        self.work = os.path.join(self.build_dir, "test", "integration",
-                                 name + ".out")
-        if os.path.isdir(self.work):
-            shutil.rmtree(self.work)
-        os.makedirs(self.work)
+        self.work = os.path.abspath(work) if work else os.path.join(
+            self.build_dir, "test", "integration", name + ".out")
+        if fresh:
+            if os.path.isdir(self.work):
+                shutil.rmtree(self.work)
+            os.makedirs(self.work)
+        elif not os.path.isdir(self.work):
+            print("FAIL: %s is missing: run --stage compile first" %
+                  self.work)
+            sys.exit(1)
 
     def tool(self, name):
         return os.path.join(self.bin_dir, name)
@@ -67,8 +72,14 @@ class Context:
         return p
 
 
-def parse_args(name, description="", extra=None):
-    """Common flags: --build-dir (default $OTC_BUILD_DIR or SOURCE/build)."""
+def parse_args(name, description="", extra=None, staged=False):
+    """Common flags: --build-dir (default $OTC_BUILD_DIR or SOURCE/build).
+
+    staged: the test also takes --stage and --work, to make its programs
+    where OTC builds (compile: no device needed) and train them on a
+    machine that cannot build (run: no otc-compile needed; the work folder
+    a compile stage filled, the bundle's libraries on LD_LIBRARY_PATH).
+    """
     p = argparse.ArgumentParser(description=description)
     p.add_argument("--build-dir",
                    default=os.environ.get("OTC_BUILD_DIR",
@@ -76,12 +87,22 @@ def parse_args(name, description="", extra=None):
                    help="OTC build folder (with bin/otc-compile)")
     p.add_argument("--threads", type=int, default=1,
                    help="kernel threads per rank (default 1)")
+    if staged:
+        p.add_argument("--stage", choices=("all", "compile", "run"),
+                       default="all",
+                       help="all (default); compile: models, data and "
+                       "programs only; run: train what a compile stage "
+                       "left in --work")
+        p.add_argument("--work", help="the work folder (default: under "
+                       "the build folder)")
     if extra:
         extra(p)
     args = p.parse_args()
-    ctx = Context(args.build_dir, name)
+    stage = getattr(args, "stage", "all")
+    ctx = Context(args.build_dir, name, getattr(args, "work", None),
+                  fresh=stage != "run")
     compiler = ctx.tool("otc-compile")
-    if not os.access(compiler, os.X_OK):
+    if stage != "run" and not os.access(compiler, os.X_OK):
         print("FAIL: %s is missing: build the project first" % compiler)
         sys.exit(1)
     print("== %s: build %s, files in %s" % (name, ctx.build_dir, ctx.work))
