@@ -17,8 +17,9 @@
 #                only where the device machine lacks them;
 #   ompi/        Open MPI with its plugins and PMIx, relocatable through
 #                OPAL_PREFIX, for the tests that run under mpiexec;
-#   work/        for the Python tests that take --stage: the models, data
-#                and programs their compile stage made here;
+#   work/        for the Python tests that take --stage and for
+#                test/bench/bench_cuda.py: the models, data and programs
+#                their compile stage made here;
 #   tests.tsv    one line per program to run: ranks, the program (in bin/,
 #                or python3) and its arguments ({ROOT}: the source tree,
 #                {BUNDLE}: the bundle, where it is unpacked);
@@ -105,6 +106,14 @@ while IFS=$'\t' read -r script work; do
   }
 done <"$BUNDLE/staged.tsv"
 rm "$BUNDLE/staged.tsv"
+# The GPU benchmark's programs, likewise.
+"$PYTHON" "$ROOT/test/bench/bench_cuda.py" --build-dir "$BUILD" \
+  --stage compile --work "$BUNDLE/work/bench_cuda" \
+  >"$BUNDLE/work/bench_cuda.log" 2>&1 || {
+  tail -20 "$BUNDLE/work/bench_cuda.log" >&2
+  echo "device-bundle: bench_cuda.py --stage compile failed" >&2
+  exit 1
+}
 
 while read -r prog; do
   cp "$BUILD/bin/$prog" "$BUNDLE/bin/"

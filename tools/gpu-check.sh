@@ -20,10 +20,11 @@
 # (tools/device-bundle.sh) against the device machine's CUDA libraries,
 # which it looks for (ldconfig, /usr/local/cuda*, Python's nvidia-*
 # packages), and the Python tests with $PYTHON (default: python3, with
-# numpy and onnx). Results go to $OUT (default ./gpu-check): device.txt,
-# tests.log (every program's output) and summary.txt. The tests a bundle
-# cannot hold (those that run otc-compile) and the benchmark are listed as
-# not run; each program has $GPU_CHECK_TIMEOUT seconds (default 300).
+# numpy and onnx), then the benchmark. Results go to $OUT (default
+# ./gpu-check): device.txt, tests.log (every program's output), summary.txt,
+# bench_cuda.txt and bench_cuda.json. The tests a bundle cannot hold (those
+# that run otc-compile) are listed as not run; each test program has
+# $GPU_CHECK_TIMEOUT seconds (default 300).
 # Exit status: 0 all passed, 1 a failure, 2 no device, 3 a test
 # skipped.
 #
@@ -59,6 +60,8 @@ run_bundle() {
   local dir="$BUNDLE"
   if [ -f "$BUNDLE" ]; then
     dir="$(mktemp -d)"
+    UNPACKED="$dir"
+    trap 'rm -rf "$UNPACKED"' EXIT
     tar -C "$dir" -xzf "$BUNDLE" || {
       echo "gpu-check: cannot unpack $BUNDLE" >&2
       return 1
@@ -167,7 +170,14 @@ run_bundle() {
   while IFS=$'\t' read -r name why; do
     echo "not run: $name: $why" >>"$summary"
   done <"$dir/skipped.tsv"
-  echo "not run: test/bench/bench_cuda.py: it needs otc-compile" >>"$summary"
+  if [ -d "$dir/work/bench_cuda" ]; then
+    "${PYTHON:-python3}" "$ROOT/test/bench/bench_cuda.py" --build-dir "$dir" \
+      --stage run --work "$dir/work/bench_cuda" \
+      --json "$OUT/bench_cuda.json" </dev/null >"$OUT/bench_cuda.txt" 2>&1 ||
+      echo "bench_cuda.py failed: see bench_cuda.txt" >>"$summary"
+  else
+    echo "not run: test/bench/bench_cuda.py (not in the bundle)" >>"$summary"
+  fi
   echo "cases (once per rank): $passed passed, $failed failed," \
     "$skipped skipped" >>"$summary"
   cat "$summary"

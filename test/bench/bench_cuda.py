@@ -52,35 +52,20 @@ def mlp_model(work):
             ["--optimizer", "adam", "--lr", "1e-3", "--batch", "256"])
 
 
-def main():
-    ap = argparse.ArgumentParser(
-        description="CUDA programs against their CPU builds: step time")
-    ap.add_argument("--build-dir", default=os.path.join(SOURCE_DIR, "build"))
-    ap.add_argument("--steps", type=int, default=20)
-    ap.add_argument("--warmup", type=int, default=3)
-    ap.add_argument("--repeat", type=int, default=3)
-    ap.add_argument("--threads", type=int, default=os.cpu_count() or 1)
-    a = ap.parse_args()
-    name, why = device()
-    if not name:
-        print("bench_cuda: skipped, no CUDA device visible (%s)" % why)
-        return 0
+def compile_programs(a, work):
+    """Exports the models, saves their data and compiles each for both
+    targets into work; writes work/models.json, what timing needs."""
     import numpy as np
-    work = os.path.join(os.path.abspath(a.build_dir), "bench", "cuda")
-    os.makedirs(work, exist_ok=True)
     compiler = os.path.join(os.path.abspath(a.build_dir), "bin",
                             "otc-compile")
-    models = S.export_models(work) + [mlp_model(work)]
-    results = {"device": name, "cpu_threads": a.threads, "models": {}}
-    print("%-8s %12s %12s %9s %12s %12s" % (
-        "model", "cpu ms/step", "cuda ms/step", "speed-up", "cpu MiB",
-        "cuda MiB"))
-    for model, path, x, y, flags in models:
+    manifest = []
+    for model, path, x, y, flags in (S.export_models(work) +
+                                     [mlp_model(work)]):
         data = os.path.join(work, model + "-data")
         os.makedirs(data, exist_ok=True)
         np.save(os.path.join(data, "input.npy"), x)
         np.save(os.path.join(data, "labels.npy"), y)
-        row = {}
+        peaks = {}
         for target in ("cpu", "cuda"):
             program = os.path.join(work, "%s-%s" % (model, target))
             report = program + ".json"
@@ -91,21 +76,68 @@ def main():
                 B.fail("otc-compile %s --target %s failed: %s" %
                        (model, target, r.stderr[-2000:]))
             with open(report) as f:
-                peak = json.load(f)["ranks"][0]["memory"]["peak"]
+                peaks[target] = json.load(f)["ranks"][0]["memory"]["peak"]
+        manifest.append({"model": model, "peak": peaks})
+    with open(os.path.join(work, "models.json"), "w") as f:
+        json.dump(manifest, f, indent=2)
+
+
+def main():
+    ap = argparse.ArgumentParser(
+        description="CUDA programs against their CPU builds: step time")
+    ap.add_argument("--build-dir", default=os.path.join(SOURCE_DIR, "build"))
+    ap.add_argument("--steps", type=int, default=20)
+    ap.add_argument("--warmup", type=int, default=3)
+    ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--threads", type=int, default=os.cpu_count() or 1)
+    ap.add_argument("--stage", choices=("all", "compile", "run"),
+                    default="all",
+                    help="compile: the models, data and programs only (no "
+                    "device needed); run: time what a compile stage left "
+                    "in --work (no otc-compile needed)")
+    ap.add_argument("--work", help="programs and runs (default: "
+                    "BUILD/bench/cuda)")
+    ap.add_argument("--json", help="results (default: "
+                    "BUILD/bench/bench_cuda.json)")
+    a = ap.parse_args()
+    build = os.path.abspath(a.build_dir)
+    work = os.path.abspath(a.work or os.path.join(build, "bench", "cuda"))
+    os.makedirs(work, exist_ok=True)
+    if a.stage == "compile":
+        compile_programs(a, work)
+        print("bench_cuda: programs in", work)
+        return 0
+    name, why = device()
+    if not name:
+        print("bench_cuda: skipped, no CUDA device visible (%s)" % why)
+        return 0
+    if a.stage == "all":
+        compile_programs(a, work)
+    with open(os.path.join(work, "models.json")) as f:
+        manifest = json.load(f)
+    results = {"device": name, "cpu_threads": a.threads, "models": {}}
+    print("%-8s %12s %12s %9s %12s %12s" % (
+        "model", "cpu ms/step", "cuda ms/step", "speed-up", "cpu MiB",
+        "cuda MiB"))
+    for m in manifest:
+        model = m["model"]
+        data = os.path.join(work, model + "-data")
+        row = {}
+        for target in ("cpu", "cuda"):
+            program = os.path.join(work, "%s-%s" % (model, target))
             threads = a.threads if target == "cpu" else 1
             times = [S.step_time(a, program, work,
                                  "%s-%s-%d" % (model, target, k), data=data,
                                  ranks=1, threads=threads)
                      for k in range(a.repeat)]
-            row[target] = {"step_s": min(times), "peak": peak}
+            row[target] = {"step_s": min(times), "peak": m["peak"][target]}
         row["speedup"] = row["cpu"]["step_s"] / row["cuda"]["step_s"]
         results["models"][model] = row
         print("%-8s %12.2f %12.2f %8.1fx %12.1f %12.1f" % (
             model, 1e3 * row["cpu"]["step_s"], 1e3 * row["cuda"]["step_s"],
             row["speedup"], row["cpu"]["peak"] / 2**20,
             row["cuda"]["peak"] / 2**20), flush=True)
-    out = os.path.join(os.path.abspath(a.build_dir), "bench",
-                       "bench_cuda.json")
+    out = a.json or os.path.join(build, "bench", "bench_cuda.json")
     with open(out, "w") as f:
         json.dump(results, f, indent=2)
     print("written to", out)

@@ -13,6 +13,7 @@
 #   - the two-rank program runs under the bundle's own mpiexec;
 #   - cuda_train's CPU programs, compiled into the bundle, train (on one and
 #     two ranks) and its CUDA programs stop on "no CUDA device";
+#   - bench_cuda.py times its first CPU program and stops at the CUDA one;
 #   - the bundle is small enough to travel (at most 40 MiB packed).
 # Skipped (exit 77) where mount namespaces are refused (not root) or the
 # build has no gpu tests.
@@ -121,6 +122,14 @@ def main():
                  sorted(no_device) == sorted(trained) and
                  log.count("no CUDA device is visible") >= len(no_device),
                  str(no_device))
+    # The benchmark's CPU programs ran; its first CUDA program stopped.
+    with open(os.path.join(out, "bench_cuda.txt")) as f:
+        bench = f.read()
+    checks.check("bench_cuda.py ran from the bundle up to its first CUDA "
+                 "program", "bench_cuda.py failed" in summary and
+                 "no CUDA device is visible" in bench and
+                 re.search(r"failed \(exit 1\): \S+-cuda ", bench) is not None,
+                 bench[-300:])
     checks.finish()
 
 
