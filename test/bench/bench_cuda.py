@@ -26,6 +26,7 @@ sys.path.insert(0, os.path.join(SOURCE_DIR, "test", "integration"))
 sys.path.insert(0, os.path.join(SOURCE_DIR, "tools"))
 import bench_mlp as B  # noqa: E402
 import bench_sdp as S  # noqa: E402
+import otc_testlib as T  # noqa: E402
 
 
 def device():
@@ -90,13 +91,7 @@ def main():
     ap.add_argument("--warmup", type=int, default=3)
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--threads", type=int, default=os.cpu_count() or 1)
-    ap.add_argument("--stage", choices=("all", "compile", "run"),
-                    default="all",
-                    help="compile: the models, data and programs only (no "
-                    "device needed); run: time what a compile stage left "
-                    "in --work (no otc-compile needed)")
-    ap.add_argument("--work", help="programs and runs (default: "
-                    "BUILD/bench/cuda)")
+    T.add_stage_args(ap)
     ap.add_argument("--json", help="results (default: "
                     "BUILD/bench/bench_cuda.json)")
     a = ap.parse_args()

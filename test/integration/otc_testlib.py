@@ -72,13 +72,22 @@ class Context:
         return p
 
 
+def add_stage_args(p):
+    """--stage and --work: the models, data and programs are made where OTC
+    builds (compile: no device needed) and run on a device machine that
+    cannot build (run: no otc-compile needed)."""
+    p.add_argument("--stage", choices=("all", "compile", "run"),
+                   default="all",
+                   help="all (default); compile: the models, data and "
+                   "programs only; run: what a compile stage left in --work")
+    p.add_argument("--work", help="the work folder (default: under the "
+                   "build folder)")
+
+
 def parse_args(name, description="", extra=None, staged=False):
     """Common flags: --build-dir (default $OTC_BUILD_DIR or SOURCE/build).
 
-    staged: the test also takes --stage and --work, to make its programs
-    where OTC builds (compile: no device needed) and train them on a
-    machine that cannot build (run: no otc-compile needed; the work folder
-    a compile stage filled, the bundle's libraries on LD_LIBRARY_PATH).
+    staged: the test also takes --stage and --work (add_stage_args).
     """
     p = argparse.ArgumentParser(description=description)
     p.add_argument("--build-dir",
@@ -88,13 +97,7 @@ def parse_args(name, description="", extra=None, staged=False):
     p.add_argument("--threads", type=int, default=1,
                    help="kernel threads per rank (default 1)")
     if staged:
-        p.add_argument("--stage", choices=("all", "compile", "run"),
-                       default="all",
-                       help="all (default); compile: models, data and "
-                       "programs only; run: train what a compile stage "
-                       "left in --work")
-        p.add_argument("--work", help="the work folder (default: under "
-                       "the build folder)")
+        add_stage_args(p)
     if extra:
         extra(p)
     args = p.parse_args()
