@@ -1028,7 +1028,8 @@ void decompressAll(const Layout &l, int64_t n, const unsigned char *payloads,
             decodeBlock<kSparse, Enc, Idx>(
                 l, m, payloads + w * bytes + l.offsetOf(begin), o,
                 !kSparse && w == 0, s);
-          if (scale != 1.0f) {
+          // No payloads: +0.0, whatever the scale.
+          if (count > 0 && scale != 1.0f) {
 #pragma omp simd
             for (int64_t i = 0; i < m; ++i)
               o[i] *= scale;

@@ -655,11 +655,13 @@ TEST_P(CompressMethod, DecompressSumIsTheSumOfDecompressions) {
           << methodName(method) << " scale " << scale << " element " << e;
     }
   }
-  // No payloads: zeros, overwriting what was there.
-  std::vector<float> out(sz(n), kNaN);
-  otck_decompress_sum_f32(&c, n, all.data(), 0, 1.0f, out.data());
-  for (float x : out)
-    ASSERT_EQ(x, 0.0f);
+  // No payloads: +0.0, overwriting what was there, whatever the scale.
+  for (float scale : {1.0f, -0.5f}) {
+    std::vector<float> out(sz(n), kNaN);
+    otck_decompress_sum_f32(&c, n, all.data(), 0, scale, out.data());
+    for (float x : out)
+      ASSERT_EQ(bitsOf(x), 0u) << "scale " << scale;
+  }
 }
 
 TEST_P(CompressMethod, ThreadCountDoesNotChangeThePayload) {

@@ -474,8 +474,10 @@ otck_cuda_compress_f32(const otck_compress_config *config, int64_t n,
                        const float *d_g, float *d_residual, void *d_payload,
                        int *d_nonfinite, cudaStream_t stream) {
   Layout l;
+  // One CUDA block per compression block (INT8, sparse): the grid's x
+  // dimension bounds their count; element-wise methods stride instead.
   if (!cf::makeLayout(config, &l) || n < 0 || !d_nonfinite ||
-      l.blocks(n) > INT_MAX)
+      (!l.elementwise() && l.blocks(n) > INT_MAX))
     return cudaErrorInvalidValue;
   cudaError_t err = cudaMemsetAsync(d_nonfinite, 0, sizeof(int), stream);
   if (err != cudaSuccess || n == 0)
@@ -562,7 +564,8 @@ otck_cuda_decompress_sum_f32(const otck_compress_config *config, int64_t n,
                              const void *d_payloads, int64_t count, float scale,
                              float *d_out, cudaStream_t stream) {
   Layout l;
-  if (!cf::makeLayout(config, &l) || n < 0 || l.blocks(n) > INT_MAX)
+  if (!cf::makeLayout(config, &l) || n < 0 ||
+      (!l.elementwise() && l.blocks(n) > INT_MAX))
     return cudaErrorInvalidValue;
   if (n == 0)
     return cudaSuccess;

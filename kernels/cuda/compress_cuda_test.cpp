@@ -3,8 +3,10 @@
 // The CUDA kernels must write the CPU kernels' payload bit for bit (ranks
 // with and without GPUs exchange them), update the residual identically and
 // decompress to identical sums. Every method is run on both over random and
-// adversarial data, block sizes 7 .. 65536 and k = 1 .. B. Skipped when no
-// CUDA device is visible; listing the tests touches no CUDA API.
+// adversarial data, block sizes 1 .. 65536, buckets shorter than a block,
+// one block, and many with a short last one, and k = 1 .. B; nothing may be
+// written past the buffers (guard bytes). Skipped when no CUDA device is
+// visible; listing the tests touches no CUDA API.
 //
 //===----------------------------------------------------------------------===//
 
@@ -30,7 +32,19 @@ using namespace otc::kernels::cuda::test;
 /// A device allocation of n bytes (at least one byte allocated).
 using DeviceBuffer = Dev<unsigned char>;
 
-enum class Data { Normal, Ties, Zeros, WideRange, Denormal };
+enum class Data {
+  Normal,
+  Ties,
+  Zeros,
+  WideRange,
+  Denormal,
+  Spikes,     ///< small values and a few 1e6 times larger
+  SignedZero, ///< +-0 and rare values: fewer than k nonzeros a block
+  Huge        ///< near FLT_MAX / 4: g + r stays finite
+};
+const Data kAllData[] = {Data::Normal,     Data::Ties,     Data::Zeros,
+                         Data::WideRange,  Data::Denormal, Data::Spikes,
+                         Data::SignedZero, Data::Huge};
 
 const char *dataName(Data d) {
   switch (d) {
@@ -44,6 +58,12 @@ const char *dataName(Data d) {
     return "wide-range";
   case Data::Denormal:
     return "denormal";
+  case Data::Spikes:
+    return "spikes";
+  case Data::SignedZero:
+    return "signed-zero";
+  case Data::Huge:
+    return "huge";
   }
   return "?";
 }
@@ -70,6 +90,16 @@ std::vector<float> makeData(Data kind, int64_t n, unsigned seed) {
     case Data::Denormal:
       x = (gen() & 1 ? 1.0f : -1.0f) * float(gen() % 5000) *
           std::numeric_limits<float>::denorm_min();
+      break;
+    case Data::Spikes:
+      x = normal(gen) * (gen() % 97 == 0 ? 1e6f : 1.0f);
+      break;
+    case Data::SignedZero:
+      x = gen() % 50 == 0 ? normal(gen) : (gen() & 1 ? 0.0f : -0.0f);
+      break;
+    case Data::Huge:
+      x = (gen() & 1 ? 1.0f : -1.0f) * (0.5f + 0.5f * unit(gen)) *
+          (std::numeric_limits<float>::max() / 4);
       break;
     }
   }
@@ -115,12 +145,30 @@ void compareOne(const otck_compress_config &c, int64_t n, Data d, bool ef,
                               pCpu.data()),
             0);
 
-  DeviceBuffer dG(sz(n) * 4), dR(sz(n) * 4), dP(sz(bytes) * 3), dFlag(4);
+  // Guards past the residual (kGuard floats) and the payload (two more
+  // payloads' worth, later the decompression's input) catch overruns.
+  constexpr int64_t kGuard = 64;
+  DeviceBuffer dG(sz(n) * 4), dR(sz(n + kGuard) * 4), dP(sz(bytes) * 3),
+      dFlag(4);
   ASSERT_CUDA(
       cudaMemcpy(dG.as<float>(), g.data(), sz(n) * 4, cudaMemcpyHostToDevice));
+  ASSERT_CUDA(cudaMemset(dR.as<void>(), 0x5a, dR.bytes()));
   ASSERT_CUDA(
       cudaMemcpy(dR.as<float>(), r0.data(), sz(n) * 4, cudaMemcpyHostToDevice));
   ASSERT_CUDA(cudaMemset(dP.as<void>(), 0x5a, dP.bytes()));
+  auto expectGuards = [&](const char *after) {
+    std::vector<unsigned char> tail(sz(bytes) * 2), rTail(sz(kGuard) * 4);
+    ASSERT_CUDA(cudaMemcpy(tail.data(), dP.as<unsigned char>() + bytes,
+                           tail.size(), cudaMemcpyDeviceToHost));
+    ASSERT_CUDA(cudaMemcpy(rTail.data(), dR.as<float>() + n, rTail.size(),
+                           cudaMemcpyDeviceToHost));
+    for (size_t i = 0; i < tail.size(); ++i)
+      ASSERT_EQ(tail[i], 0x5a)
+          << after << " wrote payload byte " << bytes + int64_t(i);
+    for (size_t i = 0; i < rTail.size(); ++i)
+      ASSERT_EQ(rTail[i], 0x5a)
+          << after << " wrote past the " << n << " floats";
+  };
   ASSERT_CUDA(otck_cuda_compress_f32(&c, n, dG.as<float>(),
                                      ef ? dR.as<float>() : nullptr,
                                      dP.as<void>(), dFlag.as<int>(), nullptr));
@@ -134,6 +182,9 @@ void compareOne(const otck_compress_config &c, int64_t n, Data d, bool ef,
                          cudaMemcpyDeviceToHost));
   ASSERT_CUDA(cudaMemcpy(&flag, dFlag.as<int>(), 4, cudaMemcpyDeviceToHost));
   ASSERT_EQ(flag, 0);
+  expectGuards("compression");
+  if (::testing::Test::HasFatalFailure())
+    return;
   const int64_t diff = firstDifference(pCpu.data(), pGpu.data(), sz(bytes));
   ASSERT_EQ(diff, -1) << "payload byte " << diff << ": CPU "
                       << int(pCpu[sz(diff)]) << ", GPU " << int(pGpu[sz(diff)]);
@@ -154,8 +205,8 @@ void compareOne(const otck_compress_config &c, int64_t n, Data d, bool ef,
   }
   ASSERT_CUDA(cudaMemcpy(dP.as<void>(), all.data(), all.size(),
                          cudaMemcpyHostToDevice));
-  for (int64_t count : {1, 3})
-    for (float scale : {1.0f, 1.0f / 3.0f}) {
+  for (int64_t count : {0, 1, 3})
+    for (float scale : {1.0f, 1.0f / 3.0f, -0.5f}) {
       std::vector<float> outCpu(sz(n)), outGpu(sz(n));
       otck_decompress_sum_f32(&c, n, all.data(), count, scale, outCpu.data());
       ASSERT_CUDA(otck_cuda_decompress_sum_f32(&c, n, dP.as<void>(), count,
@@ -168,6 +219,13 @@ void compareOne(const otck_compress_config &c, int64_t n, Data d, bool ef,
                         << " [" << od / 4 << "]: CPU " << outCpu[sz(od / 4)]
                         << ", GPU " << outGpu[sz(od / 4)];
     }
+  // The decompression wrote n floats into dR, no more.
+  std::vector<unsigned char> rTail(sz(kGuard) * 4);
+  ASSERT_CUDA(cudaMemcpy(rTail.data(), dR.as<float>() + n, rTail.size(),
+                         cudaMemcpyDeviceToHost));
+  for (size_t i = 0; i < rTail.size(); ++i)
+    ASSERT_EQ(rTail[i], 0x5a)
+        << "decompression wrote past the " << n << " floats";
 }
 
 class CudaCompress : public ::testing::TestWithParam<otck_compress_method> {};
@@ -175,25 +233,27 @@ class CudaCompress : public ::testing::TestWithParam<otck_compress_method> {};
 TEST_P(CudaCompress, MatchesTheCpuBitForBit) {
   REQUIRE_CUDA_DEVICE();
   const otck_compress_method method = GetParam();
-  const std::vector<float> ratios = isSparse(method)
-                                        ? std::vector<float>{1e-6f, 0.1f, 1.0f}
-                                        : std::vector<float>{1.0f};
+  // Ratios 0.3 and 0.5 put the k-th value inside a block's bulk; 1e-6
+  // keeps one, 1.0 all.
+  const std::vector<float> ratios =
+      isSparse(method) ? std::vector<float>{1e-6f, 0.1f, 0.3f, 0.5f, 1.0f}
+                       : std::vector<float>{1.0f};
   unsigned seed = 1;
-  for (int64_t b : {7, 32, 255, 256, 257, 1024, 65536})
-    for (float ratio : ratios)
-      for (Data d : {Data::Normal, Data::Ties, Data::Zeros, Data::WideRange,
-                     Data::Denormal})
-        for (bool ef : {false, true}) {
-          otck_compress_config c;
-          c.method = method;
-          c.block_size = b;
-          c.ratio = ratio;
-          c.seed = 0xc0ffee + seed;
-          const int64_t n = b == 65536 ? 2 * b + 1234 : 50 * b + 17;
-          compareOne(c, n, d, ef, seed += 3);
-          if (HasFatalFailure())
-            return;
-        }
+  for (int64_t b : {1, 7, 32, 255, 256, 257, 1024, 4096, 65536})
+    for (int64_t n : {b > 1 ? b - 1 : int64_t(1), b,
+                      b >= 4096 ? 2 * b + 1234 : 50 * b + 17})
+      for (float ratio : ratios)
+        for (Data d : kAllData)
+          for (bool ef : {false, true}) {
+            otck_compress_config c;
+            c.method = method;
+            c.block_size = b;
+            c.ratio = ratio;
+            c.seed = 0xc0ffee + seed;
+            compareOne(c, n, d, ef, seed += 3);
+            if (HasFatalFailure())
+              return;
+          }
 }
 
 TEST_P(CudaCompress, NonFiniteSetsTheFlagAndKeepsTheResidual) {
@@ -203,28 +263,85 @@ TEST_P(CudaCompress, NonFiniteSetsTheFlagAndKeepsTheResidual) {
   c.block_size = 256;
   c.ratio = 0.1f;
   c.seed = 5;
-  const int64_t n = 100000;
-  std::vector<float> g = makeData(Data::Normal, n, 7);
-  const std::vector<float> r = makeData(Data::Normal, n, 8);
-  g[54321] = std::numeric_limits<float>::quiet_NaN();
-  DeviceBuffer dG(sz(n) * 4), dR(sz(n) * 4), dFlag(4),
-      dP(sz(otck_compress_payload_bytes(&c, n)));
-  ASSERT_CUDA(
-      cudaMemcpy(dG.as<float>(), g.data(), sz(n) * 4, cudaMemcpyHostToDevice));
-  ASSERT_CUDA(
-      cudaMemcpy(dR.as<float>(), r.data(), sz(n) * 4, cudaMemcpyHostToDevice));
-  for (bool ef : {true, false}) {
-    int flag = 0;
-    ASSERT_CUDA(otck_cuda_compress_f32(
-        &c, n, dG.as<float>(), ef ? dR.as<float>() : nullptr, dP.as<void>(),
-        dFlag.as<int>(), nullptr));
-    ASSERT_CUDA(cudaMemcpy(&flag, dFlag.as<int>(), 4, cudaMemcpyDeviceToHost));
-    EXPECT_EQ(flag, 1) << (ef ? "with" : "without") << " residual";
+  const int64_t n = 100000, at = 54321;
+  const float inf = std::numeric_limits<float>::infinity();
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  const float big = std::numeric_limits<float>::max();
+  // (g[at], r[at]): a NaN or an infinity in g, a NaN in r alone, and finite
+  // values whose sum overflows. The flag is set exactly when the CPU
+  // kernel returns 1: g + r with a residual, g alone without.
+  const std::pair<float, float> cases[] = {
+      {nan, 0.5f}, {-inf, 0.5f}, {0.5f, nan}, {big, big}};
+  for (auto [gAt, rAt] : cases) {
+    std::vector<float> g = makeData(Data::Normal, n, 7);
+    std::vector<float> r = makeData(Data::Normal, n, 8);
+    g[at] = gAt;
+    r[at] = rAt;
+    DeviceBuffer dG(sz(n) * 4), dR(sz(n) * 4), dFlag(4),
+        dP(sz(otck_compress_payload_bytes(&c, n)));
+    ASSERT_CUDA(cudaMemcpy(dG.as<float>(), g.data(), sz(n) * 4,
+                           cudaMemcpyHostToDevice));
+    ASSERT_CUDA(cudaMemcpy(dR.as<float>(), r.data(), sz(n) * 4,
+                           cudaMemcpyHostToDevice));
+    std::vector<unsigned char> pCpu(dP.bytes());
+    for (bool ef : {true, false}) {
+      std::vector<float> rCpu = r;
+      const int want = otck_compress_f32(
+          &c, n, g.data(), ef ? rCpu.data() : nullptr, pCpu.data());
+      ASSERT_GE(want, 0);
+      int flag = -1;
+      ASSERT_CUDA(otck_cuda_compress_f32(
+          &c, n, dG.as<float>(), ef ? dR.as<float>() : nullptr, dP.as<void>(),
+          dFlag.as<int>(), nullptr));
+      ASSERT_CUDA(
+          cudaMemcpy(&flag, dFlag.as<int>(), 4, cudaMemcpyDeviceToHost));
+      EXPECT_EQ(flag, want)
+          << "g[" << at << "] = " << gAt << ", r[" << at << "] = " << rAt
+          << (ef ? " with" : " without") << " residual";
+      if (ef && want == 1) { // the residual is kept as it was
+        std::vector<float> rAfter(sz(n));
+        ASSERT_CUDA(cudaMemcpy(rAfter.data(), dR.as<float>(), sz(n) * 4,
+                               cudaMemcpyDeviceToHost));
+        EXPECT_EQ(firstDifference(rAfter.data(), r.data(), sz(n) * 4), -1)
+            << "g[" << at << "] = " << gAt << ", r[" << at << "] = " << rAt;
+      }
+    }
   }
-  std::vector<float> rAfter(sz(n));
-  ASSERT_CUDA(cudaMemcpy(rAfter.data(), dR.as<float>(), sz(n) * 4,
+}
+
+TEST_P(CudaCompress, DecompressionSkipsIndicesPastAShortLastBlock) {
+  // A payload otck_compress did not write (a faulty peer's): an index past
+  // the last block's m elements is skipped on both sides.
+  REQUIRE_CUDA_DEVICE();
+  const otck_compress_method method = GetParam();
+  if (!isSparse(method))
+    GTEST_SKIP() << "dense payloads hold no indices";
+  otck_compress_config c;
+  c.method = method;
+  c.block_size = 256;
+  c.ratio = 0.1f;
+  c.seed = 9;
+  const int64_t n = 3 * 256 + 40, m = 40; // the last block holds 40
+  const int64_t bytes = otck_compress_payload_bytes(&c, n);
+  const int64_t blockBytes = bytes / 4;
+  const std::vector<float> g = makeData(Data::Normal, n, 21);
+  std::vector<unsigned char> p(sz(bytes));
+  ASSERT_EQ(otck_compress_f32(&c, n, g.data(), nullptr, p.data()), 0);
+  // Indices follow the int8 scale, if any; uint8 for B = 256.
+  const int64_t first =
+      3 * blockBytes + (method == OTCK_COMPRESS_TOPK_INT8 ? 4 : 0);
+  p[sz(first)] = uint8_t(m + 3);
+  p[sz(first + 1)] = uint8_t(255);
+  std::vector<float> outCpu(sz(n)), outGpu(sz(n));
+  otck_decompress_sum_f32(&c, n, p.data(), 1, 1.0f, outCpu.data());
+  DeviceBuffer dP(sz(bytes)), dOut(sz(n) * 4);
+  ASSERT_CUDA(
+      cudaMemcpy(dP.as<void>(), p.data(), sz(bytes), cudaMemcpyHostToDevice));
+  ASSERT_CUDA(otck_cuda_decompress_sum_f32(&c, n, dP.as<void>(), 1, 1.0f,
+                                           dOut.as<float>(), nullptr));
+  ASSERT_CUDA(cudaMemcpy(outGpu.data(), dOut.as<float>(), sz(n) * 4,
                          cudaMemcpyDeviceToHost));
-  EXPECT_EQ(std::memcmp(rAfter.data(), r.data(), sz(n) * 4), 0);
+  EXPECT_EQ(firstDifference(outCpu.data(), outGpu.data(), sz(n) * 4), -1);
 }
 
 TEST(CudaChecks, FlagNonFiniteAndSumSquares) {

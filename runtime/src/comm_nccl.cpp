@@ -47,6 +47,7 @@
 #include <limits>
 #include <map>
 #include <string>
+#include <thread>
 
 #ifdef OTC_HAVE_NCCL
 #include "otc/compress_cuda.h"
@@ -197,6 +198,10 @@ private:
       checkNccl(rank == 0 ? idRc : ncclSystemError, "ncclGetUniqueId", true);
       throw Error(OTC_UNAVAILABLE, "rank 0 could not create an NCCL id");
     }
+    // Every rank has the id before any blocks in ncclCommInitRank: an MPI
+    // that progresses the broadcast lazily would otherwise leave a rank
+    // waiting in it while the others wait in NCCL.
+    barrier(comm);
     checkNccl(ncclCommInitRank(&nccl, world, root.id, rank), "ncclCommInitRank",
               true);
     // One sub-communicator per distinct owner set, split on every rank in
@@ -235,6 +240,10 @@ private:
 
   /// Frees what setUp made (also after it failed half-way).
   void release() {
+    // A failed step may have left a collective spinning on the device:
+    // aborting its communicators ends it, so they go before the wait.
+    if (failed)
+      destroyCommunicators();
     if (side)
       cudaStreamSynchronize(side);
     for (Scratch &s : scratch) {
@@ -255,13 +264,46 @@ private:
       cudaStreamDestroy(side);
     ready = done = nullptr;
     side = nullptr;
-    // A failed step may have left a collective hanging: abort, not destroy.
+    destroyCommunicators();
+  }
+
+  /// Owner groups' communicators, then the world's; aborted after a
+  /// failure (a collective may still be pending), destroyed otherwise.
+  void destroyCommunicators() {
     for (ncclComm_t c : owned)
       failed ? ncclCommAbort(c) : ncclCommDestroy(c);
     owned.clear();
     if (nccl)
       failed ? ncclCommAbort(nccl) : ncclCommDestroy(nccl);
     nccl = nullptr;
+  }
+
+  /// Waits for the communication stream as cudaStreamSynchronize would,
+  /// watching the communicators meanwhile: a collective that failed (a
+  /// peer died, the network broke) leaves its kernel spinning, and a plain
+  /// synchronize would wait for it forever. Throws NCCL's error instead;
+  /// the caller marks the session failed, which aborts the communicators.
+  void waitSide(const char *what) {
+    for (;;) {
+      const cudaError_t rc = cudaStreamQuery(side);
+      if (rc == cudaSuccess)
+        break;
+      if (rc != cudaErrorNotReady)
+        checkCuda(rc, what);
+      checkAsyncErrors();
+      std::this_thread::yield();
+    }
+    checkAsyncErrors();
+  }
+
+  void checkAsyncErrors() {
+    ncclResult_t async = ncclSuccess;
+    for (ncclComm_t c : owned) {
+      checkNccl(ncclCommGetAsyncError(c, &async), "ncclCommGetAsyncError");
+      checkNccl(async, "a collective in an owner group");
+    }
+    checkNccl(ncclCommGetAsyncError(nccl, &async), "ncclCommGetAsyncError");
+    checkNccl(async, "a collective");
   }
 
   template <typename Fn> static int guarded(void *c, Fn fn) {
@@ -406,7 +448,7 @@ private:
       checkCuda(cudaMemcpyAsync(hSum, dSum, sizeof(double),
                                 cudaMemcpyDeviceToHost, side),
                 "cudaMemcpyAsync");
-      checkCuda(cudaStreamSynchronize(side), "the collectives' stream");
+      waitSide("the collectives' stream");
       double sq = *hSum;
       if (o.group)
         groupAllReduceSumF64(comm, (*sc.groups)[size_t(group)], &sq, 1);
@@ -471,7 +513,7 @@ private:
       cap = std::max(p, compressPayloadBytes(most, n, bucket));
     }
     if (s.gatheredBytes < cap * size) {
-      checkCuda(cudaStreamSynchronize(side), "cudaStreamSynchronize");
+      waitSide("the collectives' stream");
       cudaFree(s.gathered);
       s.gathered = nullptr;
       s.gatheredBytes = 0;
@@ -480,7 +522,7 @@ private:
       s.gatheredBytes = cap * size;
     }
     if (desc.error_feedback && s.savedCount < n) {
-      checkCuda(cudaStreamSynchronize(side), "cudaStreamSynchronize");
+      waitSide("the collectives' stream");
       cudaFree(s.saved);
       s.saved = nullptr;
       s.savedCount = 0;
@@ -498,19 +540,21 @@ private:
   int settle(StepComm &sc) {
     if (!pending)
       return OTC_STEP_OK;
+    // This step's checks are spent whatever happens below: a failure must
+    // not leave them to the next step.
+    struct Spent {
+      Nccl &n;
+      ~Spent() {
+        n.pending = false;
+        n.flagsUsed = 0;
+      }
+    } spent{*this};
 
     if (flagsUsed)
       checkCuda(cudaMemcpyAsync(hFlags, dFlags, size_t(flagsUsed) * 4,
                                 cudaMemcpyDeviceToHost, side),
                 "cudaMemcpyAsync");
-    checkCuda(cudaStreamSynchronize(side), "the collectives' stream");
-    ncclResult_t async = ncclSuccess;
-    for (ncclComm_t c : owned) {
-      checkNccl(ncclCommGetAsyncError(c, &async), "ncclCommGetAsyncError");
-      checkNccl(async, "a collective in an owner group");
-    }
-    checkNccl(ncclCommGetAsyncError(nccl, &async), "ncclCommGetAsyncError");
-    checkNccl(async, "a collective");
+    waitSide("the collectives' stream");
     bool bad = false;
     auto note = [&](bool nonfinite, bool group) {
       if (nonfinite && group)
@@ -523,8 +567,6 @@ private:
       note(hFlags[i] != 0, flagInGroup[size_t(i)]);
     checkCuda(cudaEventRecord(done, side), "cudaEventRecord");
     checkCuda(cudaStreamWaitEvent(compute, done, 0), "cudaStreamWaitEvent");
-    pending = false;
-    flagsUsed = 0;
     return bad ? OTC_STEP_SKIPPED_NONFINITE : OTC_STEP_OK;
   }
 

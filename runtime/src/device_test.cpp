@@ -249,6 +249,41 @@ TEST_P(DeviceSessionTest, CompressedWithErrorFeedbackEqualsTheCpuProgram) {
   expectSameParams(*p);
 }
 
+TEST_P(DeviceSessionTest, EveryCompressionBranchEqualsTheCpuProgram) {
+  // The other branches of the compressed all-reduce: dense (NONE, and the
+  // warm-up steps before compression starts), the dense encodings, sparse
+  // selections with and without error feedback, the adaptive ratio (whose
+  // norm the device computes).
+  auto make = [](otck_compress_method m, int feedback, float ratio) {
+    otc_compress_desc_t d{};
+    d.method = m;
+    d.error_feedback = feedback;
+    d.block_size = 8;
+    d.ratio = ratio;
+    return d;
+  };
+  std::vector<std::pair<const char *, otc_compress_desc_t>> cases = {
+      {"none", make(OTCK_COMPRESS_NONE, 0, 1.f)},
+      {"fp16", make(OTCK_COMPRESS_FP16, 0, 1.f)},
+      {"int8, error feedback", make(OTCK_COMPRESS_INT8, 1, 1.f)},
+      {"topk, no error feedback", make(OTCK_COMPRESS_TOPK, 0, 0.25f)},
+      {"randomk, error feedback", make(OTCK_COMPRESS_RANDOMK, 1, 0.25f)},
+      {"topk-int8 after 2 dense steps",
+       make(OTCK_COMPRESS_TOPK_INT8, 1, 0.25f)},
+      {"adaptive topk-int8", make(OTCK_COMPRESS_TOPK_INT8, 1, 0.5f)},
+  };
+  cases[5].second.warmup_steps = 2;
+  cases[6].second.adaptive = 1;
+  cases[6].second.ratio_min = 0.125f;
+  cases[6].second.ratio_max = 0.5f;
+  for (const auto &[what, desc] : cases) {
+    SCOPED_TRACE(what);
+    auto p = open(&desc);
+    EXPECT_EQ(train(p->sessions[0], 5, 0), train(p->sessions[1], 5, 0));
+    expectSameParams(*p);
+  }
+}
+
 TEST_P(DeviceSessionTest, CheckpointResumesOnTheDevice) {
   otc_compress_desc_t desc{};
   desc.method = OTCK_COMPRESS_TOPK_INT8;

@@ -88,8 +88,10 @@ int otck_compress_saving_f32(const otck_compress_config *config, int64_t n,
 /* out = scale * sum over `count` payloads (laid back to back, each
  * otck_compress_payload_bytes long: an all-gather's result) of their
  * decompressed buckets. out is overwritten, not accumulated into; count 0
- * gives zeros. Sums run in payload order, so every rank computes the same
- * floats. Nothing is written for an invalid config. */
+ * gives zeros (+0.0, whatever the scale). Sums run in payload order, so every
+ * rank computes the same floats; only where a sum is NaN may its bits differ
+ * between the CPU and CUDA kernels (the hardware's NaN). Nothing is written
+ * for an invalid config. */
 void otck_decompress_sum_f32(const otck_compress_config *config, int64_t n,
                              const void *payloads, int64_t count, float scale,
                              float *out);
