@@ -57,9 +57,11 @@ void allReduceMeanF32(otc_comm_t *comm, float *data, int64_t count);
 void allReduceSumF64(otc_comm_t *comm, double *data, int64_t count,
                      bool counted = false);
 /// All-gathers `bytes` per rank in place: rank r's block is
-/// recv[r * bytes, (r + 1) * bytes). Counted as bytes * (W - 1) sent and
-/// received: each rank's block reaches W - 1 peers.
-void allGatherInPlace(otc_comm_t *comm, void *recv, int64_t bytes);
+/// recv[r * bytes, (r + 1) * bytes). Counted, unless not `counted` (set-up),
+/// as bytes * (W - 1) sent and received: each rank's block reaches W - 1
+/// peers.
+void allGatherInPlace(otc_comm_t *comm, void *recv, int64_t bytes,
+                      bool counted = true);
 /// True on every rank iff `flag` is true on some rank (an int MAX
 /// all-reduce, counted as 4 bytes each way when W > 1).
 bool anyRank(otc_comm_t *comm, bool flag);

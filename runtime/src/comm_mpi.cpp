@@ -160,7 +160,8 @@ void allReduceSumF64(otc_comm_t *comm, double *data, int64_t count,
   }
 }
 
-void allGatherInPlace(otc_comm_t *comm, void *recv, int64_t bytes) {
+void allGatherInPlace(otc_comm_t *comm, void *recv, int64_t bytes,
+                      bool counted) {
   if (!comm->isMpi || comm->size == 1 || bytes == 0)
     return;
   // Payloads are far below 2 GiB (a bucket of 2^29 floats); a larger one
@@ -171,6 +172,8 @@ void allGatherInPlace(otc_comm_t *comm, void *recv, int64_t bytes) {
                     " bytes exceeds the 2 GiB all-gather limit; use smaller "
                     "buckets");
   allGatherBytes(recv, int(bytes), comm->comm);
+  if (!counted)
+    return;
   uint64_t peers = uint64_t(comm->size - 1);
   comm->bytesSent += uint64_t(bytes) * peers;
   comm->bytesReceived += uint64_t(bytes) * peers;

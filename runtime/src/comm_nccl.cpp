@@ -61,13 +61,27 @@ namespace {
 
 #ifdef OTC_HAVE_NCCL
 
-/// A count from the launcher's environment (ranks on this node).
-int envCount(std::initializer_list<const char *> names, int fallback) {
-  for (const char *name : names)
-    if (const char *v = std::getenv(name))
-      if (int n = std::atoi(v); n > 0)
-        return n;
-  return fallback;
+/// Whether every rank has a device of its own (NCCL refuses two ranks on
+/// one): the UUIDs of the ranks' current devices, all-gathered, all differ.
+/// A collective: every rank of a multi-rank job calls it. Devices hidden
+/// from each other (CUDA_VISIBLE_DEVICES) count by what they are, not by
+/// their ordinals.
+bool devicesOfTheirOwn(otc_comm_t *comm) {
+  const int world = otc_comm_size(comm), rank = otc_comm_rank(comm);
+  std::vector<cudaUUID_t> ids(static_cast<size_t>(world));
+  int device = 0;
+  cudaDeviceProp prop{};
+  const bool known = cudaGetDevice(&device) == cudaSuccess &&
+                     cudaGetDeviceProperties(&prop, device) == cudaSuccess;
+  if (known)
+    ids[size_t(rank)] = prop.uuid;
+  allGatherInPlace(comm, ids.data(), sizeof(cudaUUID_t), /*counted=*/false);
+  for (int i = 0; i < world; ++i)
+    for (int j = i + 1; j < world; ++j)
+      if (std::memcmp(&ids[size_t(i)], &ids[size_t(j)], sizeof(cudaUUID_t)) ==
+          0)
+        return false;
+  return known;
 }
 
 void checkCuda(cudaError_t rc, const char *what) {
@@ -614,26 +628,25 @@ createDeviceCollectives(otc_comm_t *comm, DeviceArena &arena,
     // is used only if all can (an int MIN all-reduce).
 #ifndef OTC_HAVE_NCCL
   (void)arena, (void)groups;
-  bool possible = false;
+  bool possible = false, own = true;
 #else
-  bool possible = mode != "staged";
-  if (mode == "auto") {
-    int devices = 0;
-    int local = envCount({"OMPI_COMM_WORLD_LOCAL_SIZE", "MPI_LOCALNRANKS",
-                          "SLURM_NTASKS_PER_NODE"},
-                         1);
-    // One rank needs no NCCL; ranks sharing devices cannot have it.
-    possible = otc_comm_size(comm) > 1 &&
-               cudaGetDeviceCount(&devices) == cudaSuccess && local <= devices;
-  }
+  // One rank needs no NCCL; ranks sharing a device cannot have it. Every
+  // rank compares devices, whatever its mode, so that all take part.
+  const bool own = otc_comm_size(comm) == 1 || devicesOfTheirOwn(comm);
+  bool possible = mode == "nccl"   ? own
+                  : mode == "auto" ? otc_comm_size(comm) > 1 && own
+                                   : false;
 #endif
   bool everyone = allAgree(comm, possible);
   if (mode == "nccl" && !everyone)
     throw Error(OTC_FAILED_PRECONDITION,
-                possible ? "OTC_CUDA_COLLECTIVES=nccl, but another rank "
-                           "cannot use NCCL"
-                         : "OTC_CUDA_COLLECTIVES=nccl, but the OTC runtime "
-                           "was built without NCCL");
+                !own       ? "OTC_CUDA_COLLECTIVES=nccl, but ranks share a "
+                             "CUDA device (NCCL needs one per rank); use "
+                             "staged"
+                : possible ? "OTC_CUDA_COLLECTIVES=nccl, but another rank "
+                             "cannot use NCCL"
+                           : "OTC_CUDA_COLLECTIVES=nccl, but the OTC runtime "
+                             "was built without NCCL");
   if (!everyone)
     return nullptr;
 #ifdef OTC_HAVE_NCCL
