@@ -21,6 +21,7 @@
 #include <cuda_runtime.h>
 #include <gtest/gtest.h>
 
+#include <limits>
 #include <memory>
 
 using otc::testing::gLayouts;
@@ -282,6 +283,31 @@ TEST_P(DeviceSessionTest, EveryCompressionBranchEqualsTheCpuProgram) {
     EXPECT_EQ(train(p->sessions[0], 5, 0), train(p->sessions[1], 5, 0));
     expectSameParams(*p);
   }
+}
+
+TEST_P(DeviceSessionTest, NonFiniteBatchIsSkippedAsOnTheCpu) {
+  // A NaN input makes every gradient NaN: the step is skipped on both, the
+  // residual put back, and training goes on identically.
+  otc_compress_desc_t desc{};
+  desc.method = OTCK_COMPRESS_TOPK_INT8;
+  desc.error_feedback = 1;
+  desc.block_size = 8;
+  desc.ratio = 0.25f;
+  auto p = open(&desc);
+  EXPECT_EQ(train(p->sessions[0], 2, 0), train(p->sessions[1], 2, 0));
+  std::vector<float> bad(x.begin(), x.begin() + kB * kD);
+  bad[5] = std::numeric_limits<float>::quiet_NaN();
+  for (otc_session_t *s : p->sessions) {
+    ASSERT_OK(otc_session_bind_input(s, "x", bad.data(), bad.size() * 4));
+    ASSERT_OK(otc_session_bind_input(s, "y", y.data(), size_t(kB) * 8));
+    float loss = 0;
+    StatusText t = take(otc_session_train_step(s, &loss));
+    EXPECT_EQ(t.code, OTC_OK) << t.message;
+    EXPECT_EQ(otc_session_last_step_skipped(s), 1);
+    EXPECT_EQ(otc_session_skipped_steps(s), 1);
+  }
+  EXPECT_EQ(train(p->sessions[0], 3, 2), train(p->sessions[1], 3, 2));
+  expectSameParams(*p);
 }
 
 TEST_P(DeviceSessionTest, CheckpointResumesOnTheDevice) {
