@@ -104,6 +104,18 @@ int cudaStep(uint8_t *arena, const otc_step_context_t *ctx) {
   return rc;
 }
 
+/// A compressed all-reduce over blocks of 8 (the fixture's 27 gradients:
+/// a short last block).
+otc_compress_desc_t compressDesc(otck_compress_method method, int feedback,
+                                 float ratio) {
+  otc_compress_desc_t d{};
+  d.method = method;
+  d.error_feedback = feedback;
+  d.block_size = 8;
+  d.ratio = ratio;
+  return d;
+}
+
 /// A CPU program (slot 0 or 2) and the same as a CUDA program (slot + 1).
 struct Pair {
   std::unique_ptr<LinearProgram> cpu, cuda;
@@ -240,11 +252,8 @@ TEST_P(DeviceSessionTest, SetParamReachesTheDevice) {
 }
 
 TEST_P(DeviceSessionTest, CompressedWithErrorFeedbackEqualsTheCpuProgram) {
-  otc_compress_desc_t desc{};
-  desc.method = OTCK_COMPRESS_TOPK_INT8;
-  desc.error_feedback = 1;
-  desc.block_size = 8;
-  desc.ratio = 0.25f;
+  const otc_compress_desc_t desc =
+      compressDesc(OTCK_COMPRESS_TOPK_INT8, 1, 0.25f);
   auto p = open(&desc);
   EXPECT_EQ(train(p->sessions[0], 6, 0), train(p->sessions[1], 6, 0));
   expectSameParams(*p);
@@ -255,23 +264,16 @@ TEST_P(DeviceSessionTest, EveryCompressionBranchEqualsTheCpuProgram) {
   // warm-up steps before compression starts), the dense encodings, sparse
   // selections with and without error feedback, the adaptive ratio (whose
   // norm the device computes).
-  auto make = [](otck_compress_method m, int feedback, float ratio) {
-    otc_compress_desc_t d{};
-    d.method = m;
-    d.error_feedback = feedback;
-    d.block_size = 8;
-    d.ratio = ratio;
-    return d;
-  };
   std::vector<std::pair<const char *, otc_compress_desc_t>> cases = {
-      {"none", make(OTCK_COMPRESS_NONE, 0, 1.f)},
-      {"fp16", make(OTCK_COMPRESS_FP16, 0, 1.f)},
-      {"int8, error feedback", make(OTCK_COMPRESS_INT8, 1, 1.f)},
-      {"topk, no error feedback", make(OTCK_COMPRESS_TOPK, 0, 0.25f)},
-      {"randomk, error feedback", make(OTCK_COMPRESS_RANDOMK, 1, 0.25f)},
+      {"none", compressDesc(OTCK_COMPRESS_NONE, 0, 1.f)},
+      {"fp16", compressDesc(OTCK_COMPRESS_FP16, 0, 1.f)},
+      {"int8, error feedback", compressDesc(OTCK_COMPRESS_INT8, 1, 1.f)},
+      {"topk, no error feedback", compressDesc(OTCK_COMPRESS_TOPK, 0, 0.25f)},
+      {"randomk, error feedback",
+       compressDesc(OTCK_COMPRESS_RANDOMK, 1, 0.25f)},
       {"topk-int8 after 2 dense steps",
-       make(OTCK_COMPRESS_TOPK_INT8, 1, 0.25f)},
-      {"adaptive topk-int8", make(OTCK_COMPRESS_TOPK_INT8, 1, 0.5f)},
+       compressDesc(OTCK_COMPRESS_TOPK_INT8, 1, 0.25f)},
+      {"adaptive topk-int8", compressDesc(OTCK_COMPRESS_TOPK_INT8, 1, 0.5f)},
   };
   cases[5].second.warmup_steps = 2;
   cases[6].second.adaptive = 1;
@@ -288,11 +290,8 @@ TEST_P(DeviceSessionTest, EveryCompressionBranchEqualsTheCpuProgram) {
 TEST_P(DeviceSessionTest, NonFiniteBatchIsSkippedAsOnTheCpu) {
   // A NaN input makes every gradient NaN: the step is skipped on both, the
   // residual put back, and training goes on identically.
-  otc_compress_desc_t desc{};
-  desc.method = OTCK_COMPRESS_TOPK_INT8;
-  desc.error_feedback = 1;
-  desc.block_size = 8;
-  desc.ratio = 0.25f;
+  const otc_compress_desc_t desc =
+      compressDesc(OTCK_COMPRESS_TOPK_INT8, 1, 0.25f);
   auto p = open(&desc);
   EXPECT_EQ(train(p->sessions[0], 2, 0), train(p->sessions[1], 2, 0));
   std::vector<float> bad(x.begin(), x.begin() + kB * kD);
@@ -311,11 +310,8 @@ TEST_P(DeviceSessionTest, NonFiniteBatchIsSkippedAsOnTheCpu) {
 }
 
 TEST_P(DeviceSessionTest, CheckpointResumesOnTheDevice) {
-  otc_compress_desc_t desc{};
-  desc.method = OTCK_COMPRESS_TOPK_INT8;
-  desc.error_feedback = 1;
-  desc.block_size = 8;
-  desc.ratio = 0.25f;
+  const otc_compress_desc_t desc =
+      compressDesc(OTCK_COMPRESS_TOPK_INT8, 1, 0.25f);
   auto straight = open(&desc);
   std::vector<float> want = train(straight->sessions[1], 5, 0);
 
