@@ -128,9 +128,8 @@ extern "C" int otck_compress_saving_f32(const otck_compress_config *config,
                                   residual ? saved : nullptr, payload);
 }
 
-extern "C" void otck_decompress_sum_f32(const otck_compress_config *config,
-                                        int64_t n, const void *payloads,
-                                        int64_t count, float scale,
-                                        float *out) {
-  activeVariant().decompressSum(config, n, payloads, count, scale, out);
+extern "C" int otck_decompress_sum_f32(const otck_compress_config *config,
+                                       int64_t n, const void *payloads,
+                                       int64_t count, float scale, float *out) {
+  return activeVariant().decompressSum(config, n, payloads, count, scale, out);
 }

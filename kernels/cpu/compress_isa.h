@@ -31,9 +31,9 @@ bool useIsa(Isa isa);
   int compressF32(const otck_compress_config *config, int64_t n,               \
                   const float *g, float *residual, float *saved,               \
                   void *payload);                                              \
-  void decompressSumF32(const otck_compress_config *config, int64_t n,         \
-                        const void *payloads, int64_t count, float scale,      \
-                        float *out);                                           \
+  int decompressSumF32(const otck_compress_config *config, int64_t n,          \
+                       const void *payloads, int64_t count, float scale,       \
+                       float *out);                                            \
   }
 OTCK_DECLARE_COMPRESS_VARIANT(generic)
 OTCK_DECLARE_COMPRESS_VARIANT(avx2)

@@ -1007,12 +1007,15 @@ void decodeBlock(const Layout &l, int64_t m, const unsigned char *p, float *o,
   }
 }
 
+/// Returns 1 when some output is not finite, checked block by block while
+/// it is in cache.
 template <bool kSparse, class Enc, class Idx>
-void decompressAll(const Layout &l, int64_t n, const unsigned char *payloads,
-                   int64_t count, float scale, float *out) {
+int decompressAll(const Layout &l, int64_t n, const unsigned char *payloads,
+                  int64_t count, float scale, float *out) {
   const int64_t unit = l.elementwise() ? kElementwiseUnit : l.blockSize;
   const int64_t units = (n + unit - 1) / unit;
   const int64_t bytes = l.bytes(n);
+  std::atomic<bool> bad{false};
   parallelFor(
       units, unit * std::max<int64_t>(count, 1), kParallelGrain,
       [&](int64_t ub, int64_t ue) {
@@ -1034,9 +1037,12 @@ void decompressAll(const Layout &l, int64_t n, const unsigned char *payloads,
             for (int64_t i = 0; i < m; ++i)
               o[i] *= scale;
           }
+          if (anyNonFinite(o, m))
+            bad.store(true, std::memory_order_relaxed);
         }
       },
       1);
+  return bad.load() ? 1 : 0;
 }
 
 /// Calls f(selection, encoding, index type) with the method's policies.
@@ -1087,14 +1093,16 @@ int compressF32(const otck_compress_config *config, int64_t n, const float *g,
 }
 
 /// otck_decompress_sum_f32 of otc/compress.h, for this instruction set.
-void decompressSumF32(const otck_compress_config *config, int64_t n,
-                      const void *payloads, int64_t count, float scale,
-                      float *out) {
+int decompressSumF32(const otck_compress_config *config, int64_t n,
+                     const void *payloads, int64_t count, float scale,
+                     float *out) {
   Layout l;
-  if (!makeLayout(config, &l) || n <= 0)
-    return;
-  dispatch(l, [&](auto sel, auto enc, auto idx) {
-    decompressAll<decltype(sel)::kSparse, decltype(enc), decltype(idx)>(
+  if (!makeLayout(config, &l) || n < 0)
+    return -1;
+  if (n == 0)
+    return 0;
+  return dispatch(l, [&](auto sel, auto enc, auto idx) {
+    return decompressAll<decltype(sel)::kSparse, decltype(enc), decltype(idx)>(
         l, n, static_cast<const unsigned char *>(payloads), count, scale, out);
   });
 }

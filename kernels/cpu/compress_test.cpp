@@ -664,6 +664,38 @@ TEST_P(CompressMethod, DecompressSumIsTheSumOfDecompressions) {
   }
 }
 
+TEST_P(CompressMethod, DecompressReportsANonFiniteMean) {
+  // Finite gradients whose mean is not: fp16 and bf16 beyond their range,
+  // and two payloads whose sum overflows float (a whole block of big values:
+  // RANDOMK keeps some of them). -1 for an invalid config.
+  const otck_compress_method method = this->method();
+  const otck_compress_config c = makeConfig(method, 256, 0.1f, 3);
+  const int64_t n = 1000, bytes = otck_compress_payload_bytes(&c, n);
+  auto meanOf = [&](float big, int64_t count) {
+    std::vector<float> g = makeData(Data::Normal, n, 5);
+    std::fill(g.begin() + 512, g.begin() + 768, big);
+    std::vector<unsigned char> all(sz(bytes * count));
+    for (int64_t w = 0; w < count; ++w)
+      EXPECT_EQ(
+          otck_compress_f32(&c, n, g.data(), nullptr, all.data() + w * bytes),
+          0);
+    std::vector<float> out(sz(n));
+    return otck_decompress_sum_f32(&c, n, all.data(), count,
+                                   1.0f / float(count), out.data());
+  };
+  const bool half = method == OTCK_COMPRESS_FP16,
+             narrow = half || method == OTCK_COMPRESS_BF16;
+  EXPECT_EQ(meanOf(1.0f, 2), 0);
+  EXPECT_EQ(meanOf(2e38f, 2), 1); // the sum overflows
+  EXPECT_EQ(meanOf(2e38f, 1), half ? 1 : 0);
+  EXPECT_EQ(meanOf(3.4e38f, 1), narrow ? 1 : 0); // beyond bf16's largest
+  otck_compress_config bad = c;
+  bad.block_size = 0;
+  std::vector<float> out(sz(n));
+  EXPECT_EQ(otck_decompress_sum_f32(&bad, n, nullptr, 1, 1.0f, out.data()), -1);
+  EXPECT_EQ(otck_decompress_sum_f32(&c, 0, nullptr, 1, 1.0f, out.data()), 0);
+}
+
 TEST_P(CompressMethod, ThreadCountDoesNotChangeThePayload) {
   const otck_compress_method method = this->method();
   const otck_compress_config c = makeConfig(method, 256, 0.1f, 3);

@@ -505,9 +505,10 @@ private:
     checkCuda(otck_cuda_decompress_sum_f32(&cfg, n, s.gathered, o.size,
                                            1.0f / float(o.size), data, side),
               "otck_cuda_decompress_sum_f32");
-    // fp16 decodes |g| > 65504 as infinity: every member decoded the same.
-    if (cfg.method == OTCK_COMPRESS_FP16)
-      checkFinite(data, n, o.group);
+    // Finite gradients can give a mean that is not (fp16 and bf16 decode
+    // values beyond their range as infinities; the sum of the payloads can
+    // overflow): every member decoded the same.
+    checkFinite(data, n, o.group);
     sc.compress->touched.push_back(undo);
     b.ratio = cfg.ratio;
     ++b.steps;

@@ -30,8 +30,11 @@
 //     4. All-gather the fixed-size payloads (P bytes each, P from
 //        otck_compress_payload_bytes; P * (W - 1) bytes counted each way)
 //        and g = (1/W) Σ_ranks decompress(payload) (otck_decompress_sum_f32).
-//        fp16: an element beyond its range decodes as infinity; every rank
-//        sees the same sum and skips the step (OTC_STEP_SKIPPED_NONFINITE).
+//        Finite gradients can still give a mean that is not: fp16 and bf16
+//        decode an element beyond their range as infinity, and the sum of
+//        the W decoded payloads overflows where |g| > FLT_MAX / W. Every
+//        rank sees the same sum (the kernel reports it) and skips the step
+//        (OTC_STEP_SKIPPED_NONFINITE).
 //    W == 1 runs the same compress/decompress (same numerics as W ranks),
 //    but no collective runs and nothing is counted.
 //
@@ -213,14 +216,25 @@ static bool agreeToSkip(StepComm &sc, BucketState &b, const BucketUndo &undo,
   return true;
 }
 
-/// The end of a bucket's exchange, `data` holding the mean. fp16 encodes
-/// |g| > 65504 as infinity (IEEE): a finite gradient out of its range.
-/// Every member decoded the same payloads, so all see it and skip together
-/// (the session undoes this bucket).
+/// data = the mean of the `world` payloads; true when some of it is not
+/// finite.
+static bool decompressMean(const otck_compress_config &cfg, int64_t n,
+                           const uint8_t *payloads, int world, float *data,
+                           int64_t bucket) {
+  const int rc = otck_decompress_sum_f32(&cfg, n, payloads, world,
+                                         1.0f / float(world), data);
+  if (rc < 0) // the config was accepted before; a kernel/ABI mismatch
+    badDesc(bucket, "the decompression kernel refused the configuration");
+  return rc != 0;
+}
+
+/// The end of a bucket's exchange, the mean decompressed: `meanNonfinite`
+/// when some of it is not finite (see the header's step 4). Every member
+/// decoded the same payloads, so all see it and skip together (the session
+/// undoes this bucket).
 static int settle(StepComm &sc, BucketState &b, const otck_compress_config &cfg,
-                  const float *data, int64_t count,
-                  const std::vector<int64_t> *members) {
-  if (cfg.method == OTCK_COMPRESS_FP16 && !allFinite(data, count))
+                  bool meanNonfinite, const std::vector<int64_t> *members) {
+  if (meanNonfinite)
     return nonfinite(sc, members);
   b.ratio = cfg.ratio;
   ++b.steps;
@@ -286,20 +300,22 @@ static int exchangeInPieces(StepComm &sc, const otck_compress_config &cfg,
     anyBad |= rc != 0;
     const bool last = begin + n == count;
     const bool bad = anyBad;
+    const bool first = begin == 0;
     auto exchange = [=] {
       uint8_t *payloads = bp->gathered.data() + offset;
       if (members)
         groupAllGatherInPlace(scp->comm, *members, payloads, p);
       else
         allGatherInPlace(scp->comm, payloads, p);
-      otck_decompress_sum_f32(&cfg, n, payloads, world, 1.0f / float(world),
-                              data + begin);
+      const bool meanBad =
+          decompressMean(cfg, n, payloads, world, data + begin, bucket);
+      bp->meanNonfinite = (!first && bp->meanNonfinite) || meanBad;
       if (!last)
         return int(OTC_STEP_OK);
       if (agreeToSkip(*scp, *bp, undo, members, bad))
         return int(OTC_STEP_SKIPPED_NONFINITE);
       scp->compress->touched.push_back(undo);
-      return settle(*scp, *bp, cfg, data, count, members);
+      return settle(*scp, *bp, cfg, bp->meanNonfinite, members);
     };
     rc = runCollective(&sc, true, exchange);
     if (rc != OTC_STEP_OK || last) // run here (no collectives thread)
@@ -356,9 +372,9 @@ static int compressAndExchange(StepComm &sc, const otc_compress_desc_t &desc,
       groupAllGatherInPlace(scp->comm, *members, bp->gathered.data(), p);
     else
       allGatherInPlace(scp->comm, bp->gathered.data(), p);
-    otck_decompress_sum_f32(&cfg, count, bp->gathered.data(), world,
-                            1.0f / float(world), data);
-    return settle(*scp, *bp, cfg, data, count, members);
+    const bool meanBad =
+        decompressMean(cfg, count, bp->gathered.data(), world, data, bucket);
+    return settle(*scp, *bp, cfg, meanBad, members);
   };
   return queue ? runCollective(&sc, true, exchange) : exchange();
 }
@@ -409,6 +425,9 @@ int compressedAllReduceMean(StepComm &sc, const otc_compress_desc_t &desc,
       members ? int(std::find(members->begin(), members->end(), myRank) -
                     members->begin())
               : myRank;
+  if (rank == world) // a hand-written program; the compiler never does this
+    badDesc(bucket, "names SDP owner group " + std::to_string(group) +
+                        ", which does not hold rank " + std::to_string(myRank));
   BucketUndo undo{
       bucket, feedback ? residual : nullptr, count, b.norm0, b.ratio, b.steps};
 

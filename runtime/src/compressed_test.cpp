@@ -334,29 +334,62 @@ TEST_F(CompressedTest, NonFiniteFoundByCompressRestoresTheResidual) {
   EXPECT_EQ(otc_session_step(session), 1);
 }
 
-// fp16 turns a finite |g| above 65504 into infinity: the step is skipped and
-// reported rather than handing the optimizer an infinite gradient.
-TEST_F(CompressedTest, Fp16OverflowSkipsTheStep) {
-  otc_compress_desc_t d{};
-  d.method = OTCK_COMPRESS_FP16;
-  d.error_feedback = 1;
-  d.block_size = 256;
-  open(d);
-  step(session, input(1));
-  ASSERT_EQ(otc_session_last_step_skipped(session), 0);
-  std::vector<float> r0Before = r0(), r1Before = r1();
-  std::vector<float> x = input(2);
-  x[3] = 1e5f;
-  step(session, x);
-  EXPECT_EQ(otc_session_last_step_skipped(session), 1);
-  EXPECT_EQ(otc_session_step(session), 1);
-  EXPECT_EQ(r0(), r0Before);
-  EXPECT_EQ(r1(), r1Before);
-  // Within range it trains.
-  x[3] = 6e4f;
-  step(session, x);
-  EXPECT_EQ(otc_session_last_step_skipped(session), 0);
-  EXPECT_EQ(otc_session_step(session), 2);
+// fp16 and bf16 turn a finite |g| beyond their range into infinity: the step
+// is skipped and reported rather than handing the optimizer an infinite
+// gradient, and the residuals are as before.
+TEST_F(CompressedTest, HalfPrecisionOverflowSkipsTheStep) {
+  struct Case {
+    otck_compress_method method;
+    float beyond, within;
+  };
+  for (Case c : {Case{OTCK_COMPRESS_FP16, 1e5f, 6e4f},
+                 Case{OTCK_COMPRESS_BF16, 3.4e38f, 3e38f}}) {
+    SCOPED_TRACE(c.method);
+    otc_compress_desc_t d{};
+    d.method = c.method;
+    d.error_feedback = 1;
+    d.block_size = 256;
+    otc_session_release(session);
+    otc_program_release(program);
+    session = nullptr, program = nullptr;
+    open(d);
+    step(session, input(1));
+    ASSERT_EQ(otc_session_last_step_skipped(session), 0);
+    std::vector<float> r0Before = r0(), r1Before = r1();
+    std::vector<float> x = input(2);
+    x[3] = c.beyond;
+    step(session, x);
+    EXPECT_EQ(otc_session_last_step_skipped(session), 1);
+    EXPECT_EQ(otc_session_step(session), 1);
+    EXPECT_EQ(r0(), r0Before);
+    EXPECT_EQ(r1(), r1Before);
+    // Within range it trains.
+    x[3] = c.within;
+    step(session, x);
+    EXPECT_EQ(otc_session_last_step_skipped(session), 0);
+    EXPECT_EQ(otc_session_step(session), 2);
+  }
+}
+
+// An owner group that does not hold this rank: a hand-written program's
+// mistake, refused before anything is compressed (the compiler names each
+// rank's own groups only).
+TEST(CompressedGroups, BucketOfAGroupWithoutThisRankIsRefused) {
+  otc_comm_t *comm = nullptr;
+  ASSERT_OK(otc_comm_create_local(&comm));
+  CompressState state;
+  const std::vector<std::vector<int64_t>> groups = {{1}};
+  StepComm sc{comm, &state, 1, 0};
+  sc.groups = &groups;
+  otc_compress_desc_t d = topkInt8(0.25f, 64, false);
+  std::vector<float> data(4096, 1.f);
+  EXPECT_EQ(groupCompressedAllReduceCallback(&sc, 0, &d, data.data(), 4096,
+                                             nullptr, 0),
+            OTC_STEP_ERR_COMM);
+  const std::string why = takeCommError(comm);
+  EXPECT_NE(why.find("does not hold rank 0"), std::string::npos) << why;
+  EXPECT_EQ(data, std::vector<float>(4096, 1.f));
+  otc_comm_release(comm);
 }
 
 TEST_F(CompressedTest, NonFiniteOnTheFirstStepLeavesTheNormUnset) {

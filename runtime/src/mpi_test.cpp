@@ -479,6 +479,29 @@ TEST_F(MpiBucket, OverlapDefersTheResultToTheWait) {
 
 // The driver with the compressed fixture on 2 ranks: one rank's shard holds
 // a NaN sample, both skip that step together; bytes_sent is the formula.
+// Finite gradients whose sum over the ranks overflows float: every rank
+// decodes the same infinite mean and skips, whole or in pieces; undoing the
+// step (as the session does) restores the residual.
+TEST(Mpi, OverflowingMeanSkipsTheStepOnEveryRank) {
+  for (int64_t n : {int64_t(4096), (int64_t(1) << 20) + 4096}) {
+    SCOPED_TRACE(n);
+    CompressState state;
+    otc_compress_desc_t d = topkInt8Desc(1.0f, 64, true);
+    d.method = OTCK_COMPRESS_TOPK; // fp32 values: the sum itself overflows
+    StepComm sc{gComm, &state, 1, 0};
+    std::vector<float> data(static_cast<size_t>(n), 1.f);
+    std::vector<float> residual(static_cast<size_t>(n), 0.25f);
+    data[static_cast<size_t>(n - 3)] = 2e38f;
+    residual[static_cast<size_t>(n - 3)] = 0.f;
+    const std::vector<float> before = residual;
+    EXPECT_EQ(compressedReduce(sc, d, data.data(), n, residual.data(), 0),
+              OTC_STEP_SKIPPED_NONFINITE);
+    EXPECT_EQ(state.buckets[0].steps, 0);
+    state.undoStep();
+    EXPECT_EQ(residual, before);
+  }
+}
+
 TEST(Mpi, DriverCompressedOnTwoRanks) {
   const int64_t D = 4, C = 3, N = 256;
   std::string model = gDir + "/linear.onnx";

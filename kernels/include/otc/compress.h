@@ -79,7 +79,7 @@ int otck_compress_f32(const otck_compress_config *config, int64_t n,
  * the step after the compression succeeded (another rank's gradient was
  * not finite): one pass over the residual where a copy, a finiteness check
  * and the compression would take three. Returns as otck_compress_f32 (on 1
- * the residual is unchanged and `saved` unspecified); -1 also for a NULL
+ * the residual is unchanged and `saved` holds it too); -1 also for a NULL
  * `saved` with a residual. */
 int otck_compress_saving_f32(const otck_compress_config *config, int64_t n,
                              const float *g, float *residual, float *saved,
@@ -90,11 +90,14 @@ int otck_compress_saving_f32(const otck_compress_config *config, int64_t n,
  * decompressed buckets. out is overwritten, not accumulated into; count 0
  * gives zeros (+0.0, whatever the scale). Sums run in payload order, so every
  * rank computes the same floats; only where a sum is NaN may its bits differ
- * between the CPU and CUDA kernels (the hardware's NaN). Nothing is written
- * for an invalid config. */
-void otck_decompress_sum_f32(const otck_compress_config *config, int64_t n,
-                             const void *payloads, int64_t count, float scale,
-                             float *out);
+ * between the CPU and CUDA kernels (the hardware's NaN). Returns 1 when some
+ * element of out is a NaN or an infinity (finite gradients can give one:
+ * fp16 and bf16 encode values beyond their range as infinities, and a sum of
+ * payloads can overflow), 0 when all are finite, -1 for an invalid config
+ * (nothing written). */
+int otck_decompress_sum_f32(const otck_compress_config *config, int64_t n,
+                            const void *payloads, int64_t count, float scale,
+                            float *out);
 
 #ifdef __cplusplus
 }
