@@ -1020,6 +1020,7 @@ int decompressAll(const Layout &l, int64_t n, const unsigned char *payloads,
       units, unit * std::max<int64_t>(count, 1), kParallelGrain,
       [&](int64_t ub, int64_t ue) {
         Scratch<Enc, Idx> s(unit, kSparse);
+        uint32_t most = 0; // the largest |out| pattern: >= infinity's if bad
         for (int64_t u = ub; u < ue; ++u) {
           const int64_t begin = u * unit, m = std::min(unit, n - begin);
           float *o = out + begin;
@@ -1037,9 +1038,12 @@ int decompressAll(const Layout &l, int64_t n, const unsigned char *payloads,
             for (int64_t i = 0; i < m; ++i)
               o[i] *= scale;
           }
-          if (anyNonFinite(o, m))
-            bad.store(true, std::memory_order_relaxed);
+#pragma omp simd reduction(max : most)
+          for (int64_t i = 0; i < m; ++i)
+            most = std::max(most, absBits(o[i]));
         }
+        if (most >= 0x7f800000u)
+          bad.store(true, std::memory_order_relaxed);
       },
       1);
   return bad.load() ? 1 : 0;
