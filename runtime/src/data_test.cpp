@@ -329,6 +329,21 @@ TEST(Manifest, ValidationErrors) {
       "offset":0}]})")
                 .find("batch size 4"),
             std::string::npos);
+  // SDP owner groups: each world rank once, ascending (a member's slot in
+  // the group's all-gather is its index).
+  auto sdp = [](const std::string &groups) {
+    return R"({"otc_manifest_version":1,"world_size":3,"batch":4,
+      "arena_bytes":64,"sdp":{"mode":"block","masking":"forward",
+      "active":0.5,"rank_variant":[0,1,2],"components":[],"groups":)" +
+           groups + "}}";
+  };
+  EXPECT_EQ(err(sdp("[[0,2],[1]]")), "");
+  for (const char *g : {"[[2,0]]", "[[0,0]]", "[[0,3]]", "[[-1,1]]"})
+    EXPECT_NE(
+        err(sdp(g)).find("sdp group 0 must list ranks of the world once, in "
+                         "ascending order"),
+        std::string::npos)
+        << g;
 }
 
 } // namespace

@@ -333,8 +333,18 @@ Manifest parseManifest(const std::string &text, uint64_t entryArenaBytes) {
       plan.active = field(o, "active", "sdp").get<double>();
       for (const json &v : field(o, "rank_variant", "sdp"))
         plan.rankVariant.push_back(v.get<int32_t>());
-      for (const json &g : field(o, "groups", "sdp"))
-        plan.groups.push_back(g.get<std::vector<int64_t>>());
+      for (const json &g : field(o, "groups", "sdp")) {
+        std::vector<int64_t> group = g.get<std::vector<int64_t>>();
+        // A member's slot in the group's all-gather is its index here, its
+        // rank in the group's communicator its world rank's order: the two
+        // agree only for ranks listed once, ascending.
+        for (size_t i = 0; i < group.size(); ++i)
+          if (group[i] < 0 || group[i] >= m.worldSize ||
+              (i > 0 && group[i] <= group[i - 1]))
+            bad("sdp group " + std::to_string(plan.groups.size()) +
+                " must list ranks of the world once, in ascending order");
+        plan.groups.push_back(std::move(group));
+      }
       for (const json &c : field(o, "components", "sdp"))
         plan.components.push_back(
             {field(c, "name", "sdp component").get<std::string>(),
