@@ -285,6 +285,9 @@ static int exchangeInPieces(StepComm &sc, const otck_compress_config &cfg,
   BucketState *bp = &b; // stable: CompressState keeps buckets in a deque
   StepComm *scp = &sc;
   bool anyBad = false;
+  // This step's pieces: none of the bucket's jobs of earlier steps is left
+  // (a step drains its collectives before it returns).
+  b.meanNonfinite = false;
   size_t offset = 0; // of this piece's W payloads in `gathered`
   for (int64_t begin = 0; begin < count; begin += piece) {
     const int64_t n = std::min(piece, count - begin);
@@ -300,7 +303,6 @@ static int exchangeInPieces(StepComm &sc, const otck_compress_config &cfg,
     anyBad |= rc != 0;
     const bool last = begin + n == count;
     const bool bad = anyBad;
-    const bool first = begin == 0;
     auto exchange = [=] {
       uint8_t *payloads = bp->gathered.data() + offset;
       if (members)
@@ -309,7 +311,7 @@ static int exchangeInPieces(StepComm &sc, const otck_compress_config &cfg,
         allGatherInPlace(scp->comm, payloads, p);
       const bool meanBad =
           decompressMean(cfg, n, payloads, world, data + begin, bucket);
-      bp->meanNonfinite = (!first && bp->meanNonfinite) || meanBad;
+      bp->meanNonfinite |= meanBad;
       if (!last)
         return int(OTC_STEP_OK);
       if (agreeToSkip(*scp, *bp, undo, members, bad))

@@ -31,7 +31,7 @@ struct BucketState {
   std::vector<uint8_t> gathered;    ///< W payloads; this rank's is compressed
                                     ///< in place at rank * payload bytes
   std::vector<float> savedResidual; ///< residual before this step's update
-  bool meanNonfinite = false; ///< pieces: some piece's mean was not finite
+  bool meanNonfinite = false;       ///< pieces: this step's mean is not finite
 };
 
 /// Undo record of one bucket compressed in the current train step: if a
