@@ -23,7 +23,6 @@ list, or fewer than --min-pass tests pass; 77 when the test data is missing.
 
 import argparse
 import concurrent.futures
-import ctypes
 import json
 import os
 import re
@@ -37,44 +36,8 @@ from onnx import numpy_helper
 
 SUITES = ["node", "pytorch-operator", "pytorch-converted", "simple"]
 HERE = os.path.dirname(os.path.abspath(__file__))
-
-DTYPES = {
-    "f32": np.float32,
-    "f64": np.float64,
-    "i64": np.int64,
-    "i32": np.int32,
-    "u8": np.uint8,
-    "bool": np.bool_,
-}
-
-
-class StepContext(ctypes.Structure):
-    _fields_ = [
-        ("step", ctypes.c_int64),
-        ("seed", ctypes.c_uint64),
-        ("comm", ctypes.c_void_p),
-        ("all_reduce_mean_f32", ctypes.c_void_p),
-        ("compressed_all_reduce_mean_f32", ctypes.c_void_p),
-        ("group_all_reduce_mean_f32", ctypes.c_void_p),
-        ("broadcast_f32", ctypes.c_void_p),
-        ("group_compressed_all_reduce_mean_f32", ctypes.c_void_p),
-        ("agree_finite", ctypes.c_void_p),
-        ("wait_collectives", ctypes.c_void_p),
-    ]
-
-
-STEP_FN = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p,
-                           ctypes.POINTER(StepContext))
-
-
-class Entry(ctypes.Structure):
-    _fields_ = [
-        ("abi_version", ctypes.c_uint32),
-        ("manifest_json", ctypes.c_char_p),
-        ("arena_bytes", ctypes.c_uint64),
-        ("train_step", ctypes.c_void_p),
-        ("eval_step", STEP_FN),
-    ]
+sys.path.insert(0, os.path.join(os.path.dirname(HERE), "integration"))
+from otc_program import Program  # noqa: E402
 
 
 def find_tests(data_dir, suites, pattern):
@@ -212,29 +175,16 @@ def compare(name, got, want, rtol, atol):
 
 def run_test(lib, d, rtol, atol, bound=frozenset()):
     """Runs one compiled test; returns (outcome, reason)."""
-    so = ctypes.CDLL(lib, mode=ctypes.RTLD_LOCAL)
-    so.otc_program_entry.restype = ctypes.POINTER(Entry)
-    entry = so.otc_program_entry().contents
-    manifest = json.loads(entry.manifest_json.decode())
+    program = Program(lib)
+    manifest = program.manifest
     if not manifest.get("outputs"):
         return "fail", "manifest lists no outputs"
     model = onnx.load(os.path.join(d, "model.onnx"))
-    inits = {t.name: t for t in model.graph.initializer}
+    inits = {t.name: numpy_helper.to_array(t) for t in model.graph.initializer}
     graph_inputs = [i.name for i in model.graph.input if i.name not in inits]
-    arena = np.zeros(entry.arena_bytes + 64, dtype=np.uint8)
-    base = (-arena.ctypes.data) % 64
-    arena = arena[base:base + entry.arena_bytes]
-
-    def view(spec):
-        dt = np.dtype(DTYPES[spec["dtype"]])
-        n = int(np.prod(spec["shape"], dtype=np.int64))
-        off = spec["offset"]
-        return arena[off:off + n * dt.itemsize].view(dt).reshape(spec["shape"])
-
-    for p in manifest.get("params", []):
-        view(p)[...] = numpy_helper.to_array(inits[p["name"]])
-    specs = {i["name"]: i for i in manifest.get("inputs", [])}
-    ctx = StepContext(1, 0, None, None, None)
+    program.load_params(inits)
+    view = program.view
+    specs = program.inputs
     sets = data_sets(d)
     if not sets:
         return "fail", "the test has no data set"
@@ -251,10 +201,10 @@ def run_test(lib, d, rtol, atol, bound=frozenset()):
                 return "fail", (f"input '{name}' has shape {value.shape}, the "
                                 f"program expects {dst.shape}")
             dst[...] = value
-        rc = entry.eval_step(arena.ctypes.data, ctypes.byref(ctx))
+        rc = program.eval_step()
         if rc != 0:
             return "fail", f"eval_step returned {rc}"
-        got = {o["name"]: o for o in manifest["outputs"]}
+        got = program.outputs
         names = [o.name for o in model.graph.output]
         for pos, (name, want) in enumerate(outputs):
             name = name or names[pos]
