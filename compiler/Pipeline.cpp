@@ -58,11 +58,14 @@ void otc::buildTrainingPipeline(OpPassManager &pm,
   pm.addPass(createScheduleCollectives());
 }
 
-void otc::buildExecPipeline(OpPassManager &pm, EmitTarget target) {
+void otc::buildExecPipeline(OpPassManager &pm, EmitTarget target,
+                            bool verifyPlan) {
   LowerToExecOptions lower;
   lower.target = target == EmitTarget::CUDA ? "cuda" : "cpu";
   pm.addPass(createLowerToExec(lower));
   pm.addPass(createPlanMemory());
+  if (verifyPlan)
+    pm.addPass(createVerifyPlan());
 }
 
 namespace {
@@ -330,7 +333,7 @@ int otc::compile(const CompileOptions &options, MLIRContext &context,
     PassManager pm(&context);
     if (configurePassManager)
       configurePassManager(pm);
-    buildExecPipeline(pm, options.target);
+    buildExecPipeline(pm, options.target, options.verifyPlan);
     return pm.run(m);
   };
   int64_t world = options.worldSize;

@@ -36,6 +36,8 @@ struct CompileOptions {
   /// Average each rank's momentum rather than its gradient (with compress).
   bool momentumCorrection = false;
   uint64_t seed = 0;
+  /// Check every memory plan with otc-verify-plan.
+  bool verifyPlan = false;
   bool report = false;
   std::string reportJson;
 };
@@ -45,9 +47,11 @@ struct CompileOptions {
 /// the inference step when `options.inference`.
 void buildTrainingPipeline(mlir::OpPassManager &pm,
                            const CompileOptions &options);
-/// Adds lowering to the exec dialect and memory planning (`--emit=exec`).
+/// Adds lowering to the exec dialect and memory planning (`--emit=exec`),
+/// and the plan's verification when `verifyPlan`.
 void buildExecPipeline(mlir::OpPassManager &pm,
-                       EmitTarget target = EmitTarget::CPU);
+                       EmitTarget target = EmitTarget::CPU,
+                       bool verifyPlan = false);
 
 /// Runs the whole compilation; diagnostics go to the context's handler and
 /// progress messages to stderr. Returns the process exit code.

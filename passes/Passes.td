@@ -299,4 +299,25 @@ def PlanMemory : Pass<"otc-plan-memory", "mlir::ModuleOp"> {
   }];
 }
 
+def VerifyPlan : Pass<"otc-verify-plan", "mlir::ModuleOp"> {
+  let summary = "Check a memory plan: no live buffers share bytes";
+  let description = [{
+    Checks a planned module (after `otc-plan-memory`) from its views alone:
+    every view and persistent buffer lies inside the arena; persistent
+    buffers do not overlap; a temporary touches no persistent buffer's
+    bytes (gradients inside their bucket excepted); two views that share
+    bytes are never live at once (a view is live from its first use to its
+    last, a persistent buffer always); a convolution's workspace is as large
+    as the kernel library needs. Each violation is an error naming the
+    values, the op where both are live and, in a note, the other value's
+    last use. `otc-compile` runs it in debug builds, with `--verify-plan`,
+    or when `OTC_VERIFY_PLAN=1` (as the test suite sets).
+
+    ```mlir
+    // error: 'exec.kernel' op uses %3 (bytes [0, 64)) while %1 (bytes
+    // [0, 64)), which shares bytes [0, 64), is still live
+    ```
+  }];
+}
+
 #endif // OTC_PASSES

@@ -154,6 +154,16 @@ cl::opt<bool> report("report", cl::desc("Print the per-rank memory plan"),
 cl::opt<std::string> reportJson("report-json",
                                 cl::desc("Write the memory report as JSON"),
                                 cl::value_desc("path"), cl::cat(category));
+#ifdef NDEBUG
+constexpr bool kDebugBuild = false;
+#else
+constexpr bool kDebugBuild = true;
+#endif
+cl::opt<bool> verifyPlan(
+    "verify-plan",
+    cl::desc("Check every memory plan (otc-verify-plan; on in debug builds "
+             "and when OTC_VERIFY_PLAN=1)"),
+    cl::init(kDebugBuild), cl::cat(category));
 } // namespace
 
 int main(int argc, char **argv) {
@@ -247,6 +257,9 @@ int main(int argc, char **argv) {
   options.seed = seed;
   options.report = report;
   options.reportJson = reportJson;
+  const char *verifyEnv = getenv("OTC_VERIFY_PLAN");
+  options.verifyPlan =
+      verifyPlan || (verifyEnv && StringRef(verifyEnv) == "1");
 
   mlir::DialectRegistry registry;
   otc::registerAllDialects(registry);

@@ -12,5 +12,7 @@ config.test_exec_root = os.path.join(config.otc_obj_root, "test", "lit")
 
 config.environment["PATH"] = os.pathsep.join(
     [config.otc_tools_dir, config.llvm_tools_dir, os.environ.get("PATH", "")])
+# Every program otc-compile builds here has its memory plan checked.
+config.environment["OTC_VERIFY_PLAN"] = "1"
 config.substitutions.append(("%python", config.python))
 config.substitutions.append(("%inputs", os.path.join(config.otc_test_src, "Inputs")))

@@ -1,4 +1,6 @@
 // RUN: otc-opt %s --otc-lower-to-exec --otc-plan-memory | FileCheck %s --implicit-check-not=exec.alloc --implicit-check-not='"pack"' --implicit-check-not='"unpack"'
+// The planner's layout passes its verifier.
+// RUN: otc-opt %s --otc-lower-to-exec --otc-plan-memory --otc-verify-plan -o /dev/null
 
 // The gradients are computed straight into their bucket (at 4-byte offsets
 // inside it), the reduction works on the bucket in place, and the updates

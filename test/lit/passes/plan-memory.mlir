@@ -1,4 +1,6 @@
 // RUN: otc-opt %s --otc-plan-memory | FileCheck %s --implicit-check-not=exec.alloc
+// The planner's layout passes its verifier.
+// RUN: otc-opt %s --otc-plan-memory --otc-verify-plan -o /dev/null
 
 // Persistent buffers come first (params, grads, state, inputs, outputs), at
 // offsets shared by both functions; temporaries reuse memory by liveness.

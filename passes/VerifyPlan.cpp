@@ -1,0 +1,256 @@
+//===- VerifyPlan.cpp - check a static memory plan ------------------------===//
+//
+// Re-derives, from the planned IR alone, what otc-plan-memory promises:
+//  - every view and every persistent buffer lies inside the arena, and the
+//    persistent buffers (`otc.buffers`) do not overlap one another;
+//  - a view that is not a persistent buffer touches no persistent bytes,
+//    except gradients placed inside their bucket;
+//  - two views whose bytes overlap are never live at the same time: a view
+//    is live from the first op that uses it to the last, persistent buffers
+//    always (they hold state between steps, in every step function), so no
+//    kernel writes bytes that a later kernel still reads as another value;
+//  - a convolution's workspace holds what the kernel library uses for that
+//    descriptor.
+// It trusts nothing the planner computed except the views' offsets.
+//
+//===----------------------------------------------------------------------===//
+
+#include "dialects/exec/ExecDialect.h"
+#include "passes/Attributes.h"
+#include "passes/KernelDescs.h"
+#include "passes/Passes.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/AsmState.h"
+#include "llvm/Support/raw_ostream.h"
+
+namespace otc {
+#define GEN_PASS_DEF_VERIFYPLAN
+#include "passes/Passes.h.inc"
+} // namespace otc
+
+using namespace mlir;
+using namespace otc;
+
+namespace {
+
+int64_t byteSize(MemRefType t) {
+  unsigned bits = t.getElementTypeBitWidth();
+  return t.getNumElements() * std::max<unsigned>(bits / 8, 1);
+}
+
+struct Range {
+  int64_t begin, end;
+  bool overlaps(Range o) const { return begin < o.end && o.begin < end; }
+  bool contains(Range o) const { return begin <= o.begin && o.end <= end; }
+  bool operator==(Range o) const { return begin == o.begin && end == o.end; }
+};
+
+std::string str(Range r) {
+  return "[" + std::to_string(r.begin) + ", " + std::to_string(r.end) + ")";
+}
+
+struct PersistentBuffer {
+  std::string name, role;
+  Range bytes;
+  bool bucket; // a gradient bucket: its members are views inside it
+};
+
+/// A temporary's bytes and live interval (op indices in its block).
+struct Temp {
+  Value view;
+  Range bytes;
+  int64_t first, last;
+};
+
+struct VerifyPlan : otc::impl::VerifyPlanBase<VerifyPlan> {
+  void runOnOperation() override;
+
+  /// "%12" as otc-opt prints the value.
+  std::string nameOf(Value v) {
+    std::string s;
+    llvm::raw_string_ostream os(s);
+    v.printAsOperand(os, *asmState);
+    return s;
+  }
+
+  LogicalResult verifyFunction(func::FuncOp fn,
+                               ArrayRef<PersistentBuffer> persistent,
+                               int64_t arenaBytes);
+
+  AsmState *asmState = nullptr; // while runOnOperation runs
+};
+
+} // namespace
+
+void VerifyPlan::runOnOperation() {
+  ModuleOp module = getOperation();
+  auto arena = module->getAttrOfType<IntegerAttr>(attr::kArenaBytes);
+  auto buffers = module->getAttrOfType<ArrayAttr>(attr::kBuffers);
+  if (!arena || !buffers) {
+    module.emitError("otc-verify-plan expects a planned module (")
+        << attr::kArenaBytes << " and " << attr::kBuffers
+        << "): run otc-plan-memory first";
+    return signalPassFailure();
+  }
+  int64_t arenaBytes = arena.getInt();
+  if (arenaBytes < 0) {
+    module.emitError("arena size ") << arenaBytes << " is negative";
+    return signalPassFailure();
+  }
+
+  SmallVector<PersistentBuffer> persistent;
+  for (Attribute a : buffers) {
+    auto d = llvm::dyn_cast<DictionaryAttr>(a);
+    auto name = d ? d.getAs<StringAttr>("name") : StringAttr();
+    auto role = d ? d.getAs<StringAttr>("role") : StringAttr();
+    auto offset = d ? d.getAs<IntegerAttr>("offset") : IntegerAttr();
+    auto type = d ? d.getAs<TypeAttr>("type") : TypeAttr();
+    auto memref = type ? llvm::dyn_cast<MemRefType>(type.getValue()) : nullptr;
+    if (!name || !role || !offset || !memref || !memref.hasStaticShape()) {
+      module.emitError("malformed ")
+          << attr::kBuffers << " entry " << a
+          << " (expected name, role, offset and a static memref type)";
+      return signalPassFailure();
+    }
+    int64_t begin = offset.getInt();
+    PersistentBuffer p{name.str(), role.str(),
+                       Range{begin, begin + byteSize(memref)},
+                       role.getValue() == "grad" &&
+                           name.getValue().starts_with("bucket")};
+    if (begin < 0 || p.bytes.end > arenaBytes) {
+      module.emitError("persistent buffer '")
+          << p.name << "' (" << p.role << ") at bytes " << str(p.bytes)
+          << " lies outside the arena of " << arenaBytes << " bytes";
+      return signalPassFailure();
+    }
+    for (const PersistentBuffer &q : persistent)
+      if (q.bytes.overlaps(p.bytes)) {
+        module.emitError("persistent buffers '")
+            << q.name << "' (" << q.role << ", bytes " << str(q.bytes) << ") and '"
+            << p.name << "' (" << p.role << ", bytes " << str(p.bytes)
+            << ") overlap";
+        return signalPassFailure();
+      }
+    persistent.push_back(std::move(p));
+  }
+
+  AsmState state(module);
+  asmState = &state;
+  for (auto fn : module.getOps<func::FuncOp>())
+    if (!fn.isExternal() && failed(verifyFunction(fn, persistent, arenaBytes)))
+      signalPassFailure();
+  asmState = nullptr;
+}
+
+LogicalResult VerifyPlan::verifyFunction(func::FuncOp fn,
+                                         ArrayRef<PersistentBuffer> persistent,
+                                         int64_t arenaBytes) {
+  Block &block = fn.front();
+  DenseMap<Operation *, int64_t> index;
+  int64_t n = 0;
+  for (Operation &op : block)
+    index[&op] = n++;
+
+  SmallVector<Temp> temps;
+  bool ok = true;
+  for (auto view : block.getOps<exec::ViewOp>()) {
+    auto type = llvm::cast<MemRefType>(view.getType());
+    int64_t begin = static_cast<int64_t>(view.getOffset());
+    Range bytes{begin, begin + byteSize(type)};
+    if (bytes.end > arenaBytes) {
+      view.emitOpError("view ")
+          << nameOf(view) << " at bytes " << str(bytes)
+          << " lies outside the arena of " << arenaBytes << " bytes";
+      ok = false;
+      continue;
+    }
+    // A persistent buffer, a member of a bucket, or a temporary that must
+    // keep clear of every persistent buffer.
+    const PersistentBuffer *same = nullptr, *container = nullptr;
+    for (const PersistentBuffer &p : persistent) {
+      if (p.bytes == bytes)
+        same = &p;
+      else if (p.bucket && p.bytes.contains(bytes))
+        container = &p;
+    }
+    if (same)
+      continue;
+    for (const PersistentBuffer &p : persistent)
+      if (&p != container && p.bytes.overlaps(bytes)) {
+        view.emitOpError("temporary ")
+            << nameOf(view) << " at bytes " << str(bytes)
+            << " overlaps the persistent buffer '" << p.name << "' ("
+            << p.role << ", bytes " << str(p.bytes) << ")";
+        ok = false;
+      }
+    if (view->use_empty())
+      continue;
+    int64_t first = INT64_MAX, last = -1;
+    for (Operation *user : view->getUsers()) {
+      int64_t i = index.lookup(block.findAncestorOpInBlock(*user));
+      first = std::min(first, i);
+      last = std::max(last, i);
+    }
+    temps.push_back({view.getResult(), bytes, first, last});
+  }
+
+  // Overlapping bytes, overlapping lives: sweep by offset.
+  llvm::sort(temps, [](const Temp &a, const Temp &b) {
+    return a.bytes.begin < b.bytes.begin;
+  });
+  SmallVector<Operation *> ops;
+  for (Operation &op : block)
+    ops.push_back(&op);
+  for (size_t i = 0; i < temps.size(); ++i)
+    for (size_t j = i + 1;
+         j < temps.size() && temps[j].bytes.begin < temps[i].bytes.end; ++j) {
+      const Temp &a = temps[i], &b = temps[j];
+      if (a.first > b.last || b.first > a.last)
+        continue;
+      // Report at the first op where both are live, naming the earlier one.
+      const Temp &older = a.first <= b.first ? a : b;
+      const Temp &newer = &older == &a ? b : a;
+      Range shared{std::max(a.bytes.begin, b.bytes.begin),
+                   std::min(a.bytes.end, b.bytes.end)};
+      Operation *at = ops[newer.first];
+      auto kernel = llvm::dyn_cast<exec::KernelOp>(at);
+      InFlightDiagnostic diag =
+          at->emitOpError()
+          << (kernel ? "(kernel \"" + kernel.getKernel().str() + "\") " : "")
+          << "uses "
+          << nameOf(newer.view) << " (bytes " << str(newer.bytes) << ") while "
+          << nameOf(older.view) << " (bytes " << str(older.bytes)
+          << "), which shares bytes " << str(shared) << ", is still live";
+      diag.attachNote(ops[older.last]->getLoc())
+          << nameOf(older.view) << " is last used here";
+      ok = false;
+    }
+
+  // Convolution workspaces.
+  for (auto k : block.getOps<exec::KernelOp>()) {
+    // (Hand-written IR may lack the window attributes the descriptor needs;
+    // the kernel's verifier is not this pass's business.)
+    if (k.getOuts().size() != 2 || k.getIns().size() < 2)
+      continue;
+    size_t spatial = shapeOf(k.getOuts()[0]).size() - 2;
+    if (shapeOf(k.getOuts()[0]).size() < 3 ||
+        llvm::any_of(ArrayRef<StringRef>{"strides", "dilations", "pads_begin"},
+                     [&](StringRef a) {
+                       return i64ArrayAttr(k, a).size() != spatial;
+                     }))
+      continue;
+    otck_conv_desc desc;
+    if (!convDescOf(k, k.getKernel(), k.getIns(), k.getOuts()[0], desc))
+      continue;
+    auto ws = llvm::cast<MemRefType>(k.getOuts()[1].getType());
+    int64_t need = otck_conv_workspace_bytes(&desc);
+    if (byteSize(ws) < need) {
+      k.emitOpError("workspace ")
+          << nameOf(k.getOuts()[1]) << " holds " << byteSize(ws)
+          << " bytes; the kernel uses " << need << " for this convolution";
+      ok = false;
+    }
+  }
+  return success(ok);
+}
