@@ -4,7 +4,7 @@ JOBS ?= 2
 PYTHON ?= /usr/bin/python3
 CMAKE_FLAGS ?=
 
-.PHONY: all deps build test demo bench format clean conformance
+.PHONY: all deps build test demo bench format clean conformance fuzz-diff
 
 all: build
 
@@ -32,6 +32,12 @@ bench: build
 conformance: build
 	$(PYTHON) test/conformance/run_conformance.py --build-dir $(BUILD) \
 	  --json $(BUILD)/conformance.json
+
+# Differential tester, long mode: new random models for FUZZ_SECONDS.
+FUZZ_SECONDS ?= 600
+fuzz-diff: build
+	OTC_VERIFY_PLAN=1 $(PYTHON) test/fuzz/fuzz_diff.py --build-dir $(BUILD) \
+	  --seconds $(FUZZ_SECONDS) --jobs $(JOBS)
 
 format:
 	git ls-files '*.cpp' '*.h' | xargs clang-format -i

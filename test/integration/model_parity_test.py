@@ -145,6 +145,33 @@ DEEP_SHAPE, DEEP_LR, DEEP_MOMENTUM = (4, 3, 64, 64), 0.01, 0.9
 FLOAT32_FACTOR, SCALE_FLOOR = 4.0, 1e-4
 
 
+def train_otc(ctx, checks, name, onnx_path, x, labels, steps, threads,
+              **compile_flags):
+    """Compiles `onnx_path` (cross-entropy on "labels", seed 0, the given
+    optimizer flags) and trains it `steps` steps on one batch; returns the
+    exported weights' and the metrics' paths, or None after a failed
+    check."""
+    import numpy as np
+    program = ctx.path(name, "train")
+    res = T.compile_model(ctx, onnx_path, program, loss="cross-entropy",
+                          label="labels", batch=x.shape[0], seed=0,
+                          **compile_flags)
+    if not T.require_ok(checks, "%s: otc-compile" % name, res):
+        return None
+    xp, yp = ctx.path(name, "input.npy"), ctx.path(name, "labels.npy")
+    np.save(xp, x)
+    np.save(yp, labels)
+    exported = ctx.path(name, "trained.onnx")
+    metrics = ctx.path(name, "metrics.jsonl")
+    r = T.run(T.train_cmd(program, {"input": xp, "labels": yp}, steps=steps,
+                          no_shuffle=True, export=exported, metrics=metrics,
+                          log_every=1, threads=threads), timeout=600)
+    if not T.require_ok(checks, "%s: %d training step%s" % (
+            name, steps, "" if steps == 1 else "s"), r):
+        return None
+    return exported, metrics
+
+
 def deep_resnet(spec):
     import torch
     import torchvision
@@ -175,29 +202,19 @@ def check_deep(name, spec, ctx, checks, threads):
                       training=torch.onnx.TrainingMode.TRAINING,
                       do_constant_folding=False, opset_version=15)
     ref = copy.deepcopy(model)
-    program = ctx.path(name, "train")
-    res = T.compile_model(ctx, onnx_path, program, loss="cross-entropy",
-                          label="labels", optimizer="momentum",
-                          momentum=DEEP_MOMENTUM, lr=DEEP_LR,
-                          batch=DEEP_SHAPE[0], seed=0)
-    if not T.require_ok(checks, "%s: otc-compile" % name, res):
+    trained = train_otc(ctx, checks, name, onnx_path, x, y, 1, threads,
+                        optimizer="momentum", momentum=DEEP_MOMENTUM,
+                        lr=DEEP_LR)
+    if not trained:
         return
-    xp, yp = ctx.path(name, "input.npy"), ctx.path(name, "labels.npy")
-    np.save(xp, x)
-    np.save(yp, y)
-    exported = ctx.path(name, "trained.onnx")
-    metrics = ctx.path(name, "metrics.jsonl")
-    r = T.run(T.train_cmd(program, {"input": xp, "labels": yp}, steps=1,
-                          no_shuffle=True, export=exported, metrics=metrics,
-                          log_every=1, threads=threads), timeout=600)
-    if not T.require_ok(checks, "%s: one training step" % name, r):
-        return
+    exported, metrics = trained
     w0, w1 = ({k: v.astype(np.float64) for k, v in
                T.read_onnx_weights(p).items()} for p in (onnx_path, exported))
 
-    otc_dec = R.otc_relu_inputs(ctx, onnx_path, {"input": x},
-                                DEEP_SHAPE[0], name=name + "/relu_inputs")
     t32_dec = R.pytorch_float32_decisions(ref, x)
+    otc_dec = R.otc_relu_inputs(ctx, onnx_path, {"input": x},
+                                DEEP_SHAPE[0], [a.shape for a in t32_dec],
+                                name=name + "/relu_inputs")
     want_otc, loss64, how_otc = R.float64_update(ref, x, y, DEEP_LR, otc_dec)
     want_t32, _, how_t32 = R.float64_update(ref, x, y, DEEP_LR, t32_dec)
     plain, _, _ = R.float64_update(ref, x, y, DEEP_LR, t32_dec, tau=0.0)
@@ -291,25 +308,12 @@ def main():
             out = copy.deepcopy(model)(torch.from_numpy(x))
         classes = out.shape[-1]
         labels = rng.randint(0, classes, size=out.shape[:-1]).astype(np.int64)
-        program = ctx.path(name, "train")
-        res = T.compile_model(ctx, onnx_path, program, loss="cross-entropy",
-                              label="labels", optimizer="adamw",
-                              lr=opt["lr"], weight_decay=WEIGHT_DECAY,
-                              eps=opt["eps"], batch=shape[0], seed=0)
-        if not T.require_ok(checks, "%s: otc-compile" % name, res):
+        trained = train_otc(ctx, checks, name, onnx_path, x, labels, STEPS,
+                            args.threads, optimizer="adamw", lr=opt["lr"],
+                            weight_decay=WEIGHT_DECAY, eps=opt["eps"])
+        if not trained:
             continue
-        xp, yp = ctx.path(name, "input.npy"), ctx.path(name, "labels.npy")
-        np.save(xp, x)
-        np.save(yp, labels)
-        exported = ctx.path(name, "trained.onnx")
-        metrics = ctx.path(name, "metrics.jsonl")
-        r = T.run(T.train_cmd(program, {"input": xp, "labels": yp},
-                              steps=STEPS, no_shuffle=True, export=exported,
-                              metrics=metrics, log_every=1,
-                              threads=args.threads), timeout=600)
-        if not T.require_ok(checks, "%s: %d training steps" % (name, STEPS),
-                            r):
-            continue
+        exported, metrics = trained
         refs = {}
         for dtype in (torch.float32, torch.float64):
             m = copy.deepcopy(ref).to(dtype)

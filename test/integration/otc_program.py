@@ -47,22 +47,35 @@ STEP_FN = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p,
 
 
 class Entry(ctypes.Structure):
-    _fields_ = [
-        ("abi_version", ctypes.c_uint32),
-        ("manifest_json", ctypes.c_char_p),
-        ("arena_bytes", ctypes.c_uint64),
-        ("train_step", ctypes.c_void_p),
-        ("eval_step", STEP_FN),
-    ]
+    """otc_program_entry_t."""
+
+
+Entry._fields_ = [
+    ("abi_version", ctypes.c_uint32),
+    ("manifest_json", ctypes.c_char_p),
+    ("arena_bytes", ctypes.c_uint64),
+    ("train_step", ctypes.c_void_p),
+    ("eval_step", STEP_FN),
+    ("num_variants", ctypes.c_int32),
+    ("variants", ctypes.POINTER(ctypes.POINTER(Entry))),
+    ("rank_variant", ctypes.POINTER(ctypes.c_int32)),
+    ("calibrate_step", ctypes.c_void_p),
+    ("device", ctypes.c_int32),
+]
+
+
+def load_entry(lib_path):
+    """(the loaded library, its Entry)."""
+    lib = ctypes.CDLL(lib_path, mode=ctypes.RTLD_LOCAL)
+    lib.otc_program_entry.restype = ctypes.POINTER(Entry)
+    return lib, lib.otc_program_entry().contents
 
 
 class Program:
     """One loaded program and its 64-byte aligned arena."""
 
     def __init__(self, lib_path):
-        self.lib = ctypes.CDLL(lib_path, mode=ctypes.RTLD_LOCAL)
-        self.lib.otc_program_entry.restype = ctypes.POINTER(Entry)
-        self.entry = self.lib.otc_program_entry().contents
+        self.lib, self.entry = load_entry(lib_path)
         self.manifest = json.loads(self.entry.manifest_json.decode())
         size = self.entry.arena_bytes
         raw = np.zeros(size + 64, dtype=np.uint8)

@@ -207,11 +207,31 @@ def cmdline(cmd):
     return " ".join(shlex.quote(str(c)) for c in cmd)
 
 
+_TMPDIR = []
+
+
+def private_tmpdir():
+    """A TMPDIR of this test process's own (removed at exit): Open MPI
+    singletons that start at the same moment in two tests race for one
+    session folder under a shared TMPDIR and fail with "File exists".
+    Under $OTC_TMPDIR_PARENT when set (worker processes, which skip atexit:
+    their parent removes that folder)."""
+    if not _TMPDIR:
+        import atexit
+        import tempfile
+        d = tempfile.mkdtemp(prefix="otc-test-",
+                             dir=os.environ.get("OTC_TMPDIR_PARENT"))
+        atexit.register(shutil.rmtree, d, True)
+        _TMPDIR.append(d)
+    return _TMPDIR[0]
+
+
 def run(cmd, timeout=120, env=None, cwd=None, echo=True):
     """Runs cmd; never raises on failure or timeout: returns a Result."""
     cmd = [str(c) for c in cmd]
     full_env = dict(os.environ)
     full_env.update(MPI_ENV)
+    full_env["TMPDIR"] = private_tmpdir()
     if env:
         full_env.update(env)
     if echo:

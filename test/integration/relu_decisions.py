@@ -1,6 +1,6 @@
 #===- relu_decisions.py - float64 references that respect ReLU ties --------===#
 #
-# ReLU's derivative jumps at 0. A ReLU input that float64 puts within float32
+# ReLU's derivative jumps at 0 (LeakyReLU's too). A ReLU input that float64 puts within float32
 # rounding of 0 (a few 1e-6 in a deep network) is decided either way by two
 # correct float32 implementations, and the one element decided the other way
 # changes the gradient of everything before it: in ResNet(BasicBlock,
@@ -15,8 +15,8 @@
 # rounding only; a decision that differs from float64's farther from 0 than
 # `tau` is a wrong forward value, and is reported as such.
 #
-# OTC's decisions come from its own forward: the model with every Relu
-# node's input added to its outputs, compiled for inference (the same
+# OTC's decisions come from its own forward: the model with every Relu and
+# LeakyRelu node's input added to its outputs, compiled for inference (the same
 # kernels on the same values as the training step's forward) and run
 # in-process (otc_program). PyTorch float32's come from hooks.
 #
@@ -32,72 +32,102 @@ import otc_testlib as T
 TAU = 1e-4
 
 
+KINK_OPS = ("Relu", "LeakyRelu")
+
+
+def kink_modules():
+    import torch
+    return (torch.nn.ReLU, torch.nn.LeakyReLU)
+
+
+def negative_slope(mod):
+    return getattr(mod, "negative_slope", 0.0)
+
+
 def relu_input_names(model_proto):
-    """The input of every Relu node, in node (= execution) order."""
-    return [n.input[0] for n in model_proto.graph.node if n.op_type == "Relu"]
+    """The input of every Relu and LeakyRelu node, in node (= execution)
+    order."""
+    return [n.input[0] for n in model_proto.graph.node
+            if n.op_type in KINK_OPS]
 
 
-def otc_relu_inputs(ctx, onnx_path, inputs, batch, name="relu_inputs"):
-    """OTC's float32 value of every Relu input for `inputs` (graph input
-    name -> array), in node order: the model compiled for inference with
-    those values added to its outputs."""
-    import onnx
-    from onnx import numpy_helper
-    model = onnx.load(onnx_path)
-    names = relu_input_names(model)
-    inferred = onnx.shape_inference.infer_shapes(model)
-    infos = {v.name: v for v in inferred.graph.value_info}
-    for n in names:
-        if n not in infos:
-            raise RuntimeError("no shape for Relu input '%s'" % n)
-        model.graph.output.append(infos[n])
-    probe = ctx.path(name, "model.onnx")
-    onnx.save(model, probe)
-    lib = ctx.path(name, "forward.so")
-    res = T.compile_model(ctx, probe, lib, inference=True, emit="lib",
-                          batch=batch)
-    if not res.ok:
-        raise RuntimeError("otc-compile --inference failed: %s" %
-                           res.output[-2000:])
-    program = otc_program.Program(lib)
-    program.load_params({t.name: numpy_helper.to_array(t)
-                         for t in model.graph.initializer})
-    for k, v in inputs.items():
-        program.view(program.inputs[k])[...] = v
-    rc = program.eval_step()
-    if rc != 0:
-        raise RuntimeError("eval_step returned %d" % rc)
-    return [program.output(n).astype(np.float64) for n in names]
+class OtcProbe:
+    """The model compiled for inference with every Relu/LeakyRelu input added
+    to its outputs: run(inputs, params) gives OTC's float32 value of each,
+    in node order, for the parameters of the source file or others (the
+    weights a training step exported)."""
+
+    def __init__(self, ctx, onnx_path, batch, shapes, name="relu_inputs"):
+        """shapes: the shape of each Relu input in node order (as PyTorch
+        saw them: ONNX's shape inference cannot follow computed Reshapes)."""
+        import onnx
+        from onnx import helper, numpy_helper
+        model = onnx.load(onnx_path)
+        self.names = relu_input_names(model)
+        if len(shapes) != len(self.names):
+            raise RuntimeError("the model has %d Relu nodes but PyTorch ran "
+                               "%d ReLUs" % (len(self.names), len(shapes)))
+        outputs = {o.name for o in model.graph.output}
+        for n, shape in zip(self.names, shapes):
+            if n not in outputs:
+                model.graph.output.append(helper.make_tensor_value_info(
+                    n, onnx.TensorProto.FLOAT, list(shape)))
+                outputs.add(n)
+        probe = ctx.path(name, "model.onnx")
+        onnx.save(model, probe)
+        lib = ctx.path(name, "forward.so")
+        res = T.run([ctx.tool("otc-compile"), probe, "-o", lib,
+                     "--inference", "--emit=lib", "--batch", str(batch)],
+                    timeout=300, echo=False)
+        if not res.ok:
+            raise RuntimeError("otc-compile --inference failed: %s" %
+                               res.output[-2000:])
+        self.program = otc_program.Program(lib)
+        self.initial = {t.name: numpy_helper.to_array(t)
+                        for t in model.graph.initializer}
+
+    def run(self, inputs, params=None):
+        p = self.program
+        p.load_params(dict(self.initial, **(params or {})))
+        for k, v in inputs.items():
+            p.view(p.inputs[k])[...] = v
+        rc = p.eval_step()
+        if rc != 0:
+            raise RuntimeError("eval_step returned %d" % rc)
+        return [p.output(n).astype(np.float64) for n in self.names]
 
 
-class _ForcedRelu:
-    """relu(x) whose derivative is the given 0/1 mask."""
+def otc_relu_inputs(ctx, onnx_path, inputs, batch, shapes,
+                    name="relu_inputs"):
+    """OTC's float32 value of every Relu/LeakyRelu input for `inputs` (graph
+    input name -> array) with the file's parameters, in node order."""
+    return OtcProbe(ctx, onnx_path, batch, shapes, name).run(inputs)
 
-    @staticmethod
-    def make():
-        import torch
 
-        class F(torch.autograd.Function):
-            @staticmethod
-            def forward(ctx, x, mask):
-                ctx.save_for_backward(mask)
-                return x * mask
+def _forced_kink():
+    """x * mask, whose derivative is the 0/1 (or slope) mask."""
+    import torch
 
-            @staticmethod
-            def backward(ctx, g):
-                (mask,) = ctx.saved_tensors
-                return g * mask, None
-        return F
+    class F(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, x, mask):
+            ctx.save_for_backward(mask)
+            return x * mask
+
+        @staticmethod
+        def backward(ctx, g):
+            (mask,) = ctx.saved_tensors
+            return g * mask, None
+    return F
 
 
 def record_relu_inputs(model):
-    """Hooks that append every nn.ReLU input of `model`'s forwards (as
-    float64 arrays) to the returned list; in-place ReLUs become out of
+    """Hooks that append every ReLU/LeakyReLU input of `model`'s forwards
+    (as float64 arrays) to the returned list; in-place ones become out of
     place so that the inputs survive."""
-    import torch
     seen = []
     for mod in model.modules():
-        if isinstance(mod, torch.nn.ReLU):
+        if isinstance(mod, kink_modules()):
             mod.inplace = False
             mod.register_forward_pre_hook(
                 lambda mod, inp: seen.append(
@@ -117,41 +147,62 @@ class Decisions:
         self.worst = (0.0, -1)  # (|x| / scale, ReLU index)
 
 
+class ForcedDecisions:
+    """Hooks `model` (float64) so that, in each forward after use(decided),
+    its k-th ReLU/LeakyReLU call takes the sign of decided[k] (a float32
+    run's input to it) wherever its own input is within tau * max|input|
+    of 0. `stats` (a Decisions) sums over the forwards."""
+
+    def __init__(self, model, tau=TAU):
+        import torch
+        forced = _forced_kink()
+        self.stats = Decisions()
+        self.decided = None
+        self.calls = 0
+
+        def hook(mod, inp, _):
+            if self.decided is None:
+                return None
+            k = self.calls
+            self.calls += 1
+            x = inp[0]
+            if k >= len(self.decided):
+                raise RuntimeError(
+                    "the model calls ReLU more often (%d) than the float32 "
+                    "run did (%d)" % (k + 1, len(self.decided)))
+            theirs = torch.from_numpy(self.decided[k].reshape(x.shape)) > 0
+            mine = x.detach() > 0
+            scale = float(x.detach().abs().max()) or 1.0
+            dist = x.detach().abs() / scale
+            near = dist < tau
+            st = self.stats
+            st.ambiguous += int(near.sum())
+            differ = (theirs != mine) & ~near
+            if bool(differ.any()):
+                st.conflicts += int(differ.sum())
+                st.worst = max(st.worst, (float(dist[differ].max()), k))
+            positive = torch.where(near, theirs, mine)
+            mask = torch.where(positive, torch.ones_like(x),
+                               torch.full_like(x, negative_slope(mod)))
+            return forced.apply(x, mask)
+
+        for mod in model.modules():
+            if isinstance(mod, kink_modules()):
+                mod.inplace = False
+                mod.register_forward_hook(hook)
+
+    def use(self, decided):
+        """decided: the float32 inputs of the next forward's ReLUs (None:
+        float64's own decisions everywhere)."""
+        self.decided = decided
+        self.calls = 0
+
+
 def force_relu_decisions(model, decided, tau=TAU):
-    """Hooks `model` (float64) so that its k-th nn.ReLU call takes the sign
-    of decided[k] (a float32 run's ReLU input) wherever its own input is
-    within tau * max|input| of 0. Returns the Decisions it fills in."""
-    import torch
-    forced = _ForcedRelu.make()
-    out = Decisions()
-    calls = [0]
-
-    def hook(mod, inp, _):
-        k = calls[0]
-        calls[0] += 1
-        x = inp[0]
-        if k >= len(decided):
-            raise RuntimeError("the model calls ReLU more often (%d) than the "
-                               "float32 run did (%d)" % (k + 1, len(decided)))
-        theirs = torch.from_numpy(decided[k].reshape(x.shape)) > 0
-        mine = x.detach() > 0
-        scale = float(x.detach().abs().max()) or 1.0
-        dist = x.detach().abs() / scale
-        near = dist < tau
-        out.ambiguous += int(near.sum())
-        differ = (theirs != mine) & ~near
-        if bool(differ.any()):
-            out.conflicts += int(differ.sum())
-            far = float(dist[differ].max())
-            out.worst = max(out.worst, (far, k))
-        mask = torch.where(near, theirs, mine).to(x.dtype)
-        return forced.apply(x, mask)
-
-    for mod in model.modules():
-        if isinstance(mod, torch.nn.ReLU):
-            mod.inplace = False
-            mod.register_forward_hook(hook)
-    return out
+    """ForcedDecisions for one forward; returns its Decisions."""
+    f = ForcedDecisions(model, tau)
+    f.use(decided)
+    return f.stats
 
 
 def first_step_update(model, x, y, lr, momentum, dtype):

@@ -48,7 +48,6 @@
 #
 #===------------------------------------------------------------------------===#
 
-import ctypes
 import json
 import os
 import sys
@@ -56,6 +55,7 @@ import sys
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import otc_program  # noqa: E402
 import otc_testlib as T  # noqa: E402
 
 STEPS = 5
@@ -247,28 +247,9 @@ def main():
     checks.finish()
 
 
-class Entry(ctypes.Structure):
-    pass
-
-
-Entry._fields_ = [
-    ("abi_version", ctypes.c_uint32),
-    ("manifest_json", ctypes.c_char_p),
-    ("arena_bytes", ctypes.c_uint64),
-    ("train_step", ctypes.c_void_p),
-    ("eval_step", ctypes.c_void_p),
-    ("num_variants", ctypes.c_int32),
-    ("variants", ctypes.POINTER(ctypes.POINTER(Entry))),
-    ("rank_variant", ctypes.POINTER(ctypes.c_int32)),
-    ("calibrate_step", ctypes.c_void_p),
-]
-
-
 def arenas_per_rank(lib_path, world):
     """The arena bytes each rank of a compiled SDP program allocates."""
-    lib = ctypes.CDLL(lib_path)
-    lib.otc_program_entry.restype = ctypes.POINTER(Entry)
-    e = lib.otc_program_entry().contents
+    _, e = otc_program.load_entry(lib_path)
     return [e.variants[e.rank_variant[r]].contents.arena_bytes
             for r in range(world)]
 
