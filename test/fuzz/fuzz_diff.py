@@ -64,12 +64,15 @@ ACTS = ["relu", "leaky_relu", "gelu", "tanh", "sigmoid", "silu"]
 
 def gen_spec(seed):
     r = random.Random(seed)
-    family = r.choice(["vec", "vec", "seq", "img"])
+    family = r.choice(["vec", "vec", "seq", "seq", "img", "img"])
     b = r.choice([2, 3, 4])
+    vocab = None
     if family == "vec":
         shape = [r.choice([5, 8, 12, 16])]
     elif family == "seq":
         shape = [r.choice([3, 4, 6]), r.choice([8, 12, 16])]
+        # Token ids through an embedding (few ids, so that they repeat).
+        vocab = r.choice([None, 7, 11])
     else:
         shape = [r.choice([1, 2, 3]), r.choice([6, 8]), r.choice([6, 8])]
     shapes = [list(shape)]
@@ -90,6 +93,8 @@ def gen_spec(seed):
             "seed": seed}
     if family == "seq":
         spec["per_token"] = r.random() < 0.5
+        if vocab:
+            spec["vocab"] = vocab
     return prune(spec)
 
 
@@ -123,16 +128,16 @@ def gen_node(r, family, shapes):
     src = last if r.random() < 0.7 else r.randrange(len(shapes))
     s = shapes[src]
     if family == "img":
-        op = r.choice(["conv", "conv", "act", "bn", "avgpool", "add", "concat",
-                       "scale"])
+        op = r.choice(["conv", "conv", "act", "bn", "avgpool", "maxpool",
+                       "add", "concat", "scale", "center"])
     elif family == "seq":
         op = r.choice(["linear", "act", "layernorm", "attention", "attention",
                        "add", "mul", "concat", "softmax", "transpose",
-                       "scale"])
+                       "scale", "center", "glu"])
     else:
         op = r.choice(["linear", "linear", "act", "act", "layernorm", "bn",
                        "add", "mul", "concat", "softmax", "transpose",
-                       "scale"])
+                       "scale", "glu"])
     d = s[-1] if family != "img" else s[0]
     if op == "linear":
         out = r.choice([4, 6, 8, 12, 16])
@@ -146,6 +151,12 @@ def gen_node(r, family, shapes):
         return {"op": op, "in": [src], "shape": s}
     if op == "softmax":
         return {"op": op, "in": [src], "shape": s}
+    if op == "center":  # x - mean over positions, broadcast back
+        return {"op": op, "in": [src], "shape": s}
+    if op == "glu":  # halves of the features: a * sigmoid(b)
+        if d % 2 or d < 4:
+            return None
+        return {"op": op, "in": [src], "shape": s[:-1] + [d // 2]}
     if op == "scale":  # x * w + b with broadcast parameters
         return {"op": op, "in": [src], "shape": s}
     if op in ("add", "mul"):
@@ -188,6 +199,14 @@ def gen_node(r, family, shapes):
             return None
         return {"op": op, "in": [src], "shape": [s[0]] + [n // 2
                                                        for n in s[1:]]}
+    if op == "maxpool":  # 2x2 stride 2, or ResNet's 3x3 stride 2 pad 1
+        if min(s[1:]) < 4:
+            return None
+        k = r.choice([2, 3])
+        pad = 1 if k == 3 else 0
+        return {"op": op, "in": [src], "kernel": k, "padding": pad,
+                "shape": [s[0]] + [(n + 2 * pad - k) // 2 + 1
+                                   for n in s[1:]]}
     return None
 
 
@@ -227,6 +246,8 @@ def build_model(spec):
     class Net(nn.Module):
         def __init__(self):
             super().__init__()
+            if spec.get("vocab"):
+                self.embed = nn.Embedding(spec["vocab"], spec["input"][-1])
             self.layers = nn.ModuleList()
             self.params = nn.ParameterList()
             for node in spec["nodes"]:
@@ -244,6 +265,8 @@ def build_model(spec):
                         nn.BatchNorm1d(d)
                 elif op == "attention":
                     m = Attention(d, node["heads"], node["causal"], s[0])
+                elif op == "maxpool":
+                    m = nn.MaxPool2d(node["kernel"], 2, node["padding"])
                 elif op == "conv":
                     m = nn.Conv2d(d, node["out_channels"], node["kernel"],
                                   node["stride"], node["kernel"] // 2,
@@ -263,14 +286,20 @@ def build_model(spec):
                 self.head = nn.Linear(last[-1], k)
 
         def forward(self, x):
-            vals = [x]
+            vals = [self.embed(x) if spec.get("vocab") else x]
             p = 0
             for node, m in zip(spec["nodes"], self.layers):
                 a = vals[node["in"][0]]
                 op = node["op"]
                 if op in ("linear", "act", "layernorm", "attention", "conv",
-                          "bn"):
+                          "bn", "maxpool"):
                     y = m(a)
+                elif op == "center":
+                    y = a - a.mean(dim=(2, 3) if family == "img" else 1,
+                                   keepdim=True)
+                elif op == "glu":
+                    h, g = a.chunk(2, dim=-1)
+                    y = h * torch.sigmoid(g)
                 elif op == "softmax":
                     y = F.softmax(a, dim=-1)
                 elif op == "scale":
@@ -305,8 +334,12 @@ def batch_data(spec):
     """The batch of a spec: inputs and labels (class ids, or targets for
     mse) drawn from spec["seed"]."""
     rng = np.random.RandomState(spec["seed"])
-    x = rng.standard_normal([spec["batch"]] + spec["input"]).astype(
-        np.float32)
+    if spec.get("vocab"):
+        x = rng.randint(0, spec["vocab"], size=[spec["batch"]] +
+                        spec["input"][:1]).astype(np.int64)
+    else:
+        x = rng.standard_normal([spec["batch"]] + spec["input"]).astype(
+            np.float32)
     if spec["family"] == "seq" and spec.get("per_token"):
         lshape = [spec["batch"], spec["input"][0]]
     else:
@@ -329,7 +362,8 @@ def loss_fn(spec, out, y):
     return F.mse_loss(out, y.to(out.dtype))
 
 
-def trajectory(spec, model, x, y, dtype, decisions=None, record=False):
+def trajectory(spec, model, x, y, dtype, decisions=None, record=False,
+               perturb=None):
     """STEPS steps of torch.optim.SGD in `dtype`: (losses, [{name: w_s -
     w_s+1}], buffers after the last step, ReLU inputs of each forward when
     `record`). decisions(step) gives the float32 ReLU inputs to force
@@ -337,11 +371,20 @@ def trajectory(spec, model, x, y, dtype, decisions=None, record=False):
     import torch
     m = copy.deepcopy(model).to(dtype)
     m.train()
+    if perturb is not None:
+        # Every parameter moved by at most about one unit in the last place.
+        g = torch.Generator().manual_seed(perturb)
+        with torch.no_grad():
+            for p in m.parameters():
+                p.mul_(1 + (torch.rand(p.shape, generator=g, dtype=dtype) *
+                            2 - 1) * 2.0 ** -23)
     forced = R.ForcedDecisions(m) if decisions else None
     seen = R.record_relu_inputs(m) if record else None
     momentum = 0.9 if spec["optimizer"] == "momentum" else 0.0
     opt = torch.optim.SGD(m.parameters(), lr=spec["lr"], momentum=momentum)
-    xt = torch.from_numpy(x).to(dtype)
+    xt = torch.from_numpy(x)
+    if xt.is_floating_point():
+        xt = xt.to(dtype)
     yt = torch.from_numpy(y)
     losses, updates, per_step = [], [], []
     for step in range(STEPS):
@@ -380,13 +423,6 @@ def rel_err(got, want, floor):
     scale = max(float(np.abs(want).max()) if want.size else 0.0, floor)
     d = float(np.abs(got - want).max()) if want.size else 0.0
     return d / scale if scale > 0 else (0.0 if d == 0 else float("inf"))
-
-
-def perturbed(x, seed):
-    """x with every element moved by at most one unit in the last place."""
-    rng = np.random.RandomState(seed)
-    return (x * (1 + rng.uniform(-1, 1, x.shape) * 2.0 ** -23)).astype(
-        np.float32)
 
 
 def run_case(ctx, spec, tag):
@@ -442,16 +478,17 @@ def run_case(ctx, spec, tag):
     got_updates = [{k: ws[s][k] - ws[s + 1][k] for k in w0}
                    for s in range(STEPS)]
 
-    # PyTorch float32 on the batch and on copies perturbed by about one unit
-    # in the last place: how far a correct float32 program may be (a value
+    # PyTorch float32 from the model and from copies whose parameters moved
+    # by about one unit in the last place: how far a correct float32
+    # program may be (a value
     # that cancels to rounding differs between these runs as it may
     # between two implementations). Each run's float64 reference takes that
     # run's ReLU decisions.
     runs32 = []
     for k in range(FLOAT32_RUNS):
-        xk = x if k == 0 else perturbed(x, spec["seed"] * 7 + k)
-        l32, u32, b32, seen32, _ = trajectory(spec, ref, xk, y,
-                                              torch.float32, record=True)
+        l32, u32, b32, seen32, _ = trajectory(
+            spec, ref, x, y, torch.float32, record=True,
+            perturb=None if k == 0 else spec["seed"] * 7 + k)
         l64t, u64t, b64t, _, how32 = trajectory(
             spec, ref, x, y, torch.float64,
             decisions=lambda s, seen=seen32: seen[s])
@@ -616,7 +653,7 @@ def main():
 
     t0 = time.time()
     if args.seed is None:
-        args.seed = int(t0 * 1000) % (1 << 40) if args.seconds > 0 else 0
+        args.seed = int(t0 * 1000) % 1000000000 if args.seconds > 0 else 0
     print("seeds from %d" % args.seed, flush=True)
     if args.seconds > 0:
         seeds = iter(range(args.seed, 1 << 62))

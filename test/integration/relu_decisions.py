@@ -1,6 +1,7 @@
 #===- relu_decisions.py - float64 references that respect ReLU ties --------===#
 #
-# ReLU's derivative jumps at 0 (LeakyReLU's too). A ReLU input that float64 puts within float32
+# ReLU's derivative jumps at 0 (LeakyReLU's too; max pooling's where two
+# elements of a window tie). A ReLU input that float64 puts within float32
 # rounding of 0 (a few 1e-6 in a deep network) is decided either way by two
 # correct float32 implementations, and the one element decided the other way
 # changes the gradient of everything before it: in ResNet(BasicBlock,
@@ -32,12 +33,15 @@ import otc_testlib as T
 TAU = 1e-4
 
 
-KINK_OPS = ("Relu", "LeakyRelu")
+KINK_OPS = ("Relu", "LeakyRelu", "MaxPool")
 
 
 def kink_modules():
+    """The modules whose derivative a float32 decision selects: the sign of
+    a ReLU/LeakyReLU input, the largest element of a 2-D max-pooling
+    window."""
     import torch
-    return (torch.nn.ReLU, torch.nn.LeakyReLU)
+    return (torch.nn.ReLU, torch.nn.LeakyReLU, torch.nn.MaxPool2d)
 
 
 def negative_slope(mod):
@@ -45,8 +49,8 @@ def negative_slope(mod):
 
 
 def relu_input_names(model_proto):
-    """The input of every Relu and LeakyRelu node, in node (= execution)
-    order."""
+    """The input of every Relu, LeakyRelu and MaxPool node, in node (=
+    execution) order."""
     return [n.input[0] for n in model_proto.graph.node
             if n.op_type in KINK_OPS]
 
@@ -121,14 +125,62 @@ def _forced_kink():
     return F
 
 
+def _pair(v):
+    return tuple(v) if isinstance(v, (tuple, list)) else (v, v)
+
+
+def forced_max_pool(mod, x, theirs, tau, stats, k):
+    """nn.MaxPool2d `mod` on x (float64) that takes, in every window whose
+    two largest elements float64 puts within tau * max|x| of each other, the
+    element `theirs` (a float32 run's input) is largest at (the first of
+    equals, as PyTorch's kernel), and float64's elsewhere; differentiable
+    in x (the gradient reaches the chosen element)."""
+    import torch
+    import torch.nn.functional as F
+    if mod.dilation not in (1, (1, 1)) or mod.ceil_mode or \
+            mod.return_indices:
+        raise RuntimeError("forced max pooling: dilation, ceil_mode and "
+                           "return_indices are not supported")
+    kh, kw = _pair(mod.kernel_size)
+    sh, sw = _pair(mod.stride or mod.kernel_size)
+    ph, pw = _pair(mod.padding)
+    n, c, h, w = x.shape
+    oh, ow = (h + 2 * ph - kh) // sh + 1, (w + 2 * pw - kw) // sw + 1
+
+    def windows(t):
+        t = F.pad(t.reshape(n * c, 1, h, w), (pw, pw, ph, ph),
+                  value=float("-inf"))
+        return F.unfold(t, (kh, kw), stride=(sh, sw))  # [n*c, kh*kw, L]
+
+    cols = windows(x)
+    with torch.no_grad():
+        mine = cols.argmax(dim=1)
+        other = windows(theirs).argmax(dim=1)
+        scale = float(x.abs().max()) or 1.0
+        top = cols.topk(min(2, kh * kw), dim=1).values
+        gap = (top[:, 0] - top[:, -1]) / scale if kh * kw > 1 else \
+            torch.full_like(top[:, 0], float("inf"))
+        near = gap < tau
+        stats.ambiguous += int(near.sum())
+        picked = cols.gather(1, other.unsqueeze(1)).squeeze(1)
+        best = cols.gather(1, mine.unsqueeze(1)).squeeze(1)
+        differ = (picked != best) & ~near
+        if bool(differ.any()):
+            stats.conflicts += int(differ.sum())
+            stats.worst = max(stats.worst, (float(gap[differ].max()), k))
+        idx = torch.where(near, other, mine)
+    return cols.gather(1, idx.unsqueeze(1)).reshape(n, c, oh, ow)
+
+
 def record_relu_inputs(model):
-    """Hooks that append every ReLU/LeakyReLU input of `model`'s forwards
-    (as float64 arrays) to the returned list; in-place ones become out of
-    place so that the inputs survive."""
+    """Hooks that append every ReLU/LeakyReLU/MaxPool2d input of `model`'s
+    forwards (as float64 arrays) to the returned list; in-place ones become
+    out of place so that the inputs survive."""
     seen = []
     for mod in model.modules():
         if isinstance(mod, kink_modules()):
-            mod.inplace = False
+            if hasattr(mod, "inplace"):
+                mod.inplace = False
             mod.register_forward_pre_hook(
                 lambda mod, inp: seen.append(
                     inp[0].detach().double().numpy().copy()))
@@ -170,6 +222,10 @@ class ForcedDecisions:
                 raise RuntimeError(
                     "the model calls ReLU more often (%d) than the float32 "
                     "run did (%d)" % (k + 1, len(self.decided)))
+            if isinstance(mod, torch.nn.MaxPool2d):
+                return forced_max_pool(
+                    mod, x, torch.from_numpy(self.decided[k].reshape(
+                        x.shape)).to(x.dtype), tau, self.stats, k)
             theirs = torch.from_numpy(self.decided[k].reshape(x.shape)) > 0
             mine = x.detach() > 0
             scale = float(x.detach().abs().max()) or 1.0
@@ -188,7 +244,8 @@ class ForcedDecisions:
 
         for mod in model.modules():
             if isinstance(mod, kink_modules()):
-                mod.inplace = False
+                if hasattr(mod, "inplace"):
+                    mod.inplace = False
                 mod.register_forward_hook(hook)
 
     def use(self, decided):
