@@ -68,7 +68,7 @@ inline bool isConfigOperand(StringRef opType, int index) {
       {"Clip", 1},      {"Pad", 1},     {"Slice", 1},     {"Resize", 1},
       {"TopK", 1},      {"Tile", 1},    {"Expand", 1},    {"Split", 1},
       {"ReduceSum", 1}, {"OneHot", 1},  {"CumSum", 1},    {"Trilu", 1},
-      {"Range", 0},
+      {"Range", 0},     {"LSTM", 4},    {"GRU", 4},       {"RNN", 4},
   };
   auto it = firstConfig.find(opType);
   return it != firstConfig.end() && index >= it->second;
@@ -192,6 +192,8 @@ public:
   LogicalResult importBatchNorm(const onnx::NodeProto &node);
   LogicalResult importLayerNorm(const onnx::NodeProto &node);
   LogicalResult importInstanceNorm(const onnx::NodeProto &node);
+  // RecurrentOps.cpp
+  LogicalResult importRecurrent(const onnx::NodeProto &node);
   // LossOps.cpp
   LogicalResult importLoss(const onnx::NodeProto &node);
   FailureOr<Value> nllLoss(const onnx::NodeProto &node, Value logp,

@@ -4,7 +4,8 @@
 # a library, model_parity_test's GPT-style decoder (embeddings: gather;
 # LayerNorm; causal masking: where) and a residual CNN (convolutions,
 # BatchNorm, ReLU, max pooling, global average pooling, a linear head) as
-# executables: all must build here (no GPU needed) and need the CUDA kernel
+# executables, and text classifiers on 2-layer bidirectional LSTM, GRU and
+# RNN: all must build here (no GPU needed) and need the CUDA kernel
 # library. Nothing is run: programs on a GPU are tested by the runtime's
 # `gpu` tests and integration.cuda_train. Skips (exit 77) when otc-compile
 # was built without CUDA.
@@ -178,6 +179,23 @@ def main():
                          "max_pool_grad_f32", "reduce_f32",
                          "reduce_grad_f32")),
                      nm.strip()[-400:])
+
+    # Recurrent layers unroll into ops that all have CUDA twins.
+    import recurrent_test as RT
+    for name in ("lstm_2layer_bidir_batch_first", "gru_2layer_bidir_batch_first",
+                 "rnn_relu_2layer_bidir"):
+        cell, kwargs, _ = RT.CONFIGS[name]
+        path = ctx.path(name + ".onnx")
+        torch.onnx.export(RT.classifier(cell, kwargs, False).train(),
+                          (torch.zeros(RT.BATCH, RT.SEQ, dtype=torch.int64),),
+                          path, input_names=["ids"], output_names=["logits"],
+                          training=torch.onnx.TrainingMode.TRAINING,
+                          do_constant_folding=False, opset_version=14)
+        out = ctx.path(name)
+        r = T.compile_model(ctx, path, out, emit="exe", batch=RT.BATCH,
+                            optimizer="adamw", target="cuda")
+        if T.require_ok(checks, "%s classifier compiled for CUDA" % name, r):
+            check_program(checks, name, out, True)
     return checks.finish()
 
 

@@ -264,6 +264,42 @@ def split_uneven():
     return model(nodes, [x], outs, opset=18)
 
 
+def recurrent(kind):
+    """One LSTM/GRU/RNN node: x [T=3, B=2, I=4], hidden 5; `kind` names the
+    op and what is unusual about it."""
+    op = kind.split("-")[0].upper()
+    gates = {"LSTM": 4, "GRU": 3, "RNN": 1}[op]
+    bidir = "bidir" in kind
+    dirs = 2 if bidir else 1
+    layout = 1 if "layout1" in kind else 0
+    xshape = [2, 3, 4] if layout else [3, 2, 4]
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, xshape)
+    inits = [weights("W", dirs, gates * 5, 4), weights("R", dirs, gates * 5, 5),
+             weights("B", dirs, 2 * gates * 5)]
+    inputs = ["x", "W", "R", "B"]
+    attrs = {"hidden_size": 5, "direction": "bidirectional" if bidir else
+             "forward"}
+    if layout:
+        attrs["layout"] = 1
+    if "seqlens" in kind:
+        inits.append(numpy_helper.from_array(np.array([3, 2], np.int32),
+                                             "lens"))
+        inputs.append("lens")
+    if "peephole" in kind:
+        inputs += ["", "", "", "P"]
+        inits.append(weights("P", dirs, 15))
+    if "clip" in kind:
+        attrs["clip"] = 1.0
+    if "selu" in kind:
+        attrs["activations"] = ["Selu"] * dirs
+    ys = [dirs, 2, 5] if not layout else [2, dirs, 5]
+    yshape = [3, dirs, 2, 5] if not layout else [2, 3, dirs, 5]
+    outs = [helper.make_tensor_value_info("y", TensorProto.FLOAT, yshape),
+            helper.make_tensor_value_info("y_h", TensorProto.FLOAT, ys)]
+    node = helper.make_node(op, inputs, ["y", "y_h"], name="rec", **attrs)
+    return model([node], [x], outs, inits)
+
+
 KINDS = {"split-uneven": split_uneven, "opset18": lambda: newer_opset(18), "opset20": lambda: newer_opset(20),
          "opset21": lambda: newer_opset(21),
          "pad-axes": lambda: newer_opset_bad("pad-axes"),
@@ -283,5 +319,7 @@ if __name__ == "__main__":
     elif kind == "truncated":
         data = shape_chain().SerializeToString()
         open(out, "wb").write(data[: len(data) // 2])
+    elif kind.split("-")[0] in ("lstm", "gru", "rnn"):
+        onnx.save(recurrent(kind), out)
     else:
         onnx.save(KINDS[kind](), out)
