@@ -8,8 +8,8 @@
 // by the memory planner like any other value. ONNX semantics (opset 14):
 // gates i, o, f, c (LSTM), z, r, h (GRU); `layout` 0 ([T, B, I]) and 1
 // ([B, T, I]); directions forward, reverse and bidirectional; initial
-// states; activations Sigmoid, Tanh and Relu. Refused with a reason:
-// sequence_lens that are not all the sequence length, peepholes, clip,
+// states; LSTM peepholes; activations Sigmoid, Tanh and Relu. Refused
+// with a reason: sequence_lens that are not all the sequence length, clip,
 // input_forget.
 //
 //===----------------------------------------------------------------------===//
@@ -86,8 +86,6 @@ LogicalResult Importer::importRecurrent(const onnx::NodeProto &node) {
     return nodeError(node) << "the clip attribute is not supported";
   if (lstm && intAttr(node, "input_forget", 0) != 0)
     return nodeError(node) << "input_forget is not supported";
-  if (lstm && hasInput(node, 7))
-    return nodeError(node) << "peepholes (input P) are not supported";
   if (hasInput(node, 4)) {
     FailureOr<Const *> lens = constant(node, 4);
     if (failed(lens))
@@ -158,6 +156,16 @@ LogicalResult Importer::importRecurrent(const onnx::NodeProto &node) {
   if (failed(optional3d(5, stateShape, h0)) ||
       (lstm && failed(optional3d(6, stateShape, c0))))
     return failure();
+  Value peep;
+  if (lstm && hasInput(node, 7)) {
+    FailureOr<Value> v = tensor(node, 7);
+    if (failed(v))
+      return failure();
+    if (typeOf(*v).getShape() != ArrayRef<int64_t>{dirs, 3 * hidden})
+      return nodeError(node) << "P must be [" << dirs << ", " << 3 * hidden
+                             << "], got " << v->getType();
+    peep = *v;
+  }
 
   auto reshape = [&](Value v, ArrayRef<int64_t> shape) -> Value {
     if (typeOf(v).getShape() == shape)
@@ -239,6 +247,17 @@ LogicalResult Importer::importRecurrent(const onnx::NodeProto &node) {
     ArrayRef<Act> act = ArrayRef<Act>(acts).slice(d * cell.act.size(),
                                                   cell.act.size());
     Value h = initial(h0, d), c = lstm ? initial(c0, d) : Value();
+    // Peepholes, in P's order i, o, f.
+    Value pi, po, pf;
+    if (peep) {
+      auto part = [&](int64_t k) {
+        return reshape(slice(peep, {d, k * hidden}, {1, hidden}), {hidden});
+      };
+      pi = part(0), po = part(1), pf = part(2);
+    }
+    auto peephole = [&](Value gate, Value p, Value state) {
+      return p ? add(gate, mul(p, state)) : gate;
+    };
     SmallVector<Value> hs(seq);
     auto block = [&](Value v, int64_t k) {
       return slice(v, {0, k * hidden}, {batch, hidden});
@@ -249,9 +268,11 @@ LogicalResult Importer::importRecurrent(const onnx::NodeProto &node) {
                          {batch, rows});
       if (lstm) {
         Value g = add(xs, gemmT(h, r, Value()));
-        Value i = apply(act[0], block(g, 0)), o = apply(act[0], block(g, 1));
-        Value f = apply(act[0], block(g, 2)), cc = apply(act[1], block(g, 3));
+        Value i = apply(act[0], peephole(block(g, 0), pi, c));
+        Value f = apply(act[0], peephole(block(g, 2), pf, c));
+        Value cc = apply(act[1], block(g, 3));
         c = add(mul(f, c), mul(i, cc));
+        Value o = apply(act[0], peephole(block(g, 1), po, c));
         h = mul(o, apply(act[2], c));
       } else if (gru) {
         Value xz = block(xs, 0), xr = block(xs, 1), xh = block(xs, 2);

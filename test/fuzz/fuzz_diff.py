@@ -50,7 +50,8 @@ FLOAT32_RUNS = 3
 STEPS = 2
 ACTS = ["relu", "leaky_relu", "gelu", "tanh", "sigmoid", "silu"]
 # Ops with parameters of their own (never merged by the exporter).
-PARAMETRIC = ("linear", "layernorm", "bn", "attention", "conv", "scale")
+PARAMETRIC = ("linear", "layernorm", "bn", "attention", "conv", "scale",
+              "recurrent")
 
 # ---------------------------------------------------------------------------
 # Model specs: plain JSON, so that a failure can be printed and rerun.
@@ -144,7 +145,7 @@ def gen_node(r, family, shapes):
     elif family == "seq":
         op = r.choice(["linear", "act", "layernorm", "attention", "attention",
                        "add", "mul", "concat", "softmax", "transpose",
-                       "scale", "center", "glu"])
+                       "scale", "center", "glu", "recurrent"])
     else:
         op = r.choice(["linear", "linear", "act", "act", "layernorm", "bn",
                        "add", "mul", "concat", "softmax", "transpose",
@@ -191,6 +192,13 @@ def gen_node(r, family, shapes):
             return None
         return {"op": op, "in": [src], "split": r.choice(divisors),
                 "shape": s}
+    if op == "recurrent":  # batch-first LSTM/GRU/RNN over the positions
+        hidden = r.choice([3, 5, 8])
+        bidir = r.random() < 0.5
+        return {"op": op, "in": [src], "cell": r.choice(["LSTM", "GRU",
+                                                         "RNN"]),
+                "hidden": hidden, "bidirectional": bidir,
+                "shape": s[:-1] + [hidden * (2 if bidir else 1)]}
     if op == "attention":
         heads = [h for h in (1, 2, 4) if d % h == 0]
         return {"op": op, "in": [src], "heads": r.choice(heads),
@@ -278,6 +286,10 @@ def build_model(spec):
                     m = Attention(d, node["heads"], node["causal"], s[0])
                 elif op == "maxpool":
                     m = nn.MaxPool2d(node["kernel"], 2, node["padding"])
+                elif op == "recurrent":
+                    m = getattr(nn, node["cell"])(
+                        d, node["hidden"], batch_first=True,
+                        bidirectional=node["bidirectional"])
                 elif op == "conv":
                     m = nn.Conv2d(d, node["out_channels"], node["kernel"],
                                   node["stride"], node["kernel"] // 2,
@@ -305,6 +317,8 @@ def build_model(spec):
                 if op in ("linear", "act", "layernorm", "attention", "conv",
                           "bn", "maxpool"):
                     y = m(a)
+                elif op == "recurrent":
+                    y = m(a)[0]
                 elif op == "center":
                     y = a - a.mean(dim=(2, 3) if family == "img" else 1,
                                    keepdim=True)
