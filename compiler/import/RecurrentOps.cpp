@@ -128,8 +128,9 @@ LogicalResult Importer::importRecurrent(const onnx::NodeProto &node) {
     return RankedTensorType::get(shape, b.getF32Type());
   };
   Value bias, h0, c0;
-  auto optional3d = [&](int i, ArrayRef<int64_t> shape,
-                        Value &out) -> LogicalResult {
+  // An optional float32 input of a known shape (B, initial states, P).
+  auto optionalInput = [&](int i, ArrayRef<int64_t> shape,
+                           Value &out) -> LogicalResult {
     if (!hasInput(node, i))
       return success();
     FailureOr<Value> v = tensor(node, i);
@@ -144,28 +145,12 @@ LogicalResult Importer::importRecurrent(const onnx::NodeProto &node) {
   SmallVector<int64_t> stateShape =
       layout == 0 ? SmallVector<int64_t>{dirs, batch, hidden}
                   : SmallVector<int64_t>{batch, dirs, hidden};
-  if (hasInput(node, 3)) {
-    FailureOr<Value> v = tensor(node, 3);
-    if (failed(v))
-      return failure();
-    if (typeOf(*v).getShape() != ArrayRef<int64_t>{dirs, 2 * rows})
-      return nodeError(node) << "B must be [" << dirs << ", " << 2 * rows
-                             << "], got " << v->getType();
-    bias = *v;
-  }
-  if (failed(optional3d(5, stateShape, h0)) ||
-      (lstm && failed(optional3d(6, stateShape, c0))))
-    return failure();
   Value peep;
-  if (lstm && hasInput(node, 7)) {
-    FailureOr<Value> v = tensor(node, 7);
-    if (failed(v))
-      return failure();
-    if (typeOf(*v).getShape() != ArrayRef<int64_t>{dirs, 3 * hidden})
-      return nodeError(node) << "P must be [" << dirs << ", " << 3 * hidden
-                             << "], got " << v->getType();
-    peep = *v;
-  }
+  if (failed(optionalInput(3, {dirs, 2 * rows}, bias)) ||
+      failed(optionalInput(5, stateShape, h0)) ||
+      (lstm && failed(optionalInput(6, stateShape, c0))) ||
+      (lstm && failed(optionalInput(7, {dirs, 3 * hidden}, peep))))
+    return failure();
 
   auto reshape = [&](Value v, ArrayRef<int64_t> shape) -> Value {
     if (typeOf(v).getShape() == shape)
