@@ -4,7 +4,7 @@ JOBS ?= 2
 PYTHON ?= /usr/bin/python3
 CMAKE_FLAGS ?=
 
-.PHONY: all deps build test demo bench format clean conformance fuzz-diff
+.PHONY: all deps build test demo bench format clean conformance fuzz-diff zoo
 
 all: build
 
@@ -38,6 +38,10 @@ FUZZ_SECONDS ?= 600
 fuzz-diff: build
 	OTC_VERIFY_PLAN=1 $(PYTHON) test/fuzz/fuzz_diff.py --build-dir $(BUILD) \
 	  --seconds $(FUZZ_SECONDS) --jobs $(JOBS)
+
+# Every architecture of the model zoo (test/zoo), one step against float64.
+zoo: build
+	OTC_VERIFY_PLAN=1 $(PYTHON) test/zoo/zoo_test.py --build-dir $(BUILD)
 
 format:
 	git ls-files '*.cpp' '*.h' | xargs clang-format -i

@@ -24,12 +24,13 @@
 # Deep residual networks (ResNet(BasicBlock, [2, 2, 6, 2]) and ResNet-34 at
 # 64x64, batch 4, momentum SGD 0.9, lr 0.01): the first step's update of
 # every parameter against float64 PyTorch, with ReLU inputs that float64
-# puts within 1e-4 of 0 (and max-pooling windows as close to a tie) decided
+# puts within 1e-3 of 0 (and max-pooling windows as close to a tie) decided
 # as the float32 program decided them
 # (relu_decisions.py: one such input decided the other way moves whole
 # channels of a deep network's gradients by several percent, in OTC and in
 # PyTorch float32 alike). OTC passes where its error is within 4x PyTorch
-# float32's own (measured the same way) or 1e-4 of the tensor's scale.
+# float32's own (measured the same way, over the model and two copies with
+# parameters moved by one ulp) or 1e-4 of the tensor's scale.
 #
 #===------------------------------------------------------------------------===#
 
@@ -144,6 +145,9 @@ DEEP_SHAPE, DEEP_LR, DEEP_MOMENTUM = (4, 3, 64, 64), 0.01, 0.9
 # OTC's error may be this many times PyTorch float32's, or this fraction of
 # the tensor's scale.
 FLOAT32_FACTOR, SCALE_FLOOR = 4.0, 1e-4
+# PyTorch float32 runs that measure its own error: the model and copies
+# whose parameters moved by one ulp.
+FLOAT32_RUNS = 3
 
 
 def train_otc(ctx, checks, name, onnx_path, x, labels, steps, threads,
@@ -170,7 +174,7 @@ def train_otc(ctx, checks, name, onnx_path, x, labels, steps, threads,
     if not T.require_ok(checks, "%s: %d training step%s" % (
             name, steps, "" if steps == 1 else "s"), r):
         return None
-    return exported, metrics
+    return exported, metrics, res.seconds
 
 
 def deep_resnet(spec):
@@ -191,36 +195,59 @@ def within(err_otc, err_torch):
 def check_deep(name, spec, ctx, checks, threads):
     """One momentum-SGD step of a deep ResNet against float64 (above)."""
     import numpy as np
-    import torch
     model = deep_resnet(spec)
-    model.train()
     rng = np.random.RandomState(spec[0])
     x = rng.standard_normal(DEEP_SHAPE).astype(np.float32)
     y = rng.randint(0, 10, size=DEEP_SHAPE[:1]).astype(np.int64)
+    check_first_update(name, model, x, y, ctx, checks, threads)
+
+
+def check_first_update(name, model, x, y, ctx, checks, threads, opset=15):
+    """Exports `model` (training mode), compiles it (cross-entropy, momentum
+    SGD 0.9, lr 0.01) and checks its first update against float64 with the
+    float32 programs' ReLU and max-pooling decisions (above). Returns
+    {"compile_s", "step_s", "worst"} (worst: the closest tensor's fraction
+    of its bound) or None when a check failed before the comparison."""
+    import numpy as np
+    import torch
+    model.train()
     onnx_path = ctx.path(name, "model.onnx")
     torch.onnx.export(model, (torch.from_numpy(x),), onnx_path,
                       input_names=["input"], output_names=["logits"],
                       training=torch.onnx.TrainingMode.TRAINING,
-                      do_constant_folding=False, opset_version=15)
+                      do_constant_folding=False, opset_version=opset)
     ref = copy.deepcopy(model)
     trained = train_otc(ctx, checks, name, onnx_path, x, y, 1, threads,
                         optimizer="momentum", momentum=DEEP_MOMENTUM,
                         lr=DEEP_LR)
     if not trained:
-        return
-    exported, metrics = trained
+        return None
+    exported, metrics, compile_s = trained
+    steps, _ = T.read_metrics(metrics)
+    rate = steps[0].get("samples_per_s") if steps else None
+    row = {"compile_s": compile_s,
+           "step_s": x.shape[0] / rate if rate else float("nan")}
     w0, w1 = ({k: v.astype(np.float64) for k, v in
                T.read_onnx_weights(p).items()} for p in (onnx_path, exported))
 
-    t32_dec = R.pytorch_float32_decisions(ref, x)
+    # PyTorch float32 from the model and from two copies whose parameters
+    # moved by one ulp: its own error, each run against the float64
+    # reference with that run's decisions.
+    runs32 = []
+    for k in range(FLOAT32_RUNS):
+        m32 = ref if k == 0 else R.perturbed(ref, k)
+        dec = R.pytorch_float32_decisions(m32, x)
+        want, _, how = R.float64_update(ref, x, y, DEEP_LR, dec)
+        loss32, got, buf32 = R.first_step_update(m32, x, y, DEEP_LR,
+                                                 DEEP_MOMENTUM, torch.float32)
+        runs32.append((dec, want, how, loss32, got, buf32))
+    t32_dec, _, how_t32, loss32 = runs32[0][:4]
+    how_t32.conflicts = sum(r[2].conflicts for r in runs32)
     otc_dec = R.otc_relu_inputs(ctx, onnx_path, {"input": x},
-                                DEEP_SHAPE[0], [a.shape for a in t32_dec],
+                                x.shape[0], [a.shape for a in t32_dec],
                                 name=name + "/relu_inputs")
     want_otc, loss64, how_otc = R.float64_update(ref, x, y, DEEP_LR, otc_dec)
-    want_t32, _, how_t32 = R.float64_update(ref, x, y, DEEP_LR, t32_dec)
     plain, _, _ = R.float64_update(ref, x, y, DEEP_LR, t32_dec, tau=0.0)
-    loss32, got_t32, buf32 = R.first_step_update(ref, x, y, DEEP_LR,
-                                                 DEEP_MOMENTUM, torch.float32)
     _, _, buf64 = R.first_step_update(ref, x, y, DEEP_LR, DEEP_MOMENTUM,
                                       torch.float64)
 
@@ -249,32 +276,38 @@ def check_deep(name, spec, ctx, checks, threads):
         if k not in w1:
             bad.append("%s missing from the export" % k)
             continue
-        err = R.scale_err(w0[k] - w1[k], want_otc[k])
-        err32 = R.scale_err(got_t32[k], want_t32[k])
+        err = R.scale_err(w0[k] - w1[k], want_otc[k], R.peer_floor(want_otc))
+        err32 = max(R.scale_err(r[4][k], r[1][k], R.peer_floor(r[1]))
+                    for r in runs32)
         bound = max(FLOAT32_FACTOR * err32, SCALE_FLOOR)
         worst = max(worst, (err / bound, k))
         unresolved = max(unresolved,
                          (R.scale_err(w0[k] - w1[k], plain[k]), k))
         if err > bound:
             bad.append("%s %.2e > %.2e" % (k, err, bound))
+    floor = R.peer_floor(buf64)
     for k in buf64:
-        if k in w1 and k in buf32:
-            err = R.scale_err(w1[k], buf64[k])
-            bound = max(FLOAT32_FACTOR * R.scale_err(buf32[k], buf64[k]),
-                        SCALE_FLOOR)
+        if k in w1:
+            err = R.scale_err(w1[k], buf64[k], floor)
+            err32 = max(R.scale_err(r[5][k], buf64[k], floor)
+                        for r in runs32)
+            bound = max(FLOAT32_FACTOR * err32, SCALE_FLOOR)
             worst = max(worst, (err / bound, k))
             if err > bound:
                 bad.append("%s %.2e > %.2e" % (k, err, bound))
-    checks.check("%s: every parameter's first update (and every BatchNorm "
+    row["worst"] = worst[0]
+    row["ok"] = checks.check(
+                 "%s: every parameter's first update (and every BatchNorm "
                  "statistic) as close to float64 as PyTorch float32 (x%.0f) "
                  "or within %.0e of its scale" % (name, FLOAT32_FACTOR,
                                                   SCALE_FLOOR),
-                 not bad,
+                 not bad and how_otc.conflicts == 0,
                  "; ".join(bad[:5]) if bad else
                  "closest to its bound: %s at %.2f of it (without the ReLU "
                  "decisions: %s off by %.1e)" % (worst[1], worst[0],
                                                  unresolved[1],
                                                  unresolved[0]))
+    return row
 
 
 def main():
@@ -316,7 +349,7 @@ def main():
                             weight_decay=WEIGHT_DECAY, eps=opt["eps"])
         if not trained:
             continue
-        exported, metrics = trained
+        exported, metrics, _ = trained
         refs = {}
         for dtype in (torch.float32, torch.float64):
             m = copy.deepcopy(ref).to(dtype)

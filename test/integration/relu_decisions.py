@@ -30,22 +30,67 @@ import numpy as np
 import otc_program
 import otc_testlib as T
 
-TAU = 1e-4
+TAU = 1e-3
 
 
 KINK_OPS = ("Relu", "LeakyRelu", "MaxPool")
 
 
-def kink_modules():
-    """The modules whose derivative a float32 decision selects: the sign of
-    a ReLU/LeakyReLU input, the largest element of a 2-D max-pooling
-    window."""
-    import torch
-    return (torch.nn.ReLU, torch.nn.LeakyReLU, torch.nn.MaxPool2d)
+class Kink:
+    """One call of a function whose derivative a decision selects:
+    F.relu / F.leaky_relu (slope: the negative side's) or F.max_pool2d
+    (pool: its arguments)."""
+
+    def __init__(self, x, original, args, kwargs, slope=None, pool=None):
+        self.x, self.original = x, original
+        self.args, self.kwargs = args, kwargs
+        self.slope, self.pool = slope, pool
+
+    def run(self):
+        """The original function, out of place."""
+        kwargs = dict(self.kwargs)
+        if self.pool is None:
+            kwargs["inplace"] = False
+        return self.original(self.x, *self.args, **kwargs)
 
 
-def negative_slope(mod):
-    return getattr(mod, "negative_slope", 0.0)
+class PoolArgs:
+    def __init__(self, kernel_size, stride=None, padding=0, dilation=1,
+                 ceil_mode=False, return_indices=False):
+        self.kernel_size, self.stride, self.padding = kernel_size, stride, \
+            padding
+        self.dilation, self.ceil_mode = dilation, ceil_mode
+        self.return_indices = return_indices
+
+
+def intercept(model, on_kink):
+    """Routes every torch.nn.functional relu, leaky_relu and max_pool2d call
+    of `model`'s forwards (nn.ReLU, nn.LeakyReLU and nn.MaxPool2d call
+    them too) to on_kink(Kink), whose result replaces the call's."""
+    import torch.nn.functional as F
+    forward = model.forward
+
+    def wrapped(*a, **k):
+        saved = (F.relu, F.leaky_relu, F.max_pool2d)
+
+        def relu(x, inplace=False):
+            return on_kink(Kink(x, saved[0], (), {}, slope=0.0))
+
+        def leaky_relu(x, negative_slope=0.01, inplace=False):
+            return on_kink(Kink(x, saved[1], (negative_slope,), {},
+                                slope=negative_slope))
+
+        def max_pool2d(x, *args, **kwargs):
+            return on_kink(Kink(x, saved[2], args, kwargs,
+                                pool=PoolArgs(*args, **kwargs)))
+
+        F.relu, F.leaky_relu, F.max_pool2d = relu, leaky_relu, max_pool2d
+        try:
+            return forward(*a, **k)
+        finally:
+            F.relu, F.leaky_relu, F.max_pool2d = saved
+
+    model.forward = wrapped
 
 
 def relu_input_names(model_proto):
@@ -130,25 +175,39 @@ def _pair(v):
 
 
 def forced_max_pool(mod, x, theirs, tau, stats, k):
-    """nn.MaxPool2d `mod` on x (float64) that takes, in every window whose
+    # mod: PoolArgs (F.max_pool2d's arguments)
+    """2-D max pooling `mod` on x (float64) that takes, in every window whose
     two largest elements float64 puts within tau * max|x| of each other, the
     element `theirs` (a float32 run's input) is largest at (the first of
     equals, as PyTorch's kernel), and float64's elsewhere; differentiable
     in x (the gradient reaches the chosen element)."""
     import torch
     import torch.nn.functional as F
-    if mod.dilation not in (1, (1, 1)) or mod.ceil_mode or \
-            mod.return_indices:
-        raise RuntimeError("forced max pooling: dilation, ceil_mode and "
-                           "return_indices are not supported")
+    if mod.dilation not in (1, (1, 1)) or mod.return_indices:
+        raise RuntimeError("forced max pooling: dilation and return_indices "
+                           "are not supported")
     kh, kw = _pair(mod.kernel_size)
     sh, sw = _pair(mod.stride or mod.kernel_size)
     ph, pw = _pair(mod.padding)
     n, c, h, w = x.shape
-    oh, ow = (h + 2 * ph - kh) // sh + 1, (w + 2 * pw - kw) // sw + 1
+
+    def out_size(size, k, s, p):
+        # PyTorch's rule: with ceil_mode a last, partial window counts
+        # unless it would start in the right padding.
+        span = size + 2 * p - k
+        o = (span + (s - 1 if mod.ceil_mode else 0)) // s + 1
+        if mod.ceil_mode and (o - 1) * s >= size + p:
+            o -= 1
+        return o
+
+    oh, ow = out_size(h, kh, sh, ph), out_size(w, kw, sw, pw)
+    # Right/bottom padding so that the last (partial) window is whole.
+    eh = (oh - 1) * sh + kh - (h + 2 * ph)
+    ew = (ow - 1) * sw + kw - (w + 2 * pw)
 
     def windows(t):
-        t = F.pad(t.reshape(n * c, 1, h, w), (pw, pw, ph, ph),
+        t = F.pad(t.reshape(n * c, 1, h, w),
+                  (pw, pw + max(ew, 0), ph, ph + max(eh, 0)),
                   value=float("-inf"))
         return F.unfold(t, (kh, kw), stride=(sh, sw))  # [n*c, kh*kw, L]
 
@@ -173,17 +232,14 @@ def forced_max_pool(mod, x, theirs, tau, stats, k):
 
 
 def record_relu_inputs(model):
-    """Hooks that append every ReLU/LeakyReLU/MaxPool2d input of `model`'s
-    forwards (as float64 arrays) to the returned list; in-place ones become
-    out of place so that the inputs survive."""
+    """Appends every ReLU/LeakyReLU/max-pooling input of `model`'s forwards
+    (as float64 arrays) to the returned list."""
     seen = []
-    for mod in model.modules():
-        if isinstance(mod, kink_modules()):
-            if hasattr(mod, "inplace"):
-                mod.inplace = False
-            mod.register_forward_pre_hook(
-                lambda mod, inp: seen.append(
-                    inp[0].detach().double().numpy().copy()))
+
+    def on_kink(kink):
+        seen.append(kink.x.detach().double().numpy().copy())
+        return kink.run()
+    intercept(model, on_kink)
     return seen
 
 
@@ -200,8 +256,8 @@ class Decisions:
 
 
 class ForcedDecisions:
-    """Hooks `model` (float64) so that, in each forward after use(decided),
-    its k-th ReLU/LeakyReLU call takes the sign of decided[k] (a float32
+    """Intercepts `model` (float64) so that, in each forward after
+    use(decided), its k-th ReLU/LeakyReLU call takes the sign of decided[k] (a float32
     run's input to it) wherever its own input is within tau * max|input|
     of 0. `stats` (a Decisions) sums over the forwards."""
 
@@ -212,21 +268,21 @@ class ForcedDecisions:
         self.decided = None
         self.calls = 0
 
-        def hook(mod, inp, _):
+        def on_kink(kink):
             if self.decided is None:
-                return None
+                return kink.run()
             k = self.calls
             self.calls += 1
-            x = inp[0]
+            x = kink.x
             if k >= len(self.decided):
                 raise RuntimeError(
                     "the model calls ReLU more often (%d) than the float32 "
                     "run did (%d)" % (k + 1, len(self.decided)))
-            if isinstance(mod, torch.nn.MaxPool2d):
-                return forced_max_pool(
-                    mod, x, torch.from_numpy(self.decided[k].reshape(
-                        x.shape)).to(x.dtype), tau, self.stats, k)
-            theirs = torch.from_numpy(self.decided[k].reshape(x.shape)) > 0
+            theirs = torch.from_numpy(self.decided[k].reshape(x.shape))
+            if kink.pool is not None:
+                return forced_max_pool(kink.pool, x, theirs.to(x.dtype), tau,
+                                       self.stats, k)
+            theirs = theirs > 0
             mine = x.detach() > 0
             scale = float(x.detach().abs().max()) or 1.0
             dist = x.detach().abs() / scale
@@ -239,14 +295,10 @@ class ForcedDecisions:
                 st.worst = max(st.worst, (float(dist[differ].max()), k))
             positive = torch.where(near, theirs, mine)
             mask = torch.where(positive, torch.ones_like(x),
-                               torch.full_like(x, negative_slope(mod)))
+                               torch.full_like(x, kink.slope))
             return forced.apply(x, mask)
 
-        for mod in model.modules():
-            if isinstance(mod, kink_modules()):
-                if hasattr(mod, "inplace"):
-                    mod.inplace = False
-                mod.register_forward_hook(hook)
+        intercept(model, on_kink)
 
     def use(self, decided):
         """decided: the float32 inputs of the next forward's ReLUs (None:
@@ -308,9 +360,33 @@ def pytorch_float32_decisions(model, x):
     return seen
 
 
-def scale_err(got, want):
-    """max|got - want| / max|want| (0 when both are 0)."""
-    s = float(np.abs(want).max()) if want.size else 0.0
+def scale_err(got, want, floor=0.0):
+    """max|got - want| over the tensor's scale: its largest magnitude, or
+    `floor` when that is larger (0 when both are 0). With floor a hundredth
+    of the largest among its peers (the model's updates, its buffers), a
+    value that cancels to rounding (the update of a bias before a
+    normalization, the running mean of a normalized input) is measured
+    against its peers rather than against its own rounding."""
+    s = max(float(np.abs(want).max()) if want.size else 0.0, floor)
     d = float(np.abs(got - want).max()) if want.size else 0.0
     return d / s if s > 0 else (0.0 if d == 0 else float("inf"))
+
+
+def peer_floor(tensors):
+    """A hundredth of the largest magnitude among `tensors` (a dict)."""
+    return 1e-2 * max((float(np.abs(t).max()) for t in tensors.values()
+                       if t.size), default=0.0)
+
+
+def perturbed(model, seed):
+    """A float32 copy of `model` whose parameters moved by at most about one
+    unit in the last place: another run of a correct float32 program."""
+    import torch
+    m = copy.deepcopy(model).float()
+    g = torch.Generator().manual_seed(seed)
+    with torch.no_grad():
+        for p in m.parameters():
+            p.mul_(1 + (torch.rand(p.shape, generator=g) * 2 - 1) *
+                   2.0 ** -23)
+    return m
 

@@ -1,0 +1,137 @@
+#!/usr/bin/python3
+#===- zoo_test.py - torchvision's architectures, one step against float64 ---===#
+#
+# Each architecture is built from its torchvision constructor with random
+# weights (10 classes; dropout and stochastic depth off, since their random
+# masks cannot match), exported by torch.onnx in training mode, compiled by
+# OTC and trained one momentum-SGD step on a random 2x3x64x64 batch; its
+# first update and BatchNorm statistics are checked against float64
+# PyTorch as model_parity_test checks its deep ResNets (within 4x PyTorch
+# float32's own error or 1e-4 of the scale; ReLU and max-pooling ties
+# decided as each float32 program decided them). Prints the table the
+# README shows: model, ONNX operators, compile seconds, parity, step ms.
+#
+#   zoo_test.py                 every model (make zoo)
+#   zoo_test.py --filter NAMES  the models named (comma-separated)
+#
+#===------------------------------------------------------------------------===#
+
+import os
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(os.path.dirname(HERE), "integration"))
+import model_parity_test as M  # noqa: E402
+import otc_testlib as T  # noqa: E402
+
+SHAPE = (2, 3, 64, 64)
+
+# name: torchvision constructor and its arguments (num_classes=10 added),
+# or (segmentation constructor, arguments) for the segmentation heads.
+MODELS = {
+    "resnet50": ("resnet50", {}),
+    "resnext50_32x4d": ("resnext50_32x4d", {}),
+    "wide_resnet50_2": ("wide_resnet50_2", {}),
+    "regnet_y_400mf": ("regnet_y_400mf", {}),
+    "regnet_x_400mf": ("regnet_x_400mf", {}),
+    "densenet121": ("densenet121", {}),
+    "mobilenet_v2": ("mobilenet_v2", {}),
+    "mobilenet_v3_small": ("mobilenet_v3_small", {}),
+    "shufflenet_v2_x1_0": ("shufflenet_v2_x1_0", {}),
+    "squeezenet1_1": ("squeezenet1_1", {}),
+    "mnasnet0_5": ("mnasnet0_5", {}),
+    "googlenet": ("googlenet", {"aux_logits": False, "init_weights": True}),
+    "efficientnet_b0": ("efficientnet_b0", {}),
+    "convnext_tiny": ("convnext_tiny", {}),
+    "swin_t": ("swin_t", {}),
+    "vit_b_16": ("vit_b_16", {"image_size": 64}),
+    "fcn_resnet50": ("segmentation.fcn_resnet50", {}),
+    "deeplabv3_mobilenet_v3_large": (
+        "segmentation.deeplabv3_mobilenet_v3_large", {}),
+}
+
+
+def build(name):
+    import torch
+    import torch.nn as nn
+    import torchvision
+    ctor, kwargs = MODELS[name]
+    torch.manual_seed(0)
+    if ctor.startswith("segmentation."):
+        seg = getattr(torchvision.models.segmentation,
+                      ctor.split(".", 1)[1])(num_classes=10,
+                                             weights_backbone=None,
+                                             aux_loss=False)
+
+        class PerImage(nn.Module):
+            """Class scores per image: the mean over the segmentation map."""
+
+            def __init__(self):
+                super().__init__()
+                self.seg = seg
+
+            def forward(self, x):
+                return self.seg(x)["out"].mean(dim=(2, 3))
+        model = PerImage()
+    else:
+        model = getattr(torchvision.models, ctor)(num_classes=10, **kwargs)
+    # Dropout's and stochastic depth's masks are random in both programs:
+    # off.
+    for parent in model.modules():
+        for child_name, child in parent.named_children():
+            if isinstance(child, nn.Dropout):
+                setattr(parent, child_name, nn.Identity())
+            elif isinstance(child, torchvision.ops.StochasticDepth):
+                child.p = 0.0
+    return model
+
+
+def onnx_ops(path):
+    import onnx
+    return len({n.op_type for n in onnx.load(path).graph.node})
+
+
+def main():
+    args, ctx = T.parse_args(
+        "zoo", "torchvision architectures, one step against float64.",
+        extra=lambda p: p.add_argument("--filter", default="",
+                                       help="comma-separated model names"))
+    checks = T.Checks("zoo")
+    import numpy as np
+    import torch
+    torch.set_num_threads(1)
+    names = [n for n in args.filter.split(",") if n] or list(MODELS)
+    unknown = [n for n in names if n not in MODELS]
+    if unknown:
+        print("FAIL: unknown models %s (known: %s)" % (unknown, list(MODELS)))
+        return 1
+    rows = []
+    for name in names:
+        rng = np.random.RandomState(0)
+        x = rng.standard_normal(SHAPE).astype(np.float32)
+        y = rng.randint(0, 10, size=SHAPE[:1]).astype(np.int64)
+        try:
+            row = M.check_first_update(name, build(name), x, y, ctx, checks,
+                                       args.threads, opset=16)
+        except Exception as e:  # the exporter or the reference, not OTC
+            checks.check("%s: exported and compared" % name, False,
+                         "%s: %s" % (type(e).__name__, str(e)[:300]))
+            row = None
+        ops = onnx_ops(ctx.path(name, "model.onnx")) \
+            if os.path.exists(ctx.path(name, "model.onnx")) else 0
+        rows.append((name, ops, row))
+    print("\n| model | ONNX ops | compile s | parity (closest tensor, of its "
+          "bound) | step ms |\n|---|---|---|---|---|")
+    for name, ops, row in rows:
+        if row is None:
+            print("| %s | %d | – | does not train (see the FAIL above) | – |"
+                  % (name, ops))
+        else:
+            print("| %s | %d | %.1f | %s %.2f | %.0f |" % (
+                name, ops, row["compile_s"], "ok" if row["ok"] else "FAIL",
+                row["worst"], 1000 * row["step_s"]))
+    return checks.finish()
+
+
+if __name__ == "__main__":
+    sys.exit(main())
