@@ -202,6 +202,15 @@ def check_deep(name, spec, ctx, checks, threads):
     check_first_update(name, model, x, y, ctx, checks, threads)
 
 
+def export_training(model, x, path, opset):
+    """torch.onnx.export in training mode, input "input", output "logits"."""
+    import torch
+    torch.onnx.export(model, (torch.from_numpy(x),), path,
+                      input_names=["input"], output_names=["logits"],
+                      training=torch.onnx.TrainingMode.TRAINING,
+                      do_constant_folding=False, opset_version=opset)
+
+
 def check_first_update(name, model, x, y, ctx, checks, threads, opset=15):
     """Exports `model` (training mode), compiles it (cross-entropy, momentum
     SGD 0.9, lr 0.01) and checks its first update against float64 with the
@@ -212,10 +221,7 @@ def check_first_update(name, model, x, y, ctx, checks, threads, opset=15):
     import torch
     model.train()
     onnx_path = ctx.path(name, "model.onnx")
-    torch.onnx.export(model, (torch.from_numpy(x),), onnx_path,
-                      input_names=["input"], output_names=["logits"],
-                      training=torch.onnx.TrainingMode.TRAINING,
-                      do_constant_folding=False, opset_version=opset)
+    export_training(model, x, onnx_path, opset)
     ref = copy.deepcopy(model)
     trained = train_otc(ctx, checks, name, onnx_path, x, y, 1, threads,
                         optimizer="momentum", momentum=DEEP_MOMENTUM,
@@ -335,10 +341,7 @@ def main():
         onnx_path = ctx.path(name, "model.onnx")
         # Tracing in training mode runs the forward (BatchNorm updates its
         # running statistics): the reference copies the exported state.
-        torch.onnx.export(model, (torch.from_numpy(x),), onnx_path,
-                          input_names=["input"], output_names=["logits"],
-                          training=torch.onnx.TrainingMode.TRAINING,
-                          do_constant_folding=False, opset_version=opset)
+        export_training(model, x, onnx_path, opset)
         ref = copy.deepcopy(model)
         with torch.no_grad():
             out = copy.deepcopy(model)(torch.from_numpy(x))
