@@ -34,11 +34,6 @@ int64_t alignUp(int64_t v) {
          exec::kBufferAlignment;
 }
 
-int64_t byteSize(MemRefType t) {
-  unsigned bits = t.getElementTypeBitWidth();
-  return t.getNumElements() * std::max<unsigned>(bits / 8, 1);
-}
-
 /// Persistent buffer categories in arena order.
 enum class Role { Param, Grad, State, Input, Output };
 constexpr StringLiteral kRoleNames[] = {"param", "grad", "state", "input",
@@ -68,7 +63,7 @@ bool packIsInPlace(exec::KernelOp k) {
     auto view = member.getDefiningOp<exec::ViewOp>();
     if (!view || static_cast<int64_t>(view.getOffset()) != offset)
       return false;
-    offset += byteSize(llvm::cast<MemRefType>(member.getType()));
+    offset += exec::byteSize(llvm::cast<MemRefType>(member.getType()));
   }
   return true;
 }
@@ -179,7 +174,7 @@ void PlanMemory::runOnOperation() {
               return u == k || u->isBeforeInBlock(k);
             })))
           inBucket[member] = {bucket, prefix};
-        prefix += byteSize(llvm::cast<MemRefType>(member.getType()));
+        prefix += exec::byteSize(llvm::cast<MemRefType>(member.getType()));
       }
     }
     // Other gradients: what optimizer kernels read, named after their
@@ -249,9 +244,9 @@ void PlanMemory::runOnOperation() {
     for (auto &[key, p] : persistent)
       if (static_cast<int>(p.role) == role) {
         p.offset = offset;
-        offset += alignUp(byteSize(p.type));
+        offset += alignUp(exec::byteSize(p.type));
         (p.kind == "residual" ? residualBytes : bytesByRole[role]) +=
-            byteSize(p.type);
+            exec::byteSize(p.type);
       }
   int64_t tempBase = offset;
 
@@ -276,7 +271,7 @@ void PlanMemory::runOnOperation() {
       for (Operation *user : alloc->getUsers())
         end = std::max(end, index[block.findAncestorOpInBlock(*user)]);
       temps.push_back(
-          {alloc, index[alloc], end, alignUp(byteSize(alloc.getType()))});
+          {alloc, index[alloc], end, alignUp(exec::byteSize(alloc.getType()))});
     }
     SmallVector<Interval *> order;
     for (Interval &t : temps)

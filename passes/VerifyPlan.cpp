@@ -34,11 +34,6 @@ using namespace otc;
 
 namespace {
 
-int64_t byteSize(MemRefType t) {
-  unsigned bits = t.getElementTypeBitWidth();
-  return t.getNumElements() * std::max<unsigned>(bits / 8, 1);
-}
-
 struct Range {
   int64_t begin, end;
   bool overlaps(Range o) const { return begin < o.end && o.begin < end; }
@@ -114,10 +109,9 @@ void VerifyPlan::runOnOperation() {
       return signalPassFailure();
     }
     int64_t begin = offset.getInt();
-    PersistentBuffer p{name.str(), role.str(),
-                       Range{begin, begin + byteSize(memref)},
-                       role.getValue() == "grad" &&
-                           name.getValue().starts_with("bucket")};
+    PersistentBuffer p{
+        name.str(), role.str(), Range{begin, begin + exec::byteSize(memref)},
+        role.getValue() == "grad" && name.getValue().starts_with("bucket")};
     if (begin < 0 || p.bytes.end > arenaBytes) {
       module.emitError("persistent buffer '")
           << p.name << "' (" << p.role << ") at bytes " << str(p.bytes)
@@ -127,9 +121,9 @@ void VerifyPlan::runOnOperation() {
     for (const PersistentBuffer &q : persistent)
       if (q.bytes.overlaps(p.bytes)) {
         module.emitError("persistent buffers '")
-            << q.name << "' (" << q.role << ", bytes " << str(q.bytes) << ") and '"
-            << p.name << "' (" << p.role << ", bytes " << str(p.bytes)
-            << ") overlap";
+            << q.name << "' (" << q.role << ", bytes " << str(q.bytes)
+            << ") and '" << p.name << "' (" << p.role << ", bytes "
+            << str(p.bytes) << ") overlap";
         return signalPassFailure();
       }
     persistent.push_back(std::move(p));
@@ -147,17 +141,19 @@ LogicalResult VerifyPlan::verifyFunction(func::FuncOp fn,
                                          ArrayRef<PersistentBuffer> persistent,
                                          int64_t arenaBytes) {
   Block &block = fn.front();
+  SmallVector<Operation *> ops;
   DenseMap<Operation *, int64_t> index;
-  int64_t n = 0;
-  for (Operation &op : block)
-    index[&op] = n++;
+  for (Operation &op : block) {
+    index[&op] = ops.size();
+    ops.push_back(&op);
+  }
 
   SmallVector<Temp> temps;
   bool ok = true;
   for (auto view : block.getOps<exec::ViewOp>()) {
     auto type = llvm::cast<MemRefType>(view.getType());
     int64_t begin = static_cast<int64_t>(view.getOffset());
-    Range bytes{begin, begin + byteSize(type)};
+    Range bytes{begin, begin + exec::byteSize(type)};
     if (bytes.end > arenaBytes) {
       view.emitOpError("view ")
           << nameOf(view) << " at bytes " << str(bytes)
@@ -180,8 +176,8 @@ LogicalResult VerifyPlan::verifyFunction(func::FuncOp fn,
       if (&p != container && p.bytes.overlaps(bytes)) {
         view.emitOpError("temporary ")
             << nameOf(view) << " at bytes " << str(bytes)
-            << " overlaps the persistent buffer '" << p.name << "' ("
-            << p.role << ", bytes " << str(p.bytes) << ")";
+            << " overlaps the persistent buffer '" << p.name << "' (" << p.role
+            << ", bytes " << str(p.bytes) << ")";
         ok = false;
       }
     if (view->use_empty())
@@ -199,9 +195,6 @@ LogicalResult VerifyPlan::verifyFunction(func::FuncOp fn,
   llvm::sort(temps, [](const Temp &a, const Temp &b) {
     return a.bytes.begin < b.bytes.begin;
   });
-  SmallVector<Operation *> ops;
-  for (Operation &op : block)
-    ops.push_back(&op);
   for (size_t i = 0; i < temps.size(); ++i)
     for (size_t j = i + 1;
          j < temps.size() && temps[j].bytes.begin < temps[i].bytes.end; ++j) {
@@ -218,9 +211,8 @@ LogicalResult VerifyPlan::verifyFunction(func::FuncOp fn,
       InFlightDiagnostic diag =
           at->emitOpError()
           << (kernel ? "(kernel \"" + kernel.getKernel().str() + "\") " : "")
-          << "uses "
-          << nameOf(newer.view) << " (bytes " << str(newer.bytes) << ") while "
-          << nameOf(older.view) << " (bytes " << str(older.bytes)
+          << "uses " << nameOf(newer.view) << " (bytes " << str(newer.bytes)
+          << ") while " << nameOf(older.view) << " (bytes " << str(older.bytes)
           << "), which shares bytes " << str(shared) << ", is still live";
       diag.attachNote(ops[older.last]->getLoc())
           << nameOf(older.view) << " is last used here";
@@ -231,23 +223,22 @@ LogicalResult VerifyPlan::verifyFunction(func::FuncOp fn,
   for (auto k : block.getOps<exec::KernelOp>()) {
     // (Hand-written IR may lack the window attributes the descriptor needs;
     // the kernel's verifier is not this pass's business.)
-    if (k.getOuts().size() != 2 || k.getIns().size() < 2)
+    if (k.getOuts().size() != 2 || k.getIns().size() < 2 ||
+        shapeOf(k.getOuts()[0]).size() < 3)
       continue;
     size_t spatial = shapeOf(k.getOuts()[0]).size() - 2;
-    if (shapeOf(k.getOuts()[0]).size() < 3 ||
-        llvm::any_of(ArrayRef<StringRef>{"strides", "dilations", "pads_begin"},
-                     [&](StringRef a) {
-                       return i64ArrayAttr(k, a).size() != spatial;
-                     }))
+    if (llvm::any_of(
+            ArrayRef<StringRef>{"strides", "dilations", "pads_begin"},
+            [&](StringRef a) { return i64ArrayAttr(k, a).size() != spatial; }))
       continue;
     otck_conv_desc desc;
     if (!convDescOf(k, k.getKernel(), k.getIns(), k.getOuts()[0], desc))
       continue;
     auto ws = llvm::cast<MemRefType>(k.getOuts()[1].getType());
     int64_t need = otck_conv_workspace_bytes(&desc);
-    if (byteSize(ws) < need) {
+    if (exec::byteSize(ws) < need) {
       k.emitOpError("workspace ")
-          << nameOf(k.getOuts()[1]) << " holds " << byteSize(ws)
+          << nameOf(k.getOuts()[1]) << " holds " << exec::byteSize(ws)
           << " bytes; the kernel uses " << need << " for this convolution";
       ok = false;
     }

@@ -258,8 +258,7 @@ int main(int argc, char **argv) {
   options.report = report;
   options.reportJson = reportJson;
   const char *verifyEnv = getenv("OTC_VERIFY_PLAN");
-  options.verifyPlan =
-      verifyPlan || (verifyEnv && StringRef(verifyEnv) == "1");
+  options.verifyPlan = verifyPlan || (verifyEnv && StringRef(verifyEnv) == "1");
 
   mlir::DialectRegistry registry;
   otc::registerAllDialects(registry);

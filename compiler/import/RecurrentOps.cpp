@@ -1,4 +1,4 @@
-//===- RecurrentOps.cpp - LSTM, GRU and RNN --------------------------------===//
+//===- RecurrentOps.cpp - LSTM, GRU and RNN -------------------------------===//
 //
 // A recurrent layer over a static sequence is unrolled into the graph ops
 // it is made of: one Gemm of the whole input with W per direction, then per
@@ -57,8 +57,8 @@ LogicalResult Importer::importRecurrent(const onnx::NodeProto &node) {
   if (layout != 0 && layout != 1)
     return nodeError(node) << "layout must be 0 or 1, got " << layout;
   if (xt.getRank() != 3 || wt.getRank() != 3 || rt.getRank() != 3)
-    return nodeError(node) << "X, W and R must be 3-D, got " << xt << ", "
-                           << wt << " and " << rt;
+    return nodeError(node) << "X, W and R must be 3-D, got " << xt << ", " << wt
+                           << " and " << rt;
 
   std::string direction = "forward";
   if (auto *a = attr(node, "direction"))
@@ -76,9 +76,8 @@ LogicalResult Importer::importRecurrent(const onnx::NodeProto &node) {
     return nodeError(node) << "with " << dirs << " direction(s), hidden size "
                            << hidden << " and input size " << in
                            << ", W must be [" << dirs << ", " << rows << ", "
-                           << in << "] and R [" << dirs << ", " << rows
-                           << ", " << hidden << "], got " << wt << " and "
-                           << rt;
+                           << in << "] and R [" << dirs << ", " << rows << ", "
+                           << hidden << "], got " << wt << " and " << rt;
   if (seq <= 0 || batch <= 0)
     return nodeError(node) << "X of type " << xt << " is empty";
 
@@ -137,8 +136,8 @@ LogicalResult Importer::importRecurrent(const onnx::NodeProto &node) {
     if (failed(v))
       return failure();
     if (typeOf(*v).getShape() != shape || !typeOf(*v).getElementType().isF32())
-      return nodeError(node) << "input #" << i << " must be "
-                             << f32(shape) << ", got " << v->getType();
+      return nodeError(node) << "input #" << i << " must be " << f32(shape)
+                             << ", got " << v->getType();
     out = *v;
     return success();
   };
@@ -157,8 +156,7 @@ LogicalResult Importer::importRecurrent(const onnx::NodeProto &node) {
       return v;
     return b.create<graph::ReshapeOp>(loc, f32(shape), v);
   };
-  auto slice = [&](Value v, ArrayRef<int64_t> starts,
-                   ArrayRef<int64_t> shape) {
+  auto slice = [&](Value v, ArrayRef<int64_t> starts, ArrayRef<int64_t> shape) {
     return createSlice(loc, v, starts, SmallVector<int64_t>(starts.size(), 1),
                        shape);
   };
@@ -229,8 +227,8 @@ LogicalResult Importer::importRecurrent(const onnx::NodeProto &node) {
     // except in GRU, where the reset gate multiplies its h block.
     Value inBias = wb && rb && !gru ? add(wb, rb) : wb;
     Value xw = reshape(gemmT(x, w, inBias), {seq, batch, rows});
-    ArrayRef<Act> act = ArrayRef<Act>(acts).slice(d * cell.act.size(),
-                                                  cell.act.size());
+    ArrayRef<Act> act =
+        ArrayRef<Act>(acts).slice(d * cell.act.size(), cell.act.size());
     Value h = initial(h0, d), c = lstm ? initial(c0, d) : Value();
     // Peepholes, in P's order i, o, f.
     Value pi, po, pf;
@@ -243,14 +241,28 @@ LogicalResult Importer::importRecurrent(const onnx::NodeProto &node) {
     auto peephole = [&](Value gate, Value p, Value state) {
       return p ? add(gate, mul(p, state)) : gate;
     };
+    // GRU: z and r come from one Gemm of h with their two blocks of R; the
+    // candidate's block is separate (the reset gate acts before or after
+    // it). Sliced once, outside the steps.
+    Value rzr, rbzr, rh, rbh;
+    if (gru) {
+      rzr =
+          reshape(slice(r, {0, 0}, {2 * hidden, hidden}), {2 * hidden, hidden});
+      rh = reshape(slice(r, {2 * hidden, 0}, {hidden, hidden}),
+                   {hidden, hidden});
+      if (rb) {
+        rbzr = slice(rb, {0}, {2 * hidden});
+        rbh = slice(rb, {2 * hidden}, {hidden});
+      }
+    }
+    bool linearBeforeReset = intAttr(node, "linear_before_reset", 0) != 0;
     SmallVector<Value> hs(seq);
     auto block = [&](Value v, int64_t k) {
       return slice(v, {0, k * hidden}, {batch, hidden});
     };
     for (int64_t step = 0; step < seq; ++step) {
       int64_t t = reverse ? seq - 1 - step : step;
-      Value xs = reshape(slice(xw, {t, 0, 0}, {1, batch, rows}),
-                         {batch, rows});
+      Value xs = reshape(slice(xw, {t, 0, 0}, {1, batch, rows}), {batch, rows});
       if (lstm) {
         Value g = add(xs, gemmT(h, r, Value()));
         Value i = apply(act[0], peephole(block(g, 0), pi, c));
@@ -261,25 +273,14 @@ LogicalResult Importer::importRecurrent(const onnx::NodeProto &node) {
         h = mul(o, apply(act[2], c));
       } else if (gru) {
         Value xz = block(xs, 0), xr = block(xs, 1), xh = block(xs, 2);
-        auto rBlock = [&](int64_t k) {
-          return reshape(slice(r, {k * hidden, 0}, {hidden, hidden}),
-                         {hidden, hidden});
-        };
-        auto rbBlock = [&](int64_t k) -> Value {
-          return rb ? slice(rb, {k * hidden}, {hidden}) : Value();
-        };
-        // z and r from one Gemm of h with their two blocks of R.
-        Value rzr = reshape(slice(r, {0, 0}, {2 * hidden, hidden}),
-                            {2 * hidden, hidden});
-        Value rbzr = rb ? slice(rb, {0}, {2 * hidden}) : Value();
         Value hzr = gemmT(h, rzr, rbzr);
         Value z = apply(act[0], add(xz, block(hzr, 0)));
         Value rg = apply(act[0], add(xr, block(hzr, 1)));
         Value hh;
-        if (intAttr(node, "linear_before_reset", 0) != 0)
-          hh = mul(rg, gemmT(h, rBlock(2), rbBlock(2)));
+        if (linearBeforeReset)
+          hh = mul(rg, gemmT(h, rh, rbh));
         else
-          hh = gemmT(mul(rg, h), rBlock(2), rbBlock(2));
+          hh = gemmT(mul(rg, h), rh, rbh);
         Value n = apply(act[1], add(xh, hh));
         // (1 - z) * n + z * h
         h = add(n, mul(z, b.create<graph::SubOp>(loc, h, n)));

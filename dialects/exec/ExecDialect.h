@@ -12,11 +12,19 @@
 
 #include "dialects/exec/ExecDialect.h.inc"
 
+#include <algorithm>
+
 namespace otc::exec {
 /// Alignment of every buffer in the arena, in bytes.
 inline constexpr int64_t kBufferAlignment = 64;
 /// Highest rank the kernel library's strided kernels accept (OTCK_MAX_RANK).
 inline constexpr int64_t kMaxKernelRank = 8;
+/// Bytes a buffer of type `t` takes in the arena (sub-byte elements: one
+/// byte each).
+inline int64_t byteSize(mlir::MemRefType t) {
+  unsigned bits = t.getElementTypeBitWidth();
+  return t.getNumElements() * std::max<unsigned>(bits / 8, 1);
+}
 /// True when `name` is in the kernel table (ExecKernels.def).
 bool isKnownKernel(llvm::StringRef name);
 } // namespace otc::exec

@@ -394,10 +394,10 @@ def trajectory(spec, model, x, y, dtype, decisions=None, record=False,
     `record`). decisions(step) gives the float32 ReLU inputs to force
     (float64 runs) or None."""
     import torch
-    m = copy.deepcopy(model).to(dtype)
+    # A perturbed run is a float32 one.
+    m = R.perturbed(model, perturb) if perturb is not None else \
+        copy.deepcopy(model).to(dtype)
     m.train()
-    if perturb is not None:
-        m = R.perturbed(m, perturb)
     forced = R.ForcedDecisions(m) if decisions else None
     seen = R.record_relu_inputs(m) if record else None
     momentum = 0.9 if spec["optimizer"] == "momentum" else 0.0
@@ -493,7 +493,7 @@ def run_case(ctx, spec, tag):
     # that cancels to rounding differs between these runs as it may
     # between two implementations). Each run's float64 reference takes that
     # run's ReLU decisions.
-    runs32 = []
+    runs32, shapes = [], None
     for k in range(FLOAT32_RUNS):
         l32, u32, b32, seen32, _ = trajectory(
             spec, ref, x, y, torch.float32, record=True,
@@ -506,8 +506,8 @@ def run_case(ctx, spec, tag):
                           "float64 farther than %.0e from 0: the reference "
                           "is unsure" % (how32.conflicts, R.TAU))
         runs32.append((l32, u32, b32, l64t, u64t, b64t))
-    shapes = [a.shape for a in trajectory(spec, ref, x, y, torch.float32,
-                                          record=True)[3][0]]
+        if shapes is None:  # the ReLU inputs' shapes, for OTC's probe
+            shapes = [a.shape for a in seen32[0]]
     probe = R.OtcProbe(ctx, onnx_path, spec["batch"], shapes,
                        name=os.path.join(tag, "probe")) if shapes else None
     otc_inputs = [probe.run({"input": x}, {k: v.astype(np.float32)
