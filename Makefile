@@ -9,7 +9,7 @@ CMAKE_FLAGS ?=
 all: build
 
 deps:
-	@tools/install-deps.sh
+	@tools/install-deps.sh $(BUILD)
 
 $(BUILD)/build.ninja: | deps
 	cmake -S . -B $(BUILD) -G Ninja \

@@ -375,6 +375,10 @@ static const llvm::StringMap<Importer::OpHandler> &opHandlers() {
       {"BatchNormalization", &Importer::importBatchNorm},
       {"LayerNormalization", &Importer::importLayerNorm},
       {"InstanceNormalization", &Importer::importInstanceNorm},
+      {"GroupNormalization", &Importer::importGroupNorm},
+      {"RMSNormalization", &Importer::importRMSNorm},
+      {"RotaryEmbedding", &Importer::importRotaryEmbedding},
+      {"Attention", &Importer::importAttention},
       {"LSTM", &Importer::importRecurrent},
       {"GRU", &Importer::importRecurrent},
       {"RNN", &Importer::importRecurrent},
@@ -529,12 +533,29 @@ LogicalResult Importer::importGraph(const onnx::GraphProto &graph,
       return failure();
   // Running statistics of training-mode BatchNorm are buffers: updated by
   // the forward, not by the optimizer.
-  fn.walk([&](graph::BatchNormOp bn) {
-    for (Value stat : {bn.getRunningMean(), bn.getRunningVar()})
+  // Those of inference-mode BatchNorm are buffers that stay as they are
+  // (as torch's buffers of a module in eval mode), not trained parameters.
+  auto markBuffers = [&](ValueRange stats) {
+    for (Value stat : stats)
       if (auto arg = llvm::dyn_cast<BlockArgument>(stat))
         if (fn.getArgAttr(arg.getArgNumber(), attr::kParam))
           fn.setArgAttr(arg.getArgNumber(), attr::kBuffer, b.getUnitAttr());
+  };
+  fn.walk([&](graph::BatchNormOp bn) {
+    markBuffers({bn.getRunningMean(), bn.getRunningVar()});
   });
+  int64_t frozenNorms = 0;
+  fn.walk([&](graph::BatchNormInferenceOp bn) {
+    markBuffers({bn.getMean(), bn.getVar()});
+    ++frozenNorms;
+  });
+  if (frozenNorms && options.batchedInputs)
+    emitWarning(fileLoc())
+        << frozenNorms
+        << " BatchNormalization nodes are in inference mode: they normalize "
+           "with their running statistics, which stay fixed; "
+           "--train-batchnorm trains them as torch's module.train() does "
+           "(batch statistics, running statistics updated)";
 
   SmallVector<Value> results;
   SmallVector<Type> resultTypes;

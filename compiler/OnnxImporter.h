@@ -23,6 +23,12 @@ struct ImportOptions {
   /// Training programs batch every input along its first dimension: refuse
   /// scalar inputs and inputs that disagree on it. Off for inference.
   bool batchedInputs = true;
+  /// Training programs: BatchNormalization nodes written in inference mode
+  /// normalize with batch statistics and update their running statistics,
+  /// as torch's module.train() does (the torch 2.x exporter writes every
+  /// BatchNormalization in inference mode). Off: they keep normalizing with
+  /// their running statistics, which stay fixed.
+  bool trainBatchNorm = false;
 };
 
 /// Imports `path`. Failures are reported as MLIR diagnostics on `context`

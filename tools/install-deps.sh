@@ -1,7 +1,11 @@
 #!/usr/bin/env bash
-# Installs every Debian package OTC's build, tests, demo and benchmarks need.
+# Installs every Debian package OTC's build, tests, demo and benchmarks need,
+# and the PyPI packages of tools/requirements-torch2.txt into a virtual
+# environment BUILD/pyenv (BUILD: the first argument, default build).
 # Idempotent: packages already present are skipped; nothing runs when all are.
 set -euo pipefail
+
+build_dir=${1:-build}
 
 packages=(
   # build
@@ -12,7 +16,7 @@ packages=(
   libgtest-dev
   # tests, demo, benchmarks
   python3-torch python3-torchvision python3-onnx python3-numpy
-  dataset-fashion-mnist libonnx-testdata iproute2
+  dataset-fashion-mnist libonnx-testdata iproute2 python3-venv
 )
 
 missing=()
@@ -22,7 +26,25 @@ for p in "${packages[@]}"; do
   fi
 done
 
+install_pyenv() {
+  # Recreated when the requirements change (their hash is kept beside).
+  local req env="$build_dir/pyenv"
+  req="$(dirname "$0")/requirements-torch2.txt"
+  local want
+  want=$(sha256sum "$req" | cut -d' ' -f1)
+  if [ -x "$env/bin/python" ] && [ "$(cat "$env/.requirements" 2>/dev/null)" = "$want" ]; then
+    return 0
+  fi
+  echo "install-deps: installing $req into $env"
+  rm -rf "$env"
+  mkdir -p "$build_dir"
+  /usr/bin/python3 -m venv "$env"
+  "$env/bin/pip" install --quiet --disable-pip-version-check --no-input -r "$req"
+  echo "$want" > "$env/.requirements"
+}
+
 if [ ${#missing[@]} -eq 0 ]; then
+  install_pyenv
   exit 0
 fi
 
@@ -40,3 +62,4 @@ else
 fi
 $SUDO apt-get update -qq
 DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
+install_pyenv

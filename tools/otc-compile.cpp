@@ -149,6 +149,13 @@ cl::opt<bool> inference(
     cl::desc("Compile the forward only: an @eval_step writing every graph "
              "output (use with --emit=lib; no loss, optimizer or driver)"),
     cl::cat(category));
+cl::opt<bool> trainBatchNorm(
+    "train-batchnorm",
+    cl::desc("Train BatchNormalization nodes written in inference mode as "
+             "torch's module.train() does: batch statistics, running "
+             "statistics updated (the torch 2.x exporter writes every "
+             "BatchNormalization in inference mode)"),
+    cl::cat(category));
 cl::opt<bool> report("report", cl::desc("Print the per-rank memory plan"),
                      cl::cat(category));
 cl::opt<std::string> reportJson("report-json",
@@ -196,6 +203,7 @@ int main(int argc, char **argv) {
   options.import.batch = batch;
   options.inference = inference;
   options.import.batchedInputs = !inference;
+  options.import.trainBatchNorm = trainBatchNorm;
   if (inference && (worldSize > 1 || compress.getNumOccurrences())) {
     errs() << "otc-compile: --inference takes no --world-size or --compress\n";
     return 2;

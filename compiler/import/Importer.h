@@ -30,7 +30,7 @@ namespace otc::importer {
 using namespace mlir;
 
 constexpr int64_t kMinOpset = 13;
-constexpr int64_t kMaxOpset = 20;
+constexpr int64_t kMaxOpset = 23;
 /// The newest opset the ONNX library (1.12) checks and infers; newer models
 /// are rewritten into its form first (OpsetAdapter.cpp).
 constexpr int64_t kLibraryOpset = 17;
@@ -64,11 +64,14 @@ inline bool isConfigOperand(StringRef opType, int index) {
   if (index == 0)
     return opType == "ConstantOfShape" || opType == "Range";
   static const llvm::StringMap<int> firstConfig = {
-      {"Dropout", 1},   {"Reshape", 1}, {"Unsqueeze", 1}, {"Squeeze", 1},
-      {"Clip", 1},      {"Pad", 1},     {"Slice", 1},     {"Resize", 1},
-      {"TopK", 1},      {"Tile", 1},    {"Expand", 1},    {"Split", 1},
-      {"ReduceSum", 1}, {"OneHot", 1},  {"CumSum", 1},    {"Trilu", 1},
-      {"Range", 0},     {"LSTM", 4},    {"GRU", 4},       {"RNN", 4},
+      {"Dropout", 1},   {"Reshape", 1}, {"Unsqueeze", 1},
+      {"Squeeze", 1},   {"Clip", 1},    {"Pad", 1},
+      {"Slice", 1},     {"Resize", 1},  {"TopK", 1},
+      {"Tile", 1},      {"Expand", 1},  {"Split", 1},
+      {"ReduceSum", 1}, {"OneHot", 1},  {"CumSum", 1},
+      {"Trilu", 1},     {"Range", 0},   {"LSTM", 4},
+      {"GRU", 4},       {"RNN", 4},     {"RotaryEmbedding", 1},
+      {"Attention", 3},
   };
   auto it = firstConfig.find(opType);
   return it != firstConfig.end() && index >= it->second;
@@ -128,6 +131,7 @@ public:
 
   LogicalResult prepare(onnx::ModelProto &model);
   LogicalResult adaptNewerOpset(onnx::ModelProto &model);
+  LogicalResult splitSequencesToSlices(onnx::GraphProto &graph);
   static bool hasHandler(StringRef opType);
   LogicalResult importGraph(const onnx::GraphProto &graph, ModuleOp module);
   FailureOr<RankedTensorType> inputType(const onnx::ValueInfoProto &info);
@@ -192,6 +196,11 @@ public:
   LogicalResult importBatchNorm(const onnx::NodeProto &node);
   LogicalResult importLayerNorm(const onnx::NodeProto &node);
   LogicalResult importInstanceNorm(const onnx::NodeProto &node);
+  // AttentionOps.cpp
+  LogicalResult importGroupNorm(const onnx::NodeProto &node);
+  LogicalResult importRMSNorm(const onnx::NodeProto &node);
+  LogicalResult importRotaryEmbedding(const onnx::NodeProto &node);
+  LogicalResult importAttention(const onnx::NodeProto &node);
   // RecurrentOps.cpp
   LogicalResult importRecurrent(const onnx::NodeProto &node);
   // LossOps.cpp

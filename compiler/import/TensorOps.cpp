@@ -365,9 +365,31 @@ LogicalResult Importer::importSplit(const onnx::NodeProto &node) {
 }
 
 LogicalResult Importer::importExpand(const onnx::NodeProto &node) {
-  FailureOr<Value> x = tensor(node, 0);
   FailureOr<SmallVector<int64_t>> target = intsInput(node, 1, {});
-  if (failed(x) || failed(target))
+  if (failed(target))
+    return failure();
+  // A constant expanded is a constant (shape computations of the torch 2.x
+  // exporter).
+  FailureOr<Entry *> e = operand(node, 0);
+  if (failed(e))
+    return failure();
+  if ((*e)->folded) {
+    Const shapeOnly;
+    shapeOnly.shape.assign(target->begin(), target->end());
+    if (succeeded(checkedElements(shapeOnly.shape)) &&
+        numElements(shapeOnly.shape) <= kMaxFoldedElements) {
+      shapeOnly.ints.assign(numElements(shapeOnly.shape), 0);
+      FailureOr<Const> c = foldBinary(*(*e)->folded, shapeOnly,
+                                      [](double a, double) { return a; });
+      if (succeeded(c)) {
+        c->isBool = (*e)->folded->isBool;
+        defineConst(node, 0, std::move(*c));
+        return success();
+      }
+    }
+  }
+  FailureOr<Value> x = tensor(node, 0);
+  if (failed(x))
     return failure();
   auto t = typeOf(*x);
   auto shape = graph::broadcastShapes(t.getShape(), *target);

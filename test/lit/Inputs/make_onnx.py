@@ -226,6 +226,57 @@ def newer_opset(opset):
     return m
 
 
+def opset23(kind):
+    # Operators of opsets 21-23, and the torch 2.x exporter's forms.
+    f = TensorProto.FLOAT
+    vi = helper.make_tensor_value_info
+    inits = []
+    if kind == "group-norm":
+        x, shape = vi("x", f, [2, 4, 3, 3]), [2, 4, 3, 3]
+        nodes = [helper.make_node("GroupNormalization", ["x", "s", "b"], ["y"],
+                                  name="gn", num_groups=2, epsilon=1e-5)]
+        inits = [helper.make_tensor("s", f, [4], [1.0, 2.0, 3.0, 4.0]),
+                 helper.make_tensor("b", f, [4], [0.0, 0.5, 1.0, 1.5])]
+    elif kind == "rms-norm":
+        x, shape = vi("x", f, [2, 5, 8]), [2, 5, 8]
+        nodes = [helper.make_node("RMSNormalization", ["x", "s"], ["y"],
+                                  name="rms", axis=-1, epsilon=1e-6)]
+        inits = [helper.make_tensor("s", f, [8], [1.0] * 8)]
+    elif kind == "rotary":
+        x, shape = vi("x", f, [2, 2, 5, 8]), [2, 2, 5, 8]
+        pos = vi("pos", TensorProto.INT64, [2, 5])
+        nodes = [helper.make_node("RotaryEmbedding", ["x", "cos", "sin", "pos"],
+                                  ["y"], name="rope", interleaved=1,
+                                  rotary_embedding_dim=4)]
+        inits = [helper.make_tensor("cos", f, [16, 2], [0.5] * 32),
+                 helper.make_tensor("sin", f, [16, 2], [0.25] * 32)]
+        return model(nodes, [x, pos], [vi("y", f, shape)], opset=23,
+                     inits=inits)
+    elif kind == "attention-gqa":
+        q = vi("q", f, [2, 5, 16])
+        k, v = vi("k", f, [2, 5, 8]), vi("v", f, [2, 5, 8])
+        nodes = [helper.make_node("Attention", ["q", "k", "v"], ["y"],
+                                  name="att", is_causal=1, q_num_heads=4,
+                                  kv_num_heads=2)]
+        return model(nodes, [q, k, v], [vi("y", f, [2, 5, 16])], opset=23)
+    elif kind == "axes-reshaped":
+        # ReduceMean's axes through Reshape(Constant), chunk as
+        # SplitToSequence + SequenceAt: what torch.onnx.export(dynamo=True)
+        # writes.
+        x, shape = vi("x", f, [2, 6, 4]), [2, 3]
+        nodes = [
+            helper.make_node("Constant", [], ["a0"], value_ints=[2]),
+            helper.make_node("Constant", [], ["m1"], value_ints=[-1]),
+            helper.make_node("Reshape", ["a0", "m1"], ["axes"]),
+            helper.make_node("ReduceMean", ["x", "axes"], ["r"], keepdims=0),
+            helper.make_node("Constant", [], ["three"], value_int=3),
+            helper.make_node("SplitToSequence", ["r", "three"], ["seq"], axis=1),
+            helper.make_node("Constant", [], ["one"], value_int=1),
+            helper.make_node("SequenceAt", ["seq", "one"], ["y"]),
+        ]
+    return model(nodes, [x], [vi("y", f, shape)], opset=23, inits=inits)
+
+
 def newer_opset_bad(kind):
     x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3, 8, 8])
     y = helper.make_tensor_value_info("y", TensorProto.FLOAT, None)
@@ -248,9 +299,8 @@ def newer_opset_bad(kind):
                      [y], opset=18)
     else:
         assert kind == "new-op"
-        node = helper.make_node("GroupNormalization", ["x", "s", "b"], ["y"], name="n",
-                                num_groups=3)
-        inits = [weights("s", 3), weights("b", 3)]
+        node = helper.make_node("CenterCropPad", ["x", "shape"], ["y"], name="n")
+        inits = [ints("shape", [4, 4])]
     return model([node], [x], [y], inits, opset=19)
 
 
@@ -301,7 +351,10 @@ def recurrent(kind):
 
 
 KINDS = {"split-uneven": split_uneven, "opset18": lambda: newer_opset(18), "opset20": lambda: newer_opset(20),
-         "opset21": lambda: newer_opset(21),
+         "opset21": lambda: newer_opset(21), "opset24": lambda: newer_opset(24),
+         "group-norm": lambda: opset23("group-norm"), "rms-norm": lambda: opset23("rms-norm"),
+         "rotary": lambda: opset23("rotary"), "attention-gqa": lambda: opset23("attention-gqa"),
+         "axes-reshaped": lambda: opset23("axes-reshaped"),
          "pad-axes": lambda: newer_opset_bad("pad-axes"),
          "pool-dilations": lambda: newer_opset_bad("pool-dilations"),
          "resize-antialias": lambda: newer_opset_bad("resize-antialias"),
