@@ -12,6 +12,7 @@
 #include "compiler/OnnxImporter.h"
 #include "compiler/import/Importer.h"
 
+#include "dialects/graph/ElementTypes.h"
 #include "dialects/graph/GraphDialect.h"
 #include "passes/Attributes.h"
 #include "passes/Passes.h"
@@ -86,27 +87,15 @@ Importer::inputType(const onnx::ValueInfoProto &info) {
   if (!info.type().has_tensor_type())
     return error() << "input '" << info.name() << "' is not a tensor";
   const auto &tt = info.type().tensor_type();
-  Type elt;
-  switch (tt.elem_type()) {
-  case onnx::TensorProto::FLOAT:
-    elt = b.getF32Type();
-    break;
-  case onnx::TensorProto::INT64:
-    elt = b.getI64Type();
-    break;
-  case onnx::TensorProto::INT32:
-    elt = b.getI32Type();
-    break;
-  case onnx::TensorProto::BOOL:
-    elt = b.getI1Type();
-    break;
-  default:
+  Type elt = elementType(tt.elem_type());
+  if (!elt)
     return error() << "input '" << info.name() << "' has element type "
                    << onnx::TensorProto::DataType_Name(
                           static_cast<onnx::TensorProto::DataType>(
                               tt.elem_type()))
-                   << "; OTC supports float, int64, int32 and bool inputs";
-  }
+                   << "; OTC supports float, double, float16, bfloat16, "
+                      "bool and 8- to 64-bit signed and unsigned integer "
+                      "inputs";
   if (!tt.has_shape())
     return error() << "input '" << info.name() << "' has no shape";
   SmallVector<int64_t> shape;
@@ -136,6 +125,11 @@ Importer::inputType(const onnx::ValueInfoProto &info) {
     return error() << "input '" << info.name() << "' has more than "
                    << kMaxElements << " elements";
   return RankedTensorType::get(shape, elt);
+}
+
+Type Importer::elementType(int onnxType) {
+  const ElementTypeInfo *e = elementTypeInfo(onnxType);
+  return e ? e->get(ctx) : Type();
 }
 
 FailureOr<Const> Importer::tensorToConst(const onnx::TensorProto &t,
@@ -202,6 +196,32 @@ FailureOr<Const> Importer::tensorToConst(const onnx::TensorProto &t,
     if (failed(read(int32_t(), t.int32_data(), c.ints)))
       return failure();
     break;
+  // The narrow integers sit in int32_data, the wide unsigned ones in
+  // uint64_data (UINT64 values above INT64_MAX keep their bits).
+  case onnx::TensorProto::INT8:
+    if (failed(read(int8_t(), t.int32_data(), c.ints)))
+      return failure();
+    break;
+  case onnx::TensorProto::UINT8:
+    if (failed(read(uint8_t(), t.int32_data(), c.ints)))
+      return failure();
+    break;
+  case onnx::TensorProto::INT16:
+    if (failed(read(int16_t(), t.int32_data(), c.ints)))
+      return failure();
+    break;
+  case onnx::TensorProto::UINT16:
+    if (failed(read(uint16_t(), t.int32_data(), c.ints)))
+      return failure();
+    break;
+  case onnx::TensorProto::UINT32:
+    if (failed(read(uint32_t(), t.uint64_data(), c.ints)))
+      return failure();
+    break;
+  case onnx::TensorProto::UINT64:
+    if (failed(read(uint64_t(), t.uint64_data(), c.ints)))
+      return failure();
+    break;
   case onnx::TensorProto::BOOL:
     c.isBool = true;
     if (!raw.empty()) {
@@ -223,25 +243,43 @@ FailureOr<Const> Importer::tensorToConst(const onnx::TensorProto &t,
   if (c.size() != n)
     return emitError(loc) << "tensor '" << t.name() << "' holds " << c.size()
                           << " values for shape of " << n << " elements";
+  c.dtype = t.data_type();
   return c;
 }
 
-Value Importer::materialize(const Const &c, Location loc) {
-  if (c.isFloat) {
-    SmallVector<float> v(c.floats.begin(), c.floats.end());
-    auto type = RankedTensorType::get(c.shape, b.getF32Type());
-    return b.create<graph::ConstantOp>(
-        loc, DenseElementsAttr::get(type, ArrayRef<float>(v)));
+Value Importer::materialize(const Const &c, Location loc, Type elt) {
+  if (!elt && c.dtype)
+    elt = elementType(c.dtype);
+  if (!elt)
+    elt = c.isFloat  ? Type(b.getF32Type())
+          : c.isBool ? Type(b.getI1Type())
+                     : Type(b.getI64Type());
+  auto type = RankedTensorType::get(c.shape, elt);
+  if (auto ft = llvm::dyn_cast<FloatType>(elt)) {
+    SmallVector<APFloat> v;
+    for (int64_t i = 0; i < c.size(); ++i) {
+      APFloat f(c.at(i));
+      bool lost;
+      f.convert(ft.getFloatSemantics(), APFloat::rmNearestTiesToEven, &lost);
+      v.push_back(f);
+    }
+    return b.create<graph::ConstantOp>(loc, DenseElementsAttr::get(type, v));
   }
-  if (c.isBool) {
-    SmallVector<bool> v(c.ints.begin(), c.ints.end());
-    auto type = RankedTensorType::get(c.shape, b.getI1Type());
+  if (elt.isInteger(1)) {
+    SmallVector<bool> v;
+    for (int64_t i = 0; i < c.size(); ++i)
+      v.push_back(c.at(i) != 0);
     return b.create<graph::ConstantOp>(
         loc, DenseElementsAttr::get(type, ArrayRef<bool>(v)));
   }
-  auto type = RankedTensorType::get(c.shape, b.getI64Type());
-  return b.create<graph::ConstantOp>(
-      loc, DenseElementsAttr::get(type, ArrayRef<int64_t>(c.ints)));
+  // Integers keep their low bits (numpy's astype).
+  unsigned width = elt.getIntOrFloatBitWidth();
+  SmallVector<APInt> v;
+  for (int64_t i = 0; i < c.size(); ++i) {
+    int64_t x = c.isFloat ? static_cast<int64_t>(c.floats[i]) : c.ints[i];
+    v.push_back(APInt(64, static_cast<uint64_t>(x)).trunc(width));
+  }
+  return b.create<graph::ConstantOp>(loc, DenseElementsAttr::get(type, v));
 }
 
 FailureOr<Entry *> Importer::operand(const onnx::NodeProto &node, int i) {
@@ -336,6 +374,7 @@ static const llvm::StringMap<Importer::OpHandler> &opHandlers() {
       {"Or", &Importer::importCompare},
       {"Xor", &Importer::importCompare},
       {"Not", &Importer::importNot},
+      {"BitShift", &Importer::importBitShift},
       {"Where", &Importer::importWhere},
       {"ReduceSum", &Importer::importReduce},
       {"ReduceMean", &Importer::importReduce},
@@ -464,8 +503,12 @@ LogicalResult Importer::importGraph(const onnx::GraphProto &graph,
          b.getNamedAttr(attr::kRole, b.getStringAttr("data"))}));
     argNames.push_back(in.name());
   }
-  if (argTypes.empty())
-    return error() << "the model has no inputs";
+  // A forward program without inputs computes its outputs from constants
+  // and parameters; a training step batches its inputs, so needs one.
+  if (argTypes.empty() && options.batchedInputs)
+    return error() << "the model has no inputs; a training program needs at "
+                      "least one batched input (compile it with --inference "
+                      "to evaluate it)";
   // The runtime batches every input along its first dimension.
   for (auto [t, name] : llvm::zip(argTypes, argNames)) {
     if (!options.batchedInputs)
@@ -565,10 +608,21 @@ LogicalResult Importer::importGraph(const onnx::GraphProto &graph,
       return error() << "graph output '" << out.name() << "' is never defined";
     Value v = it->second.value;
     if (!v) {
-      if (!it->second.folded->isFloat)
-        return error() << "graph output '" << out.name()
-                       << "' is an integer constant";
-      v = materialize(*it->second.folded, fileLoc());
+      // A constant output is computed at compile time and copied into the
+      // output buffer; it takes the element type the graph declares.
+      Type elt;
+      if (out.type().has_tensor_type() &&
+          out.type().tensor_type().elem_type() != 0) {
+        int code = out.type().tensor_type().elem_type();
+        elt = elementType(code);
+        if (!elt)
+          return error() << "graph output '" << out.name()
+                         << "' is a constant of element type "
+                         << onnx::TensorProto::DataType_Name(
+                                static_cast<onnx::TensorProto::DataType>(code))
+                         << ", which OTC does not support";
+      }
+      v = materialize(*it->second.folded, fileLoc(), elt);
     }
     results.push_back(v);
     resultTypes.push_back(v.getType());

@@ -5,6 +5,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "dialects/graph/ElementTypes.h"
 #include "dialects/graph/GraphDialect.h"
 #include "passes/Attributes.h"
 #include "passes/Passes.h"
@@ -484,6 +485,16 @@ LogicalResult BuildTraining::buildTrainStep(ModuleOp module,
       return op->emitError("'")
              << op->getName() << "' has no gradient, but the loss depends "
              << "on parameters through it";
+    // Integers carry no gradient: a loss that depends on a parameter only
+    // through integer values would silently leave it untrained.
+    if (auto cast = llvm::dyn_cast<CastOp>(op))
+      if (needsGrad.contains(cast.getInput()) &&
+          isIntegerElement(cast.getInput().getType().getElementType()))
+        return op->emitError("the loss depends on parameters through "
+                             "integer values (a cast from ")
+               << cast.getInput().getType().getElementType() << " to "
+               << cast.getType().getElementType()
+               << "), which have no gradient";
     SmallVector<Value> operandGrads;
     if (failed(differentiable.buildGradients(b, resultGrads, operandGrads)))
       return failure();

@@ -17,6 +17,7 @@
 
 #include "dialects/dist/DistDialect.h"
 #include "dialects/exec/ExecDialect.h"
+#include "dialects/graph/ElementTypes.h"
 #include "passes/Attributes.h"
 #include "passes/Passes.h"
 
@@ -35,36 +36,16 @@ using namespace otc;
 
 namespace {
 
+/// The C type of a buffer's pointer (kernel workspaces are i8: bytes the
+/// kernels take as void *).
 std::string cType(Type t) {
-  if (t.isF32())
-    return "float";
-  if (t.isF64())
-    return "double";
-  if (t.isInteger(64))
-    return "int64_t";
-  if (t.isInteger(32))
-    return "int32_t";
-  if (t.isInteger(8))
-    return "uint8_t";
-  if (t.isInteger(1))
-    return "uint8_t"; // the kernels' boolean: one byte, 0 or 1
-  return "";
+  const ElementTypeInfo *e = elementTypeInfo(t);
+  return e ? e->cType : "";
 }
 
 std::string dtypeName(Type t) {
-  if (t.isF32())
-    return "f32";
-  if (t.isF64())
-    return "f64";
-  if (t.isInteger(64))
-    return "i64";
-  if (t.isInteger(32))
-    return "i32";
-  if (t.isInteger(8))
-    return "u8";
-  if (t.isInteger(1))
-    return "bool";
-  return "unknown";
+  const ElementTypeInfo *e = elementTypeInfo(t);
+  return e ? e->dtype : "unknown";
 }
 
 std::string cString(StringRef s) {
@@ -202,15 +183,25 @@ LogicalResult Emitter::emitFunction(func::FuncOp fn, StringRef cName) {
       std::string init;
       llvm::raw_string_ostream is(init);
       int64_t i = 0;
-      if (llvm::isa<FloatType>(dense.getElementType())) {
+      Type elt = dense.getElementType();
+      if (elt.isF16() || elt.isBF16()) {
+        // Storage types: the bits.
+        for (APFloat v : dense.getValues<APFloat>())
+          is << (i++ ? ", " : "") << v.bitcastToAPInt().getZExtValue();
+      } else if (llvm::isa<FloatType>(elt)) {
         for (APFloat v : dense.getValues<APFloat>())
           is << (i++ ? ", " : "") << floatLiteral(v.convertToDouble());
       } else {
-        bool isBool = dense.getElementType().isInteger(1);
-        for (APInt v : dense.getValues<APInt>())
-          is << (i++ ? ", " : "")
-             << (isBool ? static_cast<int64_t>(v.getZExtValue())
-                        : v.getSExtValue());
+        bool zext = elt.isInteger(1) || elt.isUnsignedInteger();
+        for (APInt v : dense.getValues<APInt>()) {
+          is << (i++ ? ", " : "");
+          if (zext)
+            is << v.getZExtValue() << (elt.isInteger(64) ? "ull" : "");
+          else if (v.isMinSignedValue() && v.getBitWidth() == 64)
+            is << "INT64_MIN";
+          else
+            is << v.getSExtValue();
+        }
       }
       constants += "alignas(64) static const " + t + " " + g + "[] = {" +
                    is.str() + "};\n";

@@ -13,6 +13,7 @@
 
 #include "passes/EmitKernels.h"
 
+#include "dialects/graph/ElementTypes.h"
 #include "dialects/graph/GraphDialect.h"
 #include "passes/KernelDescs.h"
 
@@ -89,17 +90,8 @@ bool isF32(Value v) { return typeOf(v).getElementType().isF32(); }
 /// ONNX TensorProto data type code of an element type (otck_dtype), 0 if
 /// none.
 int dtypeCode(Type t) {
-  if (t.isF32())
-    return 1;
-  if (t.isF64())
-    return 11;
-  if (t.isInteger(64))
-    return 7;
-  if (t.isInteger(32))
-    return 6;
-  if (t.isInteger(1))
-    return 9;
-  return 0;
+  const ElementTypeInfo *e = elementTypeInfo(t);
+  return e ? e->code : 0;
 }
 
 /// The kernels whose calls only use functions of otc/kernels_cuda.h, sorted:
@@ -123,10 +115,15 @@ const char kCudaCnnKernels[] =
     "avg_pool avg_pool_grad batch_norm batch_norm_grad batch_norm_inference "
     "conv conv_grad_input conv_grad_weight max_pool max_pool_grad";
 
+/// Kernels whose integer (and typed comparison) calls have CUDA twins
+/// (kernels/cuda/integer.cu), sorted; merged as kCudaCnnKernels is.
+const char kCudaIntegerKernels[] = "compare shift_left shift_right";
+
 SmallVector<StringRef> cudaKernels() {
   SmallVector<StringRef> names;
   StringRef(kCudaKernels).split(names, ' ');
   StringRef(kCudaCnnKernels).split(names, ' ');
+  StringRef(kCudaIntegerKernels).split(names, ' ');
   llvm::sort(names);
   return names;
 }
@@ -297,6 +294,8 @@ const llvm::StringMap<KernelEmitter::Family> &KernelEmitter::families() {
       {"max", &KernelEmitter::binary},
       {"min", &KernelEmitter::binary},
       {"prelu", &KernelEmitter::binary},
+      {"shift_left", &KernelEmitter::binary},
+      {"shift_right", &KernelEmitter::binary},
       {"binary_grad", &KernelEmitter::binaryGrad},
       {"relu", &KernelEmitter::unary},
       {"sigmoid", &KernelEmitter::unary},
@@ -468,6 +467,8 @@ std::string binaryEnum(StringRef kind) {
       .Case("max", "OTCK_MAX")
       .Case("min", "OTCK_MIN")
       .Case("prelu", "OTCK_PRELU")
+      .Case("shift_left", "OTCK_SHIFT_LEFT")
+      .Case("shift_right", "OTCK_SHIFT_RIGHT")
       .Default("");
 }
 
@@ -480,15 +481,18 @@ LogicalResult KernelEmitter::binary() {
   std::string call = "(" + binaryEnum(k.getKernel()) + ", " +
                      std::to_string(y.size()) + ", " + sh + ", " + in(0) +
                      ", " + as + ", " + in(1) + ", " + bs + ", " + out(0) + ")";
-  if (t.isF32()) {
+  if (t.isF32() && !k.getKernel().starts_with("shift_")) {
     os << "    " << fn("binary_f32") << call << ";\n";
-  } else if (target.cuda()) {
-    return k.emitError("'") << k.getKernel() << "' on " << t
-                            << " has no CUDA kernel yet (--target cuda "
-                               "supports f32 elementwise kernels only)";
-  } else if (t.isInteger(64) || t.isInteger(32)) {
-    os << "    if (otck_binary_" << (t.isInteger(64) ? "i64" : "i32") << call
-       << " != OTCK_OK)\n      return OTC_STEP_ERR_DIVISION_BY_ZERO;\n";
+  } else if (isIntegerElement(t)) {
+    // One entry for every integer type, dispatched on its otck_dtype code.
+    std::string intCall = "(" + binaryEnum(k.getKernel()) + ", " +
+                          std::to_string(dtypeCode(t)) + ", " +
+                          call.substr(call.find(", ") + 2);
+    if (target.cuda())
+      os << "    " << fn("binary_int") << intCall << ";\n";
+    else
+      os << "    if (otck_binary_int" << intCall
+         << " != OTCK_OK)\n      return OTC_STEP_ERR_DIVISION_BY_ZERO;\n";
   } else {
     return k.emitOpError("no ") << k.getKernel() << " kernel for " << t;
   }
@@ -559,7 +563,7 @@ LogicalResult KernelEmitter::unaryGrad() {
 LogicalResult KernelEmitter::compare() {
   ArrayRef<int64_t> y = shapeOf(outs[0]);
   Type t = typeOf(ins[0]).getElementType();
-  if (!t.isF32() && !t.isInteger(64))
+  if (!t.isF32() && !t.isF64() && !t.isInteger(1) && !isIntegerElement(t))
     return k.emitOpError("no comparison kernel for ") << t;
   std::string sh = array("shape", y);
   std::string as = array("as", broadcastStrides(shapeOf(ins[0]), y));
@@ -570,9 +574,9 @@ LogicalResult KernelEmitter::compare() {
                          .Case("le", "OTCK_CMP_LESS_OR_EQUAL")
                          .Case("gt", "OTCK_CMP_GREATER")
                          .Default("OTCK_CMP_GREATER_OR_EQUAL");
-  os << "    otck_compare_" << (t.isF32() ? "f32" : "i64") << "(" << pred
-     << ", " << y.size() << ", " << sh << ", " << in(0) << ", " << as << ", "
-     << in(1) << ", " << bs << ", " << out(0) << ");\n";
+  os << "    " << fn("compare") << "(" << pred << ", " << dtypeCode(t) << ", "
+     << y.size() << ", " << sh << ", " << in(0) << ", " << as << ", " << in(1)
+     << ", " << bs << ", " << out(0) << ");\n";
   return success();
 }
 

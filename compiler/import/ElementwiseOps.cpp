@@ -7,6 +7,8 @@
 
 #include "compiler/import/Importer.h"
 
+#include "dialects/graph/ElementTypes.h"
+
 #include "llvm/ADT/StringSwitch.h"
 
 #include <cmath>
@@ -101,11 +103,10 @@ LogicalResult Importer::importArithmetic(const onnx::NodeProto &node) {
   if (failed(elt) || failed(checkBroadcastable(node, {*lv, *rv})))
     return failure();
   bool floatOnly = op == "Pow" || op == "PRelu";
-  if (!elt->isF32() &&
-      (floatOnly || !(elt->isInteger(64) || elt->isInteger(32))))
+  if (!elt->isF32() && (floatOnly || !isIntegerElement(*elt)))
     return nodeError(node) << "unsupported element type " << *elt
                            << (floatOnly ? " (float32 only)"
-                                         : " (float32, int64 and int32)");
+                                         : " (float32 and the integers)");
   if (op == "PRelu") {
     // The slope broadcasts to x (unidirectionally).
     auto xt = llvm::cast<RankedTensorType>(lv->getType());
@@ -134,8 +135,7 @@ LogicalResult Importer::importVariadic(const onnx::NodeProto &node) {
   FailureOr<Type> elt = commonElementType(node, xs);
   if (failed(elt) || failed(checkBroadcastable(node, xs)))
     return failure();
-  if (!elt->isF32() &&
-      (op == "Mean" || !(elt->isInteger(64) || elt->isInteger(32))))
+  if (!elt->isF32() && (op == "Mean" || !isIntegerElement(*elt)))
     return nodeError(node) << "unsupported element type " << *elt;
   Value acc = xs.front();
   for (Value x : ArrayRef(xs).drop_front())
@@ -202,6 +202,8 @@ LogicalResult Importer::importUnary(const onnx::NodeProto &node) {
   if (failed(xv))
     return failure();
   Value x = *xv;
+  if (op == "Clip" && isIntegerElement(typeOf(x).getElementType()))
+    return importIntegerClip(node, x);
   if (!llvm::cast<RankedTensorType>(x.getType()).getElementType().isF32())
     return nodeError(node) << "unsupported element type " << x.getType()
                            << " (float32 only)";
@@ -340,9 +342,9 @@ LogicalResult Importer::importCompare(const onnx::NodeProto &node) {
                                       *l, *r));
     return success();
   }
-  if (!(elt->isF32() || elt->isInteger(64) || elt->isInteger(32)))
+  if (!isArithmeticElement(*elt))
     return nodeError(node) << "unsupported element type " << *elt
-                           << " (float32, int64 and int32)";
+                           << " (float32 and the integers)";
   StringRef pred = llvm::StringSwitch<StringRef>(op)
                        .Case("Equal", "eq")
                        .Case("Less", "lt")
@@ -351,6 +353,54 @@ LogicalResult Importer::importCompare(const onnx::NodeProto &node) {
                        .Default("ge");
   define(node, 0,
          b.create<graph::CompareOp>(loc, type, b.getStringAttr(pred), *l, *r));
+  return success();
+}
+
+/// Clip of integers: max(x, min) then min(., max) with the bounds (constant
+/// inputs of x's type) as scalars; an absent bound clips nothing.
+LogicalResult Importer::importIntegerClip(const onnx::NodeProto &node,
+                                          Value x) {
+  Location loc = nodeLoc(node);
+  Type elt = typeOf(x).getElementType();
+  Value v = x;
+  for (int i = 1; i <= 2; ++i) {
+    if (!hasInput(node, i))
+      continue;
+    FailureOr<Const *> c = constant(node, i);
+    if (failed(c))
+      return failure();
+    if ((*c)->size() != 1)
+      return nodeError(node) << "bound #" << i << " must be a scalar";
+    Const bound = **c;
+    bound.shape.clear();
+    Value bv = materialize(bound, loc, elt);
+    v = i == 1 ? b.create<graph::MaxOp>(loc, v, bv).getResult()
+               : b.create<graph::MinOp>(loc, v, bv).getResult();
+  }
+  define(node, 0, v);
+  return success();
+}
+
+LogicalResult Importer::importBitShift(const onnx::NodeProto &node) {
+  auto *dir = attr(node, "direction");
+  StringRef direction = dir ? StringRef(dir->s()) : "";
+  if (direction != "LEFT" && direction != "RIGHT")
+    return nodeError(node) << "direction must be LEFT or RIGHT, got '"
+                           << direction << "'";
+  FailureOr<Value> l = tensor(node, 0), r = tensor(node, 1);
+  if (failed(l) || failed(r))
+    return failure();
+  FailureOr<Type> elt = commonElementType(node, {*l, *r});
+  if (failed(elt) || failed(checkBroadcastable(node, {*l, *r})))
+    return failure();
+  if (!isIntegerElement(*elt))
+    return nodeError(node) << "unsupported element type " << *elt
+                           << " (integers only)";
+  Location loc = nodeLoc(node);
+  Value v = direction == "LEFT"
+                ? b.create<graph::ShiftLeftOp>(loc, *l, *r).getResult()
+                : b.create<graph::ShiftRightOp>(loc, *l, *r).getResult();
+  define(node, 0, v);
   return success();
 }
 

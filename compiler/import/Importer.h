@@ -45,6 +45,9 @@ struct Const {
   SmallVector<int64_t> shape;
   bool isFloat = false;
   bool isBool = false; // integer values that are booleans (0 or 1)
+  /// The ONNX element type the values came with (TensorProto.DataType), or
+  /// 0 for the default a folded value takes: float, int64 or bool.
+  int dtype = 0;
   std::vector<int64_t> ints;
   std::vector<double> floats;
 
@@ -155,6 +158,8 @@ public:
   LogicalResult importCompare(const onnx::NodeProto &node);
   LogicalResult importNot(const onnx::NodeProto &node);
   LogicalResult importWhere(const onnx::NodeProto &node);
+  LogicalResult importBitShift(const onnx::NodeProto &node);
+  LogicalResult importIntegerClip(const onnx::NodeProto &node, Value x);
   FailureOr<Type> commonElementType(const onnx::NodeProto &node,
                                     ArrayRef<Value> vs);
   LogicalResult checkBroadcastable(const onnx::NodeProto &node,
@@ -228,7 +233,12 @@ public:
   void defineConst(const onnx::NodeProto &node, int i, Const c) {
     values[node.output(i)] = Entry{Value(), std::move(c)};
   }
-  Value materialize(const Const &c, Location loc);
+  /// A graph.constant of `c`, of element type `elt` when given, else of
+  /// c.dtype's (or the default's).
+  Value materialize(const Const &c, Location loc, Type elt = {});
+  /// The MLIR element type of an ONNX TensorProto.DataType, or null when
+  /// OTC has none (dialects/graph/ElementTypes.h).
+  Type elementType(int onnxType);
 
   // Attributes.
   const onnx::AttributeProto *attr(const onnx::NodeProto &node,

@@ -139,15 +139,32 @@ LogicalResult Importer::importFoldable(const onnx::NodeProto &node) {
         break;
       case onnx::TensorProto::INT64:
       case onnx::TensorProto::INT32:
+      case onnx::TensorProto::INT16:
+      case onnx::TensorProto::INT8:
+      case onnx::TensorProto::UINT64:
+      case onnx::TensorProto::UINT32:
+      case onnx::TensorProto::UINT16:
+      case onnx::TensorProto::UINT8: {
+        // Integers wrap to the target's width (numpy's astype); INT32 and
+        // INT64 keep the default int64 representation.
+        unsigned width = elementType(to).getIntOrFloatBitWidth();
+        bool isSigned =
+            to == onnx::TensorProto::INT64 || to == onnx::TensorProto::INT32 ||
+            to == onnx::TensorProto::INT16 || to == onnx::TensorProto::INT8;
         for (int64_t i = 0; i < in.size(); ++i) {
           double v = in.at(i);
           if (!(v >= -9.2e18 && v <= 9.2e18))
             return nodeError(node) << "cannot cast " << v << " to an integer";
           int64_t x = in.isFloat ? static_cast<int64_t>(v) : in.ints[i];
-          c.ints.push_back(
-              to == onnx::TensorProto::INT32 ? static_cast<int32_t>(x) : x);
+          APInt bits = APInt(64, static_cast<uint64_t>(x)).trunc(width);
+          c.ints.push_back(isSigned
+                               ? bits.getSExtValue()
+                               : static_cast<int64_t>(bits.getZExtValue()));
         }
+        if (to != onnx::TensorProto::INT64 && to != onnx::TensorProto::INT32)
+          c.dtype = static_cast<int>(to);
         break;
+      }
       case onnx::TensorProto::BOOL:
         c.isBool = true;
         for (int64_t i = 0; i < in.size(); ++i)
@@ -163,27 +180,14 @@ LogicalResult Importer::importFoldable(const onnx::NodeProto &node) {
       return success();
     }
     auto t = llvm::cast<RankedTensorType>((*e)->value.getType());
-    Type target;
-    switch (to) {
-    case onnx::TensorProto::FLOAT:
-      target = b.getF32Type();
-      break;
-    case onnx::TensorProto::INT64:
-      target = b.getI64Type();
-      break;
-    case onnx::TensorProto::INT32:
-      target = b.getI32Type();
-      break;
-    case onnx::TensorProto::BOOL:
-      target = b.getI1Type();
-      break;
-    default:
+    Type target = elementType(static_cast<int>(to));
+    if (!target)
       return nodeError(node)
              << "unsupported Cast target type "
              << onnx::TensorProto::DataType_Name(
                     static_cast<onnx::TensorProto::DataType>(to))
-             << " of a runtime tensor (float, int64, int32, bool)";
-    }
+             << " of a runtime tensor (float, double, float16, bfloat16, "
+                "bool and the 8- to 64-bit integers)";
     define(node, 0,
            target == t.getElementType()
                ? (*e)->value

@@ -29,7 +29,11 @@ class Graph_Op<string mnemonic, list<Trait> traits = []>
 def Graph_F32Tensor : RankedTensorOf<[F32]>;
 def Graph_IndexTensor : RankedTensorOf<[I64, I32]>;
 def Graph_AnyTensor : RankedTensorOf<[AnyType]>;
-def Graph_NumericTensor : RankedTensorOf<[F32, I64, I32]>;
+// Element types of arithmetic (dialects/graph/ElementTypes.h): f32 and the
+// signed (signless) and unsigned integers.
+def Graph_IntegerElement : AnyTypeOf<[I8, I16, I32, I64, UI8, UI16, UI32, UI64]>;
+def Graph_NumericTensor : RankedTensorOf<[F32, Graph_IntegerElement]>;
+def Graph_IntegerTensor : RankedTensorOf<[Graph_IntegerElement]>;
 def Graph_BoolTensor : RankedTensorOf<[I1]>;
 def Graph_ScalarF32 : 0DTensorOf<[F32]>;
 

@@ -173,6 +173,37 @@ def Graph_MaxOp : Graph_BinaryOp<"max", "Max (of two operands)">;
 def Graph_MinOp : Graph_BinaryOp<"min", "Min (of two operands)">;
 def Graph_PReluOp : Graph_BinaryOp<"prelu", "PRelu (lhs = x, rhs = slope)">;
 
+/// Integer-only binary ops: no gradient (the loss cannot depend on a
+/// parameter through them).
+class Graph_IntegerBinaryOp<string mnemonic, string onnxName>
+    : Graph_Op<mnemonic, [Pure, InferTypeOpAdaptor]> {
+  let summary = "Elementwise " # onnxName # " of integers with numpy broadcasting";
+  let description = [{
+    ONNX `}] # onnxName # [{` (multidirectional broadcasting). A shift by
+    the type's width or more gives 0.
+
+    ```mlir
+    %z = graph.}] # mnemonic # [{ %x, %y : (tensor<3xui8>, tensor<3xui8>) -> tensor<3xui8>
+    ```
+  }];
+  let arguments = (ins Graph_IntegerTensor:$lhs, Graph_IntegerTensor:$rhs);
+  let results = (outs Graph_IntegerTensor:$result);
+  let assemblyFormat = "$lhs `,` $rhs attr-dict `:` functional-type(operands, results)";
+  let extraClassDefinition = [{
+    ::mlir::LogicalResult $cppClass::inferReturnTypes(
+        ::mlir::MLIRContext *, std::optional<::mlir::Location> loc,
+        Adaptor adaptor, ::llvm::SmallVectorImpl<::mlir::Type> &types) {
+      return ::otc::graph::inferBroadcastResult(
+          loc, adaptor.getLhs().getType(), adaptor.getRhs().getType(), types);
+    }
+  }];
+}
+
+def Graph_ShiftLeftOp
+    : Graph_IntegerBinaryOp<"shift_left", "BitShift (direction LEFT)">;
+def Graph_ShiftRightOp
+    : Graph_IntegerBinaryOp<"shift_right", "BitShift (direction RIGHT)">;
+
 class Graph_UnaryOp<string mnemonic, string onnxName, string formula>
     : Graph_Op<mnemonic, [Pure, SameOperandsAndResultType, Graph_Differentiable]> {
   let summary = "Elementwise " # onnxName;

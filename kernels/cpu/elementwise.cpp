@@ -15,6 +15,7 @@
 #include "otc/kernels.h"
 
 #include "compress_format.h"
+#include "int_ops.h"
 #include "parallel.h"
 #include "plans.h"
 #include "vmath.h"
@@ -273,52 +274,6 @@ void gradImpl(const BinaryPlan &p, const float *a, const float *b,
 // Integer binary
 //===----------------------------------------------------------------------===//
 
-/// Integer ops on T (int32_t or int64_t): arithmetic through the unsigned
-/// type wraps instead of overflowing; `zero` is set by a division by zero.
-template <typename T> struct IntOps {
-  using U = std::make_unsigned_t<T>;
-  static T add(T a, T b, bool &) { return T(U(a) + U(b)); }
-  static T sub(T a, T b, bool &) { return T(U(a) - U(b)); }
-  static T mul(T a, T b, bool &) { return T(U(a) * U(b)); }
-  static T div(T a, T b, bool &zero) {
-    if (b == 0) {
-      zero = true;
-      return 0;
-    }
-    // INT_MIN / -1 traps on x86: negate with wrap-around instead.
-    return b == -1 ? T(U(0) - U(a)) : T(a / b);
-  }
-  static T fmod(T a, T b, bool &zero) {
-    if (b == 0) {
-      zero = true;
-      return 0;
-    }
-    return b == -1 ? T(0) : T(a % b);
-  }
-  static T mod(T a, T b, bool &zero) {
-    T r = fmod(a, b, zero);
-    return r != 0 && ((r < 0) != (b < 0)) ? T(r + b) : r;
-  }
-  static T max(T a, T b, bool &) { return a > b ? a : b; }
-  static T min(T a, T b, bool &) { return a < b ? a : b; }
-  static T pow(T a, T b, bool &zero) {
-    if (b < 0) {
-      if (a == 0)
-        zero = true;
-      // 1 / a^|b| truncated: only |a| == 1 leaves a nonzero quotient.
-      return a == 1 ? T(1) : a == -1 ? T((b & 1) ? -1 : 1) : T(0);
-    }
-    U r = 1, base = U(a);
-    for (U e = U(b); e; e >>= 1) {
-      if (e & 1)
-        r *= base;
-      base *= base;
-    }
-    return T(r);
-  }
-  static T prelu(T a, T b, bool &) { return a >= 0 ? a : T(U(b) * U(a)); }
-};
-
 template <typename T, typename Op>
 int intImpl(Op op, int rank, const int64_t *shape, const T *a,
             const int64_t *as, const T *b, const int64_t *bs, T *out) {
@@ -338,38 +293,17 @@ int intImpl(Op op, int rank, const int64_t *shape, const T *a,
   return failed.load() ? OTCK_ERR_DIVISION_BY_ZERO : OTCK_OK;
 }
 
+/// The integer binary op `op` on T (int_ops.h), one loop per op.
 template <typename T>
 int binaryInt(otck_binary_op op, int rank, const int64_t *shape, const T *a,
               const int64_t *as, const T *b, const int64_t *bs, T *out) {
   if (rank < 0 || rank > OTCK_MAX_RANK)
     return OTCK_ERR_UNSUPPORTED;
-  using I = IntOps<T>;
-  auto run = [&](T (*f)(T, T, bool &)) {
-    return intImpl(f, rank, shape, a, as, b, bs, out);
-  };
-  switch (op) {
-  case OTCK_ADD:
-    return run(I::add);
-  case OTCK_SUB:
-    return run(I::sub);
-  case OTCK_MUL:
-    return run(I::mul);
-  case OTCK_DIV:
-    return run(I::div);
-  case OTCK_POW:
-    return run(I::pow);
-  case OTCK_MAX:
-    return run(I::max);
-  case OTCK_MIN:
-    return run(I::min);
-  case OTCK_MOD:
-    return run(I::mod);
-  case OTCK_FMOD:
-    return run(I::fmod);
-  case OTCK_PRELU:
-    return run(I::prelu);
-  }
-  return OTCK_ERR_UNSUPPORTED;
+  int status = OTCK_ERR_UNSUPPORTED;
+  withIntOp<T>(op, [&](auto f) {
+    status = intImpl<T>(f, rank, shape, a, as, b, bs, out);
+  });
+  return status;
 }
 
 //===----------------------------------------------------------------------===//
@@ -696,6 +630,9 @@ extern "C" void otck_binary_f32(otck_binary_op op, int rank,
     return run(FmodOp(), kParallelGrainHeavy);
   case OTCK_PRELU:
     return run(PReluOp(), kParallelGrain);
+  case OTCK_SHIFT_LEFT: // integers only
+  case OTCK_SHIFT_RIGHT:
+    return;
   }
 }
 
@@ -783,6 +720,9 @@ extern "C" void otck_binary_grad_f32(otck_binary_op op, int rank,
                  ga = av > 0.0f ? g : bv * g;
                  gb = av > 0.0f ? 0.0f : av * g;
                });
+  case OTCK_SHIFT_LEFT: // integers only
+  case OTCK_SHIFT_RIGHT:
+    return;
   }
 }
 
@@ -798,6 +738,20 @@ extern "C" int otck_binary_i64(otck_binary_op op, int rank,
                                const int64_t *a_strides, const int64_t *b,
                                const int64_t *b_strides, int64_t *out) {
   return binaryInt(op, rank, out_shape, a, a_strides, b, b_strides, out);
+}
+
+extern "C" int otck_binary_int(otck_binary_op op, int dtype, int rank,
+                               const int64_t *out_shape, const void *a,
+                               const int64_t *a_strides, const void *b,
+                               const int64_t *b_strides, void *out) {
+  int status = OTCK_ERR_UNSUPPORTED;
+  withIntDtype(dtype, [&](auto tag) {
+    using T = decltype(tag);
+    status =
+        binaryInt(op, rank, out_shape, static_cast<const T *>(a), a_strides,
+                  static_cast<const T *>(b), b_strides, static_cast<T *>(out));
+  });
+  return status;
 }
 
 extern "C" void otck_unary_f32(otck_unary_op op, int64_t n, const float *x,

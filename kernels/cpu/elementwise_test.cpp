@@ -1022,6 +1022,9 @@ double refBinary(otck_binary_op op, double a, double b) {
     return std::fmod(a, b);
   case OTCK_PRELU:
     return a >= 0 ? a : b * a;
+  case OTCK_SHIFT_LEFT: // integers only (integer_test.cpp)
+  case OTCK_SHIFT_RIGHT:
+    break;
   }
   return 0.0;
 }
@@ -1169,6 +1172,10 @@ void dBinary(otck_binary_op op, double a, double b, double &da, double &db) {
     return;
   case OTCK_PRELU:
     da = a > 0 ? 1 : b, db = a > 0 ? 0 : a;
+    return;
+  case OTCK_SHIFT_LEFT: // no gradient
+  case OTCK_SHIFT_RIGHT:
+    da = db = 0;
     return;
   }
 }
@@ -1340,6 +1347,9 @@ template <typename T> T refInt(otck_binary_op op, T a, T b) {
     break;
   case OTCK_PRELU:
     r = x >= 0 ? x : y * x;
+    break;
+  case OTCK_SHIFT_LEFT: // integer_test.cpp
+  case OTCK_SHIFT_RIGHT:
     break;
   }
   return T(std::make_unsigned_t<T>(uint64_t(r)));

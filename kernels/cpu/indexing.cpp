@@ -15,6 +15,7 @@
 
 #include "otc/kernels.h"
 
+#include "int_ops.h"
 #include "parallel.h"
 
 #include <cstdint>
@@ -585,6 +586,21 @@ extern "C" void otck_compare_i64(otck_compare_op op, int rank,
   if (rank < 0 || rank > OTCK_MAX_RANK)
     return;
   compareImpl(op, rank, out_shape, a, a_strides, b, b_strides, out);
+}
+
+extern "C" int otck_compare(otck_compare_op op, int dtype, int rank,
+                            const int64_t *out_shape, const void *a,
+                            const int64_t *a_strides, const void *b,
+                            const int64_t *b_strides, uint8_t *out) {
+  if (rank < 0 || rank > OTCK_MAX_RANK || int(op) < int(OTCK_CMP_EQUAL) ||
+      int(op) > int(OTCK_CMP_GREATER_OR_EQUAL))
+    return OTCK_ERR_UNSUPPORTED;
+  bool known = withCompareDtype(dtype, [&](auto tag) {
+    using T = decltype(tag);
+    compareImpl(op, rank, out_shape, static_cast<const T *>(a), a_strides,
+                static_cast<const T *>(b), b_strides, out);
+  });
+  return known ? OTCK_OK : OTCK_ERR_UNSUPPORTED;
 }
 
 extern "C" void otck_logic(otck_logic_op op, int rank, const int64_t *out_shape,

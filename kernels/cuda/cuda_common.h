@@ -70,6 +70,18 @@ __device__ inline int64_t gridThreads() {
   return int64_t(gridDim.x) * blockDim.x;
 }
 
+/// Offsets into a and b of flat output index i of a binary op's plan.
+__device__ inline void binaryOffsets(const BinaryPlan &p, int64_t i,
+                                     int64_t &offA, int64_t &offB) {
+  offA = offB = 0;
+  for (int d = p.rank - 1; d >= 0; --d) {
+    const int64_t idx = i % p.shape[d];
+    i /= p.shape[d];
+    offA += idx * p.a[d];
+    offB += idx * p.b[d];
+  }
+}
+
 /// Sum over the warp's lanes in a fixed order (every lane gets the result).
 __device__ inline double warpSum(double v) {
   for (int o = 16; o > 0; o >>= 1)

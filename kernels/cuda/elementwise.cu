@@ -22,22 +22,6 @@ namespace otc::kernels::cuda {
 namespace {
 
 //===----------------------------------------------------------------------===//
-// Broadcast iteration
-//===----------------------------------------------------------------------===//
-
-/// Offsets into a and b of flat output index i.
-__device__ inline void binaryOffsets(const BinaryPlan &p, int64_t i,
-                                     int64_t &offA, int64_t &offB) {
-  offA = offB = 0;
-  for (int d = p.rank - 1; d >= 0; --d) {
-    const int64_t idx = i % p.shape[d];
-    i /= p.shape[d];
-    offA += idx * p.a[d];
-    offB += idx * p.b[d];
-  }
-}
-
-//===----------------------------------------------------------------------===//
 // Float binary
 //===----------------------------------------------------------------------===//
 
@@ -95,6 +79,9 @@ __device__ inline float binaryOp(otck_binary_op op, float a, float b) {
     return fmodf(a, b);
   case OTCK_PRELU:
     return a >= 0.0f ? a : b * a;
+  case OTCK_SHIFT_LEFT: // integers only
+  case OTCK_SHIFT_RIGHT:
+    break;
   }
   return CUDART_NAN_F;
 }
@@ -176,6 +163,9 @@ __device__ inline void binaryGradOp(otck_binary_op op, float av, float bv,
     ga = av > 0.0f ? g : bv * g;
     gb = av > 0.0f ? 0.0f : av * g;
     return;
+  case OTCK_SHIFT_LEFT: // integers only
+  case OTCK_SHIFT_RIGHT:
+    break;
   }
   ga = gb = CUDART_NAN_F;
 }

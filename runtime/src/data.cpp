@@ -87,6 +87,19 @@ template <typename Fn> void visitDType(DType dtype, Fn &&fn) {
     return fn(Tag<uint8_t>());
   case DType::Bool:
     return fn(Tag<bool>());
+  case DType::I8:
+    return fn(Tag<int8_t>());
+  case DType::I16:
+    return fn(Tag<int16_t>());
+  case DType::U16:
+    return fn(Tag<uint16_t>());
+  case DType::U32:
+    return fn(Tag<uint32_t>());
+  case DType::U64:
+    return fn(Tag<uint64_t>());
+  case DType::F16: // storage types: convertArray refuses them
+  case DType::BF16:
+    return;
   }
 }
 
@@ -125,22 +138,23 @@ Array readNpy(const std::string &path) {
 
   std::string descr = headerValue(header, "descr", path);
   Array a;
-  if (descr == "<f4")
-    a.dtype = DType::F32;
-  else if (descr == "<f8")
-    a.dtype = DType::F64;
-  else if (descr == "|u1" || descr == "<u1")
-    a.dtype = DType::U8;
-  else if (descr == "<i4")
-    a.dtype = DType::I32;
-  else if (descr == "<i8")
-    a.dtype = DType::I64;
-  else if (descr == "|b1")
-    a.dtype = DType::Bool;
-  else
+  // One-byte types may be written with either byte-order mark.
+  if (descr.size() == 3 && descr[0] == '<' && descr[2] == '1')
+    descr[0] = '|';
+  std::string known;
+  bool isKnown = false;
+  for (DType d : {DType::F32, DType::F64, DType::F16, DType::I64, DType::I32,
+                  DType::I16, DType::I8, DType::U64, DType::U32, DType::U16,
+                  DType::U8, DType::Bool}) {
+    known += std::string(known.empty() ? "" : ", ") + dtypeInfo(d).npy;
+    if (descr == dtypeInfo(d).npy && !isKnown) {
+      a.dtype = d;
+      isKnown = true;
+    }
+  }
+  if (!isKnown)
     dataError(path, "unsupported npy dtype '" + descr +
-                        "' (supported: <f4, <f8, |u1, <i4, <i8, |b1; "
-                        "little-endian only)");
+                        "' (supported: " + known + "; little-endian only)");
   std::string fortran = headerValue(header, "fortran_order", path);
   if (fortran.find("True") != std::string::npos)
     dataError(path, "fortran_order arrays are not supported; save a "
@@ -170,27 +184,7 @@ Array readNpy(const std::string &path) {
 }
 
 void writeNpy(const std::string &path, const Array &a) {
-  const char *descr = "<f4";
-  switch (a.dtype) {
-  case DType::F32:
-    descr = "<f4";
-    break;
-  case DType::F64:
-    descr = "<f8";
-    break;
-  case DType::I64:
-    descr = "<i8";
-    break;
-  case DType::I32:
-    descr = "<i4";
-    break;
-  case DType::U8:
-    descr = "|u1";
-    break;
-  case DType::Bool:
-    descr = "|b1";
-    break;
-  }
+  const char *descr = dtypeInfo(a.dtype).npy;
   std::string shape = "(";
   for (int64_t d : a.shape)
     shape += std::to_string(d) + ",";
@@ -320,6 +314,12 @@ Array readArray(const std::string &path) {
 std::vector<uint8_t> convertArray(const Array &a, DType dtype) {
   if (a.dtype == dtype)
     return a.data;
+  for (DType d : {a.dtype, dtype})
+    if (d == DType::F16 || d == DType::BF16)
+      throw Error(OTC_INVALID_ARGUMENT,
+                  std::string("cannot convert ") + dtypeName(a.dtype) +
+                      " data to " + dtypeName(dtype) +
+                      " (f16 and bf16 data must be given as such)");
   std::vector<uint8_t> out(size_t(a.numel()) * dtypeSize(dtype));
   visitDType(a.dtype, [&](auto srcTag) {
     using Src = typename decltype(srcTag)::type;

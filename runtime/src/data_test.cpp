@@ -73,7 +73,9 @@ TEST_F(DataTest, NpyAllDtypesRoundTrip) {
     DType dtype;
     size_t elem;
   } cases[] = {{DType::F32, 4}, {DType::F64, 8}, {DType::U8, 1},
-               {DType::I32, 4}, {DType::I64, 8}, {DType::Bool, 1}};
+               {DType::I32, 4}, {DType::I64, 8}, {DType::Bool, 1},
+               {DType::I8, 1},  {DType::I16, 2}, {DType::U16, 2},
+               {DType::U32, 4}, {DType::U64, 8}, {DType::F16, 2}};
   for (const Case &c : cases) {
     Array a;
     a.dtype = c.dtype;
@@ -140,13 +142,13 @@ TEST_F(DataTest, NpyErrors) {
   e = errorOf([&] { readNpy(path("fortran.npy")); });
   EXPECT_NE(e.find("fortran_order"), std::string::npos) << e;
 
-  writeBytes(path("half.npy"),
+  writeBytes(path("complex.npy"),
              npyBytes(1,
-                      "{'descr': '<f2', 'fortran_order': False, 'shape': "
-                      "(2,), }",
-                      "abcd"));
-  e = errorOf([&] { readNpy(path("half.npy")); });
-  EXPECT_NE(e.find("unsupported npy dtype '<f2'"), std::string::npos) << e;
+                      "{'descr': '<c8', 'fortran_order': False, 'shape': "
+                      "(1,), }",
+                      "abcdefgh"));
+  e = errorOf([&] { readNpy(path("complex.npy")); });
+  EXPECT_NE(e.find("unsupported npy dtype '<c8'"), std::string::npos) << e;
 
   writeBytes(path("big.npy"),
              npyBytes(1,
@@ -239,6 +241,17 @@ TEST_F(DataTest, Convert) {
   EXPECT_EQ(lv[1], 7);
   std::vector<uint8_t> b = convertArray(a, DType::Bool);
   EXPECT_EQ(b, (std::vector<uint8_t>{0, 1, 1}));
+  // Narrow integers wrap as numpy's astype; f16 data is refused.
+  std::vector<uint8_t> s = convertArray(a, DType::I8);
+  EXPECT_EQ(int8_t(s[2]), -1);
+  std::vector<uint8_t> u = convertArray(a, DType::U16);
+  uint16_t uv[3];
+  std::memcpy(uv, u.data(), 6);
+  EXPECT_EQ(uv[2], 255);
+  EXPECT_NE(errorOf([&] {
+              convertArray(a, DType::F16);
+            }).find("cannot convert u8 data to f16"),
+            std::string::npos);
 }
 
 Manifest twoInputs() {
@@ -320,9 +333,9 @@ TEST(Manifest, ValidationErrors) {
                 .find("does not fit in the arena"),
             std::string::npos);
   EXPECT_NE(err(R"({"otc_manifest_version":1,"world_size":1,"batch":4,
-      "arena_bytes":64,"params":[{"name":"w","dtype":"f16","shape":[1],
+      "arena_bytes":64,"params":[{"name":"w","dtype":"c64","shape":[1],
       "offset":0}]})")
-                .find("unknown dtype 'f16'"),
+                .find("unknown dtype 'c64'"),
             std::string::npos);
   EXPECT_NE(err(R"({"otc_manifest_version":1,"world_size":1,"batch":4,
       "arena_bytes":64,"inputs":[{"name":"x","dtype":"f32","shape":[3],

@@ -356,6 +356,31 @@ int64_t readInteger(const uint8_t *p, DType dtype) {
   case DType::U8:
   case DType::Bool:
     return *p;
+  case DType::I8:
+    return int8_t(*p);
+  case DType::I16: {
+    int16_t v;
+    std::memcpy(&v, p, 2);
+    return v;
+  }
+  case DType::U16: {
+    uint16_t v;
+    std::memcpy(&v, p, 2);
+    return v;
+  }
+  case DType::U32: {
+    uint32_t v;
+    std::memcpy(&v, p, 4);
+    return v;
+  }
+  case DType::U64: {
+    uint64_t v;
+    std::memcpy(&v, p, 8);
+    return int64_t(v);
+  }
+  case DType::F16: // storage types: never class labels
+  case DType::BF16:
+    return -1;
   case DType::F32: {
     float v;
     std::memcpy(&v, p, 4);

@@ -24,23 +24,7 @@ namespace otc {
 
 namespace {
 
-int onnxTypeOf(DType dtype) {
-  switch (dtype) {
-  case DType::F32:
-    return onnx::TensorProto::FLOAT;
-  case DType::F64:
-    return onnx::TensorProto::DOUBLE;
-  case DType::I64:
-    return onnx::TensorProto::INT64;
-  case DType::I32:
-    return onnx::TensorProto::INT32;
-  case DType::U8:
-    return onnx::TensorProto::UINT8;
-  case DType::Bool:
-    return onnx::TensorProto::BOOL;
-  }
-  return onnx::TensorProto::UNDEFINED;
-}
+int onnxTypeOf(DType dtype) { return dtypeInfo(dtype).onnx; }
 
 onnx::ModelProto readModel(const std::string &path) {
   if (path.empty())
@@ -138,6 +122,12 @@ void copyTyped(const Field &field, DType dtype, uint8_t *dst) {
     case DType::Bool:
       dst[i] = uint8_t(field.Get(i));
       break;
+    default: { // the other integers and the f16/bf16 bits: the low bytes
+      const size_t size = dtypeSize(dtype);
+      uint64_t v = uint64_t(field.Get(i));
+      std::memcpy(dst + size * size_t(i), &v, size);
+      break;
+    }
     }
   }
 }
@@ -188,9 +178,19 @@ void fillFromInitializer(const onnx::TensorProto &t, const TensorSpec &spec,
   case DType::I32:
   case DType::U8:
   case DType::Bool:
+  case DType::I8:
+  case DType::I16:
+  case DType::U16:
+  case DType::F16:
+  case DType::BF16:
     if (size_t(t.int32_data_size()) != n)
       throw countError(size_t(t.int32_data_size()));
     return copyTyped(t.int32_data(), spec.dtype, dst);
+  case DType::U32:
+  case DType::U64:
+    if (size_t(t.uint64_data_size()) != n)
+      throw countError(size_t(t.uint64_data_size()));
+    return copyTyped(t.uint64_data(), spec.dtype, dst);
   }
 }
 

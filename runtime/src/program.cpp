@@ -15,56 +15,40 @@ namespace otc {
 
 using json = nlohmann::json;
 
+namespace {
+// ONNX TensorProto.DataType numbers (onnx.proto), without its header.
+const DTypeInfo kDTypes[] = {
+    {DType::F32, "f32", 4, 1, "<f4"},    {DType::F64, "f64", 8, 11, "<f8"},
+    {DType::I64, "i64", 8, 7, "<i8"},    {DType::I32, "i32", 4, 6, "<i4"},
+    {DType::U8, "u8", 1, 2, "|u1"},      {DType::Bool, "bool", 1, 9, "|b1"},
+    {DType::I8, "i8", 1, 3, "|i1"},      {DType::I16, "i16", 2, 5, "<i2"},
+    {DType::U16, "u16", 2, 4, "<u2"},    {DType::U32, "u32", 4, 12, "<u4"},
+    {DType::U64, "u64", 8, 13, "<u8"},   {DType::F16, "f16", 2, 10, "<f2"},
+    {DType::BF16, "bf16", 2, 16, "<V2"},
+};
+} // namespace
+
+const DTypeInfo &dtypeInfo(DType dtype) {
+  for (const DTypeInfo &d : kDTypes)
+    if (d.dtype == dtype)
+      return d;
+  return kDTypes[0];
+}
+
 DType parseDType(const std::string &name) {
-  if (name == "f32")
-    return DType::F32;
-  if (name == "f64")
-    return DType::F64;
-  if (name == "i64")
-    return DType::I64;
-  if (name == "i32")
-    return DType::I32;
-  if (name == "u8")
-    return DType::U8;
-  if (name == "bool")
-    return DType::Bool;
-  throw Error(OTC_INVALID_ARGUMENT, "unknown dtype '" + name +
-                                        "' (expected f32, f64, i64, i32, "
-                                        "u8 or bool)");
+  std::string names;
+  for (const DTypeInfo &d : kDTypes) {
+    if (name == d.name)
+      return d.dtype;
+    names += std::string(names.empty() ? "" : ", ") + d.name;
+  }
+  throw Error(OTC_INVALID_ARGUMENT,
+              "unknown dtype '" + name + "' (expected one of " + names + ")");
 }
 
-const char *dtypeName(DType dtype) {
-  switch (dtype) {
-  case DType::F32:
-    return "f32";
-  case DType::F64:
-    return "f64";
-  case DType::I64:
-    return "i64";
-  case DType::I32:
-    return "i32";
-  case DType::U8:
-    return "u8";
-  case DType::Bool:
-    return "bool";
-  }
-  return "?";
-}
+const char *dtypeName(DType dtype) { return dtypeInfo(dtype).name; }
 
-size_t dtypeSize(DType dtype) {
-  switch (dtype) {
-  case DType::F64:
-  case DType::I64:
-    return 8;
-  case DType::F32:
-  case DType::I32:
-    return 4;
-  case DType::U8:
-  case DType::Bool:
-    return 1;
-  }
-  return 1;
-}
+size_t dtypeSize(DType dtype) { return dtypeInfo(dtype).size; }
 
 int64_t TensorSpec::numel() const {
   int64_t n = 1;

@@ -19,7 +19,34 @@
 
 namespace otc {
 
-enum class DType { F32, F64, I64, I32, U8, Bool };
+/// Element types of the manifest (the compiler's dialects/graph/
+/// ElementTypes.h names them). F16 and BF16 are storage types: the runtime
+/// copies them but converts no data to or from them.
+enum class DType {
+  F32,
+  F64,
+  I64,
+  I32,
+  U8,
+  Bool,
+  I8,
+  I16,
+  U16,
+  U32,
+  U64,
+  F16,
+  BF16
+};
+
+/// What the runtime knows of each DType: one row per type.
+struct DTypeInfo {
+  DType dtype;
+  const char *name; ///< manifest name
+  size_t size;      ///< bytes
+  int onnx;         ///< ONNX TensorProto.DataType
+  const char *npy;  ///< numpy descr (little-endian)
+};
+const DTypeInfo &dtypeInfo(DType dtype);
 
 /// Parses "f32", "i64", ...; throws INVALID_ARGUMENT otherwise.
 DType parseDType(const std::string &name);

@@ -182,12 +182,18 @@ def run_test(lib, d, rtol, atol, bound=frozenset()):
     model = onnx.load(os.path.join(d, "model.onnx"))
     inits = {t.name: numpy_helper.to_array(t) for t in model.graph.initializer}
     graph_inputs = [i.name for i in model.graph.input if i.name not in inits]
-    program.load_params(inits)
     view = program.view
     specs = program.inputs
     sets = data_sets(d)
     if not sets:
         return "fail", "the test has no data set"
+    # Bound inputs became initializers of the compiled model (a float one a
+    # parameter): their value is the data sets' (the same in every set).
+    for pos, (name, value) in enumerate(sets[0][0]):
+        name = name or (graph_inputs[pos] if pos < len(graph_inputs) else "")
+        if name in bound:
+            inits[name] = value
+    program.load_params(inits)
     for inputs, outputs in sets:
         for pos, (name, value) in enumerate(inputs):
             name = name or (graph_inputs[pos] if pos < len(graph_inputs) else "")

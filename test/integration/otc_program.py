@@ -14,11 +14,20 @@ import json
 
 import numpy as np
 
+# The manifest's dtype names (the compiler's dialects/graph/ElementTypes.h).
+# bf16 has no numpy type: its view holds the bits, as uint16.
 DTYPES = {
     "f32": np.float32,
     "f64": np.float64,
+    "f16": np.float16,
+    "bf16": np.uint16,
     "i64": np.int64,
     "i32": np.int32,
+    "i16": np.int16,
+    "i8": np.int8,
+    "u64": np.uint64,
+    "u32": np.uint32,
+    "u16": np.uint16,
     "u8": np.uint8,
     "bool": np.bool_,
 }

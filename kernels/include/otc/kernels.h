@@ -53,14 +53,19 @@ typedef enum otck_binary_op {
   OTCK_ADD = 0,
   OTCK_SUB = 1,
   OTCK_MUL = 2,
-  OTCK_DIV = 3,  /* integers: truncates toward zero (C) */
-  OTCK_POW = 4,  /* float: std::pow; a row whose exponent is one broadcast
-                    value takes OTCK_POW_SCALAR's exact special cases */
-  OTCK_MAX = 5,  /* NaN in either operand gives NaN */
-  OTCK_MIN = 6,  /* NaN in either operand gives NaN */
-  OTCK_MOD = 7,  /* ONNX Mod fmod=0: Python's a - floor(a/b) b, sign of b */
-  OTCK_FMOD = 8, /* ONNX Mod fmod=1: C fmod / %, sign of a */
-  OTCK_PRELU = 9 /* a = x, b = slope: a >= 0 ? a : b * a */
+  OTCK_DIV = 3,   /* integers: truncates toward zero (C) */
+  OTCK_POW = 4,   /* float: std::pow; a row whose exponent is one broadcast
+                     value takes OTCK_POW_SCALAR's exact special cases */
+  OTCK_MAX = 5,   /* NaN in either operand gives NaN */
+  OTCK_MIN = 6,   /* NaN in either operand gives NaN */
+  OTCK_MOD = 7,   /* ONNX Mod fmod=0: Python's a - floor(a/b) b, sign of b */
+  OTCK_FMOD = 8,  /* ONNX Mod fmod=1: C fmod / %, sign of a */
+  OTCK_PRELU = 9, /* a = x, b = slope: a >= 0 ? a : b * a */
+  /* Integers only (otck_binary_int; the float kernels do nothing): ONNX
+   * BitShift. A shift by the width or more, or by a negative amount, gives
+   * 0; a right shift of a negative value fills with its sign. */
+  OTCK_SHIFT_LEFT = 10,
+  OTCK_SHIFT_RIGHT = 11
 } otck_binary_op;
 
 /* Float: IEEE results (x / 0 = inf, fmod(x, 0) = NaN), never an error. out
@@ -98,6 +103,14 @@ int otck_binary_i32(otck_binary_op op, int rank, const int64_t *out_shape,
 int otck_binary_i64(otck_binary_op op, int rank, const int64_t *out_shape,
                     const int64_t *a, const int64_t *a_strides,
                     const int64_t *b, const int64_t *b_strides, int64_t *out);
+/* The same over any integer type `dtype` (an otck_dtype: INT8, INT16,
+ * INT32, INT64, UINT8, UINT16, UINT32, UINT64; unsigned types wrap modulo
+ * 2^bits and never take the negative cases), with the shifts. Returns
+ * OTCK_ERR_UNSUPPORTED for another type code, op or rank. */
+int otck_binary_int(otck_binary_op op, int dtype, int rank,
+                    const int64_t *out_shape, const void *a,
+                    const int64_t *a_strides, const void *b,
+                    const int64_t *b_strides, void *out);
 
 /* Unary ops: y = f(x; alpha, beta). The kernels take every parameter
  * explicitly; the ONNX attribute defaults are listed for the compiler.
@@ -480,6 +493,14 @@ void otck_compare_f32(otck_compare_op op, int rank, const int64_t *out_shape,
 void otck_compare_i64(otck_compare_op op, int rank, const int64_t *out_shape,
                       const int64_t *a, const int64_t *a_strides,
                       const int64_t *b, const int64_t *b_strides, uint8_t *out);
+
+/* otck_compare_f32 over any element type `dtype` the comparisons take (an
+ * otck_dtype: FLOAT, DOUBLE, BOOL or an integer type). Returns
+ * OTCK_ERR_UNSUPPORTED (out untouched) for another type code or rank. */
+int otck_compare(otck_compare_op op, int dtype, int rank,
+                 const int64_t *out_shape, const void *a,
+                 const int64_t *a_strides, const void *b,
+                 const int64_t *b_strides, uint8_t *out);
 
 typedef enum otck_logic_op {
   OTCK_LOGIC_AND = 0,

@@ -365,6 +365,54 @@ KINDS = {"split-uneven": split_uneven, "opset18": lambda: newer_opset(18), "opse
          "batch-mismatch": batch_mismatch, "huge-init": huge_init, "shape-chain": shape_chain, "ops": ops, "unsupported": unsupported,
          "dynamic": dynamic, "bad-reshape": bad_reshape}
 
+def small_ints():
+    """Integer inputs of 8 and 16 bits through arithmetic, BitShift, an
+    integer Clip (lowered to Max and Min), Cast and Equal."""
+    u8 = lambda n: helper.make_tensor_value_info(n, TensorProto.UINT8, [4])
+    nodes = [helper.make_node("Add", ["a", "b"], ["s"]),
+             helper.make_node("BitShift", ["s", "b"], ["t"], direction="LEFT"),
+             helper.make_node("Clip", ["c", "lo", "hi"], ["k"]),
+             helper.make_node("Cast", ["a"], ["h"], to=TensorProto.INT16),
+             helper.make_node("Equal", ["a", "b"], ["e"])]
+    inits = [numpy_helper.from_array(np.array(-3, np.int8), "lo"),
+             numpy_helper.from_array(np.array(5, np.int8), "hi")]
+    return model(nodes, [u8("a"), u8("b"), helper.make_tensor_value_info(
+        "c", TensorProto.INT8, [4])],
+        [u8("s"), u8("t"), helper.make_tensor_value_info("k", TensorProto.INT8, [4]),
+         helper.make_tensor_value_info("h", TensorProto.INT16, [4]),
+         helper.make_tensor_value_info("e", TensorProto.BOOL, [4])], inits)
+
+
+def const_outputs():
+    """No inputs: every output is a compile-time constant (an int32 Range,
+    a Shape, a float Constant)."""
+    nodes = [helper.make_node("Range", ["start", "limit", "delta"], ["r"]),
+             helper.make_node("Constant", [], ["f"], value=numpy_helper.from_array(
+                 np.array([1.5, -2.0], np.float32))),
+             helper.make_node("Shape", ["f"], ["shape"])]
+    inits = [numpy_helper.from_array(np.array(v, np.int32), n)
+             for n, v in (("start", 1), ("limit", 7), ("delta", 2))]
+    return model(nodes, [], [
+        helper.make_tensor_value_info("r", TensorProto.INT32, [3]),
+        helper.make_tensor_value_info("shape", TensorProto.INT64, [1]),
+        helper.make_tensor_value_info("f", TensorProto.FLOAT, [2])], inits)
+
+
+def bad_shift():
+    nodes = [helper.make_node("BitShift", ["a", "a"], ["y"], direction="UP")]
+    u8 = lambda n: helper.make_tensor_value_info(n, TensorProto.UINT8, [4])
+    return model(nodes, [u8("a")], [u8("y")])
+
+
+def string_input():
+    nodes = [helper.make_node("Identity", ["a"], ["y"])]
+    s = lambda n: helper.make_tensor_value_info(n, TensorProto.STRING, [4])
+    return model(nodes, [s("a")], [s("y")])
+
+
+KINDS.update({"small-ints": small_ints, "const-outputs": const_outputs,
+              "bad-shift": bad_shift, "string-input": string_input})
+
 if __name__ == "__main__":
     kind, out = sys.argv[1], sys.argv[2]
     if kind == "garbage":

@@ -14,16 +14,3 @@ module {
     return %y : tensor<1x2x7x7xf32>
   }
 }
-
-// -----
-
-// Integer elementwise kernels have no CUDA twin either.
-// CHECK: error: 'add' on 'i64' has no CUDA kernel yet (--target cuda supports f32 elementwise kernels only)
-module {
-  func.func @eval_step(%a: tensor<4xi64> {otc.input = "a", otc.role = "data"},
-                       %b: tensor<4xi64> {otc.input = "b", otc.role = "data"})
-      -> (tensor<4xi64> {otc.output = "y"}) {
-    %y = graph.add %a, %b : (tensor<4xi64>, tensor<4xi64>) -> tensor<4xi64>
-    return %y : tensor<4xi64>
-  }
-}
