@@ -328,11 +328,20 @@ LogicalResult Importer::importAttention(const onnx::NodeProto &node) {
   float scale = floatAttr(node, "scale", 0.0f);
   if (scale == 0.0f)
     scale = 1.0f / std::sqrt(static_cast<float>(headSize));
-  Value scores = k.matmul(k.mul(*Q, k.scalar(scale)), *K, /*transB=*/true);
-  Value qkOut = scores;
   int64_t mode = intAttr(node, "qk_matmul_output_mode", 0);
   if (mode < 0 || mode > 3)
     return nodeError(node) << "unsupported qk_matmul_output_mode " << mode;
+  // As ONNX's reference: softcap on the scores, then the mask and the
+  // causal bias, then softmax (so that masked scores stay -inf). The
+  // qk_matmul_output: the (softcapped) scores (modes 0, 1), with the bias
+  // (2), or the probabilities (3).
+  Value scores = k.matmul(k.mul(*Q, k.scalar(scale)), *K, /*transB=*/true);
+  float softcap = floatAttr(node, "softcap", 0.0f);
+  if (softcap > 0.0f)
+    scores = k.mul(
+        b.create<graph::TanhOp>(k.loc, k.mul(scores, k.scalar(1.0f / softcap))),
+        k.scalar(softcap));
+  Value qkOut = scores;
   // The mask: additive (float) or keep/drop (bool), right-aligned to
   // [B, Hq, S, total].
   if (hasInput(node, 3)) {
@@ -360,13 +369,6 @@ LogicalResult Importer::importAttention(const onnx::NodeProto &node) {
     scores = k.add(scores, k.matrix(seq, total, [&](int64_t i, int64_t j) {
       return j <= i + past ? 0.0f : kNegInf;
     }));
-  if (mode == 1)
-    qkOut = scores;
-  float softcap = floatAttr(node, "softcap", 0.0f);
-  if (softcap > 0.0f)
-    scores = k.mul(
-        b.create<graph::TanhOp>(k.loc, k.mul(scores, k.scalar(1.0f / softcap))),
-        k.scalar(softcap));
   if (mode == 2)
     qkOut = scores;
   Value probs =

@@ -7,6 +7,10 @@
 # convolutions and pooling, random widths), each exported by torch
 # (training mode, a random opset 13-17), compiled by OTC and trained 2
 # steps, and trained the same 2 steps by PyTorch in float32 and float64.
+# With --exporter dynamo (torch 2.x, build/pyenv) the models are written by
+# torch.onnx.export(dynamo=True) at a random opset 18-23 and may also hold
+# GroupNorm, RMSNorm and scaled_dot_product_attention (GQA, causal), which
+# opset 23 writes as GroupNormalization, RMSNormalization and Attention.
 #
 # A case fails when, for the loss of a step, a parameter's update of a step
 # or a BatchNorm statistic, OTC's error against float64 exceeds both 4x
@@ -21,11 +25,14 @@
 #   fuzz_diff.py --cases 200 --seed 0     the fixed slice `make test` runs
 #   fuzz_diff.py --seconds 600            long mode: new seeds until time
 #   fuzz_diff.py --case '{...}'           rerun one case
+#   pyenv/bin/python fuzz_diff.py --exporter dynamo   torch 2.x's exporter
 #
 #===------------------------------------------------------------------------===#
 
 import argparse
 import concurrent.futures
+import contextlib
+import io
 import copy
 import json
 import multiprocessing
@@ -51,7 +58,9 @@ STEPS = 2
 ACTS = ["relu", "leaky_relu", "gelu", "tanh", "sigmoid", "silu"]
 # Ops with parameters of their own (never merged by the exporter).
 PARAMETRIC = ("linear", "layernorm", "bn", "attention", "conv", "scale",
-              "recurrent")
+              "recurrent", "groupnorm", "rmsnorm", "sdpa")
+# Opsets torch.onnx.export(dynamo=True) writes here.
+DYNAMO_OPSETS = [18, 20, 21, 23]
 
 # ---------------------------------------------------------------------------
 # Model specs: plain JSON, so that a failure can be printed and rerun.
@@ -65,8 +74,9 @@ PARAMETRIC = ("linear", "layernorm", "bn", "attention", "conv", "scale",
 # ---------------------------------------------------------------------------
 
 
-def gen_spec(seed):
+def gen_spec(seed, exporter="legacy"):
     r = random.Random(seed)
+    dynamo = exporter == "dynamo"
     family = r.choice(["vec", "vec", "seq", "seq", "img", "img"])
     b = r.choice([2, 3, 4])
     vocab = None
@@ -82,7 +92,7 @@ def gen_spec(seed):
     nodes = []
     seen = set()
     for _ in range(r.randint(2, 9)):
-        node = gen_node(r, family, shapes)
+        node = gen_node(r, family, shapes, dynamo)
         if node is None:
             continue
         # The exporter merges a parameter-free op repeated on the same
@@ -103,6 +113,14 @@ def gen_spec(seed):
             "lr": r.choice([0.05, 0.1, 0.3]), "opset": r.choice([13, 14, 15,
                                                                   16, 17]),
             "seed": seed}
+    if dynamo:
+        spec["exporter"] = "dynamo"
+        spec["opset"] = r.choice(DYNAMO_OPSETS)
+        # The exporter's optimizer (its default) folds an inference-mode
+        # BatchNorm into what precedes it: the parameters would no longer
+        # be PyTorch's.
+        spec["optimize"] = (not any(n["op"] == "bn" for n in nodes)
+                            and r.random() < 0.5)
     if family == "seq":
         spec["per_token"] = r.random() < 0.5
         if vocab:
@@ -133,23 +151,27 @@ def same_shape(shapes, i):
     return [j for j, s in enumerate(shapes) if s == shapes[i] and j != i]
 
 
-def gen_node(r, family, shapes):
+def gen_node(r, family, shapes, dynamo=False):
     """A node reading earlier values (mostly the latest), with its result
-    shape under "shape"; None when the drawn op does not fit."""
+    shape under "shape"; None when the drawn op does not fit. `dynamo`:
+    also the modules torch 1.13 lacks (RMSNorm, scaled_dot_product_attention)
+    and GroupNorm."""
     last = len(shapes) - 1
     src = last if r.random() < 0.7 else r.randrange(len(shapes))
     s = shapes[src]
     if family == "img":
-        op = r.choice(["conv", "conv", "act", "bn", "avgpool", "maxpool",
-                       "add", "concat", "scale", "center"])
+        ops = ["conv", "conv", "act", "bn", "avgpool", "maxpool", "add",
+               "concat", "scale", "center"] + (["groupnorm"] if dynamo else [])
     elif family == "seq":
-        op = r.choice(["linear", "act", "layernorm", "attention", "attention",
-                       "add", "mul", "concat", "softmax", "transpose",
-                       "scale", "center", "glu", "recurrent"])
+        ops = ["linear", "act", "layernorm", "attention", "attention", "add",
+               "mul", "concat", "softmax", "transpose", "scale", "center",
+               "glu", "recurrent"] + (["rmsnorm", "sdpa", "sdpa"] if dynamo
+                                      else [])
     else:
-        op = r.choice(["linear", "linear", "act", "act", "layernorm", "bn",
-                       "add", "mul", "concat", "softmax", "transpose",
-                       "scale", "glu"])
+        ops = ["linear", "linear", "act", "act", "layernorm", "bn", "add",
+               "mul", "concat", "softmax", "transpose", "scale",
+               "glu"] + (["rmsnorm"] if dynamo else [])
+    op = r.choice(ops)
     d = s[-1] if family != "img" else s[0]
     if op == "linear":
         out = r.choice([4, 6, 8, 12, 16])
@@ -157,8 +179,16 @@ def gen_node(r, family, shapes):
                 "bias": r.random() < 0.8, "shape": s[:-1] + [out]}
     if op == "act":
         return {"op": op, "in": [src], "kind": r.choice(ACTS), "shape": s}
-    if op == "layernorm":
+    if op in ("layernorm", "rmsnorm"):
         return {"op": op, "in": [src], "shape": s}
+    if op == "groupnorm":
+        groups = [g for g in (1, 2, 3) if d % g == 0]
+        return {"op": op, "in": [src], "groups": r.choice(groups), "shape": s}
+    if op == "sdpa":  # kv heads dividing the query heads: GQA
+        heads = r.choice([h for h in (1, 2, 4) if d % h == 0])
+        return {"op": op, "in": [src], "heads": heads,
+                "kv_heads": r.choice([k for k in (1, 2, 4) if heads % k == 0]),
+                "causal": r.random() < 0.5, "shape": s}
     if op == "bn":
         return {"op": op, "in": [src], "shape": s}
     if op == "softmax":
@@ -257,6 +287,26 @@ def build_model(spec):
             y = (F.softmax(att, dim=-1) @ v).transpose(1, 2).reshape(b, t, d)
             return self.o(y)
 
+    class SDPA(nn.Module):
+        """scaled_dot_product_attention with grouped key/value heads."""
+
+        def __init__(self, d, heads, kv_heads, causal):
+            super().__init__()
+            self.h, self.kv, self.causal = heads, kv_heads, causal
+            self.q, self.o = nn.Linear(d, d), nn.Linear(d, d)
+            self.k = nn.Linear(d, d // heads * kv_heads)
+            self.v = nn.Linear(d, d // heads * kv_heads)
+
+        def forward(self, x):
+            b, t, d = x.shape
+            hd = d // self.h
+            q = self.q(x).view(b, t, self.h, hd).transpose(1, 2)
+            k = self.k(x).view(b, t, self.kv, hd).transpose(1, 2)
+            v = self.v(x).view(b, t, self.kv, hd).transpose(1, 2)
+            y = F.scaled_dot_product_attention(q, k, v, is_causal=self.causal,
+                                               enable_gqa=self.kv != self.h)
+            return self.o(y.transpose(1, 2).reshape(b, t, d))
+
     def act(kind):
         return {"relu": nn.ReLU(), "leaky_relu": nn.LeakyReLU(0.1),
                 "gelu": nn.GELU(), "tanh": nn.Tanh(), "sigmoid": nn.Sigmoid(),
@@ -279,6 +329,13 @@ def build_model(spec):
                     m = act(node["kind"])
                 elif op == "layernorm":
                     m = nn.LayerNorm(s if family == "img" else d)
+                elif op == "rmsnorm":
+                    m = nn.RMSNorm(d, eps=1e-5)
+                elif op == "groupnorm":
+                    m = nn.GroupNorm(node["groups"], d)
+                elif op == "sdpa":
+                    m = SDPA(d, node["heads"], node["kv_heads"],
+                             node["causal"])
                 elif op == "bn":
                     m = nn.BatchNorm2d(d) if family == "img" else \
                         nn.BatchNorm1d(d)
@@ -315,7 +372,7 @@ def build_model(spec):
                 a = vals[node["in"][0]]
                 op = node["op"]
                 if op in ("linear", "act", "layernorm", "attention", "conv",
-                          "bn", "maxpool"):
+                          "bn", "maxpool", "rmsnorm", "groupnorm", "sdpa"):
                     y = m(a)
                 elif op == "recurrent":
                     y = m(a)[0]
@@ -447,10 +504,21 @@ def run_case(ctx, spec, tag):
     d = ctx.dir(tag)
     onnx_path = os.path.join(d, "model.onnx")
     export_model = copy.deepcopy(model)
-    torch.onnx.export(export_model, (torch.from_numpy(x),), onnx_path,
-                      input_names=["input"], output_names=["logits"],
-                      training=torch.onnx.TrainingMode.TRAINING,
-                      do_constant_folding=False, opset_version=spec["opset"])
+    dynamo = spec.get("exporter") == "dynamo"
+    if dynamo:
+        # It reports its progress on stdout.
+        with contextlib.redirect_stdout(io.StringIO()):
+            torch.onnx.export(export_model, (torch.from_numpy(x),), onnx_path,
+                              input_names=["input"],
+                              output_names=["logits"], dynamo=True,
+                              optimize=spec["optimize"],
+                              opset_version=spec["opset"], verbose=False)
+    else:
+        torch.onnx.export(export_model, (torch.from_numpy(x),), onnx_path,
+                          input_names=["input"], output_names=["logits"],
+                          training=torch.onnx.TrainingMode.TRAINING,
+                          do_constant_folding=False,
+                          opset_version=spec["opset"])
     # Tracing in training mode ran a forward: BatchNorm's running
     # statistics moved; the reference starts from what was exported.
     ref = export_model
@@ -460,6 +528,8 @@ def run_case(ctx, spec, tag):
            str(spec["lr"]), "--batch", str(spec["batch"])]
     if spec["optimizer"] == "momentum":
         cmd += ["--momentum", "0.9"]
+    if dynamo:  # its BatchNorm is in inference mode; PyTorch's trains
+        cmd += ["--train-batchnorm"]
     res = T.run(cmd, timeout=300, echo=False)
     if not res.ok:
         return False, "otc-compile failed:\n" + res.describe()
@@ -616,9 +686,11 @@ def shrink(ctx, spec, budget_s, log):
 def describe(spec):
     ops = ",".join(n["op"] if n["op"] != "act" else n["kind"]
                    for n in spec["nodes"])
-    return "%s %s b%d [%s] %s %s opset %d" % (
+    return "%s %s b%d [%s] %s %s opset %d%s" % (
         spec["family"], "x".join(map(str, spec["input"])), spec["batch"], ops,
-        spec["loss"], spec["optimizer"], spec["opset"])
+        spec["loss"], spec["optimizer"], spec["opset"],
+        " dynamo" + (" optimized" if spec["optimize"] else "")
+        if spec.get("exporter") == "dynamo" else "")
 
 
 def run_one(build_dir, work, spec):
@@ -646,11 +718,17 @@ def main():
     p.add_argument("--jobs", type=int, default=2)
     p.add_argument("--shrink-seconds", type=float, default=120)
     p.add_argument("--work", help="work folder (default: under the build)")
+    p.add_argument("--exporter", choices=["legacy", "dynamo"],
+                   default="legacy",
+                   help="torch.onnx.export's TorchScript exporter, or torch "
+                   "2.x's dynamo=True one (run with build/pyenv's python)")
     args = p.parse_args()
     # Not wiped: another run (make test's slice, a long run) may be using
     # it; each case starts from an empty folder of its own.
-    work = args.work or os.path.join(os.path.abspath(args.build_dir), "test",
-                                     "fuzz_diff.out")
+    work = args.work or os.path.join(
+        os.path.abspath(args.build_dir), "test",
+        "fuzz_diff.out" if args.exporter == "legacy" else
+        "fuzz_diff_%s.out" % args.exporter)
     os.makedirs(work, exist_ok=True)
     ctx = T.Context(args.build_dir, "fuzz_diff", work, fresh=False)
     print("== fuzz_diff: build %s, files in %s" % (ctx.build_dir, ctx.work),
@@ -686,7 +764,7 @@ def main():
             if s is None:
                 return False
             pending.add(pool.submit(run_one, ctx.build_dir, ctx.work,
-                                    gen_spec(s)))
+                                    gen_spec(s, args.exporter)))
             return True
 
         for _ in range(args.jobs * 2):

@@ -202,16 +202,29 @@ def check_deep(name, spec, ctx, checks, threads):
     check_first_update(name, model, x, y, ctx, checks, threads)
 
 
-def export_training(model, x, path, opset):
-    """torch.onnx.export in training mode, input "input", output "logits"."""
+def export_training(model, x, path, opset, exporter="legacy"):
+    """torch.onnx.export in training mode, input "input", output "logits".
+    exporter "dynamo": torch 2.x's torch.onnx.export(dynamo=True), without
+    its optimizer (which folds BatchNorm, always written in inference mode,
+    into the convolution before it)."""
+    import contextlib
+    import io
     import torch
+    if exporter == "dynamo":
+        with contextlib.redirect_stdout(io.StringIO()):
+            torch.onnx.export(model, (torch.from_numpy(x),), path,
+                              input_names=["input"], output_names=["logits"],
+                              dynamo=True, optimize=False,
+                              opset_version=opset, verbose=False)
+        return
     torch.onnx.export(model, (torch.from_numpy(x),), path,
                       input_names=["input"], output_names=["logits"],
                       training=torch.onnx.TrainingMode.TRAINING,
                       do_constant_folding=False, opset_version=opset)
 
 
-def check_first_update(name, model, x, y, ctx, checks, threads, opset=15):
+def check_first_update(name, model, x, y, ctx, checks, threads, opset=15,
+                       exporter="legacy"):
     """Exports `model` (training mode), compiles it (cross-entropy, momentum
     SGD 0.9, lr 0.01) and checks its first update against float64 with the
     float32 programs' ReLU and max-pooling decisions (above). Returns
@@ -221,11 +234,11 @@ def check_first_update(name, model, x, y, ctx, checks, threads, opset=15):
     import torch
     model.train()
     onnx_path = ctx.path(name, "model.onnx")
-    export_training(model, x, onnx_path, opset)
+    export_training(model, x, onnx_path, opset, exporter)
     ref = copy.deepcopy(model)
     trained = train_otc(ctx, checks, name, onnx_path, x, y, 1, threads,
                         optimizer="momentum", momentum=DEEP_MOMENTUM,
-                        lr=DEEP_LR)
+                        lr=DEEP_LR, train_batchnorm=exporter == "dynamo")
     if not trained:
         return None
     exported, metrics, compile_s = trained

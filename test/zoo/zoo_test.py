@@ -13,9 +13,14 @@
 #
 #   zoo_test.py                 every model (make zoo)
 #   zoo_test.py --filter NAMES  the models named (comma-separated)
+#   pyenv/bin/python zoo_test.py --exporter dynamo
+#                               written by torch 2.x's dynamo=True exporter
+#                               (opset 18; --train-batchnorm, since it writes
+#                               BatchNorm in inference mode)
 #
 #===------------------------------------------------------------------------===#
 
+import argparse
 import os
 import sys
 
@@ -92,10 +97,21 @@ def onnx_ops(path):
 
 
 def main():
+    # Each exporter's files in a folder of its own (both may run at once).
+    pre = argparse.ArgumentParser(add_help=False)
+    pre.add_argument("--exporter", default="legacy")
+    exporter = pre.parse_known_args()[0].exporter
     args, ctx = T.parse_args(
-        "zoo", "torchvision architectures, one step against float64.",
-        extra=lambda p: p.add_argument("--filter", default="",
-                                       help="comma-separated model names"))
+        "zoo" if exporter == "legacy" else "zoo_" + exporter,
+        "torchvision architectures, one step against float64.",
+        extra=lambda p: (
+            p.add_argument("--filter", default="",
+                           help="comma-separated model names"),
+            p.add_argument("--exporter", choices=["legacy", "dynamo"],
+                           default="legacy",
+                           help="torch.onnx.export's TorchScript exporter "
+                           "(opset 16) or torch 2.x's dynamo=True one (opset "
+                           "18; needs build/pyenv's python)")))
     checks = T.Checks("zoo")
     import numpy as np
     import torch
@@ -111,8 +127,10 @@ def main():
         x = rng.standard_normal(SHAPE).astype(np.float32)
         y = rng.randint(0, 10, size=SHAPE[:1]).astype(np.int64)
         try:
-            row = M.check_first_update(name, build(name), x, y, ctx, checks,
-                                       args.threads, opset=16)
+            row = M.check_first_update(
+                name, build(name), x, y, ctx, checks, args.threads,
+                opset=16 if args.exporter == "legacy" else 18,
+                exporter=args.exporter)
         except Exception as e:  # the exporter or the reference, not OTC
             checks.check("%s: exported and compared" % name, False,
                          "%s: %s" % (type(e).__name__, str(e)[:300]))
@@ -120,8 +138,9 @@ def main():
         ops = onnx_ops(ctx.path(name, "model.onnx")) \
             if os.path.exists(ctx.path(name, "model.onnx")) else 0
         rows.append((name, ops, row))
-    print("\n| model | ONNX ops | compile s | parity (closest tensor, of its "
-          "bound) | step ms |\n|---|---|---|---|---|")
+    print("\nexporter: %s\n| model | ONNX ops | compile s | parity "
+          "(closest tensor, of its bound) | step ms |\n|---|---|---|---|---|"
+          % args.exporter)
     for name, ops, row in rows:
         if row is None:
             print("| %s | %d | – | does not train (see the FAIL above) | – |"
