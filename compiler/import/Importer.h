@@ -198,6 +198,16 @@ public:
   LogicalResult importLoss(const onnx::NodeProto &node);
   FailureOr<Value> nllLoss(const onnx::NodeProto &node, Value logp,
                            Value target, Value weight);
+  // CompositeOps.cpp
+  LogicalResult importIsInfNaN(const onnx::NodeProto &node);
+  LogicalResult importHardmax(const onnx::NodeProto &node);
+  LogicalResult importEyeLike(const onnx::NodeProto &node);
+  LogicalResult importCompress(const onnx::NodeProto &node);
+  LogicalResult importReverseSequence(const onnx::NodeProto &node);
+  LogicalResult importGatherND(const onnx::NodeProto &node);
+  LogicalResult importScatterND(const onnx::NodeProto &node);
+  LogicalResult importMeanVarianceNorm(const onnx::NodeProto &node);
+  LogicalResult importLRN(const onnx::NodeProto &node);
   // MovementOps.cpp
   LogicalResult importTranspose(const onnx::NodeProto &node);
   // LinalgOps.cpp

@@ -74,6 +74,40 @@ def cases():
         "mod_fmod": (lambda p: t.fmod(p["a"], p["b"]),
                      {"a": ((4, 6), "any"), "b": ((6,), "pos")},
                      ("Mod", {"fmod": 1}, 13, ["a", "b"])),
+        "mvn": (lambda p: (p["a"] - p["a"].mean((0, 2, 3), keepdim=True)) / (
+            p["a"].var((0, 2, 3), unbiased=False, keepdim=True).sqrt() +
+            1e-9), {"a": ((2, 3, 4, 4), "any")},
+            ("MeanVarianceNormalization", {}, 13)),
+        "lrn": (lambda p: F.local_response_norm(p["a"], 3, alpha=0.1,
+                                                beta=0.75, k=1.5),
+                {"a": ((2, 5, 3, 3), "any")},
+                ("LRN", {"size": 3, "alpha": 0.1, "beta": 0.75, "bias": 1.5},
+                 13)),
+        "gather_nd": (lambda p: p["a"][[0, 3, -1], [1, 5, 2]], a,
+                      ("GatherND", {}, 13,
+                       ["a", np.array([[0, 1], [3, 5], [-1, 2]])])),
+        "gather_nd_batch_dims": (
+            lambda p: p["a"][t.arange(4), [2, 0, 5, 2]], a,
+            ("GatherND", {"batch_dims": 1}, 13,
+             ["a", np.array([[2], [0], [5], [2]])])),
+        "scatter_nd": (lambda p: p["a"].index_put((t.tensor([1, 3]),),
+                                                  p["b"]),
+                       {"a": ((4, 6), "any"), "b": ((2, 6), "any")},
+                       ("ScatterND", {}, 16,
+                        ["a", np.array([[1], [3]]), "b"])),
+        "scatter_nd_add": (lambda p: p["a"].index_put(
+            (t.tensor([1, 3, 1]),), p["b"], accumulate=True),
+            {"a": ((4, 6), "any"), "b": ((3, 6), "any")},
+            ("ScatterND", {"reduction": "add"}, 16,
+             ["a", np.array([[1], [3], [1]]), "b"])),
+        "compress": (lambda p: p["a"][:, [0, 2, 3]], a,
+                     ("Compress", {"axis": 1}, 13,
+                      ["a", np.array([1, 0, 1, 1, 0, 0], bool)])),
+        "reverse_sequence": (lambda p: t.stack([
+            t.cat([p["a"][i, :n].flip(0), p["a"][i, n:]]) for i, n in
+            enumerate([6, 3, 1, 4])]), a,
+            ("ReverseSequence", {"batch_axis": 0, "time_axis": 1}, 13,
+             ["a", np.array([6, 3, 1, 4])])),
     })
     table.update({
         "sqrt": (lambda p: t.sqrt(p["a"]), pos, 13),
