@@ -110,10 +110,12 @@ LogicalResult Importer::importArithmetic(const onnx::NodeProto &node) {
   FailureOr<Value> lv = tensor(node, 0), rv = tensor(node, 1);
   if (failed(lv) || failed(rv))
     return failure();
+  if (op == "Pow")
+    return importPow(node, *lv, *rv);
   FailureOr<Type> elt = commonElementType(node, {*lv, *rv});
   if (failed(elt) || failed(checkBroadcastable(node, {*lv, *rv})))
     return failure();
-  bool floatOnly = op == "Pow" || op == "PRelu";
+  bool floatOnly = op == "PRelu";
   if (!elt->isF32() &&
       (floatOnly || !(elt->isInteger(64) || elt->isInteger(32))))
     return nodeError(node) << "unsupported element type " << *elt
@@ -135,6 +137,37 @@ LogicalResult Importer::importArithmetic(const onnx::NodeProto &node) {
     return success();
   }
   define(node, 0, createBinary(op, loc, *lv, *rv));
+  return success();
+}
+
+/// Pow's operands may differ in type; the result has the base's type.
+/// float32 bases take any exponent (cast to float32); integer bases take an
+/// integer exponent (cast to the base's type: the integer kernel) or a
+/// float32 one (computed in float32, the result truncated toward zero).
+LogicalResult Importer::importPow(const onnx::NodeProto &node, Value base,
+                                  Value exponent) {
+  Location loc = nodeLoc(node);
+  if (failed(checkBroadcastable(node, {base, exponent})))
+    return failure();
+  auto supported = [](Type t) {
+    return t.isF32() || t.isInteger(64) || t.isInteger(32);
+  };
+  Type bt = typeOf(base).getElementType(),
+       et = typeOf(exponent).getElementType();
+  if (!supported(bt) || !supported(et))
+    return nodeError(node) << "unsupported element types " << bt << " and "
+                           << et << " (float32, int64 and int32)";
+  auto castTo = [&](Value v, Type t) -> Value {
+    if (typeOf(v).getElementType() == t)
+      return v;
+    return b.create<graph::CastOp>(loc, typeOf(v).clone(t), v);
+  };
+  if (bt.isF32() || et.isInteger()) {
+    define(node, 0, b.create<graph::PowOp>(loc, base, castTo(exponent, bt)));
+    return success();
+  }
+  Value y = b.create<graph::PowOp>(loc, castTo(base, et), exponent);
+  define(node, 0, castTo(y, bt));
   return success();
 }
 
@@ -384,14 +417,24 @@ LogicalResult Importer::importCompare(const onnx::NodeProto &node) {
   if (!(elt->isF32() || elt->isInteger(64) || elt->isInteger(32)))
     return nodeError(node) << "unsupported element type " << *elt
                            << " (float32, int64 and int32)";
+  // The comparison kernels take float32 and int64: int32 is widened.
+  Value lhs = *l, rhs = *r;
+  if (elt->isInteger(32)) {
+    auto widen = [&](Value v) -> Value {
+      return b.create<graph::CastOp>(loc, typeOf(v).clone(b.getI64Type()), v);
+    };
+    lhs = widen(lhs);
+    rhs = widen(rhs);
+  }
   StringRef pred = llvm::StringSwitch<StringRef>(op)
                        .Case("Equal", "eq")
                        .Case("Less", "lt")
                        .Case("LessOrEqual", "le")
                        .Case("Greater", "gt")
                        .Default("ge");
-  define(node, 0,
-         b.create<graph::CompareOp>(loc, type, b.getStringAttr(pred), *l, *r));
+  define(
+      node, 0,
+      b.create<graph::CompareOp>(loc, type, b.getStringAttr(pred), lhs, rhs));
   return success();
 }
 

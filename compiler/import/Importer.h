@@ -148,6 +148,8 @@ public:
   LogicalResult importUnary(const onnx::NodeProto &node);
   LogicalResult importSoftmax(const onnx::NodeProto &node);
   LogicalResult importVariadic(const onnx::NodeProto &node);
+  LogicalResult importPow(const onnx::NodeProto &node, Value base,
+                          Value exponent);
   LogicalResult importCompare(const onnx::NodeProto &node);
   LogicalResult importNot(const onnx::NodeProto &node);
   LogicalResult importWhere(const onnx::NodeProto &node);

@@ -74,6 +74,9 @@ def cases():
         "mod_fmod": (lambda p: t.fmod(p["a"], p["b"]),
                      {"a": ((4, 6), "any"), "b": ((6,), "pos")},
                      ("Mod", {"fmod": 1}, 13, ["a", "b"])),
+        "pow_int_exponent": (lambda p: t.pow(p["a"], t.tensor(
+            [2.0, 3.0, 0.0, 1.0, 2.0, 3.0])), a,
+            ("Pow", {}, 13, ["a", np.array([2, 3, 0, 1, 2, 3])])),
         "mvn": (lambda p: (p["a"] - p["a"].mean((0, 2, 3), keepdim=True)) / (
             p["a"].var((0, 2, 3), unbiased=False, keepdim=True).sqrt() +
             1e-9), {"a": ((2, 3, 4, 4), "any")},

@@ -96,6 +96,19 @@ def composite():
                                     weights("upd", 2, 4)], opset=16)
 
 
+def mixed_types():
+    """Pow of mixed operand types; comparisons of int32."""
+    vi = helper.make_tensor_value_info
+    i = vi("i", TensorProto.INT32, [3])
+    f = vi("f", TensorProto.FLOAT, [3])
+    outs = [vi("p", TensorProto.INT32, [3]), vi("q", TensorProto.FLOAT, [3]),
+            vi("e", TensorProto.BOOL, [3])]
+    nodes = [helper.make_node("Pow", ["i", "f"], ["p"], name="pow_if"),
+             helper.make_node("Pow", ["f", "i"], ["q"], name="pow_fi"),
+             helper.make_node("Equal", ["i", "i"], ["e"], name="eq")]
+    return model(nodes, [i, f], outs, opset=15)
+
+
 def composite_bad(kind):
     vi = helper.make_tensor_value_info
     x = vi("x", TensorProto.FLOAT, [4, 3])
@@ -361,7 +374,8 @@ KINDS = {"split-uneven": split_uneven, "opset18": lambda: newer_opset(18), "opse
          "composite-bad-mod": lambda: composite_bad("mod"),
          "composite-bad-lens": lambda: composite_bad("lens"),
          "composite-bad-updates": lambda: composite_bad("updates"),
-         "composite-bad-range": lambda: composite_bad("range")}
+         "composite-bad-range": lambda: composite_bad("range"),
+         "mixed-types": mixed_types}
 
 if __name__ == "__main__":
     kind, out = sys.argv[1], sys.argv[2]
