@@ -370,6 +370,7 @@ static const llvm::StringMap<Importer::OpHandler> &opHandlers() {
       {"ScatterND", &Importer::importScatterND},
       {"MeanVarianceNormalization", &Importer::importMeanVarianceNorm},
       {"LRN", &Importer::importLRN},
+      {"MaxUnpool", &Importer::importMaxUnpool},
       {"Trilu", &Importer::importTrilu},
       {"Resize", &Importer::importResize},
       {"DepthToSpace", &Importer::importDepthToSpace},

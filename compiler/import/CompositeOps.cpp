@@ -3,8 +3,9 @@
 // Operators that are compositions of existing graph ops: their gradients
 // come from their parts. Index computations (GatherND, ScatterND) are int64
 // elementwise arithmetic on the indices followed by a one-axis gather or
-// scatter; constant selections (Compress, ReverseSequence) are gathers with
-// constant indices; EyeLike folds to a constant.
+// scatter; MaxUnpool scatters into zeros; constant selections (Compress,
+// ReverseSequence) are gathers with constant indices; EyeLike folds to a
+// constant.
 //
 //===----------------------------------------------------------------------===//
 
@@ -434,6 +435,75 @@ LogicalResult Importer::importScatterND(const onnx::NodeProto &node) {
       reshape(b, loc, *upd, {k, inner}), b.getI64IntegerAttr(0),
       b.getStringAttr(reduction));
   define(node, 0, reshape(b, loc, y, ds));
+  return success();
+}
+
+LogicalResult Importer::importMaxUnpool(const onnx::NodeProto &node) {
+  Location loc = nodeLoc(node);
+  FailureOr<Value> xv = floatTensor(node, 0), iv = indexTensor(node, 1);
+  if (failed(xv) || failed(iv))
+    return failure();
+  auto t = typeOf(*xv);
+  int64_t rank = t.getRank(), spatial = rank - 2;
+  if (rank < 3 || typeOf(*iv).getShape() != t.getShape())
+    return nodeError(node) << "X must be [N, C, ...] and I of its shape";
+  SmallVector<int64_t> kernel = intsAttr(node, "kernel_shape", {});
+  SmallVector<int64_t> strides =
+      intsAttr(node, "strides", SmallVector<int64_t>(spatial, 1));
+  SmallVector<int64_t> pads =
+      intsAttr(node, "pads", SmallVector<int64_t>(2 * spatial, 0));
+  if (static_cast<int64_t>(kernel.size()) != spatial ||
+      static_cast<int64_t>(strides.size()) != spatial ||
+      static_cast<int64_t>(pads.size()) != 2 * spatial)
+    return nodeError(node) << "kernel_shape and strides need " << spatial
+                           << " values, pads " << 2 * spatial;
+  // The shape MaxPool's indices refer to, and the one asked for.
+  SmallVector<int64_t> pooled(t.getShape().take_front(2));
+  for (int64_t d = 0; d < spatial; ++d)
+    pooled.push_back((t.getDimSize(2 + d) - 1) * strides[d] - pads[d] -
+                     pads[spatial + d] + kernel[d]);
+  FailureOr<SmallVector<int64_t>> out = intsInput(node, 2, pooled);
+  if (failed(out))
+    return failure();
+  if (static_cast<int64_t>(out->size()) != rank ||
+      ArrayRef<int64_t>(*out).take_front(2) != t.getShape().take_front(2))
+    return nodeError(node) << "output_shape [" << *out
+                           << "] must keep X's batch and channels";
+  for (int64_t d = 0; d < rank; ++d)
+    if ((*out)[d] < pooled[d] || pooled[d] < 1)
+      return nodeError(node)
+             << "output_shape [" << *out
+             << "] is smaller than the pooled input [" << pooled << "]";
+  FailureOr<int64_t> total = checkedElements(*out);
+  if (failed(total))
+    return nodeError(node) << "output_shape [" << *out << "] is too large";
+  int64_t n = t.getNumElements();
+  Value idx = reshape(b, loc, *iv, {n});
+  if (ArrayRef<int64_t>(*out) != ArrayRef<int64_t>(pooled)) {
+    // Each index's coordinates in `pooled`, placed in the larger output.
+    SmallVector<int64_t> from = stridesOf(pooled), to = stridesOf(*out);
+    Value acc;
+    for (int64_t d = 0; d < rank; ++d) {
+      Value c = idx;
+      if (from[d] != 1)
+        c = b.create<graph::DivOp>(loc, c, i64Constant(b, loc, {}, {from[d]}));
+      if (d > 0)
+        c = b.create<graph::ModOp>(loc, c,
+                                   i64Constant(b, loc, {}, {pooled[d]}));
+      if (to[d] != 1)
+        c = b.create<graph::MulOp>(loc, c, i64Constant(b, loc, {}, {to[d]}));
+      acc = acc ? b.create<graph::AddOp>(loc, acc, c).getResult() : c;
+    }
+    idx = acc;
+  }
+  // Zeros everywhere else: a broadcast scalar, not a large constant.
+  auto flat = RankedTensorType::get({*total}, b.getF32Type());
+  Value zeros = b.create<graph::ExpandOp>(
+      loc, flat, reshape(b, loc, f32Scalar(b, loc, 0.0f), {1}));
+  Value y = b.create<graph::ScatterElementsOp>(
+      loc, flat, zeros, idx, reshape(b, loc, *xv, {n}), b.getI64IntegerAttr(0),
+      b.getStringAttr("none"));
+  define(node, 0, reshape(b, loc, y, *out));
   return success();
 }
 

@@ -210,6 +210,7 @@ public:
   LogicalResult importScatterND(const onnx::NodeProto &node);
   LogicalResult importMeanVarianceNorm(const onnx::NodeProto &node);
   LogicalResult importLRN(const onnx::NodeProto &node);
+  LogicalResult importMaxUnpool(const onnx::NodeProto &node);
   // MovementOps.cpp
   LogicalResult importTranspose(const onnx::NodeProto &node);
   // LinalgOps.cpp

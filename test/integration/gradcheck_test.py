@@ -77,6 +77,12 @@ def cases():
         "pow_int_exponent": (lambda p: t.pow(p["a"], t.tensor(
             [2.0, 3.0, 0.0, 1.0, 2.0, 3.0])), a,
             ("Pow", {}, 13, ["a", np.array([2, 3, 0, 1, 2, 3])])),
+        # ONNX's indices count over the whole tensor, torch's per plane.
+        "max_unpool": (lambda p: F.max_unpool2d(p["a"], t.tensor(
+            [[[[5, 7], [13, 15]]], [[[0, 3], [12, 10]]]]), 2),
+            {"a": ((2, 1, 2, 2), "any")},
+            ("MaxUnpool", {"kernel_shape": [2, 2], "strides": [2, 2]}, 13,
+             ["a", np.array([[[[5, 7], [13, 15]]], [[[16, 19], [28, 26]]]])])),
         "mvn": (lambda p: (p["a"] - p["a"].mean((0, 2, 3), keepdim=True)) / (
             p["a"].var((0, 2, 3), unbiased=False, keepdim=True).sqrt() +
             1e-9), {"a": ((2, 3, 4, 4), "any")},

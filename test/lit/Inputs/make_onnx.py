@@ -120,6 +120,14 @@ def composite_bad(kind):
         node = helper.make_node("ReverseSequence", ["x", "lens"], ["y"],
                                 name="bad_rev", batch_axis=0, time_axis=1)
         return model([node], [x], [y], [ints("lens", [3, 4, 1, 0])])
+    if kind == "unpool":
+        x4 = vi("x", TensorProto.FLOAT, [1, 1, 2, 2])
+        node = helper.make_node("MaxUnpool", ["x", "idx", "shape"], ["y"],
+                                name="bad_unpool", kernel_shape=[2, 2],
+                                strides=[2, 2])
+        return model([node], [x4], [vi("y", TensorProto.FLOAT, [1, 1, 3, 3])],
+                     [ints("idx", [[[[0, 1], [2, 3]]]]),
+                      ints("shape", [1, 1, 3, 3])])
     if kind == "range":
         node = helper.make_node("GatherND", ["x", "idx"], ["y"], name="bad_gnd")
         return model([node], [x], [vi("y", TensorProto.FLOAT, [2, 3])],
@@ -375,6 +383,7 @@ KINDS = {"split-uneven": split_uneven, "opset18": lambda: newer_opset(18), "opse
          "composite-bad-lens": lambda: composite_bad("lens"),
          "composite-bad-updates": lambda: composite_bad("updates"),
          "composite-bad-range": lambda: composite_bad("range"),
+         "composite-bad-unpool": lambda: composite_bad("unpool"),
          "mixed-types": mixed_types}
 
 if __name__ == "__main__":
