@@ -11,7 +11,9 @@
 
 #include "compiler/import/Importer.h"
 
+#include <algorithm>
 #include <limits>
+#include <vector>
 
 using namespace mlir;
 
@@ -504,6 +506,120 @@ LogicalResult Importer::importMaxUnpool(const onnx::NodeProto &node) {
       loc, flat, zeros, idx, reshape(b, loc, *xv, {n}), b.getI64IntegerAttr(0),
       b.getStringAttr("none"));
   define(node, 0, reshape(b, loc, y, *out));
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// Cubic Resize
+//===----------------------------------------------------------------------===//
+
+/// The [out, in] matrix of ONNX's cubic interpolation along one dimension
+/// (the reference's interpolate_1d_with_x): four taps around each output
+/// position's source coordinate, edge-clamped, or dropped and renormalized
+/// with exclude_outside.
+static std::vector<double> cubicMatrix(int64_t in, int64_t out, double scale,
+                                       StringRef coord, double a,
+                                       bool excludeOutside) {
+  std::vector<double> m(out * in, 0.0);
+  double resized = scale * static_cast<double>(in);
+  for (int64_t o = 0; o < out; ++o) {
+    double x;
+    double od = static_cast<double>(o);
+    if (coord == "align_corners")
+      x = resized == 1.0 ? 0.0 : od * (in - 1) / (resized - 1.0);
+    else if (coord == "asymmetric")
+      x = od / scale;
+    else if (coord == "pytorch_half_pixel")
+      x = resized == 1.0 ? -0.5 : (od + 0.5) / scale - 0.5;
+    else if (coord == "tf_half_pixel_for_nn")
+      x = (od + 0.5) / scale;
+    else
+      x = (od + 0.5) / scale - 0.5;
+    // The ratio is in (0, 1]: an integer coordinate takes its left taps.
+    double base = std::floor(x), r = x - base;
+    if (r == 0.0) {
+      r = 1.0;
+      base -= 1.0;
+    }
+    double s = 1.0 - r;
+    double c[4] = {((a * (r + 1) - 5 * a) * (r + 1) + 8 * a) * (r + 1) - 4 * a,
+                   ((a + 2) * r - (a + 3)) * r * r + 1,
+                   ((a + 2) * s - (a + 3)) * s * s + 1,
+                   ((a * (s + 1) - 5 * a) * (s + 1) + 8 * a) * (s + 1) - 4 * a};
+    int64_t first = static_cast<int64_t>(base) - 1;
+    if (excludeOutside) {
+      double sum = 0.0;
+      for (int k = 0; k < 4; ++k) {
+        if (first + k < 0 || first + k >= in)
+          c[k] = 0.0;
+        sum += c[k];
+      }
+      for (double &v : c)
+        v /= sum;
+    }
+    for (int k = 0; k < 4; ++k) {
+      int64_t i = std::clamp<int64_t>(first + k, 0, in - 1);
+      m[o * in + i] += c[k];
+    }
+  }
+  return m;
+}
+
+LogicalResult Importer::importCubicResize(const onnx::NodeProto &node, Value x,
+                                          ArrayRef<int64_t> shape,
+                                          ArrayRef<float> scales,
+                                          StringRef coord) {
+  Location loc = nodeLoc(node);
+  double a = floatAttr(node, "cubic_coeff_a", -0.75f);
+  bool exclude = intAttr(node, "exclude_outside", 0) != 0;
+  // Separable: one matmul by a constant interpolation matrix per resized
+  // dimension, moved last for it.
+  int64_t rank = typeOf(x).getRank();
+  for (int64_t d = 0; d < rank; ++d) {
+    int64_t in = typeOf(x).getDimSize(d), out = shape[d];
+    std::vector<double> m = cubicMatrix(in, out, scales[d], coord, a, exclude);
+    bool identity = in == out;
+    for (int64_t o = 0; identity && o < out; ++o)
+      for (int64_t i = 0; i < in; ++i)
+        identity &= m[o * in + i] == (o == i ? 1.0 : 0.0);
+    if (identity)
+      continue;
+    if (in * out > kMaxFoldedElements)
+      return nodeError(node)
+             << "cubic resize of dimension " << d << " (" << in << " to " << out
+             << ") needs an interpolation matrix of more than "
+             << kMaxFoldedElements << " elements";
+    SmallVector<float> mt(in * out);
+    for (int64_t o = 0; o < out; ++o)
+      for (int64_t i = 0; i < in; ++i)
+        mt[i * out + o] = static_cast<float>(m[o * in + i]);
+    Value w = b.create<graph::ConstantOp>(
+        loc,
+        DenseElementsAttr::get(RankedTensorType::get({in, out}, b.getF32Type()),
+                               ArrayRef<float>(mt)));
+    SmallVector<int64_t> perm;
+    for (int64_t k = 0; k < rank; ++k)
+      if (k != d)
+        perm.push_back(k);
+    perm.push_back(d);
+    Value v = x;
+    if (d != rank - 1)
+      v = b.create<graph::TransposeOp>(loc, v, perm);
+    SmallVector<int64_t> moved(typeOf(v).getShape());
+    int64_t rows = typeOf(v).getNumElements() / in;
+    v = reshape(b, loc, v, {rows, in});
+    v = b.create<graph::MatMulOp>(loc, v, w);
+    moved.back() = out;
+    v = reshape(b, loc, v, moved);
+    if (d != rank - 1) {
+      SmallVector<int64_t> inverse(rank);
+      for (int64_t k = 0; k < rank; ++k)
+        inverse[perm[k]] = k;
+      v = b.create<graph::TransposeOp>(loc, v, inverse);
+    }
+    x = v;
+  }
+  define(node, 0, x);
   return success();
 }
 

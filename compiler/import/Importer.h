@@ -211,6 +211,9 @@ public:
   LogicalResult importMeanVarianceNorm(const onnx::NodeProto &node);
   LogicalResult importLRN(const onnx::NodeProto &node);
   LogicalResult importMaxUnpool(const onnx::NodeProto &node);
+  LogicalResult importCubicResize(const onnx::NodeProto &node, Value x,
+                                  ArrayRef<int64_t> shape,
+                                  ArrayRef<float> scales, StringRef coord);
   // MovementOps.cpp
   LogicalResult importTranspose(const onnx::NodeProto &node);
   // LinalgOps.cpp

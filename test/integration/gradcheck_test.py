@@ -232,6 +232,12 @@ def cases():
         "resize_bilinear": (lambda p: F.interpolate(
             p["x"], scale_factor=2, mode="bilinear", align_corners=False),
             img, 13),
+        "resize_bicubic": (lambda p: F.interpolate(
+            p["x"], scale_factor=2, mode="bicubic", align_corners=False),
+            img, 13),
+        "resize_bicubic_align_corners": (lambda p: F.interpolate(
+            p["x"], size=(4, 9), mode="bicubic", align_corners=True),
+            img, 13),
     })
     # The compile-time losses (the op is the identity or log_softmax).
     table.update({

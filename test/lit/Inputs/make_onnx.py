@@ -109,6 +109,16 @@ def mixed_types():
     return model(nodes, [i, f], outs, opset=15)
 
 
+def cubic():
+    """Cubic Resize of the two spatial dimensions, 4x4 -> 8x6."""
+    vi = helper.make_tensor_value_info
+    node = helper.make_node("Resize", ["x", "", "", "sizes"], ["y"],
+                            name="cubic", mode="cubic", exclude_outside=1)
+    return model([node], [vi("x", TensorProto.FLOAT, [1, 2, 4, 4])],
+                 [vi("y", TensorProto.FLOAT, [1, 2, 8, 6])],
+                 [ints("sizes", [1, 2, 8, 6])], opset=13)
+
+
 def composite_bad(kind):
     vi = helper.make_tensor_value_info
     x = vi("x", TensorProto.FLOAT, [4, 3])
@@ -384,7 +394,7 @@ KINDS = {"split-uneven": split_uneven, "opset18": lambda: newer_opset(18), "opse
          "composite-bad-updates": lambda: composite_bad("updates"),
          "composite-bad-range": lambda: composite_bad("range"),
          "composite-bad-unpool": lambda: composite_bad("unpool"),
-         "mixed-types": mixed_types}
+         "mixed-types": mixed_types, "cubic": cubic}
 
 if __name__ == "__main__":
     kind, out = sys.argv[1], sys.argv[2]
