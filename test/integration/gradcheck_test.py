@@ -104,6 +104,10 @@ def cases():
                        {"a": ((4, 6), "any"), "b": ((2, 6), "any")},
                        ("ScatterND", {}, 16,
                         ["a", np.array([[1], [3]]), "b"])),
+        "scatter_nd_elements": (lambda p: p["a"].index_put(
+            (t.tensor([0, 3]), t.tensor([1, -1])), p["b"]),
+            {"a": ((4, 6), "any"), "b": ((2,), "any")},
+            ("ScatterND", {}, 16, ["a", np.array([[0, 1], [3, -1]]), "b"])),
         "scatter_nd_add": (lambda p: p["a"].index_put(
             (t.tensor([1, 3, 1]),), p["b"], accumulate=True),
             {"a": ((4, 6), "any"), "b": ((3, 6), "any")},
