@@ -99,15 +99,16 @@ int dtypeCode(Type t) {
 /// losses, optimizer updates; gather, LayerNorm, where and reductions (what
 /// a GPT-style decoder needs).
 const char kCudaKernels[] =
-    "abs adam_update adamw_update add binary_grad ceil celu clip concat "
-    "copy cos div elu erf exp expand floor gather gather_grad gelu gemm "
-    "hard_sigmoid hard_swish layer_norm layer_norm_grad leaky_relu log "
-    "log_softmax log_softmax_grad matmul max min mish momentum_update mse "
-    "mse_grad mul neg pack pow prelu reciprocal reduce reduce_grad "
-    "reduce_sum_to relu round selu sgd_update sigmoid sign sin slice "
-    "slice_grad softmax softmax_cross_entropy softmax_cross_entropy_grad "
-    "softmax_grad softplus softsign sqrt sub tanh tile transpose "
-    "unary_grad unpack where";
+    "abs acos acosh adam_update adamw_update add asin asinh atan atanh "
+    "binary_grad ceil celu clip concat copy cos cosh div elu erf exp expand "
+    "floor fmod gather gather_grad gelu gemm hard_sigmoid hard_swish "
+    "layer_norm layer_norm_grad leaky_relu log log_softmax log_softmax_grad "
+    "matmul max min mish mod momentum_update mse mse_grad mul neg pack pow "
+    "prelu reciprocal reduce reduce_grad reduce_sum_to relu round selu "
+    "sgd_update shrink sigmoid sign sin sinh slice slice_grad softmax "
+    "softmax_cross_entropy softmax_cross_entropy_grad softmax_grad softplus "
+    "softsign sqrt sub tan tanh thresholded_relu tile transpose unary_grad "
+    "unpack where";
 
 /// CNN kernels with CUDA twins (kernels/cuda/conv.cu, pool.cu, norm.cu),
 /// sorted; cudaKernels() merges them into kCudaKernels's order.
@@ -296,6 +297,8 @@ const llvm::StringMap<KernelEmitter::Family> &KernelEmitter::families() {
       {"prelu", &KernelEmitter::binary},
       {"shift_left", &KernelEmitter::binary},
       {"shift_right", &KernelEmitter::binary},
+      {"mod", &KernelEmitter::binary},
+      {"fmod", &KernelEmitter::binary},
       {"binary_grad", &KernelEmitter::binaryGrad},
       {"relu", &KernelEmitter::unary},
       {"sigmoid", &KernelEmitter::unary},
@@ -309,6 +312,15 @@ const llvm::StringMap<KernelEmitter::Family> &KernelEmitter::families() {
       {"sin", &KernelEmitter::unary},
       {"cos", &KernelEmitter::unary},
       {"erf", &KernelEmitter::unary},
+      {"tan", &KernelEmitter::unary},
+      {"asin", &KernelEmitter::unary},
+      {"acos", &KernelEmitter::unary},
+      {"atan", &KernelEmitter::unary},
+      {"sinh", &KernelEmitter::unary},
+      {"cosh", &KernelEmitter::unary},
+      {"asinh", &KernelEmitter::unary},
+      {"acosh", &KernelEmitter::unary},
+      {"atanh", &KernelEmitter::unary},
       {"sign", &KernelEmitter::unary},
       {"floor", &KernelEmitter::unary},
       {"ceil", &KernelEmitter::unary},
@@ -324,6 +336,8 @@ const llvm::StringMap<KernelEmitter::Family> &KernelEmitter::families() {
       {"hard_sigmoid", &KernelEmitter::unary},
       {"clip", &KernelEmitter::unary},
       {"gelu", &KernelEmitter::unary},
+      {"thresholded_relu", &KernelEmitter::unary},
+      {"shrink", &KernelEmitter::unary},
       {"unary_grad", &KernelEmitter::unaryGrad},
       {"compare", &KernelEmitter::compare},
       {"logical", &KernelEmitter::logical},
@@ -469,6 +483,8 @@ std::string binaryEnum(StringRef kind) {
       .Case("prelu", "OTCK_PRELU")
       .Case("shift_left", "OTCK_SHIFT_LEFT")
       .Case("shift_right", "OTCK_SHIFT_RIGHT")
+      .Case("mod", "OTCK_MOD")
+      .Case("fmod", "OTCK_FMOD")
       .Default("");
 }
 
@@ -533,6 +549,8 @@ LogicalResult KernelEmitter::unary() {
     beta = f32("gamma", 0.0f);
   if (kind == "clip")
     alpha = f32("min", 0.0f), beta = f32("max", 0.0f);
+  if (kind == "shrink")
+    alpha = f32("lambd", 0.5f), beta = f32("bias", 0.0f);
   if (kind == "gelu" && str("approximate") == "tanh")
     e = "OTCK_GELU_TANH";
   os << "    " << fn("unary_f32") << "(" << e << ", " << numel(outs[0]) << ", "

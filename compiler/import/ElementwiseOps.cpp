@@ -77,18 +77,31 @@ LogicalResult Importer::importArithmetic(const onnx::NodeProto &node) {
   FailureOr<Entry *> l = operand(node, 0), r = operand(node, 1);
   if (failed(l) || failed(r))
     return failure();
+  int64_t fmod = intAttr(node, "fmod", 0);
+  if (op == "Mod" && fmod != 0 && fmod != 1)
+    return nodeError(node) << "fmod must be 0 or 1, not " << fmod;
   if ((*l)->folded && (*r)->folded &&
-      llvm::is_contained({"Add", "Sub", "Mul", "Div"}, op)) {
-    if (op == "Div" && !(*l)->folded->isFloat && !(*r)->folded->isFloat &&
+      llvm::is_contained({"Add", "Sub", "Mul", "Div", "Mod"}, op)) {
+    bool ints = !(*l)->folded->isFloat && !(*r)->folded->isFloat;
+    if ((op == "Div" || op == "Mod") && ints &&
         llvm::is_contained((*r)->folded->ints, 0))
       return nodeError(node) << "integer division by zero";
     auto fold = [&](auto fn) {
       return foldBinary(*(*l)->folded, *(*r)->folded, fn);
     };
+    // Integer Div truncates (the folded result is cast to int64); Mod
+    // takes the sign of the divisor (fmod = 0) or of the dividend.
+    auto mod = [fmod](double a, double b) {
+      double m = std::fmod(a, b);
+      if (!fmod && m != 0 && ((m < 0) != (b < 0)))
+        m += b;
+      return m;
+    };
     FailureOr<Const> c =
         op == "Add"   ? fold([](double a, double b) { return a + b; })
         : op == "Sub" ? fold([](double a, double b) { return a - b; })
         : op == "Mul" ? fold([](double a, double b) { return a * b; })
+        : op == "Mod" ? fold(mod)
                       : fold([](double a, double b) { return a / b; });
     if (failed(c))
       return nodeError(node) << "cannot fold constants: shapes are not "
@@ -99,10 +112,12 @@ LogicalResult Importer::importArithmetic(const onnx::NodeProto &node) {
   FailureOr<Value> lv = tensor(node, 0), rv = tensor(node, 1);
   if (failed(lv) || failed(rv))
     return failure();
+  if (op == "Pow")
+    return importPow(node, *lv, *rv);
   FailureOr<Type> elt = commonElementType(node, {*lv, *rv});
   if (failed(elt) || failed(checkBroadcastable(node, {*lv, *rv})))
     return failure();
-  bool floatOnly = op == "Pow" || op == "PRelu";
+  bool floatOnly = op == "PRelu";
   if (!elt->isF32() && (floatOnly || !isIntegerElement(*elt)))
     return nodeError(node) << "unsupported element type " << *elt
                            << (floatOnly ? " (float32 only)"
@@ -116,7 +131,44 @@ LogicalResult Importer::importArithmetic(const onnx::NodeProto &node) {
       return nodeError(node)
              << "slope " << rv->getType() << " does not broadcast to " << xt;
   }
+  if (op == "Mod") {
+    Value v = fmod ? b.create<graph::FModOp>(loc, *lv, *rv).getResult()
+                   : b.create<graph::ModOp>(loc, *lv, *rv).getResult();
+    define(node, 0, v);
+    return success();
+  }
   define(node, 0, createBinary(op, loc, *lv, *rv));
+  return success();
+}
+
+/// Pow's operands may differ in type; the result has the base's type.
+/// float32 bases take any exponent (cast to float32); integer bases take an
+/// integer exponent (cast to the base's type: the integer kernel) or a
+/// float32 one (computed in float32, the result truncated toward zero).
+LogicalResult Importer::importPow(const onnx::NodeProto &node, Value base,
+                                  Value exponent) {
+  Location loc = nodeLoc(node);
+  if (failed(checkBroadcastable(node, {base, exponent})))
+    return failure();
+  auto supported = [](Type t) {
+    return t.isF32() || t.isInteger(64) || t.isInteger(32);
+  };
+  Type bt = typeOf(base).getElementType(),
+       et = typeOf(exponent).getElementType();
+  if (!supported(bt) || !supported(et))
+    return nodeError(node) << "unsupported element types " << bt << " and "
+                           << et << " (float32, int64 and int32)";
+  auto castTo = [&](Value v, Type t) -> Value {
+    if (typeOf(v).getElementType() == t)
+      return v;
+    return b.create<graph::CastOp>(loc, typeOf(v).clone(t), v);
+  };
+  if (bt.isF32() || et.isInteger()) {
+    define(node, 0, b.create<graph::PowOp>(loc, base, castTo(exponent, bt)));
+    return success();
+  }
+  Value y = b.create<graph::PowOp>(loc, castTo(base, et), exponent);
+  define(node, 0, castTo(y, bt));
   return success();
 }
 
@@ -235,6 +287,24 @@ LogicalResult Importer::importUnary(const onnx::NodeProto &node) {
     v = b.create<graph::CosOp>(loc, x);
   else if (op == "Erf")
     v = b.create<graph::ErfOp>(loc, x);
+  else if (op == "Tan")
+    v = b.create<graph::TanOp>(loc, x);
+  else if (op == "Asin")
+    v = b.create<graph::AsinOp>(loc, x);
+  else if (op == "Acos")
+    v = b.create<graph::AcosOp>(loc, x);
+  else if (op == "Atan")
+    v = b.create<graph::AtanOp>(loc, x);
+  else if (op == "Sinh")
+    v = b.create<graph::SinhOp>(loc, x);
+  else if (op == "Cosh")
+    v = b.create<graph::CoshOp>(loc, x);
+  else if (op == "Asinh")
+    v = b.create<graph::AsinhOp>(loc, x);
+  else if (op == "Acosh")
+    v = b.create<graph::AcoshOp>(loc, x);
+  else if (op == "Atanh")
+    v = b.create<graph::AtanhOp>(loc, x);
   else if (op == "Sign")
     v = b.create<graph::SignOp>(loc, x);
   else if (op == "Floor")
@@ -263,6 +333,10 @@ LogicalResult Importer::importUnary(const onnx::NodeProto &node) {
                                        f("beta", 0.5f));
   else if (op == "Mish")
     v = b.create<graph::MishOp>(loc, x);
+  else if (op == "ThresholdedRelu")
+    v = b.create<graph::ThresholdedReluOp>(loc, x, f("alpha", 1.0f));
+  else if (op == "Shrink")
+    v = b.create<graph::ShrinkOp>(loc, x, f("lambd", 0.5f), f("bias", 0.0f));
   else if (op == "Gelu") {
     auto *a = attr(node, "approximate");
     StringRef approximate = a ? StringRef(a->s()) : "none";
@@ -345,14 +419,16 @@ LogicalResult Importer::importCompare(const onnx::NodeProto &node) {
   if (!isArithmeticElement(*elt))
     return nodeError(node) << "unsupported element type " << *elt
                            << " (float32 and the integers)";
+  Value lhs = *l, rhs = *r;
   StringRef pred = llvm::StringSwitch<StringRef>(op)
                        .Case("Equal", "eq")
                        .Case("Less", "lt")
                        .Case("LessOrEqual", "le")
                        .Case("Greater", "gt")
                        .Default("ge");
-  define(node, 0,
-         b.create<graph::CompareOp>(loc, type, b.getStringAttr(pred), *l, *r));
+  define(
+      node, 0,
+      b.create<graph::CompareOp>(loc, type, b.getStringAttr(pred), lhs, rhs));
   return success();
 }
 

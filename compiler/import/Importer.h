@@ -155,6 +155,8 @@ public:
   LogicalResult importUnary(const onnx::NodeProto &node);
   LogicalResult importSoftmax(const onnx::NodeProto &node);
   LogicalResult importVariadic(const onnx::NodeProto &node);
+  LogicalResult importPow(const onnx::NodeProto &node, Value base,
+                          Value exponent);
   LogicalResult importCompare(const onnx::NodeProto &node);
   LogicalResult importNot(const onnx::NodeProto &node);
   LogicalResult importWhere(const onnx::NodeProto &node);
@@ -212,6 +214,20 @@ public:
   LogicalResult importLoss(const onnx::NodeProto &node);
   FailureOr<Value> nllLoss(const onnx::NodeProto &node, Value logp,
                            Value target, Value weight);
+  // CompositeOps.cpp
+  LogicalResult importIsInfNaN(const onnx::NodeProto &node);
+  LogicalResult importHardmax(const onnx::NodeProto &node);
+  LogicalResult importEyeLike(const onnx::NodeProto &node);
+  LogicalResult importCompress(const onnx::NodeProto &node);
+  LogicalResult importReverseSequence(const onnx::NodeProto &node);
+  LogicalResult importGatherND(const onnx::NodeProto &node);
+  LogicalResult importScatterND(const onnx::NodeProto &node);
+  LogicalResult importMeanVarianceNorm(const onnx::NodeProto &node);
+  LogicalResult importLRN(const onnx::NodeProto &node);
+  LogicalResult importMaxUnpool(const onnx::NodeProto &node);
+  LogicalResult importCubicResize(const onnx::NodeProto &node, Value x,
+                                  ArrayRef<int64_t> shape,
+                                  ArrayRef<float> scales, StringRef coord);
   // MovementOps.cpp
   LogicalResult importTranspose(const onnx::NodeProto &node);
   // LinalgOps.cpp

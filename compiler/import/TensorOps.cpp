@@ -603,14 +603,15 @@ LogicalResult Importer::importResize(const onnx::NodeProto &node) {
   std::string mode = str("mode", "nearest"),
               coord = str("coordinate_transformation_mode", "half_pixel"),
               nearest = str("nearest_mode", "round_prefer_floor");
-  if (mode != "nearest" && mode != "linear")
+  bool cubic = mode == "cubic";
+  if (mode != "nearest" && mode != "linear" && !cubic)
     return nodeError(node) << "unsupported mode '" << mode << "'";
   if (!llvm::is_contained({"half_pixel", "pytorch_half_pixel", "align_corners",
                            "asymmetric", "tf_half_pixel_for_nn"},
                           coord))
     return nodeError(node) << "unsupported coordinate_transformation_mode '"
                            << coord << "'";
-  if (intAttr(node, "exclude_outside", 0))
+  if (!cubic && intAttr(node, "exclude_outside", 0))
     return nodeError(node) << "unsupported: exclude_outside";
   SmallVector<float> scales;
   SmallVector<int64_t> shape;
@@ -642,6 +643,8 @@ LogicalResult Importer::importResize(const onnx::NodeProto &node) {
   }
   if (llvm::any_of(shape, [](int64_t s) { return s <= 0; }))
     return nodeError(node) << "the result would be empty";
+  if (cubic)
+    return importCubicResize(node, *x, shape, scales, coord);
   define(node, 0,
          b.create<graph::ResizeOp>(
              nodeLoc(node), t.clone(shape), *x, b.getStringAttr(mode),

@@ -187,6 +187,15 @@ OTC_UNARY_GRAD(SoftplusOp)
 OTC_UNARY_GRAD(SoftsignOp)
 OTC_UNARY_GRAD(MishOp)
 OTC_UNARY_GRAD(HardSwishOp)
+OTC_UNARY_GRAD(TanOp)
+OTC_UNARY_GRAD(AsinOp)
+OTC_UNARY_GRAD(AcosOp)
+OTC_UNARY_GRAD(AtanOp)
+OTC_UNARY_GRAD(SinhOp)
+OTC_UNARY_GRAD(CoshOp)
+OTC_UNARY_GRAD(AsinhOp)
+OTC_UNARY_GRAD(AcoshOp)
+OTC_UNARY_GRAD(AtanhOp)
 #undef OTC_UNARY_GRAD
 
 LogicalResult LeakyReluOp::buildGradients(OpBuilder &b, ArrayRef<Value> g,
@@ -210,6 +219,15 @@ LogicalResult HardSigmoidOp::buildGradients(OpBuilder &b, ArrayRef<Value> g,
                                             SmallVectorImpl<Value> &out) {
   return unaryGrad(*this, b, g, out, getAlpha().convertToFloat(),
                    getBeta().convertToFloat());
+}
+LogicalResult ThresholdedReluOp::buildGradients(OpBuilder &b, ArrayRef<Value> g,
+                                                SmallVectorImpl<Value> &out) {
+  return unaryGrad(*this, b, g, out, getAlpha().convertToFloat());
+}
+LogicalResult ShrinkOp::buildGradients(OpBuilder &b, ArrayRef<Value> g,
+                                       SmallVectorImpl<Value> &out) {
+  return unaryGrad(*this, b, g, out, getLambd().convertToFloat(),
+                   getBias().convertToFloat());
 }
 LogicalResult ClipOp::buildGradients(OpBuilder &b, ArrayRef<Value> g,
                                      SmallVectorImpl<Value> &out) {
@@ -249,6 +267,14 @@ static LogicalResult binaryGrad(Operation *op, OpBuilder &b, ArrayRef<Value> g,
 }
 LogicalResult PowOp::buildGradients(OpBuilder &b, ArrayRef<Value> g,
                                     SmallVectorImpl<Value> &out) {
+  return binaryGrad(*this, b, g, out);
+}
+LogicalResult ModOp::buildGradients(OpBuilder &b, ArrayRef<Value> g,
+                                    SmallVectorImpl<Value> &out) {
+  return binaryGrad(*this, b, g, out);
+}
+LogicalResult FModOp::buildGradients(OpBuilder &b, ArrayRef<Value> g,
+                                     SmallVectorImpl<Value> &out) {
   return binaryGrad(*this, b, g, out);
 }
 LogicalResult MaxOp::buildGradients(OpBuilder &b, ArrayRef<Value> g,

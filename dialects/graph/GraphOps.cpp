@@ -231,9 +231,9 @@ OpFoldResult AddOp::fold(FoldAdaptor adaptor) {
 }
 
 bool otc::graph::unaryGradUsesOutput(StringRef kind) {
-  return llvm::is_contained(
-      {"relu", "sigmoid", "tanh", "exp", "sqrt", "hard_sigmoid", "reciprocal"},
-      kind);
+  return llvm::is_contained({"relu", "sigmoid", "tanh", "exp", "sqrt",
+                             "hard_sigmoid", "reciprocal", "tan"},
+                            kind);
 }
 
 LogicalResult UnaryGradOp::verify() {
@@ -249,7 +249,8 @@ LogicalResult UnaryGradOp::verify() {
 }
 
 LogicalResult BinaryGradOp::verify() {
-  if (!llvm::is_contained({"pow", "max", "min", "prelu"}, getKind()))
+  if (!llvm::is_contained({"pow", "max", "min", "prelu", "mod", "fmod"},
+                          getKind()))
     return emitOpError("unknown kind '") << getKind() << "'";
   if (getOperandAttr().getInt() != 0 && getOperandAttr().getInt() != 1)
     return emitOpError("operand must be 0 or 1");

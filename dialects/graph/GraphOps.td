@@ -172,6 +172,10 @@ def Graph_PowOp : Graph_BinaryOp<"pow", "Pow">;
 def Graph_MaxOp : Graph_BinaryOp<"max", "Max (of two operands)">;
 def Graph_MinOp : Graph_BinaryOp<"min", "Min (of two operands)">;
 def Graph_PReluOp : Graph_BinaryOp<"prelu", "PRelu (lhs = x, rhs = slope)">;
+def Graph_ModOp : Graph_BinaryOp<"mod",
+    "Mod with fmod = 0 (a - floor(a / b) * b: the sign of b, as Python)">;
+def Graph_FModOp : Graph_BinaryOp<"fmod",
+    "Mod with fmod = 1 (C fmod / %: the sign of a)">;
 
 /// Integer-only binary ops: no gradient (the loss cannot depend on a
 /// parameter through them).
@@ -238,6 +242,15 @@ def Graph_RoundOp : Graph_UnaryOp<"round", "Round", "round half to even">;
 def Graph_SoftplusOp : Graph_UnaryOp<"softplus", "Softplus", "log(1 + exp(x))">;
 def Graph_SoftsignOp : Graph_UnaryOp<"softsign", "Softsign", "x / (1 + |x|)">;
 def Graph_MishOp : Graph_UnaryOp<"mish", "Mish", "x * tanh(softplus(x))">;
+def Graph_TanOp : Graph_UnaryOp<"tan", "Tan", "tan(x)">;
+def Graph_AsinOp : Graph_UnaryOp<"asin", "Asin", "asin(x)">;
+def Graph_AcosOp : Graph_UnaryOp<"acos", "Acos", "acos(x)">;
+def Graph_AtanOp : Graph_UnaryOp<"atan", "Atan", "atan(x)">;
+def Graph_SinhOp : Graph_UnaryOp<"sinh", "Sinh", "sinh(x)">;
+def Graph_CoshOp : Graph_UnaryOp<"cosh", "Cosh", "cosh(x)">;
+def Graph_AsinhOp : Graph_UnaryOp<"asinh", "Asinh", "asinh(x)">;
+def Graph_AcoshOp : Graph_UnaryOp<"acosh", "Acosh", "acosh(x)">;
+def Graph_AtanhOp : Graph_UnaryOp<"atanh", "Atanh", "atanh(x)">;
 def Graph_HardSwishOp
     : Graph_UnaryOp<"hard_swish", "HardSwish", "x * max(0, min(1, x / 6 + 1 / 2))">;
 
@@ -277,6 +290,14 @@ def Graph_HardSigmoidOp : Graph_AttrUnaryOp<"hard_sigmoid", "HardSigmoid",
     (ins DefaultValuedAttr<F32Attr, "0.2f">:$alpha,
          DefaultValuedAttr<F32Attr, "0.5f">:$beta),
     "alpha = 0.2 : f32, beta = 0.5 : f32">;
+def Graph_ThresholdedReluOp : Graph_AttrUnaryOp<"thresholded_relu",
+    "ThresholdedRelu", "x > alpha ? x : 0",
+    (ins DefaultValuedAttr<F32Attr, "1.0f">:$alpha), "alpha = 1.0 : f32">;
+def Graph_ShrinkOp : Graph_AttrUnaryOp<"shrink", "Shrink",
+    "x < -lambd ? x + bias : (x > lambd ? x - bias : 0)",
+    (ins DefaultValuedAttr<F32Attr, "0.5f">:$lambd,
+         DefaultValuedAttr<F32Attr, "0.0f">:$bias),
+    "lambd = 0.5 : f32, bias = 0.0 : f32">;
 def Graph_ClipOp : Graph_AttrUnaryOp<"clip", "Clip (bounds folded from its inputs)",
     "min(max(x, min), max)", (ins F32Attr:$min, F32Attr:$max),
     "min = 0.0 : f32, max = 6.0 : f32">;
@@ -440,9 +461,9 @@ def Graph_UnaryGradOp : Graph_Op<"unary_grad",
 def Graph_BinaryGradOp : Graph_Op<"binary_grad", [Pure]> {
   let summary = "Backward of a broadcasting binary op for one operand";
   let description = [{
-    The gradient of `kind` (pow, max, min, prelu) with respect to operand
-    `operand` (0 = lhs, 1 = rhs), in the broadcast result's shape; the
-    caller sums it back to the operand's shape. Ties of max/min split the
+    The gradient of `kind` (pow, max, min, prelu, mod, fmod) with respect to
+    operand `operand` (0 = lhs, 1 = rhs), in the broadcast result's shape;
+    the caller sums it back to the operand's shape. Ties of max/min split the
     gradient evenly (as PyTorch).
 
     ```mlir

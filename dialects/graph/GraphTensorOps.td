@@ -349,9 +349,12 @@ def Graph_ScatterElementsOp : Graph_Op<"scatter_elements",
   let hasVerifier = 1;
 }
 
-def Graph_OneHotOp : Graph_Op<"one_hot", [Pure]> {
+def Graph_OneHotOp : Graph_Op<"one_hot", [Pure, Graph_Differentiable]> {
   let summary = "One-hot encoding along a new axis (ONNX OneHot)";
   let description = [{
+    The integer indices receive no gradient: the result is piecewise
+    constant in whatever computed them (Hardmax's ArgMax).
+
     ```mlir
     %y = graph.one_hot %i {axis = -1 : i64, depth = 10 : i64, off_value = 0.0 : f32,
         on_value = 1.0 : f32} : tensor<8xi64> -> tensor<8x10xf32>

@@ -8,7 +8,7 @@
 # When a check fails the command, exit code, stdout and stderr are printed.
 #
 #   otc-compile: truncated ONNX, garbage bytes, empty file, missing file,
-#     unsupported op (Hardmax: names node, op type, opset), an unresolvable
+#     unsupported op (Det: names node, op type, opset), an unresolvable
 #     dynamic dimension, unknown flag, bad flag values;
 #   the program: unknown flag, --steps abc, missing / garbage / mis-shaped
 #     data files, a missing input, fewer samples than a batch, labels out of
@@ -88,28 +88,29 @@ def expect_failure(checks, what, result, words):
 # Models built with onnx.helper
 # ---------------------------------------------------------------------------
 
-def hardmax_model(path):
-    """input [N, 8] -> Gemm -> Hardmax (node 'pick_hardmax'), an operator OTC
-    does not support."""
+def det_model(path):
+    """input [N, 8] -> Gemm -> Reshape [N, 2, 2] -> Det (node 'pick_det'),
+    an operator OTC does not support."""
     import onnx
     from onnx import TensorProto, helper, numpy_helper
     rng = np.random.RandomState(0)
-    w = numpy_helper.from_array(rng.randn(8, 8).astype(np.float32) * 0.1,
+    w = numpy_helper.from_array(rng.randn(4, 8).astype(np.float32) * 0.1,
                                 "fc.weight")
-    b = numpy_helper.from_array(np.zeros(8, np.float32), "fc.bias")
+    b = numpy_helper.from_array(np.zeros(4, np.float32), "fc.bias")
+    shape = numpy_helper.from_array(np.array([-1, 2, 2], np.int64), "shape")
     nodes = [
         helper.make_node("Gemm", ["input", "fc.weight", "fc.bias"], ["h"],
                          name="fc", transB=1),
-        helper.make_node("Hardmax", ["h"], ["logits"], name="pick_hardmax",
-                         axis=1),
+        helper.make_node("Reshape", ["h", "shape"], ["m"], name="square"),
+        helper.make_node("Det", ["m"], ["logits"], name="pick_det"),
     ]
     g = helper.make_graph(
-        nodes, "hardmax_net",
+        nodes, "det_net",
         [helper.make_tensor_value_info("input", TensorProto.FLOAT,
                                        ["N", 8])],
         [helper.make_tensor_value_info("logits", TensorProto.FLOAT,
-                                       ["N", 8])],
-        initializer=[w, b])
+                                       ["N"])],
+        initializer=[w, b, shape])
     m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)],
                           producer_name="otc-bad-input-test")
     m.ir_version = 8
@@ -432,14 +433,14 @@ def case_missing_onnx(e):
                       "no-such-model.onnx"])
 
 
-@case("unsupported-op", "otc-compile: an unsupported op (Hardmax)")
+@case("unsupported-op", "otc-compile: an unsupported op (Det)")
 def case_unsupported_op(e):
-    model = e.ctx.path("hardmax.onnx")
-    hardmax_model(model)
-    e.compile_("unsupported op (Hardmax) names node, op type and opset",
+    model = e.ctx.path("det.onnx")
+    det_model(model)
+    e.compile_("unsupported op (Det) names node, op type and opset",
                model,
-               words=[("unsupported", "not supported"), "Hardmax",
-                      "pick_hardmax", "opset"])
+               words=[("unsupported", "not supported"), "Det",
+                      "pick_det", "opset"])
 
 
 @case("dynamic-dim", "otc-compile: an unresolvable dynamic dimension")

@@ -23,11 +23,14 @@ TOL = 1e-4
 def cases():
     """name -> (fn(p) -> tensor, {param: (shape, domain)}, opset).
 
-    opset may be (op type, attributes, opset): a single ONNX node on
-    parameter "a", built directly, for opsets torch 1.13 cannot export.
+    opset may be (op type, attributes, opset[, inputs]): a single ONNX node
+    on parameter "a" (or on `inputs`: parameter names and numpy arrays,
+    which become constant initializers), built directly, for opsets or
+    operators torch 1.13 cannot export.
 
     domain: "any" (standard normal), "pos" (|n| + 0.5), "unit" (in (-0.9,
-    0.9)). The output's first dimension is the batch."""
+    0.9)), "gt1" (|n| + 1.5). The output's first dimension is the batch."""
+    import numpy as np
     import torch
     import torch.nn.functional as F
     t = torch
@@ -52,6 +55,73 @@ def cases():
         "mish_opset18": (lambda p: F.mish(p["a"]), a, ("Mish", {}, 18)),
     })
     pos = {"a": ((4, 6), "pos")}
+    unit = {"a": ((4, 6), "unit")}
+    table.update({
+        "tan": (lambda p: t.tan(p["a"]), unit, ("Tan", {}, 13)),
+        "asin": (lambda p: t.asin(p["a"]), unit, ("Asin", {}, 13)),
+        "acos": (lambda p: t.acos(p["a"]), unit, ("Acos", {}, 13)),
+        "atan": (lambda p: t.atan(p["a"]), a, ("Atan", {}, 13)),
+        "sinh": (lambda p: t.sinh(p["a"]), a, ("Sinh", {}, 13)),
+        "cosh": (lambda p: t.cosh(p["a"]), a, ("Cosh", {}, 13)),
+        "asinh": (lambda p: t.asinh(p["a"]), a, ("Asinh", {}, 13)),
+        "acosh": (lambda p: t.acosh(p["a"]), {"a": ((4, 6), "gt1")}, ("Acosh", {}, 13)),
+        "atanh": (lambda p: t.atanh(p["a"]), unit, ("Atanh", {}, 13)),
+        "thresholded_relu": (lambda p: F.threshold(p["a"], 0.3, 0.0), a,
+                             ("ThresholdedRelu", {"alpha": 0.3}, 13)),
+        "shrink": (lambda p: t.where(p["a"] < -0.5, p["a"] + 0.2, t.where(
+            p["a"] > 0.5, p["a"] - 0.2, p["a"] * 0.0)), a,
+            ("Shrink", {"lambd": 0.5, "bias": 0.2}, 13)),
+        "mod_fmod": (lambda p: t.fmod(p["a"], p["b"]),
+                     {"a": ((4, 6), "any"), "b": ((6,), "pos")},
+                     ("Mod", {"fmod": 1}, 13, ["a", "b"])),
+        "pow_int_exponent": (lambda p: t.pow(p["a"], t.tensor(
+            [2.0, 3.0, 0.0, 1.0, 2.0, 3.0])), a,
+            ("Pow", {}, 13, ["a", np.array([2, 3, 0, 1, 2, 3])])),
+        # ONNX's indices count over the whole tensor, torch's per plane.
+        "max_unpool": (lambda p: F.max_unpool2d(p["a"], t.tensor(
+            [[[[5, 7], [13, 15]]], [[[0, 3], [12, 10]]]]), 2),
+            {"a": ((2, 1, 2, 2), "any")},
+            ("MaxUnpool", {"kernel_shape": [2, 2], "strides": [2, 2]}, 13,
+             ["a", np.array([[[[5, 7], [13, 15]]], [[[16, 19], [28, 26]]]])])),
+        "mvn": (lambda p: (p["a"] - p["a"].mean((0, 2, 3), keepdim=True)) / (
+            p["a"].var((0, 2, 3), unbiased=False, keepdim=True).sqrt() +
+            1e-9), {"a": ((2, 3, 4, 4), "any")},
+            ("MeanVarianceNormalization", {}, 13)),
+        "lrn": (lambda p: F.local_response_norm(p["a"], 3, alpha=0.1,
+                                                beta=0.75, k=1.5),
+                {"a": ((2, 5, 3, 3), "any")},
+                ("LRN", {"size": 3, "alpha": 0.1, "beta": 0.75, "bias": 1.5},
+                 13)),
+        "gather_nd": (lambda p: p["a"][[0, 3, -1], [1, 5, 2]], a,
+                      ("GatherND", {}, 13,
+                       ["a", np.array([[0, 1], [3, 5], [-1, 2]])])),
+        "gather_nd_batch_dims": (
+            lambda p: p["a"][t.arange(4), [2, 0, 5, 2]], a,
+            ("GatherND", {"batch_dims": 1}, 13,
+             ["a", np.array([[2], [0], [5], [2]])])),
+        "scatter_nd": (lambda p: p["a"].index_put((t.tensor([1, 3]),),
+                                                  p["b"]),
+                       {"a": ((4, 6), "any"), "b": ((2, 6), "any")},
+                       ("ScatterND", {}, 16,
+                        ["a", np.array([[1], [3]]), "b"])),
+        "scatter_nd_elements": (lambda p: p["a"].index_put(
+            (t.tensor([0, 3]), t.tensor([1, -1])), p["b"]),
+            {"a": ((4, 6), "any"), "b": ((2,), "any")},
+            ("ScatterND", {}, 16, ["a", np.array([[0, 1], [3, -1]]), "b"])),
+        "scatter_nd_add": (lambda p: p["a"].index_put(
+            (t.tensor([1, 3, 1]),), p["b"], accumulate=True),
+            {"a": ((4, 6), "any"), "b": ((3, 6), "any")},
+            ("ScatterND", {"reduction": "add"}, 16,
+             ["a", np.array([[1], [3], [1]]), "b"])),
+        "compress": (lambda p: p["a"][:, [0, 2, 3]], a,
+                     ("Compress", {"axis": 1}, 13,
+                      ["a", np.array([1, 0, 1, 1, 0, 0], bool)])),
+        "reverse_sequence": (lambda p: t.stack([
+            t.cat([p["a"][i, :n].flip(0), p["a"][i, n:]]) for i, n in
+            enumerate([6, 3, 1, 4])]), a,
+            ("ReverseSequence", {"batch_axis": 0, "time_axis": 1}, 13,
+             ["a", np.array([6, 3, 1, 4])])),
+    })
     table.update({
         "sqrt": (lambda p: t.sqrt(p["a"]), pos, 13),
         "exp": (lambda p: t.exp(p["a"]), a, 13),
@@ -166,6 +236,12 @@ def cases():
         "resize_bilinear": (lambda p: F.interpolate(
             p["x"], scale_factor=2, mode="bilinear", align_corners=False),
             img, 13),
+        "resize_bicubic": (lambda p: F.interpolate(
+            p["x"], scale_factor=2, mode="bicubic", align_corners=False),
+            img, 13),
+        "resize_bicubic_align_corners": (lambda p: F.interpolate(
+            p["x"], size=(4, 9), mode="bicubic", align_corners=True),
+            img, 13),
     })
     # The compile-time losses (the op is the identity or log_softmax).
     table.update({
@@ -213,6 +289,10 @@ def make_params(spec, seed):
         v = rng.standard_normal(shape).astype(np.float32)
         if domain == "pos":
             v = np.abs(v) + 0.5
+        elif domain == "unit":
+            v = rng.uniform(-0.9, 0.9, shape).astype(np.float32)
+        elif domain == "gt1":
+            v = np.abs(v) + 1.5
         out[name] = v
     return out
 
@@ -234,18 +314,26 @@ def build_module(fn, params):
     return Case()
 
 
-def export_node(op, attrs, opset, params, x, path):
-    """y = op(a) + x_in as one ONNX node (what torch.onnx.export would give
-    at an opset it does not know)."""
+def export_node(op, attrs, opset, params, x, path, inputs=("a",)):
+    """y = op(inputs) + x_in as one ONNX node (what torch.onnx.export would
+    give at an opset or for an operator it does not know). `inputs` names
+    parameters or gives constant arrays."""
     import onnx
     from onnx import TensorProto, helper, numpy_helper
     vi = helper.make_tensor_value_info
+    names, inits = [], []
+    for i, v in enumerate(inputs):
+        if isinstance(v, str):
+            names.append(v)
+            inits.append(numpy_helper.from_array(params[v], v))
+        else:
+            names.append("c%d" % i)
+            inits.append(numpy_helper.from_array(v, "c%d" % i))
     graph = helper.make_graph(
-        [helper.make_node(op, ["a"], ["t"], **attrs),
+        [helper.make_node(op, names, ["t"], **attrs),
          helper.make_node("Add", ["t", "x_in"], ["y"])], "case",
         [vi("x_in", TensorProto.FLOAT, list(x.shape))],
-        [vi("y", TensorProto.FLOAT, list(x.shape))],
-        [numpy_helper.from_array(params["a"], "a")])
+        [vi("y", TensorProto.FLOAT, list(x.shape))], inits)
     model = helper.make_model(graph,
                               opset_imports=[helper.make_opsetid("", opset)])
     model.ir_version = 8
@@ -272,7 +360,7 @@ def main():
         x = np.zeros(tuple(y0.shape), np.float32)
         onnx_path = ctx.path(name, "model.onnx")
         if isinstance(opset, tuple):
-            export_node(*opset, params, x, onnx_path)
+            export_node(*opset[:3], params, x, onnx_path, *opset[3:])
         else:
             torch.onnx.export(module, (torch.tensor(x),), onnx_path,
                               input_names=["x_in"], output_names=["y"],

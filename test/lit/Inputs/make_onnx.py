@@ -64,10 +64,88 @@ def ops():
 
 
 def unsupported():
-    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3])
-    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 3])
-    nodes = [helper.make_node("Hardmax", ["x"], ["y"], name="my_hardmax")]
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3, 3])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [2])
+    nodes = [helper.make_node("Det", ["x"], ["y"], name="my_det")]
     return model(nodes, [x], [y])
+
+
+def composite():
+    """Operators the importer builds from other graph ops."""
+    vi = helper.make_tensor_value_info
+    x = vi("x", TensorProto.FLOAT, [2, 3, 4])
+    outs = [vi(n, t, [2, 4] if n == "gathered" else [2, 3, 4]) for n, t in [
+        ("hardmax", TensorProto.FLOAT), ("nan", TensorProto.BOOL),
+        ("posinf", TensorProto.BOOL), ("gathered", TensorProto.FLOAT),
+        ("scattered", TensorProto.FLOAT), ("mod", TensorProto.FLOAT),
+        ("tan", TensorProto.FLOAT), ("shrink", TensorProto.FLOAT)]]
+    nodes = [
+        helper.make_node("Hardmax", ["x"], ["hardmax"], name="hardmax", axis=1),
+        helper.make_node("IsNaN", ["x"], ["nan"], name="isnan"),
+        helper.make_node("IsInf", ["x"], ["posinf"], name="isinf",
+                         detect_negative=0),
+        helper.make_node("GatherND", ["x", "idx"], ["gathered"], name="gnd"),
+        helper.make_node("ScatterND", ["x", "idx", "upd"], ["scattered"],
+                         name="snd", reduction="add"),
+        helper.make_node("Mod", ["x", "x"], ["mod"], name="mod", fmod=1),
+        helper.make_node("Tan", ["x"], ["tan"], name="tan"),
+        helper.make_node("Shrink", ["x"], ["shrink"], name="shrink", lambd=0.25,
+                         bias=0.5),
+    ]
+    return model(nodes, [x], outs, [ints("idx", [[1, 2], [0, -1]]),
+                                    weights("upd", 2, 4)], opset=16)
+
+
+def mixed_types():
+    """Pow of mixed operand types; comparisons of int32."""
+    vi = helper.make_tensor_value_info
+    i = vi("i", TensorProto.INT32, [3])
+    f = vi("f", TensorProto.FLOAT, [3])
+    outs = [vi("p", TensorProto.INT32, [3]), vi("q", TensorProto.FLOAT, [3]),
+            vi("e", TensorProto.BOOL, [3])]
+    nodes = [helper.make_node("Pow", ["i", "f"], ["p"], name="pow_if"),
+             helper.make_node("Pow", ["f", "i"], ["q"], name="pow_fi"),
+             helper.make_node("Equal", ["i", "i"], ["e"], name="eq")]
+    return model(nodes, [i, f], outs, opset=15)
+
+
+def cubic():
+    """Cubic Resize of the two spatial dimensions, 4x4 -> 8x6."""
+    vi = helper.make_tensor_value_info
+    node = helper.make_node("Resize", ["x", "", "", "sizes"], ["y"],
+                            name="cubic", mode="cubic", exclude_outside=1)
+    return model([node], [vi("x", TensorProto.FLOAT, [1, 2, 4, 4])],
+                 [vi("y", TensorProto.FLOAT, [1, 2, 8, 6])],
+                 [ints("sizes", [1, 2, 8, 6])], opset=13)
+
+
+def composite_bad(kind):
+    vi = helper.make_tensor_value_info
+    x = vi("x", TensorProto.FLOAT, [4, 3])
+    y = vi("y", TensorProto.FLOAT, [4, 3])
+    if kind == "mod":
+        node = helper.make_node("Mod", ["x", "x"], ["y"], name="bad_mod", fmod=2)
+        return model([node], [x], [y])
+    if kind == "lens":
+        node = helper.make_node("ReverseSequence", ["x", "lens"], ["y"],
+                                name="bad_rev", batch_axis=0, time_axis=1)
+        return model([node], [x], [y], [ints("lens", [3, 4, 1, 0])])
+    if kind == "unpool":
+        x4 = vi("x", TensorProto.FLOAT, [1, 1, 2, 2])
+        node = helper.make_node("MaxUnpool", ["x", "idx", "shape"], ["y"],
+                                name="bad_unpool", kernel_shape=[2, 2],
+                                strides=[2, 2])
+        return model([node], [x4], [vi("y", TensorProto.FLOAT, [1, 1, 3, 3])],
+                     [ints("idx", [[[[0, 1], [2, 3]]]]),
+                      ints("shape", [1, 1, 3, 3])])
+    if kind == "range":
+        node = helper.make_node("GatherND", ["x", "idx"], ["y"], name="bad_gnd")
+        return model([node], [x], [vi("y", TensorProto.FLOAT, [2, 3])],
+                     [ints("idx", [[1], [-5]])])
+    node = helper.make_node("ScatterND", ["x", "idx", "upd"], ["y"],
+                            name="bad_snd")
+    return model([node], [x], [y], [ints("idx", [[1], [2]]),
+                                    weights("upd", 2, 4)], opset=16)
 
 
 def dynamic():
@@ -363,7 +441,13 @@ KINDS = {"split-uneven": split_uneven, "opset18": lambda: newer_opset(18), "opse
          "cnn": cnn, "attention": attention, "dropout-train": dropout_train, "unsqueeze-dup": unsqueeze_dup,
          "concat-mismatch": concat_mismatch, "big-fold": big_fold, "rank9": rank9,
          "batch-mismatch": batch_mismatch, "huge-init": huge_init, "shape-chain": shape_chain, "ops": ops, "unsupported": unsupported,
-         "dynamic": dynamic, "bad-reshape": bad_reshape}
+         "dynamic": dynamic, "bad-reshape": bad_reshape, "composite": composite,
+         "composite-bad-mod": lambda: composite_bad("mod"),
+         "composite-bad-lens": lambda: composite_bad("lens"),
+         "composite-bad-updates": lambda: composite_bad("updates"),
+         "composite-bad-range": lambda: composite_bad("range"),
+         "composite-bad-unpool": lambda: composite_bad("unpool"),
+         "mixed-types": mixed_types, "cubic": cubic}
 
 def small_ints():
     """Integer inputs of 8 and 16 bits through arithmetic, BitShift, an

@@ -110,6 +110,22 @@ func.func @unary_grad_saved(%dy: tensor<4xf32>, %x: tensor<4xf32>) {
 
 // -----
 
+func.func @unary_grad_tan_reads_y(%dy: tensor<4xf32>, %x: tensor<4xf32>) {
+  // expected-error @+1 {{the derivative of 'tan' reads the forward's output (y) only}}
+  %0 = graph.unary_grad "tan" %dy x %x : tensor<4xf32>
+  return
+}
+
+// -----
+
+func.func @binary_grad_kind(%dy: tensor<4xf32>, %a: tensor<4xf32>) {
+  // expected-error @+1 {{unknown kind 'remainder'}}
+  %0 = graph.binary_grad "remainder" 0 %dy, %a, %a : (tensor<4xf32>, tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>
+  return
+}
+
+// -----
+
 func.func @layer_norm_scale(%x: tensor<8x64xf32>, %s: tensor<32xf32>) {
   // expected-error @+1 {{scale and bias must have shape [64]}}
   %0:3 = graph.layer_norm %x, %s {axis = -1 : i64, epsilon = 1.0e-05 : f32}

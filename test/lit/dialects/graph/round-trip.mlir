@@ -55,3 +55,36 @@ func.func @training_ops(%logits: tensor<4x3xf32>, %labels: tensor<4xi64>, %w: te
   %l2 = graph.mse %w3, %m3 : (tensor<3xf32>, tensor<3xf32>) -> tensor<f32>
   return %w3 : tensor<3xf32>
 }
+
+// CHECK-LABEL: func @math_ops
+func.func @math_ops(%x: tensor<3xf32>, %y: tensor<3xf32>, %i: tensor<3xi64>) -> tensor<3xf32> {
+  // CHECK: graph.tan %{{.*}} : tensor<3xf32>
+  %0 = graph.tan %x : tensor<3xf32>
+  // CHECK: graph.asin
+  %1 = graph.asin %0 : tensor<3xf32>
+  // CHECK: graph.acos
+  %2 = graph.acos %1 : tensor<3xf32>
+  // CHECK: graph.atan
+  %3 = graph.atan %2 : tensor<3xf32>
+  // CHECK: graph.sinh
+  %4 = graph.sinh %3 : tensor<3xf32>
+  // CHECK: graph.cosh
+  %5 = graph.cosh %4 : tensor<3xf32>
+  // CHECK: graph.asinh
+  %6 = graph.asinh %5 : tensor<3xf32>
+  // CHECK: graph.acosh
+  %7 = graph.acosh %6 : tensor<3xf32>
+  // CHECK: graph.atanh
+  %8 = graph.atanh %7 : tensor<3xf32>
+  // CHECK: graph.thresholded_relu %{{.*}} {alpha = 2.000000e+00 : f32} : tensor<3xf32>
+  %9 = graph.thresholded_relu %8 {alpha = 2.0 : f32} : tensor<3xf32>
+  // CHECK: graph.shrink %{{.*}} {bias = 1.000000e+00 : f32, lambd = 1.500000e+00 : f32} : tensor<3xf32>
+  %10 = graph.shrink %9 {lambd = 1.5 : f32, bias = 1.0 : f32} : tensor<3xf32>
+  // CHECK: graph.mod %{{.*}}, %{{.*}} : (tensor<3xi64>, tensor<3xi64>) -> tensor<3xi64>
+  %11 = graph.mod %i, %i : (tensor<3xi64>, tensor<3xi64>) -> tensor<3xi64>
+  // CHECK: graph.fmod %{{.*}}, %{{.*}} : (tensor<3xf32>, tensor<3xf32>) -> tensor<3xf32>
+  %12 = graph.fmod %10, %y : (tensor<3xf32>, tensor<3xf32>) -> tensor<3xf32>
+  // CHECK: graph.binary_grad "mod" 1
+  %13 = graph.binary_grad "mod" 1 %12, %x, %y : (tensor<3xf32>, tensor<3xf32>, tensor<3xf32>) -> tensor<3xf32>
+  return %13 : tensor<3xf32>
+}

@@ -1,0 +1,704 @@
+//===- CompositeOps.cpp - ONNX operators built from other graph ops -------===//
+//
+// Operators that are compositions of existing graph ops: their gradients
+// come from their parts. Index computations (GatherND, ScatterND) are int64
+// elementwise arithmetic on the indices followed by a one-axis gather or
+// scatter; MaxUnpool scatters into zeros; constant selections (Compress,
+// ReverseSequence) are gathers with constant indices; EyeLike folds to a
+// constant.
+//
+//===----------------------------------------------------------------------===//
+
+#include "compiler/import/Importer.h"
+
+#include <algorithm>
+#include <limits>
+#include <vector>
+
+using namespace mlir;
+
+namespace otc::importer {
+
+/// Row-major element strides of `shape`.
+static SmallVector<int64_t> stridesOf(ArrayRef<int64_t> shape) {
+  SmallVector<int64_t> s(shape.size(), 1);
+  for (int64_t i = static_cast<int64_t>(shape.size()) - 2; i >= 0; --i)
+    s[i] = s[i + 1] * shape[i + 1];
+  return s;
+}
+
+/// A scalar float32 constant.
+static Value f32Scalar(OpBuilder &b, Location loc, float v) {
+  auto type = RankedTensorType::get({}, b.getF32Type());
+  return b.create<graph::ConstantOp>(
+      loc, DenseElementsAttr::get(type, b.getF32FloatAttr(v)));
+}
+
+/// An int64 constant of `shape`.
+static Value i64Constant(OpBuilder &b, Location loc, ArrayRef<int64_t> shape,
+                         ArrayRef<int64_t> values) {
+  auto type = RankedTensorType::get(shape, b.getI64Type());
+  return b.create<graph::ConstantOp>(loc, DenseElementsAttr::get(type, values));
+}
+
+static Value reshape(OpBuilder &b, Location loc, Value x,
+                     ArrayRef<int64_t> shape) {
+  auto t = typeOf(x);
+  if (t.getShape() == shape)
+    return x;
+  return b.create<graph::ReshapeOp>(loc, t.clone(shape), x);
+}
+
+//===----------------------------------------------------------------------===//
+// Predicates and selections
+//===----------------------------------------------------------------------===//
+
+LogicalResult Importer::importIsInfNaN(const onnx::NodeProto &node) {
+  Location loc = nodeLoc(node);
+  FailureOr<Value> xv = floatTensor(node, 0);
+  if (failed(xv))
+    return failure();
+  Value x = *xv;
+  auto boolType = typeOf(x).clone(b.getI1Type());
+  auto cmp = [&](Value l, Value r) -> Value {
+    return b.create<graph::CompareOp>(loc, boolType, b.getStringAttr("eq"), l,
+                                      r);
+  };
+  if (node.op_type() == "IsNaN") {
+    // NaN is the one value that differs from itself.
+    define(node, 0, b.create<graph::NotOp>(loc, cmp(x, x)));
+    return success();
+  }
+  bool pos = intAttr(node, "detect_positive", 1) != 0;
+  bool neg = intAttr(node, "detect_negative", 1) != 0;
+  float inf = std::numeric_limits<float>::infinity();
+  if (!pos && !neg) {
+    Const c;
+    c.shape.assign(typeOf(x).getShape().begin(), typeOf(x).getShape().end());
+    c.isBool = true;
+    FailureOr<int64_t> n = checkedElements(c.shape);
+    if (failed(n) || *n > kMaxFoldedElements)
+      return nodeError(node) << "detects neither infinity, and the all-false "
+                                "result is too large to fold";
+    c.ints.assign(*n, 0);
+    defineConst(node, 0, std::move(c));
+    return success();
+  }
+  Value v = pos && neg
+                ? cmp(b.create<graph::AbsOp>(loc, x), f32Scalar(b, loc, inf))
+                : cmp(x, f32Scalar(b, loc, pos ? inf : -inf));
+  define(node, 0, v);
+  return success();
+}
+
+LogicalResult Importer::importHardmax(const onnx::NodeProto &node) {
+  Location loc = nodeLoc(node);
+  FailureOr<Value> x = floatTensor(node, 0);
+  if (failed(x))
+    return failure();
+  auto t = typeOf(*x);
+  if (opset < 13)
+    return nodeError(node) << "Hardmax before opset 13 (flattening at axis) "
+                              "is not supported";
+  FailureOr<int64_t> axis = axisAttr(node, -1, t.getRank());
+  if (failed(axis))
+    return failure();
+  // One-hot of the first maximum along the axis (ArgMax's ties).
+  SmallVector<int64_t> shape(t.getShape());
+  int64_t depth = shape[*axis];
+  shape.erase(shape.begin() + *axis);
+  Value idx = b.create<graph::ArgReduceOp>(
+      loc, RankedTensorType::get(shape, b.getI64Type()), b.getStringAttr("max"),
+      *x, b.getI64IntegerAttr(*axis), b.getBoolAttr(false),
+      b.getBoolAttr(false));
+  define(node, 0,
+         b.create<graph::OneHotOp>(loc, t, idx, b.getI64IntegerAttr(*axis),
+                                   b.getI64IntegerAttr(depth),
+                                   b.getF32FloatAttr(0.0f),
+                                   b.getF32FloatAttr(1.0f)));
+  return success();
+}
+
+LogicalResult Importer::importEyeLike(const onnx::NodeProto &node) {
+  FailureOr<Value> x = tensor(node, 0);
+  if (failed(x))
+    return failure();
+  auto t = typeOf(*x);
+  if (t.getRank() != 2)
+    return nodeError(node) << "input must be 2-D, got " << t;
+  int64_t dtype = intAttr(node, "dtype", 0);
+  bool isFloat;
+  if (dtype == 0)
+    isFloat = llvm::isa<FloatType>(t.getElementType());
+  else if (dtype == onnx::TensorProto::FLOAT ||
+           dtype == onnx::TensorProto::DOUBLE)
+    isFloat = true;
+  else if (dtype == onnx::TensorProto::INT64 ||
+           dtype == onnx::TensorProto::INT32)
+    isFloat = false;
+  else
+    return nodeError(node) << "unsupported dtype " << dtype
+                           << " (float, double, int32 or int64)";
+  int64_t rows = t.getDimSize(0), cols = t.getDimSize(1);
+  int64_t k = intAttr(node, "k", 0);
+  FailureOr<int64_t> n = checkedElements(t.getShape());
+  if (failed(n) || *n > kMaxFoldedElements)
+    return nodeError(node) << "the " << rows << "x" << cols
+                           << " result is too large to fold to a constant";
+  Const c;
+  c.shape = {rows, cols};
+  c.isFloat = isFloat;
+  for (int64_t i = 0; i < rows; ++i)
+    for (int64_t j = 0; j < cols; ++j) {
+      int64_t v = j - i == k;
+      if (isFloat)
+        c.floats.push_back(v);
+      else
+        c.ints.push_back(v);
+    }
+  defineConst(node, 0, std::move(c));
+  return success();
+}
+
+/// Gather along `axis` with constant int64 indices.
+static Value gatherConst(OpBuilder &b, Location loc, Value x, int64_t axis,
+                         ArrayRef<int64_t> indices) {
+  auto t = typeOf(x);
+  Value idx =
+      i64Constant(b, loc, {static_cast<int64_t>(indices.size())}, indices);
+  SmallVector<int64_t> shape(t.getShape());
+  shape[axis] = indices.size();
+  return b.create<graph::GatherOp>(loc, t.clone(shape), x, idx,
+                                   b.getI64IntegerAttr(axis));
+}
+
+LogicalResult Importer::importCompress(const onnx::NodeProto &node) {
+  Location loc = nodeLoc(node);
+  FailureOr<Value> xv = tensor(node, 0);
+  FailureOr<Const *> cond = constant(node, 1);
+  if (failed(xv) || failed(cond))
+    return failure();
+  Value x = *xv;
+  auto t = typeOf(x);
+  int64_t axis = 0;
+  if (attr(node, "axis")) {
+    FailureOr<int64_t> a = axisAttr(node, 0, t.getRank());
+    if (failed(a))
+      return failure();
+    axis = *a;
+  } else {
+    x = reshape(b, loc, x, {t.getNumElements()});
+  }
+  int64_t dim = typeOf(x).getDimSize(axis);
+  if ((*cond)->shape.size() != 1)
+    return nodeError(node) << "condition must be 1-D";
+  if ((*cond)->size() > dim)
+    return nodeError(node) << "condition has " << (*cond)->size()
+                           << " values for a dimension of " << dim;
+  SmallVector<int64_t> picked;
+  for (int64_t i = 0; i < (*cond)->size(); ++i)
+    if ((*cond)->at(i) != 0)
+      picked.push_back(i);
+  if (picked.empty())
+    return nodeError(node) << "the condition selects nothing (an empty "
+                              "result)";
+  define(node, 0, gatherConst(b, loc, x, axis, picked));
+  return success();
+}
+
+LogicalResult Importer::importReverseSequence(const onnx::NodeProto &node) {
+  Location loc = nodeLoc(node);
+  FailureOr<Value> xv = tensor(node, 0);
+  FailureOr<SmallVector<int64_t>> lens = intsInput(node, 1, {});
+  if (failed(xv) || failed(lens))
+    return failure();
+  auto t = typeOf(*xv);
+  int64_t batchAxis = intAttr(node, "batch_axis", 1);
+  int64_t timeAxis = intAttr(node, "time_axis", 0);
+  if (t.getRank() < 2 || batchAxis + timeAxis != 1 ||
+      (batchAxis != 0 && batchAxis != 1))
+    return nodeError(node) << "batch_axis and time_axis must be 0 and 1 (in "
+                              "either order) of an input of rank >= 2";
+  int64_t batch = t.getDimSize(batchAxis), time = t.getDimSize(timeAxis);
+  if (static_cast<int64_t>(lens->size()) != batch)
+    return nodeError(node) << "sequence_lens has " << lens->size()
+                           << " values for a batch of " << batch;
+  for (int64_t l : *lens)
+    if (l < 0 || l > time)
+      return nodeError(node)
+             << "sequence length " << l << " is outside [0, " << time << "]";
+  // The two leading dimensions as one, each row taken from its reversed
+  // position.
+  SmallVector<int64_t> flat{batch * time};
+  flat.append(t.getShape().begin() + 2, t.getShape().end());
+  SmallVector<int64_t> src(batch * time);
+  for (int64_t bi = 0; bi < batch; ++bi)
+    for (int64_t ti = 0; ti < time; ++ti) {
+      int64_t from = ti < (*lens)[bi] ? (*lens)[bi] - 1 - ti : ti;
+      auto at = [&](int64_t tt) {
+        return batchAxis == 0 ? bi * time + tt : tt * batch + bi;
+      };
+      src[at(ti)] = at(from);
+    }
+  Value y = gatherConst(b, loc, reshape(b, loc, *xv, flat), 0, src);
+  define(node, 0, reshape(b, loc, y, t.getShape()));
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// GatherND, ScatterND
+//===----------------------------------------------------------------------===//
+
+namespace {
+/// The index tensor of GatherND/ScatterND: a compile-time constant or an
+/// int64 tensor.
+struct Indices {
+  SmallVector<int64_t> shape;
+  const Const *folded = nullptr;
+  Value value;
+};
+} // namespace
+
+static FailureOr<Indices> ndIndices(Importer &im, const onnx::NodeProto &node) {
+  FailureOr<Entry *> e = im.operand(node, 1);
+  if (failed(e))
+    return failure();
+  Indices idx;
+  if ((*e)->folded && !(*e)->folded->isFloat) {
+    idx.folded = &*(*e)->folded;
+    idx.shape = idx.folded->shape;
+    return idx;
+  }
+  FailureOr<Value> v = im.indexTensor(node, 1);
+  if (failed(v))
+    return failure();
+  idx.value = *v;
+  idx.shape.assign(typeOf(*v).getShape().begin(), typeOf(*v).getShape().end());
+  return idx;
+}
+
+/// The row of each index tuple of `indices` ([..., m], int64) in `dims`
+/// flattened (row-major), `indices`'s shape without its last dimension;
+/// negative components count from the end. `batch` leading dimensions are
+/// shared by the indices and the data: row offsets of prod(dims) per batch
+/// element are added. Constant indices (`folded`) fold to constant rows,
+/// each component checked; at run time only a row outside the data fails
+/// the gather or scatter (a component out of its range is not seen).
+static FailureOr<Value> flatRows(Importer &im, const onnx::NodeProto &node,
+                                 const Indices &indices, ArrayRef<int64_t> dims,
+                                 ArrayRef<int64_t> batchDims) {
+  OpBuilder &b = im.b;
+  Location loc = im.nodeLoc(node);
+  ArrayRef<int64_t> ishape = indices.shape;
+  const Const *folded = indices.folded;
+  int64_t m = ishape.back();
+  SmallVector<int64_t> rowShape(ishape.drop_back());
+  if (folded) {
+    int64_t count = numElements(rowShape), perBatch = 1;
+    for (int64_t d : ArrayRef<int64_t>(rowShape).drop_front(batchDims.size()))
+      perBatch *= d;
+    SmallVector<int64_t> rows;
+    for (int64_t i = 0; i < count; ++i) {
+      int64_t row = (i / perBatch) * numElements(dims);
+      for (int64_t j = 0, stride = numElements(dims); j < m; ++j) {
+        int64_t v = static_cast<int64_t>(folded->at(i * m + j));
+        if (v < -dims[j] || v >= dims[j])
+          return im.nodeError(node)
+                 << "index " << v << " of tuple " << i
+                 << " is out of range for a dimension of " << dims[j];
+        stride /= dims[j];
+        row += (v < 0 ? v + dims[j] : v) * stride;
+      }
+      rows.push_back(row);
+    }
+    return i64Constant(b, loc, rowShape, rows);
+  }
+  auto i64 = [&](ArrayRef<int64_t> s) {
+    return RankedTensorType::get(s, b.getI64Type());
+  };
+  SmallVector<int64_t> strides = stridesOf(dims);
+  Value acc;
+  for (int64_t j = 0; j < m; ++j) {
+    SmallVector<int64_t> starts(ishape.size(), 0), steps(ishape.size(), 1);
+    starts.back() = j;
+    SmallVector<int64_t> one(ishape);
+    one.back() = 1;
+    Value c = b.create<graph::SliceOp>(loc, i64(one), indices.value,
+                                       b.getDenseI64ArrayAttr(starts),
+                                       b.getDenseI64ArrayAttr(steps));
+    c = reshape(b, loc, c, rowShape);
+    // c < 0 ? c + dim : c
+    Value zero = i64Constant(b, loc, {}, {0});
+    Value neg = b.create<graph::CompareOp>(
+        loc, RankedTensorType::get(rowShape, b.getI1Type()),
+        b.getStringAttr("lt"), c, zero);
+    Value wrapped =
+        b.create<graph::AddOp>(loc, c, i64Constant(b, loc, {}, {dims[j]}));
+    c = b.create<graph::WhereOp>(loc, i64(rowShape), neg, wrapped, c);
+    if (strides[j] != 1)
+      c = b.create<graph::MulOp>(loc, c, i64Constant(b, loc, {}, {strides[j]}));
+    acc = acc ? b.create<graph::AddOp>(loc, acc, c).getResult() : c;
+  }
+  int64_t rows = numElements(dims);
+  if (!batchDims.empty()) {
+    // offset[b0, ..., 1, ...] = linear batch index * rows.
+    int64_t nb = numElements(batchDims);
+    SmallVector<int64_t> offsets, shape(batchDims);
+    for (int64_t i = 0; i < nb; ++i)
+      offsets.push_back(i * rows);
+    shape.append(rowShape.size() - batchDims.size(), 1);
+    Value off = i64Constant(b, loc, shape, offsets);
+    acc = acc ? b.create<graph::AddOp>(loc, acc, off).getResult()
+              : b.create<graph::ExpandOp>(loc, i64(rowShape), off).getResult();
+  }
+  if (!acc) {
+    FailureOr<int64_t> n = checkedElements(rowShape);
+    if (failed(n) || *n > kMaxFoldedElements)
+      return im.nodeError(node) << "index tuples of length 0 are supported "
+                                   "for small index tensors only";
+    acc = i64Constant(b, loc, rowShape, SmallVector<int64_t>(*n, 0));
+  }
+  return acc;
+}
+
+LogicalResult Importer::importGatherND(const onnx::NodeProto &node) {
+  Location loc = nodeLoc(node);
+  FailureOr<Value> data = tensor(node, 0);
+  FailureOr<Indices> idx = ndIndices(*this, node);
+  if (failed(data) || failed(idx))
+    return failure();
+  auto dt = typeOf(*data);
+  ArrayRef<int64_t> ds = dt.getShape(), is = idx->shape;
+  int64_t r = ds.size(), q = is.size(), bd = intAttr(node, "batch_dims", 0);
+  if (q < 1 || bd < 0 || bd >= std::min(q, r))
+    return nodeError(node) << "batch_dims " << bd
+                           << " must be below the ranks of data and indices";
+  int64_t m = is.back();
+  if (m < 1 || bd + m > r)
+    return nodeError(node) << "index tuples of length " << m
+                           << " do not fit data of rank " << r << " after "
+                           << bd << " batch dimensions";
+  if (ds.take_front(bd) != is.take_front(bd))
+    return nodeError(node) << "the batch dimensions of data and indices "
+                              "differ";
+  FailureOr<Value> rows =
+      flatRows(*this, node, *idx, ds.slice(bd, m), ds.take_front(bd));
+  if (failed(rows))
+    return failure();
+  SmallVector<int64_t> flat{numElements(ds.take_front(bd + m))};
+  flat.append(ds.begin() + bd + m, ds.end());
+  SmallVector<int64_t> out(is.drop_back());
+  out.append(ds.begin() + bd + m, ds.end());
+  define(node, 0,
+         b.create<graph::GatherOp>(loc, dt.clone(out),
+                                   reshape(b, loc, *data, flat), *rows,
+                                   b.getI64IntegerAttr(0)));
+  return success();
+}
+
+LogicalResult Importer::importScatterND(const onnx::NodeProto &node) {
+  Location loc = nodeLoc(node);
+  FailureOr<Value> data = floatTensor(node, 0), upd = floatTensor(node, 2);
+  FailureOr<Indices> idx = ndIndices(*this, node);
+  if (failed(data) || failed(idx) || failed(upd))
+    return failure();
+  std::string reduction = "none";
+  if (auto *a = attr(node, "reduction"))
+    reduction = a->s();
+  if (!llvm::is_contained({"none", "add", "mul", "max", "min"}, reduction))
+    return nodeError(node) << "unsupported reduction '" << reduction
+                           << "' (none, add, mul, max or min)";
+  auto dt = typeOf(*data);
+  ArrayRef<int64_t> ds = dt.getShape(), is = idx->shape,
+                    us = typeOf(*upd).getShape();
+  int64_t r = ds.size(), q = is.size();
+  int64_t m = q ? is.back() : 0;
+  if (q < 1 || m < 1 || m > r)
+    return nodeError(node) << "index tuples of length " << m
+                           << " do not fit data of rank " << r;
+  SmallVector<int64_t> want(is.drop_back());
+  want.append(ds.begin() + m, ds.end());
+  if (us != ArrayRef<int64_t>(want))
+    return nodeError(node) << "updates " << typeOf(*upd) << " must have shape ["
+                           << want << "]";
+  FailureOr<Value> rows = flatRows(*this, node, *idx, ds.take_front(m), {});
+  if (failed(rows))
+    return failure();
+  // data as [rows, inner]; each update row scatters along axis 0.
+  int64_t n = numElements(ds.take_front(m)),
+          inner = numElements(ds.drop_front(m));
+  int64_t k = numElements(is.drop_back());
+  Value rowIdx = reshape(b, loc, *rows, {k, 1});
+  auto idxType = RankedTensorType::get({k, inner}, b.getI64Type());
+  if (inner != 1)
+    rowIdx = b.create<graph::ExpandOp>(loc, idxType, rowIdx);
+  Value y = b.create<graph::ScatterElementsOp>(
+      loc, dt.clone({n, inner}), reshape(b, loc, *data, {n, inner}), rowIdx,
+      reshape(b, loc, *upd, {k, inner}), b.getI64IntegerAttr(0),
+      b.getStringAttr(reduction));
+  define(node, 0, reshape(b, loc, y, ds));
+  return success();
+}
+
+LogicalResult Importer::importMaxUnpool(const onnx::NodeProto &node) {
+  Location loc = nodeLoc(node);
+  FailureOr<Value> xv = floatTensor(node, 0), iv = indexTensor(node, 1);
+  if (failed(xv) || failed(iv))
+    return failure();
+  auto t = typeOf(*xv);
+  int64_t rank = t.getRank(), spatial = rank - 2;
+  if (rank < 3 || typeOf(*iv).getShape() != t.getShape())
+    return nodeError(node) << "X must be [N, C, ...] and I of its shape";
+  SmallVector<int64_t> kernel = intsAttr(node, "kernel_shape", {});
+  SmallVector<int64_t> strides =
+      intsAttr(node, "strides", SmallVector<int64_t>(spatial, 1));
+  SmallVector<int64_t> pads =
+      intsAttr(node, "pads", SmallVector<int64_t>(2 * spatial, 0));
+  if (static_cast<int64_t>(kernel.size()) != spatial ||
+      static_cast<int64_t>(strides.size()) != spatial ||
+      static_cast<int64_t>(pads.size()) != 2 * spatial)
+    return nodeError(node) << "kernel_shape and strides need " << spatial
+                           << " values, pads " << 2 * spatial;
+  // The shape MaxPool's indices refer to, and the one asked for.
+  SmallVector<int64_t> pooled(t.getShape().take_front(2));
+  for (int64_t d = 0; d < spatial; ++d)
+    pooled.push_back((t.getDimSize(2 + d) - 1) * strides[d] - pads[d] -
+                     pads[spatial + d] + kernel[d]);
+  FailureOr<SmallVector<int64_t>> out = intsInput(node, 2, pooled);
+  if (failed(out))
+    return failure();
+  if (static_cast<int64_t>(out->size()) != rank ||
+      ArrayRef<int64_t>(*out).take_front(2) != t.getShape().take_front(2))
+    return nodeError(node) << "output_shape [" << *out
+                           << "] must keep X's batch and channels";
+  for (int64_t d = 0; d < rank; ++d)
+    if ((*out)[d] < pooled[d] || pooled[d] < 1)
+      return nodeError(node)
+             << "output_shape [" << *out
+             << "] is smaller than the pooled input [" << pooled << "]";
+  FailureOr<int64_t> total = checkedElements(*out);
+  if (failed(total))
+    return nodeError(node) << "output_shape [" << *out << "] is too large";
+  int64_t n = t.getNumElements();
+  Value idx = reshape(b, loc, *iv, {n});
+  if (ArrayRef<int64_t>(*out) != ArrayRef<int64_t>(pooled)) {
+    // Each index's coordinates in `pooled`, placed in the larger output.
+    SmallVector<int64_t> from = stridesOf(pooled), to = stridesOf(*out);
+    Value acc;
+    for (int64_t d = 0; d < rank; ++d) {
+      Value c = idx;
+      if (from[d] != 1)
+        c = b.create<graph::DivOp>(loc, c, i64Constant(b, loc, {}, {from[d]}));
+      if (d > 0)
+        c = b.create<graph::ModOp>(loc, c,
+                                   i64Constant(b, loc, {}, {pooled[d]}));
+      if (to[d] != 1)
+        c = b.create<graph::MulOp>(loc, c, i64Constant(b, loc, {}, {to[d]}));
+      acc = acc ? b.create<graph::AddOp>(loc, acc, c).getResult() : c;
+    }
+    idx = acc;
+  }
+  // Zeros everywhere else: a broadcast scalar, not a large constant.
+  auto flat = RankedTensorType::get({*total}, b.getF32Type());
+  Value zeros = b.create<graph::ExpandOp>(
+      loc, flat, reshape(b, loc, f32Scalar(b, loc, 0.0f), {1}));
+  Value y = b.create<graph::ScatterElementsOp>(
+      loc, flat, zeros, idx, reshape(b, loc, *xv, {n}), b.getI64IntegerAttr(0),
+      b.getStringAttr("none"));
+  define(node, 0, reshape(b, loc, y, *out));
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// Cubic Resize
+//===----------------------------------------------------------------------===//
+
+/// The [out, in] matrix of ONNX's cubic interpolation along one dimension
+/// (the reference's interpolate_1d_with_x): four taps around each output
+/// position's source coordinate, edge-clamped, or dropped and renormalized
+/// with exclude_outside.
+static std::vector<double> cubicMatrix(int64_t in, int64_t out, double scale,
+                                       StringRef coord, double a,
+                                       bool excludeOutside) {
+  std::vector<double> m(out * in, 0.0);
+  double resized = scale * static_cast<double>(in);
+  for (int64_t o = 0; o < out; ++o) {
+    double x;
+    double od = static_cast<double>(o);
+    if (coord == "align_corners")
+      x = resized == 1.0 ? 0.0 : od * (in - 1) / (resized - 1.0);
+    else if (coord == "asymmetric")
+      x = od / scale;
+    else if (coord == "pytorch_half_pixel")
+      x = resized == 1.0 ? -0.5 : (od + 0.5) / scale - 0.5;
+    else if (coord == "tf_half_pixel_for_nn")
+      x = (od + 0.5) / scale;
+    else
+      x = (od + 0.5) / scale - 0.5;
+    // The ratio is in (0, 1]: an integer coordinate takes its left taps.
+    double base = std::floor(x), r = x - base;
+    if (r == 0.0) {
+      r = 1.0;
+      base -= 1.0;
+    }
+    double s = 1.0 - r;
+    double c[4] = {((a * (r + 1) - 5 * a) * (r + 1) + 8 * a) * (r + 1) - 4 * a,
+                   ((a + 2) * r - (a + 3)) * r * r + 1,
+                   ((a + 2) * s - (a + 3)) * s * s + 1,
+                   ((a * (s + 1) - 5 * a) * (s + 1) + 8 * a) * (s + 1) - 4 * a};
+    int64_t first = static_cast<int64_t>(base) - 1;
+    if (excludeOutside) {
+      double sum = 0.0;
+      for (int k = 0; k < 4; ++k) {
+        if (first + k < 0 || first + k >= in)
+          c[k] = 0.0;
+        sum += c[k];
+      }
+      for (double &v : c)
+        v /= sum;
+    }
+    for (int k = 0; k < 4; ++k) {
+      int64_t i = std::clamp<int64_t>(first + k, 0, in - 1);
+      m[o * in + i] += c[k];
+    }
+  }
+  return m;
+}
+
+LogicalResult Importer::importCubicResize(const onnx::NodeProto &node, Value x,
+                                          ArrayRef<int64_t> shape,
+                                          ArrayRef<float> scales,
+                                          StringRef coord) {
+  Location loc = nodeLoc(node);
+  double a = floatAttr(node, "cubic_coeff_a", -0.75f);
+  bool exclude = intAttr(node, "exclude_outside", 0) != 0;
+  // Separable: one matmul by a constant interpolation matrix per resized
+  // dimension, moved last for it.
+  int64_t rank = typeOf(x).getRank();
+  for (int64_t d = 0; d < rank; ++d) {
+    int64_t in = typeOf(x).getDimSize(d), out = shape[d];
+    std::vector<double> m = cubicMatrix(in, out, scales[d], coord, a, exclude);
+    bool identity = in == out;
+    for (int64_t o = 0; identity && o < out; ++o)
+      for (int64_t i = 0; i < in; ++i)
+        identity &= m[o * in + i] == (o == i ? 1.0 : 0.0);
+    if (identity)
+      continue;
+    if (in * out > kMaxFoldedElements)
+      return nodeError(node)
+             << "cubic resize of dimension " << d << " (" << in << " to " << out
+             << ") needs an interpolation matrix of more than "
+             << kMaxFoldedElements << " elements";
+    SmallVector<float> mt(in * out);
+    for (int64_t o = 0; o < out; ++o)
+      for (int64_t i = 0; i < in; ++i)
+        mt[i * out + o] = static_cast<float>(m[o * in + i]);
+    Value w = b.create<graph::ConstantOp>(
+        loc,
+        DenseElementsAttr::get(RankedTensorType::get({in, out}, b.getF32Type()),
+                               ArrayRef<float>(mt)));
+    SmallVector<int64_t> perm;
+    for (int64_t k = 0; k < rank; ++k)
+      if (k != d)
+        perm.push_back(k);
+    perm.push_back(d);
+    Value v = x;
+    if (d != rank - 1)
+      v = b.create<graph::TransposeOp>(loc, v, perm);
+    SmallVector<int64_t> moved(typeOf(v).getShape());
+    int64_t rows = typeOf(v).getNumElements() / in;
+    v = reshape(b, loc, v, {rows, in});
+    v = b.create<graph::MatMulOp>(loc, v, w);
+    moved.back() = out;
+    v = reshape(b, loc, v, moved);
+    if (d != rank - 1) {
+      SmallVector<int64_t> inverse(rank);
+      for (int64_t k = 0; k < rank; ++k)
+        inverse[perm[k]] = k;
+      v = b.create<graph::TransposeOp>(loc, v, inverse);
+    }
+    x = v;
+  }
+  define(node, 0, x);
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// Normalizations
+//===----------------------------------------------------------------------===//
+
+LogicalResult Importer::importMeanVarianceNorm(const onnx::NodeProto &node) {
+  Location loc = nodeLoc(node);
+  FailureOr<Value> xv = floatTensor(node, 0);
+  if (failed(xv))
+    return failure();
+  Value x = *xv;
+  auto t = typeOf(x);
+  FailureOr<SmallVector<int64_t>> axes =
+      normalizeAxes(node, intsAttr(node, "axes", {0, 2, 3}), t.getRank());
+  if (failed(axes))
+    return failure();
+  SmallVector<int64_t> kept(t.getShape());
+  for (int64_t a : *axes)
+    kept[a] = 1;
+  auto mean = [&](Value v) -> Value {
+    return b.create<graph::ReduceOp>(
+        loc, t.clone(kept), b.getStringAttr("mean"), v,
+        b.getDenseI64ArrayAttr(*axes), b.getBoolAttr(true));
+  };
+  // ONNX's function: (x - E[x]) / (sqrt(E[(x - E[x])^2]) + 1e-9).
+  Value centered = b.create<graph::SubOp>(loc, x, mean(x));
+  Value var = mean(b.create<graph::MulOp>(loc, centered, centered));
+  Value std = b.create<graph::AddOp>(loc, b.create<graph::SqrtOp>(loc, var),
+                                     f32Scalar(b, loc, 1e-9f));
+  define(node, 0, b.create<graph::DivOp>(loc, centered, std));
+  return success();
+}
+
+LogicalResult Importer::importLRN(const onnx::NodeProto &node) {
+  Location loc = nodeLoc(node);
+  FailureOr<Value> xv = floatTensor(node, 0);
+  if (failed(xv))
+    return failure();
+  Value x = *xv;
+  auto t = typeOf(x);
+  int64_t size = intAttr(node, "size", 0);
+  if (!attr(node, "size") || size < 1)
+    return nodeError(node) << "size must be set and positive";
+  if (t.getRank() < 3)
+    return nodeError(node) << "input must be [N, C, ...], got " << t;
+  float alpha = floatAttr(node, "alpha", 1e-4f);
+  float beta = floatAttr(node, "beta", 0.75f);
+  float bias = floatAttr(node, "bias", 1.0f);
+  // square_sum[c] = sum of x^2 over channels [c - (size-1)/2, c +
+  // ceil((size-1)/2)]: the zero-padded squares, summed over `size`
+  // shifted slices.
+  int64_t rank = t.getRank();
+  int64_t before = (size - 1) / 2, after = size - 1 - before;
+  SmallVector<int64_t> pb(rank, 0), pe(rank, 0), padded(t.getShape());
+  pb[1] = before;
+  pe[1] = after;
+  padded[1] += size - 1;
+  Value sq = b.create<graph::MulOp>(loc, x, x);
+  Value p = b.create<graph::PadOp>(
+      loc, t.clone(padded), sq, b.getStringAttr("constant"),
+      b.getDenseI64ArrayAttr(pb), b.getDenseI64ArrayAttr(pe),
+      b.getF32FloatAttr(0.0f));
+  Value sum;
+  for (int64_t s = 0; s < size; ++s) {
+    SmallVector<int64_t> starts(rank, 0), steps(rank, 1);
+    starts[1] = s;
+    Value part =
+        b.create<graph::SliceOp>(loc, t, p, b.getDenseI64ArrayAttr(starts),
+                                 b.getDenseI64ArrayAttr(steps));
+    sum = sum ? b.create<graph::AddOp>(loc, sum, part).getResult() : part;
+  }
+  Value scaled = b.create<graph::MulOp>(
+      loc, sum, f32Scalar(b, loc, alpha / static_cast<float>(size)));
+  Value base = b.create<graph::AddOp>(loc, scaled, f32Scalar(b, loc, bias));
+  Value denom = b.create<graph::PowOp>(loc, base, f32Scalar(b, loc, beta));
+  define(node, 0, b.create<graph::DivOp>(loc, x, denom));
+  return success();
+}
+
+} // namespace otc::importer
