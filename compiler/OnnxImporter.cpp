@@ -43,7 +43,68 @@ using namespace otc;
 
 namespace otc::importer {
 
+/// Initializers stored beside the model (torch.onnx.export(dynamo=True)
+/// writes model.onnx.data) are read into the model: the checker, the
+/// constants and the parameters' shapes need them. Locations must stay in
+/// the model's folder (ONNX's rule); the runtime reads the same files.
+LogicalResult Importer::loadExternalData(onnx::ModelProto &model) {
+  SmallString<256> dir(path);
+  llvm::sys::path::remove_filename(dir);
+  if (dir.empty())
+    dir = ".";
+  SmallString<256> realDir;
+  for (onnx::TensorProto &t : *model.mutable_graph()->mutable_initializer()) {
+    if (t.data_location() != onnx::TensorProto::EXTERNAL)
+      continue;
+    std::string location;
+    int64_t offset = 0, length = -1;
+    for (const auto &kv : t.external_data()) {
+      llvm::StringRef v(kv.value());
+      if (kv.key() == "location")
+        location = kv.value();
+      else if ((kv.key() == "offset" && v.getAsInteger(10, offset)) ||
+               (kv.key() == "length" && v.getAsInteger(10, length)))
+        return error() << "initializer '" << t.name() << "' has external "
+                       << kv.key() << " '" << kv.value() << "', not a number";
+    }
+    if (location.empty() || llvm::sys::path::is_absolute(location) ||
+        llvm::StringRef(location).contains(".."))
+      return error() << "initializer '" << t.name()
+                     << "' has an external data location '" << location
+                     << "' outside the model's folder";
+    SmallString<256> file(dir), realFile;
+    llvm::sys::path::append(file, location);
+    if (llvm::sys::fs::real_path(dir, realDir) ||
+        llvm::sys::fs::real_path(file, realFile))
+      return error() << "cannot open external data '" << file
+                     << "' of initializer '" << t.name() << "'";
+    if (!llvm::StringRef(realFile).starts_with(realDir.str().str() + "/"))
+      return error() << "initializer '" << t.name() << "' has external data '"
+                     << location << "' that resolves outside the model's "
+                     << "folder";
+    auto buf = llvm::MemoryBuffer::getFile(realFile, /*IsText=*/false,
+                                           /*RequiresNullTerminator=*/false);
+    if (!buf)
+      return error() << "cannot read external data '" << file
+                     << "': " << buf.getError().message();
+    int64_t size = (*buf)->getBufferSize();
+    if (length < 0)
+      length = size - offset;
+    if (offset < 0 || length < 0 || offset > size || length > size - offset)
+      return error() << "external data of initializer '" << t.name()
+                     << "' (offset " << offset << ", " << length
+                     << " bytes) lies outside '" << file << "' (" << size
+                     << " bytes)";
+    t.set_raw_data((*buf)->getBufferStart() + offset, length);
+    t.clear_external_data();
+    t.set_data_location(onnx::TensorProto::DEFAULT);
+  }
+  return success();
+}
+
 LogicalResult Importer::prepare(onnx::ModelProto &model) {
+  if (failed(loadExternalData(model)))
+    return failure();
   opset = 0;
   producer = model.producer_name();
   for (const auto &imp : model.opset_import())

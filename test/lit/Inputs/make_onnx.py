@@ -230,6 +230,20 @@ def huge_init():
     return model(nodes, [fx("x", [4, 1 << 32])], [fx("y", [4, 1 << 32])], [w], opset=13)
 
 
+def external(kind):
+    # w (4x3 floats) beside the model, as torch 2.x's exporter writes it.
+    w = TensorProto(name="w", data_type=TensorProto.FLOAT, dims=[4, 3])
+    w.data_location = TensorProto.EXTERNAL
+    where = {"external-ok": "w.bin", "external-escape": "../w.bin",
+             "external-short": "w.bin", "external-missing": "absent.bin"}[kind]
+    for k, v in (("location", where), ("offset", "8"),
+                 ("length", "48" if kind != "external-short" else "4096")):
+        e = w.external_data.add()
+        e.key, e.value = k, v
+    nodes = [helper.make_node("MatMul", ["x", "w"], ["y"], name="mm")]
+    return model(nodes, [fx("x", [2, 4])], [fx("y", [2, 3])], [w], opset=13)
+
+
 def cnn():
     # Conv (SAME_UPPER, stride 2) -> BatchNorm -> Relu -> MaxPool (ceil) ->
     # GlobalAveragePool -> Flatten -> Gemm.
@@ -504,6 +518,13 @@ if __name__ == "__main__":
     elif kind == "truncated":
         data = shape_chain().SerializeToString()
         open(out, "wb").write(data[: len(data) // 2])
+    elif kind.startswith("external-"):
+        import os
+        import numpy as np
+        onnx.save(external(kind), out)
+        # 8 bytes of padding, then w.
+        with open(os.path.join(os.path.dirname(out), "w.bin"), "wb") as f:
+            f.write(b"\0" * 8 + np.arange(12, dtype=np.float32).tobytes())
     elif kind.split("-")[0] in ("lstm", "gru", "rnn"):
         onnx.save(recurrent(kind), out)
     else:
