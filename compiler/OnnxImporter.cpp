@@ -31,12 +31,14 @@
 #include "llvm/Support/Path.h"
 #include "llvm/Support/SourceMgr.h"
 
+#include <google/protobuf/unknown_field_set.h>
 #include <onnx/checker.h>
 #include <onnx/onnx_pb.h>
 #include <onnx/shape_inference/implementation.h>
 #include <onnx/version_converter/convert.h>
 
 #include <numeric>
+#include <optional>
 
 using namespace mlir;
 using namespace otc;
@@ -102,9 +104,44 @@ LogicalResult Importer::loadExternalData(onnx::ModelProto &model) {
   return success();
 }
 
+/// The names torch 2.x's exporter declares as the model's state: the
+/// PARAMETER and BUFFER targets of the torch.export graph signature it
+/// records in GraphProto.metadata_props (ONNX 1.16, field 16, which the ONNX
+/// library OTC links does not know, so it is read from the unknown fields).
+/// None when the model carries no signature.
+static std::optional<llvm::StringSet<>>
+torchStateNames(const onnx::GraphProto &graph) {
+  constexpr int kGraphMetadataProps = 16;
+  const auto &unknown = graph.GetReflection()->GetUnknownFields(graph);
+  for (int i = 0; i < unknown.field_count(); ++i) {
+    const google::protobuf::UnknownField &f = unknown.field(i);
+    onnx::StringStringEntryProto entry;
+    if (f.number() != kGraphMetadataProps ||
+        f.type() != google::protobuf::UnknownField::TYPE_LENGTH_DELIMITED ||
+        !entry.ParseFromString(f.length_delimited()) ||
+        entry.key() != "pkg.torch.export.ExportedProgram.graph_signature")
+      continue;
+    // Lines such as "p_fc_weight: PARAMETER target='fc.weight'".
+    llvm::StringSet<> names;
+    SmallVector<StringRef> lines;
+    StringRef(entry.value()).split(lines, '\n');
+    for (StringRef line : lines) {
+      if (!line.contains(": PARAMETER ") && !line.contains(": BUFFER "))
+        continue;
+      size_t at = line.find("target='");
+      if (at != StringRef::npos)
+        names.insert(line.drop_front(at + 8).take_until(
+            [](char c) { return c == '\''; }));
+    }
+    return names;
+  }
+  return std::nullopt;
+}
+
 LogicalResult Importer::prepare(onnx::ModelProto &model) {
   if (failed(loadExternalData(model)))
     return failure();
+  declaredState = torchStateNames(model.graph());
   opset = 0;
   producer = model.producer_name();
   for (const auto &imp : model.opset_import())
@@ -618,6 +655,26 @@ LogicalResult Importer::importGraph(const onnx::GraphProto &graph,
     }
   for (const auto &out : graph.output())
     dataUses.insert(out.name());
+  // The exporter's optimizer may fold a parameter into a new initializer
+  // (a transposed weight) that the signature does not name: then only
+  // single-element undeclared initializers (epsilons, literals) are
+  // constants, the others may be parameters and are trained.
+  bool stateComplete = true;
+  if (declaredState) {
+    llvm::StringSet<> present;
+    for (const auto &init : graph.initializer())
+      present.insert(init.name());
+    int64_t folded = 0;
+    for (const auto &name : *declaredState)
+      folded += !present.contains(name.getKey());
+    stateComplete = folded == 0;
+    if (!stateComplete && options.batchedInputs)
+      emitWarning(fileLoc())
+          << folded << " parameters the exporter declares are not "
+          << "initializers (its optimizer folded them into others): every "
+          << "float initializer of more than one element is trained; export "
+          << "with optimize=False to keep the model's own parameters";
+  }
   SmallVector<std::pair<std::string, Const>> constInits;
   for (const auto &init : graph.initializer()) {
     if (init.data_type() == onnx::TensorProto::FLOAT &&
@@ -633,8 +690,15 @@ LogicalResult Importer::importGraph(const onnx::GraphProto &graph,
         return error() << "initializer '" << init.name() << "' has more than "
                        << kMaxElements << " elements";
       argTypes.push_back(RankedTensorType::get(shape, b.getF32Type()));
-      argAttrs.push_back(b.getDictionaryAttr(
-          b.getNamedAttr(attr::kParam, b.getStringAttr(init.name()))));
+      // A float initializer the exporter does not declare as the model's
+      // state is a constant (an epsilon, a Pow exponent, a folded
+      // table): a value the step reads, never trains.
+      SmallVector<NamedAttribute> attrs{
+          b.getNamedAttr(attr::kParam, b.getStringAttr(init.name()))};
+      if (declaredState && !declaredState->contains(init.name()) &&
+          (stateComplete || numElements(shape) == 1))
+        attrs.push_back(b.getNamedAttr(attr::kBuffer, b.getUnitAttr()));
+      argAttrs.push_back(b.getDictionaryAttr(attrs));
       argNames.push_back(init.name());
     } else if (anyUses.contains(init.name())) {
       FailureOr<Const> c = tensorToConst(init, fileLoc());

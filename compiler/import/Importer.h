@@ -17,6 +17,7 @@
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/Diagnostics.h"
 #include "llvm/ADT/StringMap.h"
+#include "llvm/ADT/StringSet.h"
 #include "llvm/Support/MathExtras.h"
 
 #include <onnx/onnx_pb.h>
@@ -291,6 +292,10 @@ public:
   std::string producer;
   llvm::StringMap<Entry> values;
   int64_t dropoutStreams = 0;
+  /// The initializers the producer declares as parameters and buffers
+  /// (torch 2.x's exporter records them); none: every float initializer
+  /// that carries data is a parameter.
+  std::optional<llvm::StringSet<>> declaredState;
 };
 
 /// Elementwise fold of two constants with numpy broadcasting.
