@@ -33,15 +33,21 @@ conformance: build
 	$(PYTHON) test/conformance/run_conformance.py --build-dir $(BUILD) \
 	  --json $(BUILD)/conformance.json
 
+# torch.onnx's exporter for fuzz-diff and zoo: legacy (torch 1.13, Debian's
+# Python) or dynamo (torch 2.x, $(BUILD)/pyenv).
+EXPORTER ?= legacy
+EXPORTER_PYTHON = $(if $(filter dynamo,$(EXPORTER)),$(BUILD)/pyenv/bin/python,$(PYTHON))
+
 # Differential tester, long mode: new random models for FUZZ_SECONDS.
 FUZZ_SECONDS ?= 600
 fuzz-diff: build
-	OTC_VERIFY_PLAN=1 $(PYTHON) test/fuzz/fuzz_diff.py --build-dir $(BUILD) \
-	  --seconds $(FUZZ_SECONDS) --jobs $(JOBS)
+	OTC_VERIFY_PLAN=1 $(EXPORTER_PYTHON) test/fuzz/fuzz_diff.py --build-dir $(BUILD) \
+	  --seconds $(FUZZ_SECONDS) --jobs $(JOBS) --exporter $(EXPORTER)
 
 # Every architecture of the model zoo (test/zoo), one step against float64.
 zoo: build
-	OTC_VERIFY_PLAN=1 $(PYTHON) test/zoo/zoo_test.py --build-dir $(BUILD)
+	OTC_VERIFY_PLAN=1 $(EXPORTER_PYTHON) test/zoo/zoo_test.py --build-dir $(BUILD) \
+	  --exporter $(EXPORTER)
 
 format:
 	git ls-files '*.cpp' '*.h' | xargs clang-format -i

@@ -151,10 +151,10 @@ cl::opt<bool> inference(
     cl::cat(category));
 cl::opt<bool> trainBatchNorm(
     "train-batchnorm",
-    cl::desc("Train BatchNormalization nodes written in inference mode as "
+    cl::desc("Run BatchNormalization nodes written in inference mode as "
              "torch's module.train() does: batch statistics, running "
-             "statistics updated (the torch 2.x exporter writes every "
-             "BatchNormalization in inference mode)"),
+             "statistics updated by training (the torch 2.x exporter writes "
+             "every BatchNormalization in inference mode)"),
     cl::cat(category));
 cl::opt<bool> report("report", cl::desc("Print the per-rank memory plan"),
                      cl::cat(category));

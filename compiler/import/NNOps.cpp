@@ -314,7 +314,7 @@ LogicalResult Importer::importBatchNorm(const onnx::NodeProto &node) {
   // outputs alone say "training".
   bool training = opset >= 14 ? intAttr(node, "training_mode", 0) != 0
                               : node.output_size() > 1;
-  training |= options.trainBatchNorm && options.batchedInputs;
+  training |= options.trainBatchNorm;
   if (training) {
     auto perChannel = typeOf(in[1]);
     auto op = b.create<graph::BatchNormOp>(

@@ -153,7 +153,7 @@ LogicalResult Importer::importFoldable(const onnx::NodeProto &node) {
             to == onnx::TensorProto::INT16 || to == onnx::TensorProto::INT8;
         for (int64_t i = 0; i < in.size(); ++i) {
           double v = in.at(i);
-          if (!(v >= -9.2e18 && v <= 9.2e18))
+          if (in.isFloat && !(v >= -9.2e18 && v <= 9.2e18))
             return nodeError(node) << "cannot cast " << v << " to an integer";
           int64_t x = in.isFloat ? static_cast<int64_t>(v) : in.ints[i];
           APInt bits = APInt(64, static_cast<uint64_t>(x)).trunc(width);

@@ -44,6 +44,7 @@ import sys
 import tempfile
 import time
 import traceback
+import warnings
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(os.path.dirname(HERE), "integration"))
@@ -507,7 +508,9 @@ def run_case(ctx, spec, tag):
         # BatchNorm into convolutions, merges parameters of equal values,
         # pre-adds biases): the ONNX model would no longer be PyTorch's.
         # It reports its progress on stdout.
-        with contextlib.redirect_stdout(io.StringIO()):
+        with contextlib.redirect_stdout(io.StringIO()), \
+                warnings.catch_warnings():
+            warnings.simplefilter("ignore")
             torch.onnx.export(export_model, (torch.from_numpy(x),), onnx_path,
                               input_names=["input"],
                               output_names=["logits"], dynamo=True,
@@ -528,8 +531,10 @@ def run_case(ctx, spec, tag):
            str(spec["lr"]), "--batch", str(spec["batch"])]
     if spec["optimizer"] == "momentum":
         cmd += ["--momentum", "0.9"]
-    if dynamo:  # its BatchNorm is in inference mode; PyTorch's trains
-        cmd += ["--train-batchnorm"]
+    # The dynamo exporter writes BatchNorm in inference mode; PyTorch's
+    # trains.
+    bn_flags = ["--train-batchnorm"] if dynamo else []
+    cmd += bn_flags
     res = T.run(cmd, timeout=300, echo=False)
     if not res.ok:
         return False, "otc-compile failed:\n" + res.describe()
@@ -579,7 +584,8 @@ def run_case(ctx, spec, tag):
         if shapes is None:  # the ReLU inputs' shapes, for OTC's probe
             shapes = [a.shape for a in seen32[0]]
     probe = R.OtcProbe(ctx, onnx_path, spec["batch"], shapes,
-                       name=os.path.join(tag, "probe")) if shapes else None
+                       name=os.path.join(tag, "probe"),
+                       flags=bn_flags) if shapes else None
     otc_inputs = [probe.run({"input": x}, {k: v.astype(np.float32)
                                            for k, v in ws[s].items()})
                   if probe else [] for s in range(STEPS)]

@@ -209,9 +209,12 @@ def export_training(model, x, path, opset, exporter="legacy"):
     into the convolution before it)."""
     import contextlib
     import io
+    import warnings
     import torch
     if exporter == "dynamo":
-        with contextlib.redirect_stdout(io.StringIO()):
+        with contextlib.redirect_stdout(io.StringIO()), \
+                warnings.catch_warnings():
+            warnings.simplefilter("ignore")
             torch.onnx.export(model, (torch.from_numpy(x),), path,
                               input_names=["input"], output_names=["logits"],
                               dynamo=True, optimize=False,
@@ -235,6 +238,8 @@ def check_first_update(name, model, x, y, ctx, checks, threads, opset=15,
     model.train()
     onnx_path = ctx.path(name, "model.onnx")
     export_training(model, x, onnx_path, opset, exporter)
+    # The dynamo exporter writes BatchNorm in inference mode.
+    bn_flags = ["--train-batchnorm"] if exporter == "dynamo" else []
     ref = copy.deepcopy(model)
     trained = train_otc(ctx, checks, name, onnx_path, x, y, 1, threads,
                         optimizer="momentum", momentum=DEEP_MOMENTUM,
@@ -264,7 +269,7 @@ def check_first_update(name, model, x, y, ctx, checks, threads, opset=15,
     how_t32.conflicts = sum(r[2].conflicts for r in runs32)
     otc_dec = R.otc_relu_inputs(ctx, onnx_path, {"input": x},
                                 x.shape[0], [a.shape for a in t32_dec],
-                                name=name + "/relu_inputs")
+                                name=name + "/relu_inputs", flags=bn_flags)
     want_otc, loss64, how_otc = R.float64_update(ref, x, y, DEEP_LR, otc_dec)
     plain, _, _ = R.float64_update(ref, x, y, DEEP_LR, t32_dec, tau=0.0)
     _, _, buf64 = R.first_step_update(ref, x, y, DEEP_LR, DEEP_MOMENTUM,

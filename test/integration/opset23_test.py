@@ -111,7 +111,6 @@ def case(name, op, inputs, attrs, outputs, opset=23, extra_inputs=()):
 def cases():
     B = BATCH
     P, C = "param", "const"
-    rnd = lambda r, s: r.standard_normal(s)  # noqa: E731
     out = []
     for opset, groups in ((18, 2), (21, 2), (21, 4), (21, 1)):
         shape = [B, 4, 3, 3]

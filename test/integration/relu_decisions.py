@@ -106,9 +106,12 @@ class OtcProbe:
     in node order, for the parameters of the source file or others (the
     weights a training step exported)."""
 
-    def __init__(self, ctx, onnx_path, batch, shapes, name="relu_inputs"):
+    def __init__(self, ctx, onnx_path, batch, shapes, name="relu_inputs",
+                 flags=()):
         """shapes: the shape of each Relu input in node order (as PyTorch
-        saw them: ONNX's shape inference cannot follow computed Reshapes)."""
+        saw them: ONNX's shape inference cannot follow computed Reshapes).
+        flags: more otc-compile flags (--train-batchnorm, as the training
+        program was compiled)."""
         import onnx
         from onnx import helper, numpy_helper
         model = onnx.load(onnx_path)
@@ -126,7 +129,8 @@ class OtcProbe:
         onnx.save(model, probe)
         lib = ctx.path(name, "forward.so")
         res = T.run([ctx.tool("otc-compile"), probe, "-o", lib,
-                     "--inference", "--emit=lib", "--batch", str(batch)],
+                     "--inference", "--emit=lib", "--batch", str(batch)] +
+                    list(flags),
                     timeout=300, echo=False)
         if not res.ok:
             raise RuntimeError("otc-compile --inference failed: %s" %
@@ -147,10 +151,10 @@ class OtcProbe:
 
 
 def otc_relu_inputs(ctx, onnx_path, inputs, batch, shapes,
-                    name="relu_inputs"):
+                    name="relu_inputs", flags=()):
     """OTC's float32 value of every Relu/LeakyRelu input for `inputs` (graph
     input name -> array) with the file's parameters, in node order."""
-    return OtcProbe(ctx, onnx_path, batch, shapes, name).run(inputs)
+    return OtcProbe(ctx, onnx_path, batch, shapes, name, flags).run(inputs)
 
 
 def _forced_kink():
