@@ -220,6 +220,31 @@ LogicalResult Importer::importCastLike(const onnx::NodeProto &node) {
                           .getElementType()
                     : ((*like)->folded->isFloat ? Type(b.getF32Type())
                                                 : Type(b.getI64Type()));
+  // A constant cast like another value stays a constant (the torch 2.x
+  // exporter casts Range's bounds so).
+  if (const std::optional<Const> &in = (*x)->folded;
+      in && (target.isF32() || target.isInteger(64) || target.isInteger(32) ||
+             target.isInteger(1))) {
+    Const c;
+    c.shape = in->shape;
+    c.isFloat = target.isF32();
+    c.isBool = target.isInteger(1);
+    for (int64_t i = 0; i < in->size(); ++i) {
+      double v = in->at(i);
+      if (c.isFloat)
+        c.floats.push_back(static_cast<float>(v));
+      else if (c.isBool)
+        c.ints.push_back(v != 0);
+      else if (!in->isFloat)
+        c.ints.push_back(in->ints[i]);
+      else if (v >= -9.2e18 && v <= 9.2e18)
+        c.ints.push_back(static_cast<int64_t>(v));
+      else
+        return nodeError(node) << "cannot cast " << v << " to an integer";
+    }
+    defineConst(node, 0, std::move(c));
+    return success();
+  }
   FailureOr<Value> v = tensor(node, 0);
   if (failed(v))
     return failure();

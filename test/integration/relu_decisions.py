@@ -329,7 +329,7 @@ def first_step_update(model, x, y, lr, momentum, dtype):
           for k, p in m.named_parameters()}
     opt = torch.optim.SGD(m.parameters(), lr=lr, momentum=momentum)
     loss = torch.nn.functional.cross_entropy(
-        m(torch.from_numpy(x).to(dtype)), torch.from_numpy(y))
+        m(batch_as(x, dtype)), torch.from_numpy(y))
     loss.backward()
     opt.step()
     update = {k: w0[k] - p.detach().double().numpy()
@@ -337,6 +337,13 @@ def first_step_update(model, x, y, lr, momentum, dtype):
     buffers = {k: b.detach().double().numpy().copy()
                for k, b in m.named_buffers() if b.dtype.is_floating_point}
     return float(loss), update, buffers
+
+
+def batch_as(x, dtype):
+    """The batch as a tensor: floats in `dtype`, token ids as they are."""
+    import torch
+    t = torch.from_numpy(x)
+    return t.to(dtype) if t.is_floating_point() else t
 
 
 def float64_update(model, x, y, lr, decided, tau=TAU):
@@ -347,7 +354,7 @@ def float64_update(model, x, y, lr, decided, tau=TAU):
     m.train()
     how = force_relu_decisions(m, decided, tau)
     loss = torch.nn.functional.cross_entropy(
-        m(torch.from_numpy(x).double()), torch.from_numpy(y))
+        m(batch_as(x, torch.float64)), torch.from_numpy(y))
     loss.backward()
     return ({k: lr * p.grad.numpy() for k, p in m.named_parameters()},
             float(loss), how)

@@ -53,7 +53,25 @@ MODELS = {
     "fcn_resnet50": ("segmentation.fcn_resnet50", {}),
     "deeplabv3_mobilenet_v3_large": (
         "segmentation.deeplabv3_mobilenet_v3_large", {}),
+    # timm (PyPI, build/pyenv): timm.create_model(name, num_classes=10).
+    "timm_convnext_atto": ("timm.convnext_atto", {}),
+    "timm_efficientnet_b0": ("timm.efficientnet_b0", {}),
+    "timm_vit_tiny_patch16": ("timm.vit_tiny_patch16_224", {"img_size": 64}),
+    "timm_resnet18d": ("timm.resnet18d", {}),
+    # transformers (PyPI, build/pyenv): small configurations, 10 labels,
+    # classifying 2 sequences of 8 token ids.
+    "hf_bert": ("transformers.Bert", {
+        "hidden_size": 32, "num_hidden_layers": 2, "num_attention_heads": 2,
+        "intermediate_size": 64}),
+    "hf_gpt2": ("transformers.GPT2", {
+        "n_embd": 32, "n_layer": 2, "n_head": 2, "pad_token_id": 0}),
+    "hf_llama_gqa": ("transformers.Llama", {
+        "hidden_size": 32, "intermediate_size": 64, "num_hidden_layers": 2,
+        "num_attention_heads": 4, "num_key_value_heads": 2,
+        "pad_token_id": 0}),
 }
+# Token ids of the transformers models, and their vocabulary.
+TEXT_SHAPE, VOCAB = (2, 8), 64
 
 
 def build(name):
@@ -62,7 +80,30 @@ def build(name):
     import torchvision
     ctor, kwargs = MODELS[name]
     torch.manual_seed(0)
-    if ctor.startswith("segmentation."):
+    if ctor.startswith("timm."):
+        import timm
+        model = timm.create_model(ctor.split(".", 1)[1], num_classes=10,
+                                  pretrained=False, **kwargs)
+    elif ctor.startswith("transformers."):
+        import transformers
+        family = ctor.split(".", 1)[1]
+        config = getattr(transformers, family + "Config")(
+            vocab_size=VOCAB, num_labels=10, use_cache=False,
+            max_position_embeddings=32, **kwargs)
+        hf = getattr(transformers, family + "ForSequenceClassification")(
+            config)
+
+        class Logits(nn.Module):
+            """input ids -> class logits."""
+
+            def __init__(self):
+                super().__init__()
+                self.hf = hf
+
+            def forward(self, ids):
+                return self.hf(input_ids=ids).logits
+        model = Logits()
+    elif ctor.startswith("segmentation."):
         seg = getattr(torchvision.models.segmentation,
                       ctor.split(".", 1)[1])(num_classes=10,
                                              weights_backbone=None,
@@ -85,7 +126,7 @@ def build(name):
     for parent in model.modules():
         for child_name, child in parent.named_children():
             if isinstance(child, nn.Dropout):
-                setattr(parent, child_name, nn.Identity())
+                child.p = 0.0  # (transformers reads .p)
             elif isinstance(child, torchvision.ops.StochasticDepth):
                 child.p = 0.0
     return model
@@ -124,8 +165,19 @@ def main():
     rows = []
     for name in names:
         rng = np.random.RandomState(0)
-        x = rng.standard_normal(SHAPE).astype(np.float32)
-        y = rng.randint(0, 10, size=SHAPE[:1]).astype(np.int64)
+        library = MODELS[name][0].split(".")[0]
+        if library in ("timm", "transformers"):
+            try:
+                __import__(library)
+            except ImportError:
+                print("SKIP: %s needs %s (PyPI: build/pyenv's python)" %
+                      (name, library))
+                continue
+        if library == "transformers":
+            x = rng.randint(1, VOCAB, size=TEXT_SHAPE).astype(np.int64)
+        else:
+            x = rng.standard_normal(SHAPE).astype(np.float32)
+        y = rng.randint(0, 10, size=x.shape[:1]).astype(np.int64)
         try:
             row = M.check_first_update(
                 name, build(name), x, y, ctx, checks, args.threads,
