@@ -100,7 +100,8 @@ int dtypeCode(Type t) {
 /// a GPT-style decoder needs).
 const char kCudaKernels[] =
     "abs acos acosh adam_update adamw_update add asin asinh atan atanh "
-    "binary_grad ceil celu clip concat copy cos cosh div elu erf exp expand "
+    "binary_grad ceil celu clip concat copy cos cosh cumsum div elu erf exp "
+    "expand "
     "floor fmod gather gather_grad gelu gemm hard_sigmoid hard_swish "
     "layer_norm layer_norm_grad leaky_relu log log_softmax log_softmax_grad "
     "matmul max min mish mod momentum_update mse mse_grad mul neg pack pow "
@@ -734,9 +735,12 @@ LogicalResult KernelEmitter::argReduce() {
 LogicalResult KernelEmitter::cumsum() {
   ArrayRef<int64_t> x = shapeOf(ins[0]);
   auto [outer, n, inner] = around(x, axisOf(x.size()));
-  os << "    otck_cumsum_f32(" << outer << ", " << n << ", " << inner << ", "
-     << flag("exclusive") << ", " << flag("reverse") << ", " << in(0) << ", "
-     << out(0) << ");\n";
+  Type t = typeOf(outs[0]).getElementType();
+  if (!t.isF32() && !t.isInteger(64))
+    return k.emitOpError("no cumsum kernel for ") << t;
+  os << "    " << fn(t.isF32() ? "cumsum_f32" : "cumsum_i64") << "(" << outer
+     << ", " << n << ", " << inner << ", " << flag("exclusive") << ", "
+     << flag("reverse") << ", " << in(0) << ", " << out(0) << ");\n";
   return success();
 }
 

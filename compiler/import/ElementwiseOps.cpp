@@ -33,6 +33,29 @@ FailureOr<Type> Importer::commonElementType(const onnx::NodeProto &node,
   return t;
 }
 
+/// Folding keeps integer constants as int64 whatever Cast said: a
+/// materialized integer constant takes the integer type of the other
+/// operand (as the model's types meant).
+void Importer::matchIntegerConstants(Value &l, Value &r) {
+  auto retype = [&](Value &c, Value other) {
+    Type want = typeOf(other).getElementType();
+    auto k = c.getDefiningOp<graph::ConstantOp>();
+    auto attr = k ? llvm::dyn_cast<DenseIntElementsAttr>(k.getValue())
+                  : DenseIntElementsAttr();
+    if (!attr || !isIntegerElement(want) ||
+        !isIntegerElement(typeOf(c).getElementType()) ||
+        typeOf(c).getElementType() == want)
+      return;
+    unsigned width = want.getIntOrFloatBitWidth();
+    c = b.create<graph::ConstantOp>(k.getLoc(),
+                                    attr.mapValues(want, [&](const APInt &v) {
+                                      return v.sextOrTrunc(width);
+                                    }));
+  };
+  retype(l, r);
+  retype(r, l);
+}
+
 LogicalResult Importer::checkBroadcastable(const onnx::NodeProto &node,
                                            ArrayRef<Value> vs) {
   SmallVector<int64_t> shape;
@@ -114,6 +137,7 @@ LogicalResult Importer::importArithmetic(const onnx::NodeProto &node) {
     return failure();
   if (op == "Pow")
     return importPow(node, *lv, *rv);
+  matchIntegerConstants(*lv, *rv);
   FailureOr<Type> elt = commonElementType(node, {*lv, *rv});
   if (failed(elt) || failed(checkBroadcastable(node, {*lv, *rv})))
     return failure();
@@ -401,6 +425,7 @@ LogicalResult Importer::importCompare(const onnx::NodeProto &node) {
   FailureOr<Value> l = tensor(node, 0), r = tensor(node, 1);
   if (failed(l) || failed(r))
     return failure();
+  matchIntegerConstants(*l, *r);
   FailureOr<Type> elt = commonElementType(node, {*l, *r});
   if (failed(elt) || failed(checkBroadcastable(node, {*l, *r})))
     return failure();

@@ -168,6 +168,7 @@ public:
                                     ArrayRef<Value> vs);
   LogicalResult checkBroadcastable(const onnx::NodeProto &node,
                                    ArrayRef<Value> vs);
+  void matchIntegerConstants(Value &l, Value &r);
   Value createBinary(StringRef op, Location loc, Value l, Value r);
   // TensorOps.cpp
   LogicalResult importReduce(const onnx::NodeProto &node);

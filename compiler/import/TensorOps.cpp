@@ -8,6 +8,8 @@
 
 #include "compiler/import/Importer.h"
 
+#include "dialects/graph/ElementTypes.h"
+
 #include "llvm/ADT/StringSwitch.h"
 
 using namespace mlir;
@@ -145,10 +147,36 @@ LogicalResult Importer::importArgReduce(const onnx::NodeProto &node) {
 }
 
 LogicalResult Importer::importCumSum(const onnx::NodeProto &node) {
-  FailureOr<Value> x = floatTensor(node, 0);
+  FailureOr<Value> x = tensor(node, 0);
   FailureOr<SmallVector<int64_t>> axis = intsInput(node, 1, {});
   if (failed(x) || failed(axis))
     return failure();
+  // Integers sum as int64 (position ids from a mask, as transformers
+  // computes them) and come back to their type.
+  Type elt = typeOf(*x).getElementType();
+  if (isIntegerElement(elt)) {
+    Location loc = nodeLoc(node);
+    auto wide = typeOf(*x).clone(b.getI64Type());
+    Value v = elt.isInteger(64)
+                  ? *x
+                  : b.create<graph::CastOp>(loc, wide, *x).getResult();
+    int64_t rank = wide.getRank();
+    if (axis->size() != 1 || (*axis)[0] < -rank || (*axis)[0] >= rank)
+      return nodeError(node) << "axis must be one value in range";
+    Value y = b.create<graph::CumSumOp>(
+        loc, wide, v,
+        b.getI64IntegerAttr((*axis)[0] < 0 ? (*axis)[0] + rank : (*axis)[0]),
+        b.getBoolAttr(intAttr(node, "exclusive", 0) != 0),
+        b.getBoolAttr(intAttr(node, "reverse", 0) != 0));
+    define(node, 0,
+           elt.isInteger(64)
+               ? y
+               : b.create<graph::CastOp>(loc, typeOf(*x), y).getResult());
+    return success();
+  }
+  if (!elt.isF32())
+    return nodeError(node) << "input #0 has type " << x->getType()
+                           << "; CumSum supports float32 and the integers";
   int64_t rank = typeOf(*x).getRank();
   if (axis->size() != 1 || (*axis)[0] < -rank || (*axis)[0] >= rank)
     return nodeError(node) << "axis must be one value in range";

@@ -72,13 +72,16 @@ def Graph_CumSumOp : Graph_Op<"cumsum",
     [Pure, SameOperandsAndResultType, Graph_Differentiable]> {
   let summary = "Cumulative sum along an axis (ONNX CumSum)";
   let description = [{
+    float32 or int64 (the importer widens other integers; integer sums
+    wrap and have no gradient).
+
     ```mlir
     %y = graph.cumsum %x {axis = 0 : i64, exclusive = false, reverse = false} : tensor<5xf32>
     ```
   }];
-  let arguments = (ins Graph_F32Tensor:$input, I64Attr:$axis,
+  let arguments = (ins RankedTensorOf<[F32, I64]>:$input, I64Attr:$axis,
                        BoolAttr:$exclusive, BoolAttr:$reverse);
-  let results = (outs Graph_F32Tensor:$result);
+  let results = (outs RankedTensorOf<[F32, I64]>:$result);
   let assemblyFormat = "$input attr-dict `:` type($input)";
   let hasVerifier = 1;
 }

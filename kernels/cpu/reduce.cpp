@@ -846,6 +846,31 @@ extern "C" void otck_arg_reduce_f32(int is_max, int64_t outer, int64_t n,
       1);
 }
 
+extern "C" void otck_cumsum_i64(int64_t outer, int64_t n, int64_t inner,
+                                int exclusive, int reverse, const int64_t *x,
+                                int64_t *y) {
+  if (outer <= 0 || n <= 0 || inner <= 0)
+    return;
+  parallelFor(
+      outer * inner, n, kParallelGrain,
+      [&](int64_t begin, int64_t end) {
+        for (int64_t line = begin; line < end; ++line) {
+          const int64_t o = line / inner, j = line % inner;
+          uint64_t acc = 0; // unsigned: wraps instead of overflowing
+          for (int64_t s = 0; s < n; ++s) {
+            const int64_t at = (o * n + (reverse ? n - 1 - s : s)) * inner + j;
+            const uint64_t v = uint64_t(x[at]); // Read before y (may be x).
+            if (!exclusive)
+              acc += v;
+            y[at] = int64_t(acc);
+            if (exclusive)
+              acc += v;
+          }
+        }
+      },
+      1);
+}
+
 extern "C" void otck_cumsum_f32(int64_t outer, int64_t n, int64_t inner,
                                 int exclusive, int reverse, const float *x,
                                 float *y) {

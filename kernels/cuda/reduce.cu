@@ -344,6 +344,27 @@ __global__ void reduceGradKernel(RedPlan p, int op, float invCount,
   }
 }
 
+/// One line of a [outer, n, inner] cumulative sum per thread, in the CPU
+/// kernels' order; Acc is double for float (as the CPU), uint64_t for int64.
+template <typename T, typename Acc>
+__global__ void cumsumKernel(int64_t outer, int64_t n, int64_t inner,
+                             int exclusive, int reverse, const T *x, T *y) {
+  for (int64_t line = globalThread(); line < outer * inner;
+       line += gridThreads()) {
+    const int64_t o = line / inner, j = line % inner;
+    Acc acc = 0;
+    for (int64_t s = 0; s < n; ++s) {
+      const int64_t at = (o * n + (reverse ? n - 1 - s : s)) * inner + j;
+      const Acc v = Acc(x[at]);
+      if (!exclusive)
+        acc += v;
+      y[at] = T(acc);
+      if (exclusive)
+        acc += v;
+    }
+  }
+}
+
 __global__ void fillKernel(int64_t n, float value, float *y) {
   for (int64_t i = globalThread(); i < n; i += gridThreads())
     y[i] = value;
@@ -441,4 +462,26 @@ extern "C" void otckd_reduce_grad_f32(otck_reduce_op op, int rank,
   reduceGradKernel<<<gridFor(p.kept * p.red), kThreads, 0, stream>>>(
       p, op, invCount, x, y, dy, aux.as<Acc2>(), dx);
   checkLaunch("otckd_reduce_grad_f32");
+}
+
+extern "C" void otckd_cumsum_f32(int64_t outer, int64_t n, int64_t inner,
+                                 int exclusive, int reverse, const float *x,
+                                 float *y) {
+  if (outer <= 0 || n <= 0 || inner <= 0)
+    return;
+  cumsumKernel<float, double>
+      <<<gridFor(outer * inner), kThreads, 0, currentStream()>>>(
+          outer, n, inner, exclusive, reverse, x, y);
+  checkLaunch("otckd_cumsum_f32");
+}
+
+extern "C" void otckd_cumsum_i64(int64_t outer, int64_t n, int64_t inner,
+                                 int exclusive, int reverse, const int64_t *x,
+                                 int64_t *y) {
+  if (outer <= 0 || n <= 0 || inner <= 0)
+    return;
+  cumsumKernel<int64_t, uint64_t>
+      <<<gridFor(outer * inner), kThreads, 0, currentStream()>>>(
+          outer, n, inner, exclusive, reverse, x, y);
+  checkLaunch("otckd_cumsum_i64");
 }

@@ -411,6 +411,9 @@ void otck_arg_reduce_f32(int is_max, int64_t outer, int64_t n, int64_t inner,
  * alias. */
 void otck_cumsum_f32(int64_t outer, int64_t n, int64_t inner, int exclusive,
                      int reverse, const float *x, float *y);
+/* The same over int64 (wrapping as two's complement). */
+void otck_cumsum_i64(int64_t outer, int64_t n, int64_t inner, int exclusive,
+                     int reverse, const int64_t *x, int64_t *y);
 
 /* TopK of x viewed as [outer, n, inner] along n (0 <= k <= n); values and
  * indices are [outer, k, inner]. Equal values are ordered by the lower index;

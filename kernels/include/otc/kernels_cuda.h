@@ -103,6 +103,12 @@ void otckd_strided_add_f32(int rank, const int64_t *shape, const float *src,
 void otckd_reduce_sum_to_f32(int rank, const int64_t *in_shape, const float *x,
                              const int64_t *y_strides, int64_t y_size,
                              float *y);
+/* Twins of otck_cumsum_f32/_i64: one thread per line, the CPU's order of
+ * additions (float accumulated in double). x and y may alias. */
+void otckd_cumsum_f32(int64_t outer, int64_t n, int64_t inner, int exclusive,
+                      int reverse, const float *x, float *y);
+void otckd_cumsum_i64(int64_t outer, int64_t n, int64_t inner, int exclusive,
+                      int reverse, const int64_t *x, int64_t *y);
 
 /*--- Softmax and losses ----------------------------------------------------*/
 
