@@ -892,6 +892,39 @@ TEST(ArgReduce, TiesNaNAndLastIndex) {
       }
 }
 
+TEST(CumSum, Int64ModesInPlaceAndWrapping) {
+  struct C {
+    int64_t outer, n, inner;
+  };
+  const C cases[] = {{1, 1, 1}, {3, 17, 1}, {2, 9, 5}, {4, 30, 70}};
+  std::mt19937_64 rng(7);
+  for (const C &c : cases)
+    for (int excl = 0; excl < 2; ++excl)
+      for (int rev = 0; rev < 2; ++rev) {
+        SCOPED_TRACE(std::to_string(c.n) + " excl " + std::to_string(excl) +
+                     " rev " + std::to_string(rev));
+        std::vector<int64_t> x(sz(c.outer * c.n * c.inner));
+        for (int64_t &v : x) // large values: the sums wrap
+          v = int64_t(rng());
+        std::vector<int64_t> y(x.size()), z = x;
+        otck_cumsum_i64(c.outer, c.n, c.inner, excl, rev, x.data(), y.data());
+        for (int64_t o = 0; o < c.outer; ++o)
+          for (int64_t j = 0; j < c.inner; ++j) {
+            uint64_t acc = 0;
+            for (int64_t s = 0; s < c.n; ++s) {
+              size_t at = sz((o * c.n + (rev ? c.n - 1 - s : s)) * c.inner + j);
+              if (!excl)
+                acc += uint64_t(x[at]);
+              ASSERT_EQ(y[at], int64_t(acc));
+              if (excl)
+                acc += uint64_t(x[at]);
+            }
+          }
+        otck_cumsum_i64(c.outer, c.n, c.inner, excl, rev, z.data(), z.data());
+        ASSERT_EQ(y, z);
+      }
+}
+
 TEST(CumSum, ModesInPlaceAndAdjoint) {
   struct C {
     int64_t outer, n, inner;

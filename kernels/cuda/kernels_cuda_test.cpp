@@ -515,6 +515,36 @@ TEST_F(KernelsCuda, CopyMatchesCpuExactly) {
   }
 }
 
+TEST_F(KernelsCuda, CumSumMatchesCpuExactly) {
+  struct C {
+    int64_t outer, n, inner;
+  };
+  std::mt19937_64 rng(11);
+  for (C c : {C{1, 1, 1}, C{3, 17, 1}, C{2, 9, 5}, C{5, 40, 300}})
+    for (int excl = 0; excl < 2; ++excl)
+      for (int rev = 0; rev < 2; ++rev) {
+        const size_t count = sz(c.outer * c.n * c.inner);
+        std::vector<float> xf(count), yf(count);
+        std::vector<int64_t> xi(count), yi(count);
+        std::uniform_real_distribution<float> u(-1.0f, 1.0f);
+        for (size_t i = 0; i < count; ++i) {
+          xf[i] = u(rng);
+          xi[i] = int64_t(rng()); // sums wrap
+        }
+        otck_cumsum_f32(c.outer, c.n, c.inner, excl, rev, xf.data(), yf.data());
+        otck_cumsum_i64(c.outer, c.n, c.inner, excl, rev, xi.data(), yi.data());
+        Dev<float> df(xf), of{std::vector<float>(count)};
+        Dev<int64_t> di(xi), oi{std::vector<int64_t>(count)};
+        otckd_cumsum_f32(c.outer, c.n, c.inner, excl, rev, df.get(), of.get());
+        otckd_cumsum_i64(c.outer, c.n, c.inner, excl, rev, di.get(), oi.get());
+        // The same order of additions in double, one rounding: bitwise.
+        EXPECT_EQ(of.host(), yf)
+            << "f32 n=" << c.n << " excl " << excl << " rev " << rev;
+        EXPECT_EQ(oi.host(), yi)
+            << "i64 n=" << c.n << " excl " << excl << " rev " << rev;
+      }
+}
+
 TEST_F(KernelsCuda, FillsMatchCpuExactly) {
   for (int64_t n : {1, 7, 1031}) {
     std::vector<float> want(sz(n) + 2, 7.0f);
