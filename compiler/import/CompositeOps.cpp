@@ -13,6 +13,7 @@
 
 #include <algorithm>
 #include <limits>
+#include <numeric>
 #include <vector>
 
 using namespace mlir;
@@ -698,6 +699,148 @@ LogicalResult Importer::importLRN(const onnx::NodeProto &node) {
   Value base = b.create<graph::AddOp>(loc, scaled, f32Scalar(b, loc, bias));
   Value denom = b.create<graph::PowOp>(loc, base, f32Scalar(b, loc, beta));
   define(node, 0, b.create<graph::DivOp>(loc, x, denom));
+  return success();
+}
+
+/// A quantization parameter (scale or zero point) of x's rank: a scalar
+/// as it is (per tensor), a 1-D one along `axis` (per axis) reshaped to
+/// broadcast there; a diagnostic for other shapes (block quantization).
+static FailureOr<Value> quantParam(Importer &im, const onnx::NodeProto &node,
+                                   int i, Value p, RankedTensorType xt) {
+  auto pt = typeOf(p);
+  if (pt.getRank() == 0)
+    return p;
+  if (pt.getRank() == 1 && pt.getDimSize(0) == 1)
+    return im.b
+        .create<graph::ReshapeOp>(im.nodeLoc(node),
+                                  pt.clone(ArrayRef<int64_t>{}), p)
+        .getResult();
+  FailureOr<int64_t> axisOr = im.axisAttr(node, 1, xt.getRank());
+  if (failed(axisOr))
+    return failure();
+  int64_t axis = *axisOr;
+  if (pt.getRank() != 1 || pt.getDimSize(0) != xt.getDimSize(axis))
+    return im.nodeError(node)
+           << "input #" << i << " has type " << pt
+           << "; a scalar or one value per element of axis " << axis
+           << " (per-axis) is supported, not block quantization";
+  SmallVector<int64_t> shape(xt.getRank(), 1);
+  shape[axis] = pt.getDimSize(0);
+  return im.b.create<graph::ReshapeOp>(im.nodeLoc(node), pt.clone(shape), p)
+      .getResult();
+}
+
+/// QuantizeLinear: y = saturate(round(x / scale) + zero_point), rounding
+/// half to even and saturating to the zero point's type (uint8 or int8;
+/// uint8 without one). DequantizeLinear: y = (x - zero_point) * scale, in
+/// float32. Both compose Div/Round/Add/Clip/Cast or Cast/Sub/Mul.
+LogicalResult Importer::importQuantize(const onnx::NodeProto &node) {
+  Location loc = nodeLoc(node);
+  bool quantize = node.op_type() == "QuantizeLinear";
+  FailureOr<Value> x = tensor(node, 0), scale = tensor(node, 1);
+  if (failed(x) || failed(scale))
+    return failure();
+  auto xt = typeOf(*x);
+  if (!typeOf(*scale).getElementType().isF32())
+    return nodeError(node) << "scale has type " << scale->getType()
+                           << "; float32 only";
+  if (intAttr(node, "block_size", 0) != 0)
+    return nodeError(node) << "block quantization is not supported";
+  Type f32 = b.getF32Type();
+  Type qType = b.getIntegerType(8, /*isSigned=*/false);
+  std::optional<Value> zp;
+  if (hasInput(node, 2)) {
+    FailureOr<Value> z = tensor(node, 2);
+    if (failed(z))
+      return failure();
+    zp = *z;
+    qType = typeOf(*z).getElementType();
+  } else if (!quantize) {
+    qType = xt.getElementType();
+  }
+  bool u8 = qType.isUnsignedInteger(8), i8 = qType.isSignlessInteger(8);
+  if (!u8 && !i8 && !(!quantize && qType.isSignlessInteger(32) && !zp))
+    return nodeError(node) << "unsupported quantized type " << qType
+                           << " (uint8 and int8)";
+  if (!quantize && xt.getElementType() != qType)
+    return nodeError(node) << "x has type " << xt
+                           << " but the zero point's element type is " << qType;
+  if (quantize && !xt.getElementType().isF32())
+    return nodeError(node) << "x has type " << xt << "; float32 only";
+  FailureOr<Value> s = quantParam(*this, node, 1, *scale, xt);
+  if (failed(s))
+    return failure();
+  Value zf;
+  if (zp) {
+    FailureOr<Value> z = quantParam(*this, node, 2, *zp, xt);
+    if (failed(z))
+      return failure();
+    zf = b.create<graph::CastOp>(loc, typeOf(*z).clone(f32), *z);
+  }
+  if (!quantize) {
+    Value v = b.create<graph::CastOp>(loc, xt.clone(f32), *x);
+    if (zf)
+      v = b.create<graph::SubOp>(loc, v, zf);
+    define(node, 0, b.create<graph::MulOp>(loc, v, *s));
+    return success();
+  }
+  Value v = b.create<graph::RoundOp>(loc, b.create<graph::DivOp>(loc, *x, *s));
+  if (zf)
+    v = b.create<graph::AddOp>(loc, v, zf);
+  v = b.create<graph::ClipOp>(loc, v, b.getF32FloatAttr(u8 ? 0.0f : -128.0f),
+                              b.getF32FloatAttr(u8 ? 255.0f : 127.0f));
+  define(node, 0, b.create<graph::CastOp>(loc, xt.clone(qType), v));
+  return success();
+}
+
+/// Det of [..., n, n] float32 matrices for n <= 4, by the Leibniz formula:
+/// the sum over permutations p of sign(p) * prod_i x[..., i, p(i)], each
+/// element a slice (at most 24 products of 4).
+LogicalResult Importer::importDet(const onnx::NodeProto &node) {
+  Location loc = nodeLoc(node);
+  FailureOr<Value> xOr = floatTensor(node, 0);
+  if (failed(xOr))
+    return failure();
+  Value x = *xOr;
+  auto xt = typeOf(x);
+  int64_t rank = xt.getRank();
+  if (rank < 2 || xt.getDimSize(rank - 1) != xt.getDimSize(rank - 2))
+    return nodeError(node) << "input has type " << xt
+                           << "; expected [..., n, n] matrices";
+  int64_t n = xt.getDimSize(rank - 1);
+  if (n < 1 || n > 4)
+    return nodeError(node) << "matrices of size " << n
+                           << " are not supported (1 to 4)";
+  SmallVector<int64_t> batch(xt.getShape().drop_back(2));
+  SmallVector<int64_t> one(batch), steps(rank, 1);
+  one.append({1, 1});
+  SmallVector<Value> elems;
+  for (int64_t i = 0; i < n; ++i)
+    for (int64_t j = 0; j < n; ++j) {
+      SmallVector<int64_t> starts(rank, 0);
+      starts[rank - 2] = i;
+      starts[rank - 1] = j;
+      elems.push_back(createSlice(loc, x, starts, steps, one));
+    }
+  SmallVector<int64_t> perm(n);
+  std::iota(perm.begin(), perm.end(), 0);
+  Value det;
+  do {
+    int64_t inversions = 0;
+    for (int64_t i = 0; i < n; ++i)
+      for (int64_t j = i + 1; j < n; ++j)
+        inversions += perm[i] > perm[j];
+    Value term = elems[perm[0]];
+    for (int64_t i = 1; i < n; ++i)
+      term = b.create<graph::MulOp>(loc, term, elems[i * n + perm[i]]);
+    if (!det)
+      det = inversions % 2 ? Value(b.create<graph::NegOp>(loc, term)) : term;
+    else if (inversions % 2)
+      det = b.create<graph::SubOp>(loc, det, term);
+    else
+      det = b.create<graph::AddOp>(loc, det, term);
+  } while (std::next_permutation(perm.begin(), perm.end()));
+  define(node, 0, b.create<graph::ReshapeOp>(loc, xt.clone(batch), det));
   return success();
 }
 

@@ -65,6 +65,14 @@ def ops():
 
 def unsupported():
     x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3, 3])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [18])
+    nodes = [helper.make_node("Unique", ["x"], ["y"], name="my_unique")]
+    return model(nodes, [x], [y])
+
+
+def det_large():
+    """Det of 5x5 matrices: beyond the Leibniz composition (n <= 4)."""
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 5, 5])
     y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [2])
     nodes = [helper.make_node("Det", ["x"], ["y"], name="my_det")]
     return model(nodes, [x], [y])
@@ -509,7 +517,41 @@ def string_input():
 
 
 KINDS.update({"small-ints": small_ints, "const-outputs": const_outputs,
-              "bad-shift": bad_shift, "string-input": string_input})
+              "bad-shift": bad_shift, "string-input": string_input,
+              "det-large": det_large})
+
+
+def quantized():
+    """QuantizeLinear per axis, DequantizeLinear per tensor, Det, Einsum's
+    diagonal, Max of float64 and CumSum of float64 (computed in float32)."""
+    vi = helper.make_tensor_value_info
+    x = vi("x", TensorProto.FLOAT, [2, 3, 3])
+    d = vi("d", TensorProto.DOUBLE, [2, 3])
+    outs = [vi("q", TensorProto.UINT8, [2, 3, 3]),
+            vi("dq", TensorProto.FLOAT, [2, 3, 3]),
+            vi("det", TensorProto.FLOAT, [2]),
+            vi("diag", TensorProto.FLOAT, [2, 3]),
+            vi("dmax", TensorProto.DOUBLE, [2, 3]),
+            vi("dsum", TensorProto.DOUBLE, [2, 3])]
+    inits = [numpy_helper.from_array(np.array([0.5, 1.0, 2.0], np.float32), "s"),
+             numpy_helper.from_array(np.array([1, 2, 3], np.uint8), "z"),
+             numpy_helper.from_array(np.array(0.25, np.float32), "s0"),
+             numpy_helper.from_array(np.array(7, np.uint8), "z0"),
+             numpy_helper.from_array(np.array(1, np.int64), "axis")]
+    nodes = [
+        helper.make_node("QuantizeLinear", ["x", "s", "z"], ["q"], name="quant"),
+        helper.make_node("DequantizeLinear", ["q", "s0", "z0"], ["dq"],
+                         name="dequant"),
+        helper.make_node("Det", ["x"], ["det"], name="det"),
+        helper.make_node("Einsum", ["x"], ["diag"], name="einsum",
+                         equation="...ii->...i"),
+        helper.make_node("Max", ["d", "d"], ["dmax"], name="max"),
+        helper.make_node("CumSum", ["d", "axis"], ["dsum"], name="cumsum"),
+    ]
+    return model(nodes, [x, d], outs, inits)
+
+
+KINDS["quantized"] = quantized
 
 if __name__ == "__main__":
     kind, out = sys.argv[1], sys.argv[2]
