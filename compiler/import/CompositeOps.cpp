@@ -12,6 +12,7 @@
 #include "compiler/import/Importer.h"
 
 #include <algorithm>
+#include <cmath>
 #include <limits>
 #include <numeric>
 #include <vector>
@@ -841,6 +842,96 @@ LogicalResult Importer::importDet(const onnx::NodeProto &node) {
       det = b.create<graph::AddOp>(loc, det, term);
   } while (std::next_permutation(perm.begin(), perm.end()));
   define(node, 0, b.create<graph::ReshapeOp>(loc, xt.clone(batch), det));
+  return success();
+}
+
+/// HannWindow, HammingWindow, BlackmanWindow of a constant size, folded:
+/// w[n] = a0 - a1 cos(2 pi n / N) + a2 cos(4 pi n / N), N the size when
+/// periodic, else the size - 1; of element type output_datatype. pi is
+/// 3.1415: ONNX defines these operators by function bodies with that
+/// constant, and its reference data follows them.
+LogicalResult Importer::importWindow(const onnx::NodeProto &node) {
+  StringRef op = node.op_type();
+  FailureOr<Const *> sizeOr = constant(node, 0);
+  if (failed(sizeOr))
+    return failure();
+  const Const &size = **sizeOr;
+  if (size.size() != 1)
+    return nodeError(node) << "size must be a scalar";
+  int64_t n = static_cast<int64_t>(size.at(0));
+  if (n < 1 || n > kMaxFoldedElements)
+    return nodeError(node) << "size " << n << " is not supported (1 to "
+                           << kMaxFoldedElements << ")";
+  int dtype = intAttr(node, "output_datatype", 1);
+  Type elt = elementType(dtype);
+  if (!elt || !(elt.isIntOrFloat()) || elt.isInteger(1))
+    return nodeError(node) << "unsupported output_datatype " << dtype;
+  double a0 = 0.5, a1 = 0.5, a2 = 0.0;
+  if (op == "HammingWindow")
+    a0 = 25.0 / 46.0, a1 = 1.0 - a0;
+  else if (op == "BlackmanWindow")
+    a0 = 0.42, a1 = 0.5, a2 = 0.08;
+  double denom = intAttr(node, "periodic", 1) ? n : n - 1;
+  Const w;
+  w.shape = {n};
+  w.isFloat = llvm::isa<FloatType>(elt);
+  w.dtype = dtype;
+  for (int64_t k = 0; k < n; ++k) {
+    constexpr double kOnnxPi = 3.1415;
+    double t = denom > 0 ? 2.0 * kOnnxPi * k / denom : 0.0;
+    double v = a0 - a1 * std::cos(t) + a2 * std::cos(2.0 * t);
+    if (w.isFloat)
+      w.floats.push_back(v);
+    else
+      w.ints.push_back(static_cast<int64_t>(v));
+  }
+  defineConst(node, 0, std::move(w));
+  return success();
+}
+
+/// DynamicQuantizeLinear to uint8: the range [min(0, min x), max(0, max x)]
+/// gives scale = range / 255 and zero point = saturate(round(-min / scale));
+/// y = saturate(round(x / scale) + zero point), as QuantizeLinear.
+LogicalResult Importer::importDynamicQuantize(const onnx::NodeProto &node) {
+  Location loc = nodeLoc(node);
+  FailureOr<Value> xOr = floatTensor(node, 0);
+  if (failed(xOr))
+    return failure();
+  Value x = *xOr;
+  auto xt = typeOf(x);
+  SmallVector<int64_t> all(xt.getRank());
+  std::iota(all.begin(), all.end(), 0);
+  auto scalar = RankedTensorType::get({}, b.getF32Type());
+  auto reduce = [&](StringRef kind) -> Value {
+    return b.create<graph::ReduceOp>(loc, scalar, b.getStringAttr(kind), x,
+                                     b.getDenseI64ArrayAttr(all),
+                                     b.getBoolAttr(false));
+  };
+  Value zero = f32Scalar(b, loc, 0.0f);
+  Value lo = b.create<graph::MinOp>(loc, reduce("min"), zero);
+  Value hi = b.create<graph::MaxOp>(loc, reduce("max"), zero);
+  Value scale = b.create<graph::DivOp>(loc, b.create<graph::SubOp>(loc, hi, lo),
+                                       f32Scalar(b, loc, 255.0f));
+  auto saturate = [&](Value v) -> Value {
+    return b.create<graph::ClipOp>(loc, b.create<graph::RoundOp>(loc, v),
+                                   b.getF32FloatAttr(0.0f),
+                                   b.getF32FloatAttr(255.0f));
+  };
+  Value zp = saturate(b.create<graph::NegOp>(
+      loc, b.create<graph::DivOp>(loc, lo, scale).getResult()));
+  Value q = b.create<graph::ClipOp>(
+      loc,
+      b.create<graph::AddOp>(
+          loc,
+          b.create<graph::RoundOp>(loc, b.create<graph::DivOp>(loc, x, scale)),
+          zp),
+      b.getF32FloatAttr(0.0f), b.getF32FloatAttr(255.0f));
+  Type u8 = b.getIntegerType(8, /*isSigned=*/false);
+  define(node, 0, b.create<graph::CastOp>(loc, xt.clone(u8), q));
+  if (node.output_size() > 1)
+    define(node, 1, scale);
+  if (node.output_size() > 2)
+    define(node, 2, b.create<graph::CastOp>(loc, scalar.clone(u8), zp));
   return success();
 }
 

@@ -245,6 +245,8 @@ public:
   LogicalResult importMaxUnpool(const onnx::NodeProto &node);
   LogicalResult importQuantize(const onnx::NodeProto &node);
   LogicalResult importDet(const onnx::NodeProto &node);
+  LogicalResult importWindow(const onnx::NodeProto &node);
+  LogicalResult importDynamicQuantize(const onnx::NodeProto &node);
   LogicalResult importCubicResize(const onnx::NodeProto &node, Value x,
                                   ArrayRef<int64_t> shape,
                                   ArrayRef<float> scales, StringRef coord);

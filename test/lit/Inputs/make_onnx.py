@@ -553,6 +553,25 @@ def quantized():
 
 KINDS["quantized"] = quantized
 
+
+def windows():
+    """HannWindow of a constant size (folded) and DynamicQuantizeLinear."""
+    vi = helper.make_tensor_value_info
+    x = vi("x", TensorProto.FLOAT, [2, 3])
+    outs = [vi("w", TensorProto.FLOAT, [4]), vi("y", TensorProto.UINT8, [2, 3]),
+            vi("scale", TensorProto.FLOAT, []),
+            vi("zp", TensorProto.UINT8, [])]
+    nodes = [
+        helper.make_node("HannWindow", ["n"], ["w"], name="hann", periodic=0),
+        helper.make_node("DynamicQuantizeLinear", ["x"], ["y", "scale", "zp"],
+                         name="dynq"),
+    ]
+    inits = [numpy_helper.from_array(np.array(4, np.int32), "n")]
+    return model(nodes, [x], outs, inits, opset=17)
+
+
+KINDS["windows"] = windows
+
 if __name__ == "__main__":
     kind, out = sys.argv[1], sys.argv[2]
     if kind == "garbage":
