@@ -935,4 +935,163 @@ LogicalResult Importer::importDynamicQuantize(const onnx::NodeProto &node) {
   return success();
 }
 
+/// The float32 value of a quantized input: (x - zero point) * scale, the
+/// zero point and scale (inputs zpIndex and scaleIndex, -1 or absent for
+/// none) scalars or, per channel, 1-D along axis `axis` of x.
+static FailureOr<Value> dequantized(Importer &im, const onnx::NodeProto &node,
+                                    int xIndex, int scaleIndex, int zpIndex,
+                                    int64_t axis) {
+  OpBuilder &b = im.b;
+  Location loc = im.nodeLoc(node);
+  FailureOr<Value> x = im.tensor(node, xIndex);
+  if (failed(x))
+    return failure();
+  auto xt = typeOf(*x);
+  Type xe = xt.getElementType();
+  if (!xe.isUnsignedInteger(8) && !xe.isSignlessInteger(8))
+    return im.nodeError(node) << "input #" << xIndex << " has type " << xt
+                              << "; uint8 and int8 are supported";
+  auto f32 = b.getF32Type();
+  // A parameter as a scalar or as a [n] vector broadcasting along `axis`.
+  auto param = [&](int i) -> FailureOr<Value> {
+    FailureOr<Value> p = im.tensor(node, i);
+    if (failed(p))
+      return failure();
+    auto pt = typeOf(*p);
+    Value v = *p;
+    if (!pt.getElementType().isF32())
+      v = b.create<graph::CastOp>(loc, pt.clone(f32), v);
+    if (pt.getRank() == 0)
+      return v;
+    if (pt.getNumElements() == 1 && pt.getRank() == 1)
+      return b
+          .create<graph::ReshapeOp>(loc, pt.clone(ArrayRef<int64_t>{}, f32), v)
+          .getResult();
+    if (pt.getRank() != 1 || axis < 0 ||
+        pt.getDimSize(0) != xt.getDimSize(axis))
+      return im.nodeError(node)
+             << "input #" << i << " has type " << pt
+             << "; a scalar or one value per element of axis " << axis
+             << " of input #" << xIndex << " is supported";
+    SmallVector<int64_t> shape(xt.getRank() - axis, 1);
+    shape[0] = pt.getDimSize(0);
+    return b.create<graph::ReshapeOp>(loc, pt.clone(shape, f32), v).getResult();
+  };
+  Value v = b.create<graph::CastOp>(loc, xt.clone(f32), *x);
+  if (zpIndex >= 0 && im.hasInput(node, zpIndex)) {
+    FailureOr<Value> zp = param(zpIndex);
+    if (failed(zp))
+      return failure();
+    v = b.create<graph::SubOp>(loc, v, *zp);
+  }
+  if (scaleIndex >= 0) {
+    FailureOr<Value> s = param(scaleIndex);
+    if (failed(s))
+      return failure();
+    v = b.create<graph::MulOp>(loc, v, *s);
+  }
+  return v;
+}
+
+/// MatMulInteger, ConvInteger, QLinearMatMul and QLinearConv: the operands
+/// dequantized to float32, multiplied by the float32 MatMul or Conv, and
+/// the result cast to int32 (exact while the sums stay below 2^24) or
+/// quantized again like QuantizeLinear.
+LogicalResult Importer::importQuantizedLinear(const onnx::NodeProto &node) {
+  StringRef op = node.op_type();
+  Location loc = nodeLoc(node);
+  bool qlinear = op.starts_with("QLinear"), conv = op.contains("Conv");
+  // Input indices of x, its scale and zero point, w, its scale and zero point.
+  int xi = 0, xs = qlinear ? 1 : -1, xz = 2;
+  int wi = qlinear ? 3 : 1, ws = qlinear ? 4 : -1, wz = qlinear ? 5 : 3;
+  FailureOr<Value> xOr = tensor(node, xi), wOr = tensor(node, wi);
+  if (failed(xOr) || failed(wOr))
+    return failure();
+  int64_t xRank = typeOf(*xOr).getRank(), wRank = typeOf(*wOr).getRank();
+  // Per-channel parameters: x's rows for MatMul, w's output channels (axis
+  // 0) for Conv or w's columns (its last axis) for MatMul.
+  FailureOr<Value> x =
+      dequantized(*this, node, xi, xs, xz, conv ? -1 : xRank - 2);
+  FailureOr<Value> w =
+      dequantized(*this, node, wi, ws, wz, conv ? 0 : wRank - 1);
+  if (failed(x) || failed(w))
+    return failure();
+  onnx::NodeProto core = node;
+  core.set_op_type(conv ? "Conv" : "MatMul");
+  // Its diagnostics name the node as the user knows it.
+  if (core.name().empty())
+    core.set_name(node.output(0));
+  core.clear_input();
+  core.clear_output();
+  auto bind = [&](StringRef role, Value v) {
+    std::string name = node.output(0) + " (" + role.str() + ")";
+    values[name] = Entry{v, std::nullopt};
+    core.add_input(name);
+  };
+  bind("x in float32", *x);
+  bind("w in float32", *w);
+  if (op == "QLinearConv" && hasInput(node, 8)) {
+    // The int32 bias in units of x_scale * w_scale.
+    FailureOr<Value> bias = tensor(node, 8);
+    FailureOr<Value> sx = tensor(node, 1), sw = tensor(node, 4);
+    if (failed(bias) || failed(sx) || failed(sw))
+      return failure();
+    auto bt = typeOf(*bias);
+    auto scalar = [&](Value s) -> Value {
+      auto st = typeOf(s);
+      return st.getRank() == 0 ? s
+                               : b.create<graph::ReshapeOp>(
+                                      loc, st.clone(ArrayRef<int64_t>{}), s)
+                                     .getResult();
+    };
+    Value swv = typeOf(*sw).getNumElements() == 1 ? scalar(*sw) : *sw;
+    Value bf = b.create<graph::CastOp>(loc, bt.clone(b.getF32Type()), *bias);
+    bf = b.create<graph::MulOp>(
+        loc, b.create<graph::MulOp>(loc, bf, scalar(*sx)).getResult(), swv);
+    bind("bias in float32", bf);
+  }
+  core.add_output(node.output(0) + " (in float32)");
+  if (failed(conv ? importConv(core) : importMatMul(core)))
+    return failure();
+  Value y = values[core.output(0)].value;
+  auto yt = typeOf(y);
+  if (!qlinear) {
+    define(node, 0, b.create<graph::CastOp>(loc, yt.clone(b.getI32Type()), y));
+    return success();
+  }
+  // y = saturate(round(y / y_scale) + y_zero_point).
+  int ys = 6, yz = 7;
+  FailureOr<Value> scale = tensor(node, ys), zp = tensor(node, yz);
+  if (failed(scale) || failed(zp))
+    return failure();
+  Type qType = typeOf(*zp).getElementType();
+  bool u8 = qType.isUnsignedInteger(8);
+  if (!u8 && !qType.isSignlessInteger(8))
+    return nodeError(node) << "unsupported quantized type " << qType
+                           << " (uint8 and int8)";
+  auto asScalar = [&](Value v) -> FailureOr<Value> {
+    auto t = typeOf(v);
+    if (t.getNumElements() != 1)
+      return nodeError(node) << "y_scale and y_zero_point must be scalars";
+    Value r =
+        t.getRank() == 0
+            ? v
+            : b.create<graph::ReshapeOp>(loc, t.clone(ArrayRef<int64_t>{}), v)
+                  .getResult();
+    if (!t.getElementType().isF32())
+      r = b.create<graph::CastOp>(loc,
+                                  RankedTensorType::get({}, b.getF32Type()), r);
+    return r;
+  };
+  FailureOr<Value> s = asScalar(*scale), z = asScalar(*zp);
+  if (failed(s) || failed(z))
+    return failure();
+  Value v = b.create<graph::RoundOp>(loc, b.create<graph::DivOp>(loc, y, *s));
+  v = b.create<graph::AddOp>(loc, v, *z);
+  v = b.create<graph::ClipOp>(loc, v, b.getF32FloatAttr(u8 ? 0.0f : -128.0f),
+                              b.getF32FloatAttr(u8 ? 255.0f : 127.0f));
+  define(node, 0, b.create<graph::CastOp>(loc, yt.clone(qType), v));
+  return success();
+}
+
 } // namespace otc::importer

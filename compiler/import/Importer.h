@@ -91,6 +91,8 @@ inline bool isConfigOperand(StringRef opType, int index) {
       {"Attention", 3},
       {"QuantizeLinear", 1},
       {"DequantizeLinear", 1},
+      {"QLinearMatMul", 1},
+      {"QLinearConv", 1},
   };
   auto it = firstConfig.find(opType);
   return it != firstConfig.end() && index >= it->second;
@@ -247,6 +249,7 @@ public:
   LogicalResult importDet(const onnx::NodeProto &node);
   LogicalResult importWindow(const onnx::NodeProto &node);
   LogicalResult importDynamicQuantize(const onnx::NodeProto &node);
+  LogicalResult importQuantizedLinear(const onnx::NodeProto &node);
   LogicalResult importCubicResize(const onnx::NodeProto &node, Value x,
                                   ArrayRef<int64_t> shape,
                                   ArrayRef<float> scales, StringRef coord);

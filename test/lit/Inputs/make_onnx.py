@@ -572,6 +572,32 @@ def windows():
 
 KINDS["windows"] = windows
 
+
+def qlinear(kind="qlinear"):
+    """MatMulInteger with a per-row zero point; QLinearMatMul per tensor.
+    qlinear-bad: b's zero point has 2 values for 3 columns, refused."""
+    vi = helper.make_tensor_value_info
+    a = vi("a", TensorProto.UINT8, [2, 4])
+    outs = [vi("mi", TensorProto.INT32, [2, 3]), vi("q", TensorProto.UINT8, [2, 3])]
+    u8 = lambda v, n: numpy_helper.from_array(np.array(v, np.uint8), n)
+    f32 = lambda v, n: numpy_helper.from_array(np.array(v, np.float32), n)
+    inits = [numpy_helper.from_array(np.arange(12, dtype=np.uint8).reshape(4, 3), "b"),
+             u8([1, 2], "azp"), u8([3, 4] if kind == "qlinear-bad" else 3, "bzp"),
+             f32(0.5, "as"), f32(0.25, "bs"),
+             f32(2.0, "ys"), u8(10, "yzp")]
+    nodes = [
+        helper.make_node("MatMulInteger", ["a", "b", "azp", "bzp"], ["mi"],
+                         name="mmi"),
+        helper.make_node("QLinearMatMul",
+                         ["a", "as", "bzp", "b", "bs", "bzp", "ys", "yzp"], ["q"],
+                         name="qmm"),
+    ]
+    return model(nodes, [a], outs, inits)
+
+
+KINDS["qlinear"] = qlinear
+KINDS["qlinear-bad"] = lambda: qlinear("qlinear-bad")
+
 if __name__ == "__main__":
     kind, out = sys.argv[1], sys.argv[2]
     if kind == "garbage":
