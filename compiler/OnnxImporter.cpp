@@ -579,14 +579,23 @@ LogicalResult Importer::importNode(const onnx::NodeProto &node) {
 /// round once, as float16 arithmetic does); float64 results carry float32's
 /// rounding (about 1e-7 relative), which is what these operators get here
 /// until float64 kernels exist. ONNX's conformance data for them (random
-/// values of moderate size, tolerance 1e-4 relative) is met.
+/// values of moderate size, tolerance 1e-4 relative) is met. MaxPool, which
+/// only selects, also takes 8- and 16-bit integers (exact in float32).
 static int float32DataInputs(StringRef opType) {
   return llvm::StringSwitch<int>(opType)
       .Case("ReduceLogSumExp", 1)
       .Case("CumSum", 1)
       .Case("Einsum", -1)
       .Case("Mod", 2)
+      .Case("MaxPool", 1)
       .Default(0);
+}
+
+static bool computedInFloat32(StringRef opType, Type t) {
+  if (t.isF64() || t.isF16())
+    return true;
+  return opType == "MaxPool" && isIntegerElement(t) &&
+         t.getIntOrFloatBitWidth() <= 16;
 }
 
 LogicalResult Importer::importInFloat32(const onnx::NodeProto &node,
@@ -603,7 +612,7 @@ LogicalResult Importer::importInFloat32(const onnx::NodeProto &node,
       continue;
     Value v = it->second.value;
     Type t = typeOf(v).getElementType();
-    if (!t.isF64() && !t.isF16())
+    if (!computedInFloat32(node.op_type(), t))
       continue;
     wide = t;
     std::string name = node.input(i) + " (as float32)";

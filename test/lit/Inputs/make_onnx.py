@@ -598,6 +598,25 @@ def qlinear(kind="qlinear"):
 KINDS["qlinear"] = qlinear
 KINDS["qlinear-bad"] = lambda: qlinear("qlinear-bad")
 
+
+def dropout_mask(kind):
+    """Dropout's mask output: all true without training_mode (or with a
+    ratio of 0); refused in training mode."""
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 3])
+    m = helper.make_tensor_value_info("m", TensorProto.BOOL, [2, 3])
+    inputs, inits = ["x"], []
+    if kind == "dropout-mask-train":
+        inputs = ["x", "ratio", "mode"]
+        inits = [numpy_helper.from_array(np.array(0.25, np.float32), "ratio"),
+                 numpy_helper.from_array(np.array(True), "mode")]
+    nodes = [helper.make_node("Dropout", inputs, ["y", "m"], name="drop")]
+    return model(nodes, [x], [y, m], inits, opset=13)
+
+
+KINDS["dropout-mask"] = lambda: dropout_mask("dropout-mask")
+KINDS["dropout-mask-train"] = lambda: dropout_mask("dropout-mask-train")
+
 if __name__ == "__main__":
     kind, out = sys.argv[1], sys.argv[2]
     if kind == "garbage":
