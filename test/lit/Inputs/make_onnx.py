@@ -617,6 +617,18 @@ def dropout_mask(kind):
 KINDS["dropout-mask"] = lambda: dropout_mask("dropout-mask")
 KINDS["dropout-mask-train"] = lambda: dropout_mask("dropout-mask-train")
 
+
+def maxpool_u8():
+    """MaxPool of uint8: computed in float32, exact."""
+    x = helper.make_tensor_value_info("x", TensorProto.UINT8, [1, 1, 4, 4])
+    y = helper.make_tensor_value_info("y", TensorProto.UINT8, [1, 1, 2, 2])
+    nodes = [helper.make_node("MaxPool", ["x"], ["y"], name="pool",
+                              kernel_shape=[2, 2], strides=[2, 2])]
+    return model(nodes, [x], [y])
+
+
+KINDS["maxpool-u8"] = maxpool_u8
+
 if __name__ == "__main__":
     kind, out = sys.argv[1], sys.argv[2]
     if kind == "garbage":
