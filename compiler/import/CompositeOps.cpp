@@ -12,7 +12,9 @@
 #include "compiler/import/Importer.h"
 
 #include <algorithm>
+#include <cmath>
 #include <limits>
+#include <numeric>
 #include <vector>
 
 using namespace mlir;
@@ -698,6 +700,397 @@ LogicalResult Importer::importLRN(const onnx::NodeProto &node) {
   Value base = b.create<graph::AddOp>(loc, scaled, f32Scalar(b, loc, bias));
   Value denom = b.create<graph::PowOp>(loc, base, f32Scalar(b, loc, beta));
   define(node, 0, b.create<graph::DivOp>(loc, x, denom));
+  return success();
+}
+
+/// A quantization parameter (scale or zero point) of x's rank: a scalar
+/// as it is (per tensor), a 1-D one along `axis` (per axis) reshaped to
+/// broadcast there; a diagnostic for other shapes (block quantization).
+static FailureOr<Value> quantParam(Importer &im, const onnx::NodeProto &node,
+                                   int i, Value p, RankedTensorType xt) {
+  auto pt = typeOf(p);
+  if (pt.getRank() == 0)
+    return p;
+  if (pt.getRank() == 1 && pt.getDimSize(0) == 1)
+    return im.b
+        .create<graph::ReshapeOp>(im.nodeLoc(node),
+                                  pt.clone(ArrayRef<int64_t>{}), p)
+        .getResult();
+  FailureOr<int64_t> axisOr = im.axisAttr(node, 1, xt.getRank());
+  if (failed(axisOr))
+    return failure();
+  int64_t axis = *axisOr;
+  if (pt.getRank() != 1 || pt.getDimSize(0) != xt.getDimSize(axis))
+    return im.nodeError(node)
+           << "input #" << i << " has type " << pt
+           << "; a scalar or one value per element of axis " << axis
+           << " (per-axis) is supported, not block quantization";
+  SmallVector<int64_t> shape(xt.getRank(), 1);
+  shape[axis] = pt.getDimSize(0);
+  return im.b.create<graph::ReshapeOp>(im.nodeLoc(node), pt.clone(shape), p)
+      .getResult();
+}
+
+/// QuantizeLinear: y = saturate(round(x / scale) + zero_point), rounding
+/// half to even and saturating to the zero point's type (uint8 or int8;
+/// uint8 without one). DequantizeLinear: y = (x - zero_point) * scale, in
+/// float32. Both compose Div/Round/Add/Clip/Cast or Cast/Sub/Mul.
+LogicalResult Importer::importQuantize(const onnx::NodeProto &node) {
+  Location loc = nodeLoc(node);
+  bool quantize = node.op_type() == "QuantizeLinear";
+  FailureOr<Value> x = tensor(node, 0), scale = tensor(node, 1);
+  if (failed(x) || failed(scale))
+    return failure();
+  auto xt = typeOf(*x);
+  if (!typeOf(*scale).getElementType().isF32())
+    return nodeError(node) << "scale has type " << scale->getType()
+                           << "; float32 only";
+  if (intAttr(node, "block_size", 0) != 0)
+    return nodeError(node) << "block quantization is not supported";
+  Type f32 = b.getF32Type();
+  Type qType = b.getIntegerType(8, /*isSigned=*/false);
+  std::optional<Value> zp;
+  if (hasInput(node, 2)) {
+    FailureOr<Value> z = tensor(node, 2);
+    if (failed(z))
+      return failure();
+    zp = *z;
+    qType = typeOf(*z).getElementType();
+  } else if (!quantize) {
+    qType = xt.getElementType();
+  }
+  bool u8 = qType.isUnsignedInteger(8), i8 = qType.isSignlessInteger(8);
+  if (!u8 && !i8 && !(!quantize && qType.isSignlessInteger(32) && !zp))
+    return nodeError(node) << "unsupported quantized type " << qType
+                           << " (uint8 and int8)";
+  if (!quantize && xt.getElementType() != qType)
+    return nodeError(node) << "x has type " << xt
+                           << " but the zero point's element type is " << qType;
+  if (quantize && !xt.getElementType().isF32())
+    return nodeError(node) << "x has type " << xt << "; float32 only";
+  FailureOr<Value> s = quantParam(*this, node, 1, *scale, xt);
+  if (failed(s))
+    return failure();
+  Value zf;
+  if (zp) {
+    FailureOr<Value> z = quantParam(*this, node, 2, *zp, xt);
+    if (failed(z))
+      return failure();
+    zf = b.create<graph::CastOp>(loc, typeOf(*z).clone(f32), *z);
+  }
+  if (!quantize) {
+    Value v = b.create<graph::CastOp>(loc, xt.clone(f32), *x);
+    if (zf)
+      v = b.create<graph::SubOp>(loc, v, zf);
+    define(node, 0, b.create<graph::MulOp>(loc, v, *s));
+    return success();
+  }
+  Value v = b.create<graph::RoundOp>(loc, b.create<graph::DivOp>(loc, *x, *s));
+  if (zf)
+    v = b.create<graph::AddOp>(loc, v, zf);
+  v = b.create<graph::ClipOp>(loc, v, b.getF32FloatAttr(u8 ? 0.0f : -128.0f),
+                              b.getF32FloatAttr(u8 ? 255.0f : 127.0f));
+  define(node, 0, b.create<graph::CastOp>(loc, xt.clone(qType), v));
+  return success();
+}
+
+/// Det of [..., n, n] float32 matrices for n <= 4, by the Leibniz formula:
+/// the sum over permutations p of sign(p) * prod_i x[..., i, p(i)], each
+/// element a slice (at most 24 products of 4).
+LogicalResult Importer::importDet(const onnx::NodeProto &node) {
+  Location loc = nodeLoc(node);
+  FailureOr<Value> xOr = floatTensor(node, 0);
+  if (failed(xOr))
+    return failure();
+  Value x = *xOr;
+  auto xt = typeOf(x);
+  int64_t rank = xt.getRank();
+  if (rank < 2 || xt.getDimSize(rank - 1) != xt.getDimSize(rank - 2))
+    return nodeError(node) << "input has type " << xt
+                           << "; expected [..., n, n] matrices";
+  int64_t n = xt.getDimSize(rank - 1);
+  if (n < 1 || n > 4)
+    return nodeError(node) << "matrices of size " << n
+                           << " are not supported (1 to 4)";
+  SmallVector<int64_t> batch(xt.getShape().drop_back(2));
+  SmallVector<int64_t> one(batch), steps(rank, 1);
+  one.append({1, 1});
+  SmallVector<Value> elems;
+  for (int64_t i = 0; i < n; ++i)
+    for (int64_t j = 0; j < n; ++j) {
+      SmallVector<int64_t> starts(rank, 0);
+      starts[rank - 2] = i;
+      starts[rank - 1] = j;
+      elems.push_back(createSlice(loc, x, starts, steps, one));
+    }
+  SmallVector<int64_t> perm(n);
+  std::iota(perm.begin(), perm.end(), 0);
+  Value det;
+  do {
+    int64_t inversions = 0;
+    for (int64_t i = 0; i < n; ++i)
+      for (int64_t j = i + 1; j < n; ++j)
+        inversions += perm[i] > perm[j];
+    Value term = elems[perm[0]];
+    for (int64_t i = 1; i < n; ++i)
+      term = b.create<graph::MulOp>(loc, term, elems[i * n + perm[i]]);
+    if (!det)
+      det = inversions % 2 ? Value(b.create<graph::NegOp>(loc, term)) : term;
+    else if (inversions % 2)
+      det = b.create<graph::SubOp>(loc, det, term);
+    else
+      det = b.create<graph::AddOp>(loc, det, term);
+  } while (std::next_permutation(perm.begin(), perm.end()));
+  define(node, 0, b.create<graph::ReshapeOp>(loc, xt.clone(batch), det));
+  return success();
+}
+
+/// HannWindow, HammingWindow, BlackmanWindow of a constant size, folded:
+/// w[n] = a0 - a1 cos(2 pi n / N) + a2 cos(4 pi n / N), N the size when
+/// periodic, else the size - 1; of element type output_datatype. pi is
+/// 3.1415: ONNX defines these operators by function bodies with that
+/// constant, and its reference data follows them.
+LogicalResult Importer::importWindow(const onnx::NodeProto &node) {
+  StringRef op = node.op_type();
+  FailureOr<Const *> sizeOr = constant(node, 0);
+  if (failed(sizeOr))
+    return failure();
+  const Const &size = **sizeOr;
+  if (size.size() != 1)
+    return nodeError(node) << "size must be a scalar";
+  int64_t n = static_cast<int64_t>(size.at(0));
+  if (n < 1 || n > kMaxFoldedElements)
+    return nodeError(node) << "size " << n << " is not supported (1 to "
+                           << kMaxFoldedElements << ")";
+  int dtype = intAttr(node, "output_datatype", 1);
+  Type elt = elementType(dtype);
+  if (!elt || !(elt.isIntOrFloat()) || elt.isInteger(1))
+    return nodeError(node) << "unsupported output_datatype " << dtype;
+  double a0 = 0.5, a1 = 0.5, a2 = 0.0;
+  if (op == "HammingWindow")
+    a0 = 25.0 / 46.0, a1 = 1.0 - a0;
+  else if (op == "BlackmanWindow")
+    a0 = 0.42, a1 = 0.5, a2 = 0.08;
+  double denom = intAttr(node, "periodic", 1) ? n : n - 1;
+  Const w;
+  w.shape = {n};
+  w.isFloat = llvm::isa<FloatType>(elt);
+  w.dtype = dtype;
+  for (int64_t k = 0; k < n; ++k) {
+    constexpr double kOnnxPi = 3.1415;
+    double t = denom > 0 ? 2.0 * kOnnxPi * k / denom : 0.0;
+    double v = a0 - a1 * std::cos(t) + a2 * std::cos(2.0 * t);
+    if (w.isFloat)
+      w.floats.push_back(v);
+    else
+      w.ints.push_back(static_cast<int64_t>(v));
+  }
+  defineConst(node, 0, std::move(w));
+  return success();
+}
+
+/// DynamicQuantizeLinear to uint8: the range [min(0, min x), max(0, max x)]
+/// gives scale = range / 255 and zero point = saturate(round(-min / scale));
+/// y = saturate(round(x / scale) + zero point), as QuantizeLinear.
+LogicalResult Importer::importDynamicQuantize(const onnx::NodeProto &node) {
+  Location loc = nodeLoc(node);
+  FailureOr<Value> xOr = floatTensor(node, 0);
+  if (failed(xOr))
+    return failure();
+  Value x = *xOr;
+  auto xt = typeOf(x);
+  SmallVector<int64_t> all(xt.getRank());
+  std::iota(all.begin(), all.end(), 0);
+  auto scalar = RankedTensorType::get({}, b.getF32Type());
+  auto reduce = [&](StringRef kind) -> Value {
+    return b.create<graph::ReduceOp>(loc, scalar, b.getStringAttr(kind), x,
+                                     b.getDenseI64ArrayAttr(all),
+                                     b.getBoolAttr(false));
+  };
+  Value zero = f32Scalar(b, loc, 0.0f);
+  Value lo = b.create<graph::MinOp>(loc, reduce("min"), zero);
+  Value hi = b.create<graph::MaxOp>(loc, reduce("max"), zero);
+  Value scale = b.create<graph::DivOp>(loc, b.create<graph::SubOp>(loc, hi, lo),
+                                       f32Scalar(b, loc, 255.0f));
+  auto saturate = [&](Value v) -> Value {
+    return b.create<graph::ClipOp>(loc, b.create<graph::RoundOp>(loc, v),
+                                   b.getF32FloatAttr(0.0f),
+                                   b.getF32FloatAttr(255.0f));
+  };
+  Value zp = saturate(b.create<graph::NegOp>(
+      loc, b.create<graph::DivOp>(loc, lo, scale).getResult()));
+  Value q = b.create<graph::ClipOp>(
+      loc,
+      b.create<graph::AddOp>(
+          loc,
+          b.create<graph::RoundOp>(loc, b.create<graph::DivOp>(loc, x, scale)),
+          zp),
+      b.getF32FloatAttr(0.0f), b.getF32FloatAttr(255.0f));
+  Type u8 = b.getIntegerType(8, /*isSigned=*/false);
+  define(node, 0, b.create<graph::CastOp>(loc, xt.clone(u8), q));
+  if (node.output_size() > 1)
+    define(node, 1, scale);
+  if (node.output_size() > 2)
+    define(node, 2, b.create<graph::CastOp>(loc, scalar.clone(u8), zp));
+  return success();
+}
+
+/// The float32 value of a quantized input: (x - zero point) * scale, the
+/// zero point and scale (inputs zpIndex and scaleIndex, -1 or absent for
+/// none) scalars or, per channel, 1-D along axis `axis` of x.
+static FailureOr<Value> dequantized(Importer &im, const onnx::NodeProto &node,
+                                    int xIndex, int scaleIndex, int zpIndex,
+                                    int64_t axis) {
+  OpBuilder &b = im.b;
+  Location loc = im.nodeLoc(node);
+  FailureOr<Value> x = im.tensor(node, xIndex);
+  if (failed(x))
+    return failure();
+  auto xt = typeOf(*x);
+  Type xe = xt.getElementType();
+  if (!xe.isUnsignedInteger(8) && !xe.isSignlessInteger(8))
+    return im.nodeError(node) << "input #" << xIndex << " has type " << xt
+                              << "; uint8 and int8 are supported";
+  auto f32 = b.getF32Type();
+  // A parameter as a scalar or as a [n] vector broadcasting along `axis`.
+  auto param = [&](int i) -> FailureOr<Value> {
+    FailureOr<Value> p = im.tensor(node, i);
+    if (failed(p))
+      return failure();
+    auto pt = typeOf(*p);
+    Value v = *p;
+    if (!pt.getElementType().isF32())
+      v = b.create<graph::CastOp>(loc, pt.clone(f32), v);
+    if (pt.getRank() == 0)
+      return v;
+    if (pt.getNumElements() == 1 && pt.getRank() == 1)
+      return b
+          .create<graph::ReshapeOp>(loc, pt.clone(ArrayRef<int64_t>{}, f32), v)
+          .getResult();
+    if (pt.getRank() != 1 || axis < 0 ||
+        pt.getDimSize(0) != xt.getDimSize(axis))
+      return im.nodeError(node)
+             << "input #" << i << " has type " << pt
+             << "; a scalar or one value per element of axis " << axis
+             << " of input #" << xIndex << " is supported";
+    SmallVector<int64_t> shape(xt.getRank() - axis, 1);
+    shape[0] = pt.getDimSize(0);
+    return b.create<graph::ReshapeOp>(loc, pt.clone(shape, f32), v).getResult();
+  };
+  Value v = b.create<graph::CastOp>(loc, xt.clone(f32), *x);
+  if (zpIndex >= 0 && im.hasInput(node, zpIndex)) {
+    FailureOr<Value> zp = param(zpIndex);
+    if (failed(zp))
+      return failure();
+    v = b.create<graph::SubOp>(loc, v, *zp);
+  }
+  if (scaleIndex >= 0) {
+    FailureOr<Value> s = param(scaleIndex);
+    if (failed(s))
+      return failure();
+    v = b.create<graph::MulOp>(loc, v, *s);
+  }
+  return v;
+}
+
+/// MatMulInteger, ConvInteger, QLinearMatMul and QLinearConv: the operands
+/// dequantized to float32, multiplied by the float32 MatMul or Conv, and
+/// the result cast to int32 (exact while the sums stay below 2^24) or
+/// quantized again like QuantizeLinear.
+LogicalResult Importer::importQuantizedLinear(const onnx::NodeProto &node) {
+  StringRef op = node.op_type();
+  Location loc = nodeLoc(node);
+  bool qlinear = op.starts_with("QLinear"), conv = op.contains("Conv");
+  // Input indices of x, its scale and zero point, w, its scale and zero point.
+  int xi = 0, xs = qlinear ? 1 : -1, xz = 2;
+  int wi = qlinear ? 3 : 1, ws = qlinear ? 4 : -1, wz = qlinear ? 5 : 3;
+  FailureOr<Value> xOr = tensor(node, xi), wOr = tensor(node, wi);
+  if (failed(xOr) || failed(wOr))
+    return failure();
+  int64_t xRank = typeOf(*xOr).getRank(), wRank = typeOf(*wOr).getRank();
+  // Per-channel parameters: x's rows for MatMul, w's output channels (axis
+  // 0) for Conv or w's columns (its last axis) for MatMul.
+  FailureOr<Value> x =
+      dequantized(*this, node, xi, xs, xz, conv ? -1 : xRank - 2);
+  FailureOr<Value> w =
+      dequantized(*this, node, wi, ws, wz, conv ? 0 : wRank - 1);
+  if (failed(x) || failed(w))
+    return failure();
+  onnx::NodeProto core = node;
+  core.set_op_type(conv ? "Conv" : "MatMul");
+  // Its diagnostics name the node as the user knows it.
+  if (core.name().empty())
+    core.set_name(node.output(0));
+  core.clear_input();
+  core.clear_output();
+  auto bind = [&](StringRef role, Value v) {
+    std::string name = node.output(0) + " (" + role.str() + ")";
+    values[name] = Entry{v, std::nullopt};
+    core.add_input(name);
+  };
+  bind("x in float32", *x);
+  bind("w in float32", *w);
+  if (op == "QLinearConv" && hasInput(node, 8)) {
+    // The int32 bias in units of x_scale * w_scale.
+    FailureOr<Value> bias = tensor(node, 8);
+    FailureOr<Value> sx = tensor(node, 1), sw = tensor(node, 4);
+    if (failed(bias) || failed(sx) || failed(sw))
+      return failure();
+    auto bt = typeOf(*bias);
+    auto scalar = [&](Value s) -> Value {
+      auto st = typeOf(s);
+      return st.getRank() == 0 ? s
+                               : b.create<graph::ReshapeOp>(
+                                      loc, st.clone(ArrayRef<int64_t>{}), s)
+                                     .getResult();
+    };
+    Value swv = typeOf(*sw).getNumElements() == 1 ? scalar(*sw) : *sw;
+    Value bf = b.create<graph::CastOp>(loc, bt.clone(b.getF32Type()), *bias);
+    bf = b.create<graph::MulOp>(
+        loc, b.create<graph::MulOp>(loc, bf, scalar(*sx)).getResult(), swv);
+    bind("bias in float32", bf);
+  }
+  core.add_output(node.output(0) + " (in float32)");
+  if (failed(conv ? importConv(core) : importMatMul(core)))
+    return failure();
+  Value y = values[core.output(0)].value;
+  auto yt = typeOf(y);
+  if (!qlinear) {
+    define(node, 0, b.create<graph::CastOp>(loc, yt.clone(b.getI32Type()), y));
+    return success();
+  }
+  // y = saturate(round(y / y_scale) + y_zero_point).
+  int ys = 6, yz = 7;
+  FailureOr<Value> scale = tensor(node, ys), zp = tensor(node, yz);
+  if (failed(scale) || failed(zp))
+    return failure();
+  Type qType = typeOf(*zp).getElementType();
+  bool u8 = qType.isUnsignedInteger(8);
+  if (!u8 && !qType.isSignlessInteger(8))
+    return nodeError(node) << "unsupported quantized type " << qType
+                           << " (uint8 and int8)";
+  auto asScalar = [&](Value v) -> FailureOr<Value> {
+    auto t = typeOf(v);
+    if (t.getNumElements() != 1)
+      return nodeError(node) << "y_scale and y_zero_point must be scalars";
+    Value r =
+        t.getRank() == 0
+            ? v
+            : b.create<graph::ReshapeOp>(loc, t.clone(ArrayRef<int64_t>{}), v)
+                  .getResult();
+    if (!t.getElementType().isF32())
+      r = b.create<graph::CastOp>(loc,
+                                  RankedTensorType::get({}, b.getF32Type()), r);
+    return r;
+  };
+  FailureOr<Value> s = asScalar(*scale), z = asScalar(*zp);
+  if (failed(s) || failed(z))
+    return failure();
+  Value v = b.create<graph::RoundOp>(loc, b.create<graph::DivOp>(loc, y, *s));
+  v = b.create<graph::AddOp>(loc, v, *z);
+  v = b.create<graph::ClipOp>(loc, v, b.getF32FloatAttr(u8 ? 0.0f : -128.0f),
+                              b.getF32FloatAttr(u8 ? 255.0f : 127.0f));
+  define(node, 0, b.create<graph::CastOp>(loc, yt.clone(qType), v));
   return success();
 }
 

@@ -211,11 +211,33 @@ LogicalResult Importer::importVariadic(const onnx::NodeProto &node) {
   FailureOr<Type> elt = commonElementType(node, xs);
   if (failed(elt) || failed(checkBroadcastable(node, xs)))
     return failure();
-  if (!elt->isF32() && (op == "Mean" || !isIntegerElement(*elt)))
+  // Max and Min of float64 and float16 select one of their operands, so
+  // are exact: where(b == b, where(a < b, b, a), b) for Max (a NaN on
+  // either side propagates), compared in float32 for float16.
+  bool select = op != "Mean" && (elt->isF64() || elt->isF16());
+  if (!elt->isF32() && !select && (op == "Mean" || !isIntegerElement(*elt)))
     return nodeError(node) << "unsupported element type " << *elt;
+  auto pick = [&](Value a, Value x) -> Value {
+    auto cmpType = [&](Value v) {
+      return elt->isF16() ? Value(b.create<graph::CastOp>(
+                                loc, typeOf(v).clone(b.getF32Type()), v))
+                          : v;
+    };
+    Value ca = cmpType(a), cx = cmpType(x);
+    auto shape =
+        *graph::broadcastShapes(typeOf(a).getShape(), typeOf(x).getShape());
+    auto boolType = RankedTensorType::get(shape, b.getI1Type());
+    auto type = RankedTensorType::get(shape, *elt);
+    Value better = b.create<graph::CompareOp>(
+        loc, boolType, b.getStringAttr(op == "Max" ? "lt" : "gt"), ca, cx);
+    Value y = b.create<graph::WhereOp>(loc, type, better, x, a);
+    Value ordered = b.create<graph::CompareOp>(
+        loc, typeOf(x).clone(b.getI1Type()), b.getStringAttr("eq"), cx, cx);
+    return b.create<graph::WhereOp>(loc, type, ordered, y, x);
+  };
   Value acc = xs.front();
   for (Value x : ArrayRef(xs).drop_front())
-    acc = createBinary(op, loc, acc, x);
+    acc = select ? pick(acc, x) : createBinary(op, loc, acc, x);
   if (xs.size() == 1 && op != "Mean") {
     define(node, 0, acc);
     return success();
@@ -441,9 +463,9 @@ LogicalResult Importer::importCompare(const onnx::NodeProto &node) {
                                       *l, *r));
     return success();
   }
-  if (!isArithmeticElement(*elt))
+  if (!isArithmeticElement(*elt) && !elt->isF64())
     return nodeError(node) << "unsupported element type " << *elt
-                           << " (float32 and the integers)";
+                           << " (float32, float64 and the integers)";
   Value lhs = *l, rhs = *r;
   StringRef pred = llvm::StringSwitch<StringRef>(op)
                        .Case("Equal", "eq")

@@ -68,14 +68,32 @@ inline bool isConfigOperand(StringRef opType, int index) {
   if (index == 0)
     return opType == "ConstantOfShape" || opType == "Range";
   static const llvm::StringMap<int> firstConfig = {
-      {"Dropout", 1},   {"Reshape", 1}, {"Unsqueeze", 1},
-      {"Squeeze", 1},   {"Clip", 1},    {"Pad", 1},
-      {"Slice", 1},     {"Resize", 1},  {"TopK", 1},
-      {"Tile", 1},      {"Expand", 1},  {"Split", 1},
-      {"ReduceSum", 1}, {"OneHot", 1},  {"CumSum", 1},
-      {"Trilu", 1},     {"Range", 0},   {"LSTM", 4},
-      {"GRU", 4},       {"RNN", 4},     {"RotaryEmbedding", 1},
+      {"Dropout", 1},
+      {"Reshape", 1},
+      {"Unsqueeze", 1},
+      {"Squeeze", 1},
+      {"Clip", 1},
+      {"Pad", 1},
+      {"Slice", 1},
+      {"Resize", 1},
+      {"TopK", 1},
+      {"Tile", 1},
+      {"Expand", 1},
+      {"Split", 1},
+      {"ReduceSum", 1},
+      {"OneHot", 1},
+      {"CumSum", 1},
+      {"Trilu", 1},
+      {"Range", 0},
+      {"LSTM", 4},
+      {"GRU", 4},
+      {"RNN", 4},
+      {"RotaryEmbedding", 1},
       {"Attention", 3},
+      {"QuantizeLinear", 1},
+      {"DequantizeLinear", 1},
+      {"QLinearMatMul", 1},
+      {"QLinearConv", 1},
   };
   auto it = firstConfig.find(opType);
   return it != firstConfig.end() && index >= it->second;
@@ -144,6 +162,7 @@ public:
 
   // Op handlers, by family (the table in OnnxImporter.cpp maps op types).
   using OpHandler = LogicalResult (Importer::*)(const onnx::NodeProto &);
+  LogicalResult importInFloat32(const onnx::NodeProto &node, OpHandler handler);
   // ShapeOps.cpp
   LogicalResult importConstant(const onnx::NodeProto &node);
   LogicalResult importIdentity(const onnx::NodeProto &node);
@@ -228,6 +247,11 @@ public:
   LogicalResult importMeanVarianceNorm(const onnx::NodeProto &node);
   LogicalResult importLRN(const onnx::NodeProto &node);
   LogicalResult importMaxUnpool(const onnx::NodeProto &node);
+  LogicalResult importQuantize(const onnx::NodeProto &node);
+  LogicalResult importDet(const onnx::NodeProto &node);
+  LogicalResult importWindow(const onnx::NodeProto &node);
+  LogicalResult importDynamicQuantize(const onnx::NodeProto &node);
+  LogicalResult importQuantizedLinear(const onnx::NodeProto &node);
   LogicalResult importCubicResize(const onnx::NodeProto &node, Value x,
                                   ArrayRef<int64_t> shape,
                                   ArrayRef<float> scales, StringRef coord);

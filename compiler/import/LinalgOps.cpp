@@ -7,6 +7,7 @@
 #include "llvm/ADT/StringExtras.h"
 
 #include <algorithm>
+#include <cctype>
 
 using namespace mlir;
 
@@ -99,43 +100,111 @@ LogicalResult Importer::importEinsum(const onnx::NodeProto &node) {
     eq = a->s();
   eq.erase(std::remove(eq.begin(), eq.end(), ' '), eq.end());
   size_t arrow = eq.find("->");
-  if (arrow == std::string::npos || eq.find("...") != std::string::npos)
-    return nodeError(node) << "unsupported equation '" << eq
-                           << "' (needs an explicit '->', no ellipsis)";
   SmallVector<StringRef> parts;
   llvm::SplitString(StringRef(eq).take_front(arrow), parts, ",");
   SmallVector<std::string> inputs(parts.begin(), parts.end());
-  std::string out = eq.substr(arrow + 2);
   if (static_cast<int>(inputs.size()) != node.input_size() || inputs.empty() ||
       inputs.size() > 2)
     return nodeError(node) << "unsupported equation '" << eq
                            << "' (one or two operands)";
   SmallVector<Value> xs;
-  llvm::DenseMap<char, int64_t> size;
-  for (auto [i, labels] : llvm::enumerate(inputs)) {
+  for (int i = 0; i < node.input_size(); ++i) {
     FailureOr<Value> x = floatTensor(node, i);
     if (failed(x))
       return failure();
-    auto t = llvm::cast<RankedTensorType>(x->getType());
+    xs.push_back(*x);
+  }
+  // An ellipsis stands for the leading dimensions not labelled: they get
+  // labels '0', '1', ... (not letters), right-aligned across operands.
+  int64_t ellipsisRank = 0;
+  for (auto [i, labels] : llvm::enumerate(inputs)) {
+    size_t at = labels.find("...");
+    if (at == std::string::npos)
+      continue;
+    int64_t n = typeOf(xs[i]).getRank() - int64_t(labels.size() - 3);
+    if (n < 0 || n > 10)
+      return nodeError(node)
+             << "operand " << i << " has rank " << typeOf(xs[i]).getRank()
+             << " but " << labels.size() - 3 << " labels and '...'";
+    ellipsisRank = std::max(ellipsisRank, n);
+  }
+  auto ellipsis = [&](int64_t n) {
+    std::string l;
+    for (int64_t k = ellipsisRank - n; k < ellipsisRank; ++k)
+      l += static_cast<char>('0' + k);
+    return l;
+  };
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    std::string &labels = inputs[i];
+    size_t at = labels.find("...");
+    if (at != std::string::npos)
+      labels.replace(
+          at, 3,
+          ellipsis(typeOf(xs[i]).getRank() - int64_t(labels.size() - 3)));
+  }
+  std::string out;
+  if (arrow == std::string::npos) {
+    // Implicit output: the ellipsis, then the labels used once, sorted.
+    std::string all = inputs[0] + (inputs.size() > 1 ? inputs[1] : "");
+    out = ellipsis(ellipsisRank);
+    std::string once;
+    for (char c : all)
+      if (std::isalpha(static_cast<unsigned char>(c)) &&
+          llvm::count(all, c) == 1)
+        once += c;
+    llvm::sort(once);
+    out += once;
+  } else {
+    out = eq.substr(arrow + 2);
+    size_t at = out.find("...");
+    if (at != std::string::npos)
+      out.replace(at, 3, ellipsis(ellipsisRank));
+  }
+  llvm::DenseMap<char, int64_t> size;
+  auto f32 = b.getF32Type();
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    std::string &labels = inputs[i];
+    auto t = typeOf(xs[i]);
     if (static_cast<int64_t>(labels.size()) != t.getRank())
       return nodeError(node) << "operand " << i << " has rank " << t.getRank()
                              << " but " << labels.size() << " labels";
     for (auto [d, c] : llvm::enumerate(labels)) {
-      if (llvm::count(labels, c) > 1)
-        return nodeError(node)
-               << "unsupported: repeated label '" << c << "' (diagonals)";
       auto [it, inserted] = size.insert({c, t.getDimSize(d)});
       if (!inserted && it->second != t.getDimSize(d))
         return nodeError(node) << "label '" << c << "' has sizes " << it->second
                                << " and " << t.getDimSize(d);
     }
-    xs.push_back(*x);
+    // A label repeated within an operand takes its diagonal: x times an
+    // identity mask over the two axes, summed over the second.
+    for (size_t d1 = 0; d1 < labels.size(); ++d1) {
+      size_t d2 = labels.find(labels[d1], d1 + 1);
+      if (d2 == std::string::npos)
+        continue;
+      int64_t n = size[labels[d1]];
+      auto xt = typeOf(xs[i]);
+      SmallVector<int64_t> maskShape(xt.getRank(), 1);
+      maskShape[d1] = maskShape[d2] = n;
+      SmallVector<float> eye(n * n, 0.0f);
+      for (int64_t k = 0; k < n; ++k)
+        eye[k * n + k] = 1.0f;
+      auto maskType = RankedTensorType::get(maskShape, f32);
+      Value mask = b.create<graph::ConstantOp>(
+          loc, DenseElementsAttr::get(maskType, ArrayRef<float>(eye)));
+      SmallVector<int64_t> shape(xt.getShape());
+      shape.erase(shape.begin() + d2);
+      xs[i] = b.create<graph::ReduceOp>(
+          loc, RankedTensorType::get(shape, f32), b.getStringAttr("sum"),
+          b.create<graph::MulOp>(loc, xs[i], mask),
+          b.getDenseI64ArrayAttr({static_cast<int64_t>(d2)}),
+          b.getBoolAttr(false));
+      labels.erase(d2, 1);
+      --d1; // the label may occur a third time
+    }
   }
   for (char c : out)
     if (!size.count(c) || llvm::count(out, c) > 1)
       return nodeError(node)
              << "output label '" << c << "' is repeated or not in an input";
-  auto f32 = b.getF32Type();
   // Sums away the labels of `x` that `keep` lacks; returns the new labels.
   auto sumAway = [&](Value &x, std::string labels,
                      StringRef keep) -> std::string {

@@ -46,8 +46,16 @@ LogicalResult Importer::importIdentity(const onnx::NodeProto &node) {
   if (failed(e))
     return failure();
   values[node.output(0)] = **e;
-  if (op == "Dropout" && node.output_size() > 1 && !node.output(1).empty())
-    return nodeError(node) << "the Dropout mask output is not supported";
+  if (op == "Dropout" && node.output_size() > 1 && !node.output(1).empty()) {
+    // Nothing is dropped: the mask is all true.
+    SmallVector<int64_t> shape =
+        (*e)->value ? SmallVector<int64_t>(typeOf((*e)->value).getShape())
+                    : (*e)->folded->shape;
+    auto type = RankedTensorType::get(shape, b.getI1Type());
+    define(node, 1,
+           b.create<graph::ConstantOp>(nodeLoc(node),
+                                       DenseElementsAttr::get(type, true)));
+  }
   return success();
 }
 
@@ -62,10 +70,8 @@ LogicalResult Importer::importDropout(const onnx::NodeProto &node) {
   FailureOr<Value> x = tensor(node, 0);
   if (failed(x))
     return failure();
-  if ((*mode)->size() != 1 || (*mode)->at(0) == 0) {
-    values[node.output(0)] = Entry{*x, std::nullopt};
-    return success();
-  }
+  if ((*mode)->size() != 1 || (*mode)->at(0) == 0)
+    return importIdentity(node);
   float ratio = 0.5f;
   if (hasInput(node, 1)) {
     FailureOr<Const *> r = constant(node, 1);
@@ -77,6 +83,12 @@ LogicalResult Importer::importDropout(const onnx::NodeProto &node) {
   }
   if (!(ratio >= 0.0f && ratio < 1.0f))
     return nodeError(node) << "ratio must be in [0, 1), got " << ratio;
+  // A ratio of 0 drops nothing, in training mode too.
+  if (ratio == 0.0f)
+    return importIdentity(node);
+  if (node.output_size() > 1 && !node.output(1).empty())
+    return nodeError(node)
+           << "the Dropout mask output in training mode is not supported";
   auto d = b.create<graph::DropoutOp>(loc, *x, b.getF32FloatAttr(ratio),
                                       b.getI64IntegerAttr(dropoutStreams++));
   define(node, 0, d.getResult());

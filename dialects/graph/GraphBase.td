@@ -33,6 +33,8 @@ def Graph_AnyTensor : RankedTensorOf<[AnyType]>;
 // signed (signless) and unsigned integers.
 def Graph_IntegerElement : AnyTypeOf<[I8, I16, I32, I64, UI8, UI16, UI32, UI64]>;
 def Graph_NumericTensor : RankedTensorOf<[F32, Graph_IntegerElement]>;
+// What the comparison kernels order: float64 too.
+def Graph_ComparableTensor : RankedTensorOf<[F32, F64, Graph_IntegerElement]>;
 def Graph_IntegerTensor : RankedTensorOf<[Graph_IntegerElement]>;
 def Graph_BoolTensor : RankedTensorOf<[I1]>;
 def Graph_ScalarF32 : 0DTensorOf<[F32]>;

@@ -320,8 +320,8 @@ def Graph_CompareOp : Graph_Op<"compare", [Pure]> {
     %m = graph.compare "lt" %a, %b : (tensor<4x8xf32>, tensor<8xf32>) -> tensor<4x8xi1>
     ```
   }];
-  let arguments = (ins StrAttr:$predicate, Graph_NumericTensor:$lhs,
-                       Graph_NumericTensor:$rhs);
+  let arguments = (ins StrAttr:$predicate, Graph_ComparableTensor:$lhs,
+                       Graph_ComparableTensor:$rhs);
   let results = (outs Graph_BoolTensor:$result);
   let assemblyFormat = "$predicate $lhs `,` $rhs attr-dict `:` functional-type(operands, results)";
   let hasVerifier = 1;

@@ -65,6 +65,14 @@ def ops():
 
 def unsupported():
     x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3, 3])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [18])
+    nodes = [helper.make_node("Unique", ["x"], ["y"], name="my_unique")]
+    return model(nodes, [x], [y])
+
+
+def det_large():
+    """Det of 5x5 matrices: beyond the Leibniz composition (n <= 4)."""
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 5, 5])
     y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [2])
     nodes = [helper.make_node("Det", ["x"], ["y"], name="my_det")]
     return model(nodes, [x], [y])
@@ -509,7 +517,117 @@ def string_input():
 
 
 KINDS.update({"small-ints": small_ints, "const-outputs": const_outputs,
-              "bad-shift": bad_shift, "string-input": string_input})
+              "bad-shift": bad_shift, "string-input": string_input,
+              "det-large": det_large})
+
+
+def quantized():
+    """QuantizeLinear per axis, DequantizeLinear per tensor, Det, Einsum's
+    diagonal, Max of float64 and CumSum of float64 (computed in float32)."""
+    vi = helper.make_tensor_value_info
+    x = vi("x", TensorProto.FLOAT, [2, 3, 3])
+    d = vi("d", TensorProto.DOUBLE, [2, 3])
+    outs = [vi("q", TensorProto.UINT8, [2, 3, 3]),
+            vi("dq", TensorProto.FLOAT, [2, 3, 3]),
+            vi("det", TensorProto.FLOAT, [2]),
+            vi("diag", TensorProto.FLOAT, [2, 3]),
+            vi("dmax", TensorProto.DOUBLE, [2, 3]),
+            vi("dsum", TensorProto.DOUBLE, [2, 3])]
+    inits = [numpy_helper.from_array(np.array([0.5, 1.0, 2.0], np.float32), "s"),
+             numpy_helper.from_array(np.array([1, 2, 3], np.uint8), "z"),
+             numpy_helper.from_array(np.array(0.25, np.float32), "s0"),
+             numpy_helper.from_array(np.array(7, np.uint8), "z0"),
+             numpy_helper.from_array(np.array(1, np.int64), "axis")]
+    nodes = [
+        helper.make_node("QuantizeLinear", ["x", "s", "z"], ["q"], name="quant"),
+        helper.make_node("DequantizeLinear", ["q", "s0", "z0"], ["dq"],
+                         name="dequant"),
+        helper.make_node("Det", ["x"], ["det"], name="det"),
+        helper.make_node("Einsum", ["x"], ["diag"], name="einsum",
+                         equation="...ii->...i"),
+        helper.make_node("Max", ["d", "d"], ["dmax"], name="max"),
+        helper.make_node("CumSum", ["d", "axis"], ["dsum"], name="cumsum"),
+    ]
+    return model(nodes, [x, d], outs, inits)
+
+
+KINDS["quantized"] = quantized
+
+
+def windows():
+    """HannWindow of a constant size (folded) and DynamicQuantizeLinear."""
+    vi = helper.make_tensor_value_info
+    x = vi("x", TensorProto.FLOAT, [2, 3])
+    outs = [vi("w", TensorProto.FLOAT, [4]), vi("y", TensorProto.UINT8, [2, 3]),
+            vi("scale", TensorProto.FLOAT, []),
+            vi("zp", TensorProto.UINT8, [])]
+    nodes = [
+        helper.make_node("HannWindow", ["n"], ["w"], name="hann", periodic=0),
+        helper.make_node("DynamicQuantizeLinear", ["x"], ["y", "scale", "zp"],
+                         name="dynq"),
+    ]
+    inits = [numpy_helper.from_array(np.array(4, np.int32), "n")]
+    return model(nodes, [x], outs, inits, opset=17)
+
+
+KINDS["windows"] = windows
+
+
+def qlinear(kind="qlinear"):
+    """MatMulInteger with a per-row zero point; QLinearMatMul per tensor.
+    qlinear-bad: b's zero point has 2 values for 3 columns, refused."""
+    vi = helper.make_tensor_value_info
+    a = vi("a", TensorProto.UINT8, [2, 4])
+    outs = [vi("mi", TensorProto.INT32, [2, 3]), vi("q", TensorProto.UINT8, [2, 3])]
+    u8 = lambda v, n: numpy_helper.from_array(np.array(v, np.uint8), n)
+    f32 = lambda v, n: numpy_helper.from_array(np.array(v, np.float32), n)
+    inits = [numpy_helper.from_array(np.arange(12, dtype=np.uint8).reshape(4, 3), "b"),
+             u8([1, 2], "azp"), u8([3, 4] if kind == "qlinear-bad" else 3, "bzp"),
+             f32(0.5, "as"), f32(0.25, "bs"),
+             f32(2.0, "ys"), u8(10, "yzp")]
+    nodes = [
+        helper.make_node("MatMulInteger", ["a", "b", "azp", "bzp"], ["mi"],
+                         name="mmi"),
+        helper.make_node("QLinearMatMul",
+                         ["a", "as", "bzp", "b", "bs", "bzp", "ys", "yzp"], ["q"],
+                         name="qmm"),
+    ]
+    return model(nodes, [a], outs, inits)
+
+
+KINDS["qlinear"] = qlinear
+KINDS["qlinear-bad"] = lambda: qlinear("qlinear-bad")
+
+
+def dropout_mask(kind):
+    """Dropout's mask output: all true without training_mode (or with a
+    ratio of 0); refused in training mode."""
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 3])
+    m = helper.make_tensor_value_info("m", TensorProto.BOOL, [2, 3])
+    inputs, inits = ["x"], []
+    if kind == "dropout-mask-train":
+        inputs = ["x", "ratio", "mode"]
+        inits = [numpy_helper.from_array(np.array(0.25, np.float32), "ratio"),
+                 numpy_helper.from_array(np.array(True), "mode")]
+    nodes = [helper.make_node("Dropout", inputs, ["y", "m"], name="drop")]
+    return model(nodes, [x], [y, m], inits, opset=13)
+
+
+KINDS["dropout-mask"] = lambda: dropout_mask("dropout-mask")
+KINDS["dropout-mask-train"] = lambda: dropout_mask("dropout-mask-train")
+
+
+def maxpool_u8():
+    """MaxPool of uint8: computed in float32, exact."""
+    x = helper.make_tensor_value_info("x", TensorProto.UINT8, [1, 1, 4, 4])
+    y = helper.make_tensor_value_info("y", TensorProto.UINT8, [1, 1, 2, 2])
+    nodes = [helper.make_node("MaxPool", ["x"], ["y"], name="pool",
+                              kernel_shape=[2, 2], strides=[2, 2])]
+    return model(nodes, [x], [y])
+
+
+KINDS["maxpool-u8"] = maxpool_u8
 
 if __name__ == "__main__":
     kind, out = sys.argv[1], sys.argv[2]
