@@ -8,7 +8,7 @@
 # When a check fails the command, exit code, stdout and stderr are printed.
 #
 #   otc-compile: truncated ONNX, garbage bytes, empty file, missing file,
-#     unsupported op (Det: names node, op type, opset), an unresolvable
+#     unsupported op (Unique: names node, op type, opset), an unresolvable
 #     dynamic dimension, unknown flag, bad flag values;
 #   the program: unknown flag, --steps abc, missing / garbage / mis-shaped
 #     data files, a missing input, fewer samples than a batch, labels out of
@@ -88,9 +88,10 @@ def expect_failure(checks, what, result, words):
 # Models built with onnx.helper
 # ---------------------------------------------------------------------------
 
-def det_model(path):
-    """input [N, 8] -> Gemm -> Reshape [N, 2, 2] -> Det (node 'pick_det'),
-    an operator OTC does not support."""
+def unique_model(path):
+    """input [N, 8] -> Gemm -> Reshape [N, 2, 2] -> Unique (node
+    'pick_unique'), an operator OTC does not support (its output's shape
+    depends on the data)."""
     import onnx
     from onnx import TensorProto, helper, numpy_helper
     rng = np.random.RandomState(0)
@@ -102,10 +103,10 @@ def det_model(path):
         helper.make_node("Gemm", ["input", "fc.weight", "fc.bias"], ["h"],
                          name="fc", transB=1),
         helper.make_node("Reshape", ["h", "shape"], ["m"], name="square"),
-        helper.make_node("Det", ["m"], ["logits"], name="pick_det"),
+        helper.make_node("Unique", ["m"], ["logits"], name="pick_unique"),
     ]
     g = helper.make_graph(
-        nodes, "det_net",
+        nodes, "unique_net",
         [helper.make_tensor_value_info("input", TensorProto.FLOAT,
                                        ["N", 8])],
         [helper.make_tensor_value_info("logits", TensorProto.FLOAT,
@@ -433,14 +434,14 @@ def case_missing_onnx(e):
                       "no-such-model.onnx"])
 
 
-@case("unsupported-op", "otc-compile: an unsupported op (Det)")
+@case("unsupported-op", "otc-compile: an unsupported op (Unique)")
 def case_unsupported_op(e):
-    model = e.ctx.path("det.onnx")
-    det_model(model)
-    e.compile_("unsupported op (Det) names node, op type and opset",
+    model = e.ctx.path("unique.onnx")
+    unique_model(model)
+    e.compile_("unsupported op (Unique) names node, op type and opset",
                model,
-               words=[("unsupported", "not supported"), "Det",
-                      "pick_det", "opset"])
+               words=[("unsupported", "not supported"), "Unique",
+                      "pick_unique", "opset"])
 
 
 @case("dynamic-dim", "otc-compile: an unresolvable dynamic dimension")
