@@ -23,10 +23,9 @@ struct Composer {
   Location loc;
 
   Value splat(ArrayRef<int64_t> shape, float v) {
-    auto t = RankedTensorType::get(shape, b.getF32Type());
-    return b.create<graph::ConstantOp>(loc, DenseElementsAttr::get(t, v));
+    return f32Splat(b, loc, shape, v);
   }
-  Value scalar(float v) { return splat({}, v); }
+  Value scalar(float v) { return f32Splat(b, loc, {}, v); }
   Value reshape(Value x, ArrayRef<int64_t> shape) {
     if (typeOf(x).getShape() == shape)
       return x;

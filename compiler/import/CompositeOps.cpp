@@ -29,11 +29,8 @@ static SmallVector<int64_t> stridesOf(ArrayRef<int64_t> shape) {
   return s;
 }
 
-/// A scalar float32 constant.
 static Value f32Scalar(OpBuilder &b, Location loc, float v) {
-  auto type = RankedTensorType::get({}, b.getF32Type());
-  return b.create<graph::ConstantOp>(
-      loc, DenseElementsAttr::get(type, b.getF32FloatAttr(v)));
+  return f32Splat(b, loc, {}, v);
 }
 
 /// An int64 constant of `shape`.

@@ -98,6 +98,13 @@ inline bool isConfigOperand(StringRef opType, int index) {
   auto it = firstConfig.find(opType);
   return it != firstConfig.end() && index >= it->second;
 }
+/// A float32 constant of `shape` with every element `v` (a scalar for {}).
+inline Value f32Splat(OpBuilder &b, Location loc, ArrayRef<int64_t> shape,
+                      float v) {
+  auto type = RankedTensorType::get(shape, b.getF32Type());
+  return b.create<graph::ConstantOp>(loc, DenseElementsAttr::get(type, v));
+}
+
 /// The ranked tensor type of an importer value.
 inline mlir::RankedTensorType typeOf(mlir::Value v) {
   return llvm::cast<mlir::RankedTensorType>(v.getType());
