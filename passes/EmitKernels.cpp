@@ -99,9 +99,9 @@ int dtypeCode(Type t) {
 /// losses, optimizer updates; gather, LayerNorm, where and reductions (what
 /// a GPT-style decoder needs).
 const char kCudaKernels[] =
-    "abs acos acosh adam_update adamw_update add asin asinh atan atanh "
-    "binary_grad ceil celu clip concat copy cos cosh cumsum div elu erf exp "
-    "expand "
+    "abs acos acosh adam_update adamw_update add arg_reduce asin asinh atan "
+    "atanh binary_grad ceil celu clip concat copy cos cosh cumsum div elu erf "
+    "exp expand "
     "floor fmod gather gather_grad gelu gemm hard_sigmoid hard_swish "
     "layer_norm layer_norm_grad leaky_relu log log_softmax log_softmax_grad "
     "matmul max min mish mod momentum_update mse mse_grad mul neg pack pow "
@@ -726,9 +726,11 @@ LogicalResult KernelEmitter::reduceGrad() {
 LogicalResult KernelEmitter::argReduce() {
   ArrayRef<int64_t> x = shapeOf(ins[0]);
   auto [outer, n, inner] = around(x, axisOf(x.size()));
-  os << "    otck_arg_reduce_f32(" << (str("kind") == "max") << ", " << outer
-     << ", " << n << ", " << inner << ", " << flag("select_last_index") << ", "
-     << in(0) << ", " << out(0) << ");\n";
+  bool isInt = typeOf(ins[0]).getElementType().isInteger(64);
+  os << "    " << fn(isInt ? "arg_reduce_i64" : "arg_reduce_f32") << "("
+     << (str("kind") == "max") << ", " << outer << ", " << n << ", " << inner
+     << ", " << flag("select_last_index") << ", " << in(0) << ", " << out(0)
+     << ");\n";
   return success();
 }
 

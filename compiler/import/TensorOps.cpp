@@ -122,8 +122,20 @@ LogicalResult Importer::importReduce(const onnx::NodeProto &node) {
 }
 
 LogicalResult Importer::importArgReduce(const onnx::NodeProto &node) {
-  FailureOr<Value> x = floatTensor(node, 0);
+  FailureOr<Value> x = tensor(node, 0);
   if (failed(x))
+    return failure();
+  // Integers (token ids, masks) compare as int64: exact for every type up
+  // to 64 bits but uint64, whose upper half int64 would reorder.
+  Type elt = typeOf(*x).getElementType();
+  if (elt.isUnsignedInteger(64))
+    return nodeError(node) << "input #0 has type " << x->getType()
+                           << "; uint64 has no arg-reduce kernel";
+  if (isIntegerElement(elt) && !elt.isSignlessInteger(64))
+    x = b.create<graph::CastOp>(nodeLoc(node), typeOf(*x).clone(b.getI64Type()),
+                                *x)
+            .getResult();
+  else if (!isIntegerElement(elt) && failed(x = floatTensor(node, 0)))
     return failure();
   auto t = typeOf(*x);
   int64_t rank = t.getRank();

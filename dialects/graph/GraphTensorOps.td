@@ -56,13 +56,16 @@ def Graph_ReduceGradOp : Graph_Op<"reduce_grad", [Pure]> {
 def Graph_ArgReduceOp : Graph_Op<"arg_reduce", [Pure]> {
   let summary = "Index of the max or min along an axis (ONNX ArgMax, ArgMin)";
   let description = [{
+    float32 or int64 (the importer widens other integers, exactly).
+
     ```mlir
     %i = graph.arg_reduce "max" %x {axis = 1 : i64, keepdims = false,
         select_last_index = false} : tensor<8x10xf32> -> tensor<8xi64>
     ```
   }];
-  let arguments = (ins StrAttr:$kind, Graph_F32Tensor:$input, I64Attr:$axis,
-                       BoolAttr:$keepdims, BoolAttr:$select_last_index);
+  let arguments = (ins StrAttr:$kind, RankedTensorOf<[F32, I64]>:$input,
+                       I64Attr:$axis, BoolAttr:$keepdims,
+                       BoolAttr:$select_last_index);
   let results = (outs RankedTensorOf<[I64]>:$result);
   let assemblyFormat = "$kind $input attr-dict `:` type($input) `->` type($result)";
   let hasVerifier = 1;

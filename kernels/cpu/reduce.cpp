@@ -794,9 +794,11 @@ extern "C" void otck_reduce_grad_f32(otck_reduce_op op, int rank,
   }
 }
 
-extern "C" void otck_arg_reduce_f32(int is_max, int64_t outer, int64_t n,
-                                    int64_t inner, int select_last_index,
-                                    const float *x, int64_t *y) {
+namespace {
+/// ArgMax/ArgMin over float32 or int64: blocks of `inner` scanned along n.
+template <typename T>
+void argReduce(int is_max, int64_t outer, int64_t n, int64_t inner,
+               int select_last_index, const T *x, int64_t *y) {
   if (outer <= 0 || inner <= 0)
     return;
   if (n <= 0) {
@@ -805,8 +807,8 @@ extern "C" void otck_arg_reduce_f32(int is_max, int64_t outer, int64_t n,
     return;
   }
   const bool last = select_last_index != 0, mx = is_max != 0;
-  // Does v replace the current best b?
-  auto takes = [last, mx](float v, float b) {
+  // Does v replace the current best b? (NaN only exists for float.)
+  auto takes = [last, mx](T v, T b) {
     if (b != b)
       return last && v != v;
     if (v != v)
@@ -820,18 +822,18 @@ extern "C" void otck_arg_reduce_f32(int is_max, int64_t outer, int64_t n,
   parallelFor(
       outer * blocks, n * std::min(inner, kBlock), kParallelGrain,
       [&](int64_t begin, int64_t end) {
-        float best[kBlock];
+        T best[kBlock];
         int64_t at[kBlock];
         for (int64_t item = begin; item < end; ++item) {
           const int64_t o = item / blocks, j0 = (item % blocks) * kBlock;
           const int64_t w = std::min(kBlock, inner - j0);
-          const float *xo = x + o * n * inner + j0;
+          const T *xo = x + o * n * inner + j0;
           for (int64_t j = 0; j < w; ++j) {
             best[j] = xo[j];
             at[j] = 0;
           }
           for (int64_t k = 1; k < n; ++k) {
-            const float *xr = xo + k * inner;
+            const T *xr = xo + k * inner;
             for (int64_t j = 0; j < w; ++j) {
               if (takes(xr[j], best[j])) {
                 best[j] = xr[j];
@@ -844,6 +846,19 @@ extern "C" void otck_arg_reduce_f32(int is_max, int64_t outer, int64_t n,
         }
       },
       1);
+}
+} // namespace
+
+extern "C" void otck_arg_reduce_f32(int is_max, int64_t outer, int64_t n,
+                                    int64_t inner, int select_last_index,
+                                    const float *x, int64_t *y) {
+  argReduce(is_max, outer, n, inner, select_last_index, x, y);
+}
+
+extern "C" void otck_arg_reduce_i64(int is_max, int64_t outer, int64_t n,
+                                    int64_t inner, int select_last_index,
+                                    const int64_t *x, int64_t *y) {
+  argReduce(is_max, outer, n, inner, select_last_index, x, y);
 }
 
 extern "C" void otck_cumsum_i64(int64_t outer, int64_t n, int64_t inner,

@@ -892,6 +892,49 @@ TEST(ArgReduce, TiesNaNAndLastIndex) {
       }
 }
 
+TEST(ArgReduce, Int64ExactBeyondFloatPrecision) {
+  struct C {
+    int64_t outer, n, inner;
+  };
+  const C cases[] = {{1, 1, 1}, {3, 7, 1}, {2, 5, 3}, {4, 33, 300}};
+  std::mt19937_64 rng(501);
+  for (const C &c : cases)
+    for (int isMax = 0; isMax < 2; ++isMax)
+      for (int last = 0; last < 2; ++last) {
+        // Values 2^62 + a few: neighbours float32 and float64 cannot tell
+        // apart, with ties; and the extremes.
+        std::vector<int64_t> x(sz(c.outer * c.n * c.inner));
+        for (int64_t &v : x) {
+          switch (rng() % 8) {
+          case 0:
+            v = INT64_MIN;
+            break;
+          case 1:
+            v = INT64_MAX;
+            break;
+          default:
+            v = (int64_t(1) << 62) + int64_t(rng() % 5);
+          }
+        }
+        std::vector<int64_t> y(sz(c.outer * c.inner), -5);
+        otck_arg_reduce_i64(isMax, c.outer, c.n, c.inner, last, x.data(),
+                            y.data());
+        for (int64_t o = 0; o < c.outer; ++o)
+          for (int64_t j = 0; j < c.inner; ++j) {
+            int64_t best = 0;
+            for (int64_t k = 1; k < c.n; ++k) {
+              int64_t v = x[sz((o * c.n + k) * c.inner + j)];
+              int64_t b = x[sz((o * c.n + best) * c.inner + j)];
+              if (v == b ? last != 0 : (isMax ? v > b : v < b))
+                best = k;
+            }
+            ASSERT_EQ(y[sz(o * c.inner + j)], best)
+                << "isMax " << isMax << " last " << last << " o " << o << " j "
+                << j;
+          }
+      }
+}
+
 TEST(CumSum, Int64ModesInPlaceAndWrapping) {
   struct C {
     int64_t outer, n, inner;

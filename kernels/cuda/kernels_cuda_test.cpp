@@ -545,6 +545,41 @@ TEST_F(KernelsCuda, CumSumMatchesCpuExactly) {
       }
 }
 
+TEST_F(KernelsCuda, ArgReduceMatchesCpuExactly) {
+  struct C {
+    int64_t outer, n, inner;
+  };
+  std::mt19937_64 rng(12);
+  for (C c : {C{1, 1, 1}, C{3, 17, 1}, C{2, 9, 5}, C{5, 40, 300}, C{2, 0, 3}})
+    for (int isMax = 0; isMax < 2; ++isMax)
+      for (int last = 0; last < 2; ++last) {
+        const size_t count = sz(c.outer * c.n * c.inner);
+        const size_t outs = sz(c.outer * c.inner);
+        std::vector<float> xf(count);
+        std::vector<int64_t> xi(count), yf(outs, -5), yi(outs, -5);
+        for (size_t i = 0; i < count; ++i) {
+          // Few distinct values: ties; some NaN.
+          xf[i] = rng() % 19 == 0 ? std::nanf("") : float(rng() % 4);
+          xi[i] = (int64_t(1) << 62) + int64_t(rng() % 4);
+        }
+        otck_arg_reduce_f32(isMax, c.outer, c.n, c.inner, last, xf.data(),
+                            yf.data());
+        otck_arg_reduce_i64(isMax, c.outer, c.n, c.inner, last, xi.data(),
+                            yi.data());
+        Dev<float> df(xf);
+        Dev<int64_t> di(xi), of{std::vector<int64_t>(outs, -5)},
+            oi{std::vector<int64_t>(outs, -5)};
+        otckd_arg_reduce_f32(isMax, c.outer, c.n, c.inner, last, df.get(),
+                             of.get());
+        otckd_arg_reduce_i64(isMax, c.outer, c.n, c.inner, last, di.get(),
+                             oi.get());
+        EXPECT_EQ(of.host(), yf)
+            << "f32 n=" << c.n << " max " << isMax << " last " << last;
+        EXPECT_EQ(oi.host(), yi)
+            << "i64 n=" << c.n << " max " << isMax << " last " << last;
+      }
+}
+
 TEST_F(KernelsCuda, FillsMatchCpuExactly) {
   for (int64_t n : {1, 7, 1031}) {
     std::vector<float> want(sz(n) + 2, 7.0f);

@@ -365,6 +365,59 @@ __global__ void cumsumKernel(int64_t outer, int64_t n, int64_t inner,
   }
 }
 
+/// One output per thread: the CPU's scan along n (ties to the first index,
+/// or the last with select_last_index; NaN wins).
+template <typename T>
+__global__ void argReduceKernel(int is_max, int64_t outer, int64_t n,
+                                int64_t inner, int last, const T *x,
+                                int64_t *y) {
+  for (int64_t line = globalThread(); line < outer * inner;
+       line += gridThreads()) {
+    const int64_t o = line / inner, j = line % inner;
+    const T *xl = x + o * n * inner + j;
+    T best = xl[0];
+    int64_t at = 0;
+    for (int64_t k = 1; k < n; ++k) {
+      const T v = xl[k * inner];
+      bool takes;
+      if (best != best)
+        takes = last && v != v;
+      else if (v != v)
+        takes = true;
+      else if (last)
+        takes = is_max ? v >= best : v <= best;
+      else
+        takes = is_max ? v > best : v < best;
+      if (takes) {
+        best = v;
+        at = k;
+      }
+    }
+    y[line] = at;
+  }
+}
+
+__global__ void fillIndexKernel(int64_t n, int64_t *y) {
+  for (int64_t i = globalThread(); i < n; i += gridThreads())
+    y[i] = 0;
+}
+
+template <typename T>
+void runArgReduce(int is_max, int64_t outer, int64_t n, int64_t inner,
+                  int select_last_index, const T *x, int64_t *y,
+                  const char *what) {
+  if (outer <= 0 || inner <= 0)
+    return;
+  if (n <= 0)
+    fillIndexKernel<<<gridFor(outer * inner), kThreads, 0, currentStream()>>>(
+        outer * inner, y);
+  else
+    argReduceKernel<T>
+        <<<gridFor(outer * inner), kThreads, 0, currentStream()>>>(
+            is_max != 0, outer, n, inner, select_last_index != 0, x, y);
+  checkLaunch(what);
+}
+
 __global__ void fillKernel(int64_t n, float value, float *y) {
   for (int64_t i = globalThread(); i < n; i += gridThreads())
     y[i] = value;
@@ -484,4 +537,18 @@ extern "C" void otckd_cumsum_i64(int64_t outer, int64_t n, int64_t inner,
       <<<gridFor(outer * inner), kThreads, 0, currentStream()>>>(
           outer, n, inner, exclusive, reverse, x, y);
   checkLaunch("otckd_cumsum_i64");
+}
+
+extern "C" void otckd_arg_reduce_f32(int is_max, int64_t outer, int64_t n,
+                                     int64_t inner, int select_last_index,
+                                     const float *x, int64_t *y) {
+  runArgReduce(is_max, outer, n, inner, select_last_index, x, y,
+               "otckd_arg_reduce_f32");
+}
+
+extern "C" void otckd_arg_reduce_i64(int is_max, int64_t outer, int64_t n,
+                                     int64_t inner, int select_last_index,
+                                     const int64_t *x, int64_t *y) {
+  runArgReduce(is_max, outer, n, inner, select_last_index, x, y,
+               "otckd_arg_reduce_i64");
 }

@@ -405,6 +405,9 @@ void otck_reduce_grad_f32(otck_reduce_op op, int rank, const int64_t *in_shape,
  * writes 0. */
 void otck_arg_reduce_f32(int is_max, int64_t outer, int64_t n, int64_t inner,
                          int select_last_index, const float *x, int64_t *y);
+/* The same over int64 (token ids, masks: exact where float32 is not). */
+void otck_arg_reduce_i64(int is_max, int64_t outer, int64_t n, int64_t inner,
+                         int select_last_index, const int64_t *x, int64_t *y);
 
 /* CumSum of x viewed as [outer, n, inner] along n, accumulated in double.
  * The backward is the same kernel with `reverse` flipped. x and y may

@@ -109,6 +109,12 @@ void otckd_cumsum_f32(int64_t outer, int64_t n, int64_t inner, int exclusive,
                       int reverse, const float *x, float *y);
 void otckd_cumsum_i64(int64_t outer, int64_t n, int64_t inner, int exclusive,
                       int reverse, const int64_t *x, int64_t *y);
+/* Twins of otck_arg_reduce_f32/_i64: one thread per output, scanning n in
+ * the CPU's order (the same ties and NaN rule). */
+void otckd_arg_reduce_f32(int is_max, int64_t outer, int64_t n, int64_t inner,
+                          int select_last_index, const float *x, int64_t *y);
+void otckd_arg_reduce_i64(int is_max, int64_t outer, int64_t n, int64_t inner,
+                          int select_last_index, const int64_t *x, int64_t *y);
 
 /*--- Softmax and losses ----------------------------------------------------*/
 

@@ -105,15 +105,21 @@ def composite():
 
 
 def mixed_types():
-    """Pow of mixed operand types; comparisons of int32."""
+    """Pow of mixed operand types; comparisons and ArgMax/ArgMin of
+    integers."""
     vi = helper.make_tensor_value_info
     i = vi("i", TensorProto.INT32, [3])
     f = vi("f", TensorProto.FLOAT, [3])
     outs = [vi("p", TensorProto.INT32, [3]), vi("q", TensorProto.FLOAT, [3]),
-            vi("e", TensorProto.BOOL, [3])]
+            vi("e", TensorProto.BOOL, [3]), vi("am", TensorProto.INT64, []),
+            vi("an", TensorProto.INT64, [1])]
     nodes = [helper.make_node("Pow", ["i", "f"], ["p"], name="pow_if"),
              helper.make_node("Pow", ["f", "i"], ["q"], name="pow_fi"),
-             helper.make_node("Equal", ["i", "i"], ["e"], name="eq")]
+             helper.make_node("Equal", ["i", "i"], ["e"], name="eq"),
+             helper.make_node("ArgMax", ["i"], ["am"], name="argmax",
+                              keepdims=0),
+             helper.make_node("ArgMin", ["p"], ["an"], name="argmin",
+                              select_last_index=1)]
     return model(nodes, [i, f], outs, opset=15)
 
 
