@@ -20,6 +20,7 @@
 
 #include <onnx/defs/schema.h>
 #include <onnx/defs/shape_inference.h>
+#include <onnx/defs/tensor_proto_util.h>
 
 #include <deque>
 #include <mutex>
@@ -143,6 +144,51 @@ void registerCompatSchemas() {
           }
         });
     onnx::OpSchemaRegistry::OpSchemaRegisterOnce reg(split);
+
+    // Pad-18 with its axes input: the output's shape when pads and axes are
+    // initializers (the importer checks the rest).
+    onnx::OpSchema pad("Pad", __FILE__, __LINE__);
+    pad.SetDomain(kCompatDomain)
+        .SinceVersion(1)
+        .SetDoc("ONNX Pad (opset 18) with axes")
+        .Input(0, "data", "input", "T")
+        .Input(1, "pads", "begins then ends", "tensor(int64)")
+        .Input(2, "constant_value", "fill", "T", onnx::OpSchema::Optional)
+        .Input(3, "axes", "padded axes", "Tind", onnx::OpSchema::Optional)
+        .Output(0, "output", "output", "T")
+        .TypeConstraint("T", onnx::OpSchema::all_tensor_types(), "any tensor")
+        .TypeConstraint("Tind", {"tensor(int32)", "tensor(int64)"}, "axes")
+        .Attr("mode", "constant, reflect or edge", onnx::AttributeProto::STRING,
+              std::string("constant"))
+        .TypeAndShapeInferenceFunction([](onnx::InferenceContext &ctx) {
+          onnx::propagateElemTypeFromInputToOutput(ctx, 0, 0);
+          const onnx::TensorProto *pads = ctx.getInputData(1);
+          const onnx::TensorProto *axes =
+              ctx.getNumInputs() > 3 ? ctx.getInputData(3) : nullptr;
+          if (!onnx::hasInputShape(ctx, 0) || !pads || !axes)
+            return;
+          const onnx::TensorShapeProto &in =
+              ctx.getInputType(0)->tensor_type().shape();
+          int64_t rank = in.dim_size();
+          std::vector<int64_t> p = onnx::ParseData<int64_t>(pads), a;
+          if (axes->data_type() == onnx::TensorProto::INT32)
+            for (int32_t v : onnx::ParseData<int32_t>(axes))
+              a.push_back(v);
+          else
+            a = onnx::ParseData<int64_t>(axes);
+          if (p.size() != 2 * a.size())
+            return;
+          onnx::TensorShapeProto out = in;
+          for (size_t i = 0; i < a.size(); ++i) {
+            int64_t d = a[i] < 0 ? a[i] + rank : a[i];
+            if (d < 0 || d >= rank || !in.dim(int(d)).has_dim_value())
+              return;
+            out.mutable_dim(int(d))->set_dim_value(out.dim(int(d)).dim_value() +
+                                                   p[i] + p[a.size() + i]);
+          }
+          *onnx::getOutputShape(ctx, 0) = out;
+        });
+    onnx::OpSchemaRegistry::OpSchemaRegisterOnce regPad(pad);
   });
 }
 
@@ -436,10 +482,12 @@ LogicalResult Importer::adaptNewerOpset(onnx::ModelProto &model) {
         usesCompat = true;
       }
     } else if (op == "Pad") {
-      if (hasInput(node, 3))
-        return nodeError(node) << "unsupported: the axes input (opset 18)";
       if (str("mode", "constant") == "wrap")
         return nodeError(node) << "unsupported mode 'wrap'";
+      if (hasInput(node, 3)) {
+        node.set_domain(kCompatDomain);
+        usesCompat = true;
+      }
     } else if (op == "Resize") {
       if (intAttr(node, "antialias", 0) != 0)
         return nodeError(node) << "unsupported: antialias";

@@ -475,10 +475,33 @@ LogicalResult Importer::importPad(const onnx::NodeProto &node) {
     return failure();
   auto t = typeOf(*x);
   int64_t rank = t.getRank();
-  if (static_cast<int64_t>(pads->size()) != 2 * rank)
-    return nodeError(node) << "pads need 2 * rank = " << 2 * rank << " entries";
-  if (hasInput(node, 3))
-    return nodeError(node) << "unsupported: the axes input (opset 18)";
+  // From opset 18 `axes` names the dimensions `pads` gives (begins, then
+  // ends); the others are not padded.
+  SmallVector<int64_t> axes;
+  if (hasInput(node, 3)) {
+    FailureOr<SmallVector<int64_t>> a = intsInput(node, 3, {});
+    if (failed(a))
+      return failure();
+    SmallVector<bool> seen(rank, false);
+    for (int64_t axis : *a) {
+      if (axis < -rank || axis >= rank)
+        return nodeError(node) << "axis " << axis << " is out of range for "
+                               << "rank " << rank;
+      axis = axis < 0 ? axis + rank : axis;
+      if (seen[axis])
+        return nodeError(node) << "axis " << axis << " appears twice in axes";
+      seen[axis] = true;
+      axes.push_back(axis);
+    }
+  } else {
+    for (int64_t d = 0; d < rank; ++d)
+      axes.push_back(d);
+  }
+  int64_t n = axes.size();
+  if (static_cast<int64_t>(pads->size()) != 2 * n)
+    return nodeError(node) << "pads need 2 * "
+                           << (hasInput(node, 3) ? "#axes" : "rank") << " = "
+                           << 2 * n << " entries, got " << pads->size();
   float value = 0.0f;
   if (hasInput(node, 2)) {
     FailureOr<Const *> v = constant(node, 2);
@@ -493,8 +516,11 @@ LogicalResult Importer::importPad(const onnx::NodeProto &node) {
     mode = a->s();
   if (mode != "constant" && mode != "reflect" && mode != "edge")
     return nodeError(node) << "unsupported mode '" << mode << "'";
-  SmallVector<int64_t> begin(pads->begin(), pads->begin() + rank),
-      end(pads->begin() + rank, pads->end()), shape;
+  SmallVector<int64_t> begin(rank, 0), end(rank, 0), shape;
+  for (int64_t i = 0; i < n; ++i) {
+    begin[axes[i]] = (*pads)[i];
+    end[axes[i]] = (*pads)[n + i];
+  }
   for (int64_t d = 0; d < rank; ++d) {
     int64_t s = t.getDimSize(d) + begin[d] + end[d];
     if (s <= 0)

@@ -388,8 +388,14 @@ def newer_opset_bad(kind):
     y = helper.make_tensor_value_info("y", TensorProto.FLOAT, None)
     inits = []
     if kind == "pad-axes":
+        # Begins then ends of the named axes (-1 is the last).
         node = helper.make_node("Pad", ["x", "pads", "", "axes"], ["y"], name="n")
-        inits = [ints("pads", [1, 1]), ints("axes", [3])]
+        inits = [ints("pads", [1, 0, 2, 1]), ints("axes", [-1, 2])]
+        y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 3, 9, 11])
+    elif kind == "pad-axes-twice":
+        node = helper.make_node("Pad", ["x", "pads", "", "axes"], ["y"], name="n")
+        inits = [ints("pads", [1, 0, 2, 1]), ints("axes", [3, -1])]
+        y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 3, 8, 12])
     elif kind == "pool-dilations":
         node = helper.make_node("AveragePool", ["x"], ["y"], name="n",
                                 kernel_shape=[2, 2], dilations=[2, 2])
@@ -462,6 +468,7 @@ KINDS = {"split-uneven": split_uneven, "opset18": lambda: newer_opset(18), "opse
          "rotary": lambda: opset23("rotary"), "attention-gqa": lambda: opset23("attention-gqa"),
          "axes-reshaped": lambda: opset23("axes-reshaped"),
          "pad-axes": lambda: newer_opset_bad("pad-axes"),
+         "pad-axes-twice": lambda: newer_opset_bad("pad-axes-twice"),
          "pool-dilations": lambda: newer_opset_bad("pool-dilations"),
          "resize-antialias": lambda: newer_opset_bad("resize-antialias"),
          "runtime-axes": lambda: newer_opset_bad("runtime-axes"),
