@@ -49,6 +49,21 @@ try:
             y = y * scale.reshape(per) + bias.reshape(per)
             return (y.reshape(x.shape).astype(x.dtype),)
 
+    class Gelu(OpRun):
+        """Gelu in the input's precision (onnx's reference expands its
+        function body, whose constants, 1/sqrt(2) and the tanh form's, are
+        float32: too coarse for central differences)."""
+
+        def _run(self, x, approximate="none"):
+            import math
+            if approximate == "tanh":
+                y = 0.5 * x * (1 + np.tanh(math.sqrt(2 / math.pi) *
+                                           (x + 0.044715 * x ** 3)))
+            else:
+                y = 0.5 * x * (1 + np.vectorize(math.erf, otypes=[x.dtype])(
+                    x / math.sqrt(2)))
+            return (y.astype(x.dtype),)
+
     HAVE_REFERENCE = tuple(int(v) for v in onnx.__version__.split(".")[:2]) \
         >= (1, 18)
 except ImportError:
@@ -164,11 +179,32 @@ def cases():
     return out
 
 
+def inline_functions(m):
+    """m with its model-local functions inlined (onnx.inliner), for
+    onnx.reference: that evaluates a function's calls only among the
+    functions listed before it (onnxscript lists callers first), and
+    neither it nor the inliner applies the defaults of a function's
+    attributes (FunctionProto.attribute_proto) where a call leaves one
+    out; those are written into the calls first."""
+    if not m.functions:
+        return m
+    import onnx.inliner
+    defaults = {(f.domain, f.name): f.attribute_proto for f in m.functions}
+    for nodes in [m.graph.node] + [f.node for f in m.functions]:
+        for n in nodes:
+            given = {a.name for a in n.attribute}
+            for a in defaults.get((n.domain, n.op_type), ()):
+                if a.name not in given:
+                    n.attribute.append(a)
+    return onnx.inliner.inline_local_functions(m)
+
+
 def reference_outputs(model, feeds, params, dtype):
     """onnx.reference's outputs with every float value (inputs, parameters)
     in `dtype`."""
     m = onnx.ModelProto()
     m.CopyFrom(model)
+    m = inline_functions(m)
     if dtype == np.float64:
         for init in m.graph.initializer:
             if init.data_type == F:
@@ -183,7 +219,7 @@ def reference_outputs(model, feeds, params, dtype):
             if init.name in params:
                 init.CopyFrom(numpy_helper.from_array(
                     params[init.name].astype(np.float64), init.name))
-    ref = ReferenceEvaluator(m, new_ops=[GroupNormalization])
+    ref = ReferenceEvaluator(m, new_ops=[GroupNormalization, Gelu])
     f = {k: (v.astype(dtype) if v.dtype == np.float32 else v)
          for k, v in feeds.items()}
     return ref.run(None, f)
