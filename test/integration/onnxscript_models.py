@@ -238,3 +238,28 @@ def rope23(x: FLOAT[2, 2, 5, 3], pos: INT64[2, 5],
     cos = op23.Constant(value=ROPE_COS)
     sin = op23.Constant(value=ROPE_SIN)
     return op23.RotaryEmbedding(h, cos, sin, pos)
+
+
+@script()
+def attention_gqa3d23(x: FLOAT[2, 5, 4], mask: BOOL[2, 1, 5, 5],
+                      wq: FLOAT[4, 8], wk: FLOAT[4, 4], wv: FLOAT[4, 4],
+                      wo: FLOAT[8, 4]) -> FLOAT[2, 5, 4]:
+    """3-D grouped-query Attention (4 query heads, 2 key/value heads in the
+    attributes), causal and a bool mask together, a scale given."""
+    q = op23.MatMul(x, wq)
+    k = op23.MatMul(x, wk)
+    v = op23.MatMul(x, wv)
+    y = op23.Attention(q, k, v, mask, q_num_heads=4, kv_num_heads=2,
+                       is_causal=1, scale=0.5)
+    return op23.MatMul(y, wo)
+
+
+@script()
+def rope3d23(x: FLOAT[2, 5, 3], pos: INT64[2, 5],
+             w: FLOAT[3, 16]) -> FLOAT[2, 5, 16]:
+    """RotaryEmbedding on [batch, seq, heads * 8] (num_heads), interleaved
+    pairs."""
+    h = op23.MatMul(x, w)
+    cos = op23.Constant(value=ROPE_COS)
+    sin = op23.Constant(value=ROPE_SIN)
+    return op23.RotaryEmbedding(h, cos, sin, pos, interleaved=1, num_heads=2)

@@ -9,8 +9,8 @@
 # calls another, one with an attribute read by reference, value_info, the
 # ir_version and opset_import it chooses. Operators: Gemm/MatMul with
 # parameters, LayerNormalization, GroupNormalization (18 and 21 forms),
-# RMSNormalization, Attention (no mask, causal, GQA, bool mask),
-# RotaryEmbedding, ReduceMean/Sum/Max with axes inputs, Split with
+# RMSNormalization, Attention (no mask, causal, GQA 3-D and 4-D, bool mask),
+# RotaryEmbedding (3-D and 4-D), ReduceMean/Sum/Max with axes inputs, Split with
 # num_outputs, Pad with axes, Softmax, Gelu, Resize, Concat/Transpose/
 # Reshape. onnxscript has no initializers: the parameters become
 # initializers (dropped from the inputs, or also kept as inputs), or are
@@ -75,6 +75,9 @@ def cases():
         ("attention_mask23", M.attention_mask23, ("wq", "wk", "wv", "wo"),
          "init", {}),
         ("rope23", M.rope23, ("w",), "init", {}),
+        ("attention_gqa3d23", M.attention_gqa3d23,
+         ("wq", "wk", "wv", "wo"), "init", {}),
+        ("rope3d23", M.rope3d23, ("w",), "init", {}),
     ]
 
 
