@@ -10,9 +10,9 @@
 # ir_version and opset_import it chooses. Operators: Gemm/MatMul with
 # parameters, LayerNormalization, GroupNormalization (18 and 21 forms),
 # RMSNormalization, Attention (no mask, causal, GQA 3-D and 4-D, bool mask),
-# RotaryEmbedding (3-D and 4-D), ReduceMean/Sum/Max with axes inputs, Split with
-# num_outputs, Pad with axes, Softmax, Gelu, Resize, Concat/Transpose/
-# Reshape. onnxscript has no initializers: the parameters become
+# RotaryEmbedding (3-D and 4-D), ReduceMean/Sum/Max with axes inputs,
+# Split with num_outputs, Pad with axes, Softmax, Gelu, Resize,
+# Concat/Transpose/Reshape. onnxscript has no initializers: the parameters become
 # initializers (dropped from the inputs, or also kept as inputs), or are
 # inputs fed as data (inference only).
 #
