@@ -99,7 +99,8 @@ def scaled_relu18(x: FLOAT[2, 4]) -> FLOAT[2, 4]:
 
 
 @script()
-def function18(x: FLOAT[2, 4], w1: FLOAT[4, 4], w2: FLOAT[4, 3]) -> FLOAT[2, 3]:
+def function18(x: FLOAT[2, 4], w1: FLOAT[4, 4],
+               w2: FLOAT[4, 3]) -> FLOAT[2, 3]:
     """Calls one @script function: one model-local function."""
     return op18.MatMul(scaled_relu18(op18.MatMul(x, w1)), w2)
 
@@ -153,7 +154,8 @@ def groupnorm21(x: FLOAT[2, 4, 3, 2], w: FLOAT[2, 3], scale: FLOAT[4],
 
 
 @script()
-def softmax21(x: FLOAT[2, 3, 4], w: FLOAT[4, 5], w2: FLOAT[5, 2]) -> FLOAT[2, 3, 2]:
+def softmax21(x: FLOAT[2, 3, 4], w: FLOAT[4, 5],
+              w2: FLOAT[5, 2]) -> FLOAT[2, 3, 2]:
     """Softmax over the last axis and over axis 1."""
     h = op21.MatMul(x, w)
     p = op21.Softmax(h, axis=-1) + op21.Softmax(h, axis=1)
@@ -174,7 +176,8 @@ def shapes22(x: FLOAT[2, 3, 4], w: FLOAT[4, 4]) -> FLOAT[2, 24]:
 # --- opset 23 --------------------------------------------------------------
 
 @script()
-def rmsnorm23(x: FLOAT[2, 3, 4], w: FLOAT[4, 6], scale: FLOAT[6]) -> FLOAT[2, 3, 6]:
+def rmsnorm23(x: FLOAT[2, 3, 4], w: FLOAT[4, 6],
+              scale: FLOAT[6]) -> FLOAT[2, 3, 6]:
     h = op23.MatMul(x, w)
     return op23.RMSNormalization(h, scale, axis=-1, epsilon=1e-6)
 

@@ -12,9 +12,9 @@
 # RMSNormalization, Attention (no mask, causal, GQA 3-D and 4-D, bool mask),
 # RotaryEmbedding (3-D and 4-D), ReduceMean/Sum/Max with axes inputs,
 # Split with num_outputs, Pad with axes, Softmax, Gelu, Resize,
-# Concat/Transpose/Reshape. onnxscript has no initializers: the parameters become
-# initializers (dropped from the inputs, or also kept as inputs), or are
-# inputs fed as data (inference only).
+# Concat/Transpose/Reshape. onnxscript has no initializers: the parameters
+# become initializers (dropped from the inputs, or also kept as inputs), or
+# are inputs fed as data (inference only).
 #
 # Each model is checked as opset23_test.py checks its models
 # (opset23_test.check_model): inference against onnx.reference (float32 and
