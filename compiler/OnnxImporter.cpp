@@ -153,6 +153,8 @@ LogicalResult Importer::prepare(onnx::ModelProto &model) {
   if (opset > kMaxOpset)
     return error() << "opset " << opset << " is not supported (OTC supports "
                    << kMinOpset << " to " << kMaxOpset << ")";
+  if (failed(inlineFunctions(model)))
+    return failure();
   if (opset > kLibraryOpset && failed(adaptNewerOpset(model)))
     return failure();
   try {

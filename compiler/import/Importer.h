@@ -160,6 +160,7 @@ public:
 
   LogicalResult prepare(onnx::ModelProto &model);
   LogicalResult loadExternalData(onnx::ModelProto &model);
+  LogicalResult inlineFunctions(onnx::ModelProto &model);
   LogicalResult adaptNewerOpset(onnx::ModelProto &model);
   LogicalResult splitSequencesToSlices(onnx::GraphProto &graph);
   static bool hasHandler(StringRef opType);

@@ -49,6 +49,21 @@ try:
             y = y * scale.reshape(per) + bias.reshape(per)
             return (y.reshape(x.shape).astype(x.dtype),)
 
+    class Gelu(OpRun):
+        """Gelu in the input's precision (onnx's reference expands its
+        function body, whose constants, 1/sqrt(2) and the tanh form's, are
+        float32: too coarse for central differences)."""
+
+        def _run(self, x, approximate="none"):
+            import math
+            if approximate == "tanh":
+                y = 0.5 * x * (1 + np.tanh(math.sqrt(2 / math.pi) *
+                                           (x + 0.044715 * x ** 3)))
+            else:
+                y = 0.5 * x * (1 + np.vectorize(math.erf, otypes=[x.dtype])(
+                    x / math.sqrt(2)))
+            return (y.astype(x.dtype),)
+
     HAVE_REFERENCE = tuple(int(v) for v in onnx.__version__.split(".")[:2]) \
         >= (1, 18)
 except ImportError:
@@ -164,25 +179,47 @@ def cases():
     return out
 
 
+def inline_functions(m):
+    """m with its model-local functions inlined (onnx.inliner), for
+    onnx.reference: that evaluates a function's calls only among the
+    functions listed before it (onnxscript lists callers first), and
+    neither it nor the inliner applies the defaults of a function's
+    attributes (FunctionProto.attribute_proto) where a call leaves one
+    out; those are written into the calls first."""
+    if not m.functions:
+        return m
+    import onnx.inliner
+    defaults = {(f.domain, f.name): f.attribute_proto for f in m.functions}
+    for nodes in [m.graph.node] + [f.node for f in m.functions]:
+        for n in nodes:
+            given = {a.name for a in n.attribute}
+            for a in defaults.get((n.domain, n.op_type), ()):
+                if a.name not in given:
+                    n.attribute.append(a)
+    return onnx.inliner.inline_local_functions(m)
+
+
 def reference_outputs(model, feeds, params, dtype):
     """onnx.reference's outputs with every float value (inputs, parameters)
     in `dtype`."""
     m = onnx.ModelProto()
     m.CopyFrom(model)
+    m = inline_functions(m)
     if dtype == np.float64:
         for init in m.graph.initializer:
             if init.data_type == F:
                 init.CopyFrom(numpy_helper.from_array(
                     numpy_helper.to_array(init).astype(np.float64),
                     init.name))
-        for vi in list(m.graph.input) + list(m.graph.output):
+        for vi in list(m.graph.input) + list(m.graph.output) + \
+                list(m.graph.value_info):
             if vi.type.tensor_type.elem_type == F:
                 vi.type.tensor_type.elem_type = onnx.TensorProto.DOUBLE
         for init in m.graph.initializer:
             if init.name in params:
                 init.CopyFrom(numpy_helper.from_array(
                     params[init.name].astype(np.float64), init.name))
-    ref = ReferenceEvaluator(m, new_ops=[GroupNormalization])
+    ref = ReferenceEvaluator(m, new_ops=[GroupNormalization, Gelu])
     f = {k: (v.astype(dtype) if v.dtype == np.float32 else v)
          for k, v in feeds.items()}
     return ref.run(None, f)
@@ -211,6 +248,81 @@ def numeric_gradient(model, feeds, params, targets, h=1e-6):
     return grads
 
 
+def check_model(ctx, checks, name, model, feeds, params, batch=BATCH,
+                train=True):
+    """Checks one model (its files under ctx's <name>/): inference against
+    onnx.reference, output by output, then (train) the first SGD update of
+    every parameter against central differences. feeds: graph input ->
+    array; params: initializer -> array (the trained ones). batch: the
+    --batch given to otc-compile (None: the shapes the model declares)."""
+    import otc_program
+    path = ctx.path(name, "model.onnx")
+    onnx.save(model, path)
+    # Forward: every output against float64 (and float32's own error).
+    lib = ctx.path(name, "forward.so")
+    res = T.compile_model(ctx, path, lib, inference=True, emit="lib",
+                          batch=batch)
+    if not T.require_ok(checks, "%s: otc-compile --inference" % name, res):
+        return
+    prog = otc_program.Program(lib)
+    prog.load_params(params)
+    for k, v in feeds.items():
+        prog.view(prog.inputs[k])[...] = v
+    checks.check("%s: eval_step" % name, prog.eval_step() == 0)
+    want64 = reference_outputs(model, feeds, params, np.float64)
+    want32 = reference_outputs(model, feeds, params, np.float32)
+    names = [o.name for o in model.graph.output]
+    for n, w64, w32 in zip(names, want64, want32):
+        got = prog.output(n)
+        scale = max(np.abs(w64).max(), 1e-30)
+        err = np.abs(got - w64).max() / scale
+        err32 = np.abs(w32 - w64).max() / scale
+        checks.check("%s: output %s as close to float64 as onnx.reference "
+                     "float32 (x4) or 1e-5 of its scale" % (name, n),
+                     err <= max(4 * err32, 1e-5),
+                     "rel %.2e (reference float32 %.2e)" % (err, err32))
+    if not train or not params:
+        return
+    # Training: the first SGD update (lr 1) is the gradient of the loss.
+    rng = np.random.RandomState(1)
+    targets = [rng.standard_normal(o.shape) for o in want64]
+    train_model = onnx.ModelProto()
+    train_model.CopyFrom(model)
+    # mse on the first output (the one a loss is built on).
+    del train_model.graph.output[1:]
+    tpath = ctx.path(name, "train.onnx")
+    onnx.save(train_model, tpath)
+    grads = numeric_gradient(train_model, feeds, params, targets[:1])
+    program = ctx.path(name, "train")
+    res = T.compile_model(ctx, tpath, program, loss="mse", label="labels",
+                          optimizer="sgd", lr=1.0, batch=batch, seed=0)
+    if not T.require_ok(checks, "%s: otc-compile (training)" % name, res):
+        return
+    data = {}
+    for k, v in feeds.items():
+        data[k] = ctx.path(name, k + ".npy")
+        np.save(data[k], v)
+    data["labels"] = ctx.path(name, "labels.npy")
+    # The mse target: per batch element the output's mean is over
+    # everything, as loss64 (OTC's mse averages every element).
+    np.save(data["labels"], targets[0].astype(np.float32))
+    exported = ctx.path(name, "trained.onnx")
+    r = T.run(T.train_cmd(program, data, steps=1, no_shuffle=True,
+                          export=exported, quiet=True), timeout=120)
+    if not T.require_ok(checks, "%s: one training step" % name, r):
+        return
+    w1 = {t.name: numpy_helper.to_array(t)
+          for t in onnx.load(exported).graph.initializer}
+    bad = []
+    for k, g in grads.items():
+        upd = params[k].astype(np.float64) - w1[k]
+        err = np.abs(upd - g).max() / max(np.abs(g).max(), 1e-12)
+        if err > 1e-3:
+            bad.append("%s rel %.2e" % (k, err))
+    checks.check("%s: every parameter's gradient within 1e-3 of float64 "
+                 "central differences" % name, not bad, "; ".join(bad))
+
+
 def main():
     args, ctx = T.parse_args("opset23", "Opsets 18-23 against onnx.reference.")
     checks = T.Checks("opset23")
@@ -219,72 +331,9 @@ def main():
               "tools/install-deps.sh); this Python has %s" %
               (getattr(sys.modules.get("onnx"), "__version__", "no onnx")))
         return 77
-    import otc_program
     for name, op, inputs, attrs, outputs, opset in cases():
         model, feeds, params = case(name, op, inputs, attrs, outputs, opset)
-        path = ctx.path(name, "model.onnx")
-        onnx.save(model, path)
-        # Forward: every output against float64 (and float32's own error).
-        lib = ctx.path(name, "forward.so")
-        res = T.compile_model(ctx, path, lib, inference=True, emit="lib",
-                              batch=BATCH)
-        if not T.require_ok(checks, "%s: otc-compile --inference" % name, res):
-            continue
-        prog = otc_program.Program(lib)
-        prog.load_params(params)
-        for k, v in feeds.items():
-            prog.view(prog.inputs[k])[...] = v
-        checks.check("%s: eval_step" % name, prog.eval_step() == 0)
-        want64 = reference_outputs(model, feeds, params, np.float64)
-        want32 = reference_outputs(model, feeds, params, np.float32)
-        names = [o.name for o in model.graph.output]
-        for n, w64, w32 in zip(names, want64, want32):
-            got = prog.output(n)
-            scale = max(np.abs(w64).max(), 1e-30)
-            err = np.abs(got - w64).max() / scale
-            err32 = np.abs(w32 - w64).max() / scale
-            checks.check("%s: output %s as close to float64 as onnx.reference "
-                         "float32 (x4) or 1e-5 of its scale" % (name, n),
-                         err <= max(4 * err32, 1e-5),
-                         "rel %.2e (reference float32 %.2e)" % (err, err32))
-        # Training: the first SGD update (lr 1) is the gradient of the loss.
-        rng = np.random.RandomState(1)
-        targets = [rng.standard_normal(o.shape) for o in want64]
-        train = onnx.ModelProto()
-        train.CopyFrom(model)
-        # mse on the first output (the one a loss is built on).
-        del train.graph.output[1:]
-        tpath = ctx.path(name, "train.onnx")
-        onnx.save(train, tpath)
-        grads = numeric_gradient(train, feeds, params, targets[:1])
-        program = ctx.path(name, "train")
-        res = T.compile_model(ctx, tpath, program, loss="mse", label="labels",
-                              optimizer="sgd", lr=1.0, batch=BATCH, seed=0)
-        if not T.require_ok(checks, "%s: otc-compile (training)" % name, res):
-            continue
-        data = {}
-        for k, v in feeds.items():
-            data[k] = ctx.path(name, k + ".npy")
-            np.save(data[k], v)
-        data["labels"] = ctx.path(name, "labels.npy")
-        # The mse target: per batch element the output's mean is over
-        # everything, as loss64 (OTC's mse averages every element).
-        np.save(data["labels"], targets[0].astype(np.float32))
-        exported = ctx.path(name, "trained.onnx")
-        r = T.run(T.train_cmd(program, data, steps=1, no_shuffle=True,
-                              export=exported, quiet=True), timeout=120)
-        if not T.require_ok(checks, "%s: one training step" % name, r):
-            continue
-        w1 = {t.name: numpy_helper.to_array(t)
-              for t in onnx.load(exported).graph.initializer}
-        bad = []
-        for k, g in grads.items():
-            upd = params[k].astype(np.float64) - w1[k]
-            err = np.abs(upd - g).max() / max(np.abs(g).max(), 1e-12)
-            if err > 1e-3:
-                bad.append("%s rel %.2e" % (k, err))
-        checks.check("%s: every parameter's gradient within 1e-3 of float64 "
-                     "central differences" % name, not bad, "; ".join(bad))
+        check_model(ctx, checks, name, model, feeds, params)
     return checks.finish()
 
 

@@ -642,6 +642,51 @@ def maxpool_u8():
 
 KINDS["maxpool-u8"] = maxpool_u8
 
+def functions(kind):
+    """Model-local functions as onnxscript writes them (domain "this"):
+    functions: `block` calls `leaky` (defined after it), whose LeakyRelu
+    alpha refers to the function's attribute; the first call gives alpha,
+    the second takes its default 0.2 (FunctionProto.attribute_proto, field
+    11, newer than this onnx: appended as raw bytes). functions-recursive:
+    a function that calls itself."""
+    vi = helper.make_tensor_value_info
+    x = vi("x", TensorProto.FLOAT, [2, 4])
+    alpha = helper.make_attribute_ref("alpha", onnx.AttributeProto.FLOAT) \
+        if hasattr(helper, "make_attribute_ref") else None
+    if alpha is None:
+        alpha = onnx.AttributeProto(name="alpha", ref_attr_name="alpha",
+                                    type=onnx.AttributeProto.FLOAT)
+    leaky_node = helper.make_node("LeakyRelu", ["x"], ["y"], name="lr")
+    leaky_node.attribute.append(alpha)
+    callee = "leaky" if kind == "functions" else "block"
+    block = helper.make_function(
+        "this", "block", ["x"], ["y"],
+        [helper.make_node(callee, ["x"], ["t"], domain="this", name="inner"),
+         helper.make_node("Add", ["t", "x"], ["y"], name="add")],
+        [helper.make_opsetid("", 18), helper.make_opsetid("this", 1)])
+    leaky = helper.make_function("this", "leaky", ["x"], ["y"], [leaky_node],
+                                 [helper.make_opsetid("", 18)], ["alpha"])
+    default = helper.make_attribute("alpha", 0.2).SerializeToString()
+    raw = leaky.SerializeToString() + bytes([11 << 3 | 2, len(default)]) + \
+        default
+    leaky = onnx.FunctionProto()
+    leaky.ParseFromString(raw)
+    nodes = [helper.make_node("leaky", ["x"], ["a"], domain="this",
+                              name="given", alpha=0.5),
+             helper.make_node("block", ["a"], ["y"], domain="this",
+                              name="call")]
+    graph = helper.make_graph(nodes, "g", [x], [vi("y", TensorProto.FLOAT,
+                                                   [2, 4])])
+    m = helper.make_model(graph, opset_imports=[
+        helper.make_opsetid("", 18), helper.make_opsetid("this", 1)])
+    m.functions.extend([block, leaky])
+    m.ir_version = 8
+    return m
+
+
+KINDS["functions"] = lambda: functions("functions")
+KINDS["functions-recursive"] = lambda: functions("functions-recursive")
+
 if __name__ == "__main__":
     kind, out = sys.argv[1], sys.argv[2]
     if kind == "garbage":
