@@ -14,8 +14,8 @@
 
 #include "dialects/graph/ElementTypes.h"
 #include "dialects/graph/GraphDialect.h"
-#include "passes/Attributes.h"
-#include "passes/Passes.h"
+#include "dialects/Attributes.h"
+#include "dialects/InitAll.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"

@@ -6,8 +6,8 @@
 #include "dialects/dist/DistDialect.h"
 #include "dialects/exec/ExecDialect.h"
 #include "otc/compress.h"
-#include "passes/Attributes.h"
-#include "passes/EmitCpp.h"
+#include "dialects/Attributes.h"
+#include "target/cpp/EmitCpp.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/BuiltinAttributes.h"

@@ -4,7 +4,7 @@
 #define OTC_COMPILER_PIPELINE_H
 
 #include "compiler/OnnxImporter.h"
-#include "passes/EmitCpp.h"
+#include "target/cpp/EmitCpp.h"
 #include "passes/Passes.h"
 
 #include "mlir/Pass/PassManager.h"

@@ -29,8 +29,6 @@ namespace otc {
 #define GEN_PASS_REGISTRATION
 #include "passes/Passes.h.inc"
 
-/// Registers the OTC dialects (and the upstream ones they use).
-void registerAllDialects(mlir::DialectRegistry &registry);
 /// Registers every OTC pass and pipeline with the global registry.
 void registerAllPasses();
 } // namespace otc

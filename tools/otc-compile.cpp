@@ -8,6 +8,7 @@
 
 #include "compiler/Config.h"
 #include "compiler/Pipeline.h"
+#include "dialects/InitAll.h"
 
 #include "mlir/IR/AsmState.h"
 #include "mlir/IR/Diagnostics.h"

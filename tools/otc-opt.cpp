@@ -4,6 +4,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "dialects/InitAll.h"
 #include "passes/Passes.h"
 
 #include "mlir/IR/DialectRegistry.h"

@@ -7,7 +7,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "compiler/OnnxImporter.h"
-#include "passes/EmitCpp.h"
+#include "target/cpp/EmitCpp.h"
 
 #include "mlir/Tools/mlir-translate/MlirTranslateMain.h"
 

@@ -76,19 +76,6 @@ bool useIsa(Isa isa) {
 
 } // namespace otc::kernels::compress
 
-extern "C" int64_t otck_compress_k(const otck_compress_config *config) {
-  Layout l;
-  return makeLayout(config, &l) ? l.k : -1;
-}
-
-extern "C" int64_t
-otck_compress_payload_bytes(const otck_compress_config *config, int64_t n) {
-  Layout l;
-  if (!makeLayout(config, &l) || n < 0)
-    return -1;
-  return l.bytes(n);
-}
-
 namespace {
 
 /// The entry points of one variant.

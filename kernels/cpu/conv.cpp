@@ -20,180 +20,16 @@
 
 #include "otc/kernels.h"
 
+#include "conv_plan.h"
 #include "parallel.h"
-#include "plans.h"
 
 #include <algorithm>
 #include <cstdint>
 
 using namespace otc::kernels;
+using namespace otc::kernels::conv;
 
 namespace {
-
-/// Floats one column buffer may hold before the work is cut finer (1 MiB,
-/// so that a GEMM's column operand stays in a core's L2 cache).
-constexpr int64_t kColBudget = int64_t(1) << 18;
-/// Fewest output columns of a forward tile (narrower GEMMs lose speed).
-constexpr int64_t kMinTile = 128;
-/// Fewest GEMM rows (or weight-gradient columns) a channel block aims for.
-constexpr int64_t kMinRows = 64;
-/// Items the planners aim for, enough to feed kMaxThreads threads.
-constexpr int64_t kTargetItems = 64;
-/// Multiply-adds below which a kernel stays on the calling thread.
-constexpr int64_t kConvGrain = int64_t(1) << 16;
-/// Workspace the buffers may take before fewer workers share them.
-constexpr int64_t kWorkspaceCap = int64_t(256) << 20;
-/// Channel multiplier up to which depthwise convolutions use direct loops.
-constexpr int64_t kDirectMaxMultiplier = 4;
-
-int64_t ceilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
-
-/// Rounds a float count up to 64 bytes so that buffers stay aligned alike.
-int64_t roundFloats(int64_t n) { return ceilDiv(n, 16) * 16; }
-
-/// A convolution with its spatial arrays completed to 3 dimensions
-/// (ConvShape) and the CPU's choice of method.
-struct ConvGeom : ConvShape {
-  int64_t colRows; // cg * kSize
-  bool pointwise;  // 1x1, stride 1, no padding: x is its own column matrix.
-  bool direct;     // depthwise with a small multiplier: direct loops.
-};
-
-bool makeGeom(const otck_conv_desc *d, ConvGeom &g) {
-  if (!makeConvShape(d, g))
-    return false;
-  g.pointwise = true;
-  for (int i = 0; i < 3; ++i)
-    g.pointwise = g.pointwise && g.k[i] == 1 && g.s[i] == 1 && g.pb[i] == 0 &&
-                  g.in[i] == g.out[i];
-  g.colRows = g.cg * g.kSize;
-  g.direct = g.cg == 1 && g.mg <= kDirectMaxMultiplier;
-  return true;
-}
-
-/// Number of parts to cut `total` into: `wanted`, or more so that none
-/// exceeds maxPer, but never so many that parts fall below minPer.
-int64_t splitParts(int64_t total, int64_t maxPer, int64_t minPer,
-                   int64_t wanted) {
-  const int64_t most = total / std::max<int64_t>(minPer, 1);
-  int64_t parts =
-      std::max(wanted, ceilDiv(total, std::max<int64_t>(maxPer, 1)));
-  parts = std::clamp<int64_t>(std::min(parts, most), 1, total);
-  // Balance: the same count with equal sizes, the last possibly shorter.
-  return ceilDiv(total, ceilDiv(total, parts));
-}
-
-/// Buffers for `items` items of `bufFloats` each next to `extraFloats`:
-/// one per worker, as many as the workspace cap allows (at least one).
-int64_t bufferCount(int64_t items, int64_t bufFloats, int64_t extraFloats) {
-  int64_t n = std::min<int64_t>(items, kMaxThreads);
-  if (bufFloats > 0) {
-    int64_t room = (kWorkspaceCap / 4 - extraFloats) / bufFloats;
-    n = std::min(n, std::max<int64_t>(room, 1));
-  }
-  return std::max<int64_t>(n, 1);
-}
-
-/// How a kernel cuts its work: `items` items, buffer b at workspace floats
-/// extra + b * bufFloats, `workers` buffers at most.
-struct Plan {
-  int64_t items = 0;
-  int64_t bufFloats = 0;
-  int64_t extraFloats = 0;
-  int64_t workers = 1;
-  int64_t itemCost = 0;    // multiply-adds of one item
-  bool sharedCols = false; // forward: columns of every tile in extra
-  // Forward: output tiles and output-channel blocks per image and group.
-  int64_t tiles = 1, tile = 0, mBlocks = 1, mb = 0;
-  // Gradients: input-channel blocks per group, batch chunks (weight only).
-  int64_t cBlocks = 1, cb = 0, chunks = 1;
-  int64_t bytes() const { return (extraFloats + workers * bufFloats) * 4; }
-};
-
-Plan planForward(const ConvGeom &g) {
-  Plan p;
-  if (g.direct || g.n == 0 || g.outSize == 0)
-    return p;
-  if (g.pointwise) {
-    p.tile = g.outSize;
-  } else {
-    int64_t maxTile = std::max(kMinTile, kColBudget / g.colRows);
-    p.tiles =
-        splitParts(g.outSize, maxTile, kMinTile, ceilDiv(kTargetItems, g.n));
-    p.tile = ceilDiv(g.outSize, p.tiles);
-  }
-  p.mBlocks =
-      splitParts(g.mg, g.mg, kMinRows, ceilDiv(kTargetItems, g.n * p.tiles));
-  p.mb = ceilDiv(g.mg, p.mBlocks);
-  p.items = g.n * p.tiles * p.mBlocks;
-  p.itemCost = g.g * p.mb * g.colRows * p.tile;
-  const int64_t colFloats =
-      g.pointwise ? 0 : roundFloats(g.c * g.kSize * p.tile);
-  const int64_t tmpFloats = p.tiles > 1 ? roundFloats(p.mb * p.tile) : 0;
-  // Output-channel blocks of one tile share its columns: built once per
-  // tile, first, when they fit in half the cap.
-  const int64_t units = g.n * p.tiles;
-  p.sharedCols =
-      colFloats > 0 && p.mBlocks > 1 && units * colFloats <= kWorkspaceCap / 8;
-  if (p.sharedCols) {
-    p.extraFloats = units * colFloats;
-    p.bufFloats = tmpFloats;
-  } else {
-    p.bufFloats =
-        (g.pointwise ? 0 : roundFloats(g.colRows * p.tile)) + tmpFloats;
-  }
-  p.workers = bufferCount(p.items, p.bufFloats, p.extraFloats);
-  return p;
-}
-
-Plan planGradInput(const ConvGeom &g) {
-  Plan p;
-  if (g.direct || g.n == 0 || g.outSize == 0)
-    return p;
-  const int64_t wanted = ceilDiv(kTargetItems, g.n * g.g);
-  if (g.pointwise)
-    p.cBlocks = splitParts(g.cg, g.cg, kMinRows, wanted);
-  else
-    p.cBlocks = splitParts(g.cg, kColBudget / (g.kSize * g.outSize),
-                           ceilDiv(kMinRows, g.kSize), wanted);
-  p.cb = ceilDiv(g.cg, p.cBlocks);
-  p.items = g.n * g.g * p.cBlocks;
-  p.itemCost = p.cb * g.kSize * g.mg * g.outSize;
-  // Blocks of input channels read column blocks of the weights: transposed
-  // weights make them contiguous rows.
-  if (p.cBlocks > 1)
-    p.extraFloats = roundFloats(g.m * g.colRows);
-  if (!g.pointwise)
-    p.bufFloats = roundFloats(p.cb * g.kSize * g.outSize);
-  p.workers = bufferCount(p.items, p.bufFloats, p.extraFloats);
-  return p;
-}
-
-Plan planGradWeight(const ConvGeom &g) {
-  Plan p;
-  if (g.direct || g.n == 0 || g.outSize == 0)
-    return p;
-  const int64_t wanted = ceilDiv(kTargetItems, g.g);
-  if (g.pointwise)
-    p.cBlocks = splitParts(g.cg, g.cg, kMinRows, wanted);
-  else
-    p.cBlocks = splitParts(g.cg, kColBudget / (g.kSize * g.outSize),
-                           ceilDiv(kMinRows, g.kSize), wanted);
-  p.cb = ceilDiv(g.cg, p.cBlocks);
-  const int64_t wFloats = g.m * g.colRows;
-  p.chunks =
-      std::clamp<int64_t>(ceilDiv(kTargetItems, g.g * p.cBlocks), 1, g.n);
-  // Partial sums beyond the first chunk's (written to dw) take at most half
-  // the cap.
-  p.chunks = std::min(p.chunks, 1 + kWorkspaceCap / 8 / wFloats);
-  p.items = g.g * p.cBlocks * p.chunks;
-  p.itemCost = ceilDiv(g.n, p.chunks) * g.mg * p.cb * g.kSize * g.outSize;
-  p.extraFloats = (p.chunks - 1) * roundFloats(wFloats);
-  p.bufFloats = roundFloats((g.pointwise ? 0 : p.cb * g.kSize * g.outSize) +
-                            (p.cBlocks > 1 ? g.mg * p.cb * g.kSize : 0));
-  p.workers = bufferCount(p.items, p.bufFloats, p.extraFloats);
-  return p;
-}
 
 /// Runs fn(item, buffer) for every item, in parallel over at most
 /// p.workers threads, each with its own buffer.
@@ -763,14 +599,6 @@ void gradInput(const ConvGeom &g, const float *dy, const float *w, float *dx,
 }
 
 } // namespace
-
-extern "C" int64_t otck_conv_workspace_bytes(const otck_conv_desc *d) {
-  ConvGeom g;
-  if (!makeGeom(d, g))
-    return 0;
-  return std::max({planForward(g).bytes(), planGradInput(g).bytes(),
-                   planGradWeight(g).bytes()});
-}
 
 extern "C" void otck_conv_f32(const otck_conv_desc *d, const float *x,
                               const float *w, const float *bias, float *y,

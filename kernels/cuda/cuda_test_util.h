@@ -1,5 +1,4 @@
-//===- cuda_test_util.h - Helpers shared by the CUDA kernel tests -*- C++
-//-*-===//
+//===- cuda_test_util.h - Helpers of the CUDA kernel tests ------*- C++ -*-===//
 //
 // Test-only helpers shared by the CUDA kernel tests (kernels_cuda_test.cpp,
 // transformer_cuda_test.cpp, nn_cuda_test.cpp, compress_cuda_test.cpp):

@@ -1,5 +1,4 @@
-//===- checkpoint.h - Atomic, checksummed checkpoints ------------*- C++
-//-*-===//
+//===- checkpoint.h - Atomic, checksummed checkpoints -----------*- C++ -*-===//
 //
 // Layout (little-endian):
 //   "OTCCKPT1"  u32 version  u32 flags  u64 total_bytes  u64 manifest_hash

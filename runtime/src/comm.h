@@ -1,5 +1,4 @@
-//===- comm.h - Communicators ------------------------------------*- C++
-//-*-===//
+//===- comm.h - Communicators -----------------------------------*- C++ -*-===//
 //
 // A communicator is either MPI (MPI_COMM_WORLD duplicated) or local (one
 // rank, no MPI). Every collective a program's step runs (dense and

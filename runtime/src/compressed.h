@@ -1,5 +1,4 @@
-//===- compressed.h - Compressed gradient all-reduce -------------*- C++
-//-*-===//
+//===- compressed.h - Compressed gradient all-reduce ------------*- C++ -*-===//
 //
 // The runtime side of DESIGN §8: otc_step_context_t's
 // compressed_all_reduce_mean_f32 and the per-session, per-bucket state it

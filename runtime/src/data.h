@@ -1,5 +1,4 @@
-//===- data.h - Data files and in-memory datasets ----------------*- C++
-//-*-===//
+//===- data.h - Data files and in-memory datasets ---------------*- C++ -*-===//
 //
 // Readers for .npy (v1/v2, C order, little-endian) and IDX (optionally
 // gzip-compressed) files, conversion to a program input's dtype, and the

@@ -1,5 +1,4 @@
-//===- device.h - Arenas of CUDA programs ------------------------*- C++
-//-*-===//
+//===- device.h - Arenas of CUDA programs -----------------------*- C++ -*-===//
 //
 // A program compiled with --target cuda addresses an arena in device memory.
 // The session keeps its host arena as a mirror: the runtime's own code

@@ -1,5 +1,4 @@
-//===- driver.h - The training executable's main -----------------*- C++
-//-*-===//
+//===- driver.h - The training executable's main ----------------*- C++ -*-===//
 
 #ifndef OTC_RUNTIME_DRIVER_H
 #define OTC_RUNTIME_DRIVER_H

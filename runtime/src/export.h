@@ -1,5 +1,4 @@
-//===- export.h - Parameters from and to the source ONNX model ---*- C++
-//-*-===//
+//===- export.h - Parameters from and to the source ONNX model --*- C++ -*-===//
 
 #ifndef OTC_RUNTIME_EXPORT_H
 #define OTC_RUNTIME_EXPORT_H

@@ -1,5 +1,4 @@
-//===- loader.h - Shuffled, sharded batches ----------------------*- C++
-//-*-===//
+//===- loader.h - Shuffled, sharded batches ---------------------*- C++ -*-===//
 //
 // The loader is defined on the *global* batch so that W ranks with batch B
 // see exactly the samples one rank with batch W*B sees: per epoch a global

@@ -1,5 +1,4 @@
-//===- metrics.h - JSON-lines metrics and the progress bar -------*- C++
-//-*-===//
+//===- metrics.h - JSON-lines metrics and the progress bar ------*- C++ -*-===//
 
 #ifndef OTC_RUNTIME_METRICS_H
 #define OTC_RUNTIME_METRICS_H

@@ -1,5 +1,4 @@
-//===- program.h - Compiled programs and their manifest ----------*- C++
-//-*-===//
+//===- program.h - Compiled programs and their manifest ---------*- C++ -*-===//
 //
 // A program is an entry table (linked in or dlopened) plus its manifest,
 // parsed and validated once into otc::Manifest so the rest of the runtime

@@ -1,5 +1,4 @@
-//===- session.h - Sessions: one program running on one rank -----*- C++
-//-*-===//
+//===- session.h - Sessions: one program running on one rank ----*- C++ -*-===//
 
 #ifndef OTC_RUNTIME_SESSION_H
 #define OTC_RUNTIME_SESSION_H

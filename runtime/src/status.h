@@ -1,5 +1,4 @@
-//===- status.h - Errors inside the runtime and at its C boundary -*- C++
-//-*-===//
+//===- status.h - Runtime errors and the C API status -----------*- C++ -*-===//
 //
 // Inside the runtime failures are C++ exceptions of type otc::Error (a code
 // and a message); every C entry point converts them into an otc_status_t so

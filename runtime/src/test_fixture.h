@@ -1,5 +1,4 @@
-//===- test_fixture.h - A hand-written compiled program for tests -*- C++
-//-*-===//
+//===- test_fixture.h - A hand-written compiled program ---------*- C++ -*-===//
 //
 // Stands in for otc-compile's output: softmax regression (logits = x W^T + b,
 // mean cross-entropy, momentum SGD) written with plain loops against the

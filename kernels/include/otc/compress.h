@@ -25,7 +25,7 @@
 |* NaN). Quantisation is round(v / scale) to nearest even, clamped to         *|
 |* [-127, 127]. FP16 overflows to infinity as IEEE rounding does (|v| >=      *|
 |* 65520). RANDOMK draws its subset by Floyd's algorithm from SplitMix64 of   *|
-|* (seed, block index); kernels/cpu/compress_format.h is the reference.       *|
+|* (seed, block index); kernels/shared/compress_format.h is the reference.    *|
 |*                                                                            *|
 \*===----------------------------------------------------------------------===*/
 

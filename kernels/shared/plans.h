@@ -1,5 +1,4 @@
-//===- plans.h - Host-side plans shared by the CPU and CUDA kernels -*- C++
-//-*-===//
+//===- plans.h - Host-side plans of CPU and CUDA kernels --------*- C++ -*-===//
 //
 // Internal to the kernel libraries (the CPU kernels and their CUDA twins,
 // which hand a plan to device code by value). Host code only:
@@ -13,8 +12,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef OTC_KERNELS_PLANS_H
-#define OTC_KERNELS_PLANS_H
+#ifndef OTC_KERNELS_SHARED_PLANS_H
+#define OTC_KERNELS_SHARED_PLANS_H
 
 #include "otc/kernels.h"
 
@@ -213,4 +212,4 @@ template <class F> void withUnitType(int64_t unit, F &&f) {
 
 } // namespace otc::kernels
 
-#endif // OTC_KERNELS_PLANS_H
+#endif // OTC_KERNELS_SHARED_PLANS_H

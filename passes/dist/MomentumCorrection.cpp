@@ -1,7 +1,7 @@
 //===- MomentumCorrection.cpp - local momentum before compression ---------===//
 
 #include "dialects/graph/GraphDialect.h"
-#include "passes/Attributes.h"
+#include "dialects/Attributes.h"
 #include "passes/Passes.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"

@@ -1,5 +1,4 @@
-//===- int_ops.h - Integer arithmetic of the CPU and CUDA kernels -*- C++
-//-*-===//
+//===- int_ops.h - Integer arithmetic of CPU and CUDA -----------*- C++ -*-===//
 //
 // Internal to the kernel libraries: the element types of the integer and
 // comparison kernels (one dispatch from an otck_dtype code to a C++ type)
@@ -8,8 +7,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef OTC_KERNELS_INT_OPS_H
-#define OTC_KERNELS_INT_OPS_H
+#ifndef OTC_KERNELS_SHARED_INT_OPS_H
+#define OTC_KERNELS_SHARED_INT_OPS_H
 
 #include "otc/kernels.h"
 
@@ -244,4 +243,4 @@ OTCK_HOST_DEVICE inline bool compareValues(otck_compare_op op, T a, T b) {
 
 } // namespace otc::kernels
 
-#endif // OTC_KERNELS_INT_OPS_H
+#endif // OTC_KERNELS_SHARED_INT_OPS_H

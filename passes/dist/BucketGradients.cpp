@@ -2,9 +2,9 @@
 
 #include "dialects/dist/DistDialect.h"
 #include "dialects/graph/GraphDialect.h"
-#include "passes/Attributes.h"
+#include "dialects/Attributes.h"
 #include "passes/Passes.h"
-#include "passes/SdpAnalysis.h"
+#include "passes/dist/SdpAnalysis.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"

@@ -16,8 +16,8 @@
 //===----------------------------------------------------------------------===//
 
 #include "dialects/exec/ExecDialect.h"
-#include "passes/Attributes.h"
-#include "passes/KernelDescs.h"
+#include "dialects/Attributes.h"
+#include "dialects/exec/KernelDescs.h"
 #include "passes/Passes.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"

@@ -9,8 +9,8 @@
 #include "dialects/dist/DistDialect.h"
 #include "dialects/exec/ExecDialect.h"
 #include "dialects/graph/GraphDialect.h"
-#include "passes/Attributes.h"
-#include "passes/KernelDescs.h"
+#include "dialects/Attributes.h"
+#include "dialects/exec/KernelDescs.h"
 #include "passes/Passes.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"

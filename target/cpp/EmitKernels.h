@@ -4,11 +4,11 @@
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef OTC_PASSES_EMITKERNELS_H
-#define OTC_PASSES_EMITKERNELS_H
+#ifndef OTC_TARGET_CPP_EMITKERNELS_H
+#define OTC_TARGET_CPP_EMITKERNELS_H
 
 #include "dialects/exec/ExecDialect.h"
-#include "passes/EmitCpp.h"
+#include "target/cpp/EmitCpp.h"
 
 #include "llvm/ADT/STLFunctionalExtras.h"
 #include "llvm/Support/raw_ostream.h"
@@ -53,4 +53,4 @@ emitKernelCall(exec::KernelOp k, llvm::raw_ostream &os,
 
 } // namespace otc
 
-#endif // OTC_PASSES_EMITKERNELS_H
+#endif // OTC_TARGET_CPP_EMITKERNELS_H

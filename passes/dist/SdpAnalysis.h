@@ -7,8 +7,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef OTC_PASSES_SDPANALYSIS_H
-#define OTC_PASSES_SDPANALYSIS_H
+#ifndef OTC_PASSES_DIST_SDPANALYSIS_H
+#define OTC_PASSES_DIST_SDPANALYSIS_H
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
@@ -162,4 +162,4 @@ llvm::StringRef paramName(mlir::func::FuncOp forward, unsigned arg);
 
 } // namespace otc::sdp
 
-#endif // OTC_PASSES_SDPANALYSIS_H
+#endif // OTC_PASSES_DIST_SDPANALYSIS_H

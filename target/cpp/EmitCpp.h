@@ -1,7 +1,7 @@
 //===- EmitCpp.h - exec dialect to C++ source -------------------*- C++ -*-===//
 
-#ifndef OTC_PASSES_EMITCPP_H
-#define OTC_PASSES_EMITCPP_H
+#ifndef OTC_TARGET_CPP_EMITCPP_H
+#define OTC_TARGET_CPP_EMITCPP_H
 
 #include "mlir/IR/BuiltinOps.h"
 #include "llvm/Support/raw_ostream.h"
@@ -47,4 +47,4 @@ void registerEmitCppTranslation();
 
 } // namespace otc
 
-#endif // OTC_PASSES_EMITCPP_H
+#endif // OTC_TARGET_CPP_EMITCPP_H

@@ -1,13 +1,12 @@
-//===- Attributes.h - attribute names shared across the pipeline -*- C++
-//-*-===//
+//===- Attributes.h - IR attribute names of the whole pipeline --*- C++ -*-===//
 //
 // Argument, result and module attributes through which the importer, the
 // passes and the emitter agree on what each buffer is.
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef OTC_PASSES_ATTRIBUTES_H
-#define OTC_PASSES_ATTRIBUTES_H
+#ifndef OTC_DIALECTS_ATTRIBUTES_H
+#define OTC_DIALECTS_ATTRIBUTES_H
 
 #include "llvm/ADT/StringRef.h"
 
@@ -61,4 +60,4 @@ inline constexpr llvm::StringLiteral kEvalOutput = "eval_output";
 inline constexpr llvm::StringLiteral kEvalLossOutput = "eval_loss";
 } // namespace otc::attr
 
-#endif // OTC_PASSES_ATTRIBUTES_H
+#endif // OTC_DIALECTS_ATTRIBUTES_H

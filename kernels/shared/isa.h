@@ -9,11 +9,11 @@
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef OTC_KERNELS_CPU_ISA_H
-#define OTC_KERNELS_CPU_ISA_H
+#ifndef OTC_KERNELS_SHARED_ISA_H
+#define OTC_KERNELS_SHARED_ISA_H
 
 #ifndef OTCK_ISA
 #define OTCK_ISA generic
 #endif
 
-#endif // OTC_KERNELS_CPU_ISA_H
+#endif // OTC_KERNELS_SHARED_ISA_H

@@ -12,14 +12,14 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "passes/EmitCpp.h"
-#include "passes/EmitKernels.h"
+#include "target/cpp/EmitCpp.h"
+#include "target/cpp/EmitKernels.h"
 
 #include "dialects/dist/DistDialect.h"
 #include "dialects/exec/ExecDialect.h"
 #include "dialects/graph/ElementTypes.h"
-#include "passes/Attributes.h"
-#include "passes/Passes.h"
+#include "dialects/Attributes.h"
+#include "dialects/InitAll.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/BuiltinAttributes.h"

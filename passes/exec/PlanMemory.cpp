@@ -10,7 +10,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "dialects/exec/ExecDialect.h"
-#include "passes/Attributes.h"
+#include "dialects/Attributes.h"
 #include "passes/Passes.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"

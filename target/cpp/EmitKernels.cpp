@@ -11,11 +11,11 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "passes/EmitKernels.h"
+#include "target/cpp/EmitKernels.h"
 
 #include "dialects/graph/ElementTypes.h"
 #include "dialects/graph/GraphDialect.h"
-#include "passes/KernelDescs.h"
+#include "dialects/exec/KernelDescs.h"
 
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/ADT/StringMap.h"
@@ -33,21 +33,6 @@ std::string otc::floatLiteral(double v) {
   if (std::isinf(v))
     return v > 0 ? "__builtin_inff()" : "(-__builtin_inff())";
   return llvm::formatv("{0:e9}f", v).str();
-}
-
-bool otc::convDescOf(Operation *op, StringRef kernel, ValueRange ins, Value out,
-                     otck_conv_desc &d) {
-  if (kernel == "conv")
-    d = convDesc(op, ins[0], ins[1], out);
-  else if (kernel == "conv_transpose")
-    d = convDesc(op, out, ins[1], ins[0]);
-  else if (kernel == "conv_grad_input")
-    d = convDesc(op, out, ins[1], ins[0]);
-  else if (kernel == "conv_grad_weight")
-    d = convDesc(op, ins[1], out, ins[0]);
-  else
-    return false;
-  return true;
 }
 
 namespace {

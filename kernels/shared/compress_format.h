@@ -10,8 +10,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef OTC_KERNELS_CPU_COMPRESS_FORMAT_H
-#define OTC_KERNELS_CPU_COMPRESS_FORMAT_H
+#ifndef OTC_KERNELS_SHARED_COMPRESS_FORMAT_H
+#define OTC_KERNELS_SHARED_COMPRESS_FORMAT_H
 
 #include "otc/compress.h"
 
@@ -227,4 +227,4 @@ OTCK_HD void sampleSubset(uint64_t key, uint32_t m, uint32_t c,
 } // namespace OTCK_ISA
 } // namespace otc::kernels::compress
 
-#endif // OTC_KERNELS_CPU_COMPRESS_FORMAT_H
+#endif // OTC_KERNELS_SHARED_COMPRESS_FORMAT_H

@@ -7,7 +7,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "dialects/graph/GraphDialect.h"
-#include "passes/Attributes.h"
+#include "dialects/Attributes.h"
 #include "passes/Passes.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"

@@ -7,8 +7,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef OTC_PASSES_KERNELDESCS_H
-#define OTC_PASSES_KERNELDESCS_H
+#ifndef OTC_DIALECTS_EXEC_KERNELDESCS_H
+#define OTC_DIALECTS_EXEC_KERNELDESCS_H
 
 #include "otc/kernels.h"
 
@@ -93,4 +93,4 @@ bool convDescOf(mlir::Operation *op, llvm::StringRef kernel,
 
 } // namespace otc
 
-#endif // OTC_PASSES_KERNELDESCS_H
+#endif // OTC_DIALECTS_EXEC_KERNELDESCS_H

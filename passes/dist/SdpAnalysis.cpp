@@ -1,9 +1,9 @@
 //===- SdpAnalysis.cpp - droppable components for SDP ---------------------===//
 
-#include "passes/SdpAnalysis.h"
+#include "passes/dist/SdpAnalysis.h"
 
 #include "dialects/graph/GraphDialect.h"
-#include "passes/Attributes.h"
+#include "dialects/Attributes.h"
 
 #include "mlir/IR/Builders.h"
 #include "llvm/ADT/DenseSet.h"
