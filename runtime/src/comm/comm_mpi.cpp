@@ -1,0 +1,517 @@
+//===- comm_mpi.cpp - MPI and local communicators -------------------------===//
+
+#include "comm/comm.h"
+#include "comm/comm_worker.h"
+#include "core/status.h"
+
+#include "otc/kernels.h"
+
+#include <mpi.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdlib>
+#include <cstring>
+#include <limits>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+struct otc_comm {
+  bool isMpi = false;
+  MPI_Comm comm = MPI_COMM_NULL;
+  int rank = 0;
+  int size = 1;
+  uint64_t bytesSent = 0;
+  uint64_t bytesReceived = 0;
+  std::string lastError;
+  /// SDP owner groups split off `comm` (MPI_COMM_NULL: local comm).
+  std::map<std::vector<int64_t>, MPI_Comm> groups;
+  /// The thread a step's collectives run on (comm_worker.h); created at the
+  /// first step collective of an MPI comm with more than one rank.
+  bool overlap = true;
+  std::unique_ptr<otc::CommWorker> worker;
+};
+
+namespace otc {
+namespace {
+
+void throwMpi(int rc, const char *call, const char *file, int line) {
+  char text[MPI_MAX_ERROR_STRING] = {0};
+  int len = 0;
+  if (MPI_Error_string(rc, text, &len) != MPI_SUCCESS)
+    std::snprintf(text, sizeof text, "MPI error %d", rc);
+  throw Error(OTC_UNAVAILABLE, std::string(call) + " failed at " + file + ":" +
+                                   std::to_string(line) + ": " + text);
+}
+
+// Every MPI call goes through this macro so a failure becomes an error
+// carrying the call, the place and MPI's own explanation.
+#define OTC_MPI_CHECK(call)                                                    \
+  do {                                                                         \
+    int otcMpiRc = (call);                                                     \
+    if (otcMpiRc != MPI_SUCCESS)                                               \
+      throwMpi(otcMpiRc, #call, __FILE__, __LINE__);                           \
+  } while (false)
+
+std::once_flag finalizeOnce;
+
+/// MPI's thread support: the collectives' own thread needs
+/// MPI_THREAD_SERIALIZED.
+int threadLevel = MPI_THREAD_SINGLE;
+
+void finalizeAtExit() {
+  int finalized = 0;
+  MPI_Finalized(&finalized);
+  if (!finalized)
+    MPI_Finalize();
+}
+
+void ensureMpiInitialized() {
+  int initialized = 0;
+  OTC_MPI_CHECK(MPI_Initialized(&initialized));
+  if (initialized) {
+    OTC_MPI_CHECK(MPI_Query_thread(&threadLevel));
+    return;
+  }
+  OTC_MPI_CHECK(
+      MPI_Init_thread(nullptr, nullptr, MPI_THREAD_SERIALIZED, &threadLevel));
+  // Finalize once, at process end: MPI cannot be re-initialised, so tying
+  // it to the last communicator would break a later create.
+  std::call_once(finalizeOnce, [] { std::atexit(finalizeAtExit); });
+}
+
+/// Completes a started MPI call. On the collectives thread it tests with
+/// short sleeps in between, which is enough to progress the transfer and
+/// leaves the core to the step's compute; Open MPI's own waits spin.
+void complete(MPI_Request *request) {
+  int done = 0;
+  for (int tests = 0;; ++tests) {
+    OTC_MPI_CHECK(MPI_Test(request, &done, MPI_STATUS_IGNORE));
+    if (done)
+      return;
+    if (tests > 64)
+      std::this_thread::sleep_for(std::chrono::microseconds(20));
+  }
+}
+
+/// MPI_Allreduce, or on the collectives thread MPI_Iallreduce completed
+/// politely (complete()).
+void allReduce(void *buf, int n, MPI_Datatype type, MPI_Op op, MPI_Comm on) {
+  if (!onCommWorker()) {
+    OTC_MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, buf, n, type, op, on));
+    return;
+  }
+  MPI_Request request;
+  OTC_MPI_CHECK(MPI_Iallreduce(MPI_IN_PLACE, buf, n, type, op, on, &request));
+  complete(&request);
+}
+
+/// In-place MPI_Allgather of `bytes` per rank, polite as allReduce.
+void allGatherBytes(void *recv, int bytes, MPI_Comm on) {
+  if (!onCommWorker()) {
+    OTC_MPI_CHECK(MPI_Allgather(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, recv, bytes,
+                                MPI_BYTE, on));
+    return;
+  }
+  MPI_Request request;
+  OTC_MPI_CHECK(MPI_Iallgather(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, recv, bytes,
+                               MPI_BYTE, on, &request));
+  complete(&request);
+}
+
+// MPI counts are ints; large buffers go in chunks.
+constexpr int64_t kMaxChunk = std::numeric_limits<int>::max() / 8;
+
+} // namespace
+
+void allReduceMeanF32(otc_comm_t *comm, float *data, int64_t count) {
+  if (!comm)
+    throw Error(OTC_INVALID_ARGUMENT, "communicator is NULL");
+  if (count < 0 || (count > 0 && !data))
+    throw Error(OTC_INVALID_ARGUMENT, "all-reduce of a bad buffer");
+  if (!comm->isMpi || comm->size == 1 || count == 0)
+    return;
+  for (int64_t begin = 0; begin < count; begin += kMaxChunk) {
+    int n = int(std::min(kMaxChunk, count - begin));
+    allReduce(data + begin, n, MPI_FLOAT, MPI_SUM, comm->comm);
+  }
+  float scale = 1.0f / float(comm->size);
+  for (int64_t i = 0; i < count; ++i)
+    data[i] *= scale;
+  comm->bytesSent += uint64_t(count) * sizeof(float);
+  comm->bytesReceived += uint64_t(count) * sizeof(float);
+}
+
+void allReduceSumF64(otc_comm_t *comm, double *data, int64_t count,
+                     bool counted) {
+  if (!comm->isMpi || comm->size == 1 || count == 0)
+    return;
+  for (int64_t begin = 0; begin < count; begin += kMaxChunk) {
+    int n = int(std::min(kMaxChunk, count - begin));
+    OTC_MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, data + begin, n, MPI_DOUBLE,
+                                MPI_SUM, comm->comm));
+  }
+  if (counted) {
+    comm->bytesSent += uint64_t(count) * sizeof(double);
+    comm->bytesReceived += uint64_t(count) * sizeof(double);
+  }
+}
+
+void allGatherInPlace(otc_comm_t *comm, void *recv, int64_t bytes,
+                      bool counted) {
+  if (!comm->isMpi || comm->size == 1 || bytes == 0)
+    return;
+  // Payloads are far below 2 GiB (a bucket of 2^29 floats); a larger one
+  // would need a derived datatype, so it is refused rather than chunked.
+  if (bytes > std::numeric_limits<int>::max())
+    throw Error(OTC_INVALID_ARGUMENT,
+                "a compressed payload of " + std::to_string(bytes) +
+                    " bytes exceeds the 2 GiB all-gather limit; use smaller "
+                    "buckets");
+  allGatherBytes(recv, int(bytes), comm->comm);
+  if (!counted)
+    return;
+  uint64_t peers = uint64_t(comm->size - 1);
+  comm->bytesSent += uint64_t(bytes) * peers;
+  comm->bytesReceived += uint64_t(bytes) * peers;
+}
+
+bool anyRank(otc_comm_t *comm, bool flag) {
+  if (!comm->isMpi || comm->size == 1)
+    return flag;
+  int v = flag ? 1 : 0;
+  allReduce(&v, 1, MPI_INT, MPI_MAX, comm->comm);
+  comm->bytesSent += sizeof(int);
+  comm->bytesReceived += sizeof(int);
+  return v != 0;
+}
+
+bool allAgree(otc_comm_t *comm, bool ok) {
+  if (!comm->isMpi || comm->size == 1)
+    return ok;
+  int v = ok ? 1 : 0;
+  OTC_MPI_CHECK(
+      MPI_Allreduce(MPI_IN_PLACE, &v, 1, MPI_INT, MPI_MIN, comm->comm));
+  return v == 1;
+}
+
+void barrier(otc_comm_t *comm) {
+  if (comm->isMpi && comm->size > 1)
+    OTC_MPI_CHECK(MPI_Barrier(comm->comm));
+}
+
+void broadcastBytes(otc_comm_t *comm, void *data, int64_t bytes, int root) {
+  if (!comm->isMpi || comm->size == 1 || bytes == 0)
+    return;
+  if (bytes > std::numeric_limits<int>::max())
+    throw Error(OTC_INTERNAL, "a set-up broadcast over 2 GiB");
+  OTC_MPI_CHECK(MPI_Bcast(data, int(bytes), MPI_BYTE, root, comm->comm));
+}
+
+void countBytes(otc_comm_t *comm, uint64_t sent, uint64_t received) {
+  comm->bytesSent += sent;
+  comm->bytesReceived += received;
+}
+
+void abortAll(otc_comm_t *comm, int exitCode) {
+  if (comm && comm->isMpi && comm->size > 1)
+    MPI_Abort(comm->comm, exitCode);
+}
+
+namespace {
+
+CommWorker *stepWorker(otc_comm_t *comm) {
+  if (!comm || !comm->isMpi || comm->size <= 1 || !comm->overlap ||
+      threadLevel < MPI_THREAD_SERIALIZED)
+    return nullptr;
+  if (!comm->worker)
+    comm->worker = std::make_unique<CommWorker>(otck_get_num_threads());
+  return comm->worker.get();
+}
+
+} // namespace
+
+int runCollective(StepComm *sc, bool async, std::function<int()> job) {
+  otc_comm_t *comm = sc ? sc->comm : nullptr;
+  auto guarded = [comm, job = std::move(job)] {
+    try {
+      return job();
+    } catch (const std::exception &e) {
+      setCommError(comm, e.what());
+      return OTC_STEP_ERR_COMM;
+    }
+  };
+  CommWorker *worker = stepWorker(comm);
+  if (!worker)
+    return guarded();
+  if (!async)
+    return worker->call(std::move(guarded));
+  worker->post(std::move(guarded));
+  return OTC_STEP_OK;
+}
+
+int drainCollectives(otc_comm_t *comm) {
+  return comm && comm->worker ? comm->worker->drain() : OTC_STEP_OK;
+}
+
+int waitCollectivesCallback(void *opaque) {
+  auto *sc = static_cast<StepComm *>(opaque);
+  return drainCollectives(sc ? sc->comm : nullptr);
+}
+
+int allReduceMeanCallback(void *opaque, float *data, int64_t count) {
+  auto *sc = static_cast<StepComm *>(opaque);
+  return runCollective(sc, true, [=] {
+    allReduceMeanF32(sc ? sc->comm : nullptr, data, count);
+    return OTC_STEP_OK;
+  });
+}
+
+void splitGroups(otc_comm_t *comm,
+                 const std::vector<std::vector<int64_t>> &groups) {
+  for (const std::vector<int64_t> &g : groups) {
+    for (int64_t r : g)
+      if (r < 0 || r >= comm->size)
+        throw Error(OTC_INVALID_ARGUMENT,
+                    "SDP owner group names rank " + std::to_string(r) +
+                        " of a world of " + std::to_string(comm->size));
+    if (comm->groups.count(g))
+      continue;
+    MPI_Comm sub = MPI_COMM_NULL;
+    if (comm->isMpi) {
+      bool member = std::find(g.begin(), g.end(), comm->rank) != g.end();
+      OTC_MPI_CHECK(MPI_Comm_split(comm->comm, member ? 0 : MPI_UNDEFINED,
+                                   comm->rank, &sub));
+      if (sub != MPI_COMM_NULL)
+        OTC_MPI_CHECK(MPI_Comm_set_errhandler(sub, MPI_ERRORS_RETURN));
+    }
+    comm->groups[g] = sub;
+  }
+}
+
+void groupAllReduceMeanF32(otc_comm_t *comm, const std::vector<int64_t> &group,
+                           float *data, int64_t count) {
+  auto it = comm->groups.find(group);
+  if (it == comm->groups.end() ||
+      std::find(group.begin(), group.end(), comm->rank) == group.end())
+    throw Error(OTC_INTERNAL, "all-reduce over an SDP owner group this rank "
+                              "is not a member of");
+  if (!comm->isMpi || group.size() <= 1 || count == 0)
+    return;
+  for (int64_t begin = 0; begin < count; begin += kMaxChunk) {
+    int n = int(std::min(kMaxChunk, count - begin));
+    allReduce(data + begin, n, MPI_FLOAT, MPI_SUM, it->second);
+  }
+  float scale = 1.0f / float(group.size());
+  for (int64_t i = 0; i < count; ++i)
+    data[i] *= scale;
+  comm->bytesSent += uint64_t(count) * sizeof(float);
+  comm->bytesReceived += uint64_t(count) * sizeof(float);
+}
+
+namespace {
+/// The sub-communicator of `group` (this rank a member).
+MPI_Comm groupComm(otc_comm_t *comm, const std::vector<int64_t> &group) {
+  auto it = comm->groups.find(group);
+  if (it == comm->groups.end() || it->second == MPI_COMM_NULL)
+    throw Error(OTC_INTERNAL, "no communicator for this SDP owner group");
+  return it->second;
+}
+} // namespace
+
+void groupAllGatherInPlace(otc_comm_t *comm, const std::vector<int64_t> &group,
+                           void *recv, int64_t bytes) {
+  if (!comm->isMpi || group.size() <= 1 || bytes == 0)
+    return;
+  if (bytes > std::numeric_limits<int>::max())
+    throw Error(OTC_INVALID_ARGUMENT, "all-gather payload over 2 GiB");
+  allGatherBytes(recv, int(bytes), groupComm(comm, group));
+  comm->bytesSent += uint64_t(bytes) * (group.size() - 1);
+  comm->bytesReceived += uint64_t(bytes) * (group.size() - 1);
+}
+
+void groupAllReduceSumF64(otc_comm_t *comm, const std::vector<int64_t> &group,
+                          double *data, int64_t count) {
+  if (!comm->isMpi || group.size() <= 1 || count == 0)
+    return;
+  OTC_MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, data, int(count), MPI_DOUBLE,
+                              MPI_SUM, groupComm(comm, group)));
+  comm->bytesSent += uint64_t(count) * sizeof(double);
+  comm->bytesReceived += uint64_t(count) * sizeof(double);
+}
+
+int agreeFiniteCallback(void *opaque) {
+  auto *sc = static_cast<StepComm *>(opaque);
+  return runCollective(sc, false, [=] {
+    if (!sc)
+      throw Error(OTC_INVALID_ARGUMENT, "agree_finite: comm is NULL");
+    bool bad = anyRank(sc->comm, sc->pendingNonfinite);
+    sc->pendingNonfinite = false;
+    return bad ? OTC_STEP_SKIPPED_NONFINITE : OTC_STEP_OK;
+  });
+}
+
+bool groupIdentical(otc_comm_t *comm, const std::vector<int64_t> &group,
+                    const float *data, int64_t count) {
+  if (!comm->isMpi || group.size() <= 1)
+    return true;
+  auto it = comm->groups.find(group);
+  MPI_Comm on = int(group.size()) == comm->size ? comm->comm
+                : it != comm->groups.end()      ? it->second
+                                                : MPI_COMM_NULL;
+  if (on == MPI_COMM_NULL)
+    throw Error(OTC_INTERNAL, "no communicator for an SDP owner group");
+  // Compared as integers: the minimum and maximum bit patterns agree iff
+  // every member holds the same bits.
+  std::vector<int32_t> lo(static_cast<size_t>(count)), hi;
+  std::memcpy(lo.data(), data, size_t(count) * sizeof(float));
+  hi = lo;
+  for (int64_t begin = 0; begin < count; begin += kMaxChunk) {
+    int n = int(std::min(kMaxChunk, count - begin));
+    OTC_MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, lo.data() + begin, n, MPI_INT32_T,
+                                MPI_MIN, on));
+    OTC_MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, hi.data() + begin, n, MPI_INT32_T,
+                                MPI_MAX, on));
+  }
+  return lo == hi;
+}
+
+void broadcastF32(otc_comm_t *comm, int64_t root, float *data, int64_t count) {
+  if (root < 0 || root >= comm->size)
+    throw Error(OTC_INTERNAL, "broadcast from rank " + std::to_string(root) +
+                                  " of a world of " +
+                                  std::to_string(comm->size));
+  if (!comm->isMpi || comm->size == 1 || count == 0)
+    return;
+  for (int64_t begin = 0; begin < count; begin += kMaxChunk) {
+    int n = int(std::min(kMaxChunk, count - begin));
+    OTC_MPI_CHECK(MPI_Bcast(data + begin, n, MPI_FLOAT, int(root), comm->comm));
+  }
+  (root == comm->rank ? comm->bytesSent : comm->bytesReceived) +=
+      uint64_t(count) * sizeof(float);
+}
+
+int groupAllReduceMeanCallback(void *opaque, int64_t group, float *data,
+                               int64_t count) {
+  auto *sc = static_cast<StepComm *>(opaque);
+  return runCollective(sc, true, [=] {
+    if (!sc || !sc->groups || group < 0 || group >= int64_t(sc->groups->size()))
+      throw Error(OTC_INTERNAL, "the program names SDP owner group " +
+                                    std::to_string(group) +
+                                    ", which the manifest lacks");
+    groupAllReduceMeanF32(sc->comm, (*sc->groups)[size_t(group)], data, count);
+    return OTC_STEP_OK;
+  });
+}
+
+int broadcastCallback(void *opaque, int64_t root, float *data, int64_t count) {
+  auto *sc = static_cast<StepComm *>(opaque);
+  return runCollective(sc, false, [=] {
+    if (!sc)
+      throw Error(OTC_INVALID_ARGUMENT, "broadcast: comm is NULL");
+    broadcastF32(sc->comm, root, data, count);
+    return OTC_STEP_OK;
+  });
+}
+
+void setCommError(otc_comm_t *comm, const std::string &why) {
+  if (comm)
+    comm->lastError = why;
+}
+
+std::string takeCommError(otc_comm_t *comm) {
+  std::string e;
+  std::swap(e, comm->lastError);
+  return e;
+}
+
+} // namespace otc
+
+using namespace otc;
+
+extern "C" {
+
+otc_status_t otc_comm_create_mpi(otc_comm_t **out_comm) {
+  return guard([&] {
+    if (!out_comm)
+      throw Error(OTC_INVALID_ARGUMENT, "out_comm is NULL");
+    *out_comm = nullptr;
+    ensureMpiInitialized();
+    auto comm = std::make_unique<otc_comm>();
+    comm->isMpi = true;
+    // A private duplicate: our collectives never match the user's messages.
+    OTC_MPI_CHECK(MPI_Comm_dup(MPI_COMM_WORLD, &comm->comm));
+    try {
+      OTC_MPI_CHECK(MPI_Comm_set_errhandler(comm->comm, MPI_ERRORS_RETURN));
+      OTC_MPI_CHECK(MPI_Comm_rank(comm->comm, &comm->rank));
+      OTC_MPI_CHECK(MPI_Comm_size(comm->comm, &comm->size));
+    } catch (...) {
+      MPI_Comm_free(&comm->comm);
+      throw;
+    }
+    *out_comm = comm.release();
+  });
+}
+
+otc_status_t otc_comm_create_local(otc_comm_t **out_comm) {
+  return guard([&] {
+    if (!out_comm)
+      throw Error(OTC_INVALID_ARGUMENT, "out_comm is NULL");
+    *out_comm = new otc_comm();
+  });
+}
+
+int32_t otc_comm_rank(const otc_comm_t *comm) { return comm ? comm->rank : 0; }
+
+int32_t otc_comm_size(const otc_comm_t *comm) { return comm ? comm->size : 0; }
+
+void otc_comm_release(otc_comm_t *comm) {
+  if (!comm)
+    return;
+  comm->worker.reset(); // finishes what it has queued
+  if (comm->isMpi && comm->comm != MPI_COMM_NULL) {
+    int finalized = 0;
+    MPI_Finalized(&finalized);
+    if (!finalized) {
+      for (auto &[ranks, sub] : comm->groups)
+        if (sub != MPI_COMM_NULL)
+          MPI_Comm_free(&sub);
+      MPI_Comm_free(&comm->comm);
+    }
+  }
+  delete comm;
+}
+
+otc_status_t otc_comm_all_reduce_mean_f32(otc_comm_t *comm, float *data,
+                                          int64_t count) {
+  return guard([&] { allReduceMeanF32(comm, data, count); });
+}
+
+otc_status_t otc_comm_barrier(otc_comm_t *comm) {
+  return guard([&] {
+    if (!comm)
+      throw Error(OTC_INVALID_ARGUMENT, "communicator is NULL");
+    barrier(comm);
+  });
+}
+
+void otc_comm_set_overlap(otc_comm_t *comm, int enabled) {
+  if (!comm)
+    return;
+  if (!enabled)
+    comm->worker.reset();
+  comm->overlap = enabled != 0;
+}
+
+void otc_comm_bytes(const otc_comm_t *comm, uint64_t *out_sent,
+                    uint64_t *out_received) {
+  if (out_sent)
+    *out_sent = comm ? comm->bytesSent : 0;
+  if (out_received)
+    *out_received = comm ? comm->bytesReceived : 0;
+}
+
+} // extern "C"

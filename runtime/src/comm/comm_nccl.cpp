@@ -1,0 +1,660 @@
+//===- comm_nccl.cpp - Collectives of CUDA programs on NCCL ---------------===//
+//
+// When every rank of a CUDA program has a device of its own, a step's
+// collectives run on NCCL over the arena's device buffers. They run on a
+// communication stream that first waits (cudaEvent) for the work the
+// program enqueued before the call, so a bucket's exchange overlaps with
+// the backward kernels enqueued after it; wait_collectives makes the host
+// wait for the exchanges (it must return whether the step is skipped) and
+// orders the program's later work after them.
+//
+// Semantics and byte counts are those of the CPU path (compressed.cpp):
+//  - all_reduce_mean_f32: ncclAllReduce with ncclAvg (NCCL scales before it
+//    sums, so a mean may differ from MPI's in its last bit);
+//  - compressed, dense steps (NONE, warm-up): the same, then a flag of the
+//    mean's finiteness (otck_cuda_flag_nonfinite_f32) in a device slot;
+//  - compressed steps: the residual is saved on the device, then
+//    otck_cuda_compress_f32 writes this rank's payload into its slot of the
+//    gather buffer and its non-finite flag, an int MAX all-reduce of the
+//    flag (not in an owner group: agree_finite decides there, as on the
+//    CPU), an in-place ncclAllGather of the fixed-size payloads, and
+//    otck_cuda_decompress_sum_f32 scaled by 1/W. The adaptive ratio's norm
+//    is summed in double on the device and all-reduced over MPI.
+//  - wait_collectives reads the step's flags: a non-finite one over the
+//    world skips the step on every rank (the flags were all-reduced; the
+//    means are identical). In an SDP owner group it is remembered instead,
+//    and agree_finite tells every rank (an MPI int MAX, as on the CPU). A
+//    skipped step restores every residual it changed.
+//  - SDP owner groups get sub-communicators (ncclCommSplit, one per distinct
+//    member set, ranked in the manifest's order) when the session starts;
+//    broadcast_f32 is ncclBroadcast, ordered like the rest.
+// Payloads are bit for bit the CPU's (otc/compress_cuda.h).
+//
+//===----------------------------------------------------------------------===//
+
+#include "comm/comm.h"
+#include "comm/compressed.h"
+#include "core/status.h"
+#include "device/device.h"
+
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <deque>
+#include <limits>
+#include <map>
+#include <string>
+#include <thread>
+
+#ifdef OTC_HAVE_NCCL
+#include "otc/compress_cuda.h"
+
+#include <nccl.h>
+#endif
+
+namespace otc {
+
+namespace {
+
+#ifdef OTC_HAVE_NCCL
+
+/// Whether every rank has a device of its own (NCCL refuses two ranks on
+/// one): the UUIDs of the ranks' current devices, all-gathered, all differ.
+/// A collective: every rank of a multi-rank job calls it. Devices hidden
+/// from each other (CUDA_VISIBLE_DEVICES) count by what they are, not by
+/// their ordinals.
+bool devicesOfTheirOwn(otc_comm_t *comm) {
+  const int world = otc_comm_size(comm), rank = otc_comm_rank(comm);
+  std::vector<cudaUUID_t> ids(static_cast<size_t>(world));
+  int device = 0;
+  cudaDeviceProp prop{};
+  const bool known = cudaGetDevice(&device) == cudaSuccess &&
+                     cudaGetDeviceProperties(&prop, device) == cudaSuccess;
+  if (known)
+    ids[size_t(rank)] = prop.uuid;
+  allGatherInPlace(comm, ids.data(), sizeof(cudaUUID_t), /*counted=*/false);
+  for (int i = 0; i < world; ++i)
+    for (int j = i + 1; j < world; ++j)
+      if (std::memcmp(&ids[size_t(i)], &ids[size_t(j)], sizeof(cudaUUID_t)) ==
+          0)
+        return false;
+  return known;
+}
+
+void checkCuda(cudaError_t rc, const char *what) {
+  if (rc != cudaSuccess)
+    throw Error(OTC_UNAVAILABLE,
+                std::string(what) + " failed: " + cudaGetErrorString(rc));
+}
+
+void checkNccl(ncclResult_t rc, const char *what, bool setUp = false) {
+  if (rc == ncclSuccess)
+    return;
+  std::string why = std::string(what) + " failed: " + ncclGetErrorString(rc);
+  if (setUp && rc == ncclInvalidUsage)
+    why += " (NCCL needs a CUDA device per rank; where ranks share devices, "
+           "set OTC_CUDA_COLLECTIVES=staged)";
+  throw Error(OTC_UNAVAILABLE, why);
+}
+
+/// Device scratch of one bucket: allocated at its first compressed step for
+/// the largest payload its descriptor can produce, reused afterwards.
+struct Scratch {
+  uint8_t *gathered = nullptr; ///< W payloads, this rank's at rank * P
+  int64_t gatheredBytes = 0;
+  float *saved = nullptr; ///< the residual before this step's update
+  int64_t savedCount = 0;
+};
+
+/// Finiteness flags one step can hold.
+constexpr int kMaxChecks = 1 << 14;
+
+class Nccl final : public DeviceCollectives {
+public:
+  Nccl(otc_comm_t *comm, DeviceArena &arena,
+       const std::vector<std::vector<int64_t>> &groups)
+      : comm(comm) {
+    world = otc_comm_size(comm);
+    rank = otc_comm_rank(comm);
+    compute = static_cast<cudaStream_t>(arena.stream());
+    try {
+      setUp(groups);
+    } catch (...) {
+      release();
+      throw;
+    }
+  }
+
+  ~Nccl() override { release(); }
+
+  void useIn(otc_step_context_t &ctx) override {
+    ctx.all_reduce_mean_f32 = [](void *c, float *data, int64_t count) {
+      return guarded(
+          c, [&](Nccl &n, StepComm &) { return n.allReduce(data, count); });
+    };
+    ctx.compressed_all_reduce_mean_f32 =
+        [](void *c, const otc_compress_desc_t *desc, float *data, int64_t count,
+           float *residual, int64_t bucket) {
+          return guarded(c, [&](Nccl &n, StepComm &sc) {
+            return n.compressed(sc, desc, data, count, residual, bucket, -1);
+          });
+        };
+    ctx.group_all_reduce_mean_f32 = [](void *c, int64_t group, float *data,
+                                       int64_t count) {
+      return guarded(c, [&](Nccl &n, StepComm &) {
+        return n.allReduce(data, count, group);
+      });
+    };
+    ctx.group_compressed_all_reduce_mean_f32 =
+        [](void *c, int64_t group, const otc_compress_desc_t *desc, float *data,
+           int64_t count, float *residual, int64_t bucket) {
+          return guarded(c, [&](Nccl &n, StepComm &sc) {
+            return n.compressed(sc, desc, data, count, residual, bucket, group);
+          });
+        };
+    ctx.broadcast_f32 = [](void *c, int64_t root, float *data, int64_t count) {
+      return guarded(c, [&](Nccl &n, StepComm &) {
+        return n.broadcast(root, data, count);
+      });
+    };
+    ctx.agree_finite = [](void *c) {
+      return guarded(c, [](Nccl &n, StepComm &sc) {
+        int rc = n.settle(sc);
+        bool bad = sc.pendingNonfinite || rc == OTC_STEP_SKIPPED_NONFINITE;
+        sc.pendingNonfinite = false;
+        return anyRank(n.comm, bad) ? int(OTC_STEP_SKIPPED_NONFINITE)
+                                    : int(OTC_STEP_OK);
+      });
+    };
+    ctx.wait_collectives = [](void *c) {
+      return guarded(c, [](Nccl &n, StepComm &sc) { return n.settle(sc); });
+    };
+  }
+
+  int finishStep(StepComm &sc, int rc) override {
+    try {
+      int settled = settle(sc);
+      if (rc == OTC_STEP_OK)
+        rc = settled;
+      if (rc == OTC_STEP_SKIPPED_NONFINITE)
+        for (const Changed &c : changed)
+          checkCuda(cudaMemcpyAsync(c.residual, c.saved, size_t(c.count) * 4,
+                                    cudaMemcpyDeviceToDevice, compute),
+                    "cudaMemcpyAsync");
+      changed.clear();
+      return rc;
+    } catch (const std::exception &e) {
+      changed.clear();
+      failed = true;
+      // A failed kernel also fails the stream: the program's code says more.
+      if (rc != OTC_STEP_OK && rc != OTC_STEP_SKIPPED_NONFINITE)
+        return rc;
+      setCommError(sc.comm, e.what());
+      return OTC_STEP_ERR_COMM;
+    }
+  }
+
+private:
+  void setUp(const std::vector<std::vector<int64_t>> &groupList) {
+    // Rank 0's id, and whether it got one: every rank learns either.
+    struct {
+      int ok;
+      ncclUniqueId id;
+    } root{};
+    ncclResult_t idRc = ncclSuccess;
+    if (rank == 0)
+      root.ok = (idRc = ncclGetUniqueId(&root.id)) == ncclSuccess;
+    broadcastBytes(comm, &root, sizeof root, 0);
+    if (!root.ok) {
+      checkNccl(rank == 0 ? idRc : ncclSystemError, "ncclGetUniqueId", true);
+      throw Error(OTC_UNAVAILABLE, "rank 0 could not create an NCCL id");
+    }
+    // Every rank has the id before any blocks in ncclCommInitRank: an MPI
+    // that progresses the broadcast lazily would otherwise leave a rank
+    // waiting in it while the others wait in NCCL.
+    barrier(comm);
+    checkNccl(ncclCommInitRank(&nccl, world, root.id, rank), "ncclCommInitRank",
+              true);
+    // One sub-communicator per distinct owner set, split on every rank in
+    // the manifest's order (a collective over the world); a member's NCCL
+    // rank is its index in the set, the slot the all-gather fills.
+    std::map<std::vector<int64_t>, size_t> first;
+    for (const std::vector<int64_t> &g : groupList) {
+      Group &mine = groups.emplace_back();
+      mine.size = int(g.size());
+      auto it = std::find(g.begin(), g.end(), int64_t(rank));
+      mine.rank = it == g.end() ? -1 : int(it - g.begin());
+      auto [seen, fresh] = first.emplace(g, groups.size() - 1);
+      if (!fresh) {
+        mine.comm = groups[seen->second].comm;
+        continue;
+      }
+      checkNccl(ncclCommSplit(nccl, mine.rank < 0 ? NCCL_SPLIT_NOCOLOR : 0,
+                              mine.rank < 0 ? rank : mine.rank, &mine.comm,
+                              nullptr),
+                "ncclCommSplit", true);
+      if (mine.comm)
+        owned.push_back(mine.comm);
+    }
+    checkCuda(cudaStreamCreateWithFlags(&side, cudaStreamNonBlocking),
+              "cudaStreamCreateWithFlags");
+    checkCuda(cudaEventCreateWithFlags(&ready, cudaEventDisableTiming),
+              "cudaEventCreate");
+    checkCuda(cudaEventCreateWithFlags(&done, cudaEventDisableTiming),
+              "cudaEventCreate");
+    checkCuda(cudaMalloc(&dFlags, kMaxChecks * sizeof(int)), "cudaMalloc");
+    checkCuda(cudaMallocHost(&hFlags, kMaxChecks * sizeof(int)),
+              "cudaMallocHost");
+    checkCuda(cudaMalloc(&dSum, sizeof(double)), "cudaMalloc");
+    checkCuda(cudaMallocHost(&hSum, sizeof(double)), "cudaMallocHost");
+  }
+
+  /// Frees what setUp made (also after it failed half-way).
+  void release() {
+    // A failed step may have left a collective spinning on the device:
+    // aborting its communicators ends it, so they go before the wait.
+    if (failed)
+      destroyCommunicators();
+    if (side)
+      cudaStreamSynchronize(side);
+    for (Scratch &s : scratch) {
+      cudaFree(s.gathered);
+      cudaFree(s.saved);
+    }
+    scratch.clear();
+    cudaFree(dFlags);
+    cudaFreeHost(hFlags);
+    cudaFree(dSum);
+    cudaFreeHost(hSum);
+    dFlags = nullptr, hFlags = nullptr, dSum = nullptr, hSum = nullptr;
+    if (ready)
+      cudaEventDestroy(ready);
+    if (done)
+      cudaEventDestroy(done);
+    if (side)
+      cudaStreamDestroy(side);
+    ready = done = nullptr;
+    side = nullptr;
+    destroyCommunicators();
+  }
+
+  /// Owner groups' communicators, then the world's; aborted after a
+  /// failure (a collective may still be pending), destroyed otherwise.
+  void destroyCommunicators() {
+    for (ncclComm_t c : owned)
+      failed ? ncclCommAbort(c) : ncclCommDestroy(c);
+    owned.clear();
+    if (nccl)
+      failed ? ncclCommAbort(nccl) : ncclCommDestroy(nccl);
+    nccl = nullptr;
+  }
+
+  /// Waits for the communication stream as cudaStreamSynchronize would,
+  /// watching the communicators meanwhile: a collective that failed (a
+  /// peer died, the network broke) leaves its kernel spinning, and a plain
+  /// synchronize would wait for it forever. Throws NCCL's error instead;
+  /// the caller marks the session failed, which aborts the communicators.
+  void waitSide(const char *what) {
+    for (;;) {
+      const cudaError_t rc = cudaStreamQuery(side);
+      if (rc == cudaSuccess)
+        break;
+      if (rc != cudaErrorNotReady)
+        checkCuda(rc, what);
+      checkAsyncErrors();
+      std::this_thread::yield();
+    }
+    checkAsyncErrors();
+  }
+
+  void checkAsyncErrors() {
+    ncclResult_t async = ncclSuccess;
+    for (ncclComm_t c : owned) {
+      checkNccl(ncclCommGetAsyncError(c, &async), "ncclCommGetAsyncError");
+      checkNccl(async, "a collective in an owner group");
+    }
+    checkNccl(ncclCommGetAsyncError(nccl, &async), "ncclCommGetAsyncError");
+    checkNccl(async, "a collective");
+  }
+
+  template <typename Fn> static int guarded(void *c, Fn fn) {
+    auto *sc = static_cast<StepComm *>(c);
+    auto &self = *static_cast<Nccl *>(sc->collectives);
+    try {
+      return fn(self, *sc);
+    } catch (const std::exception &e) {
+      self.failed = true;
+      setCommError(sc->comm, e.what());
+      return OTC_STEP_ERR_COMM;
+    }
+  }
+
+  /// The communication stream waits for what the program enqueued so far.
+  void startAfterCompute() {
+    checkCuda(cudaEventRecord(ready, compute), "cudaEventRecord");
+    checkCuda(cudaStreamWaitEvent(side, ready, 0), "cudaStreamWaitEvent");
+    pending = true;
+  }
+
+  void count(uint64_t sent, uint64_t received) {
+    if (world > 1)
+      countBytes(comm, sent, received);
+  }
+
+  /// Where a collective runs: the world (group -1) or an owner group.
+  struct On {
+    ncclComm_t comm;
+    int size, rank;
+    bool group;
+  };
+
+  On on(int64_t group) const {
+    if (group < 0)
+      return {nccl, world, rank, false};
+    if (group >= int64_t(groups.size()) || groups[size_t(group)].rank < 0)
+      throw Error(OTC_INTERNAL, "the program names SDP owner group " +
+                                    std::to_string(group) +
+                                    ", which the manifest lacks or this rank "
+                                    "is not a member of");
+    const Group &g = groups[size_t(group)];
+    return {g.comm, g.size, g.rank, true};
+  }
+
+  void allReduceAvg(const On &o, float *data, int64_t n) {
+    // NCCL counts are size_t; one call covers any bucket.
+    checkNccl(
+        ncclAllReduce(data, data, size_t(n), ncclFloat, ncclAvg, o.comm, side),
+        "ncclAllReduce");
+    if (o.size > 1)
+      count(uint64_t(n) * 4, uint64_t(n) * 4);
+  }
+
+  int allReduce(float *data, int64_t n, int64_t group = -1) {
+    if (n < 0 || (n > 0 && !data))
+      throw Error(OTC_INVALID_ARGUMENT, "all-reduce of a bad buffer");
+    On o = on(group);
+    if (n == 0)
+      return OTC_STEP_OK;
+    startAfterCompute();
+    allReduceAvg(o, data, n);
+    return OTC_STEP_OK;
+  }
+
+  int broadcast(int64_t root, float *data, int64_t n) {
+    if (root < 0 || root >= world)
+      throw Error(OTC_INTERNAL, "broadcast from rank " + std::to_string(root) +
+                                    " of a world of " + std::to_string(world));
+    if (n <= 0)
+      return OTC_STEP_OK;
+    startAfterCompute();
+    checkNccl(
+        ncclBroadcast(data, data, size_t(n), ncclFloat, int(root), nccl, side),
+        "ncclBroadcast");
+    if (world > 1) {
+      if (root == rank)
+        count(uint64_t(n) * 4, 0);
+      else
+        count(0, uint64_t(n) * 4);
+    }
+    // Not waited for by the program: what it enqueues next comes after.
+    checkCuda(cudaEventRecord(done, side), "cudaEventRecord");
+    checkCuda(cudaStreamWaitEvent(compute, done, 0), "cudaStreamWaitEvent");
+    return OTC_STEP_OK;
+  }
+
+  /// A device flag for this step, 0 until a check sets it; settle() reads
+  /// it. `group`: an owner group's (agree_finite decides), not the world's.
+  int *newFlag(bool group) {
+    if (flagsUsed == kMaxChecks)
+      throw Error(OTC_INTERNAL, "a step checks more than " +
+                                    std::to_string(kMaxChecks) + " buckets");
+    flagInGroup[size_t(flagsUsed)] = group;
+    int *flag = dFlags + flagsUsed++;
+    checkCuda(cudaMemsetAsync(flag, 0, sizeof(int), side), "cudaMemsetAsync");
+    return flag;
+  }
+
+  /// Queues a finiteness check of `n` floats.
+  void checkFinite(const float *data, int64_t n, bool group) {
+    checkCuda(otck_cuda_flag_nonfinite_f32(n, data, newFlag(group), side),
+              "otck_cuda_flag_nonfinite_f32");
+  }
+
+  int compressed(StepComm &sc, const otc_compress_desc_t *descp, float *data,
+                 int64_t n, float *residual, int64_t bucket, int64_t group) {
+    if (!descp)
+      throw Error(OTC_INVALID_ARGUMENT, "compressed all-reduce: desc is NULL");
+    const otc_compress_desc_t &desc = *descp;
+    if (!sc.compress)
+      throw Error(OTC_INVALID_ARGUMENT, "compressed all-reduce without a "
+                                        "session communicator");
+    if (n < 0 || (n > 0 && !data))
+      throw Error(OTC_INVALID_ARGUMENT, "compressed all-reduce of bucket " +
+                                            std::to_string(bucket) +
+                                            ": bad gradient buffer");
+    checkCompressDesc(desc, bucket);
+    const bool feedback = desc.error_feedback != 0;
+    if (feedback && n > 0 && !residual)
+      throw Error(OTC_INVALID_ARGUMENT,
+                  "compressed all-reduce of bucket " + std::to_string(bucket) +
+                      ": error feedback is on but the residual is NULL");
+    BucketState &b = sc.compress->bucket(bucket);
+    const On o = on(group);
+    if (n == 0)
+      return OTC_STEP_OK;
+    startAfterCompute();
+    if (desc.method == OTCK_COMPRESS_NONE || sc.step <= desc.warmup_steps) {
+      allReduceAvg(o, data, n);
+      checkFinite(data, n, o.group);
+      return OTC_STEP_OK;
+    }
+    BucketUndo undo{bucket, nullptr, n, b.norm0, b.ratio, b.steps};
+    const bool adaptive = desc.adaptive && compressUsesRatio(desc.method);
+    float ratio = compressUsesRatio(desc.method) ? desc.ratio : 1.f;
+    if (adaptive) {
+      // The ratio is needed on the host before compressing: the host waits
+      // here for this bucket's gradient (and the exchanges before it).
+      checkCuda(otck_cuda_sum_squares_f64(n, data, dSum, side),
+                "otck_cuda_sum_squares_f64");
+      checkCuda(cudaMemcpyAsync(hSum, dSum, sizeof(double),
+                                cudaMemcpyDeviceToHost, side),
+                "cudaMemcpyAsync");
+      waitSide("the collectives' stream");
+      double sq = *hSum;
+      if (o.group)
+        groupAllReduceSumF64(comm, (*sc.groups)[size_t(group)], &sq, 1);
+      else
+        allReduceSumF64(comm, &sq, 1, /*counted=*/true);
+      double mean = std::sqrt(sq / double(o.size));
+      if (!std::isfinite(mean)) { // every member saw the same sum
+        if (!o.group)
+          return OTC_STEP_SKIPPED_NONFINITE;
+        sc.pendingNonfinite = true; // the exchange goes on, then agree_finite
+        mean = b.norm0;
+      }
+      b.norm0 = std::max(b.norm0, mean);
+      ratio = adaptiveRatio(mean, b.norm0, desc.ratio_min, desc.ratio_max);
+    }
+    otck_compress_config cfg = compressConfig(desc, ratio, sc.seed, bucket);
+    int64_t p = compressPayloadBytes(cfg, n, bucket);
+    Scratch &s = scratchOf(bucket, desc, cfg, n, p, o.size);
+    if (feedback) {
+      checkCuda(cudaMemcpyAsync(s.saved, residual, size_t(n) * 4,
+                                cudaMemcpyDeviceToDevice, side),
+                "cudaMemcpyAsync");
+      changed.push_back({residual, s.saved, n});
+    }
+    int *flag = newFlag(o.group);
+    uint8_t *mine = s.gathered + size_t(o.rank) * size_t(p);
+    checkCuda(otck_cuda_compress_f32(&cfg, n, data,
+                                     feedback ? residual : nullptr, mine, flag,
+                                     side),
+              "otck_cuda_compress_f32");
+    uint64_t peers = uint64_t(o.size - 1), flagBytes = o.group ? 0 : 4;
+    if (!o.group)
+      checkNccl(ncclAllReduce(flag, flag, 1, ncclInt32, ncclMax, nccl, side),
+                "ncclAllReduce");
+    if (peers)
+      count(flagBytes + uint64_t(p) * peers, flagBytes + uint64_t(p) * peers);
+    checkNccl(
+        ncclAllGather(mine, s.gathered, size_t(p), ncclUint8, o.comm, side),
+        "ncclAllGather");
+    checkCuda(otck_cuda_decompress_sum_f32(&cfg, n, s.gathered, o.size,
+                                           1.0f / float(o.size), data, side),
+              "otck_cuda_decompress_sum_f32");
+    // Finite gradients can give a mean that is not (fp16 and bf16 decode
+    // values beyond their range as infinities; the sum of the payloads can
+    // overflow): every member decoded the same.
+    checkFinite(data, n, o.group);
+    sc.compress->touched.push_back(undo);
+    b.ratio = cfg.ratio;
+    ++b.steps;
+    return OTC_STEP_OK;
+  }
+
+  Scratch &scratchOf(int64_t bucket, const otc_compress_desc_t &desc,
+                     const otck_compress_config &cfg, int64_t n, int64_t p,
+                     int size) {
+    if (scratch.size() <= size_t(bucket))
+      scratch.resize(size_t(bucket) + 1);
+    Scratch &s = scratch[size_t(bucket)];
+    int64_t cap = p;
+    if (desc.adaptive && compressUsesRatio(desc.method)) {
+      otck_compress_config most = cfg;
+      most.ratio = desc.ratio_max;
+      cap = std::max(p, compressPayloadBytes(most, n, bucket));
+    }
+    if (s.gatheredBytes < cap * size) {
+      waitSide("the collectives' stream");
+      cudaFree(s.gathered);
+      s.gathered = nullptr;
+      s.gatheredBytes = 0;
+      checkCuda(cudaMalloc(&s.gathered, size_t(cap) * size_t(size)),
+                "cudaMalloc of a compressed bucket's payloads");
+      s.gatheredBytes = cap * size;
+    }
+    if (desc.error_feedback && s.savedCount < n) {
+      waitSide("the collectives' stream");
+      cudaFree(s.saved);
+      s.saved = nullptr;
+      s.savedCount = 0;
+      checkCuda(cudaMalloc(&s.saved, size_t(n) * 4),
+                "cudaMalloc of a bucket's saved residual");
+      s.savedCount = n;
+    }
+    return s;
+  }
+
+  /// Waits for the collectives enqueued so far and reads their checks: a
+  /// non-finite one over the world skips the step (every rank sees it); one
+  /// in an owner group is left for agree_finite. The program's later work
+  /// is ordered after the collectives.
+  int settle(StepComm &sc) {
+    if (!pending)
+      return OTC_STEP_OK;
+    // This step's checks are spent whatever happens below: a failure must
+    // not leave them to the next step.
+    struct Spent {
+      Nccl &n;
+      ~Spent() {
+        n.pending = false;
+        n.flagsUsed = 0;
+      }
+    } spent{*this};
+
+    if (flagsUsed)
+      checkCuda(cudaMemcpyAsync(hFlags, dFlags, size_t(flagsUsed) * 4,
+                                cudaMemcpyDeviceToHost, side),
+                "cudaMemcpyAsync");
+    waitSide("the collectives' stream");
+    bool bad = false;
+    auto note = [&](bool nonfinite, bool group) {
+      if (nonfinite && group)
+        sc.pendingNonfinite = true;
+      else if (nonfinite)
+        bad = true;
+    };
+
+    for (int i = 0; i < flagsUsed; ++i)
+      note(hFlags[i] != 0, flagInGroup[size_t(i)]);
+    checkCuda(cudaEventRecord(done, side), "cudaEventRecord");
+    checkCuda(cudaStreamWaitEvent(compute, done, 0), "cudaStreamWaitEvent");
+    return bad ? OTC_STEP_SKIPPED_NONFINITE : OTC_STEP_OK;
+  }
+
+  otc_comm_t *comm;
+  int world = 1, rank = 0;
+  ncclComm_t nccl = nullptr;
+  cudaStream_t compute = nullptr, side = nullptr;
+  cudaEvent_t ready = nullptr, done = nullptr;
+  int *dFlags = nullptr, *hFlags = nullptr;
+  int flagsUsed = 0;
+  /// Whether each flag belongs to an owner group (agree_finite decides).
+  std::vector<bool> flagInGroup = std::vector<bool>(kMaxChecks);
+  double *dSum = nullptr, *hSum = nullptr; ///< an adaptive bucket's norm²
+  bool failed = false; ///< a collective failed: abort the communicators
+  struct Group {
+    ncclComm_t comm = nullptr; ///< NULL where this rank is not a member
+    int size = 0, rank = -1;
+  };
+  std::deque<Group> groups;
+  std::vector<ncclComm_t> owned; ///< the distinct group communicators
+  bool pending = false;          ///< collectives enqueued since the last wait
+  std::deque<Scratch> scratch;
+  /// Residuals this step compressed, with their saved copies.
+  struct Changed {
+    float *residual, *saved;
+    int64_t count;
+  };
+  std::vector<Changed> changed;
+};
+
+#endif // OTC_HAVE_NCCL
+
+} // namespace
+
+std::unique_ptr<DeviceCollectives>
+createDeviceCollectives(otc_comm_t *comm, DeviceArena &arena,
+                        const std::vector<std::vector<int64_t>> &groups) {
+  const char *v = std::getenv("OTC_CUDA_COLLECTIVES");
+  std::string mode = v && *v ? v : "auto";
+  if (mode != "auto" && mode != "nccl" && mode != "staged")
+    throw Error(OTC_INVALID_ARGUMENT,
+                "OTC_CUDA_COLLECTIVES is '" + mode +
+                    "'; use nccl or staged, or leave it unset");
+    // Every rank must take the same path: each says whether it can, and NCCL
+    // is used only if all can (an int MIN all-reduce).
+#ifndef OTC_HAVE_NCCL
+  (void)arena, (void)groups;
+  bool possible = false, own = true;
+#else
+  // One rank needs no NCCL; ranks sharing a device cannot have it. Every
+  // rank compares devices, whatever its mode, so that all take part.
+  const bool own = otc_comm_size(comm) == 1 || devicesOfTheirOwn(comm);
+  bool possible = mode == "nccl"   ? own
+                  : mode == "auto" ? otc_comm_size(comm) > 1 && own
+                                   : false;
+#endif
+  bool everyone = allAgree(comm, possible);
+  if (mode == "nccl" && !everyone)
+    throw Error(OTC_FAILED_PRECONDITION,
+                !own       ? "OTC_CUDA_COLLECTIVES=nccl, but ranks share a "
+                             "CUDA device (NCCL needs one per rank); use "
+                             "staged"
+                : possible ? "OTC_CUDA_COLLECTIVES=nccl, but another rank "
+                             "cannot use NCCL"
+                           : "OTC_CUDA_COLLECTIVES=nccl, but the OTC runtime "
+                             "was built without NCCL");
+  if (!everyone)
+    return nullptr;
+#ifdef OTC_HAVE_NCCL
+  return std::make_unique<Nccl>(comm, arena, groups);
+#else
+  return nullptr;
+#endif
+}
+
+} // namespace otc

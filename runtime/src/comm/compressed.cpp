@@ -1,0 +1,493 @@
+//===- compressed.cpp - Compressed gradient all-reduce --------------------===//
+//
+// compressed_all_reduce_mean_f32(comm, desc, g, n, r, bucket) on W ranks, at
+// optimizer step t (1-based; a skipped step does not advance t):
+//
+//  * Dense steps: t <= desc.warmup_steps, or method NONE. A plain fp32 mean
+//    all-reduce (n * 4 bytes counted each way, as all_reduce_mean_f32); the
+//    residual is not touched. The mean is identical on every rank, so a
+//    non-finite mean is detected locally and skips the step everywhere.
+//
+//  * Compressed steps, in this order:
+//     1. Adaptive ratio (desc.adaptive and a method with a ratio: TOPK,
+//        TOPK_INT8, RANDOMK). The bucket's norm over ranks
+//            ‖g‖ = sqrt( (1/W) Σ_ranks Σ_i g_i² )
+//        (one MPI_Allreduce of a double, 8 bytes counted). A non-finite ‖g‖
+//        skips the step on every rank. ‖g‖₀ is the largest ‖g‖ of the
+//        bucket's compressed steps so far (checkpointed), and
+//            ratio = clamp(ratio_max · ‖g‖ / ‖g‖₀, ratio_min, ratio_max)
+//        (ratio_max while ‖g‖₀ is unset): lighter compression while the norm
+//        is high, heavier as it falls. Every rank computes it from the same
+//        all-reduced numbers, so all agree; desc.ratio is not used. Without
+//        adaptive, ratio = desc.ratio.
+//     2. Compress g (+ r, updating r, with error feedback) with otck_compress
+//        into this rank's slot of the gather buffer; the kernel saves the
+//        residual as it reads it (otck_compress_saving_f32). RANDOMK's seed
+//        is mixed from the step's seed and the bucket.
+//     3. Agree on finiteness: an int MAX all-reduce of "compress saw a NaN or
+//        an infinity" (4 bytes counted). If set on any rank, every rank
+//        restores r and returns OTC_STEP_SKIPPED_NONFINITE.
+//     4. All-gather the fixed-size payloads (P bytes each, P from
+//        otck_compress_payload_bytes; P * (W - 1) bytes counted each way)
+//        and g = (1/W) Σ_ranks decompress(payload) (otck_decompress_sum_f32).
+//        Finite gradients can still give a mean that is not: fp16 and bf16
+//        decode an element beyond their range as infinity, and the sum of
+//        the W decoded payloads overflows where |g| > FLT_MAX / W. Every
+//        rank sees the same sum (the kernel reports it) and skips the step
+//        (OTC_STEP_SKIPPED_NONFINITE).
+//    W == 1 runs the same compress/decompress (same numerics as W ranks),
+//    but no collective runs and nothing is counted.
+//
+//  * A bucket of more than 2^20 elements whose exchange is queued (not
+//    adaptive, whose job does it all on the collectives thread; not RANDOMK,
+//    whose choice depends on a block's index within the call) goes in
+//    pieces of 2^20 (whole blocks): each piece is compressed and its
+//    all-gather and decompression queued at once, so that the link carries
+//    one piece while the next is compressed. Same payload bytes, same
+//    result bits; the finiteness flag comes after the last piece, so a
+//    skipped step has gathered the payloads (P * (W - 1) + 4 bytes).
+//
+//  So a compressed step counts P * (W - 1) + 4 (+ 8 adaptive) bytes sent
+//  and as many received per bucket when W > 1, and 0 when W == 1.
+//
+// A skipped step leaves no trace: the session undoes every bucket already
+// compressed in that step (residual, ‖g‖₀) when the program returns
+// OTC_STEP_SKIPPED_NONFINITE, and does not advance the step counter.
+//
+//===----------------------------------------------------------------------===//
+
+#include "comm/compressed.h"
+#include "core/status.h"
+
+#include <otc/compress.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <limits>
+
+namespace otc {
+
+namespace {
+
+// Buckets are few (one per owner group and size class); a larger index is a
+// corrupt call, not a reason to allocate gigabytes of state.
+constexpr int64_t kMaxBuckets = 1 << 16;
+
+[[noreturn]] void badDesc(int64_t bucket, const std::string &what) {
+  throw Error(OTC_INVALID_ARGUMENT, "compressed all-reduce of bucket " +
+                                        std::to_string(bucket) + ": " + what);
+}
+
+bool validRatio(float r) { return r > 0.f && r <= 1.f; }
+
+uint64_t splitmix64(uint64_t x) {
+  x += 0x9e3779b97f4a7c15ull;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+  return x ^ (x >> 31);
+}
+
+// Double accumulation: the sum is NaN or infinite iff some g_i is (a float
+// squared stays far below the double range).
+double sumSquares(const float *g, int64_t n) {
+  double s = 0;
+  for (int64_t i = 0; i < n; ++i)
+    s += double(g[i]) * double(g[i]);
+  return s;
+}
+
+bool allFinite(const float *g, int64_t n) {
+  for (int64_t i = 0; i < n; ++i)
+    if (!std::isfinite(g[i]))
+      return false;
+  return true;
+}
+
+} // namespace
+
+bool compressUsesRatio(int32_t method) {
+  return method == OTCK_COMPRESS_TOPK || method == OTCK_COMPRESS_TOPK_INT8 ||
+         method == OTCK_COMPRESS_RANDOMK;
+}
+
+void checkCompressDesc(const otc_compress_desc_t &d, int64_t bucket) {
+  if (d.method < OTCK_COMPRESS_NONE || d.method > OTCK_COMPRESS_RANDOMK)
+    badDesc(bucket, "unknown method " + std::to_string(d.method));
+  if (d.warmup_steps < 0)
+    badDesc(bucket, "negative warmup_steps");
+  if (!compressUsesRatio(d.method))
+    return;
+  if (d.adaptive) {
+    if (!validRatio(d.ratio_min) || !validRatio(d.ratio_max) ||
+        d.ratio_min > d.ratio_max)
+      badDesc(bucket, "adaptive ratio bounds [" + std::to_string(d.ratio_min) +
+                          ", " + std::to_string(d.ratio_max) +
+                          "] are not within (0, 1]");
+  } else if (!validRatio(d.ratio)) {
+    badDesc(bucket,
+            "ratio " + std::to_string(d.ratio) + " is not within (0, 1]");
+  }
+}
+
+otck_compress_config compressConfig(const otc_compress_desc_t &desc,
+                                    float ratio, uint64_t stepSeed,
+                                    int64_t bucket) {
+  otck_compress_config cfg{};
+  cfg.method = otck_compress_method(desc.method);
+  cfg.block_size = desc.block_size;
+  cfg.ratio = ratio;
+  cfg.seed = splitmix64(stepSeed ^ splitmix64(uint64_t(bucket)));
+  return cfg;
+}
+
+int64_t compressPayloadBytes(const otck_compress_config &cfg, int64_t n,
+                             int64_t bucket) {
+  int64_t p = otck_compress_payload_bytes(&cfg, n);
+  if (p < 0)
+    badDesc(bucket, "the kernels refuse method " +
+                        std::to_string(int(cfg.method)) + " with block size " +
+                        std::to_string(cfg.block_size) + " and ratio " +
+                        std::to_string(cfg.ratio));
+  return p;
+}
+
+float adaptiveRatio(double norm, double norm0, float ratioMin, float ratioMax) {
+  if (!(norm0 > 0) || !std::isfinite(norm0))
+    return ratioMax;
+  double r = double(ratioMax) * norm / norm0;
+  if (!(r > double(ratioMin))) // also a NaN norm
+    return ratioMin;
+  return r < double(ratioMax) ? float(r) : ratioMax;
+}
+
+BucketState &CompressState::bucket(int64_t index) {
+  if (index < 0 || index >= kMaxBuckets)
+    throw Error(OTC_INVALID_ARGUMENT,
+                "compressed all-reduce: bucket index " + std::to_string(index) +
+                    " is outside [0, " + std::to_string(kMaxBuckets) + ")");
+  if (size_t(index) >= buckets.size())
+    buckets.resize(size_t(index) + 1);
+  return buckets[size_t(index)];
+}
+
+void CompressState::undoStep() {
+  // Newest first: if a bucket was (wrongly) reduced twice in one step, its
+  // oldest saved state wins.
+  for (auto it = touched.rbegin(); it != touched.rend(); ++it) {
+    BucketState &b = buckets[size_t(it->bucket)];
+    if (it->residual)
+      std::memcpy(it->residual, b.savedResidual.data(),
+                  size_t(it->count) * sizeof(float));
+    b.norm0 = it->norm0;
+    b.ratio = it->ratio;
+    b.steps = it->steps;
+  }
+  touched.clear();
+}
+
+/// A non-finite bucket: without an owner group every rank sees it and the
+/// step is skipped; in an SDP owner group it is remembered for agree_finite
+/// and the step goes on in step with the group.
+static int nonfinite(StepComm &sc, const std::vector<int64_t> *members) {
+  if (!members)
+    return OTC_STEP_SKIPPED_NONFINITE;
+  sc.pendingNonfinite = true;
+  return OTC_STEP_OK;
+}
+
+/// Agrees on a bucket's finiteness, `bad` being this rank's compression's
+/// verdict. In an SDP owner group a bad bucket is remembered for
+/// agree_finite and its exchange goes on. Otherwise, when any rank's is
+/// bad, every rank restores the bucket's residual and ‖g‖₀: true, skip.
+static bool agreeToSkip(StepComm &sc, BucketState &b, const BucketUndo &undo,
+                        const std::vector<int64_t> *members, bool bad) {
+  if (members) {
+    if (bad)
+      sc.pendingNonfinite = true;
+    return false;
+  }
+  if (!anyRank(sc.comm, bad))
+    return false;
+  if (undo.residual)
+    std::memcpy(undo.residual, b.savedResidual.data(),
+                size_t(undo.count) * sizeof(float));
+  b.norm0 = undo.norm0;
+  return true;
+}
+
+/// data = the mean of the `world` payloads; true when some of it is not
+/// finite.
+static bool decompressMean(const otck_compress_config &cfg, int64_t n,
+                           const uint8_t *payloads, int world, float *data,
+                           int64_t bucket) {
+  const int rc = otck_decompress_sum_f32(&cfg, n, payloads, world,
+                                         1.0f / float(world), data);
+  if (rc < 0) // the config was accepted before; a kernel/ABI mismatch
+    badDesc(bucket, "the decompression kernel refused the configuration");
+  return rc != 0;
+}
+
+/// The end of a bucket's exchange, the mean decompressed: `meanNonfinite`
+/// when some of it is not finite (see the header's step 4). Every member
+/// decoded the same payloads, so all see it and skip together (the session
+/// undoes this bucket).
+static int settle(StepComm &sc, BucketState &b, const otck_compress_config &cfg,
+                  bool meanNonfinite, const std::vector<int64_t> *members) {
+  if (meanNonfinite)
+    return nonfinite(sc, members);
+  b.ratio = cfg.ratio;
+  ++b.steps;
+  return OTC_STEP_OK;
+}
+
+/// Elements per piece of a bucket exchanged in pieces (a multiple of the
+/// block size): about 4 MiB of gradient.
+static int64_t exchangePiece(const otck_compress_config &cfg) {
+  constexpr int64_t kPieceElements = int64_t(1) << 20;
+  const int64_t block = std::max<int64_t>(cfg.block_size, 1);
+  return std::max<int64_t>(1, kPieceElements / block) * block;
+}
+
+/// Whether the pieces' payloads of a bucket of `count` elements add up to
+/// its payload of `bytes`, which every method but RANDOMK's cut at block
+/// boundaries does.
+static bool cutsIntoPieces(const otck_compress_config &cfg, int64_t count,
+                           int64_t bytes) {
+  if (cfg.method == OTCK_COMPRESS_RANDOMK)
+    return false;
+  const int64_t piece = exchangePiece(cfg);
+  if (count <= piece)
+    return false;
+  const int64_t whole = count / piece, rest = count % piece;
+  int64_t sum = whole * otck_compress_payload_bytes(&cfg, piece);
+  if (rest > 0)
+    sum += otck_compress_payload_bytes(&cfg, rest);
+  return sum == bytes;
+}
+
+/// compressAndExchange for a bucket of more than one piece, its exchange
+/// queued: each piece is compressed on the calling thread and its
+/// all-gather and decompression queued at once, so that the link carries
+/// the first piece while the next ones are compressed and the pieces
+/// received are decompressed while later ones travel. The pieces' payloads
+/// are the bucket's, cut at block boundaries (RANDOMK, whose choice depends
+/// on the block's index within the call, is not cut), so the result is the
+/// same bits. Finiteness is agreed after the last piece (one flag, as for a
+/// whole bucket): a skipped step has gathered the payloads.
+static int exchangeInPieces(StepComm &sc, const otck_compress_config &cfg,
+                            float *data, int64_t count, float *residual,
+                            BucketState &b, const BucketUndo &undo,
+                            const std::vector<int64_t> *members, int world,
+                            int rank) {
+  const int64_t bucket = undo.bucket, piece = exchangePiece(cfg);
+  const bool feedback = residual != nullptr;
+  BucketState *bp = &b; // stable: CompressState keeps buckets in a deque
+  StepComm *scp = &sc;
+  bool anyBad = false;
+  // This step's pieces: none of the bucket's jobs of earlier steps is left
+  // (a step drains its collectives before it returns).
+  b.meanNonfinite = false;
+  size_t offset = 0; // of this piece's W payloads in `gathered`
+  for (int64_t begin = 0; begin < count; begin += piece) {
+    const int64_t n = std::min(piece, count - begin);
+    const int64_t p = compressPayloadBytes(cfg, n, bucket);
+    uint8_t *mine = b.gathered.data() + offset + size_t(rank) * size_t(p);
+    // Every piece is compressed and saved, a bad one too (its residual is
+    // left as it was): the undo below restores the whole bucket.
+    int rc = otck_compress_saving_f32(
+        &cfg, n, data + begin, feedback ? residual + begin : nullptr,
+        feedback ? b.savedResidual.data() + begin : nullptr, mine);
+    if (rc < 0)
+      badDesc(bucket, "the compression kernel refused the configuration");
+    anyBad |= rc != 0;
+    const bool last = begin + n == count;
+    const bool bad = anyBad;
+    auto exchange = [=] {
+      uint8_t *payloads = bp->gathered.data() + offset;
+      if (members)
+        groupAllGatherInPlace(scp->comm, *members, payloads, p);
+      else
+        allGatherInPlace(scp->comm, payloads, p);
+      const bool meanBad =
+          decompressMean(cfg, n, payloads, world, data + begin, bucket);
+      bp->meanNonfinite |= meanBad;
+      if (!last)
+        return int(OTC_STEP_OK);
+      if (agreeToSkip(*scp, *bp, undo, members, bad))
+        return int(OTC_STEP_SKIPPED_NONFINITE);
+      scp->compress->touched.push_back(undo);
+      return settle(*scp, *bp, cfg, bp->meanNonfinite, members);
+    };
+    rc = runCollective(&sc, true, exchange);
+    if (rc != OTC_STEP_OK || last) // run here (no collectives thread)
+      return rc;
+    offset += size_t(p) * size_t(world);
+  }
+  return OTC_STEP_OK;
+}
+
+/// Steps 2-4 of a compressed step at `ratio`: compresses on the calling
+/// thread, then exchanges: queued on the collectives thread (`queue`) or
+/// right here (the caller is that thread's job).
+static int compressAndExchange(StepComm &sc, const otc_compress_desc_t &desc,
+                               float *data, int64_t count, float *residual,
+                               BucketState &b, const BucketUndo &undo,
+                               const std::vector<int64_t> *members, int world,
+                               int rank, float ratio, bool queue) {
+  const int64_t bucket = undo.bucket;
+  const bool feedback = desc.error_feedback != 0;
+  const bool adaptive = desc.adaptive && compressUsesRatio(desc.method);
+  otck_compress_config cfg = compressConfig(desc, ratio, sc.seed, bucket);
+  int64_t p = compressPayloadBytes(cfg, count, bucket);
+  // Sized once for the largest payload this descriptor can produce (the
+  // adaptive ratio moves k), so steps never reallocate.
+  if (b.gathered.size() < size_t(p) * size_t(world)) {
+    otck_compress_config most = cfg;
+    if (adaptive)
+      most.ratio = desc.ratio_max;
+    int64_t cap = std::max(p, compressPayloadBytes(most, count, bucket));
+    b.gathered.resize(size_t(cap) * size_t(world));
+  }
+  if (feedback && b.savedResidual.size() < size_t(count))
+    b.savedResidual.resize(size_t(count));
+  if (queue && cutsIntoPieces(cfg, count, p))
+    return exchangeInPieces(sc, cfg, data, count, feedback ? residual : nullptr,
+                            b, undo, members, world, rank);
+  uint8_t *mine = b.gathered.data() + size_t(rank) * size_t(p);
+  // The kernel saves the residual as it streams it, for undoStep.
+  int rc = otck_compress_saving_f32(
+      &cfg, count, data, feedback ? residual : nullptr,
+      feedback ? b.savedResidual.data() : nullptr, mine);
+  if (rc < 0) // the config was accepted above; a kernel/ABI mismatch
+    badDesc(bucket, "the compression kernel refused the configuration");
+  const bool bad = rc != 0;
+  BucketState *bp = &b; // stable: CompressState keeps buckets in a deque
+  StepComm *scp = &sc;
+  auto exchange = [=] {
+    if (agreeToSkip(*scp, *bp, undo, members, bad))
+      return int(OTC_STEP_SKIPPED_NONFINITE);
+    // From here on the bucket's update stands unless a later bucket of
+    // the same step is skipped; the session then calls undoStep.
+    scp->compress->touched.push_back(undo);
+    if (members)
+      groupAllGatherInPlace(scp->comm, *members, bp->gathered.data(), p);
+    else
+      allGatherInPlace(scp->comm, bp->gathered.data(), p);
+    const bool meanBad =
+        decompressMean(cfg, count, bp->gathered.data(), world, data, bucket);
+    return settle(*scp, *bp, cfg, meanBad, members);
+  };
+  return queue ? runCollective(&sc, true, exchange) : exchange();
+}
+
+int compressedAllReduceMean(StepComm &sc, const otc_compress_desc_t &desc,
+                            float *data, int64_t count, float *residual,
+                            int64_t bucket, int64_t group) {
+  if (!sc.comm || !sc.compress)
+    throw Error(OTC_INVALID_ARGUMENT, "compressed all-reduce without a "
+                                      "session communicator");
+  if (count < 0 || (count > 0 && !data))
+    badDesc(bucket, "bad gradient buffer");
+  checkCompressDesc(desc, bucket);
+  bool feedback = desc.error_feedback != 0;
+  if (feedback && count > 0 && !residual)
+    badDesc(bucket, "error feedback is on but the residual is NULL");
+  CompressState &state = *sc.compress;
+  BucketState &b = state.bucket(bucket);
+  if (count == 0)
+    return OTC_STEP_OK;
+
+  // SDP owner group: its members only; a non-finite bucket is remembered
+  // for agree_finite rather than ending the step (the others are elsewhere).
+  const std::vector<int64_t> *members = nullptr;
+  if (group >= 0) {
+    if (!sc.groups || group >= int64_t(sc.groups->size()))
+      badDesc(bucket, "names an SDP owner group the manifest lacks");
+    members = &(*sc.groups)[size_t(group)];
+  }
+  // The collectives run through runCollective: on the communicator's
+  // collectives thread when it has one. The step's own thread compresses a
+  // fixed-ratio bucket and queues its exchange; an adaptive bucket's norm,
+  // compression and exchange are queued together. The program goes on.
+  StepComm *scp = &sc;
+  if (desc.method == OTCK_COMPRESS_NONE || sc.step <= desc.warmup_steps)
+    return runCollective(&sc, true, [=] {
+      if (members)
+        groupAllReduceMeanF32(scp->comm, *members, data, count);
+      else
+        allReduceMeanF32(scp->comm, data, count);
+      return allFinite(data, count) ? int(OTC_STEP_OK)
+                                    : nonfinite(*scp, members);
+    });
+
+  const int myRank = otc_comm_rank(sc.comm);
+  const int world = members ? int(members->size()) : otc_comm_size(sc.comm);
+  const int rank =
+      members ? int(std::find(members->begin(), members->end(), myRank) -
+                    members->begin())
+              : myRank;
+  if (rank == world) // a hand-written program; the compiler never does this
+    badDesc(bucket, "names SDP owner group " + std::to_string(group) +
+                        ", which does not hold rank " + std::to_string(myRank));
+  BucketUndo undo{
+      bucket, feedback ? residual : nullptr, count, b.norm0, b.ratio, b.steps};
+
+  float ratio = compressUsesRatio(desc.method) ? desc.ratio : 1.f;
+  if (desc.adaptive && compressUsesRatio(desc.method)) {
+    // The ratio needs every rank's norm before compressing. The norm's
+    // all-reduce, the compression and the exchange run as one job on the
+    // collectives thread, so the step's thread goes on with backward
+    // instead of waiting for the exchanges queued before this one.
+    const otc_compress_desc_t d = desc;
+    BucketState *bp = &b;
+    return runCollective(&sc, true, [=] {
+      double sq = sumSquares(data, count);
+      if (members)
+        groupAllReduceSumF64(scp->comm, *members, &sq, 1);
+      else
+        allReduceSumF64(scp->comm, &sq, 1, /*counted=*/true);
+      double norm = std::sqrt(sq / double(world));
+      float r = d.ratio;
+      if (!std::isfinite(norm)) { // every member sees the same sum
+        if (int rc = nonfinite(*scp, members); rc != OTC_STEP_OK)
+          return rc;
+      } else {
+        if (norm > bp->norm0) // the largest norm so far
+          bp->norm0 = norm;
+        r = adaptiveRatio(norm, bp->norm0, d.ratio_min, d.ratio_max);
+      }
+      return compressAndExchange(*scp, d, data, count, residual, *bp, undo,
+                                 members, world, rank, r, /*queue=*/false);
+    });
+  }
+  return compressAndExchange(sc, desc, data, count, residual, b, undo, members,
+                             world, rank, ratio, /*queue=*/true);
+}
+
+int compressedAllReduceCallback(void *opaque, const otc_compress_desc_t *desc,
+                                float *data, int64_t count, float *residual,
+                                int64_t bucket) {
+  return groupCompressedAllReduceCallback(opaque, -1, desc, data, count,
+                                          residual, bucket);
+}
+
+int groupCompressedAllReduceCallback(void *opaque, int64_t group,
+                                     const otc_compress_desc_t *desc,
+                                     float *data, int64_t count,
+                                     float *residual, int64_t bucket) {
+  auto *sc = static_cast<StepComm *>(opaque);
+  try {
+    if (!sc || !desc)
+      throw Error(OTC_INVALID_ARGUMENT,
+                  "compressed all-reduce: comm or desc is NULL");
+    return compressedAllReduceMean(*sc, *desc, data, count, residual, bucket,
+                                   group);
+  } catch (const std::exception &e) {
+    if (sc)
+      setCommError(sc->comm, e.what());
+    return OTC_STEP_ERR_COMM;
+  }
+}
+
+} // namespace otc

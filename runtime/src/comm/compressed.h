@@ -1,0 +1,99 @@
+//===- compressed.h - Compressed gradient all-reduce ------------*- C++ -*-===//
+//
+// The runtime side of DESIGN §8: otc_step_context_t's
+// compressed_all_reduce_mean_f32 and the per-session, per-bucket state it
+// keeps (adaptive ratio, scratch buffers, what a skipped step must undo).
+// The formulas are documented at the top of compressed.cpp.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef OTC_RUNTIME_COMM_COMPRESSED_H
+#define OTC_RUNTIME_COMM_COMPRESSED_H
+
+#include "comm/comm.h"
+
+#include <otc/compress.h>
+
+#include <cstdint>
+#include <deque>
+#include <vector>
+
+namespace otc {
+
+struct BucketState {
+  // Checkpointed.
+  double norm0 = 0;  ///< ‖g‖₀: the largest norm so far; 0 = unset
+  float ratio = 0;   ///< ratio of the last compressed step; 0 = none yet
+  int64_t steps = 0; ///< compressed (not dense) steps completed
+
+  // Scratch, allocated once per bucket size and reused every step.
+  std::vector<uint8_t> gathered;    ///< W payloads; this rank's is compressed
+                                    ///< in place at rank * payload bytes
+  std::vector<float> savedResidual; ///< residual before this step's update
+  bool meanNonfinite = false;       ///< pieces: this step's mean is not finite
+};
+
+/// Undo record of one bucket compressed in the current train step: if a
+/// later bucket of the same step is skipped, this one must be undone too.
+struct BucketUndo {
+  int64_t bucket = 0;
+  float *residual = nullptr; ///< NULL without error feedback
+  int64_t count = 0;
+  double norm0 = 0;
+  float ratio = 0;
+  int64_t steps = 0;
+};
+
+struct CompressState {
+  /// A deque: a queued exchange holds its bucket's address while the step
+  /// adds the next buckets.
+  std::deque<BucketState> buckets;
+  std::vector<BucketUndo> touched; ///< this step's; cleared at its start
+
+  BucketState &bucket(int64_t index);
+  /// Restores every bucket this step compressed (residual and adaptive
+  /// state), so a skipped step leaves no trace.
+  void undoStep();
+};
+
+/// ratio = clamp(ratio_max * norm / norm0, ratio_min, ratio_max); ratio_max
+/// while norm0 is unset (0).
+float adaptiveRatio(double norm, double norm0, float ratioMin, float ratioMax);
+
+/// True for the methods with a kept ratio (top-k, random-k).
+bool compressUsesRatio(int32_t method);
+/// Throws an Error naming `bucket` for a descriptor no kernel accepts.
+void checkCompressDesc(const otc_compress_desc_t &desc, int64_t bucket);
+/// The kernels' configuration of `bucket` at `ratio` in the step seeded
+/// `stepSeed` (random-k draws from both).
+otck_compress_config compressConfig(const otc_compress_desc_t &desc,
+                                    float ratio, uint64_t stepSeed,
+                                    int64_t bucket);
+/// Payload bytes of `n` elements; throws when the kernels refuse `cfg`.
+int64_t compressPayloadBytes(const otck_compress_config &cfg, int64_t n,
+                             int64_t bucket);
+
+/// The compressed mean all-reduce of one bucket over all ranks (`group`
+/// -1) or an SDP owner group: compresses here and runs the exchange
+/// through runCollective (queued on the collectives thread when there is
+/// one; its status then comes from the drain). Returns OTC_STEP_OK,
+/// OTC_STEP_SKIPPED_NONFINITE (the same on every rank; a group bucket
+/// instead sets StepComm::pendingNonfinite) or OTC_STEP_ERR_COMM, and
+/// throws an Error for a bad descriptor.
+int compressedAllReduceMean(StepComm &sc, const otc_compress_desc_t &desc,
+                            float *data, int64_t count, float *residual,
+                            int64_t bucket, int64_t group = -1);
+
+/// otc_step_context_t::compressed_all_reduce_mean_f32; `comm` is a StepComm.
+int compressedAllReduceCallback(void *comm, const otc_compress_desc_t *desc,
+                                float *data, int64_t count, float *residual,
+                                int64_t bucket);
+/// otc_step_context_t::group_compressed_all_reduce_mean_f32.
+int groupCompressedAllReduceCallback(void *comm, int64_t group,
+                                     const otc_compress_desc_t *desc,
+                                     float *data, int64_t count,
+                                     float *residual, int64_t bucket);
+
+} // namespace otc
+
+#endif // OTC_RUNTIME_COMM_COMPRESSED_H

@@ -1,0 +1,472 @@
+//===- program.cpp - Entry tables, dlopen and manifest parsing ------------===//
+
+#include "core/program.h"
+#include "core/status.h"
+
+#include <nlohmann/json.hpp>
+
+#include <dlfcn.h>
+
+#include <cstring>
+#include <memory>
+#include <set>
+
+namespace otc {
+
+using json = nlohmann::json;
+
+namespace {
+// ONNX TensorProto.DataType numbers (onnx.proto), without its header.
+const DTypeInfo kDTypes[] = {
+    {DType::F32, "f32", 4, 1, "<f4"},    {DType::F64, "f64", 8, 11, "<f8"},
+    {DType::I64, "i64", 8, 7, "<i8"},    {DType::I32, "i32", 4, 6, "<i4"},
+    {DType::U8, "u8", 1, 2, "|u1"},      {DType::Bool, "bool", 1, 9, "|b1"},
+    {DType::I8, "i8", 1, 3, "|i1"},      {DType::I16, "i16", 2, 5, "<i2"},
+    {DType::U16, "u16", 2, 4, "<u2"},    {DType::U32, "u32", 4, 12, "<u4"},
+    {DType::U64, "u64", 8, 13, "<u8"},   {DType::F16, "f16", 2, 10, "<f2"},
+    {DType::BF16, "bf16", 2, 16, "<V2"},
+};
+} // namespace
+
+const DTypeInfo &dtypeInfo(DType dtype) {
+  for (const DTypeInfo &d : kDTypes)
+    if (d.dtype == dtype)
+      return d;
+  return kDTypes[0];
+}
+
+DType parseDType(const std::string &name) {
+  std::string names;
+  for (const DTypeInfo &d : kDTypes) {
+    if (name == d.name)
+      return d.dtype;
+    names += std::string(names.empty() ? "" : ", ") + d.name;
+  }
+  throw Error(OTC_INVALID_ARGUMENT,
+              "unknown dtype '" + name + "' (expected one of " + names + ")");
+}
+
+const char *dtypeName(DType dtype) { return dtypeInfo(dtype).name; }
+
+size_t dtypeSize(DType dtype) { return dtypeInfo(dtype).size; }
+
+int64_t TensorSpec::numel() const {
+  int64_t n = 1;
+  for (int64_t d : shape)
+    n *= d;
+  return n;
+}
+
+int64_t TensorSpec::sampleNumel() const {
+  int64_t n = 1;
+  for (size_t i = 1; i < shape.size(); ++i)
+    n *= shape[i];
+  return n;
+}
+
+std::string shapeString(const std::vector<int64_t> &shape) {
+  std::string s = "[";
+  for (size_t i = 0; i < shape.size(); ++i)
+    s += (i ? ", " : "") + std::to_string(shape[i]);
+  return s + "]";
+}
+
+uint64_t fnv1a64(const void *data, size_t size, uint64_t hash) {
+  const auto *p = static_cast<const uint8_t *>(data);
+  for (size_t i = 0; i < size; ++i) {
+    hash ^= p[i];
+    hash *= 0x100000001b3ull;
+  }
+  return hash;
+}
+
+const TensorSpec *Manifest::findParam(const std::string &name) const {
+  for (const TensorSpec &t : params)
+    if (t.name == name)
+      return &t;
+  return nullptr;
+}
+
+const TensorSpec *Manifest::findInput(const std::string &name) const {
+  for (const TensorSpec &t : inputs)
+    if (t.name == name)
+      return &t;
+  return nullptr;
+}
+
+bool Manifest::hasPerRankState() const {
+  if (sdp) // every rank trains its own subnetwork
+    return true;
+  for (const TensorSpec &t : state)
+    if (t.role == "residual" || t.role == "per-rank")
+      return true;
+  return false;
+}
+
+const TensorSpec *Manifest::inputWithRole(const std::string &role) const {
+  for (const TensorSpec &t : inputs)
+    if (t.role == role)
+      return &t;
+  return nullptr;
+}
+
+namespace {
+
+[[noreturn]] void bad(const std::string &what) {
+  throw Error(OTC_INVALID_ARGUMENT, "invalid program manifest: " + what);
+}
+
+const json &field(const json &obj, const char *key, const std::string &where) {
+  auto it = obj.find(key);
+  if (it == obj.end())
+    bad(where + " has no \"" + key + "\"");
+  return *it;
+}
+
+TensorSpec parseTensor(const json &j, const std::string &where,
+                       uint64_t arenaBytes) {
+  if (!j.is_object())
+    bad(where + " is not an object");
+  TensorSpec t;
+  t.name = field(j, "name", where).get<std::string>();
+  std::string at = where + " '" + t.name + "'";
+  t.dtype = parseDType(field(j, "dtype", at).get<std::string>());
+  for (const json &d : field(j, "shape", at)) {
+    int64_t v = d.get<int64_t>();
+    if (v < 0)
+      bad(at + " has a negative dimension");
+    t.shape.push_back(v);
+  }
+  int64_t offset = field(j, "offset", at).get<int64_t>();
+  if (offset < 0)
+    bad(at + " has a negative offset");
+  t.offset = uint64_t(offset);
+  if (j.contains("role"))
+    t.role = j["role"].get<std::string>();
+  if (j.contains("param"))
+    t.param = j["param"].get<std::string>();
+  if (j.contains("owners"))
+    for (const json &r : j["owners"])
+      t.owners.push_back(r.get<int64_t>());
+  if (j.contains("slices"))
+    for (const json &sl : j["slices"]) {
+      int64_t axis = field(sl, "axis", at).get<int64_t>();
+      std::vector<int64_t> ranges;
+      for (const json &r : field(sl, "ranges", at))
+        ranges.push_back(r.get<int64_t>());
+      if (axis < 0 || axis >= int64_t(t.shape.size()) || ranges.empty() ||
+          ranges.size() % 2)
+        bad(at + " has a malformed slice");
+      int64_t kept = 0, last = 0;
+      for (size_t k = 0; k < ranges.size(); k += 2) {
+        if (ranges[k] < last || ranges[k + 1] <= ranges[k])
+          bad(at + " has slice ranges out of order");
+        kept += ranges[k + 1] - ranges[k];
+        last = ranges[k + 1];
+      }
+      if (kept != t.shape[size_t(axis)])
+        bad(at + " keeps " + std::to_string(kept) + " features of axis " +
+            std::to_string(axis) + " but has " +
+            std::to_string(t.shape[size_t(axis)]));
+      t.slices.push_back({axis, std::move(ranges)});
+    }
+  if (j.contains("tiles")) {
+    const json &tj = j["tiles"];
+    TensorSpec::Tiles tiles;
+    size_t cells = 1;
+    for (const json &a : field(tj, "axes", at)) {
+      int64_t axis = a.get<int64_t>();
+      if (axis < 0 || axis >= int64_t(t.shape.size()))
+        bad(at + " has a tile axis out of range");
+      tiles.axes.push_back(axis);
+    }
+    for (const json &c : field(tj, "cuts", at))
+      tiles.cuts.push_back(c.get<std::vector<int64_t>>());
+    for (const json &o : field(tj, "owners", at))
+      tiles.owners.push_back(o.get<std::vector<int64_t>>());
+    if (tiles.cuts.size() != tiles.axes.size())
+      bad(at + " has tile cuts for " + std::to_string(tiles.cuts.size()) +
+          " of " + std::to_string(tiles.axes.size()) + " axes");
+    for (size_t k = 0; k < tiles.axes.size(); ++k) {
+      const std::vector<int64_t> &cut = tiles.cuts[k];
+      if (cut.size() < 2 || cut.front() != 0 ||
+          cut.back() != t.shape[size_t(tiles.axes[k])] ||
+          !std::is_sorted(cut.begin(), cut.end()))
+        bad(at + " has tile boundaries that do not cover axis " +
+            std::to_string(tiles.axes[k]));
+      cells *= cut.size() - 1;
+    }
+    if (tiles.owners.size() != cells)
+      bad(at + " lists owners for " + std::to_string(tiles.owners.size()) +
+          " of " + std::to_string(cells) + " tiles");
+    t.tiles = std::move(tiles);
+  }
+  t.frozen = j.value("frozen", false);
+  t.buffer = j.value("buffer", false);
+  if (t.offset % dtypeSize(t.dtype) != 0)
+    bad(at + " is misaligned (offset " + std::to_string(t.offset) + ")");
+  if (t.offset > arenaBytes || t.bytes() > arenaBytes - t.offset)
+    bad(at + " " + shapeString(t.shape) + " at offset " +
+        std::to_string(t.offset) + " does not fit in the arena of " +
+        std::to_string(arenaBytes) + " bytes");
+  return t;
+}
+
+void hashTensors(uint64_t &h, const char *kind,
+                 const std::vector<TensorSpec> &tensors) {
+  h = fnv1a64(kind, std::strlen(kind), h);
+  for (const TensorSpec &t : tensors) {
+    h = fnv1a64(t.name.data(), t.name.size() + 0, h);
+    h = fnv1a64("\0", 1, h);
+    const char *dt = dtypeName(t.dtype);
+    h = fnv1a64(dt, std::strlen(dt), h);
+    for (int64_t d : t.shape)
+      h = fnv1a64(&d, sizeof d, h);
+    h = fnv1a64("|", 1, h);
+  }
+}
+
+} // namespace
+
+Manifest parseManifest(const std::string &text, uint64_t entryArenaBytes) {
+  json j;
+  try {
+    j = json::parse(text);
+  } catch (const json::exception &e) {
+    bad(std::string("not valid JSON: ") + e.what());
+  }
+  if (!j.is_object())
+    bad("not a JSON object");
+  Manifest m;
+  try {
+    m.version = field(j, "otc_manifest_version", "manifest").get<int>();
+    if (m.version != 1)
+      bad("unsupported otc_manifest_version " + std::to_string(m.version) +
+          " (this runtime reads version 1)");
+    m.modelPath = j.value("model_path", std::string());
+    m.worldSize = field(j, "world_size", "manifest").get<int32_t>();
+    if (m.worldSize < 1)
+      bad("world_size must be >= 1");
+    m.batch = j.value("batch", int64_t(0));
+    m.seed = j.value("seed", uint64_t(0));
+    m.loss = j.value("loss", std::string("none"));
+    if (j.contains("optimizer") && j["optimizer"].is_object()) {
+      // Informational only (the update is compiled into the program), so a
+      // field of an unexpected type is ignored rather than refused.
+      const json &o = j["optimizer"];
+      auto get = [&](const char *key, auto &out) {
+        auto it = o.find(key);
+        if (it != o.end() && !it->is_null())
+          try {
+            it->get_to(out);
+          } catch (const json::exception &) {
+          }
+      };
+      get("name", m.optimizer.name);
+      get("lr", m.optimizer.lr);
+      get("momentum", m.optimizer.momentum);
+      get("nesterov", m.optimizer.nesterov);
+      get("weight_decay", m.optimizer.weightDecay);
+      get("beta1", m.optimizer.beta1);
+      get("beta2", m.optimizer.beta2);
+      get("eps", m.optimizer.eps);
+    }
+    m.arenaBytes = field(j, "arena_bytes", "manifest").get<uint64_t>();
+    if (entryArenaBytes && m.arenaBytes != entryArenaBytes)
+      bad("arena_bytes " + std::to_string(m.arenaBytes) +
+          " differs from the entry table's " + std::to_string(entryArenaBytes));
+    std::set<std::string> names;
+    auto list = [&](const char *key, std::vector<TensorSpec> &out) {
+      if (!j.contains(key))
+        return;
+      for (const json &t : j[key]) {
+        out.push_back(parseTensor(t, key, m.arenaBytes));
+        if (!names.insert(std::string(key) + ":" + out.back().name).second)
+          bad(std::string(key) + " lists '" + out.back().name + "' twice");
+      }
+    };
+    list("params", m.params);
+    list("state", m.state);
+    list("inputs", m.inputs);
+    // A program whose inputs have no "data" role may leave batch at 0: the
+    // first input's leading dimension is the batch then.
+    if (m.batch < 1 && !m.inputs.empty() && !m.inputs[0].shape.empty())
+      m.batch = m.inputs[0].shape[0];
+    if (m.batch < 1)
+      bad("batch must be >= 1");
+    for (const TensorSpec &in : m.inputs)
+      if (in.shape.empty() || in.shape[0] != m.batch)
+        bad("input '" + in.name + "' " + shapeString(in.shape) +
+            " does not start with the batch size " + std::to_string(m.batch));
+    m.lossOffset = j.value("loss_offset", int64_t(-1));
+    if (m.lossOffset >= 0 &&
+        (m.lossOffset % 4 != 0 || uint64_t(m.lossOffset) + 4 > m.arenaBytes))
+      bad("loss_offset is misaligned or outside the arena");
+    if (j.contains("eval_output") && !j["eval_output"].is_null())
+      m.evalOutput = parseTensor(j["eval_output"], "eval_output", m.arenaBytes);
+    m.evalLossOffset = j.value("eval_loss_offset", int64_t(-1));
+    if (m.evalLossOffset >= 0 &&
+        (m.evalLossOffset % 4 != 0 ||
+         uint64_t(m.evalLossOffset) + 4 > m.arenaBytes))
+      bad("eval_loss_offset is misaligned or outside the arena");
+    if (j.contains("sdp")) {
+      const json &o = j["sdp"];
+      SdpPlan plan;
+      plan.mode = field(o, "mode", "sdp").get<std::string>();
+      plan.masking = field(o, "masking", "sdp").get<std::string>();
+      plan.active = field(o, "active", "sdp").get<double>();
+      for (const json &v : field(o, "rank_variant", "sdp"))
+        plan.rankVariant.push_back(v.get<int32_t>());
+      for (const json &g : field(o, "groups", "sdp")) {
+        std::vector<int64_t> group = g.get<std::vector<int64_t>>();
+        // A member's slot in the group's all-gather is its index here, its
+        // rank in the group's communicator its world rank's order: the two
+        // agree only for ranks listed once, ascending.
+        for (size_t i = 0; i < group.size(); ++i)
+          if (group[i] < 0 || group[i] >= m.worldSize ||
+              (i > 0 && group[i] <= group[i - 1]))
+            bad("sdp group " + std::to_string(plan.groups.size()) +
+                " must list ranks of the world once, in ascending order");
+        plan.groups.push_back(std::move(group));
+      }
+      for (const json &c : field(o, "components", "sdp"))
+        plan.components.push_back(
+            {field(c, "name", "sdp component").get<std::string>(),
+             field(c, "owners", "sdp component").get<std::vector<int64_t>>()});
+      if (int64_t(plan.rankVariant.size()) != m.worldSize)
+        bad("sdp rank_variant has " + std::to_string(plan.rankVariant.size()) +
+            " entries for a world of " + std::to_string(m.worldSize));
+      m.sdp = std::move(plan);
+    }
+  } catch (const json::exception &e) {
+    bad(std::string("wrong field type: ") + e.what());
+  }
+  uint64_t h = 0xcbf29ce484222325ull;
+  hashTensors(h, "params", m.params);
+  hashTensors(h, "state", m.state);
+  h = fnv1a64(&m.worldSize, sizeof m.worldSize, h);
+  // SDP: a checkpoint belongs to one assignment of components to ranks.
+  if (m.sdp) {
+    for (int32_t v : m.sdp->rankVariant)
+      h = fnv1a64(&v, sizeof v, h);
+    for (const auto &[name, owners] : m.sdp->components) {
+      h = fnv1a64(name.data(), name.size(), h);
+      for (int64_t r : owners)
+        h = fnv1a64(&r, sizeof r, h);
+    }
+  }
+  m.hash = h;
+  return m;
+}
+
+} // namespace otc
+
+using namespace otc;
+
+namespace {
+
+void initProgram(otc_program *program, const otc_program_entry_t *entry) {
+  if (!entry)
+    throw Error(OTC_INVALID_ARGUMENT, "program entry table is NULL");
+  if (entry->abi_version != OTC_PROGRAM_ABI_VERSION)
+    throw Error(OTC_FAILED_PRECONDITION,
+                "program ABI version " + std::to_string(entry->abi_version) +
+                    " is not supported by this runtime (version " +
+                    std::to_string(OTC_PROGRAM_ABI_VERSION) + ")");
+  if (!entry->manifest_json)
+    throw Error(OTC_INVALID_ARGUMENT, "program entry table lacks a manifest");
+  if (!entry->train_step && entry->num_variants <= 0)
+    throw Error(OTC_FAILED_PRECONDITION,
+                "the program was compiled for inference (otc-compile "
+                "--inference) and has no train_step: a training session "
+                "cannot run it");
+  program->entry = entry;
+  program->manifest = parseManifest(entry->manifest_json, entry->arena_bytes);
+  // SDP: the whole model evaluates; each rank trains its variant.
+  if (entry->num_variants > 0) {
+    const Manifest &m = program->manifest;
+    if (!m.sdp || !entry->variants || !entry->rank_variant || !entry->eval_step)
+      throw Error(OTC_INVALID_ARGUMENT,
+                  "program entry table has variants but no SDP plan");
+    for (int32_t r = 0; r < m.worldSize; ++r)
+      if (entry->rank_variant[r] < 0 ||
+          entry->rank_variant[r] >= entry->num_variants)
+        throw Error(OTC_INVALID_ARGUMENT, "program entry table maps rank " +
+                                              std::to_string(r) +
+                                              " to a variant it lacks");
+    for (int32_t v = 0; v < entry->num_variants; ++v) {
+      const otc_program_entry_t *e = entry->variants[v];
+      if (!e || e->abi_version != OTC_PROGRAM_ABI_VERSION ||
+          !e->manifest_json || !e->train_step)
+        throw Error(OTC_INVALID_ARGUMENT,
+                    "SDP variant " + std::to_string(v) + " is malformed");
+      program->variants.push_back(
+          parseManifest(e->manifest_json, e->arena_bytes));
+    }
+  }
+}
+
+} // namespace
+
+extern "C" {
+
+otc_status_t otc_program_from_entry(const otc_program_entry_t *entry,
+                                    otc_program_t **out_program) {
+  return guard([&] {
+    if (!out_program)
+      throw Error(OTC_INVALID_ARGUMENT, "out_program is NULL");
+    *out_program = nullptr;
+    auto program = std::make_unique<otc_program>();
+    initProgram(program.get(), entry);
+    *out_program = program.release();
+  });
+}
+
+otc_status_t otc_program_load(const char *path, otc_program_t **out_program) {
+  return guard([&] {
+    if (!out_program || !path)
+      throw Error(OTC_INVALID_ARGUMENT, "path or out_program is NULL");
+    *out_program = nullptr;
+    void *handle = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+    if (!handle) {
+      const char *why = dlerror();
+      throw Error(OTC_NOT_FOUND, std::string("cannot load program '") + path +
+                                     "': " + (why ? why : "dlopen failed"));
+    }
+    auto program = std::make_unique<otc_program>();
+    program->handle = handle;
+    try {
+      auto fn = reinterpret_cast<otc_program_entry_fn>(
+          dlsym(handle, OTC_PROGRAM_ENTRY_SYMBOL));
+      if (!fn)
+        throw Error(OTC_INVALID_ARGUMENT,
+                    std::string("'") + path + "' does not export " +
+                        OTC_PROGRAM_ENTRY_SYMBOL +
+                        " (was it built with otc-compile --emit=lib?)");
+      initProgram(program.get(), fn());
+    } catch (...) {
+      dlclose(handle);
+      program->handle = nullptr;
+      throw;
+    }
+    *out_program = program.release();
+  });
+}
+
+void otc_program_release(otc_program_t *program) {
+  if (!program)
+    return;
+  if (program->handle)
+    dlclose(program->handle);
+  delete program;
+}
+
+const char *otc_program_manifest(const otc_program_t *program) {
+  return program && program->entry ? program->entry->manifest_json : "";
+}
+
+int32_t otc_program_world_size(const otc_program_t *program) {
+  return program ? program->manifest.worldSize : 0;
+}
+
+} // extern "C"

@@ -1,0 +1,66 @@
+//===- metrics.h - JSON-lines metrics and the progress bar ------*- C++ -*-===//
+
+#ifndef OTC_RUNTIME_TOOLING_METRICS_H
+#define OTC_RUNTIME_TOOLING_METRICS_H
+
+#include <cstdint>
+#include <cstdio>
+#include <string>
+#include <vector>
+
+namespace otc {
+
+/// One JSON object per line, flushed after each so a crash loses nothing.
+class MetricsWriter {
+public:
+  MetricsWriter() = default;
+  MetricsWriter(const MetricsWriter &) = delete;
+  MetricsWriter &operator=(const MetricsWriter &) = delete;
+  ~MetricsWriter();
+
+  /// Opens `path`; `append` keeps earlier lines (a resumed run).
+  void open(const std::string &path, bool append);
+  bool isOpen() const { return file_ != nullptr; }
+
+  /// `compressRatios`: each compressed bucket's last ratio ("compress_ratio",
+  /// omitted when empty).
+  void logStep(int64_t step, int64_t epoch, double loss, double samplesPerS,
+               uint64_t bytesSent, uint64_t bytesReceived, double timeS,
+               const std::vector<float> &compressRatios = {});
+  /// A skipped step: {"step": the optimizer step that was attempted (it is
+  /// retried on the next batch), "skipped": true, "reason": ...}.
+  void logSkip(int64_t step, int64_t epoch, const std::string &reason,
+               uint64_t bytesSent, uint64_t bytesReceived, double timeS);
+  /// `accuracy` < 0 means the program has no accuracy (not classification).
+  void logEval(int64_t step, int64_t epoch, double accuracy, int64_t correct,
+               int64_t total, double loss, bool hasLoss);
+
+private:
+  void write(const std::string &line);
+  std::FILE *file_ = nullptr;
+  std::string path_;
+};
+
+/// Rank 0's progress line on stderr: redrawn in place on a terminal, a
+/// full line every `logEvery` steps otherwise.
+class ProgressBar {
+public:
+  ProgressBar(std::FILE *out, bool enabled);
+  bool isTty() const { return tty_; }
+  /// Draws `epoch e/E [####......] step s/S loss L R samples/s ETA T`.
+  void draw(int64_t epoch, int64_t epochs, int64_t stepInEpoch,
+            int64_t stepsPerEpoch, double loss, double samplesPerS,
+            double etaS);
+  /// Ends a redrawn line (before other output or at an epoch's end).
+  void finishLine();
+  void print(const std::string &line);
+
+private:
+  std::FILE *out_;
+  bool enabled_, tty_;
+  bool open_ = false;
+};
+
+} // namespace otc
+
+#endif // OTC_RUNTIME_TOOLING_METRICS_H
