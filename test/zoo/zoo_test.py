@@ -66,7 +66,7 @@ MODELS = {
     "timm_vit_tiny_patch16": ("timm.vit_tiny_patch16_224", {"img_size": 64}),
     "timm_resnet18d": ("timm.resnet18d", {}),
     # transformers (PyPI, build/pyenv): small configurations, 10 labels,
-    # classifying 2 sequences of 8 token ids.
+    # classifying 2 sequences of 8 token ids (attention mask all ones).
     "hf_bert": ("transformers.Bert", {
         "hidden_size": 32, "num_hidden_layers": 2, "num_attention_heads": 2,
         "intermediate_size": 64}),
@@ -137,6 +137,7 @@ def recurrent_classifier(cell, kwargs):
 def transformers_model(family, kwargs):
     """A transformers model with 10 labels: input (token ids, images or
     mel features) -> class logits."""
+    import torch
     import torch.nn as nn
     import transformers
     if family == "T5Encoder":
@@ -170,7 +171,13 @@ def transformers_model(family, kwargs):
             if family == "T5Encoder":
                 return self.head(self.hf(input_ids=x).last_hidden_state
                                  .mean(dim=1))
-            return self.hf(x).logits
+            if family in ("ViT", "Whisper"):
+                return self.hf(x).logits
+            # With the (all-ones) attention mask a training batch carries:
+            # without one transformers looks for packed sequences with
+            # torch.diff, which the TorchScript exporter cannot write.
+            return self.hf(input_ids=x,
+                           attention_mask=torch.ones_like(x)).logits
     return Logits()
 
 
