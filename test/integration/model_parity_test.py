@@ -208,6 +208,7 @@ def export_training(model, x, path, opset, exporter="legacy"):
     its optimizer (which folds BatchNorm, always written in inference mode,
     into the convolution before it)."""
     import contextlib
+    import inspect
     import io
     import warnings
     import torch
@@ -220,10 +221,15 @@ def export_training(model, x, path, opset, exporter="legacy"):
                               dynamo=True, optimize=False,
                               opset_version=opset, verbose=False)
         return
+    # torch 2.x defaults to dynamo=True; its TorchScript exporter is
+    # dynamo=False (torch 1.13 has no such argument).
+    legacy = {"dynamo": False} if "dynamo" in inspect.signature(
+        torch.onnx.export).parameters else {}
     torch.onnx.export(model, (torch.from_numpy(x),), path,
                       input_names=["input"], output_names=["logits"],
                       training=torch.onnx.TrainingMode.TRAINING,
-                      do_constant_folding=False, opset_version=opset)
+                      do_constant_folding=False, opset_version=opset,
+                      **legacy)
 
 
 def check_first_update(name, model, x, y, ctx, checks, threads, opset=15,

@@ -1,18 +1,25 @@
 #!/usr/bin/python3
-#===- zoo_test.py - torchvision's architectures, one step against float64 ---===#
+#===- zoo_test.py - the model zoo, one step against float64 ----------------===#
 #
-# Each architecture is built from its torchvision constructor with random
-# weights (10 classes; dropout and stochastic depth off, since their random
-# masks cannot match), exported by torch.onnx in training mode, compiled by
-# OTC and trained one momentum-SGD step on a random 2x3x64x64 batch; its
-# first update and BatchNorm statistics are checked against float64
-# PyTorch as model_parity_test checks its deep ResNets (within 4x PyTorch
-# float32's own error or 1e-4 of the scale; ReLU and max-pooling ties
-# decided as each float32 program decided them). Prints the table the
-# README shows: model, ONNX operators, compile seconds, parity, step ms.
+# Each architecture is built with random weights and 10 classes (from
+# torchvision's and timm's constructors, transformers' configurations, or
+# torch.nn's LSTM/GRU/RNN; dropout and stochastic depth off, since their
+# random masks cannot match), exported by torch.onnx in training mode,
+# compiled by OTC and trained one momentum-SGD step on a random batch
+# (2x3x64x64 images, 2x8 token ids or 2x8x16 mel features); its first
+# update and BatchNorm statistics are checked against float64 PyTorch as
+# model_parity_test checks its deep ResNets (within 4x PyTorch float32's
+# own error or 1e-4 of the scale; ReLU and max-pooling ties decided as each
+# float32 program decided them). Prints the table the README shows: model,
+# ONNX operators, compile seconds, parity, step ms.
 #
-#   zoo_test.py                 every model (make zoo)
+#   zoo_test.py                 every model its python can build
 #   zoo_test.py --filter NAMES  the models named (comma-separated)
+#   zoo_test.py --library LIBS  the models of these packages (torchvision,
+#                               torch, timm, transformers)
+#   --exporter legacy           torch.onnx's TorchScript exporter, opset 16
+#                               (torch 1.13 with Debian's python, torch 2.x's
+#                               dynamo=False with build/pyenv's)
 #   pyenv/bin/python zoo_test.py --exporter dynamo
 #                               written by torch 2.x's dynamo=True exporter
 #                               (opset 18; --train-batchnorm, since it writes
@@ -59,7 +66,7 @@ MODELS = {
     "timm_vit_tiny_patch16": ("timm.vit_tiny_patch16_224", {"img_size": 64}),
     "timm_resnet18d": ("timm.resnet18d", {}),
     # transformers (PyPI, build/pyenv): small configurations, 10 labels,
-    # classifying 2 sequences of 8 token ids.
+    # classifying 2 sequences of 8 token ids (attention mask all ones).
     "hf_bert": ("transformers.Bert", {
         "hidden_size": 32, "num_hidden_layers": 2, "num_attention_heads": 2,
         "intermediate_size": 64}),
@@ -69,9 +76,123 @@ MODELS = {
         "hidden_size": 32, "intermediate_size": 64, "num_hidden_layers": 2,
         "num_attention_heads": 4, "num_key_value_heads": 2,
         "pad_token_id": 0}),
+    # transformers models without a sequence-classification head of their
+    # own: the T5 encoder's mean over tokens into a Linear head; ViT on the
+    # zoo's images; Whisper's encoder (WhisperForAudioClassification) on
+    # 2 clips of 8 mel bins x 16 frames.
+    "hf_t5_encoder": ("transformers.T5Encoder", {
+        "d_model": 32, "d_kv": 16, "d_ff": 64, "num_layers": 2,
+        "num_heads": 2, "relative_attention_num_buckets": 8,
+        "relative_attention_max_distance": 16}),
+    "hf_vit": ("transformers.ViT", {
+        "image_size": SHAPE[2], "patch_size": 16, "hidden_size": 32,
+        "num_hidden_layers": 2, "num_attention_heads": 2,
+        "intermediate_size": 64}),
+    "hf_whisper_encoder": ("transformers.Whisper", {
+        "num_mel_bins": 8, "max_source_positions": 8, "d_model": 32,
+        "encoder_layers": 2, "encoder_attention_heads": 2,
+        "encoder_ffn_dim": 64, "classifier_proj_size": 16}),
+    # torch.nn recurrent text classifiers (as integration/recurrent_test.py
+    # builds them): embedding, the recurrent layer, a Linear head on its
+    # last output and its final state.
+    "lstm_2layer_bidir": ("torch.LSTM", {
+        "num_layers": 2, "bidirectional": True}),
+    "gru_batch_first": ("torch.GRU", {"batch_first": True}),
+    "rnn_tanh": ("torch.RNN", {}),
 }
-# Token ids of the transformers models, and their vocabulary.
+# Token ids of the text models, and their vocabulary.
 TEXT_SHAPE, VOCAB = (2, 8), 64
+# Whisper's log-mel features: batch x mel bins x frames (2 x the encoder's
+# max_source_positions: its convolutions halve the frames).
+AUDIO_SHAPE = (2, 8, 16)
+
+
+def recurrent_classifier(cell, kwargs):
+    """Token ids -> an embedding -> torch.nn.`cell`(**kwargs) -> a Linear
+    head on its last output and its final state -> 10 class logits."""
+    import torch
+    import torch.nn as nn
+    embed, hidden = 16, 16
+
+    class TextClassifier(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.batch_first = kwargs.get("batch_first", False)
+            self.embed = nn.Embedding(VOCAB, embed)
+            self.rnn = getattr(nn, cell)(embed, hidden, **kwargs)
+            dirs = 2 if kwargs.get("bidirectional") else 1
+            layers = kwargs.get("num_layers", 1)
+            self.head = nn.Linear((1 + layers) * dirs * hidden, 10)
+
+        def forward(self, ids):
+            x = self.embed(ids)
+            if not self.batch_first:
+                x = x.transpose(0, 1)
+            y, s = self.rnn(x)
+            h = s[0] if cell == "LSTM" else s
+            last = y[:, -1] if self.batch_first else y[-1]
+            final = h.transpose(0, 1).reshape(ids.shape[0], -1)
+            return self.head(torch.cat([last, final], dim=1))
+    return TextClassifier()
+
+
+def transformers_model(family, kwargs):
+    """A transformers model with 10 labels: input (token ids, images or
+    mel features) -> class logits."""
+    import torch
+    import torch.nn as nn
+    import transformers
+    if family == "T5Encoder":
+        config = transformers.T5Config(vocab_size=VOCAB, use_cache=False,
+                                       dropout_rate=0.0, **kwargs)
+        net = transformers.T5EncoderModel(config)
+    elif family in ("ViT", "Whisper"):
+        config = getattr(transformers, family + "Config")(num_labels=10,
+                                                          **kwargs)
+        net = getattr(transformers, family + (
+            "ForImageClassification" if family == "ViT" else
+            "ForAudioClassification"))(config)
+    else:
+        config = getattr(transformers, family + "Config")(
+            vocab_size=VOCAB, num_labels=10, use_cache=False,
+            max_position_embeddings=32, **kwargs)
+        net = getattr(transformers, family + "ForSequenceClassification")(
+            config)
+
+    class Logits(nn.Module):
+        """input -> class logits (the T5 encoder's: a Linear head on the
+        mean over tokens)."""
+
+        def __init__(self):
+            super().__init__()
+            self.hf = net
+            if family == "T5Encoder":
+                self.head = nn.Linear(config.d_model, 10)
+
+        def forward(self, x):
+            if family == "T5Encoder":
+                return self.head(self.hf(input_ids=x).last_hidden_state
+                                 .mean(dim=1))
+            if family in ("ViT", "Whisper"):
+                return self.hf(x).logits
+            # With the (all-ones) attention mask a training batch carries:
+            # without one transformers looks for packed sequences with
+            # torch.diff, which the TorchScript exporter cannot write.
+            return self.hf(input_ids=x,
+                           attention_mask=torch.ones_like(x)).logits
+    return Logits()
+
+
+def input_batch(name, rng):
+    """The model's batch: token ids, mel features or images."""
+    import numpy as np
+    ctor = MODELS[name][0]
+    if ctor.startswith("torch.") or (ctor.startswith("transformers.") and
+                                     ctor not in ("transformers.ViT",
+                                                  "transformers.Whisper")):
+        return rng.randint(1, VOCAB, size=TEXT_SHAPE).astype(np.int64)
+    shape = AUDIO_SHAPE if ctor == "transformers.Whisper" else SHAPE
+    return rng.standard_normal(shape).astype(np.float32)
 
 
 def build(name):
@@ -85,24 +206,9 @@ def build(name):
         model = timm.create_model(ctor.split(".", 1)[1], num_classes=10,
                                   pretrained=False, **kwargs)
     elif ctor.startswith("transformers."):
-        import transformers
-        family = ctor.split(".", 1)[1]
-        config = getattr(transformers, family + "Config")(
-            vocab_size=VOCAB, num_labels=10, use_cache=False,
-            max_position_embeddings=32, **kwargs)
-        hf = getattr(transformers, family + "ForSequenceClassification")(
-            config)
-
-        class Logits(nn.Module):
-            """input ids -> class logits."""
-
-            def __init__(self):
-                super().__init__()
-                self.hf = hf
-
-            def forward(self, ids):
-                return self.hf(input_ids=ids).logits
-        model = Logits()
+        model = transformers_model(ctor.split(".", 1)[1], kwargs)
+    elif ctor.startswith("torch."):
+        model = recurrent_classifier(ctor.split(".", 1)[1], kwargs)
     elif ctor.startswith("segmentation."):
         seg = getattr(torchvision.models.segmentation,
                       ctor.split(".", 1)[1])(num_classes=10,
@@ -129,7 +235,19 @@ def build(name):
                 child.p = 0.0  # (transformers reads .p)
             elif isinstance(child, torchvision.ops.StochasticDepth):
                 child.p = 0.0
+    # OTC trains every float initializer: a frozen parameter (Whisper's
+    # sinusoidal position table) trains in the reference too.
+    for p in model.parameters():
+        p.requires_grad_(True)
     return model
+
+
+def library(name):
+    """The package that builds the model: timm, transformers, torch (the
+    recurrent classifiers) or torchvision."""
+    prefix = MODELS[name][0].split(".")[0]
+    return prefix if prefix in ("timm", "transformers", "torch") \
+        else "torchvision"
 
 
 def onnx_ops(path):
@@ -144,10 +262,14 @@ def main():
     exporter = pre.parse_known_args()[0].exporter
     args, ctx = T.parse_args(
         "zoo" if exporter == "legacy" else "zoo_" + exporter,
-        "torchvision architectures, one step against float64.",
+        "The model zoo's architectures, one step against float64.",
         extra=lambda p: (
             p.add_argument("--filter", default="",
                            help="comma-separated model names"),
+            p.add_argument("--library", default="",
+                           help="only the models of these (comma-separated) "
+                           "packages: torchvision, torch, timm, "
+                           "transformers"),
             p.add_argument("--exporter", choices=["legacy", "dynamo"],
                            default="legacy",
                            help="torch.onnx.export's TorchScript exporter "
@@ -158,6 +280,9 @@ def main():
     import torch
     torch.set_num_threads(1)
     names = [n for n in args.filter.split(",") if n] or list(MODELS)
+    libraries = [n for n in args.library.split(",") if n]
+    names = [n for n in names if n not in MODELS or not libraries or
+             library(n) in libraries]
     unknown = [n for n in names if n not in MODELS]
     if unknown:
         print("FAIL: unknown models %s (known: %s)" % (unknown, list(MODELS)))
@@ -165,18 +290,15 @@ def main():
     rows = []
     for name in names:
         rng = np.random.RandomState(0)
-        library = MODELS[name][0].split(".")[0]
-        if library in ("timm", "transformers"):
+        lib = library(name)
+        if lib in ("timm", "transformers"):
             try:
-                __import__(library)
+                __import__(lib)
             except ImportError:
                 print("SKIP: %s needs %s (PyPI: build/pyenv's python)" %
-                      (name, library))
+                      (name, lib))
                 continue
-        if library == "transformers":
-            x = rng.randint(1, VOCAB, size=TEXT_SHAPE).astype(np.int64)
-        else:
-            x = rng.standard_normal(SHAPE).astype(np.float32)
+        x = input_batch(name, rng)
         y = rng.randint(0, 10, size=x.shape[:1]).astype(np.int64)
         try:
             row = M.check_first_update(
