@@ -3,10 +3,10 @@
 #include "compiler/Pipeline.h"
 
 #include "compiler/Config.h"
+#include "dialects/Attributes.h"
 #include "dialects/dist/DistDialect.h"
 #include "dialects/exec/ExecDialect.h"
 #include "otc/compress.h"
-#include "dialects/Attributes.h"
 #include "target/cpp/EmitCpp.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -25,48 +25,6 @@
 
 using namespace mlir;
 using namespace otc;
-
-void otc::buildTrainingPipeline(OpPassManager &pm,
-                                const CompileOptions &options) {
-  pm.addPass(createFuseActivations());
-  if (options.inference) {
-    pm.addPass(createBuildInference());
-    pm.addPass(createCanonicalizerPass());
-    pm.addPass(createCSEPass());
-    return;
-  }
-  // SDP specializes the forward per rank; each is then differentiated.
-  if (options.sdp)
-    pm.addPass(createSdp(*options.sdp));
-  pm.addPass(createBuildTraining(options.training));
-  pm.addPass(createCanonicalizerPass());
-  pm.addPass(createCSEPass());
-  if (options.compress) {
-    if (options.momentumCorrection)
-      pm.addPass(createMomentumCorrection());
-    BucketGradientsOptions buckets;
-    buckets.bucketMb = options.bucketMb;
-    pm.addPass(createBucketGradients(buckets));
-    InsertCompressedAllReduceOptions compress = *options.compress;
-    compress.worldSize = options.worldSize;
-    pm.addPass(createInsertCompressedAllReduce(compress));
-  } else {
-    InsertAllReduceOptions ar;
-    ar.worldSize = options.worldSize;
-    pm.addPass(createInsertAllReduce(ar));
-  }
-  pm.addPass(createScheduleCollectives());
-}
-
-void otc::buildExecPipeline(OpPassManager &pm, EmitTarget target,
-                            bool verifyPlan) {
-  LowerToExecOptions lower;
-  lower.target = target == EmitTarget::CUDA ? "cuda" : "cpu";
-  pm.addPass(createLowerToExec(lower));
-  pm.addPass(createPlanMemory());
-  if (verifyPlan)
-    pm.addPass(createVerifyPlan());
-}
 
 namespace {
 
@@ -268,7 +226,7 @@ LogicalResult hostCompile(StringRef source, const CompileOptions &options) {
                                 "-fPIC",
                                 "-I" OTC_KERNELS_INCLUDE_DIR,
                                 "-I" OTC_RUNTIME_INCLUDE_DIR};
-  bool cuda = options.target == EmitTarget::CUDA;
+  bool cuda = options.target() == EmitTarget::CUDA;
   if (cuda)
     args.push_back("-I" OTC_CUDA_INCLUDE_DIR);
   if (options.emit == Stage::Lib)
@@ -307,14 +265,11 @@ int otc::compile(const CompileOptions &options, MLIRContext &context,
       importOnnxFile(options.input, &context, options.import);
   if (!module)
     return 1;
-  (*module)->setAttr(
-      attr::kSeed,
-      IntegerAttr::get(IntegerType::get(&context, 64), options.seed));
-  auto run = [&](void (*build)(OpPassManager &, const CompileOptions &)) {
+  auto run = [&]() {
     PassManager pm(&context);
     if (configurePassManager)
       configurePassManager(pm);
-    build(pm, options);
+    buildTrainingPipeline(pm, options.pipeline);
     return pm.run(*module);
   };
   auto emitMlir = [&]() {
@@ -325,7 +280,7 @@ int otc::compile(const CompileOptions &options, MLIRContext &context,
   };
   if (options.emit == Stage::Graph)
     return emitMlir();
-  if (failed(run(buildTrainingPipeline)))
+  if (failed(run()))
     return 1;
   if (options.emit == Stage::Train)
     return emitMlir();
@@ -333,10 +288,10 @@ int otc::compile(const CompileOptions &options, MLIRContext &context,
     PassManager pm(&context);
     if (configurePassManager)
       configurePassManager(pm);
-    buildExecPipeline(pm, options.target, options.verifyPlan);
+    buildExecPipeline(pm, options.exec);
     return pm.run(m);
   };
-  int64_t world = options.worldSize;
+  int64_t world = options.pipeline.worldSize;
   // SDP: one program per distinct rank mask plus the whole model.
   OwningOpRef<ModuleOp> full;
   SmallVector<OwningOpRef<ModuleOp>> variants;
@@ -410,7 +365,7 @@ int otc::compile(const CompileOptions &options, MLIRContext &context,
 
   EmitCppOptions emitOptions;
   emitOptions.withMain = options.emit == Stage::Exe;
-  emitOptions.target = options.target;
+  emitOptions.target = options.target();
   std::string source;
   llvm::raw_string_ostream os(source);
   if (full) {

@@ -46,6 +46,8 @@ def BuildTraining : Pass<"otc-build-training", "mlir::ModuleOp"> {
     Option<"beta1", "beta1", "double", "0.9", "Adam beta1">,
     Option<"beta2", "beta2", "double", "0.999", "Adam beta2">,
     Option<"eps", "eps", "double", "1e-8", "Adam epsilon">,
+    Option<"seed", "seed", "uint64_t", "0",
+           "Default seed of the program (module attribute otc.seed)">,
   ];
 }
 
@@ -85,6 +87,10 @@ def BuildInference : Pass<"otc-build-inference", "mlir::ModuleOp"> {
   }];
   let dependentDialects = ["::otc::graph::GraphDialect",
                            "::mlir::func::FuncDialect"];
+  let options = [
+    Option<"seed", "seed", "uint64_t", "0",
+           "Default seed of the program (module attribute otc.seed)">,
+  ];
 }
 
 //===----------------------------------------------------------------------===//

@@ -11,6 +11,7 @@
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 
 #include "dialects/exec/ExecDialect.h.inc"
+#include "dialects/exec/ExecEnums.h.inc"
 
 #include <algorithm>
 

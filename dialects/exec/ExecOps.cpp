@@ -113,9 +113,6 @@ void KernelOp::getEffects(
 }
 
 LogicalResult AllReduceOp::verify() {
-  if (getKind() != "mean" && getKind() != "sum")
-    return emitOpError("kind must be 'mean' or 'sum', got '")
-           << getKind() << "'";
   if (std::optional<ArrayRef<int64_t>> range = getRange()) {
     int64_t n = getBuffer().getType().getNumElements();
     if (range->size() != 2 || (*range)[0] < 0 || (*range)[0] >= (*range)[1] ||
@@ -126,6 +123,8 @@ LogicalResult AllReduceOp::verify() {
   }
   return success();
 }
+
+#include "dialects/exec/ExecEnums.cpp.inc"
 
 #define GET_OP_CLASSES
 #include "dialects/exec/ExecOps.cpp.inc"

@@ -9,6 +9,7 @@
 #ifndef OTC_EXEC_OPS
 #define OTC_EXEC_OPS
 
+include "mlir/IR/EnumAttr.td"
 include "mlir/IR/OpBase.td"
 include "mlir/IR/BuiltinAttributeInterfaces.td"
 include "mlir/Interfaces/SideEffectInterfaces.td"
@@ -92,6 +93,13 @@ def Exec_KernelOp : Exec_Op<"kernel",
   let hasVerifier = 1;
 }
 
+def Exec_ReduceKind : I32EnumAttr<"ReduceKind", "reduction of a collective", [
+  I32EnumAttrCase<"sum", 0>,
+  I32EnumAttrCase<"mean", 1>,
+]> {
+  let cppNamespace = "::otc::exec";
+}
+
 def Exec_AllReduceOp : Exec_Op<"all_reduce",
     [MemoryEffects<[MemRead, MemWrite]>]> {
   let summary = "Average a buffer over all ranks, in place";
@@ -106,7 +114,7 @@ def Exec_AllReduceOp : Exec_Op<"all_reduce",
     exec.all_reduce mean %grad {group = 1 : i64} : memref<256x784xf32>
     ```
   }];
-  let arguments = (ins MemRefOf<[F32]>:$buffer, StrAttr:$kind,
+  let arguments = (ins MemRefOf<[F32]>:$buffer, Exec_ReduceKind:$kind,
                        OptionalAttr<I64Attr>:$group,
                        OptionalAttr<DenseI64ArrayAttr>:$range);
   let assemblyFormat = "$kind $buffer attr-dict `:` type($buffer)";

@@ -176,7 +176,9 @@ struct AllReducePattern : OpConversionPattern<dist::AllReduceOp> {
         writableBuffer(rewriter, op, op.getInput(), adaptor.getInput());
     rewriter.create<exec::AllReduceOp>(
         op.getLoc(), buffer,
-        rewriter.getStringAttr(dist::stringifyReduceKind(op.getKind())), *group,
+        op.getKind() == dist::ReduceKind::mean ? exec::ReduceKind::mean
+                                               : exec::ReduceKind::sum,
+        *group,
         op.getRangeAttr());
     rewriter.replaceOp(op, buffer);
     return success();

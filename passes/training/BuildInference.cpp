@@ -6,8 +6,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "dialects/graph/GraphDialect.h"
 #include "dialects/Attributes.h"
+#include "dialects/graph/GraphDialect.h"
 #include "passes/Passes.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -23,8 +23,13 @@ using namespace otc;
 
 namespace {
 struct BuildInference : otc::impl::BuildInferenceBase<BuildInference> {
+  using Base::Base;
+
   void runOnOperation() override {
     ModuleOp module = getOperation();
+    module->setAttr(attr::kSeed,
+                    IntegerAttr::get(IntegerType::get(&getContext(), 64),
+                                     static_cast<int64_t>(seed.getValue())));
     auto forward = module.lookupSymbol<func::FuncOp>(attr::kForwardFn);
     if (!forward) {
       mlir::emitError(module.getLoc(), "no @forward function");

@@ -5,9 +5,9 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "dialects/Attributes.h"
 #include "dialects/graph/ElementTypes.h"
 #include "dialects/graph/GraphDialect.h"
-#include "dialects/Attributes.h"
 #include "passes/Passes.h"
 #include "passes/dist/SdpAnalysis.h"
 
@@ -711,6 +711,9 @@ void BuildTraining::runOnOperation() {
   ModuleOp module = getOperation();
   if (failed(sdp::verifyArgAttrs(module)))
     return signalPassFailure();
+  module->setAttr(attr::kSeed,
+                  IntegerAttr::get(IntegerType::get(&getContext(), 64),
+                                   static_cast<int64_t>(seed.getValue())));
   auto forward = module.lookupSymbol<func::FuncOp>(attr::kForwardFn);
   if (!forward) {
     mlir::emitError(module.getLoc(), "no @forward function to train");

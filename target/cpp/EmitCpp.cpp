@@ -239,7 +239,7 @@ LogicalResult Emitter::emitFunction(func::FuncOp fn, StringRef cName) {
               k, os, [&](Value v) { return name(v); }, target)))
         return failure();
     } else if (auto ar = llvm::dyn_cast<exec::AllReduceOp>(op)) {
-      if (ar.getKind() != "mean")
+      if (ar.getKind() != exec::ReduceKind::mean)
         return ar.emitError("only mean all-reduce can be emitted");
       if (std::optional<int64_t> group = ar.getGroup())
         os << "  if (ctx->group_all_reduce_mean_f32(ctx->comm, " << *group

@@ -33,8 +33,8 @@ func.func @misaligned(%arena: memref<?xi8>) {
 // -----
 
 func.func @reduce(%a: memref<4xf32>) {
-  // expected-error @+1 {{kind must be 'mean' or 'sum', got 'max'}}
-  exec.all_reduce "max" %a : memref<4xf32>
+  // expected-error @+1 {{expected string or keyword containing one of the following enum values for attribute 'kind' [sum, mean]}}
+  exec.all_reduce max %a : memref<4xf32>
   return
 }
 

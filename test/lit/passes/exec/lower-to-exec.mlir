@@ -18,7 +18,7 @@ func.func @train_step(%x: tensor<4x8xf32> {otc.input = "x", otc.role = "data"},
   // CHECK: exec.kernel "gemm" {{.*}}outs(%[[DW:.*]] : memref<8x3xf32>) {{{.*}}transA = true
   %dw = graph.gemm %x, %dy {transA = true} : (tensor<4x8xf32>, tensor<4x3xf32>) -> tensor<8x3xf32>
   // The all-reduce and the update work in place.
-  // CHECK: exec.all_reduce "mean" %[[DW]]
+  // CHECK: exec.all_reduce mean %[[DW]]
   %avg = dist.all_reduce mean %dw : tensor<8x3xf32>
   // CHECK: exec.kernel "sgd_update" ins(%[[DW]] : memref<8x3xf32>) outs(%[[W]] : memref<8x3xf32>) {lr = 1.000000e-01 : f32
   %w2 = graph.sgd_update %w, %avg {lr = 0.1 : f32} : tensor<8x3xf32>

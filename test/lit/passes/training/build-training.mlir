@@ -11,7 +11,7 @@ func.func @forward(%x: tensor<4x8xf32> {otc.input = "input", otc.role = "data"},
 
 // @forward is replaced by @train_step and @eval_step.
 // CHECK-NOT: func.func @forward
-// CHECK: module attributes {otc.training = {{{.*}}loss = "cross-entropy"{{.*}}optimizer = "momentum"
+// CHECK: module attributes {{{.*}}otc.training = {{{.*}}loss = "cross-entropy"{{.*}}optimizer = "momentum"
 // CHECK-LABEL: func.func @train_step(
 // CHECK-SAME: %[[X:.*]]: tensor<4x8xf32> {otc.input = "input", otc.role = "data"}
 // CHECK-SAME: %[[W:.*]]: tensor<3x8xf32> {otc.param = "fc.weight"}

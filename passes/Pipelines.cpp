@@ -1,0 +1,354 @@
+//===- Pipelines.cpp - The training and exec pipelines --------------------===//
+
+#include "passes/Pipelines.h"
+
+#include "mlir/Pass/PassManager.h"
+#include "mlir/Pass/PassOptions.h"
+#include "mlir/Pass/PassRegistry.h"
+#include "mlir/Transforms/Passes.h"
+#include "llvm/ADT/STLExtras.h"
+#include "llvm/ADT/StringExtras.h"
+
+#include <functional>
+#include <memory>
+
+using namespace mlir;
+using namespace otc;
+
+//===----------------------------------------------------------------------===//
+// The options, each once
+//===----------------------------------------------------------------------===//
+
+namespace {
+
+/// A string option that takes one of a list of values.
+struct ChoiceParser : llvm::cl::parser<std::string> {
+  using llvm::cl::parser<std::string>::parser;
+  SmallVector<std::string> choices;
+
+  bool parse(llvm::cl::Option &opt, StringRef name, StringRef arg,
+             std::string &value) {
+    if (!choices.empty() && !llvm::is_contained(choices, arg))
+      return opt.error("'" + arg +
+                       "' is not one of: " + llvm::join(choices, ", "));
+    value = arg.str();
+    return false;
+  }
+};
+
+/// The help of a choice: its text and the values.
+std::string choiceHelp(StringRef help, ArrayRef<StringRef> choices) {
+  if (choices.empty())
+    return help.str();
+  return (help + " (" + llvm::join(choices, ", ") + ")").str();
+}
+
+} // namespace
+
+void TrainingPipelineOptions::bind(OptionBinder &b) {
+  b.bind("loss", training.loss,
+         "Loss on the model's first output (none: it is the loss)",
+         {"cross-entropy", "mse", "l1", "bce-with-logits", "nll", "none"});
+  b.bind("label", training.label, "Name of the label input");
+  b.bind("optimizer", training.optimizer, "Optimizer",
+         {"sgd", "momentum", "adam", "adamw"});
+  b.bind("lr", training.lr, "Learning rate");
+  b.bind("momentum", training.momentum, "Momentum (optimizer=momentum)");
+  b.bind("nesterov", training.nesterov, "Nesterov momentum");
+  b.bind("weight-decay", training.weightDecay,
+         "Weight decay (L2 for sgd/momentum/adam, decoupled for adamw)");
+  b.bind("beta1", training.beta1, "Adam beta1");
+  b.bind("beta2", training.beta2, "Adam beta2");
+  b.bind("eps", training.eps, "Adam epsilon");
+  b.bind("world-size", worldSize, "Number of ranks");
+  b.bind("seed", seed, "Default seed of the program");
+  b.bind("inference", inference,
+         "Compile the forward only: an @eval_step writing every graph "
+         "output (no loss, optimizer or driver)");
+  b.bind("compress", compress,
+         "Average gradients in buckets through a compressed all-reduce",
+         {"none", "fp16", "bf16", "int8", "topk", "topk-int8", "randomk"});
+  b.bind("compress-ratio", compression.ratio,
+         "Kept fraction per block (top-k, random-k)");
+  b.bind("compress-ratio-min", compression.ratioMin,
+         "Lower bound of the adaptive ratio");
+  b.bind("compress-block", compression.blockSize,
+         "Elements per compression block");
+  b.bind("no-error-feedback", noErrorFeedback,
+         "Drop the compression error instead of carrying it to the next "
+         "step");
+  b.bind("adaptive", compression.adaptive,
+         "Let the kept ratio follow the gradient norm");
+  b.bind("compress-warmup", compression.warmupSteps,
+         "First steps sent uncompressed");
+  b.bind("bucket-mb", bucketMb,
+         "Largest gradient bucket in MiB (with compress)");
+  b.bind("momentum-correction", momentumCorrection,
+         "With compress and optimizer momentum: compress each rank's "
+         "accumulated momentum instead of its gradient (DGC)");
+  b.bind("sdp", sdp,
+         "Subnetwork data parallelism per rank: drop residual branches "
+         "(block) or neuron groups (neuron)",
+         {"block", "neuron"});
+  b.bind("sdp-active", sdpOptions.active,
+         "Fraction of the ranks owning each SDP component");
+  b.bind("sdp-masking", sdpOptions.masking,
+         "SDP: dropped components leave the rank's program (forward), or "
+         "the forward stays whole and only owned components get gradients "
+         "(backward)",
+         {"forward", "backward"});
+  b.bind("sdp-assignment", sdpOptions.assignment,
+         "SDP owners: balanced with overlapping neighbours (cyclic), equal or "
+         "disjoint sets when the owner count divides the world size "
+         "(disjoint), or seeded by seed (random)",
+         {"cyclic", "disjoint", "random"});
+  b.bind("sdp-rescale", sdpOptions.rescale,
+         "Forward masking: scale what a rank keeps by world size / owners, "
+         "as inverted dropout (auto: on unless the model has BatchNorm)",
+         {"on", "off", "auto"});
+}
+
+std::string
+TrainingPipelineOptions::conflicts(llvm::function_ref<bool(StringRef)> given,
+                                   StringRef dashes) const {
+  auto anyGiven = [&](ArrayRef<StringRef> flags) {
+    return llvm::any_of(flags, given);
+  };
+  auto f = [&](StringRef flag) { return (dashes + flag).str(); };
+  if (worldSize < 1)
+    return f("world-size") + " must be at least 1";
+  if (inference && !sdp.empty())
+    return f("sdp") + " does not combine with " + f("inference");
+  if (inference && (worldSize > 1 || !compress.empty()))
+    return f("inference") + " takes no " + f("world-size") + " or " +
+           f("compress");
+  if (compress.empty() &&
+      anyGiven({"compress-ratio", "compress-ratio-min", "compress-block",
+                "no-error-feedback", "adaptive", "compress-warmup"}))
+    return "compression options need " + f("compress") + " METHOD";
+  if (momentumCorrection &&
+      (compress.empty() || training.optimizer != "momentum"))
+    return f("momentum-correction") + " needs " + f("compress") + " and " +
+           f("optimizer") + " momentum";
+  if (sdp.empty() &&
+      anyGiven({"sdp-active", "sdp-masking", "sdp-assignment", "sdp-rescale"}))
+    return "SDP options need " + f("sdp") + " block|neuron";
+  return "";
+}
+
+void ExecPipelineOptions::bind(OptionBinder &b) {
+  b.bind("target", target,
+         "What the program runs on: the CPU kernel library, or a CUDA GPU "
+         "(host code calling the CUDA kernel library)",
+         {"cpu", "cuda"});
+  b.bind("verify-plan", verifyPlan,
+         "Check every memory plan (otc-verify-plan)");
+}
+
+//===----------------------------------------------------------------------===//
+// The pipelines
+//===----------------------------------------------------------------------===//
+
+void otc::buildTrainingPipeline(OpPassManager &pm,
+                                const TrainingPipelineOptions &options) {
+  pm.addPass(createFuseActivations());
+  if (options.inference) {
+    BuildInferenceOptions inference;
+    inference.seed = options.seed;
+    pm.addPass(createBuildInference(inference));
+    pm.addPass(createCanonicalizerPass());
+    pm.addPass(createCSEPass());
+    return;
+  }
+  // SDP specializes the forward per rank; each is then differentiated.
+  if (!options.sdp.empty()) {
+    SdpOptions sdp = options.sdpOptions;
+    sdp.mode = options.sdp;
+    sdp.seed = options.seed;
+    sdp.worldSize = options.worldSize;
+    pm.addPass(createSdp(sdp));
+  }
+  BuildTrainingOptions training = options.training;
+  training.seed = options.seed;
+  pm.addPass(createBuildTraining(training));
+  pm.addPass(createCanonicalizerPass());
+  pm.addPass(createCSEPass());
+  if (!options.compress.empty()) {
+    if (options.momentumCorrection)
+      pm.addPass(createMomentumCorrection());
+    BucketGradientsOptions buckets;
+    buckets.bucketMb = options.bucketMb;
+    pm.addPass(createBucketGradients(buckets));
+    InsertCompressedAllReduceOptions compress = options.compression;
+    compress.method = options.compress;
+    compress.errorFeedback = !options.noErrorFeedback;
+    compress.worldSize = options.worldSize;
+    pm.addPass(createInsertCompressedAllReduce(compress));
+  } else {
+    InsertAllReduceOptions ar;
+    ar.worldSize = options.worldSize;
+    pm.addPass(createInsertAllReduce(ar));
+  }
+  pm.addPass(createScheduleCollectives());
+}
+
+void otc::buildExecPipeline(OpPassManager &pm,
+                            const ExecPipelineOptions &options) {
+  LowerToExecOptions lower;
+  lower.target = options.target;
+  pm.addPass(createLowerToExec(lower));
+  pm.addPass(createPlanMemory());
+  if (options.verifyPlan)
+    pm.addPass(createVerifyPlan());
+}
+
+//===----------------------------------------------------------------------===//
+// Registration: the options as a pipeline's textual options
+//===----------------------------------------------------------------------===//
+
+namespace {
+
+/// Options of `Values` as a pass pipeline's (PassOptions), copied into the
+/// fields after parsing.
+template <typename Values>
+struct PipelineOptions : mlir::PassPipelineOptions<PipelineOptions<Values>>,
+                         OptionBinder {
+  Values values;
+  SmallVector<std::unique_ptr<llvm::cl::Option>> owned;
+  SmallVector<std::function<void()>> stores;
+  std::deque<std::string> helps; // cl::desc keeps a StringRef
+
+  PipelineOptions() { values.bind(*this); }
+
+  template <typename T,
+            typename Parser = mlir::detail::PassOptions::OptionParser<T>>
+  auto *add(StringRef flag, T &value, StringRef help) {
+    using Opt = typename mlir::detail::PassOptions::template Option<T, Parser>;
+    helps.push_back(help.str());
+    auto *o = new Opt(*this, flag, llvm::cl::desc(helps.back()),
+                      llvm::cl::init(value));
+    owned.emplace_back(o);
+    stores.push_back([o, &value] { value = o->getValue(); });
+    return o;
+  }
+  void bind(StringRef flag, std::string &value, StringRef help,
+            ArrayRef<StringRef> choices) override {
+    auto *o =
+        add<std::string, ChoiceParser>(flag, value, choiceHelp(help, choices));
+    for (StringRef c : choices)
+      o->getParser().choices.push_back(c.str());
+  }
+  void bind(StringRef flag, double &value, StringRef help) override {
+    add(flag, value, help);
+  }
+  void bind(StringRef flag, int64_t &value, StringRef help) override {
+    add(flag, value, help);
+  }
+  void bind(StringRef flag, uint64_t &value, StringRef help) override {
+    add(flag, value, help);
+  }
+  void bind(StringRef flag, bool &value, StringRef help) override {
+    add(flag, value, help);
+  }
+
+  /// Parses `text` into `values`; reports what is wrong.
+  LogicalResult parse(StringRef text,
+                      function_ref<LogicalResult(const Twine &)> error) {
+    if (failed(this->parseFromString(text)))
+      return failure();
+    for (auto &store : stores)
+      store();
+    if constexpr (std::is_same_v<Values, TrainingPipelineOptions>) {
+      std::string why = values.conflicts(
+          [&](StringRef flag) {
+            return llvm::any_of(owned, [&](const auto &o) {
+              return o->ArgStr == flag && o->getNumOccurrences() > 0;
+            });
+          },
+          "");
+      if (!why.empty())
+        return error(why);
+    }
+    return success();
+  }
+};
+
+template <typename Values>
+void registerPipeline(StringRef arg, StringRef description,
+                      void (*build)(OpPassManager &, const Values &)) {
+  mlir::registerPassPipeline(
+      arg, description,
+      [build](OpPassManager &pm, StringRef text,
+              function_ref<LogicalResult(const Twine &)> error) {
+        PipelineOptions<Values> options;
+        if (failed(options.parse(text, error)))
+          return failure();
+        build(pm, options.values);
+        return success();
+      },
+      [](function_ref<void(const mlir::detail::PassOptions &)> print) {
+        print(PipelineOptions<Values>());
+      });
+}
+
+} // namespace
+
+void otc::registerPipelines() {
+  registerPipeline<TrainingPipelineOptions>(
+      "otc-training-pipeline",
+      "The imported graph to the training step: loss, autodiff, optimizer, "
+      "SDP, gradient averaging and compression (otc-compile --emit=train)",
+      buildTrainingPipeline);
+  registerPipeline<ExecPipelineOptions>(
+      "otc-exec-pipeline",
+      "The training step to memory-planned exec kernels (otc-compile "
+      "--emit=exec)",
+      buildExecPipeline);
+}
+
+//===----------------------------------------------------------------------===//
+// The options as a tool's command-line flags
+//===----------------------------------------------------------------------===//
+
+CommandLineBinder::CommandLineBinder(llvm::cl::OptionCategory &category)
+    : category(category) {}
+CommandLineBinder::~CommandLineBinder() = default;
+
+bool CommandLineBinder::given(StringRef flag) const {
+  return llvm::any_of(options, [&](const auto &o) {
+    return o->ArgStr == flag && o->getNumOccurrences() > 0;
+  });
+}
+
+namespace {
+template <typename T, typename Parser = llvm::cl::parser<T>>
+llvm::cl::opt<T, true, Parser> *
+flag(StringRef name, T &value, std::deque<std::string> &helps, std::string help,
+     llvm::cl::OptionCategory &category) {
+  helps.push_back(std::move(help));
+  return new llvm::cl::opt<T, true, Parser>(name, llvm::cl::location(value),
+                                            llvm::cl::desc(helps.back()),
+                                            llvm::cl::cat(category));
+}
+} // namespace
+
+void CommandLineBinder::bind(StringRef name, std::string &value, StringRef help,
+                             ArrayRef<StringRef> choices) {
+  auto *o = flag<std::string, ChoiceParser>(
+      name, value, helps, choiceHelp(help, choices), category);
+  for (StringRef c : choices)
+    o->getParser().choices.push_back(c.str());
+  options.emplace_back(o);
+}
+void CommandLineBinder::bind(StringRef name, double &value, StringRef help) {
+  options.emplace_back(flag(name, value, helps, help.str(), category));
+}
+void CommandLineBinder::bind(StringRef name, int64_t &value, StringRef help) {
+  options.emplace_back(flag(name, value, helps, help.str(), category));
+}
+void CommandLineBinder::bind(StringRef name, uint64_t &value, StringRef help) {
+  options.emplace_back(flag(name, value, helps, help.str(), category));
+}
+void CommandLineBinder::bind(StringRef name, bool &value, StringRef help) {
+  options.emplace_back(flag(name, value, helps, help.str(), category));
+}
