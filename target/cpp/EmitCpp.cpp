@@ -2,7 +2,8 @@
 //
 // Walks the memory-planned exec dialect and writes one C++ translation unit:
 // a function per step that addresses the arena through typed pointers and
-// calls the kernel library's C ABI, the manifest, and the entry table.
+// calls the kernel library's C ABI, the manifest (Manifest.cpp) embedded as a
+// string, and the entry table.
 //
 // For CUDA (EmitTarget::CUDA) the arena is device memory and the steps call
 // the otckd_ twins of otc/kernels_cuda.h on ctx->stream; constants are
@@ -15,11 +16,11 @@
 #include "target/cpp/EmitCpp.h"
 #include "target/cpp/EmitKernels.h"
 
+#include "dialects/Attributes.h"
+#include "dialects/InitAll.h"
 #include "dialects/dist/DistDialect.h"
 #include "dialects/exec/ExecDialect.h"
 #include "dialects/graph/ElementTypes.h"
-#include "dialects/Attributes.h"
-#include "dialects/InitAll.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/BuiltinAttributes.h"
@@ -41,11 +42,6 @@ namespace {
 std::string cType(Type t) {
   const ElementTypeInfo *e = elementTypeInfo(t);
   return e ? e->cType : "";
-}
-
-std::string dtypeName(Type t) {
-  const ElementTypeInfo *e = elementTypeInfo(t);
-  return e ? e->dtype : "unknown";
 }
 
 std::string cString(StringRef s) {
@@ -310,164 +306,6 @@ LogicalResult Emitter::emitCompressedAllReduce(exec::CompressedAllReduceOp op) {
 }
 
 } // namespace
-
-FailureOr<std::string> otc::buildManifest(ModuleOp module, EmitTarget target) {
-  auto buffers = module->getAttrOfType<ArrayAttr>(attr::kBuffers);
-  auto arena = module->getAttrOfType<IntegerAttr>(attr::kArenaBytes);
-  auto memory = module->getAttrOfType<DictionaryAttr>(attr::kMemory);
-  if (!buffers || !arena || !memory)
-    return mlir::emitError(module.getLoc(), "module is not memory-planned (run "
-                                            "--otc-plan-memory first)");
-  llvm::json::Object m;
-  m["otc_manifest_version"] = 1;
-  if (auto p = module->getAttrOfType<StringAttr>(attr::kModelPath))
-    m["model_path"] = p.getValue().str();
-  auto ws = module->getAttrOfType<IntegerAttr>(dist::kWorldSizeAttr);
-  const int64_t worldSize = ws ? ws.getInt() : 1;
-  m["world_size"] = worldSize;
-  auto seed = module->getAttrOfType<IntegerAttr>(attr::kSeed);
-  m["seed"] = seed ? seed.getInt() : 0;
-  m["arena_bytes"] = arena.getInt();
-  m["device"] = target == EmitTarget::CUDA ? "cuda" : "cpu";
-
-  llvm::json::Object optimizer;
-  std::string loss = "none";
-  if (auto t = module->getAttrOfType<DictionaryAttr>(attr::kTraining)) {
-    for (NamedAttribute a : t) {
-      if (auto s = llvm::dyn_cast<StringAttr>(a.getValue()))
-        optimizer[a.getName().getValue()] = s.getValue().str();
-      else if (auto f = llvm::dyn_cast<FloatAttr>(a.getValue()))
-        optimizer[a.getName().getValue()] = f.getValueAsDouble();
-      else if (auto b = llvm::dyn_cast<BoolAttr>(a.getValue()))
-        optimizer[a.getName().getValue()] = b.getValue();
-    }
-    loss = t.getAs<StringAttr>("loss").getValue().str();
-    optimizer["name"] = t.getAs<StringAttr>("optimizer").getValue().str();
-    optimizer.erase("optimizer");
-    optimizer.erase("loss");
-    optimizer.erase("label");
-  }
-  m["mode"] = module->hasAttr(attr::kTraining) ? "training" : "inference";
-  if (auto sdp = module->getAttrOfType<DictionaryAttr>(attr::kSdp)) {
-    llvm::json::Object o;
-    for (StringRef k : {"mode", "masking", "assignment"})
-      o[k] = sdp.getAs<StringAttr>(k).getValue().str();
-    o["active"] = sdp.getAs<FloatAttr>("active").getValueAsDouble();
-    o["rank_variant"] = llvm::json::Array(
-        sdp.getAs<DenseI64ArrayAttr>("rank_variant").asArrayRef());
-    llvm::json::Array groups, comps;
-    for (auto g :
-         sdp.getAs<ArrayAttr>("groups").getAsRange<DenseI64ArrayAttr>())
-      groups.push_back(llvm::json::Array(g.asArrayRef()));
-    for (auto c :
-         sdp.getAs<ArrayAttr>("components").getAsRange<DictionaryAttr>())
-      comps.push_back(llvm::json::Object{
-          {"name", c.getAs<StringAttr>("name").getValue().str()},
-          {"owners", llvm::json::Array(
-                         c.getAs<DenseI64ArrayAttr>("owners").asArrayRef())}});
-    o["groups"] = std::move(groups);
-    o["components"] = std::move(comps);
-    m["sdp"] = std::move(o);
-  }
-  m["loss"] = loss;
-  m["optimizer"] = std::move(optimizer);
-
-  llvm::json::Array params, state, inputs, outputs;
-  int64_t batch = 0, lossOffset = -1, evalLossOffset = -1;
-  llvm::json::Value evalOutput = nullptr;
-  for (auto d : buffers.getAsRange<DictionaryAttr>()) {
-    StringRef role = d.getAs<StringAttr>("role").getValue();
-    StringRef bname = d.getAs<StringAttr>("name").getValue();
-    auto type = llvm::cast<MemRefType>(d.getAs<TypeAttr>("type").getValue());
-    int64_t offset = d.getAs<IntegerAttr>("offset").getInt();
-    llvm::json::Object e{{"name", bname.str()},
-                         {"dtype", dtypeName(type.getElementType())},
-                         {"shape", llvm::json::Array(type.getShape())},
-                         {"offset", offset}};
-    if (role == "param") {
-      // SDP: the owners averaging this parameter, the feature ranges this
-      // rank keeps of it, whether it only receives the owners' values.
-      if (auto o = d.getAs<DenseI64ArrayAttr>(attr::kSdpOwners))
-        e["owners"] = llvm::json::Array(o.asArrayRef());
-      if (auto slices = d.getAs<ArrayAttr>(attr::kSdpSlices)) {
-        llvm::json::Array a;
-        for (auto sl : slices.getAsRange<DictionaryAttr>())
-          a.push_back(llvm::json::Object{
-              {"axis", sl.getAs<IntegerAttr>("axis").getInt()},
-              {"ranges",
-               llvm::json::Array(
-                   sl.getAs<DenseI64ArrayAttr>("ranges").asArrayRef())}});
-        e["slices"] = std::move(a);
-      }
-      if (auto tiles = d.getAs<DictionaryAttr>(attr::kSdpTiles)) {
-        llvm::json::Array axes, cuts, owners;
-        for (auto a : tiles.getAs<ArrayAttr>("axes").getAsRange<IntegerAttr>())
-          axes.push_back(a.getInt());
-        for (auto c :
-             tiles.getAs<ArrayAttr>("cuts").getAsRange<DenseI64ArrayAttr>())
-          cuts.push_back(llvm::json::Array(c.asArrayRef()));
-        for (auto o :
-             tiles.getAs<ArrayAttr>("owners").getAsRange<DenseI64ArrayAttr>())
-          owners.push_back(llvm::json::Array(o.asArrayRef()));
-        e["tiles"] = llvm::json::Object{{"axes", std::move(axes)},
-                                        {"cuts", std::move(cuts)},
-                                        {"owners", std::move(owners)}};
-      }
-      if (d.get(attr::kSdpFrozen))
-        e["frozen"] = true;
-      // Held whole and trained in part (backward masking of neuron
-      // groups): every rank holds it, and all agree after a step.
-      if (d.get(attr::kSdpTrains)) {
-        llvm::json::Array everyone;
-        for (int64_t r = 0; r < worldSize; ++r)
-          everyone.push_back(r);
-        e["owners"] = std::move(everyone);
-      }
-      if (d.get(attr::kBuffer)) // updated by the forward, per rank
-        e["buffer"] = true;
-      params.push_back(std::move(e));
-    } else if (role == "state") {
-      // "<param>.<slot>": the parameter is everything before the last dot.
-      e["param"] = bname.rsplit('.').first.str();
-      // Error-feedback residuals differ between ranks (checkpointed per rank).
-      if (auto kind = d.getAs<StringAttr>("kind"))
-        if (kind.getValue() == "residual" || kind.getValue() == "per-rank")
-          e["role"] = kind.getValue().str();
-      state.push_back(std::move(e));
-    } else if (role == "input") {
-      StringRef ir = d.getAs<StringAttr>("kind").getValue();
-      e["role"] = ir.str();
-      if (ir == "data" && batch == 0 && type.getRank() > 0)
-        batch = type.getDimSize(0);
-      inputs.push_back(std::move(e));
-    } else if (role == "output") {
-      outputs.push_back(llvm::json::Object(e));
-      if (bname == attr::kLossOutput)
-        lossOffset = offset;
-      else if (bname == attr::kEvalLossOutput)
-        evalLossOffset = offset;
-      else if (bname == attr::kEvalOutput)
-        evalOutput = std::move(e);
-    }
-  }
-  m["batch"] = batch;
-  m["params"] = std::move(params);
-  m["state"] = std::move(state);
-  m["inputs"] = std::move(inputs);
-  m["outputs"] = std::move(outputs);
-  m["loss_offset"] = lossOffset;
-  m["eval_output"] = std::move(evalOutput);
-  m["eval_loss_offset"] = evalLossOffset;
-  llvm::json::Object mem;
-  for (NamedAttribute a : memory)
-    mem[a.getName().getValue()] =
-        llvm::cast<IntegerAttr>(a.getValue()).getInt();
-  m["memory"] = std::move(mem);
-  std::string s;
-  llvm::raw_string_ostream os(s);
-  os << llvm::json::Value(std::move(m));
-  return s;
-}
 
 /// Writes `module`'s program into `namespace ns`, ending with its entry
 /// table `entry` (whose SDP fields `variants` initialises).

@@ -3,6 +3,8 @@
 #include "core/program.h"
 #include "core/status.h"
 
+#include "otc/manifest_schema.h"
+
 #include <nlohmann/json.hpp>
 
 #include <dlfcn.h>
@@ -14,6 +16,7 @@
 namespace otc {
 
 using json = nlohmann::json;
+namespace K = otc::manifest;
 
 namespace {
 // ONNX TensorProto.DataType numbers (onnx.proto), without its header.
@@ -98,7 +101,7 @@ bool Manifest::hasPerRankState() const {
   if (sdp) // every rank trains its own subnetwork
     return true;
   for (const TensorSpec &t : state)
-    if (t.role == "residual" || t.role == "per-rank")
+    if (t.role == K::kResidualRole || t.role == K::kPerRankRole)
       return true;
   return false;
 }
@@ -128,31 +131,31 @@ TensorSpec parseTensor(const json &j, const std::string &where,
   if (!j.is_object())
     bad(where + " is not an object");
   TensorSpec t;
-  t.name = field(j, "name", where).get<std::string>();
+  t.name = field(j, K::kName, where).get<std::string>();
   std::string at = where + " '" + t.name + "'";
-  t.dtype = parseDType(field(j, "dtype", at).get<std::string>());
-  for (const json &d : field(j, "shape", at)) {
+  t.dtype = parseDType(field(j, K::kDtype, at).get<std::string>());
+  for (const json &d : field(j, K::kShape, at)) {
     int64_t v = d.get<int64_t>();
     if (v < 0)
       bad(at + " has a negative dimension");
     t.shape.push_back(v);
   }
-  int64_t offset = field(j, "offset", at).get<int64_t>();
+  int64_t offset = field(j, K::kOffset, at).get<int64_t>();
   if (offset < 0)
     bad(at + " has a negative offset");
   t.offset = uint64_t(offset);
-  if (j.contains("role"))
-    t.role = j["role"].get<std::string>();
-  if (j.contains("param"))
-    t.param = j["param"].get<std::string>();
-  if (j.contains("owners"))
-    for (const json &r : j["owners"])
+  if (j.contains(K::kRole))
+    t.role = j[K::kRole].get<std::string>();
+  if (j.contains(K::kParam))
+    t.param = j[K::kParam].get<std::string>();
+  if (j.contains(K::kOwners))
+    for (const json &r : j[K::kOwners])
       t.owners.push_back(r.get<int64_t>());
-  if (j.contains("slices"))
-    for (const json &sl : j["slices"]) {
-      int64_t axis = field(sl, "axis", at).get<int64_t>();
+  if (j.contains(K::kSlices))
+    for (const json &sl : j[K::kSlices]) {
+      int64_t axis = field(sl, K::kSliceAxis, at).get<int64_t>();
       std::vector<int64_t> ranges;
-      for (const json &r : field(sl, "ranges", at))
+      for (const json &r : field(sl, K::kSliceRanges, at))
         ranges.push_back(r.get<int64_t>());
       if (axis < 0 || axis >= int64_t(t.shape.size()) || ranges.empty() ||
           ranges.size() % 2)
@@ -170,19 +173,19 @@ TensorSpec parseTensor(const json &j, const std::string &where,
             std::to_string(t.shape[size_t(axis)]));
       t.slices.push_back({axis, std::move(ranges)});
     }
-  if (j.contains("tiles")) {
-    const json &tj = j["tiles"];
+  if (j.contains(K::kTiles)) {
+    const json &tj = j[K::kTiles];
     TensorSpec::Tiles tiles;
     size_t cells = 1;
-    for (const json &a : field(tj, "axes", at)) {
+    for (const json &a : field(tj, K::kTileAxes, at)) {
       int64_t axis = a.get<int64_t>();
       if (axis < 0 || axis >= int64_t(t.shape.size()))
         bad(at + " has a tile axis out of range");
       tiles.axes.push_back(axis);
     }
-    for (const json &c : field(tj, "cuts", at))
+    for (const json &c : field(tj, K::kTileCuts, at))
       tiles.cuts.push_back(c.get<std::vector<int64_t>>());
-    for (const json &o : field(tj, "owners", at))
+    for (const json &o : field(tj, K::kTileOwners, at))
       tiles.owners.push_back(o.get<std::vector<int64_t>>());
     if (tiles.cuts.size() != tiles.axes.size())
       bad(at + " has tile cuts for " + std::to_string(tiles.cuts.size()) +
@@ -201,8 +204,8 @@ TensorSpec parseTensor(const json &j, const std::string &where,
           " of " + std::to_string(cells) + " tiles");
     t.tiles = std::move(tiles);
   }
-  t.frozen = j.value("frozen", false);
-  t.buffer = j.value("buffer", false);
+  t.frozen = j.value(K::kFrozen, false);
+  t.buffer = j.value(K::kBuffer, false);
   if (t.offset % dtypeSize(t.dtype) != 0)
     bad(at + " is misaligned (offset " + std::to_string(t.offset) + ")");
   if (t.offset > arenaBytes || t.bytes() > arenaBytes - t.offset)
@@ -239,21 +242,22 @@ Manifest parseManifest(const std::string &text, uint64_t entryArenaBytes) {
     bad("not a JSON object");
   Manifest m;
   try {
-    m.version = field(j, "otc_manifest_version", "manifest").get<int>();
-    if (m.version != 1)
-      bad("unsupported otc_manifest_version " + std::to_string(m.version) +
-          " (this runtime reads version 1)");
-    m.modelPath = j.value("model_path", std::string());
-    m.worldSize = field(j, "world_size", "manifest").get<int32_t>();
+    m.version = field(j, K::kVersionKey, "manifest").get<int>();
+    if (m.version != K::kVersion)
+      bad(std::string("unsupported ") + K::kVersionKey + " " +
+          std::to_string(m.version) + " (this runtime reads version " +
+          std::to_string(K::kVersion) + ")");
+    m.modelPath = j.value(K::kModelPath, std::string());
+    m.worldSize = field(j, K::kWorldSize, "manifest").get<int32_t>();
     if (m.worldSize < 1)
       bad("world_size must be >= 1");
-    m.batch = j.value("batch", int64_t(0));
-    m.seed = j.value("seed", uint64_t(0));
-    m.loss = j.value("loss", std::string("none"));
-    if (j.contains("optimizer") && j["optimizer"].is_object()) {
+    m.batch = j.value(K::kBatch, int64_t(0));
+    m.seed = j.value(K::kSeed, uint64_t(0));
+    m.loss = j.value(K::kLoss, std::string("none"));
+    if (j.contains(K::kOptimizer) && j[K::kOptimizer].is_object()) {
       // Informational only (the update is compiled into the program), so a
       // field of an unexpected type is ignored rather than refused.
-      const json &o = j["optimizer"];
+      const json &o = j[K::kOptimizer];
       auto get = [&](const char *key, auto &out) {
         auto it = o.find(key);
         if (it != o.end() && !it->is_null())
@@ -262,16 +266,16 @@ Manifest parseManifest(const std::string &text, uint64_t entryArenaBytes) {
           } catch (const json::exception &) {
           }
       };
-      get("name", m.optimizer.name);
-      get("lr", m.optimizer.lr);
-      get("momentum", m.optimizer.momentum);
-      get("nesterov", m.optimizer.nesterov);
-      get("weight_decay", m.optimizer.weightDecay);
-      get("beta1", m.optimizer.beta1);
-      get("beta2", m.optimizer.beta2);
-      get("eps", m.optimizer.eps);
+      get(K::kOptimizerName, m.optimizer.name);
+      get(K::kLr, m.optimizer.lr);
+      get(K::kMomentum, m.optimizer.momentum);
+      get(K::kNesterov, m.optimizer.nesterov);
+      get(K::kWeightDecay, m.optimizer.weightDecay);
+      get(K::kBeta1, m.optimizer.beta1);
+      get(K::kBeta2, m.optimizer.beta2);
+      get(K::kEps, m.optimizer.eps);
     }
-    m.arenaBytes = field(j, "arena_bytes", "manifest").get<uint64_t>();
+    m.arenaBytes = field(j, K::kArenaBytes, "manifest").get<uint64_t>();
     if (entryArenaBytes && m.arenaBytes != entryArenaBytes)
       bad("arena_bytes " + std::to_string(m.arenaBytes) +
           " differs from the entry table's " + std::to_string(entryArenaBytes));
@@ -285,9 +289,9 @@ Manifest parseManifest(const std::string &text, uint64_t entryArenaBytes) {
           bad(std::string(key) + " lists '" + out.back().name + "' twice");
       }
     };
-    list("params", m.params);
-    list("state", m.state);
-    list("inputs", m.inputs);
+    list(K::kParams, m.params);
+    list(K::kState, m.state);
+    list(K::kInputs, m.inputs);
     // A program whose inputs have no "data" role may leave batch at 0: the
     // first input's leading dimension is the batch then.
     if (m.batch < 1 && !m.inputs.empty() && !m.inputs[0].shape.empty())
@@ -298,26 +302,27 @@ Manifest parseManifest(const std::string &text, uint64_t entryArenaBytes) {
       if (in.shape.empty() || in.shape[0] != m.batch)
         bad("input '" + in.name + "' " + shapeString(in.shape) +
             " does not start with the batch size " + std::to_string(m.batch));
-    m.lossOffset = j.value("loss_offset", int64_t(-1));
+    m.lossOffset = j.value(K::kLossOffset, int64_t(-1));
     if (m.lossOffset >= 0 &&
         (m.lossOffset % 4 != 0 || uint64_t(m.lossOffset) + 4 > m.arenaBytes))
       bad("loss_offset is misaligned or outside the arena");
-    if (j.contains("eval_output") && !j["eval_output"].is_null())
-      m.evalOutput = parseTensor(j["eval_output"], "eval_output", m.arenaBytes);
-    m.evalLossOffset = j.value("eval_loss_offset", int64_t(-1));
+    if (j.contains(K::kEvalOutput) && !j[K::kEvalOutput].is_null())
+      m.evalOutput =
+          parseTensor(j[K::kEvalOutput], K::kEvalOutput, m.arenaBytes);
+    m.evalLossOffset = j.value(K::kEvalLossOffset, int64_t(-1));
     if (m.evalLossOffset >= 0 &&
         (m.evalLossOffset % 4 != 0 ||
          uint64_t(m.evalLossOffset) + 4 > m.arenaBytes))
       bad("eval_loss_offset is misaligned or outside the arena");
-    if (j.contains("sdp")) {
-      const json &o = j["sdp"];
+    if (j.contains(K::kSdp)) {
+      const json &o = j[K::kSdp];
       SdpPlan plan;
-      plan.mode = field(o, "mode", "sdp").get<std::string>();
-      plan.masking = field(o, "masking", "sdp").get<std::string>();
-      plan.active = field(o, "active", "sdp").get<double>();
-      for (const json &v : field(o, "rank_variant", "sdp"))
+      plan.mode = field(o, K::kSdpMode, "sdp").get<std::string>();
+      plan.masking = field(o, K::kSdpMasking, "sdp").get<std::string>();
+      plan.active = field(o, K::kSdpActive, "sdp").get<double>();
+      for (const json &v : field(o, K::kSdpRankVariant, "sdp"))
         plan.rankVariant.push_back(v.get<int32_t>());
-      for (const json &g : field(o, "groups", "sdp")) {
+      for (const json &g : field(o, K::kSdpGroups, "sdp")) {
         std::vector<int64_t> group = g.get<std::vector<int64_t>>();
         // A member's slot in the group's all-gather is its index here, its
         // rank in the group's communicator its world rank's order: the two
@@ -329,10 +334,11 @@ Manifest parseManifest(const std::string &text, uint64_t entryArenaBytes) {
                 " must list ranks of the world once, in ascending order");
         plan.groups.push_back(std::move(group));
       }
-      for (const json &c : field(o, "components", "sdp"))
+      for (const json &c : field(o, K::kSdpComponents, "sdp"))
         plan.components.push_back(
-            {field(c, "name", "sdp component").get<std::string>(),
-             field(c, "owners", "sdp component").get<std::vector<int64_t>>()});
+            {field(c, K::kComponentName, "sdp component").get<std::string>(),
+             field(c, K::kComponentOwners, "sdp component")
+                 .get<std::vector<int64_t>>()});
       if (int64_t(plan.rankVariant.size()) != m.worldSize)
         bad("sdp rank_variant has " + std::to_string(plan.rankVariant.size()) +
             " entries for a world of " + std::to_string(m.worldSize));
@@ -342,8 +348,8 @@ Manifest parseManifest(const std::string &text, uint64_t entryArenaBytes) {
     bad(std::string("wrong field type: ") + e.what());
   }
   uint64_t h = 0xcbf29ce484222325ull;
-  hashTensors(h, "params", m.params);
-  hashTensors(h, "state", m.state);
+  hashTensors(h, K::kParams, m.params);
+  hashTensors(h, K::kState, m.state);
   h = fnv1a64(&m.worldSize, sizeof m.worldSize, h);
   // SDP: a checkpoint belongs to one assignment of components to ranks.
   if (m.sdp) {
