@@ -14,6 +14,7 @@
 
 #include "otc/kernels.h"
 
+#include "cast_ops.h"
 #include "compress_format.h"
 #include "int_ops.h"
 #include "parallel.h"
@@ -426,125 +427,8 @@ OTC_VINLINE float sigmoidAndSlope(float v, float &slope) {
 }
 
 //===----------------------------------------------------------------------===//
-// Cast
+// Cast (each element as cast_ops.h converts it)
 //===----------------------------------------------------------------------===//
-
-// Element types without a C++ arithmetic type of their own.
-struct Half {
-  uint16_t bits;
-};
-struct BFloat {
-  uint16_t bits;
-};
-struct Bool {
-  uint8_t v;
-};
-
-template <typename T>
-constexpr bool kIsFloating =
-    std::is_floating_point_v<T> || std::is_same_v<T, Half> ||
-    std::is_same_v<T, BFloat>;
-
-/// The value of a float-like element as a double (exact).
-template <typename T> double floatingValue(T v) {
-  if constexpr (std::is_same_v<T, Half>)
-    return compress::halfToFloat(v.bits);
-  else if constexpr (std::is_same_v<T, BFloat>)
-    return compress::bf16ToFloat(v.bits);
-  else
-    return double(v);
-}
-
-/// d rounded to float toward an odd last bit when inexact. Rounding this
-/// float to a format with at least 2 fewer bits rounds as d itself would
-/// (no double rounding at a midpoint).
-float roundToOddFloat(double d) {
-  float f = float(d);
-  if (double(f) == d || d != d)
-    return f;
-  uint32_t bits = bitCast<uint32_t>(f);
-  if ((bits & 1u) == 0)
-    bits = std::fabs(double(f)) > std::fabs(d) ? bits - 1 : bits + 1;
-  return bitCast<float>(bits);
-}
-
-/// An integer rounded to nearest even with `precision` significant bits,
-/// returned exactly (as a double): an integer's one rounding to a narrow
-/// float format.
-template <typename I> double roundIntegerTo(I v, int precision) {
-  bool neg = false;
-  if constexpr (std::is_signed_v<I>)
-    neg = v < 0;
-  uint64_t u = neg ? uint64_t(0) - uint64_t(v) : uint64_t(v);
-  int bitsUsed = 0;
-  for (uint64_t t = u; t; t >>= 1)
-    ++bitsUsed;
-  double m;
-  if (bitsUsed <= precision) {
-    m = double(u);
-  } else {
-    int shift = bitsUsed - precision;
-    uint64_t q = u >> shift, rem = u & ((uint64_t(1) << shift) - 1);
-    uint64_t half = uint64_t(1) << (shift - 1);
-    if (rem > half || (rem == half && (q & 1)))
-      ++q;
-    m = std::ldexp(double(q), shift);
-  }
-  return neg ? -m : m;
-}
-
-/// Truncation toward zero of d to integer type I, saturating; NaN -> 0.
-template <typename I> I saturatingTrunc(double d) {
-  if (d != d)
-    return 0;
-  double t = std::trunc(d);
-  // 2^digits (max + 1 rounds to it) and min are exact doubles.
-  constexpr double kHi = double(std::numeric_limits<I>::max()) + 1.0;
-  constexpr double kLo = double(std::numeric_limits<I>::min());
-  if (t >= kHi)
-    return std::numeric_limits<I>::max();
-  if (t < kLo)
-    return std::numeric_limits<I>::min();
-  return I(t);
-}
-
-template <typename To, typename From> To castOne(From v) {
-  if constexpr (std::is_same_v<To, From>) {
-    return v;
-  } else if constexpr (std::is_same_v<To, Bool>) {
-    if constexpr (std::is_same_v<From, Half> || std::is_same_v<From, BFloat>)
-      return Bool{uint8_t((v.bits & 0x7fffu) != 0)};
-    else
-      return Bool{uint8_t(v != 0)}; // NaN != 0
-  } else if constexpr (std::is_same_v<From, Bool>) {
-    return castOne<To>(int32_t(v.v != 0));
-  } else if constexpr (kIsFloating<From>) {
-    if constexpr (std::is_same_v<To, Half>) {
-      if constexpr (std::is_same_v<From, double>)
-        return Half{compress::floatToHalf(roundToOddFloat(v))};
-      else
-        return Half{compress::floatToHalf(float(floatingValue(v)))};
-    } else if constexpr (std::is_same_v<To, BFloat>) {
-      if constexpr (std::is_same_v<From, double>)
-        return BFloat{compress::floatToBf16(roundToOddFloat(v))};
-      else
-        return BFloat{compress::floatToBf16(float(floatingValue(v)))};
-    } else if constexpr (std::is_floating_point_v<To>) {
-      return To(floatingValue(v));
-    } else {
-      return saturatingTrunc<To>(floatingValue(v));
-    }
-  } else { // From is an integer.
-    if constexpr (std::is_same_v<To, Half>)
-      return Half{compress::floatToHalf(float(roundIntegerTo(v, 11)))};
-    else if constexpr (std::is_same_v<To, BFloat>)
-      return BFloat{compress::floatToBf16(float(roundIntegerTo(v, 8)))};
-    else if constexpr (std::is_floating_point_v<To>)
-      return To(v);
-    else // Modulo 2^bits through the unsigned type.
-      return To(std::make_unsigned_t<To>(v));
-  }
-}
 
 template <typename From, typename To>
 void castLoop(int64_t n, const void *x, void *y) {
@@ -554,44 +438,10 @@ void castLoop(int64_t n, const void *x, void *y) {
     for (int64_t i = begin; i < end; ++i) {
       From v;
       std::memcpy(&v, xs + i * int64_t(sizeof(From)), sizeof(From));
-      To r = castOne<To>(v);
+      To r = cast::castOne<To>(v);
       std::memcpy(ys + i * int64_t(sizeof(To)), &r, sizeof(To));
     }
   });
-}
-
-/// Calls body(T()) with the element type of an otck_dtype code; false for an
-/// unknown code.
-template <typename Body> bool withDtype(int code, Body body) {
-  switch (code) {
-  case OTCK_DT_FLOAT:
-    return body(float()), true;
-  case OTCK_DT_UINT8:
-    return body(uint8_t()), true;
-  case OTCK_DT_INT8:
-    return body(int8_t()), true;
-  case OTCK_DT_UINT16:
-    return body(uint16_t()), true;
-  case OTCK_DT_INT16:
-    return body(int16_t()), true;
-  case OTCK_DT_INT32:
-    return body(int32_t()), true;
-  case OTCK_DT_INT64:
-    return body(int64_t()), true;
-  case OTCK_DT_BOOL:
-    return body(Bool()), true;
-  case OTCK_DT_FLOAT16:
-    return body(Half()), true;
-  case OTCK_DT_DOUBLE:
-    return body(double()), true;
-  case OTCK_DT_UINT32:
-    return body(uint32_t()), true;
-  case OTCK_DT_UINT64:
-    return body(uint64_t()), true;
-  case OTCK_DT_BFLOAT16:
-    return body(BFloat()), true;
-  }
-  return false;
 }
 
 } // namespace
@@ -1054,8 +904,8 @@ extern "C" void otck_unary_grad_f32(otck_unary_op op, int64_t n,
 extern "C" int otck_cast(int64_t n, int from_type, const void *x, int to_type,
                          void *y) {
   int status = OTCK_ERR_UNSUPPORTED;
-  withDtype(from_type, [&](auto from) {
-    withDtype(to_type, [&](auto to) {
+  cast::withDtype(from_type, [&](auto from) {
+    cast::withDtype(to_type, [&](auto to) {
       castLoop<decltype(from), decltype(to)>(n, x, y);
       status = OTCK_OK;
     });

@@ -139,3 +139,61 @@ TEST_F(IntegerCuda, CompareMatchesCpuExactly) {
 }
 
 } // namespace
+
+TEST_F(IntegerCuda, LogicAndNotMatchCpuExactly) {
+  unsigned seed = 2900;
+  for (const ShapeCase &c : kShapes)
+    for (int op = OTCK_LOGIC_AND; op <= OTCK_LOGIC_XOR; ++op) {
+      const size_t rank = c.out.size();
+      const Shape as = broadcastStrides(c.a, rank);
+      const Shape bs = broadcastStrides(c.b, rank);
+      // Any byte is a bool (non-zero is true).
+      const auto a = randomBytes(numel(c.a), seed++);
+      const auto b = randomBytes(numel(c.b), seed++);
+      std::vector<uint8_t> want(sz(numel(c.out)), 0xAB);
+      otck_logic(otck_logic_op(op), int(rank), c.out.data(), a.data(),
+                 as.data(), b.data(), bs.data(), want.data());
+      Dev<uint8_t> da(a), db(b), dout(std::vector<uint8_t>(want.size(), 0xCD));
+      otckd_logic(otck_logic_op(op), int(rank), c.out.data(), da.get(),
+                  as.data(), db.get(), bs.data(), dout.get());
+      EXPECT_EQ(want, dout.host()) << "op " << op << " " << shapeName(c.out);
+    }
+  const auto x = randomBytes(1031, seed);
+  std::vector<uint8_t> want(x.size());
+  otck_not(int64_t(x.size()), x.data(), want.data());
+  Dev<uint8_t> dx(x), dy(std::vector<uint8_t>(x.size(), 7));
+  otckd_not(int64_t(x.size()), dx.get(), dy.get());
+  EXPECT_EQ(want, dy.host());
+}
+
+TEST_F(IntegerCuda, CastMatchesCpuBitForBit) {
+  // Every pair of the 13 types; random bits, so NaN, infinities, values out
+  // of the target's range and subnormals all occur.
+  const TypeCase types[] = {
+      {OTCK_DT_FLOAT, 4, "f32"},   {OTCK_DT_DOUBLE, 8, "f64"},
+      {OTCK_DT_FLOAT16, 2, "f16"}, {OTCK_DT_BFLOAT16, 2, "bf16"},
+      {OTCK_DT_BOOL, 1, "bool"},   {OTCK_DT_INT8, 1, "i8"},
+      {OTCK_DT_INT16, 2, "i16"},   {OTCK_DT_INT32, 4, "i32"},
+      {OTCK_DT_INT64, 8, "i64"},   {OTCK_DT_UINT8, 1, "u8"},
+      {OTCK_DT_UINT16, 2, "u16"},  {OTCK_DT_UINT32, 4, "u32"},
+      {OTCK_DT_UINT64, 8, "u64"},
+  };
+  const int64_t n = 4099;
+  unsigned seed = 3900;
+  for (const TypeCase &from : types)
+    for (const TypeCase &to : types) {
+      auto x = randomBytes(n * from.size, seed++);
+      if (from.dtype == OTCK_DT_BOOL)
+        for (uint8_t &v : x)
+          v &= 1;
+      std::vector<uint8_t> want(sz(n * to.size), 0xAB);
+      ASSERT_EQ(OTCK_OK,
+                otck_cast(n, from.dtype, x.data(), to.dtype, want.data()));
+      Dev<uint8_t> dx(x), dy(std::vector<uint8_t>(want.size(), 0xCD));
+      EXPECT_EQ(OTCK_OK,
+                otckd_cast(n, from.dtype, dx.get(), to.dtype, dy.get()));
+      EXPECT_EQ(want, dy.host()) << from.name << " -> " << to.name;
+    }
+  Dev<uint8_t> d(std::vector<uint8_t>(8, 1));
+  EXPECT_EQ(OTCK_ERR_UNSUPPORTED, otckd_cast(1, 99, d.get(), 1, d.get()));
+}

@@ -13,9 +13,9 @@
 
 #include "target/cpp/EmitKernels.h"
 
+#include "dialects/exec/KernelDescs.h"
 #include "dialects/graph/ElementTypes.h"
 #include "dialects/graph/GraphDialect.h"
-#include "dialects/exec/KernelDescs.h"
 
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/ADT/StringMap.h"
@@ -85,11 +85,11 @@ int dtypeCode(Type t) {
 /// a GPT-style decoder needs).
 const char kCudaKernels[] =
     "abs acos acosh adam_update adamw_update add arg_reduce asin asinh atan "
-    "atanh binary_grad ceil celu clip concat copy cos cosh cumsum div elu erf "
-    "exp expand "
-    "floor fmod gather gather_grad gelu gemm hard_sigmoid hard_swish "
-    "layer_norm layer_norm_grad leaky_relu log log_softmax log_softmax_grad "
-    "matmul max min mish mod momentum_update mse mse_grad mul neg pack pow "
+    "atanh binary_grad cast ceil celu clip concat copy cos cosh cumsum div elu "
+    "erf exp expand floor fmod gather gather_grad gelu gemm hard_sigmoid "
+    "hard_swish layer_norm layer_norm_grad leaky_relu log log_softmax "
+    "log_softmax_grad logical matmul max min mish mod momentum_update mse "
+    "mse_grad mul neg not pack pow "
     "prelu reciprocal reduce reduce_grad reduce_sum_to relu round selu "
     "sgd_update shrink sigmoid sign sin sinh slice slice_grad softmax "
     "softmax_cross_entropy softmax_cross_entropy_grad softmax_grad softplus "
@@ -590,15 +590,15 @@ LogicalResult KernelEmitter::logical() {
   std::string as = array("as", broadcastStrides(shapeOf(ins[0]), y));
   std::string bs = array("bs", broadcastStrides(shapeOf(ins[1]), y));
   std::string kind = "OTCK_LOGIC_" + str("kind").upper();
-  os << "    otck_logic(" << kind << ", " << y.size() << ", " << sh << ", "
-     << in(0) << ", " << as << ", " << in(1) << ", " << bs << ", " << out(0)
-     << ");\n";
+  os << "    " << fn("logic") << "(" << kind << ", " << y.size() << ", " << sh
+     << ", " << in(0) << ", " << as << ", " << in(1) << ", " << bs << ", "
+     << out(0) << ");\n";
   return success();
 }
 
 LogicalResult KernelEmitter::logicalNot() {
-  os << "    otck_not(" << numel(outs[0]) << ", " << in(0) << ", " << out(0)
-     << ");\n";
+  os << "    " << fn("not") << "(" << numel(outs[0]) << ", " << in(0) << ", "
+     << out(0) << ");\n";
   return success();
 }
 
@@ -619,8 +619,8 @@ LogicalResult KernelEmitter::cast() {
   int to = dtypeCode(typeOf(outs[0]).getElementType());
   if (!from || !to)
     return k.emitOpError("no cast kernel for these element types");
-  os << "    otck_cast(" << numel(outs[0]) << ", " << from << ", " << in(0)
-     << ", " << to << ", " << out(0) << ");\n";
+  os << "    " << fn("cast") << "(" << numel(outs[0]) << ", " << from << ", "
+     << in(0) << ", " << to << ", " << out(0) << ");\n";
   return success();
 }
 

@@ -81,6 +81,14 @@ int otckd_compare(otck_compare_op op, int dtype, int rank,
                   const int64_t *out_shape, const void *a,
                   const int64_t *a_strides, const void *b,
                   const int64_t *b_strides, uint8_t *out);
+/* Twins of otck_logic and otck_not (bools: non-zero is true, out is 0/1). */
+void otckd_logic(otck_logic_op op, int rank, const int64_t *out_shape,
+                 const uint8_t *a, const int64_t *a_strides, const uint8_t *b,
+                 const int64_t *b_strides, uint8_t *out);
+void otckd_not(int64_t n, const uint8_t *x, uint8_t *y);
+/* Twin of otck_cast (cast_ops.h converts each element on both): returns
+ * OTCK_ERR_UNSUPPORTED, y untouched, for another type code. */
+int otckd_cast(int64_t n, int from_type, const void *x, int to_type, void *y);
 void otckd_unary_f32(otck_unary_op op, int64_t n, const float *x, float *y,
                      float alpha, float beta);
 void otckd_unary_grad_f32(otck_unary_op op, int64_t n, const float *dy,
