@@ -20,20 +20,21 @@ inline constexpr llvm::StringLiteral kBuffer = "otc.buffer";
 inline constexpr llvm::StringLiteral kState = "otc.state"; // optimizer slot
 inline constexpr llvm::StringLiteral kInput = "otc.input"; // model input name
 inline constexpr llvm::StringLiteral kRole = "otc.role";   // "data" | "label"
-// SDP (DESIGN §7): the ranks owning a component parameter, the kept feature
+// SDP (DESIGN §7), in the dist dialect's namespace and verified by it
+// (dialects/dist/SdpAttributes.cpp): the ranks owning a component parameter, the kept feature
 // ranges of a sliced one, its tiles when they have different owners, and
 // (backward masking) a parameter this rank holds but does not train.
-inline constexpr llvm::StringLiteral kSdpOwners = "otc.sdp_owners";
-inline constexpr llvm::StringLiteral kSdpSlices = "otc.sdp_slices";
-inline constexpr llvm::StringLiteral kSdpTiles = "otc.sdp_tiles";
-inline constexpr llvm::StringLiteral kSdpFrozen = "otc.sdp_frozen";
+inline constexpr llvm::StringLiteral kSdpOwners = "dist.sdp_owners";
+inline constexpr llvm::StringLiteral kSdpSlices = "dist.sdp_slices";
+inline constexpr llvm::StringLiteral kSdpTiles = "dist.sdp_tiles";
+inline constexpr llvm::StringLiteral kSdpFrozen = "dist.sdp_frozen";
 // SDP backward masking of neuron groups: a parameter every rank holds whole
 // but trains only in part, {grid: every tile of the whole parameter with
 // its owners (axes, cuts, owners), slices: the part this rank trains (as
-// otc.sdp_slices), owners or tiles: the part's owners (as otc.sdp_owners,
-// otc.sdp_tiles)}. On an optimizer update of such a part: the argument.
-inline constexpr llvm::StringLiteral kSdpTrains = "otc.sdp_trains";
-inline constexpr llvm::StringLiteral kSdpPartOf = "otc.sdp_part_of";
+// dist.sdp_slices), owners or tiles: the part's owners (as dist.sdp_owners,
+// dist.sdp_tiles)}. On an optimizer update of such a part: the argument.
+inline constexpr llvm::StringLiteral kSdpTrains = "dist.sdp_trains";
+inline constexpr llvm::StringLiteral kSdpPartOf = "dist.sdp_part_of";
 // Function results.
 inline constexpr llvm::StringLiteral kOutput = "otc.output";   // output name
 inline constexpr llvm::StringLiteral kUpdates = "otc.updates"; // arg index

@@ -19,11 +19,11 @@ def BuildTraining : Pass<"otc-build-training", "mlir::ModuleOp"> {
     replaces) and the loss; `@eval_step` is the forward (dropout off) plus
     the loss when labels exist. `@forward` is removed.
 
-    SDP: frozen parameters (`otc.sdp_frozen`) get no gradient and no
-    state; a parameter trained in part (`otc.sdp_trains`) has its part
+    SDP: frozen parameters (`dist.sdp_frozen`) get no gradient and no
+    state; a parameter trained in part (`dist.sdp_trains`) has its part
     taken from the weight and the gradient (the gradient's product computed
     for the part only), state of the part's size, the update marked
-    `otc.sdp_part_of`, and the part put back into the whole.
+    `dist.sdp_part_of`, and the part put back into the whole.
   }];
   let dependentDialects = ["::otc::graph::GraphDialect",
                            "::mlir::func::FuncDialect"];
@@ -133,19 +133,19 @@ def Sdp : Pass<"otc-sdp", "mlir::ModuleOp"> {
 
     Forward masking: a dropped branch becomes the identity and its
     parameters disappear; dropped features are sliced out of every
-    parameter and activation (`otc.sdp_slices` on the argument records the
+    parameter and activation (`dist.sdp_slices` on the argument records the
     kept index ranges per axis). With `rescale`, what is kept is scaled by
     world-size / owners, as inverted dropout, so the full model evaluates
     without rescaling; `auto` does so unless the model has BatchNorm, whose
     statistics the runtime re-estimates on the whole model anyway (and
     rescaled training measured worse there). Backward masking: the
     forward is whole; parameters of blocks the rank does not own are
-    `otc.sdp_frozen` (no gradient, no optimizer state; the owners' update
+    `dist.sdp_frozen` (no gradient, no optimizer state; the owners' update
     is broadcast); a parameter of neuron groups is trained in part
-    (`otc.sdp_trains`: the part the rank's chunks make, its owners, and
+    (`dist.sdp_trains`: the part the rank's chunks make, its owners, and
     the grid of all tiles with theirs, from which each tile's first owner
     broadcasts it).
-    Component parameters carry their owner ranks (`otc.sdp_owners`), over
+    Component parameters carry their owner ranks (`dist.sdp_owners`), over
     which their gradients are averaged. The module records the world size
     and `dist.sdp` (options, components with owners, the variant of each
     rank). With active = 1 every rank owns everything: plain data

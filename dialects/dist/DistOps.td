@@ -19,7 +19,11 @@ def Dist_Dialect : Dialect {
   let description = [{
     Tensor-level collectives. `dist.world_size` on the module is the number
     of ranks the program is compiled for; the runtime refuses any other.
+    SDP's argument attributes (`dist.sdp_owners`, `dist.sdp_slices`,
+    `dist.sdp_tiles`, `dist.sdp_trains`, `dist.sdp_frozen`) are verified by
+    the dialect.
   }];
+  let hasRegionArgAttrVerify = 1;
 }
 
 class Dist_Op<string mnemonic, list<Trait> traits = []>

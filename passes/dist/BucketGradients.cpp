@@ -1,8 +1,8 @@
 //===- BucketGradients.cpp - gradient buckets -----------------------------===//
 
+#include "dialects/Attributes.h"
 #include "dialects/dist/DistDialect.h"
 #include "dialects/graph/GraphDialect.h"
-#include "dialects/Attributes.h"
 #include "passes/Passes.h"
 #include "passes/dist/SdpAnalysis.h"
 
@@ -26,8 +26,6 @@ struct BucketGradients : otc::impl::BucketGradientsBase<BucketGradients> {
 
   void runOnOperation() override {
     ModuleOp module = getOperation();
-    if (failed(sdp::verifyArgAttrs(module)))
-      return signalPassFailure();
     if (!(bucketMb > 0.0)) {
       mlir::emitError(module.getLoc(), "bucket size must be positive, got ")
           << bucketMb;

@@ -1,8 +1,8 @@
 //===- InsertAllReduce.cpp - data-parallel gradient averaging -------------===//
 
+#include "dialects/Attributes.h"
 #include "dialects/dist/DistDialect.h"
 #include "dialects/graph/GraphDialect.h"
-#include "dialects/Attributes.h"
 #include "passes/Passes.h"
 #include "passes/dist/SdpAnalysis.h"
 
@@ -73,8 +73,6 @@ struct InsertAllReduce : otc::impl::InsertAllReduceBase<InsertAllReduce> {
 
   void runOnOperation() override {
     ModuleOp module = getOperation();
-    if (failed(sdp::verifyArgAttrs(module)))
-      return signalPassFailure();
     if (worldSize < 1) {
       mlir::emitError(module.getLoc(), "world size must be at least 1, got ")
           << static_cast<int64_t>(worldSize);

@@ -1,7 +1,7 @@
 //===- InsertCompressedAllReduce.cpp - compressed bucket reduction --------===//
 
-#include "dialects/dist/DistDialect.h"
 #include "dialects/Attributes.h"
+#include "dialects/dist/DistDialect.h"
 #include "passes/Passes.h"
 #include "passes/dist/SdpAnalysis.h"
 
@@ -25,8 +25,6 @@ struct InsertCompressedAllReduce
 
   void runOnOperation() override {
     ModuleOp module = getOperation();
-    if (failed(sdp::verifyArgAttrs(module)))
-      return signalPassFailure();
     if (worldSize < 1) {
       mlir::emitError(module.getLoc(), "world size must be at least 1, got ")
           << worldSize;

@@ -1,7 +1,7 @@
 //===- MomentumCorrection.cpp - local momentum before compression ---------===//
 
-#include "dialects/graph/GraphDialect.h"
 #include "dialects/Attributes.h"
+#include "dialects/graph/GraphDialect.h"
 #include "passes/Passes.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -72,7 +72,7 @@ struct MomentumCorrection
       auto sgd =
           b.create<graph::SgdUpdateOp>(op.getLoc(), op.getParam(), v,
                                        op.getLrAttr(), b.getF32FloatAttr(0.0f));
-      // What the update trains (otc.sdp_part_of) stays on it.
+      // What the update trains (dist.sdp_part_of) stays on it.
       sgd->setDiscardableAttrs(op->getDiscardableAttrDictionary());
       Value w = sgd;
       op.getNewParam().replaceAllUsesWith(w);

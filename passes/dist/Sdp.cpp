@@ -7,9 +7,9 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "dialects/Attributes.h"
 #include "dialects/dist/DistDialect.h"
 #include "dialects/graph/GraphDialect.h"
-#include "dialects/Attributes.h"
 #include "passes/Passes.h"
 #include "passes/dist/SdpAnalysis.h"
 
@@ -305,7 +305,7 @@ FailureOr<func::FuncOp> Sdp::specialize(func::FuncOp forward,
   // other). A tile's owners are the ranks owning all its chunks. When every
   // tile a rank holds has the same owners (`disjoint` with an owner count
   // dividing the world size), the parameter is averaged over them whole;
-  // otherwise tile by tile (`otc.sdp_tiles`: the grid's cuts in local
+  // otherwise tile by tile (`dist.sdp_tiles`: the grid's cuts in local
   // indices and the owners of each tile, row-major).
   struct Grid {
     SmallVector<int64_t> axes;
@@ -622,7 +622,7 @@ void Sdp::runOnOperation() {
 }
 
 /// Attribute `name` of the function argument `param` is, if it is one. For
-/// a parameter trained in part (`otc.sdp_trains`) the owners and tiles are
+/// a parameter trained in part (`dist.sdp_trains`) the owners and tiles are
 /// the part's.
 template <typename T> static T paramAttr(Value param, StringRef name) {
   auto arg = llvm::dyn_cast<BlockArgument>(param);
@@ -658,19 +658,6 @@ DenseI64ArrayAttr otc::sdp::ownerGroup(Value param, int64_t worldSize) {
   auto owners = paramAttr<DenseI64ArrayAttr>(param, attr::kSdpOwners);
   return owners && int64_t(owners.size()) < worldSize ? owners
                                                       : DenseI64ArrayAttr();
-}
-
-RankedTensorType otc::sdp::slicedType(RankedTensorType whole,
-                                      ArrayAttr records) {
-  SmallVector<int64_t> shape(whole.getShape());
-  for (auto r : records.getAsRange<DictionaryAttr>()) {
-    int64_t axis = r.getAs<IntegerAttr>("axis").getInt();
-    ArrayRef<int64_t> ranges = r.getAs<DenseI64ArrayAttr>("ranges");
-    shape[axis] = 0;
-    for (size_t k = 0; k + 1 < ranges.size(); k += 2)
-      shape[axis] += ranges[k + 1] - ranges[k];
-  }
-  return whole.clone(shape);
 }
 
 Value otc::sdp::updatedParam(Operation *update) {
@@ -825,185 +812,7 @@ void otc::sdp::broadcastOwnedUpdates(ModuleOp module, int64_t worldSize) {
   });
 }
 
-//===----------------------------------------------------------------------===//
-// Verification of the SDP argument attributes
-//===----------------------------------------------------------------------===//
-
-namespace {
-
-/// Checks the SDP attributes of one function argument. The passes after
-/// otc-sdp read them without checking (otc-sdp writes them well formed);
-/// hand-written IR goes through here first.
-class ArgAttrChecker {
-public:
-  ArgAttrChecker(func::FuncOp fn, unsigned index, int64_t world)
-      : fn(fn), index(index), world(world) {}
-
-  LogicalResult check() {
-    auto type =
-        llvm::dyn_cast<RankedTensorType>(fn.getArgument(index).getType());
-    Attribute owners = fn.getArgAttr(index, attr::kSdpOwners);
-    Attribute slices = fn.getArgAttr(index, attr::kSdpSlices);
-    Attribute tiles = fn.getArgAttr(index, attr::kSdpTiles);
-    Attribute trains = fn.getArgAttr(index, attr::kSdpTrains);
-    if (!owners && !slices && !tiles && !trains)
-      return success();
-    if (!type || !type.hasStaticShape())
-      return fail("", "SDP attributes on an argument of type ")
-             << fn.getArgument(index).getType();
-    ArrayRef<int64_t> shape = type.getShape();
-    if (owners && failed(checkOwners(attr::kSdpOwners, owners, false)))
-      return failure();
-    if (slices && failed(checkRecords(attr::kSdpSlices, slices, shape,
-                                      /*sumIsShape=*/true)))
-      return failure();
-    if (tiles && failed(checkTiles(attr::kSdpTiles, tiles, shape, false)))
-      return failure();
-    if (trains)
-      return checkTrains(trains, type);
-    return success();
-  }
-
-private:
-  InFlightDiagnostic fail(StringRef what, const Twine &message) {
-    InFlightDiagnostic d = fn.emitError("argument ") << index;
-    if (auto p = fn.getArgAttrOfType<StringAttr>(index, attr::kParam))
-      d << " ('" << p.getValue() << "')";
-    if (!what.empty())
-      d << ": " << what;
-    d << ": " << message;
-    return d;
-  }
-
-  LogicalResult checkOwners(StringRef what, Attribute a, bool allowEmpty) {
-    auto o = llvm::dyn_cast_or_null<DenseI64ArrayAttr>(a);
-    if (!o)
-      return fail(what, "owners must be an array<i64> of ranks");
-    if (o.empty() && !allowEmpty)
-      return fail(what, "an owner set is empty");
-    for (auto [i, r] : llvm::enumerate(o.asArrayRef())) {
-      if (r < 0 || (world > 0 && r >= world))
-        return fail(what, "owner rank ")
-               << r << " is outside the world of " << world;
-      if (i > 0 && r <= o[i - 1])
-        return fail(what, "owner ranks must increase");
-    }
-    return success();
-  }
-
-  /// {axis, ranges} records: ranges [b0, e0, b1, e1, ...) increasing; with
-  /// `sumIsShape` their lengths add up to the axis' size (forward masking:
-  /// the argument is the kept part), else they lie within it.
-  LogicalResult checkRecords(StringRef what, Attribute a,
-                             ArrayRef<int64_t> shape, bool sumIsShape) {
-    auto records = llvm::dyn_cast<ArrayAttr>(a);
-    if (!records)
-      return fail(what, "must be an array of {axis, ranges}");
-    for (Attribute r : records) {
-      auto d = llvm::dyn_cast<DictionaryAttr>(r);
-      auto axis = d ? d.getAs<IntegerAttr>("axis") : IntegerAttr();
-      auto ranges = d ? d.getAs<DenseI64ArrayAttr>("ranges") : nullptr;
-      if (!axis || !ranges)
-        return fail(what, "a record lacks its axis or ranges");
-      int64_t ax = axis.getInt();
-      if (ax < 0 || ax >= int64_t(shape.size()))
-        return fail(what, "axis ")
-               << ax << " is outside the rank " << shape.size();
-      if (ranges.empty() || ranges.size() % 2)
-        return fail(what, "ranges must come in [begin, end) pairs");
-      int64_t kept = 0, last = 0;
-      for (size_t k = 0; k < ranges.size(); k += 2) {
-        if (ranges[k] < last || ranges[k + 1] <= ranges[k])
-          return fail(what, "ranges must be non-empty and increasing");
-        kept += ranges[k + 1] - ranges[k];
-        last = ranges[k + 1];
-      }
-      if (sumIsShape ? kept != shape[ax] : last > shape[ax])
-        return fail(what, "ranges of axis ")
-               << ax << " do not fit its size " << shape[ax];
-    }
-    return success();
-  }
-
-  /// {axes, cuts, owners}: cuts of each axis from 0 to its size, increasing;
-  /// one owner set per tile (row-major).
-  LogicalResult checkTiles(StringRef what, Attribute a, ArrayRef<int64_t> shape,
-                           bool allowEmptyOwners) {
-    auto t = llvm::dyn_cast<DictionaryAttr>(a);
-    auto axes = t ? t.getAs<ArrayAttr>("axes") : ArrayAttr();
-    auto cuts = t ? t.getAs<ArrayAttr>("cuts") : ArrayAttr();
-    auto owners = t ? t.getAs<ArrayAttr>("owners") : ArrayAttr();
-    if (!axes || !cuts || !owners)
-      return fail(what, "must be {axes, cuts, owners}");
-    if (axes.empty() || axes.size() != cuts.size())
-      return fail(what, "needs one list of cuts per tiled axis");
-    int64_t tiles = 1;
-    llvm::SmallDenseSet<int64_t> seen;
-    for (auto [axisAttr, cutAttr] : llvm::zip(axes, cuts)) {
-      auto axis = llvm::dyn_cast<IntegerAttr>(axisAttr);
-      auto cut = llvm::dyn_cast<DenseI64ArrayAttr>(cutAttr);
-      if (!axis || !cut)
-        return fail(what, "axes must be integers and cuts array<i64>");
-      int64_t ax = axis.getInt();
-      if (ax < 0 || ax >= int64_t(shape.size()) || !seen.insert(ax).second)
-        return fail(what, "tiled axis ")
-               << ax << " is repeated or outside the rank " << shape.size();
-      if (cut.size() < 2 || cut[0] != 0 || cut.asArrayRef().back() != shape[ax])
-        return fail(what, "the cuts of axis ")
-               << ax << " must run from 0 to its size " << shape[ax];
-      for (size_t k = 1; k < cut.size(); ++k)
-        if (cut[k] <= cut[k - 1])
-          return fail(what, "cuts must increase");
-      tiles *= int64_t(cut.size()) - 1;
-    }
-    if (int64_t(owners.size()) != tiles)
-      return fail(what, "has ")
-             << owners.size() << " owner sets for " << tiles << " tiles";
-    for (Attribute o : owners)
-      if (failed(checkOwners(what, o, allowEmptyOwners)))
-        return failure();
-    return success();
-  }
-
-  /// {grid, [slices], [owners | tiles]}: the whole parameter's tile grid,
-  /// the part this rank trains, and the part's owners.
-  LogicalResult checkTrains(Attribute a, RankedTensorType type) {
-    StringRef what = attr::kSdpTrains;
-    auto t = llvm::dyn_cast<DictionaryAttr>(a);
-    if (!t || !t.get("grid"))
-      return fail(what, "must be {grid, slices, owners or tiles}");
-    if (failed(checkTiles(what, t.get("grid"), type.getShape(), true)))
-      return failure();
-    RankedTensorType part = type;
-    if (Attribute s = t.get("slices")) {
-      if (failed(checkRecords(what, s, type.getShape(), false)))
-        return failure();
-      part = sdp::slicedType(type, llvm::cast<ArrayAttr>(s));
-    }
-    Attribute owners = t.get("owners"), tiles = t.get("tiles");
-    if (owners && tiles)
-      return fail(what, "has both owners and tiles");
-    if (owners)
-      return checkOwners(what, owners, false);
-    if (tiles)
-      return checkTiles(what, tiles, part.getShape(), false);
-    return success();
-  }
-
-  func::FuncOp fn;
-  unsigned index;
-  int64_t world;
-};
-
-} // namespace
-
-LogicalResult otc::sdp::verifyArgAttrs(ModuleOp module) {
-  int64_t world = 0;
-  if (auto w = module->getAttrOfType<IntegerAttr>(dist::kWorldSizeAttr))
-    world = w.getInt();
-  for (auto fn : module.getOps<func::FuncOp>())
-    for (unsigned i = 0; i < fn.getNumArguments(); ++i)
-      if (failed(ArgAttrChecker(fn, i, world).check()))
-        return failure();
-  return success();
+RankedTensorType otc::sdp::slicedType(RankedTensorType whole,
+                                      ArrayAttr records) {
+  return whole.clone(dist::slicedShape(whole.getShape(), records));
 }

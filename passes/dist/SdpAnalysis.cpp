@@ -2,8 +2,8 @@
 
 #include "passes/dist/SdpAnalysis.h"
 
-#include "dialects/graph/GraphDialect.h"
 #include "dialects/Attributes.h"
+#include "dialects/graph/GraphDialect.h"
 
 #include "mlir/IR/Builders.h"
 #include "llvm/ADT/DenseSet.h"

@@ -96,33 +96,27 @@ struct Components {
 Components findComponents(mlir::func::FuncOp forward, llvm::StringRef mode);
 
 /// The owner ranks of `param` (a training step's argument; for a parameter
-/// trained in part, `otc.sdp_trains`, of the part) when they are fewer than
+/// trained in part, `dist.sdp_trains`, of the part) when they are fewer than
 /// all `worldSize` ranks; null for parameters every rank owns and for
 /// anything that is not an SDP parameter.
 mlir::DenseI64ArrayAttr ownerGroup(mlir::Value param, int64_t worldSize);
 
 /// Every owner set of `param`'s (trained) parts: its owners, or each
-/// tile's when it is held in tiles with different owners (`otc.sdp_tiles`).
+/// tile's when it is held in tiles with different owners (`dist.sdp_tiles`).
 llvm::SmallVector<mlir::DenseI64ArrayAttr> ownerSets(mlir::Value param);
 
-/// `param`'s `otc.sdp_tiles` (axes, cuts, owners per tile), or its trained
+/// `param`'s `dist.sdp_tiles` (axes, cuts, owners per tile), or its trained
 /// part's, if it has one.
 mlir::DictionaryAttr ownerTiles(mlir::Value param);
 
-/// Diagnoses malformed SDP argument attributes (`otc.sdp_owners`,
-/// `otc.sdp_slices`, `otc.sdp_tiles`, `otc.sdp_trains`) in `module`: owner
-/// ranks outside the world or unsorted, ranges that do not fit the
-/// argument, tile grids whose cuts or owner sets do not match. The passes
-/// that read them call it first.
-mlir::LogicalResult verifyArgAttrs(mlir::ModuleOp module);
 
 /// The type of the kept ranges of a tensor of type `whole`, given as
-/// `otc.sdp_slices` records ({axis, ranges}).
+/// `dist.sdp_slices` records ({axis, ranges}).
 mlir::RankedTensorType slicedType(mlir::RankedTensorType whole,
                                   mlir::ArrayAttr records);
 
 /// The parameter argument an optimizer update trains: its operand 0, or
-/// the argument it trains a part of (`otc.sdp_part_of`).
+/// the argument it trains a part of (`dist.sdp_part_of`).
 mlir::Value updatedParam(mlir::Operation *update);
 
 /// The tiles of `value` laid out as `tiles` (axes, cuts, owners per tile),

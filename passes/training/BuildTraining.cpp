@@ -229,7 +229,7 @@ FailureOr<Value> BuildTraining::buildLoss(OpBuilder &b, Location loc,
 }
 
 /// SDP backward masking of neuron groups: the part of a parameter a rank
-/// trains, as `otc.sdp_slices`-style records (axis, kept ranges), or null.
+/// trains, as `dist.sdp_slices`-style records (axis, kept ranges), or null.
 static ArrayAttr trainedPart(func::FuncOp forward, unsigned arg) {
   auto trains = forward.getArgAttrOfType<DictionaryAttr>(arg, attr::kSdpTrains);
   return trains ? trains.getAs<ArrayAttr>("slices") : ArrayAttr();
@@ -709,8 +709,6 @@ void BuildTraining::buildCalibrateStep(ModuleOp module, func::FuncOp forward) {
 
 void BuildTraining::runOnOperation() {
   ModuleOp module = getOperation();
-  if (failed(sdp::verifyArgAttrs(module)))
-    return signalPassFailure();
   module->setAttr(attr::kSeed,
                   IntegerAttr::get(IntegerType::get(&getContext(), 64),
                                    static_cast<int64_t>(seed.getValue())));

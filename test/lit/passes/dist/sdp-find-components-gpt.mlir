@@ -41,9 +41,9 @@
 // q, k and v sections of the fused weight and bias and columns 4..8 of the
 // output projection; the q/k/v slices start at the narrowed sections.
 // NSPLIT-LABEL: func.func @forward_rank1(
-// NSPLIT-SAME: tensor<12x8xf32> {otc.param = "blocks.0.qkv.weight", otc.sdp_owners = array<i64: 1>, otc.sdp_slices = [{axis = 0 : i64, ranges = array<i64: 4, 8, 12, 16, 20, 24>}]}
-// NSPLIT-SAME: tensor<12xf32> {otc.param = "blocks.0.qkv.bias", otc.sdp_owners = array<i64: 1>, otc.sdp_slices = [{axis = 0 : i64, ranges = array<i64: 4, 8, 12, 16, 20, 24>}]}
-// NSPLIT-SAME: tensor<8x4xf32> {otc.param = "blocks.0.proj.weight", otc.sdp_owners = array<i64: 1>, otc.sdp_slices = [{axis = 1 : i64, ranges = array<i64: 4, 8>}]}
+// NSPLIT-SAME: tensor<12x8xf32> {dist.sdp_owners = array<i64: 1>, dist.sdp_slices = [{axis = 0 : i64, ranges = array<i64: 4, 8, 12, 16, 20, 24>}], otc.param = "blocks.0.qkv.weight"}
+// NSPLIT-SAME: tensor<12xf32> {dist.sdp_owners = array<i64: 1>, dist.sdp_slices = [{axis = 0 : i64, ranges = array<i64: 4, 8, 12, 16, 20, 24>}], otc.param = "blocks.0.qkv.bias"}
+// NSPLIT-SAME: tensor<8x4xf32> {dist.sdp_owners = array<i64: 1>, dist.sdp_slices = [{axis = 1 : i64, ranges = array<i64: 4, 8>}], otc.param = "blocks.0.proj.weight"}
 // NSPLIT: %[[QKV:.*]] = graph.add %{{.*}} : (tensor<12xf32>, tensor<2x4x12xf32>) -> tensor<2x4x12xf32>
 // NSPLIT-NEXT: graph.slice %[[QKV]] {starts = array<i64: 0, 0, 0>, {{.*}} -> tensor<2x4x4xf32>
 // NSPLIT-NEXT: graph.slice %[[QKV]] {starts = array<i64: 0, 0, 4>, {{.*}} -> tensor<2x4x4xf32>

@@ -10,8 +10,8 @@
 // Rank 1 keeps head 1: rows 2..4 of each q/k/v section, columns 2..4 of
 // the output projection; the batch-merged axis holds b * 1 heads.
 // SPLIT-LABEL: func.func @forward_rank1(
-// SPLIT-SAME: tensor<6x4xf32> {otc.param = "attn.in_proj_weight", otc.sdp_owners = array<i64: 1>, otc.sdp_slices = [{axis = 0 : i64, ranges = array<i64: 2, 4, 6, 8, 10, 12>}]}
-// SPLIT-SAME: tensor<4x2xf32> {otc.param = "attn.out_proj.weight", otc.sdp_owners = array<i64: 1>, otc.sdp_slices = [{axis = 1 : i64, ranges = array<i64: 2, 4>}]}
+// SPLIT-SAME: tensor<6x4xf32> {dist.sdp_owners = array<i64: 1>, dist.sdp_slices = [{axis = 0 : i64, ranges = array<i64: 2, 4, 6, 8, 10, 12>}], otc.param = "attn.in_proj_weight"}
+// SPLIT-SAME: tensor<4x2xf32> {dist.sdp_owners = array<i64: 1>, dist.sdp_slices = [{axis = 1 : i64, ranges = array<i64: 2, 4>}], otc.param = "attn.out_proj.weight"}
 // SPLIT: graph.reshape %{{.*}} : tensor<2x2x2xf32> -> tensor<2x2x2xf32>
 // SPLIT: graph.matmul %{{.*}} : (tensor<2x2x2xf32>, tensor<2x2x2xf32>) -> tensor<2x2x2xf32>
 // SPLIT: graph.reshape %{{.*}} : tensor<2x2x2xf32> -> tensor<4x2xf32>

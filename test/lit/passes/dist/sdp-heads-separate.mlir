@@ -14,11 +14,11 @@
 // Rank 1 keeps head 1: rows 2..4 of q, k and v (and their biases), columns
 // 2..4 of the output projection.
 // CHECK-LABEL: func.func @forward_rank1(
-// CHECK-SAME: tensor<2x4xf32> {otc.param = "attn.q.weight", otc.sdp_owners = array<i64: 1>, otc.sdp_slices = [{axis = 0 : i64, ranges = array<i64: 2, 4>}]}
-// CHECK-SAME: tensor<2xf32> {otc.param = "attn.q.bias", {{[^}]*}}ranges = array<i64: 2, 4>
-// CHECK-SAME: tensor<2x4xf32> {otc.param = "attn.k.weight", {{[^}]*}}ranges = array<i64: 2, 4>
-// CHECK-SAME: tensor<2x4xf32> {otc.param = "attn.v.weight", {{[^}]*}}ranges = array<i64: 2, 4>
-// CHECK-SAME: tensor<4x2xf32> {otc.param = "attn.proj.weight", otc.sdp_owners = array<i64: 1>, otc.sdp_slices = [{axis = 1 : i64, ranges = array<i64: 2, 4>}]}
+// CHECK-SAME: tensor<2x4xf32> {dist.sdp_owners = array<i64: 1>, dist.sdp_slices = [{axis = 0 : i64, ranges = array<i64: 2, 4>}], otc.param = "attn.q.weight"}
+// CHECK-SAME: tensor<2xf32> {{{[^}]*}}ranges = array<i64: 2, 4>}]{{.*}}otc.param = "attn.q.bias"
+// CHECK-SAME: tensor<2x4xf32> {{{[^}]*}}ranges = array<i64: 2, 4>}]{{.*}}otc.param = "attn.k.weight"
+// CHECK-SAME: tensor<2x4xf32> {{{[^}]*}}ranges = array<i64: 2, 4>}]{{.*}}otc.param = "attn.v.weight"
+// CHECK-SAME: tensor<4x2xf32> {dist.sdp_owners = array<i64: 1>, dist.sdp_slices = [{axis = 1 : i64, ranges = array<i64: 2, 4>}], otc.param = "attn.proj.weight"}
 // CHECK: graph.matmul {{.*}} -> tensor<1x1x2x2xf32>
 // CHECK: graph.softmax {{.*}} : tensor<1x1x2x2xf32>
 // CHECK: graph.reshape {{.*}} : tensor<1x2x1x2xf32> -> tensor<1x2x2xf32>

@@ -27,11 +27,11 @@ func.func @forward(%x: tensor<2x5xf32> {otc.input = "x", otc.role = "data"},
 // scaled by 2 (= features / kept).
 // CHECK: components = [{name = "fc1[0]", owners = array<i64: 0>}, {name = "fc1[1]", owners = array<i64: 1>}, {name = "fc2[0]", owners = array<i64: 0>}, {name = "fc2[1]", owners = array<i64: 1>}]
 // CHECK-LABEL: func.func @forward_rank1(
-// CHECK-SAME: tensor<4x5xf32> {otc.param = "fc1.weight", otc.sdp_owners = array<i64: 1>, otc.sdp_slices = [{axis = 0 : i64, ranges = array<i64: 4, 8>}]}
-// CHECK-SAME: tensor<4xf32> {otc.param = "fc1.bias", otc.sdp_owners = array<i64: 1>, otc.sdp_slices = [{axis = 0 : i64, ranges = array<i64: 4, 8>}]}
-// CHECK-SAME: tensor<3x4xf32> {otc.param = "fc2.weight", otc.sdp_owners = array<i64: 1>, otc.sdp_slices = [{axis = 1 : i64, ranges = array<i64: 4, 8>}, {axis = 0 : i64, ranges = array<i64: 3, 6>}]}
-// CHECK-SAME: tensor<3xf32> {otc.param = "fc2.bias", otc.sdp_owners = array<i64: 1>, otc.sdp_slices = [{axis = 0 : i64, ranges = array<i64: 3, 6>}]}
-// CHECK-SAME: tensor<3x3xf32> {otc.param = "fc3.weight", otc.sdp_owners = array<i64: 1>, otc.sdp_slices = [{axis = 0 : i64, ranges = array<i64: 3, 6>}]}
+// CHECK-SAME: tensor<4x5xf32> {dist.sdp_owners = array<i64: 1>, dist.sdp_slices = [{axis = 0 : i64, ranges = array<i64: 4, 8>}], otc.param = "fc1.weight"}
+// CHECK-SAME: tensor<4xf32> {dist.sdp_owners = array<i64: 1>, dist.sdp_slices = [{axis = 0 : i64, ranges = array<i64: 4, 8>}], otc.param = "fc1.bias"}
+// CHECK-SAME: tensor<3x4xf32> {dist.sdp_owners = array<i64: 1>, dist.sdp_slices = [{axis = 1 : i64, ranges = array<i64: 4, 8>}, {axis = 0 : i64, ranges = array<i64: 3, 6>}], otc.param = "fc2.weight"}
+// CHECK-SAME: tensor<3xf32> {dist.sdp_owners = array<i64: 1>, dist.sdp_slices = [{axis = 0 : i64, ranges = array<i64: 3, 6>}], otc.param = "fc2.bias"}
+// CHECK-SAME: tensor<3x3xf32> {dist.sdp_owners = array<i64: 1>, dist.sdp_slices = [{axis = 0 : i64, ranges = array<i64: 3, 6>}], otc.param = "fc3.weight"}
 // CHECK: %[[H:.*]] = graph.gemm %arg0, %arg1, %arg2 {transB = true} : (tensor<2x5xf32>, tensor<4x5xf32>, tensor<4xf32>) -> tensor<2x4xf32>
 // CHECK: %[[R:.*]] = graph.relu %[[H]] : tensor<2x4xf32>
 // CHECK: %[[S:.*]] = graph.mul %[[R]], %{{.*}} : (tensor<2x4xf32>, tensor<f32>) -> tensor<2x4xf32>
@@ -42,7 +42,7 @@ func.func @forward(%x: tensor<2x5xf32> {otc.input = "x", otc.role = "data"},
 // (`disjoint`): ranks {0, 1} and {2, 3} hold the same chunks and average
 // their gradients in their owner group.
 // TRAIN-LABEL: func.func @train_step_rank0(
-// TRAIN-SAME: tensor<4x5xf32> {otc.param = "fc1.weight", otc.sdp_owners = array<i64: 0, 1>, otc.sdp_slices = [{axis = 0 : i64, ranges = array<i64: 0, 2, 4, 6>}]}
+// TRAIN-SAME: tensor<4x5xf32> {dist.sdp_owners = array<i64: 0, 1>, dist.sdp_slices = [{axis = 0 : i64, ranges = array<i64: 0, 2, 4, 6>}], otc.param = "fc1.weight"}
 // TRAIN: dist.all_reduce mean %{{.*}} {ranks = array<i64: 0, 1>} : tensor<4x5xf32>
 // TRAIN-LABEL: func.func @train_step_rank2(
 // TRAIN: dist.all_reduce mean %{{.*}} {ranks = array<i64: 2, 3>} : tensor<4x5xf32>
@@ -53,10 +53,10 @@ func.func @forward(%x: tensor<2x5xf32> {otc.input = "x", otc.role = "data"},
 // owner sets. Its gradient is averaged tile by tile, each over its owners:
 // row tiles in place, one ranged all-reduce each.
 // TILES-LABEL: func.func @train_step_rank0(
-// TILES-SAME: tensor<6x5xf32> {otc.param = "fc1.weight", otc.sdp_slices = [{axis = 0 : i64, ranges = array<i64: 0, 6>}], otc.sdp_tiles = {axes = [0], cuts = [array<i64: 0, 2, 4, 6>], owners = [array<i64: 0, 1, 2>, array<i64: 0, 1, 3>, array<i64: 0, 2, 3>]}}
+// TILES-SAME: tensor<6x5xf32> {dist.sdp_slices = [{axis = 0 : i64, ranges = array<i64: 0, 6>}], dist.sdp_tiles = {axes = [0], cuts = [array<i64: 0, 2, 4, 6>], owners = [array<i64: 0, 1, 2>, array<i64: 0, 1, 3>, array<i64: 0, 2, 3>]}, otc.param = "fc1.weight"}
 // fc2.weight: rows of fc2's chunks by columns of fc1's (fc2's 6 features
 // in chunks of 1, 2, 1, 2); a tile's owners are those of both its chunks.
-// TILES-SAME: otc.param = "fc2.weight", {{.*}}otc.sdp_tiles = {axes = [0, 1], cuts = [array<i64: 0, 1, 3, 4>, array<i64: 0, 2, 4, 6>], owners = [array<i64: 0, 1, 2>, array<i64: 0, 1>, array<i64: 0, 2>, array<i64: 0, 1>, array<i64: 0, 1, 3>, array<i64: 0, 3>, array<i64: 0, 2>, array<i64: 0, 3>, array<i64: 0, 2, 3>]}
+// TILES-SAME: {{.*}}dist.sdp_tiles = {axes = [0, 1], cuts = [array<i64: 0, 1, 3, 4>, array<i64: 0, 2, 4, 6>], owners = [array<i64: 0, 1, 2>, array<i64: 0, 1>, array<i64: 0, 2>, array<i64: 0, 1>, array<i64: 0, 1, 3>, array<i64: 0, 3>, array<i64: 0, 2>, array<i64: 0, 3>, array<i64: 0, 2, 3>]}, otc.param = "fc2.weight"
 // TILES: %[[A0:.*]] = dist.all_reduce mean %{{.*}} {range = array<i64: 0, 10>, ranks = array<i64: 0, 1, 2>} : tensor<6x5xf32>
 // TILES-NEXT: %[[A1:.*]] = dist.all_reduce mean %[[A0]] {range = array<i64: 10, 20>, ranks = array<i64: 0, 1, 3>} : tensor<6x5xf32>
 // TILES-NEXT: %[[A2:.*]] = dist.all_reduce mean %[[A1]] {range = array<i64: 20, 30>, ranks = array<i64: 0, 2, 3>} : tensor<6x5xf32>
@@ -87,11 +87,11 @@ func.func @forward(%x: tensor<2x5xf32> {otc.input = "x", otc.role = "data"},
 // tile comes from its first owner: rank 0 sends its 4 tiles (8 elements),
 // rank 2 its 4 (16).
 // BWD-LABEL: func.func @train_step_rank0(
-// BWD-SAME: %arg3: tensor<6x8xf32> {otc.param = "fc2.weight", otc.sdp_trains = {grid = {axes = [0, 1], cuts = [array<i64: 0, 1, 3, 4, 6>, array<i64: 0, 2, 4, 6, 8>], owners = [array<i64: 0, 1>, array<i64>, array<i64: 0, 1>, array<i64>, {{.*}}]}, owners = array<i64: 0, 1>, slices = [{axis = 1 : i64, ranges = array<i64: 0, 2, 4, 6>}, {axis = 0 : i64, ranges = array<i64: 0, 1, 3, 4>}]}}
+// BWD-SAME: %arg3: tensor<6x8xf32> {dist.sdp_trains = {grid = {axes = [0, 1], cuts = [array<i64: 0, 1, 3, 4, 6>, array<i64: 0, 2, 4, 6, 8>], owners = [array<i64: 0, 1>, array<i64>, array<i64: 0, 1>, array<i64>, {{.*}}]}, owners = array<i64: 0, 1>, slices = [{axis = 1 : i64, ranges = array<i64: 0, 2, 4, 6>}, {axis = 0 : i64, ranges = array<i64: 0, 1, 3, 4>}]}, otc.param = "fc2.weight"}
 // BWD-SAME: %arg11: tensor<2x4xf32> {otc.state = "fc2.weight.exp_avg"}
 // BWD-SAME: -> (tensor<8x5xf32> {otc.updates = 1 : i64}
 // BWD: %[[G:.*]] = dist.all_reduce mean %{{.*}} {ranks = array<i64: 0, 1>} : tensor<2x4xf32>
-// BWD: graph.adam_update %{{.*}}, %[[G]], %arg11, %arg12 {{{.*}}otc.sdp_part_of = 3 : i64} : tensor<2x4xf32>
+// BWD: graph.adam_update %{{.*}}, %[[G]], %arg11, %arg12 {{{.*}}dist.sdp_part_of = 3 : i64{{.*}}} : tensor<2x4xf32>
 // BWD: dist.broadcast %{{.*}} {root = 0 : i64} : tensor<8xf32>
 // BWD: dist.broadcast %{{.*}} {root = 2 : i64} : tensor<16xf32>
 // BWD-LABEL: func.func @train_step_rank2(
@@ -105,12 +105,12 @@ func.func @forward(%x: tensor<2x5xf32> {otc.input = "x", otc.role = "data"},
 // of fc2.weight through slices. Every rank has a mask of its own.
 // CYCLIC: components = [{name = "fc1[0]", owners = array<i64: 0, 1>}, {name = "fc1[1]", owners = array<i64: 1, 2>}, {name = "fc1[2]", owners = array<i64: 2, 3>}, {name = "fc1[3]", owners = array<i64: 0, 3>}
 // CYCLIC-LABEL: func.func @train_step_rank0(
-// CYCLIC-SAME: otc.param = "fc1.weight", otc.sdp_slices = [{axis = 0 : i64, ranges = array<i64: 0, 2, 6, 8>}], otc.sdp_tiles = {axes = [0], cuts = [array<i64: 0, 2, 4>], owners = [array<i64: 0, 1>, array<i64: 0, 3>]}
+// CYCLIC-SAME: dist.sdp_slices = [{axis = 0 : i64, ranges = array<i64: 0, 2, 6, 8>}], dist.sdp_tiles = {axes = [0], cuts = [array<i64: 0, 2, 4>], owners = [array<i64: 0, 1>, array<i64: 0, 3>]}, otc.param = "fc1.weight"
 // CYCLIC: %[[A:.*]] = dist.all_reduce mean %{{.*}} {range = array<i64: 0, 10>, ranks = array<i64: 0, 1>} : tensor<4x5xf32>
 // CYCLIC-NEXT: dist.all_reduce mean %[[A]] {range = array<i64: 10, 20>, ranks = array<i64: 0, 3>} : tensor<4x5xf32>
 // CYCLIC: dist.all_reduce mean %{{.*}} {ranks = array<i64: 0, 1>} : tensor<1x2xf32>
 // CYCLIC: dist.all_reduce mean %{{.*}} {ranks = array<i64: 0, 3>} : tensor<2x2xf32>
 // CYCLIC-LABEL: func.func @train_step_rank1(
-// CYCLIC-SAME: otc.sdp_tiles = {axes = [0], cuts = [array<i64: 0, 2, 4>], owners = [array<i64: 0, 1>, array<i64: 1, 2>]}
+// CYCLIC-SAME: dist.sdp_tiles = {axes = [0], cuts = [array<i64: 0, 2, 4>], owners = [array<i64: 0, 1>, array<i64: 1, 2>]}
 // CYCLIC-LABEL: func.func @train_step_rank2(
 // CYCLIC-LABEL: func.func @train_step_rank3(

@@ -25,8 +25,8 @@ func.func @forward(%x: tensor<2x4xf32> {otc.input = "x", otc.role = "data"},
 // FWD: module attributes {dist.sdp = {active = 5.000000e-01 : f64, assignment = "cyclic", components = [{name = "b1.fc", owners = array<i64: 0>}, {name = "b2.fc", owners = array<i64: 1>}], groups = [], masking = "forward", mode = "block", rank_variant = array<i64: 0, 1>, rescale = true, seed = 0 : i64}, dist.world_size = 2 : i64}
 // FWD-LABEL: func.func @forward(
 // FWD-LABEL: func.func @forward_rank0(
-// FWD-SAME: %{{.*}}: tensor<4x4xf32> {otc.param = "b1.fc.weight", otc.sdp_owners = array<i64: 0>}
-// FWD-SAME: %{{.*}}: tensor<4xf32> {otc.param = "b1.fc.bias", otc.sdp_owners = array<i64: 0>}
+// FWD-SAME: %{{.*}}: tensor<4x4xf32> {dist.sdp_owners = array<i64: 0>, otc.param = "b1.fc.weight"}
+// FWD-SAME: %{{.*}}: tensor<4xf32> {dist.sdp_owners = array<i64: 0>, otc.param = "b1.fc.bias"}
 // FWD-SAME: %{{.*}}: tensor<3x4xf32> {otc.param = "head.weight"})
 // FWD: %[[G:.*]] = graph.gemm %[[X:arg0]],
 // FWD: %[[R:.*]] = graph.relu %[[G]]
@@ -36,7 +36,7 @@ func.func @forward(%x: tensor<2x4xf32> {otc.input = "x", otc.role = "data"},
 // FWD-NEXT: %[[H:.*]] = graph.gemm %[[A]], %{{.*}} {transB = true} : (tensor<2x4xf32>, tensor<3x4xf32>)
 // FWD-NEXT: return %[[H]]
 // FWD-LABEL: func.func @forward_rank1(
-// FWD-SAME: %[[X1:.*]]: tensor<2x4xf32> {otc.input = "x", otc.role = "data"}, %{{.*}}: tensor<4x4xf32> {otc.param = "b2.fc.weight", otc.sdp_owners = array<i64: 1>}
+// FWD-SAME: %[[X1:.*]]: tensor<2x4xf32> {otc.input = "x", otc.role = "data"}, %{{.*}}: tensor<4x4xf32> {dist.sdp_owners = array<i64: 1>, otc.param = "b2.fc.weight"}
 // FWD-NEXT: graph.gemm %[[X1]],
 // FWD-NEXT: graph.tanh
 // FWD-NEXT: graph.constant dense<2.000000e+00>
@@ -46,17 +46,17 @@ func.func @forward(%x: tensor<2x4xf32> {otc.input = "x", otc.role = "data"},
 // Backward masking: the forward is whole; what a rank does not own is
 // frozen.
 // BWD-LABEL: func.func @forward_rank0(
-// BWD-SAME: {otc.param = "b1.fc.weight", otc.sdp_owners = array<i64: 0>}
-// BWD-SAME: {otc.param = "b2.fc.weight", otc.sdp_frozen, otc.sdp_owners = array<i64: 1>}
+// BWD-SAME: {dist.sdp_owners = array<i64: 0>, otc.param = "b1.fc.weight"}
+// BWD-SAME: {dist.sdp_frozen, dist.sdp_owners = array<i64: 1>, otc.param = "b2.fc.weight"}
 // BWD-NOT: graph.mul
 // BWD-LABEL: func.func @forward_rank1(
-// BWD-SAME: {otc.param = "b1.fc.weight", otc.sdp_frozen, otc.sdp_owners = array<i64: 0>}
-// BWD-SAME: {otc.param = "b2.fc.weight", otc.sdp_owners = array<i64: 1>}
+// BWD-SAME: {dist.sdp_frozen, dist.sdp_owners = array<i64: 0>, otc.param = "b1.fc.weight"}
+// BWD-SAME: {dist.sdp_owners = array<i64: 1>, otc.param = "b2.fc.weight"}
 
 // Active fraction 1: one variant, every rank owns everything, no rescaling.
 // ALL: rank_variant = array<i64: 0, 0>
 // ALL-LABEL: func.func @forward_rank0(
-// ALL-SAME: otc.sdp_owners = array<i64: 0, 1>
+// ALL-SAME: dist.sdp_owners = array<i64: 0, 1>
 // ALL-NOT: graph.mul
 // ALL-NOT: func.func @forward_rank1
 

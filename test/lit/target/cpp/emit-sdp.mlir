@@ -25,8 +25,8 @@
 
 module attributes {dist.world_size = 4 : i64, dist.sdp = {active = 5.000000e-01 : f64, assignment = "cyclic", components = [{name = "b1", owners = array<i64: 0, 1>}, {name = "b2", owners = array<i64: 2, 3>}], groups = [array<i64: 0, 1>, array<i64: 2, 3>], masking = "backward", mode = "block", rank_variant = array<i64: 0, 0, 2, 2>, rescale = true, seed = 0 : i64}} {
   func.func @train_step(%x: tensor<2x4xf32> {otc.input = "x", otc.role = "data"},
-                        %w1: tensor<4x4xf32> {otc.param = "b1.weight", otc.sdp_owners = array<i64: 0, 1>},
-                        %w2: tensor<4x4xf32> {otc.param = "b2.weight", otc.sdp_frozen, otc.sdp_owners = array<i64: 2, 3>},
+                        %w1: tensor<4x4xf32> {otc.param = "b1.weight", dist.sdp_owners = array<i64: 0, 1>},
+                        %w2: tensor<4x4xf32> {otc.param = "b2.weight", dist.sdp_frozen, dist.sdp_owners = array<i64: 2, 3>},
                         %wh: tensor<3x4xf32> {otc.param = "head.weight"},
                         %l: tensor<2x3xf32> {otc.input = "labels", otc.role = "label"})
       -> (tensor<4x4xf32> {otc.updates = 1 : i64}, tensor<3x4xf32> {otc.updates = 3 : i64},
