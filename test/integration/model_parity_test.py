@@ -243,10 +243,11 @@ def export_training(model, x, path, opset, exporter="legacy"):
 def check_updates(name, model, x, y, ctx, checks, threads, opset=15,
                   exporter="legacy", steps=1):
     """Exports `model` (training mode), compiles it (cross-entropy, momentum
-    SGD 0.9, lr 0.01), trains it `steps` steps and checks each step's loss
-    and update, and the BatchNorm statistics after the last, against
+    SGD 0.9, lr 0.01), trains it `steps` steps and checks each step's loss,
+    update and BatchNorm statistics against
     float64 with the float32 programs' ReLU and max-pooling decisions of
-    each step (above). Returns {"compile_s", "step_s", "worst", "ok"}
+    each step (above), each step's references starting from OTC's own
+    state before it. Returns {"compile_s", "step_s", "worst", "ok"}
     (worst: the closest tensor's fraction of its bound over the steps) or
     None when a check failed before the comparison."""
     import numpy as np
@@ -277,7 +278,7 @@ def check_updates(name, model, x, y, ctx, checks, threads, opset=15,
            for s in range(steps)]
     probe = None
     how_otc, how_t32 = R.Decisions(), R.Decisions()
-    loss32, loss64, plain, want_otc, runs32 = [], [], [], [], []
+    loss32, loss64, plain, want_otc, runs32, buf64 = [], [], [], [], [], []
     # Each step's references start from OTC's own state before it: the
     # exported weights and BatchNorm statistics, and the momentum buffers
     # its last update implies (update / lr). From float64's own state the
@@ -316,13 +317,14 @@ def check_updates(name, model, x, y, ctx, checks, threads, opset=15,
         otc_seen = probe.run({"input": x}, {
             k: v.astype(np.float32) for k, v in ws[s].items()}) \
             if probe else []
-        l64, u64, buf64, _, how = step(torch.float64,
-                                       decisions=lambda t: otc_seen)
+        l64, u64, b64, _, how = step(torch.float64,
+                                     decisions=lambda t: otc_seen)
         how_otc.ambiguous += how.ambiguous
         how_otc.conflicts += how.conflicts
         how_otc.worst = max(how_otc.worst, how.worst)
         loss64.append(l64[0])
         want_otc.append(u64[0])
+        buf64.append(b64)
         plain.append(step(torch.float64)[1][0])
 
     for who, how in (("OTC", how_otc), ("PyTorch float32", how_t32)):
@@ -368,25 +370,27 @@ def check_updates(name, model, x, y, ctx, checks, threads, opset=15,
                              (R.scale_err(got[s][k], plain[s][k]), at + k))
             if err > bound:
                 bad.append("%s%s %.2e > %.2e" % (at, k, err, bound))
-    floor = R.peer_floor(buf64)
-    after = "" if first_only else " after step %d" % steps
-    for k in buf64:
-        if k in ws[-1]:
-            err = R.scale_err(ws[-1][k], buf64[k], floor)
+    # The BatchNorm statistics after each step.
+    for s in range(steps):
+        after = "" if first_only else " after step %d" % (s + 1)
+        floor = R.peer_floor(buf64[s])
+        for k in (k for k in buf64[s] if k in ws[s + 1]):
+            err = R.scale_err(ws[s + 1][k], buf64[s][k], floor)
             err32 = max(R.scale_err(r[1][k], r[3][k], R.peer_floor(r[3]))
-                        for r in runs32[-1])
+                        for r in runs32[s])
             bound = max(FLOAT32_FACTOR * err32, SCALE_FLOOR)
             worst = max(worst, (err / bound, k + after))
             if err > bound:
                 bad.append("%s%s %.2e > %.2e" % (k, after, err, bound))
     row["worst"] = worst[0]
     row["ok"] = checks.check(
-                 "%s: every parameter's %s (and every BatchNorm statistic%s) "
-                 "as close to float64 as PyTorch float32 (x%.0f) or within "
-                 "%.0e of its scale" % (
+                 "%s: every parameter's %s (and every BatchNorm "
+                 "statistic%s) as close to float64 as PyTorch float32 "
+                 "(x%.0f) or within %.0e of its scale" % (
                      name, "first update" if first_only else
                      "update at each of %d momentum-SGD steps" % steps,
-                     after, FLOAT32_FACTOR, SCALE_FLOOR),
+                     "" if first_only else " after each",
+                     FLOAT32_FACTOR, SCALE_FLOOR),
                  not bad and how_otc.conflicts == 0,
                  "; ".join(bad[:5]) if bad else
                  "closest to its bound: %s at %.2f of it (without the ReLU "

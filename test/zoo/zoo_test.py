@@ -10,7 +10,7 @@
 # Checked against float64 PyTorch as model_parity_test checks its deep
 # ResNets and fuzz_diff its random models: each step's loss, each
 # parameter's update at steps 1 and 2 (the second goes through the momentum
-# buffer) and the BatchNorm statistics after step 2, each within 4x PyTorch
+# buffer) and the BatchNorm statistics after each step, within 4x PyTorch
 # float32's own error (over the model and two copies moved by one ulp) or
 # 1e-4 of the tensor's scale, with the ReLU inputs and max-pooling windows
 # that float64 puts within 1e-3 of a tie decided at each step as each
