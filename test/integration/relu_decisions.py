@@ -306,7 +306,7 @@ class ForcedDecisions:
 
 def sgd_trajectory(model, x, y, lr, momentum, dtype, steps, loss=None,
                    decisions=None, record=False, perturb=None, tau=TAU,
-                   start=None):
+                   start=None, states=None):
     """`steps` steps of torch.optim.SGD (full batch) of a copy of `model` in
     `dtype`, or of perturbed(model, perturb) (a float32 run) when perturb
     is not None: (losses, [{name: w_s - w_s+1} as float64 per step],
@@ -318,7 +318,9 @@ def sgd_trajectory(model, x, y, lr, momentum, dtype, steps, loss=None,
     start: (state, momentum buffers), dicts name -> array: the copy starts
     from these values of its state_dict() entries (before any
     perturbation) and SGD from these momentum buffers (a program's state
-    after its earlier steps)."""
+    after its earlier steps). states: a list that gets the float
+    state_dict() entries (float64 arrays) before each step and after the
+    last."""
     import torch
     m = copy.deepcopy(model).to(dtype)
     if start:
@@ -339,7 +341,14 @@ def sgd_trajectory(model, x, y, lr, momentum, dtype, steps, loss=None,
     loss = loss or (lambda out, t: torch.nn.functional.cross_entropy(out, t))
     xt, yt = batch_as(x, dtype), torch.from_numpy(y)
     losses, updates, per_step = [], [], []
+
+    def state():
+        if states is not None:
+            states.append({k: v.detach().double().numpy().copy()
+                           for k, v in m.state_dict().items()
+                           if v.is_floating_point()})
     for step in range(steps):
+        state()
         if forced:
             forced.use(decisions(step))
         if seen is not None:
@@ -355,6 +364,7 @@ def sgd_trajectory(model, x, y, lr, momentum, dtype, steps, loss=None,
                         for k, p in m.named_parameters()})
         if seen is not None:
             per_step.append(list(seen))
+    state()
     buffers = {k: b.detach().double().numpy().copy()
                for k, b in m.named_buffers() if b.dtype.is_floating_point}
     return losses, updates, buffers, per_step, (forced.stats if forced
