@@ -14,9 +14,12 @@
 # float32's own error (over the model and two copies moved by one ulp) or
 # 1e-4 of the tensor's scale, with the ReLU inputs and max-pooling windows
 # that float64 puts within 1e-3 of a tie decided at each step as each
-# float32 program decided them at its own weights of that step. Prints the
-# table the README shows: model, ONNX operators, compile seconds, parity
-# (the closest tensor's fraction of its bound over both steps), step ms.
+# float32 program decided them at its own weights of that step. Each
+# program's float64 reference for step 2 starts from that program's own
+# state after step 1 (weights, statistics, the momentum buffers its update
+# implies). Prints the table the README shows: model, ONNX operators,
+# compile seconds, parity (the closest tensor's fraction of its bound over
+# both steps), step ms.
 #
 #   zoo_test.py                 every model its python can build
 #   zoo_test.py --filter NAMES  the models named (comma-separated)
