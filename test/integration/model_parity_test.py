@@ -274,65 +274,88 @@ def check_updates(name, model, x, y, ctx, checks, threads, opset=15,
            T.read_onnx_weights(p).items()} for p in [onnx_path] + exports]
     params = [k for k, _ in ref.named_parameters()]
 
-    def references(states, decided):
-        """Float64 from each state before each step (the state_dict()
+    def reference(states, s, decided):
+        """Float64's step s + 1 from the state before it (the state_dict()
         entries of states[s]; the momentum buffers the update before it
         implies, update / lr; the first step from the model itself) with
-        the decisions of decided[s]: [(loss, update, buffers, Decisions)]
-        per step. From float64's own state the second step would compare
+        the ReLU decisions of `decided`: (loss, update, buffers,
+        Decisions). From float64's own state the second step would compare
         trajectories that the first step's rounding moves apart (PyTorch
         float32's included: several percent in the BatchNorm networks at
         batch 2)."""
-        out = []
-        for s in range(steps):
-            start = (states[s], {
-                k: (states[s - 1][k] - states[s][k]) / DEEP_LR
-                for k in params if k in states[s]}) if s else None
-            loss, update, buffers, _, how = R.sgd_trajectory(
-                ref, x, y, DEEP_LR, DEEP_MOMENTUM, torch.float64, 1,
-                decisions=lambda t, d=decided[s]: d, start=start)
-            out.append((loss[0], update[0], buffers, how))
-        return out
+        start = (states[s], {k: (states[s - 1][k] - states[s][k]) / DEEP_LR
+                             for k in params if k in states[s]}) \
+            if s else None
+        loss, update, buffers, _, how = R.sgd_trajectory(
+            ref, x, y, DEEP_LR, DEEP_MOMENTUM, torch.float64, 1,
+            decisions=lambda t: decided, start=start)
+        return loss[0], update[0], buffers, how
 
-    def updates(states):
-        return [{k: states[s][k] - states[s + 1][k] for k in params
-                 if k in states[s + 1]} for s in range(steps)]
+    def update(states, s):
+        return {k: states[s][k] - states[s + 1][k] for k in params
+                if k in states[s + 1]}
+
+    def errors(states, s, want):
+        """scale_err of the update of step s + 1 and of the statistics
+        after it, per tensor, against `want` (a reference)."""
+        got, floor, bfloor = update(states, s), R.peer_floor(want[1]), \
+            R.peer_floor(want[2])
+        return ({k: R.scale_err(got[k], want[1][k], floor)
+                 for k in want[1] if k in got},
+                {k: R.scale_err(states[s + 1][k], want[2][k], bfloor)
+                 for k in want[2] if k in states[s + 1]})
+
+    def add(into, how):
+        into.ambiguous += how.ambiguous
+        into.conflicts += how.conflicts
+        into.worst = max(into.worst, how.worst)
 
     # PyTorch float32: the model and two copies whose parameters moved by
     # one ulp, trained `steps` steps; its own error at each step is each
     # run against float64 from that run's state before the step with that
-    # run's decisions (the first step from the unperturbed model).
-    runs32 = []
-    how_t32 = R.Decisions()
+    # run's decisions (the first step from the unperturbed model). Only
+    # the errors are kept (the states of a large model fill the memory).
+    err32 = [({}, {}) for _ in range(steps)]
+    how_t32, loss32, loss32_ref = R.Decisions(), None, []
     for k in range(FLOAT32_RUNS):
         states = []
         l32, _, _, seen32, _ = R.sgd_trajectory(
             ref, x, y, DEEP_LR, DEEP_MOMENTUM, torch.float32, steps,
             record=True, perturb=k or None, states=states)
-        refs = references(states, seen32)
-        for s, r in enumerate(refs):
-            how_t32.conflicts += r[3].conflicts
+        for s in range(steps):
+            r = reference(states, s, seen32[s])
             if k == 0:
-                how_t32.ambiguous += r[3].ambiguous
-                how_t32.worst = max(how_t32.worst, r[3].worst)
+                add(how_t32, r[3])
+                loss32_ref.append(r[0])
+            else:
+                how_t32.conflicts += r[3].conflicts
+            for acc, e in zip(err32[s], errors(states, s, r)):
+                for n, v in e.items():
+                    acc[n] = max(acc.get(n, 0.0), v)
         if k == 0:
-            shapes = [a.shape for a in seen32[0]]
-        runs32.append((l32, states, updates(states), refs))
-    # OTC's: its exported states, and its ReLU inputs at each.
+            loss32, shapes = l32, [a.shape for a in seen32[0]]
+        del states, seen32
+    # OTC: its exported states, with its ReLU inputs at each.
     probe = R.OtcProbe(ctx, onnx_path, x.shape[0], shapes,
                        name=name + "/relu_inputs", flags=bn_flags) \
         if shapes else None
-    otc_seen = [probe.run({"input": x}, {
-        k: v.astype(np.float32) for k, v in ws[s].items()})
-        if probe else [] for s in range(steps)]
-    refs_otc = references(ws, otc_seen)
-    how_otc = R.Decisions()
-    for r in refs_otc:
-        how_otc.ambiguous += r[3].ambiguous
-        how_otc.conflicts += r[3].conflicts
-        how_otc.worst = max(how_otc.worst, r[3].worst)
-    got = updates(ws)
-    plain = references(ws, [None] * steps)
+    how_otc, loss64, err_otc, unresolved = R.Decisions(), [], [], \
+        (0.0, "-")
+    for s in range(steps):
+        otc_seen = probe.run({"input": x}, {
+            k: v.astype(np.float32) for k, v in ws[s].items()}) \
+            if probe else []
+        r = reference(ws, s, otc_seen)
+        add(how_otc, r[3])
+        loss64.append(r[0])
+        err_otc.append(errors(ws, s, r))
+        plain = reference(ws, s, None)[1]
+        got = update(ws, s)
+        unresolved = max([unresolved] + [
+            (R.scale_err(got[k], plain[k]), ("" if steps == 1 else
+                                            "step %d " % (s + 1)) + k)
+            for k in plain if k in got])
+        missing = [k for k in r[1] if k not in got]
     for who, how in (("OTC", how_otc), ("PyTorch float32", how_t32)):
         checks.check(
             "%s: %s decides every ReLU input and max-pooling window as "
@@ -348,12 +371,10 @@ def check_updates(name, model, x, y, ctx, checks, threads, opset=15,
     got_loss = T.losses_by_step(metrics[-1])
     losses = [got_loss[k] for k in sorted(got_loss)][:steps]
     losses += [float("nan")] * (steps - len(losses))
-    loss64 = [r[0] for r in refs_otc]
     # PyTorch float32's loss against float64 at its own weights (at the
     # first step OTC's: the same weights).
-    loss32 = runs32[0][0]
-    loss32_err = [abs(loss32[s] - (loss64[s] if s == 0 else
-                                   runs32[0][3][s][0])) for s in range(steps)]
+    loss32_err = [abs(loss32[s] - (loss64[s] if s == 0 else loss32_ref[s]))
+                  for s in range(steps)]
     checks.check("%s: %s as close to float64 as PyTorch float32 (x%.0f) or "
                  "within rel %.0e" % (
                      name, "first loss" if first_only else
@@ -364,40 +385,19 @@ def check_updates(name, model, x, y, ctx, checks, threads, opset=15,
                  "otc %s torch32 %s torch64 %s" % tuple(
                      " ".join("%.7f" % v for v in ls)
                      for ls in (losses, loss32, loss64)))
-    bad, worst, unresolved = [], (0.0, "-"), (0.0, "-")
+    bad = ["%s missing from the export" % k for k in missing]
+    worst = (0.0, "-")
     for s in range(steps):
         at = "" if first_only else "step %d " % (s + 1)
-        want = refs_otc[s][1]
-        floor = R.peer_floor(want)
-        for k in want:
-            if k not in got[s]:
-                if s == 0:
-                    bad.append("%s missing from the export" % k)
-                continue
-            err = R.scale_err(got[s][k], want[k], floor)
-            err32 = max(R.scale_err(r[2][s][k], r[3][s][1][k],
-                                    R.peer_floor(r[3][s][1]))
-                        for r in runs32)
-            bound = max(FLOAT32_FACTOR * err32, SCALE_FLOOR)
-            worst = max(worst, (err / bound, at + k))
-            unresolved = max(unresolved,
-                             (R.scale_err(got[s][k], plain[s][1][k]), at + k))
-            if err > bound:
-                bad.append("%s%s %.2e > %.2e" % (at, k, err, bound))
-    # The BatchNorm statistics after each step.
-    for s in range(steps):
         after = "" if first_only else " after step %d" % (s + 1)
-        want = refs_otc[s][2]
-        floor = R.peer_floor(want)
-        for k in (k for k in want if k in ws[s + 1]):
-            err = R.scale_err(ws[s + 1][k], want[k], floor)
-            err32 = max(R.scale_err(r[1][s + 1][k], r[3][s][2][k],
-                                    R.peer_floor(r[3][s][2]))
-                        for r in runs32)
-            bound = max(FLOAT32_FACTOR * err32, SCALE_FLOOR)
-            worst = max(worst, (err / bound, k + after))
-            if err > bound:
-                bad.append("%s%s %.2e > %.2e" % (k, after, err, bound))
+        # Updates, then the BatchNorm statistics after the step.
+        for mine, theirs, label in zip(err_otc[s], err32[s], (
+                lambda k: at + k, lambda k: k + after)):
+            for k, err in mine.items():
+                bound = max(FLOAT32_FACTOR * theirs.get(k, 0.0), SCALE_FLOOR)
+                worst = max(worst, (err / bound, label(k)))
+                if err > bound:
+                    bad.append("%s %.2e > %.2e" % (label(k), err, bound))
     row["worst"] = worst[0]
     row["ok"] = checks.check(
                  "%s: every parameter's %s (and every BatchNorm "
