@@ -44,7 +44,7 @@ fuzz-diff: build
 	OTC_VERIFY_PLAN=1 $(EXPORTER_PYTHON) test/fuzz/fuzz_diff.py --build-dir $(BUILD) \
 	  --seconds $(FUZZ_SECONDS) --jobs $(JOBS) --exporter $(EXPORTER)
 
-# Every architecture of the model zoo (test/zoo), one step against float64.
+# Every architecture of the model zoo (test/zoo), 2 steps against float64.
 # legacy: torchvision's and torch.nn's models through torch 1.13 (Debian's
 # Python), timm's and transformers' (PyPI only) through torch 2.x's
 # TorchScript exporter ($(BUILD)/pyenv); both run, either failing fails.

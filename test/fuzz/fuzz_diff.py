@@ -444,44 +444,16 @@ def loss_fn(spec, out, y):
 
 def trajectory(spec, model, x, y, dtype, decisions=None, record=False,
                perturb=None):
-    """STEPS steps of torch.optim.SGD in `dtype`: (losses, [{name: w_s -
-    w_s+1}], buffers after the last step, ReLU inputs of each forward when
-    `record`). decisions(step) gives the float32 ReLU inputs to force
+    """STEPS steps of torch.optim.SGD in `dtype` (R.sgd_trajectory with the
+    spec's loss, lr and momentum): (losses, [{name: w_s - w_s+1}], buffers
+    after the last step, ReLU inputs of each forward when `record`, the
+    Decisions). decisions(step) gives the float32 ReLU inputs to force
     (float64 runs) or None."""
-    import torch
-    # A perturbed run is a float32 one.
-    m = R.perturbed(model, perturb) if perturb is not None else \
-        copy.deepcopy(model).to(dtype)
-    m.train()
-    forced = R.ForcedDecisions(m) if decisions else None
-    seen = R.record_relu_inputs(m) if record else None
     momentum = 0.9 if spec["optimizer"] == "momentum" else 0.0
-    opt = torch.optim.SGD(m.parameters(), lr=spec["lr"], momentum=momentum)
-    xt = torch.from_numpy(x)
-    if xt.is_floating_point():
-        xt = xt.to(dtype)
-    yt = torch.from_numpy(y)
-    losses, updates, per_step = [], [], []
-    for step in range(STEPS):
-        if forced:
-            forced.use(decisions(step))
-        if seen is not None:
-            del seen[:]
-        before = {k: p.detach().double().numpy().copy()
-                  for k, p in m.named_parameters()}
-        opt.zero_grad()
-        loss = loss_fn(spec, m(xt), yt)
-        loss.backward()
-        opt.step()
-        losses.append(float(loss))
-        updates.append({k: before[k] - p.detach().double().numpy()
-                        for k, p in m.named_parameters()})
-        if seen is not None:
-            per_step.append(list(seen))
-    buffers = {k: b.detach().double().numpy().copy()
-               for k, b in m.named_buffers() if b.dtype.is_floating_point}
-    return losses, updates, buffers, per_step, (forced.stats if forced
-                                                else None)
+    return R.sgd_trajectory(model, x, y, spec["lr"], momentum, dtype, STEPS,
+                            loss=lambda out, t: loss_fn(spec, out, t),
+                            decisions=decisions, record=record,
+                            perturb=perturb)
 
 
 def within(err, err32):

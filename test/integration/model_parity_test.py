@@ -153,9 +153,11 @@ FLOAT32_RUNS = 3
 def train_otc(ctx, checks, name, onnx_path, x, labels, steps, threads,
               **compile_flags):
     """Compiles `onnx_path` (cross-entropy on "labels", seed 0, the given
-    optimizer flags) and trains it `steps` steps on one batch; returns the
-    exported weights' and the metrics' paths, or None after a failed
-    check."""
+    optimizer flags) and trains it on one batch from its initial weights
+    for each count in `steps` (an int: that many steps; a list: one run per
+    count, each exported); returns the exported weights' and the metrics'
+    paths (lists, one per run) and the compile seconds, or None after a
+    failed check."""
     import numpy as np
     program = ctx.path(name, "train")
     res = T.compile_model(ctx, onnx_path, program, loss="cross-entropy",
@@ -166,15 +168,21 @@ def train_otc(ctx, checks, name, onnx_path, x, labels, steps, threads,
     xp, yp = ctx.path(name, "input.npy"), ctx.path(name, "labels.npy")
     np.save(xp, x)
     np.save(yp, labels)
-    exported = ctx.path(name, "trained.onnx")
-    metrics = ctx.path(name, "metrics.jsonl")
-    r = T.run(T.train_cmd(program, {"input": xp, "labels": yp}, steps=steps,
-                          no_shuffle=True, export=exported, metrics=metrics,
-                          log_every=1, threads=threads), timeout=600)
-    if not T.require_ok(checks, "%s: %d training step%s" % (
-            name, steps, "" if steps == 1 else "s"), r):
-        return None
-    return exported, metrics, res.seconds
+    exports, metrics = [], []
+    for n in ([steps] if isinstance(steps, int) else steps):
+        # The last run keeps the names one run has always written.
+        last = n == (steps if isinstance(steps, int) else steps[-1])
+        tag = "" if last else "_%d" % n
+        exports.append(ctx.path(name, "trained%s.onnx" % tag))
+        metrics.append(ctx.path(name, "metrics%s.jsonl" % tag))
+        r = T.run(T.train_cmd(program, {"input": xp, "labels": yp}, steps=n,
+                              no_shuffle=True, export=exports[-1],
+                              metrics=metrics[-1], log_every=1,
+                              threads=threads), timeout=600)
+        if not T.require_ok(checks, "%s: %d training step%s" % (
+                name, n, "" if n == 1 else "s"), r):
+            return None
+    return exports, metrics, res.seconds
 
 
 def deep_resnet(spec):
@@ -199,7 +207,7 @@ def check_deep(name, spec, ctx, checks, threads):
     rng = np.random.RandomState(spec[0])
     x = rng.standard_normal(DEEP_SHAPE).astype(np.float32)
     y = rng.randint(0, 10, size=DEEP_SHAPE[:1]).astype(np.int64)
-    check_first_update(name, model, x, y, ctx, checks, threads)
+    check_updates(name, model, x, y, ctx, checks, threads)
 
 
 def export_training(model, x, path, opset, exporter="legacy"):
@@ -232,13 +240,16 @@ def export_training(model, x, path, opset, exporter="legacy"):
                       **legacy)
 
 
-def check_first_update(name, model, x, y, ctx, checks, threads, opset=15,
-                       exporter="legacy"):
+def check_updates(name, model, x, y, ctx, checks, threads, opset=15,
+                  exporter="legacy", steps=1):
     """Exports `model` (training mode), compiles it (cross-entropy, momentum
-    SGD 0.9, lr 0.01) and checks its first update against float64 with the
-    float32 programs' ReLU and max-pooling decisions (above). Returns
-    {"compile_s", "step_s", "worst"} (worst: the closest tensor's fraction
-    of its bound) or None when a check failed before the comparison."""
+    SGD 0.9, lr 0.01), trains it `steps` steps and checks each step's loss,
+    update and BatchNorm statistics against
+    float64 with the float32 programs' ReLU and max-pooling decisions of
+    each step (above), each step's references starting from OTC's own
+    state before it. Returns {"compile_s", "step_s", "worst", "ok"}
+    (worst: the closest tensor's fraction of its bound over the steps) or
+    None when a check failed before the comparison."""
     import numpy as np
     import torch
     model.train()
@@ -247,40 +258,125 @@ def check_first_update(name, model, x, y, ctx, checks, threads, opset=15,
     # The dynamo exporter writes BatchNorm in inference mode.
     bn_flags = ["--train-batchnorm"] if exporter == "dynamo" else []
     ref = copy.deepcopy(model)
-    trained = train_otc(ctx, checks, name, onnx_path, x, y, 1, threads,
+    # OTC's weights after 1, ..., `steps` steps (one run each).
+    trained = train_otc(ctx, checks, name, onnx_path, x, y,
+                        list(range(1, steps + 1)), threads,
                         optimizer="momentum", momentum=DEEP_MOMENTUM,
                         lr=DEEP_LR, train_batchnorm=exporter == "dynamo")
     if not trained:
         return None
-    exported, metrics, compile_s = trained
-    steps, _ = T.read_metrics(metrics)
-    rate = steps[0].get("samples_per_s") if steps else None
+    exports, metrics, compile_s = trained
+    first, _ = T.read_metrics(metrics[0])
+    rate = first[0].get("samples_per_s") if first else None
     row = {"compile_s": compile_s,
            "step_s": x.shape[0] / rate if rate else float("nan")}
-    w0, w1 = ({k: v.astype(np.float64) for k, v in
-               T.read_onnx_weights(p).items()} for p in (onnx_path, exported))
+    ws = [{k: v.astype(np.float64) for k, v in
+           T.read_onnx_weights(p).items()} for p in [onnx_path] + exports]
+    params = [k for k, _ in ref.named_parameters()]
 
-    # PyTorch float32 from the model and from two copies whose parameters
-    # moved by one ulp: its own error, each run against the float64
-    # reference with that run's decisions.
-    runs32 = []
+    def reference(states, s, decided):
+        """Float64's step s + 1 from the state before it (the state_dict()
+        entries of states[s]; the momentum buffers the update before it
+        implies, update / lr; the first step from the model itself) with
+        the ReLU decisions of `decided`: (loss, update, buffers,
+        Decisions). From float64's own state the second step would compare
+        trajectories that the first step's rounding moves apart (PyTorch
+        float32's included: several percent in the BatchNorm networks at
+        batch 2)."""
+        start = (states[s], {k: (states[s - 1][k] - states[s][k]) / DEEP_LR
+                             for k in params if k in states[s]}) \
+            if s else None
+        loss, update, buffers, _, how = R.sgd_trajectory(
+            ref, x, y, DEEP_LR, DEEP_MOMENTUM, torch.float64, 1,
+            decisions=lambda t: decided, start=start)
+        return loss[0], update[0], buffers, how
+
+    def update(states, s):
+        return {k: states[s][k] - states[s + 1][k] for k in params
+                if k in states[s + 1]}
+
+    def errors(states, s, want):
+        """scale_err of the update of step s + 1 and of the statistics
+        after it, per tensor, against `want` (a reference)."""
+        got, floor, bfloor = update(states, s), R.peer_floor(want[1]), \
+            R.peer_floor(want[2])
+        return ({k: R.scale_err(got[k], want[1][k], floor)
+                 for k in want[1] if k in got},
+                {k: R.scale_err(states[s + 1][k], want[2][k], bfloor)
+                 for k in want[2] if k in states[s + 1]})
+
+    def add(into, how):
+        into.ambiguous += how.ambiguous
+        into.conflicts += how.conflicts
+        into.worst = max(into.worst, how.worst)
+
+    # PyTorch float32: the model and two copies whose parameters moved by
+    # one ulp, trained `steps` steps; its own error at each step is each
+    # run against float64 from that run's state before the step with that
+    # run's decisions (the first step from the unperturbed model). Only
+    # the errors are kept (the states of a large model fill the memory).
+    err32 = [({}, {}) for _ in range(steps)]
+
+    def keep(s, errs):
+        """err32[s]: the largest of each tensor's errors over the runs."""
+        for acc, e in zip(err32[s], errs):
+            for n, v in e.items():
+                acc[n] = max(acc.get(n, 0.0), v)
+    how_t32, loss32, loss32_ref = R.Decisions(), None, []
     for k in range(FLOAT32_RUNS):
-        m32 = ref if k == 0 else R.perturbed(ref, k)
-        dec = R.pytorch_float32_decisions(m32, x)
-        want, _, how = R.float64_update(ref, x, y, DEEP_LR, dec)
-        loss32, got, buf32 = R.first_step_update(m32, x, y, DEEP_LR,
-                                                 DEEP_MOMENTUM, torch.float32)
-        runs32.append((dec, want, how, loss32, got, buf32))
-    t32_dec, _, how_t32, loss32 = runs32[0][:4]
-    how_t32.conflicts = sum(r[2].conflicts for r in runs32)
-    otc_dec = R.otc_relu_inputs(ctx, onnx_path, {"input": x},
-                                x.shape[0], [a.shape for a in t32_dec],
-                                name=name + "/relu_inputs", flags=bn_flags)
-    want_otc, loss64, how_otc = R.float64_update(ref, x, y, DEEP_LR, otc_dec)
-    plain, _, _ = R.float64_update(ref, x, y, DEEP_LR, t32_dec, tau=0.0)
-    _, _, buf64 = R.first_step_update(ref, x, y, DEEP_LR, DEEP_MOMENTUM,
-                                      torch.float64)
-
+        states = []
+        l32, _, _, seen32, _ = R.sgd_trajectory(
+            ref, x, y, DEEP_LR, DEEP_MOMENTUM, torch.float32, steps,
+            record=True, perturb=k or None, states=states)
+        for s in range(steps):
+            r = reference(states, s, seen32[s])
+            if k == 0:
+                add(how_t32, r[3])
+                loss32_ref.append(r[0])
+            else:
+                how_t32.conflicts += r[3].conflicts
+            keep(s, errors(states, s, r))
+        if k == 0:
+            loss32, shapes = l32, [a.shape for a in seen32[0]]
+        del states, seen32
+    # From the second step on, also runs that restart from OTC's state
+    # (the model and the two copies): where the runs' own trajectories went
+    # far from OTC's (mnasnet0_5's second loss: 9.85 in PyTorch float32,
+    # 7.65 in OTC and in float64 from OTC's state) their errors there need
+    # not be a float32 program's at OTC's state.
+    for s in range(1, steps):
+        start = (ws[s], {k: (ws[s - 1][k] - ws[s][k]) / DEEP_LR
+                         for k in params if k in ws[s]})
+        for k in range(FLOAT32_RUNS):
+            states = []
+            _, _, _, seen32, _ = R.sgd_trajectory(
+                ref, x, y, DEEP_LR, DEEP_MOMENTUM, torch.float32, 1,
+                record=True, perturb=k or None, start=start, states=states)
+            r = reference(ws, s, seen32[0])
+            how_t32.conflicts += r[3].conflicts
+            keep(s, errors(states, 0, r))
+            del states, seen32
+    # OTC: its exported states, with its ReLU inputs at each.
+    probe = R.OtcProbe(ctx, onnx_path, x.shape[0], shapes,
+                       name=name + "/relu_inputs", flags=bn_flags) \
+        if shapes else None
+    how_otc, loss64, err_otc, unresolved = R.Decisions(), [], [], \
+        (0.0, "-")
+    for s in range(steps):
+        otc_seen = probe.run({"input": x}, {
+            k: v.astype(np.float32) for k, v in ws[s].items()}) \
+            if probe else []
+        r = reference(ws, s, otc_seen)
+        add(how_otc, r[3])
+        loss64.append(r[0])
+        err_otc.append(errors(ws, s, r))
+        plain = reference(ws, s, None)[1]
+        got = update(ws, s)
+        unresolved = max([unresolved] + [
+            (R.scale_err(got[k], plain[k]), ("" if steps == 1 else
+                                            "step %d " % (s + 1)) + k)
+            for k in plain if k in got])
+        missing = [k for k in r[1] if k not in got]
     for who, how in (("OTC", how_otc), ("PyTorch float32", how_t32)):
         checks.check(
             "%s: %s decides every ReLU input and max-pooling window as "
@@ -292,45 +388,46 @@ def check_first_update(name, model, x, y, ctx, checks, threads, opset=15,
                 how.ambiguous, how.conflicts,
                 " (farthest %.2e of the scale from 0, ReLU #%d)" %
                 how.worst if how.conflicts else ""))
-    got_loss = T.losses_by_step(metrics)
-    loss = got_loss.get(min(got_loss)) if got_loss else float("nan")
-    checks.check("%s: first loss as close to float64 as PyTorch float32 "
-                 "(x%.0f) or within rel %.0e" % (name, FLOAT32_FACTOR,
-                                                  SCALE_FLOOR),
-                 within(abs(loss - loss64) / abs(loss64),
-                        abs(loss32 - loss64) / abs(loss64)),
-                 "otc %.7f torch32 %.7f torch64 %.7f" % (loss, loss32,
-                                                         loss64))
-    bad, worst, unresolved = [], (0.0, "-"), (0.0, "-")
-    for k in want_otc:
-        if k not in w1:
-            bad.append("%s missing from the export" % k)
-            continue
-        err = R.scale_err(w0[k] - w1[k], want_otc[k], R.peer_floor(want_otc))
-        err32 = max(R.scale_err(r[4][k], r[1][k], R.peer_floor(r[1]))
-                    for r in runs32)
-        bound = max(FLOAT32_FACTOR * err32, SCALE_FLOOR)
-        worst = max(worst, (err / bound, k))
-        unresolved = max(unresolved,
-                         (R.scale_err(w0[k] - w1[k], plain[k]), k))
-        if err > bound:
-            bad.append("%s %.2e > %.2e" % (k, err, bound))
-    floor = R.peer_floor(buf64)
-    for k in buf64:
-        if k in w1:
-            err = R.scale_err(w1[k], buf64[k], floor)
-            err32 = max(R.scale_err(r[5][k], buf64[k], floor)
-                        for r in runs32)
-            bound = max(FLOAT32_FACTOR * err32, SCALE_FLOOR)
-            worst = max(worst, (err / bound, k))
-            if err > bound:
-                bad.append("%s %.2e > %.2e" % (k, err, bound))
+    first_only = steps == 1
+    got_loss = T.losses_by_step(metrics[-1])
+    losses = [got_loss[k] for k in sorted(got_loss)][:steps]
+    losses += [float("nan")] * (steps - len(losses))
+    # PyTorch float32's loss against float64 at its own weights (at the
+    # first step OTC's: the same weights).
+    loss32_err = [abs(loss32[s] - (loss64[s] if s == 0 else loss32_ref[s]))
+                  for s in range(steps)]
+    checks.check("%s: %s as close to float64 as PyTorch float32 (x%.0f) or "
+                 "within rel %.0e" % (
+                     name, "first loss" if first_only else
+                     "the loss of each of %d steps" % steps,
+                     FLOAT32_FACTOR, SCALE_FLOOR),
+                 all(within(abs(o - e) / abs(e), t / abs(e))
+                     for o, t, e in zip(losses, loss32_err, loss64)),
+                 "otc %s torch32 %s torch64 %s" % tuple(
+                     " ".join("%.7f" % v for v in ls)
+                     for ls in (losses, loss32, loss64)))
+    bad = ["%s missing from the export" % k for k in missing]
+    worst = (0.0, "-")
+    for s in range(steps):
+        at = "" if first_only else "step %d " % (s + 1)
+        after = "" if first_only else " after step %d" % (s + 1)
+        # Updates, then the BatchNorm statistics after the step.
+        for mine, theirs, label in zip(err_otc[s], err32[s], (
+                lambda k: at + k, lambda k: k + after)):
+            for k, err in mine.items():
+                bound = max(FLOAT32_FACTOR * theirs.get(k, 0.0), SCALE_FLOOR)
+                worst = max(worst, (err / bound, label(k)))
+                if err > bound:
+                    bad.append("%s %.2e > %.2e" % (label(k), err, bound))
     row["worst"] = worst[0]
     row["ok"] = checks.check(
-                 "%s: every parameter's first update (and every BatchNorm "
-                 "statistic) as close to float64 as PyTorch float32 (x%.0f) "
-                 "or within %.0e of its scale" % (name, FLOAT32_FACTOR,
-                                                  SCALE_FLOOR),
+                 "%s: every parameter's %s (and every BatchNorm "
+                 "statistic%s) as close to float64 as PyTorch float32 "
+                 "(x%.0f) or within %.0e of its scale" % (
+                     name, "first update" if first_only else
+                     "update at each of %d momentum-SGD steps" % steps,
+                     "" if first_only else " after each",
+                     FLOAT32_FACTOR, SCALE_FLOOR),
                  not bad and how_otc.conflicts == 0,
                  "; ".join(bad[:5]) if bad else
                  "closest to its bound: %s at %.2f of it (without the ReLU "
@@ -376,7 +473,7 @@ def main():
                             weight_decay=WEIGHT_DECAY, eps=opt["eps"])
         if not trained:
             continue
-        exported, metrics, _ = trained
+        exported, metrics = trained[0][-1], trained[1][-1]
         refs = {}
         for dtype in (torch.float32, torch.float64):
             m = copy.deepcopy(ref).to(dtype)

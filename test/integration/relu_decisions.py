@@ -150,13 +150,6 @@ class OtcProbe:
         return [p.output(n).astype(np.float64) for n in self.names]
 
 
-def otc_relu_inputs(ctx, onnx_path, inputs, batch, shapes,
-                    name="relu_inputs", flags=()):
-    """OTC's float32 value of every Relu/LeakyRelu input for `inputs` (graph
-    input name -> array) with the file's parameters, in node order."""
-    return OtcProbe(ctx, onnx_path, batch, shapes, name, flags).run(inputs)
-
-
 def _forced_kink():
     """x * mask, whose derivative is the 0/1 (or slope) mask."""
     import torch
@@ -311,32 +304,71 @@ class ForcedDecisions:
         self.calls = 0
 
 
-def force_relu_decisions(model, decided, tau=TAU):
-    """ForcedDecisions for one forward; returns its Decisions."""
-    f = ForcedDecisions(model, tau)
-    f.use(decided)
-    return f.stats
-
-
-def first_step_update(model, x, y, lr, momentum, dtype):
-    """One torch.optim.SGD step (cross-entropy, full batch) of a copy of
-    `model` in `dtype`: (loss, {name: w0 - w1} as float64, {buffer name:
-    value after the step})."""
+def sgd_trajectory(model, x, y, lr, momentum, dtype, steps, loss=None,
+                   decisions=None, record=False, perturb=None, tau=TAU,
+                   start=None, states=None):
+    """`steps` steps of torch.optim.SGD (full batch) of a copy of `model` in
+    `dtype`, or of perturbed(model, perturb) (a float32 run) when perturb
+    is not None: (losses, [{name: w_s - w_s+1} as float64 per step],
+    {buffer name: value after the last step}, the ReLU/max-pooling inputs
+    of each step's forward when `record`, the Decisions when `decisions`).
+    decisions(step): the float32 inputs whose decisions that step's forward
+    takes within `tau` of a tie (relu inputs of a float32 run at its own
+    weights of that step). loss(out, y): cross-entropy unless given.
+    start: (state, momentum buffers), dicts name -> array: the copy starts
+    from these values of its state_dict() entries (before any
+    perturbation) and SGD from these momentum buffers (a program's state
+    after its earlier steps). states: a list that gets the float
+    state_dict() entries (float64 arrays) before each step and after the
+    last."""
     import torch
     m = copy.deepcopy(model).to(dtype)
+    if start:
+        with torch.no_grad():
+            for k, v in m.state_dict().items():
+                if k in start[0]:
+                    v.copy_(torch.from_numpy(start[0][k]).to(v.dtype))
+    if perturb is not None:
+        m = perturbed(m, perturb)
     m.train()
-    w0 = {k: p.detach().double().numpy().copy()
-          for k, p in m.named_parameters()}
+    forced = ForcedDecisions(m, tau) if decisions else None
+    seen = record_relu_inputs(m) if record else None
     opt = torch.optim.SGD(m.parameters(), lr=lr, momentum=momentum)
-    loss = torch.nn.functional.cross_entropy(
-        m(batch_as(x, dtype)), torch.from_numpy(y))
-    loss.backward()
-    opt.step()
-    update = {k: w0[k] - p.detach().double().numpy()
-              for k, p in m.named_parameters()}
+    for k, p in m.named_parameters() if start else ():
+        if k in start[1]:
+            opt.state[p]["momentum_buffer"] = torch.from_numpy(
+                start[1][k]).to(p.dtype).clone()
+    loss = loss or (lambda out, t: torch.nn.functional.cross_entropy(out, t))
+    xt, yt = batch_as(x, dtype), torch.from_numpy(y)
+    losses, updates, per_step = [], [], []
+
+    def state():
+        if states is not None:
+            states.append({k: v.detach().double().numpy().copy()
+                           for k, v in m.state_dict().items()
+                           if v.is_floating_point()})
+    for step in range(steps):
+        state()
+        if forced:
+            forced.use(decisions(step))
+        if seen is not None:
+            del seen[:]
+        before = {k: p.detach().double().numpy().copy()
+                  for k, p in m.named_parameters()}
+        opt.zero_grad()
+        value = loss(m(xt), yt)
+        value.backward()
+        opt.step()
+        losses.append(float(value))
+        updates.append({k: before[k] - p.detach().double().numpy()
+                        for k, p in m.named_parameters()})
+        if seen is not None:
+            per_step.append(list(seen))
+    state()
     buffers = {k: b.detach().double().numpy().copy()
                for k, b in m.named_buffers() if b.dtype.is_floating_point}
-    return float(loss), update, buffers
+    return losses, updates, buffers, per_step, (forced.stats if forced
+                                                else None)
 
 
 def batch_as(x, dtype):
@@ -344,31 +376,6 @@ def batch_as(x, dtype):
     import torch
     t = torch.from_numpy(x)
     return t.to(dtype) if t.is_floating_point() else t
-
-
-def float64_update(model, x, y, lr, decided, tau=TAU):
-    """lr times the float64 first-step gradient (SGD's first update with any
-    momentum) with the ReLU decisions of `decided`, and the Decisions."""
-    import torch
-    m = copy.deepcopy(model).double()
-    m.train()
-    how = force_relu_decisions(m, decided, tau)
-    loss = torch.nn.functional.cross_entropy(
-        m(batch_as(x, torch.float64)), torch.from_numpy(y))
-    loss.backward()
-    return ({k: lr * p.grad.numpy() for k, p in m.named_parameters()},
-            float(loss), how)
-
-
-def pytorch_float32_decisions(model, x):
-    """PyTorch float32's ReLU inputs on x (one training-mode forward)."""
-    import torch
-    m = copy.deepcopy(model)
-    m.train()
-    seen = record_relu_inputs(m)
-    with torch.no_grad():
-        m(torch.from_numpy(x))
-    return seen
 
 
 def scale_err(got, want, floor=0.0):
