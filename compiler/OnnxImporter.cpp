@@ -12,10 +12,10 @@
 #include "compiler/OnnxImporter.h"
 #include "compiler/import/Importer.h"
 
-#include "dialects/graph/ElementTypes.h"
-#include "dialects/graph/GraphDialect.h"
 #include "dialects/Attributes.h"
 #include "dialects/InitAll.h"
+#include "dialects/graph/ElementTypes.h"
+#include "dialects/graph/GraphDialect.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"

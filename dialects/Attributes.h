@@ -21,9 +21,10 @@ inline constexpr llvm::StringLiteral kState = "otc.state"; // optimizer slot
 inline constexpr llvm::StringLiteral kInput = "otc.input"; // model input name
 inline constexpr llvm::StringLiteral kRole = "otc.role";   // "data" | "label"
 // SDP (DESIGN §7), in the dist dialect's namespace and verified by it
-// (dialects/dist/SdpAttributes.cpp): the ranks owning a component parameter, the kept feature
-// ranges of a sliced one, its tiles when they have different owners, and
-// (backward masking) a parameter this rank holds but does not train.
+// (dialects/dist/SdpAttributes.cpp): the ranks owning a component parameter,
+// the kept feature ranges of a sliced one, its tiles when they have different
+// owners, and (backward masking) a parameter this rank holds but does not
+// train.
 inline constexpr llvm::StringLiteral kSdpOwners = "dist.sdp_owners";
 inline constexpr llvm::StringLiteral kSdpSlices = "dist.sdp_slices";
 inline constexpr llvm::StringLiteral kSdpTiles = "dist.sdp_tiles";

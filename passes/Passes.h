@@ -29,6 +29,9 @@ namespace otc {
 #define GEN_PASS_REGISTRATION
 #include "passes/Passes.h.inc"
 
+/// Records the program's default seed (module attribute otc.seed), as the
+/// passes that build its steps do.
+void setProgramSeed(mlir::ModuleOp module, uint64_t seed);
 /// Registers every OTC pass and pipeline with the global registry.
 void registerAllPasses();
 } // namespace otc

@@ -64,7 +64,7 @@ inline bool makeGeom(const otck_conv_desc *d, ConvGeom &g) {
 /// Number of parts to cut `total` into: `wanted`, or more so that none
 /// exceeds maxPer, but never so many that parts fall below minPer.
 inline int64_t splitParts(int64_t total, int64_t maxPer, int64_t minPer,
-                   int64_t wanted) {
+                          int64_t wanted) {
   const int64_t most = total / std::max<int64_t>(minPer, 1);
   int64_t parts =
       std::max(wanted, ceilDiv(total, std::max<int64_t>(maxPer, 1)));
@@ -75,7 +75,8 @@ inline int64_t splitParts(int64_t total, int64_t maxPer, int64_t minPer,
 
 /// Buffers for `items` items of `bufFloats` each next to `extraFloats`:
 /// one per worker, as many as the workspace cap allows (at least one).
-inline int64_t bufferCount(int64_t items, int64_t bufFloats, int64_t extraFloats) {
+inline int64_t bufferCount(int64_t items, int64_t bufFloats,
+                           int64_t extraFloats) {
   int64_t n = std::min<int64_t>(items, kMaxThreads);
   if (bufFloats > 0) {
     int64_t room = (kWorkspaceCap / 4 - extraFloats) / bufFloats;

@@ -12,6 +12,7 @@
 #include "otc/kernels.h"
 
 #include "compress_format.h"
+#include "int_ops.h"
 
 #include <cmath>
 #include <cstdint>
@@ -151,32 +152,16 @@ template <typename Body> bool withDtype(int code, Body body) {
   switch (code) {
   case OTCK_DT_FLOAT:
     return body(float()), true;
-  case OTCK_DT_UINT8:
-    return body(uint8_t()), true;
-  case OTCK_DT_INT8:
-    return body(int8_t()), true;
-  case OTCK_DT_UINT16:
-    return body(uint16_t()), true;
-  case OTCK_DT_INT16:
-    return body(int16_t()), true;
-  case OTCK_DT_INT32:
-    return body(int32_t()), true;
-  case OTCK_DT_INT64:
-    return body(int64_t()), true;
-  case OTCK_DT_BOOL:
-    return body(Bool()), true;
-  case OTCK_DT_FLOAT16:
-    return body(Half()), true;
   case OTCK_DT_DOUBLE:
     return body(double()), true;
-  case OTCK_DT_UINT32:
-    return body(uint32_t()), true;
-  case OTCK_DT_UINT64:
-    return body(uint64_t()), true;
+  case OTCK_DT_FLOAT16:
+    return body(Half()), true;
   case OTCK_DT_BFLOAT16:
     return body(BFloat()), true;
+  case OTCK_DT_BOOL:
+    return body(Bool()), true;
   }
-  return false;
+  return withIntDtype(code, body);
 }
 
 } // namespace otc::kernels::cast

@@ -109,7 +109,6 @@ llvm::SmallVector<mlir::DenseI64ArrayAttr> ownerSets(mlir::Value param);
 /// part's, if it has one.
 mlir::DictionaryAttr ownerTiles(mlir::Value param);
 
-
 /// The type of the kept ranges of a tensor of type `whole`, given as
 /// `dist.sdp_slices` records ({axis, ranges}).
 mlir::RankedTensorType slicedType(mlir::RankedTensorType whole,

@@ -6,11 +6,11 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "dialects/Attributes.h"
 #include "dialects/dist/DistDialect.h"
 #include "dialects/exec/ExecDialect.h"
-#include "dialects/graph/GraphDialect.h"
-#include "dialects/Attributes.h"
 #include "dialects/exec/KernelDescs.h"
+#include "dialects/graph/GraphDialect.h"
 #include "passes/Passes.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -174,12 +174,11 @@ struct AllReducePattern : OpConversionPattern<dist::AllReduceOp> {
       return failure();
     Value buffer =
         writableBuffer(rewriter, op, op.getInput(), adaptor.getInput());
-    rewriter.create<exec::AllReduceOp>(
-        op.getLoc(), buffer,
-        op.getKind() == dist::ReduceKind::mean ? exec::ReduceKind::mean
-                                               : exec::ReduceKind::sum,
-        *group,
-        op.getRangeAttr());
+    rewriter.create<exec::AllReduceOp>(op.getLoc(), buffer,
+                                       op.getKind() == dist::ReduceKind::mean
+                                           ? exec::ReduceKind::mean
+                                           : exec::ReduceKind::sum,
+                                       *group, op.getRangeAttr());
     rewriter.replaceOp(op, buffer);
     return success();
   }

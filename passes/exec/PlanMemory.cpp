@@ -9,8 +9,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "dialects/exec/ExecDialect.h"
 #include "dialects/Attributes.h"
+#include "dialects/exec/ExecDialect.h"
 #include "passes/Passes.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"

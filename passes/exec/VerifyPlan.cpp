@@ -15,8 +15,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "dialects/exec/ExecDialect.h"
 #include "dialects/Attributes.h"
+#include "dialects/exec/ExecDialect.h"
 #include "dialects/exec/KernelDescs.h"
 #include "passes/Passes.h"
 

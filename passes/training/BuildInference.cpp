@@ -27,9 +27,7 @@ struct BuildInference : otc::impl::BuildInferenceBase<BuildInference> {
 
   void runOnOperation() override {
     ModuleOp module = getOperation();
-    module->setAttr(attr::kSeed,
-                    IntegerAttr::get(IntegerType::get(&getContext(), 64),
-                                     static_cast<int64_t>(seed.getValue())));
+    setProgramSeed(module, seed);
     auto forward = module.lookupSymbol<func::FuncOp>(attr::kForwardFn);
     if (!forward) {
       mlir::emitError(module.getLoc(), "no @forward function");

@@ -709,9 +709,7 @@ void BuildTraining::buildCalibrateStep(ModuleOp module, func::FuncOp forward) {
 
 void BuildTraining::runOnOperation() {
   ModuleOp module = getOperation();
-  module->setAttr(attr::kSeed,
-                  IntegerAttr::get(IntegerType::get(&getContext(), 64),
-                                   static_cast<int64_t>(seed.getValue())));
+  setProgramSeed(module, seed);
   auto forward = module.lookupSymbol<func::FuncOp>(attr::kForwardFn);
   if (!forward) {
     mlir::emitError(module.getLoc(), "no @forward function to train");
