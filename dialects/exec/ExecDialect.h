@@ -26,8 +26,6 @@ inline int64_t byteSize(mlir::MemRefType t) {
   unsigned bits = t.getElementTypeBitWidth();
   return t.getNumElements() * std::max<unsigned>(bits / 8, 1);
 }
-/// True when `name` is in the kernel table (ExecKernels.def).
-bool isKnownKernel(llvm::StringRef name);
 } // namespace otc::exec
 
 #define GET_OP_CLASSES

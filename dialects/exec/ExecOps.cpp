@@ -1,6 +1,7 @@
 //===- ExecOps.cpp - exec dialect -----------------------------------------===//
 
 #include "dialects/exec/ExecDialect.h"
+#include "dialects/exec/KernelTable.h"
 
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/DialectImplementation.h"
@@ -15,27 +16,6 @@ void ExecDialect::initialize() {
 #define GET_OP_LIST
 #include "dialects/exec/ExecOps.cpp.inc"
       >();
-}
-
-namespace {
-struct KernelArity {
-  llvm::StringLiteral name;
-  unsigned minIns, maxIns, outs;
-};
-constexpr KernelArity kKernels[] = {
-#define OTC_KERNEL(NAME, MIN_INS, MAX_INS, OUTS) {NAME, MIN_INS, MAX_INS, OUTS},
-#include "dialects/exec/ExecKernels.def"
-};
-const KernelArity *lookupKernel(StringRef name) {
-  for (const KernelArity &k : kKernels)
-    if (k.name == name)
-      return &k;
-  return nullptr;
-}
-} // namespace
-
-bool otc::exec::isKnownKernel(StringRef name) {
-  return lookupKernel(name) != nullptr;
 }
 
 LogicalResult ViewOp::verify() {
@@ -63,7 +43,7 @@ LogicalResult ConstantOp::verify() {
 }
 
 LogicalResult KernelOp::verify() {
-  const KernelArity *k = lookupKernel(getKernel());
+  const KernelInfo *k = lookupKernel(getKernel());
   if (!k)
     return emitOpError("unknown kernel '") << getKernel() << "'";
   unsigned ins = getIns().size(), outs = getOuts().size();
@@ -83,6 +63,8 @@ LogicalResult KernelOp::verify() {
     if (llvm::cast<MemRefType>(v.getType()).getRank() > kMaxKernelRank)
       return emitOpError("operands of rank above ")
              << kMaxKernelRank << " are not supported by the kernels";
+  if (failed(verifyKernelAttrs(*this, *k)))
+    return failure();
   auto rank = [](Value v) {
     return llvm::cast<MemRefType>(v.getType()).getRank();
   };

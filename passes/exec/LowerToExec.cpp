@@ -10,6 +10,7 @@
 #include "dialects/dist/DistDialect.h"
 #include "dialects/exec/ExecDialect.h"
 #include "dialects/exec/KernelDescs.h"
+#include "dialects/exec/KernelTable.h"
 #include "dialects/graph/GraphDialect.h"
 #include "passes/Passes.h"
 
@@ -81,7 +82,7 @@ struct KernelPattern : ConversionPattern {
         llvm::isa<graph::ConstantOp>(op) || graph::isOptimizerUpdate(op))
       return rewriter.notifyMatchFailure(op, "not a plain kernel op");
     StringRef kernel = kernelFor(op);
-    if (!exec::isKnownKernel(kernel))
+    if (!exec::lookupKernel(kernel))
       return op->emitError("no kernel implements '") << op->getName() << "'";
     SmallVector<Value> outs;
     for (Type t : op->getResultTypes()) {

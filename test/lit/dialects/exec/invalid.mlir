@@ -45,3 +45,55 @@ func.func @const(%a: memref<4xf32>) {
   %c = exec.constant dense<1.0> : tensor<3xf32> : memref<4xf32>
   return
 }
+
+// -----
+
+// The kernel table types every attribute: a missing required one, one of
+// the wrong type and a misspelled one are errors, not silent defaults.
+func.func @missing_attr(%a: memref<4xf32>) {
+  // expected-error @+1 {{kernel 'transpose' requires attribute 'perm' (i64s)}}
+  exec.kernel "transpose" ins(%a : memref<4xf32>) outs(%a : memref<4xf32>)
+  return
+}
+
+// -----
+
+func.func @mistyped_attr(%a: memref<4x4xf32>, %y: memref<4x4xf32>) {
+  // expected-error @+1 {{kernel 'gemm' attribute 'alpha' must be f32, got 2 : i64}}
+  exec.kernel "gemm" ins(%a, %a : memref<4x4xf32>, memref<4x4xf32>) outs(%y : memref<4x4xf32>) {alpha = 2}
+  return
+}
+
+// -----
+
+func.func @mistyped_float_width(%a: memref<4xf32>) {
+  // expected-error @+1 {{kernel 'leaky_relu' attribute 'alpha' must be f32, got 1.000000e-01 : f64}}
+  exec.kernel "leaky_relu" ins(%a : memref<4xf32>) outs(%a : memref<4xf32>) {alpha = 0.1 : f64}
+  return
+}
+
+// -----
+
+func.func @misspelled_attr(%a: memref<4x4xf32>, %y: memref<4x4xf32>) {
+  // expected-error @+1 {{kernel 'gemm' has no attribute 'transb' (it takes: alpha:f32, beta:f32, transA:bool, transB:bool)}}
+  exec.kernel "gemm" ins(%a, %a : memref<4x4xf32>, memref<4x4xf32>) outs(%y : memref<4x4xf32>) {transb = true}
+  return
+}
+
+// -----
+
+func.func @attr_on_plain_kernel(%a: memref<4xf32>) {
+  // expected-error @+1 {{kernel 'relu' has no attribute 'alpha' (it takes: none)}}
+  exec.kernel "relu" ins(%a : memref<4xf32>) outs(%a : memref<4xf32>) {alpha = 1.0 : f32}
+  return
+}
+
+// -----
+
+// Annotations (dotted names) are not parameters.
+func.func @annotation(%a: memref<4xf32>) {
+  exec.kernel "relu" ins(%a : memref<4xf32>) outs(%a : memref<4xf32>) {otc.note = "kept"}
+  // expected-error @+1 {{kernel 'sgd_update' attribute 'lr' must be f32, got "0.1"}}
+  exec.kernel "sgd_update" ins(%a : memref<4xf32>) outs(%a : memref<4xf32>) {lr = "0.1"}
+  return
+}

@@ -1,0 +1,93 @@
+//===- Training.cpp - kernel calls: training ------------------------------===//
+//
+// Losses, gradient buckets, dropout and optimizer updates.
+//
+//===----------------------------------------------------------------------===//
+
+#include "target/cpp/KernelEmitter.h"
+
+#include "llvm/ADT/StringExtras.h"
+#include "llvm/ADT/StringSwitch.h"
+#include "llvm/Support/FormatVariadic.h"
+
+using namespace otc;
+using namespace otc::emit;
+
+//===----------------------------------------------------------------------===//
+// Losses, buckets, dropout, optimizers
+//===----------------------------------------------------------------------===//
+
+LogicalResult KernelEmitter::loss() {
+  StringRef kn = k.getKernel();
+  if (kn == "mse") {
+    os << "    " << fn("mse_f32") << "(" << numel(ins[0]) << ", " << in(0)
+       << ", " << in(1) << ", " << out(0) << ");\n";
+    return success();
+  }
+  if (kn == "mse_grad") {
+    os << "    " << fn("mse_grad_f32") << "(" << numel(ins[0]) << ", " << in(0)
+       << ", " << in(1) << ", " << in(2) << ", " << out(0) << ");\n";
+    return success();
+  }
+  if (!typeOf(ins[1]).getElementType().isInteger(64))
+    return k.emitOpError("labels must be int64");
+  ArrayRef<int64_t> s = shapeOf(ins[0]);
+  // The CUDA twin records a label out of range for otc_cuda_status.
+  if (kn == "softmax_cross_entropy" && target.cuda())
+    os << "    otckd_softmax_ce_f32(" << s[0] << ", " << s[1] << ", " << in(0)
+       << ", " << in(1) << ", " << out(1) << ", " << out(0) << ");\n";
+  else if (kn == "softmax_cross_entropy")
+    os << "    if (otck_softmax_ce_f32(" << s[0] << ", " << s[1] << ", "
+       << in(0) << ", " << in(1) << ", " << out(1) << ", " << out(0)
+       << ") != OTCK_OK)\n      return OTC_STEP_ERR_LABEL_RANGE;\n";
+  else
+    os << "    " << fn("softmax_ce_grad_f32") << "(" << s[0] << ", " << s[1]
+       << ", " << in(0) << ", " << in(1) << ", " << in(2) << ", " << out(0)
+       << ");\n";
+  return success();
+}
+
+LogicalResult KernelEmitter::pack() {
+  // Members the planner did not place inside the bucket are copied.
+  bool isPack = k.getKernel() == "pack";
+  std::string bucket = isPack ? out(0) : in(0);
+  int64_t offset = 0;
+  for (Value m : isPack ? ins : outs) {
+    int64_t n = numel(m);
+    std::string slice = bucket + " + " + std::to_string(offset);
+    std::string src = isPack ? name(m) : slice, dst = isPack ? slice : name(m);
+    os << "    if (" << src << " != " << dst << ")\n      " << fn("copy") << "("
+       << n * 4 << ", " << src << ", " << dst << ");\n";
+    offset += n;
+  }
+  return success();
+}
+
+LogicalResult KernelEmitter::dropout() {
+  os << "    otck_dropout_f32(" << numel(ins[0]) << ", " << in(0) << ", "
+     << out(0) << ", " << out(1) << ", " << floatLiteral(f32("ratio"))
+     << ", ctx->seed, " << i64("stream") << "u);\n";
+  return success();
+}
+
+LogicalResult KernelEmitter::optimizer() {
+  StringRef kn = k.getKernel();
+  auto lit = [&](StringRef n) { return floatLiteral(f32(n)); };
+  if (kn == "sgd_update") {
+    os << "    " << fn("sgd_f32") << "(" << numel(outs[0]) << ", " << out(0)
+       << ", " << in(0) << ", " << lit("lr") << ", " << lit("weight_decay")
+       << ");\n";
+  } else if (kn == "momentum_update") {
+    os << "    " << fn("momentum_f32") << "(" << numel(outs[0]) << ", "
+       << out(0) << ", " << in(0) << ", " << out(1) << ", " << lit("lr") << ", "
+       << lit("momentum") << ", " << lit("weight_decay") << ", "
+       << flag("nesterov") << ");\n";
+  } else {
+    os << "    " << fn("adam_f32") << "(" << numel(outs[0]) << ", " << out(0)
+       << ", " << in(0) << ", " << out(1) << ", " << out(2) << ", " << lit("lr")
+       << ", " << lit("beta1") << ", " << lit("beta2") << ", " << lit("epsilon")
+       << ", " << lit("weight_decay") << ", ctx->step, "
+       << (kn == "adamw_update") << ");\n";
+  }
+  return success();
+}
