@@ -11,6 +11,7 @@
 #include "llvm/Support/ErrorHandling.h"
 
 #include <cstdlib>
+#include <optional>
 #include <string>
 #include <vector>
 
