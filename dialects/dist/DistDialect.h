@@ -16,10 +16,6 @@
 namespace otc::dist {
 /// Name of the module attribute holding the compiled world size.
 inline constexpr llvm::StringLiteral kWorldSizeAttr = "dist.world_size";
-/// The shape of the kept ranges of a tensor of shape `whole`, given as
-/// dist.sdp_slices records ({axis, ranges}).
-llvm::SmallVector<int64_t> slicedShape(llvm::ArrayRef<int64_t> whole,
-                                       mlir::ArrayAttr records);
 } // namespace otc::dist
 
 #define GET_OP_CLASSES

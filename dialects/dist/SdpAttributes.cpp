@@ -3,10 +3,11 @@
 // The attributes otc-sdp writes on the arguments of the step functions
 // (dist.sdp_owners, dist.sdp_slices, dist.sdp_tiles, dist.sdp_trains,
 // dist.sdp_frozen), verified by the dist dialect wherever they appear, so
-// that no pass has to check them before it reads them.
+// that no pass has to check them before it reads them; and their readers.
 //
 //===----------------------------------------------------------------------===//
 
+#include "dialects/dist/SdpAttributes.h"
 #include "dialects/dist/DistDialect.h"
 
 #include "dialects/Attributes.h"
@@ -30,6 +31,70 @@ SmallVector<int64_t> otc::dist::slicedShape(ArrayRef<int64_t> whole,
       shape[axis] += ranges[k + 1] - ranges[k];
   }
   return shape;
+}
+
+/// Attribute `name` of the function argument `param` is, if it is one. For
+/// a parameter trained in part (`dist.sdp_trains`) the owners and tiles are
+/// the part's.
+template <typename T> static T paramAttr(Value param, StringRef name) {
+  auto arg = llvm::dyn_cast<BlockArgument>(param);
+  auto fn =
+      arg ? llvm::dyn_cast<FunctionOpInterface>(arg.getOwner()->getParentOp())
+          : FunctionOpInterface();
+  if (!fn)
+    return T();
+  if (auto trains = fn.getArgAttrOfType<DictionaryAttr>(arg.getArgNumber(),
+                                                        attr::kSdpTrains)) {
+    if (name == attr::kSdpOwners)
+      return trains.getAs<T>("owners");
+    if (name == attr::kSdpTiles)
+      return trains.getAs<T>("tiles");
+  }
+  return fn.getArgAttrOfType<T>(arg.getArgNumber(), name);
+}
+
+RankedTensorType otc::dist::slicedType(RankedTensorType whole,
+                                       ArrayAttr records) {
+  return whole.clone(slicedShape(whole.getShape(), records));
+}
+
+SmallVector<DenseI64ArrayAttr> otc::dist::ownerSets(Value param) {
+  if (auto o = paramAttr<DenseI64ArrayAttr>(param, attr::kSdpOwners))
+    return {o};
+  SmallVector<DenseI64ArrayAttr> sets;
+  if (DictionaryAttr t = ownerTiles(param))
+    for (Attribute o : t.getAs<ArrayAttr>("owners"))
+      sets.push_back(llvm::cast<DenseI64ArrayAttr>(o));
+  return sets;
+}
+
+DictionaryAttr otc::dist::ownerTiles(Value param) {
+  return paramAttr<DictionaryAttr>(param, attr::kSdpTiles);
+}
+
+DenseI64ArrayAttr otc::dist::ownerGroup(Value param, int64_t worldSize) {
+  auto owners = paramAttr<DenseI64ArrayAttr>(param, attr::kSdpOwners);
+  return owners && int64_t(owners.size()) < worldSize ? owners
+                                                      : DenseI64ArrayAttr();
+}
+
+Value otc::dist::updatedParam(Operation *update) {
+  auto part = update->getAttrOfType<IntegerAttr>(attr::kSdpPartOf);
+  if (!part)
+    return update->getOperand(0);
+  auto fn = update->getParentOfType<FunctionOpInterface>();
+  return fn.getArgument(part.getInt());
+}
+
+std::optional<int64_t> otc::dist::ownerGroupIndex(ModuleOp module,
+                                                  ArrayRef<int64_t> ranks) {
+  auto plan = module->getAttrOfType<DictionaryAttr>(attr::kSdp);
+  auto groups = plan ? plan.getAs<ArrayAttr>("groups") : ArrayAttr();
+  for (auto [i, g] :
+       llvm::enumerate(groups ? groups.getValue() : ArrayRef<Attribute>()))
+    if (llvm::cast<DenseI64ArrayAttr>(g).asArrayRef() == ranks)
+      return int64_t(i);
+  return std::nullopt;
 }
 
 namespace {

@@ -2,9 +2,10 @@
 
 #include "dialects/Attributes.h"
 #include "dialects/dist/DistDialect.h"
+#include "dialects/dist/SdpAttributes.h"
 #include "dialects/graph/GraphDialect.h"
 #include "passes/Passes.h"
-#include "passes/dist/SdpAnalysis.h"
+#include "passes/dist/SdpTiles.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
@@ -84,8 +85,8 @@ LogicalResult BucketGradients::bucket(func::FuncOp fn, bool sdp) {
   DenseMap<Operation *, SmallVector<Value>> tilesOf;
   std::map<SmallVector<int64_t>, SmallVector<Member>> sets;
   for (Operation *u : updates) {
-    Value param = sdp::updatedParam(u);
-    if (DictionaryAttr tiles = sdp ? sdp::ownerTiles(param) : nullptr) {
+    Value param = dist::updatedParam(u);
+    if (DictionaryAttr tiles = sdp ? dist::ownerTiles(param) : nullptr) {
       b.setInsertionPoint(firstUpdate);
       SmallVector<Value> &parts = tilesOf[u] =
           sdp::sliceTiles(b, u->getLoc(), u->getOperand(1), tiles);
@@ -98,14 +99,14 @@ LogicalResult BucketGradients::bucket(func::FuncOp fn, bool sdp) {
     }
     SmallVector<int64_t> owners;
     if (sdp)
-      if (DenseI64ArrayAttr g = sdp::ownerGroup(param, world))
+      if (DenseI64ArrayAttr g = dist::ownerGroup(param, world))
         owners.assign(g.asArrayRef().begin(), g.asArrayRef().end());
     if (owners.size() == 1)
       continue;
     sets[owners].push_back({u, -1, u->getOperand(1)});
   }
   auto argOf = [](const Member &m) {
-    auto arg = llvm::dyn_cast<BlockArgument>(sdp::updatedParam(m.update));
+    auto arg = llvm::dyn_cast<BlockArgument>(dist::updatedParam(m.update));
     return std::pair(arg ? int64_t(arg.getArgNumber()) : int64_t(-1), m.tile);
   };
   for (auto &[owners, list] : sets)
@@ -184,7 +185,7 @@ LogicalResult BucketGradients::bucket(func::FuncOp fn, bool sdp) {
   for (Operation *u : updates)
     if (auto it = tilesOf.find(u); it != tilesOf.end())
       u->setOperand(1, sdp::joinTiles(b, u->getLoc(), it->second,
-                                      sdp::ownerTiles(sdp::updatedParam(u))));
+                                      dist::ownerTiles(dist::updatedParam(u))));
   return success();
 }
 

@@ -2,9 +2,10 @@
 
 #include "dialects/Attributes.h"
 #include "dialects/dist/DistDialect.h"
+#include "dialects/dist/SdpAttributes.h"
 #include "dialects/graph/GraphDialect.h"
 #include "passes/Passes.h"
-#include "passes/dist/SdpAnalysis.h"
+#include "passes/dist/SdpTiles.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 
@@ -95,13 +96,13 @@ struct InsertAllReduce : otc::impl::InsertAllReduceBase<InsertAllReduce> {
       OpBuilder b(op);
       // SDP: a component's gradient is averaged over its owners only; a
       // parameter held in tiles with different owners, tile by tile.
-      Value param = sdp::updatedParam(op);
-      if (DictionaryAttr tiles = sdp::ownerTiles(param)) {
+      Value param = dist::updatedParam(op);
+      if (DictionaryAttr tiles = dist::ownerTiles(param)) {
         op->setOperand(1,
                        averageTiles(b, op->getLoc(), op->getOperand(1), tiles));
         return;
       }
-      DenseI64ArrayAttr ranks = sdp::ownerGroup(param, worldSize);
+      DenseI64ArrayAttr ranks = dist::ownerGroup(param, worldSize);
       if (ranks && ranks.size() == 1)
         return; // a single owner averages over itself
       Value avg = b.create<dist::AllReduceOp>(

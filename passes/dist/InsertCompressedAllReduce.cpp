@@ -3,7 +3,7 @@
 #include "dialects/Attributes.h"
 #include "dialects/dist/DistDialect.h"
 #include "passes/Passes.h"
-#include "passes/dist/SdpAnalysis.h"
+#include "passes/dist/SdpTiles.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"

@@ -95,61 +95,6 @@ struct Components {
 /// `mode` is "block" or "neuron".
 Components findComponents(mlir::func::FuncOp forward, llvm::StringRef mode);
 
-/// The owner ranks of `param` (a training step's argument; for a parameter
-/// trained in part, `dist.sdp_trains`, of the part) when they are fewer than
-/// all `worldSize` ranks; null for parameters every rank owns and for
-/// anything that is not an SDP parameter.
-mlir::DenseI64ArrayAttr ownerGroup(mlir::Value param, int64_t worldSize);
-
-/// Every owner set of `param`'s (trained) parts: its owners, or each
-/// tile's when it is held in tiles with different owners (`dist.sdp_tiles`).
-llvm::SmallVector<mlir::DenseI64ArrayAttr> ownerSets(mlir::Value param);
-
-/// `param`'s `dist.sdp_tiles` (axes, cuts, owners per tile), or its trained
-/// part's, if it has one.
-mlir::DictionaryAttr ownerTiles(mlir::Value param);
-
-/// The type of the kept ranges of a tensor of type `whole`, given as
-/// `dist.sdp_slices` records ({axis, ranges}).
-mlir::RankedTensorType slicedType(mlir::RankedTensorType whole,
-                                  mlir::ArrayAttr records);
-
-/// The parameter argument an optimizer update trains: its operand 0, or
-/// the argument it trains a part of (`dist.sdp_part_of`).
-mlir::Value updatedParam(mlir::Operation *update);
-
-/// The tiles of `value` laid out as `tiles` (axes, cuts, owners per tile),
-/// row-major over the tiled axes.
-llvm::SmallVector<mlir::Value> sliceTiles(mlir::OpBuilder &b,
-                                          mlir::Location loc, mlir::Value value,
-                                          mlir::DictionaryAttr tiles);
-
-/// The tiles `parts` (as sliceTiles gives them) put back together.
-mlir::Value joinTiles(mlir::OpBuilder &b, mlir::Location loc,
-                      llvm::ArrayRef<mlir::Value> parts,
-                      mlir::DictionaryAttr tiles);
-
-/// `value` with its tiles (`tiles`: axes, cuts, owners per tile, row-major)
-/// passed through `fn`: the tiles whose owners `keyOf` maps to one key go
-/// flattened and joined, row-major, through one call fn(key, flat), keys in
-/// ascending order, an order every rank shares; tiles without a key stay
-/// as they are. The grid is put back together.
-mlir::Value mapTiles(
-    mlir::OpBuilder &b, mlir::Location loc, mlir::Value value,
-    mlir::DictionaryAttr tiles,
-    llvm::function_ref<
-        std::optional<llvm::SmallVector<int64_t>>(llvm::ArrayRef<int64_t>)>
-        keyOf,
-    llvm::function_ref<mlir::Value(llvm::ArrayRef<int64_t>, mlir::Value)> fn);
-
-/// SDP backward masking: every rank holds every parameter but only the
-/// owners update a component's; feeds each such updated parameter of the
-/// training steps through a `dist.broadcast` from its first owner (a
-/// parameter trained in part: each tile of its grid from the tile's first
-/// owner), in parameter order (the same on every rank). A no-op for other
-/// modules.
-void broadcastOwnedUpdates(mlir::ModuleOp module, int64_t worldSize);
-
 /// The initializer name of `forward`'s argument `arg`.
 llvm::StringRef paramName(mlir::func::FuncOp forward, unsigned arg);
 

@@ -8,6 +8,7 @@
 
 #include "dialects/Attributes.h"
 #include "dialects/dist/DistDialect.h"
+#include "dialects/dist/SdpAttributes.h"
 #include "dialects/exec/ExecDialect.h"
 #include "dialects/exec/KernelDescs.h"
 #include "dialects/exec/KernelTable.h"
@@ -151,17 +152,13 @@ struct UpdatePattern : ConversionPattern {
 
 /// An SDP owner group runs on the sub-communicator of its index in the
 /// module's plan; no group (null) means all ranks.
-FailureOr<IntegerAttr> ownerGroup(OpBuilder &b, Operation *op,
-                                  std::optional<ArrayRef<int64_t>> ranks) {
+FailureOr<IntegerAttr> groupAttr(OpBuilder &b, Operation *op,
+                                 std::optional<ArrayRef<int64_t>> ranks) {
   if (!ranks)
     return IntegerAttr();
-  auto module = op->getParentOfType<ModuleOp>();
-  auto sdp = module->getAttrOfType<DictionaryAttr>(attr::kSdp);
-  auto groups = sdp ? sdp.getAs<ArrayAttr>("groups") : ArrayAttr();
-  for (auto [i, g] :
-       llvm::enumerate(groups ? groups.getValue() : ArrayRef<Attribute>()))
-    if (llvm::cast<DenseI64ArrayAttr>(g).asArrayRef() == *ranks)
-      return b.getI64IntegerAttr(i);
+  if (std::optional<int64_t> i =
+          dist::ownerGroupIndex(op->getParentOfType<ModuleOp>(), *ranks))
+    return b.getI64IntegerAttr(*i);
   return op->emitOpError("owner group is not among the module's SDP groups");
 }
 
@@ -170,7 +167,7 @@ struct AllReducePattern : OpConversionPattern<dist::AllReduceOp> {
   LogicalResult
   matchAndRewrite(dist::AllReduceOp op, OpAdaptor adaptor,
                   ConversionPatternRewriter &rewriter) const override {
-    FailureOr<IntegerAttr> group = ownerGroup(rewriter, op, op.getRanks());
+    FailureOr<IntegerAttr> group = groupAttr(rewriter, op, op.getRanks());
     if (failed(group))
       return failure();
     Value buffer =
@@ -244,7 +241,7 @@ struct CompressedAllReducePattern
     if (op.getResidual())
       residual =
           writableBuffer(rewriter, op, op.getResidual(), adaptor.getResidual());
-    FailureOr<IntegerAttr> group = ownerGroup(rewriter, op, op.getRanks());
+    FailureOr<IntegerAttr> group = groupAttr(rewriter, op, op.getRanks());
     if (failed(group))
       return failure();
     rewriter.create<exec::CompressedAllReduceOp>(

@@ -6,10 +6,10 @@
 //===----------------------------------------------------------------------===//
 
 #include "dialects/Attributes.h"
+#include "dialects/dist/SdpAttributes.h"
 #include "dialects/graph/ElementTypes.h"
 #include "dialects/graph/GraphDialect.h"
 #include "passes/Passes.h"
-#include "passes/dist/SdpAnalysis.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
@@ -430,7 +430,7 @@ LogicalResult BuildTraining::buildTrainStep(ModuleOp module,
     // State for the trained part only.
     auto type = llvm::cast<RankedTensorType>(forward.getArgumentTypes()[p]);
     if (ArrayAttr part = trainedPart(forward, p))
-      type = sdp::slicedType(type, part);
+      type = dist::slicedType(type, part);
     for (StringRef slot : slots) {
       argTypes.push_back(type);
       argAttrs.push_back(b.getDictionaryAttr(

@@ -1,0 +1,56 @@
+//===- SdpAttributes.h - reading SDP's attributes ---------------*- C++ -*-===//
+//
+// What otc-sdp records on the step functions' arguments and on the module
+// (dist.sdp_owners, dist.sdp_tiles, dist.sdp_trains, dist.sdp_part_of,
+// dist.sdp), read back for the passes after it. The dist dialect verifies
+// these attributes, so the readers trust their structure.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef OTC_DIALECTS_DIST_SDPATTRIBUTES_H
+#define OTC_DIALECTS_DIST_SDPATTRIBUTES_H
+
+#include "mlir/IR/BuiltinAttributes.h"
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/BuiltinTypes.h"
+#include "llvm/ADT/SmallVector.h"
+
+#include <optional>
+
+namespace otc::dist {
+
+/// The shape of the kept ranges of a tensor of shape `whole`, given as
+/// dist.sdp_slices records ({axis, ranges}).
+llvm::SmallVector<int64_t> slicedShape(llvm::ArrayRef<int64_t> whole,
+                                       mlir::ArrayAttr records);
+
+/// The type of the kept ranges of a tensor of type `whole`.
+mlir::RankedTensorType slicedType(mlir::RankedTensorType whole,
+                                  mlir::ArrayAttr records);
+
+/// The owner ranks of `param` (a training step's argument; for a parameter
+/// trained in part, `dist.sdp_trains`, of the part) when they are fewer than
+/// all `worldSize` ranks; null for parameters every rank owns and for
+/// anything that is not an SDP parameter.
+mlir::DenseI64ArrayAttr ownerGroup(mlir::Value param, int64_t worldSize);
+
+/// Every owner set of `param`'s (trained) parts: its owners, or each
+/// tile's when it is held in tiles with different owners (`dist.sdp_tiles`).
+llvm::SmallVector<mlir::DenseI64ArrayAttr> ownerSets(mlir::Value param);
+
+/// `param`'s `dist.sdp_tiles` (axes, cuts, owners per tile), or its trained
+/// part's, if it has one.
+mlir::DictionaryAttr ownerTiles(mlir::Value param);
+
+/// The parameter argument an optimizer update trains: its operand 0, or
+/// the argument it trains a part of (`dist.sdp_part_of`).
+mlir::Value updatedParam(mlir::Operation *update);
+
+/// The index of the owner group `ranks` among the module's SDP plan's
+/// groups (its sub-communicator), if it is one of them.
+std::optional<int64_t> ownerGroupIndex(mlir::ModuleOp module,
+                                       llvm::ArrayRef<int64_t> ranks);
+
+} // namespace otc::dist
+
+#endif // OTC_DIALECTS_DIST_SDPATTRIBUTES_H
