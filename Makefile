@@ -4,7 +4,8 @@ JOBS ?= 2
 PYTHON ?= /usr/bin/python3
 CMAKE_FLAGS ?=
 
-.PHONY: all deps build test demo bench format clean conformance fuzz-diff zoo
+.PHONY: all deps build test demo bench format clean conformance fuzz-diff zoo \
+	sdp-accuracy
 
 all: build
 
@@ -59,6 +60,12 @@ else
 	OTC_VERIFY_PLAN=1 $(EXPORTER_PYTHON) test/zoo/zoo_test.py --build-dir $(BUILD) \
 	  --exporter $(EXPORTER)
 endif
+
+# SDP against data parallelism on Fashion-MNIST, the mean over 4 seeds
+# (make test runs one).
+sdp-accuracy: build
+	$(PYTHON) test/integration/sdp_fashion_mnist_test.py --build-dir $(BUILD) \
+	  --seeds 4
 
 format:
 	git ls-files '*.cpp' '*.h' | xargs clang-format -i
