@@ -305,6 +305,19 @@ def PlanMemory : Pass<"otc-plan-memory", "mlir::ModuleOp"> {
   }];
 }
 
+def PlaceWaits : Pass<"otc-place-waits", "mlir::ModuleOp"> {
+  let summary = "Place the waits for collectives and the checks before updates";
+  let description = [{
+    After `otc-plan-memory`, in every step function: an
+    `exec.wait_collectives` before the first op that touches the arena bytes
+    of a started collective (an all-reduce of a range touches only that
+    range), before the first optimizer update and before the return, so
+    that the program goes on with what does not depend on a collective
+    while it runs; before the first update an `exec.check_errors` and, in
+    SDP programs, an `exec.agree_finite`.
+  }];
+}
+
 def VerifyPlan : Pass<"otc-verify-plan", "mlir::ModuleOp"> {
   let summary = "Check a memory plan: no live buffers share bytes";
   let description = [{

@@ -198,6 +198,7 @@ void otc::buildExecPipeline(OpPassManager &pm,
   lower.target = options.target;
   pm.addPass(createLowerToExec(lower));
   pm.addPass(createPlanMemory());
+  pm.addPass(createPlaceWaits());
   if (options.verifyPlan)
     pm.addPass(createVerifyPlan());
 }

@@ -158,4 +158,52 @@ def Exec_CompressedAllReduceOp : Exec_Op<"compressed_all_reduce",
   }];
 }
 
+//===----------------------------------------------------------------------===//
+// Synchronization: placed by otc-place-waits, printed as they stand
+//===----------------------------------------------------------------------===//
+
+def Exec_WaitCollectivesOp : Exec_Op<"wait_collectives",
+    [MemoryEffects<[MemRead, MemWrite]>]> {
+  let summary = "Wait for the collectives started since the last wait";
+  let description = [{
+    `exec.all_reduce` and `exec.compressed_all_reduce` start an exchange
+    that may still run when the op is done: their buffers (and residuals)
+    must not be read or written until an `exec.wait_collectives` has
+    completed them. A collective that finds a non-finite gradient makes
+    the step return skipped here.
+
+    ```mlir
+    exec.all_reduce mean %g : memref<64xf32>
+    exec.kernel "relu" ins(%a) outs(%b) ...  // does not touch %g
+    exec.wait_collectives
+    exec.kernel "sgd_update" ins(%g) outs(%w) ...
+    ```
+  }];
+  let assemblyFormat = "attr-dict";
+}
+
+def Exec_AgreeFiniteOp : Exec_Op<"agree_finite",
+    [MemoryEffects<[MemRead, MemWrite]>]> {
+  let summary = "Every rank learns whether any rank saw a non-finite gradient";
+  let description = [{
+    SDP: a collective of an owner group only tells its own ranks about a
+    non-finite gradient; before the first update every rank agrees, and
+    all skip the step together or none does.
+  }];
+  let assemblyFormat = "attr-dict";
+}
+
+def Exec_CheckErrorsOp : Exec_Op<"check_errors",
+    [MemoryEffects<[MemRead, MemWrite]>]> {
+  let summary = "Stop the step if a kernel recorded an error";
+  let description = [{
+    Placed before the first update, so that an error (a label out of
+    range) stops the step before any parameter changes. CUDA kernels
+    record their errors on the device: this waits for the stream and
+    reads them. CPU kernels stop the step as they fail, so on the CPU
+    there is nothing left to check.
+  }];
+  let assemblyFormat = "attr-dict";
+}
+
 #endif // OTC_EXEC_OPS

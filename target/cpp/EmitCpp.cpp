@@ -9,7 +9,8 @@
 // the otckd_ twins of otc/kernels_cuda.h on ctx->stream; constants are
 // uploaded with otckd_constant, and every return goes through
 // otc_cuda_status, which waits for the stream and reports the errors the
-// kernels recorded. The collectives are called alike on both targets.
+// kernels recorded. The collectives are called alike on both targets, and
+// so are the waits and checks, printed where otc-place-waits put them.
 //
 //===----------------------------------------------------------------------===//
 
@@ -68,16 +69,6 @@ public:
 
 private:
   LogicalResult emitCompressedAllReduce(exec::CompressedAllReduceOp op);
-  /// Emits the wait for the started all-reduces before `op` if it is an
-  /// optimizer update, the return, or touches one of their buffers.
-  void waitBefore(Operation &op);
-  /// Records that a started collective may still use `buffer` (elements
-  /// [first, last) of it when given).
-  void started(Value buffer, int64_t first = 0, int64_t last = -1);
-
-  /// Arena bytes [begin, end) of the buffers of the all-reduces started and
-  /// not yet waited for (the runtime may still be exchanging them).
-  SmallVector<std::pair<int64_t, int64_t>> pending;
   std::string name(Value v) { return names.lookup(v); }
   std::string bind(Value v) {
     std::string n = "v" + std::to_string(counter++);
@@ -92,63 +83,11 @@ private:
   unsigned constCounter = 0;
 };
 
-/// Arena bytes a view covers (elements [first, last) of it when given);
-/// nullopt for a value that is not a view.
-std::optional<std::pair<int64_t, int64_t>>
-arenaRange(Value v, int64_t first = 0, int64_t last = -1) {
-  auto view = v.getDefiningOp<exec::ViewOp>();
-  if (!view)
-    return std::nullopt;
-  auto type = llvm::cast<ShapedType>(view.getType());
-  int64_t size = std::max<int64_t>(type.getElementTypeBitWidth() / 8, 1);
-  int64_t begin = static_cast<int64_t>(view.getOffset());
-  if (last < 0)
-    last = type.getNumElements();
-  return std::make_pair(begin + first * size, begin + last * size);
-}
-
 /// The elements [begin, end) an all-reduce reduces.
 std::pair<int64_t, int64_t> reducedRange(exec::AllReduceOp op) {
   if (std::optional<ArrayRef<int64_t>> r = op.getRange())
     return {(*r)[0], (*r)[1]};
   return {0, op.getBuffer().getType().getNumElements()};
-}
-
-void Emitter::waitBefore(Operation &op) {
-  if (pending.empty())
-    return;
-  auto kernel = llvm::dyn_cast<exec::KernelOp>(op);
-  bool wait = llvm::isa<func::ReturnOp>(op) ||
-              (kernel && kernel.getKernel().ends_with("_update"));
-  // An all-reduce of a range of a buffer touches only that range: the
-  // tiles of one gradient go out one after another without waiting.
-  auto touched = [&](Value v) {
-    if (auto ar = llvm::dyn_cast<exec::AllReduceOp>(op)) {
-      auto [first, last] = reducedRange(ar);
-      return arenaRange(v, first, last);
-    }
-    return arenaRange(v);
-  };
-  for (Value v : op.getOperands()) {
-    if (wait)
-      break;
-    if (std::optional<std::pair<int64_t, int64_t>> r = touched(v))
-      for (auto [begin, end] : pending)
-        wait |= r->first < end && begin < r->second;
-  }
-  if (!wait)
-    return;
-  os << "  if (int rc = ctx->wait_collectives(ctx->comm))\n"
-     << "    "
-     << target.ret("rc == OTC_STEP_SKIPPED_NONFINITE ? rc : OTC_STEP_ERR_COMM")
-     << "\n";
-  pending.clear();
-}
-
-void Emitter::started(Value buffer, int64_t first, int64_t last) {
-  if (std::optional<std::pair<int64_t, int64_t>> r =
-          arenaRange(buffer, first, last))
-    pending.push_back(*r);
 }
 
 LogicalResult Emitter::emitFunction(func::FuncOp fn, StringRef cName) {
@@ -157,12 +96,11 @@ LogicalResult Emitter::emitFunction(func::FuncOp fn, StringRef cName) {
      << "  (void)ctx;\n";
   if (target.cuda())
     os << "  otckd_set_stream(ctx->stream);\n";
-  // SDP: agree on finiteness once, before the first update.
-  bool agreed = !fn->getParentOfType<ModuleOp>()->hasAttr(attr::kSdp);
-  bool checkedDevice = false;
-  pending.clear();
+  // Started and not waited for: otc-place-waits must have run.
+  bool started = false;
+  const char *commError =
+      "rc == OTC_STEP_SKIPPED_NONFINITE ? rc : OTC_STEP_ERR_COMM";
   for (Operation &op : fn.front()) {
-    waitBefore(op);
     if (auto view = llvm::dyn_cast<exec::ViewOp>(op)) {
       std::string t = cType(view.getType().getElementType());
       if (t.empty())
@@ -213,24 +151,6 @@ LogicalResult Emitter::emitFunction(func::FuncOp fn, StringRef cName) {
            << g << ");\n";
       }
     } else if (auto k = llvm::dyn_cast<exec::KernelOp>(op)) {
-      // SDP: owner-group buckets only remember a non-finite gradient; every
-      // rank agrees before it updates anything.
-      // CUDA: a kernel's recorded error (a bad label) stops the step before
-      // any parameter changes, as the CPU's early return does.
-      if (target.cuda() && !checkedDevice &&
-          k.getKernel().ends_with("_update")) {
-        os << "  if (int rc = otc_cuda_status(OTC_STEP_OK))\n    "
-           << target.ret("rc") << "\n";
-        checkedDevice = true;
-      }
-      if (!agreed && k.getKernel().ends_with("_update")) {
-        os << "  if (int rc = ctx->agree_finite(ctx->comm))\n"
-           << "    "
-           << target.ret(
-                  "rc == OTC_STEP_SKIPPED_NONFINITE ? rc : OTC_STEP_ERR_COMM")
-           << "\n";
-        agreed = true;
-      }
       if (failed(emitKernelCall(
               k, os, [&](Value v) { return name(v); }, target)))
         return failure();
@@ -248,7 +168,7 @@ LogicalResult Emitter::emitFunction(func::FuncOp fn, StringRef cName) {
         os << " + " << begin;
       os << ", " << end - begin << ") != 0)\n    "
          << target.ret("OTC_STEP_ERR_COMM") << "\n";
-      started(ar.getBuffer(), begin, end);
+      started = true;
     } else if (auto bc = llvm::dyn_cast<exec::BroadcastOp>(op)) {
       os << "  if (ctx->broadcast_f32(ctx->comm, " << bc.getRootAttr().getInt()
          << ", " << name(bc.getBuffer()) << ", "
@@ -257,7 +177,23 @@ LogicalResult Emitter::emitFunction(func::FuncOp fn, StringRef cName) {
     } else if (auto car = llvm::dyn_cast<exec::CompressedAllReduceOp>(op)) {
       if (failed(emitCompressedAllReduce(car)))
         return failure();
+      started = true;
+    } else if (llvm::isa<exec::WaitCollectivesOp>(op)) {
+      os << "  if (int rc = ctx->wait_collectives(ctx->comm))\n    "
+         << target.ret(commError) << "\n";
+      started = false;
+    } else if (llvm::isa<exec::AgreeFiniteOp>(op)) {
+      os << "  if (int rc = ctx->agree_finite(ctx->comm))\n    "
+         << target.ret(commError) << "\n";
+    } else if (llvm::isa<exec::CheckErrorsOp>(op)) {
+      // CPU kernels return as they fail: nothing is left to check.
+      if (target.cuda())
+        os << "  if (int rc = otc_cuda_status(OTC_STEP_OK))\n    "
+           << target.ret("rc") << "\n";
     } else if (llvm::isa<func::ReturnOp>(op)) {
+      if (started)
+        return op.emitError("returns before waiting for its collectives "
+                            "(run otc-place-waits after otc-plan-memory)");
       os << "  " << target.ret("OTC_STEP_OK") << "\n";
     } else {
       return op.emitError("cannot emit '") << op.getName() << "' as C++";
@@ -299,9 +235,6 @@ LogicalResult Emitter::emitCompressedAllReduce(exec::CompressedAllReduceOp op) {
      << "    if (rc == OTC_STEP_SKIPPED_NONFINITE)\n      " << target.ret("rc")
      << "\n    if (rc != 0)\n      " << target.ret("OTC_STEP_ERR_COMM")
      << "\n  }\n";
-  started(op.getBuffer());
-  if (Value residual = op.getResidual())
-    started(residual);
   return success();
 }
 

@@ -1,4 +1,4 @@
-// RUN: otc-opt %s --otc-lower-to-exec --otc-plan-memory | otc-translate --emit-cpp | FileCheck %s
+// RUN: otc-opt %s --otc-lower-to-exec --otc-plan-memory --otc-place-waits | otc-translate --emit-cpp | FileCheck %s
 
 // CHECK: #include "otc/compress.h"
 // CHECK-LABEL: static int otc_train_step(

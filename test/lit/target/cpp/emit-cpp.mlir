@@ -1,4 +1,4 @@
-// RUN: otc-opt %s --otc-lower-to-exec --otc-plan-memory | otc-translate --emit-cpp | FileCheck %s
+// RUN: otc-opt %s --otc-lower-to-exec --otc-plan-memory --otc-place-waits | otc-translate --emit-cpp | FileCheck %s
 
 // The emitted translation unit: manifest, one C function per step that
 // addresses the arena through typed pointers and calls the kernel ABI, and

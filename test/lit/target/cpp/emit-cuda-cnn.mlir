@@ -1,5 +1,5 @@
-// RUN: otc-opt %s --otc-lower-to-exec=target=cuda --otc-plan-memory | otc-translate --emit-cuda-cpp | FileCheck %s
-// RUN: otc-opt %s --otc-lower-to-exec=target=cuda --otc-plan-memory | otc-translate --emit-cuda-cpp | FileCheck %s --check-prefix=NOCPU
+// RUN: otc-opt %s --otc-lower-to-exec=target=cuda --otc-plan-memory --otc-place-waits | otc-translate --emit-cuda-cpp | FileCheck %s
+// RUN: otc-opt %s --otc-lower-to-exec=target=cuda --otc-plan-memory --otc-place-waits | otc-translate --emit-cuda-cpp | FileCheck %s --check-prefix=NOCPU
 
 // --target cuda: the CNN kernels call their CUDA twins (kernels/cuda/conv.cu,
 // pool.cu, norm.cu). Descriptors stay host structs; every tensor, the max

@@ -1,4 +1,4 @@
-// RUN: otc-opt %s --split-input-file --otc-lower-to-exec --otc-plan-memory | not otc-translate --split-input-file --emit-cuda-cpp 2>&1 | FileCheck %s
+// RUN: otc-opt %s --split-input-file --otc-lower-to-exec --otc-plan-memory --otc-place-waits | not otc-translate --split-input-file --emit-cuda-cpp 2>&1 | FileCheck %s
 
 // A kernel without a CUDA twin is an error on its op, naming the kernel and
 // what --target cuda supports, rather than C++ the host compiler rejects.

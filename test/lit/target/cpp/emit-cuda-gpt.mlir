@@ -1,5 +1,5 @@
-// RUN: otc-opt %s --otc-lower-to-exec --otc-plan-memory | otc-translate --emit-cuda-cpp | FileCheck %s
-// RUN: otc-opt %s --otc-lower-to-exec --otc-plan-memory | otc-translate --emit-cuda-cpp | FileCheck %s --check-prefix=NOCPU
+// RUN: otc-opt %s --otc-lower-to-exec --otc-plan-memory --otc-place-waits | otc-translate --emit-cuda-cpp | FileCheck %s
+// RUN: otc-opt %s --otc-lower-to-exec --otc-plan-memory --otc-place-waits | otc-translate --emit-cuda-cpp | FileCheck %s --check-prefix=NOCPU
 
 // --target cuda: what a GPT-style decoder needs besides GEMMs and softmax
 // (embedding gather, LayerNorm, causal masking by where, reductions) calls

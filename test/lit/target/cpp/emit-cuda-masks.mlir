@@ -1,4 +1,4 @@
-// RUN: otc-opt %s --otc-lower-to-exec=target=cuda --otc-plan-memory | otc-translate --emit-cuda-cpp | FileCheck %s
+// RUN: otc-opt %s --otc-lower-to-exec=target=cuda --otc-plan-memory --otc-place-waits | otc-translate --emit-cuda-cpp | FileCheck %s
 
 // --target cuda: what a language model's masks and pooling index need (the
 // last non-padding token: compare, logical, not, cast, arg_reduce of int64)

@@ -1,5 +1,5 @@
-// RUN: otc-opt %s --otc-lower-to-exec --otc-plan-memory | otc-translate --emit-cuda-cpp | FileCheck %s
-// RUN: otc-opt %s --otc-lower-to-exec --otc-plan-memory | otc-translate --emit-cuda-cpp | FileCheck %s --check-prefix=NOCPU
+// RUN: otc-opt %s --otc-lower-to-exec --otc-plan-memory --otc-place-waits | otc-translate --emit-cuda-cpp | FileCheck %s
+// RUN: otc-opt %s --otc-lower-to-exec --otc-plan-memory --otc-place-waits | otc-translate --emit-cuda-cpp | FileCheck %s --check-prefix=NOCPU
 
 // --target cuda: the same program calling the CUDA twins (otc/kernels_cuda.h)
 // on the step's stream; constants and host scalars read as tensors are

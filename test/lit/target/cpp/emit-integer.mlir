@@ -1,5 +1,5 @@
-// RUN: otc-opt %s --otc-lower-to-exec --otc-plan-memory | otc-translate --emit-cpp | FileCheck %s --check-prefix=CPU
-// RUN: otc-opt %s --otc-lower-to-exec --otc-plan-memory | otc-translate --emit-cuda-cpp | FileCheck %s --check-prefix=CUDA
+// RUN: otc-opt %s --otc-lower-to-exec --otc-plan-memory --otc-place-waits | otc-translate --emit-cpp | FileCheck %s --check-prefix=CPU
+// RUN: otc-opt %s --otc-lower-to-exec --otc-plan-memory --otc-place-waits | otc-translate --emit-cuda-cpp | FileCheck %s --check-prefix=CUDA
 
 // Integer elementwise ops of every width call one kernel entry with the
 // element type's otck_dtype code (UINT8 = 2, INT8 = 3, UINT64 = 13); the

@@ -1,5 +1,5 @@
-// RUN: otc-opt %s --otc-lower-to-exec --otc-plan-memory | otc-translate --emit-cpp | FileCheck %s --check-prefix=CPU
-// RUN: otc-opt %s --otc-lower-to-exec --otc-plan-memory | otc-translate --emit-cuda-cpp | FileCheck %s --check-prefix=CUDA
+// RUN: otc-opt %s --otc-lower-to-exec --otc-plan-memory --otc-place-waits | otc-translate --emit-cpp | FileCheck %s --check-prefix=CPU
+// RUN: otc-opt %s --otc-lower-to-exec --otc-plan-memory --otc-place-waits | otc-translate --emit-cuda-cpp | FileCheck %s --check-prefix=CUDA
 
 // The trigonometric and hyperbolic ops, ThresholdedRelu, Shrink and Mod go
 // to the unary and binary kernels, on either target; Tan's derivative reads

@@ -1,4 +1,4 @@
-// RUN: otc-opt %s --otc-lower-to-exec --otc-plan-memory | otc-translate --emit-cpp | FileCheck %s
+// RUN: otc-opt %s --otc-lower-to-exec --otc-plan-memory --otc-place-waits | otc-translate --emit-cpp | FileCheck %s
 
 // Overlap: an all-reduce may still run when its call returns. The program
 // goes on with what does not touch the averaged buffer (the second layer's

@@ -1,4 +1,4 @@
-// RUN: otc-opt %s --otc-lower-to-exec --otc-plan-memory | otc-translate --emit-cpp | FileCheck %s
+// RUN: otc-opt %s --otc-lower-to-exec --otc-plan-memory --otc-place-waits | otc-translate --emit-cpp | FileCheck %s
 
 // One rank's program of an SDP plan (backward masking): the owned block's
 // gradient is averaged in owner group 0 (ranks 0 and 1), the shared head's
