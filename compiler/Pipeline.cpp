@@ -259,8 +259,31 @@ LogicalResult hostCompile(StringRef source, const CompileOptions &options) {
 
 } // namespace
 
+/// Says why `path` cannot be written, before any work is done for it (the
+/// host compiler's own message would come after the whole compilation).
+static LogicalResult checkWritable(StringRef path) {
+  SmallString<128> folder = llvm::sys::path::parent_path(path);
+  if (folder.empty())
+    folder = ".";
+  const char *why = nullptr;
+  if (llvm::sys::fs::is_directory(path))
+    why = "it is a folder";
+  else if (!llvm::sys::fs::is_directory(folder))
+    why = "its folder does not exist";
+  else if (llvm::sys::fs::access(folder, llvm::sys::fs::AccessMode::Write))
+    why = "its folder is not writable";
+  if (!why)
+    return success();
+  llvm::errs() << "otc-compile: cannot write '" << path << "': " << why << "\n";
+  return failure();
+}
+
 int otc::compile(const CompileOptions &options, MLIRContext &context,
                  void (*configurePassManager)(PassManager &)) {
+  if (failed(checkWritable(options.output)) ||
+      (!options.reportJson.empty() &&
+       failed(checkWritable(options.reportJson))))
+    return 1;
   OwningOpRef<ModuleOp> module =
       importOnnxFile(options.input, &context, options.import);
   if (!module)

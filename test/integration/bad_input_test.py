@@ -456,6 +456,15 @@ def case_dynamic_dim(e):
 
 # --- otc-compile: bad flags -------------------------------------------------
 
+@case("compile-output-folder-missing",
+      "otc-compile: -o into a folder that does not exist")
+def case_compile_output_folder_missing(e):
+    out = os.path.join(e.ctx.path("no-such-folder"), "train")
+    r = T.run([e.ctx.tool("otc-compile"), e.shared.mlp(), "-o", out] +
+              COMPILE_FLAGS, timeout=120)
+    expect_failure(e.checks, "otc-compile: -o into a missing folder", r,
+                   ["no-such-folder", ("does not exist", "no such")])
+
 @case("compile-unknown-flag", "otc-compile: an unknown flag")
 def case_compile_unknown_flag(e):
     e.compile_("unknown flag --frobnicate", e.shared.mlp(), ["--frobnicate"],
