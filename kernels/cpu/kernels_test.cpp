@@ -751,6 +751,24 @@ TEST(SoftmaxCrossEntropy, StableForHugeLogits) {
   EXPECT_TRUE(near(loss, refCrossEntropy(ld, labels, 2, 3), kRtol));
 }
 
+TEST(SoftmaxCrossEntropy, ConfidentRowsKeepTheirSmallLoss) {
+  // A trained model's loss near 0: the row's sum of exponentials is
+  // 1 + 2e-9 (and 1 + 2.7e-5), which a float sum rounds to 1 (or to a
+  // multiple of 1.2e-7): the loss would read 0 (or be off by 0.4 %).
+  std::vector<float> logits = {20.0f, 0.0f, 0.0f, 11.2f, 0.75f, -1.5f};
+  std::vector<int64_t> labels = {0, 0};
+  std::vector<float> probs(6);
+  std::vector<double> ld(logits.begin(), logits.end());
+  for (int64_t n : {1, 2}) {
+    float loss = 0.0f;
+    ASSERT_EQ(OTCK_OK, otck_softmax_ce_f32(n, 3, logits.data(), labels.data(),
+                                           probs.data(), &loss));
+    const double want = refCrossEntropy(ld, labels, n, 3);
+    EXPECT_GT(want, 0.0);
+    EXPECT_NEAR(loss, want, 1e-6 * want) << "rows " << n;
+  }
+}
+
 TEST(SoftmaxCrossEntropy, InPlaceBuffers) {
   // probs may overwrite logits, and dlogits may overwrite probs.
   const int64_t N = 5, C = 7;

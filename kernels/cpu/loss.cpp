@@ -23,18 +23,22 @@ double softmaxCrossEntropyRow(const float *x, float *p, int64_t c,
   const float xLabel = x[label];
   const float m = rowMax(x, c);
   float s = 0.0f;
-#pragma omp simd reduction(+ : s)
+  // The loss's sum in double: a confident row's s is 1 + a little, which a
+  // float holds only to 1.2e-7, the size of the loss itself near 0.
+  double sd = 0.0;
+#pragma omp simd reduction(+ : s, sd)
   for (int64_t i = 0; i < c; ++i) {
     float e = vexp(x[i] - m);
     p[i] = e;
     s += e;
+    sd += double(e);
   }
   const float inv = 1.0f / s;
 #pragma omp simd
   for (int64_t i = 0; i < c; ++i)
     p[i] *= inv;
   // -log(e^(x_l - m) / s) = log(s) - (x_l - m).
-  return std::log(double(s)) - (double(xLabel) - double(m));
+  return std::log(sd) - (double(xLabel) - double(m));
 }
 
 } // namespace

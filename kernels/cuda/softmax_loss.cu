@@ -39,9 +39,11 @@ __device__ inline float rowMaxWarp(const float *x, int64_t n, int lane) {
 
 /// One row of n contiguous elements by one warp: y = softmax(x) (or its
 /// log). Returns, on every lane, the row's sum of exp(x - max) and stores
-/// the max in `m`. y may alias x.
+/// the max in `m`; with `sumD` (softmax only) also that sum in double, on
+/// every lane. y may alias x.
 __device__ inline float softmaxRowWarp(const float *x, float *y, int64_t n,
-                                       bool logSoftmax, int lane, float &m) {
+                                       bool logSoftmax, int lane, float &m,
+                                       double *sumD = nullptr) {
   m = rowMaxWarp(x, n, lane);
   float s = 0.0f;
   if (logSoftmax) {
@@ -53,12 +55,16 @@ __device__ inline float softmaxRowWarp(const float *x, float *y, int64_t n,
       y[i] = (x[i] - m) - ls;
     return s;
   }
+  double sd = 0.0;
   for (int64_t i = lane; i < n; i += 32) {
     const float e = expf(x[i] - m);
     y[i] = e;
     s += e;
+    sd += double(e);
   }
   s = warpSum(s);
+  if (sumD)
+    *sumD = warpSum(sd);
   const float inv = 1.0f / s;
   for (int64_t i = lane; i < n; i += 32)
     y[i] *= inv;
@@ -161,7 +167,7 @@ __global__ void softmaxGradColsKernel(int64_t outer, int64_t n, int64_t inner,
 //===----------------------------------------------------------------------===//
 
 /// Row i: probs = softmax(logits), rowLoss[i] = -log softmax[label] =
-/// log(s) - (x_label - max) in double. A label outside [0, C) records
+/// log(s) - (x_label - max), s summed in double. A label outside [0, C) records
 /// OTCK_ERR_LABEL_OUT_OF_RANGE and makes the row's loss NaN.
 __global__ void softmaxCeRowsKernel(int64_t N, int64_t C, const float *logits,
                                     const int64_t *labels, float *probs,
@@ -177,10 +183,13 @@ __global__ void softmaxCeRowsKernel(int64_t N, int64_t C, const float *logits,
     const float xLabel = valid ? x[label] : 0.0f;
     __syncwarp();
     float m;
-    const float s = softmaxRowWarp(x, probs + r * C, C, false, lane, m);
+    // The loss's sum in double, as on the CPU: a confident row's sum is
+    // 1 + a little, which a float holds only to 1.2e-7.
+    double sd;
+    softmaxRowWarp(x, probs + r * C, C, false, lane, m, &sd);
     if (lane == 0) {
       if (valid) {
-        rowLoss[r] = log(double(s)) - (double(xLabel) - double(m));
+        rowLoss[r] = log(sd) - (double(xLabel) - double(m));
       } else {
         rowLoss[r] = CUDART_NAN;
         recordStatus(status, OTCK_ERR_LABEL_OUT_OF_RANGE);
