@@ -1,6 +1,7 @@
 //===- program.cpp - Entry tables, dlopen and manifest parsing ------------===//
 
 #include "core/program.h"
+#include "core/session.h"
 #include "core/status.h"
 
 #include "otc/manifest_schema.h"
@@ -30,6 +31,17 @@ const DTypeInfo kDTypes[] = {
     {DType::BF16, "bf16", 2, 16, "<V2"},
 };
 } // namespace
+
+// otc_dtype_t is DType as the C API spells it.
+static_assert(
+    int(DType::F32) == OTC_DTYPE_F32 && int(DType::F64) == OTC_DTYPE_F64 &&
+        int(DType::I64) == OTC_DTYPE_I64 && int(DType::I32) == OTC_DTYPE_I32 &&
+        int(DType::U8) == OTC_DTYPE_U8 && int(DType::Bool) == OTC_DTYPE_BOOL &&
+        int(DType::I8) == OTC_DTYPE_I8 && int(DType::I16) == OTC_DTYPE_I16 &&
+        int(DType::U16) == OTC_DTYPE_U16 && int(DType::U32) == OTC_DTYPE_U32 &&
+        int(DType::U64) == OTC_DTYPE_U64 && int(DType::F16) == OTC_DTYPE_F16 &&
+        int(DType::BF16) == OTC_DTYPE_BF16,
+    "otc_dtype_t and DType differ");
 
 const DTypeInfo &dtypeInfo(DType dtype) {
   for (const DTypeInfo &d : kDTypes)
@@ -412,6 +424,17 @@ void initProgram(otc_program *program, const otc_program_entry_t *entry) {
   }
 }
 
+// The C view of a manifest tensor; points into the program's manifest.
+otc_tensor_info_t tensorInfo(const TensorSpec &t) {
+  otc_tensor_info_t info;
+  info.name = t.name.c_str();
+  info.role = t.role.c_str();
+  info.dtype = otc_dtype_t(t.dtype);
+  info.rank = int32_t(t.shape.size());
+  info.shape = t.shape.data();
+  return info;
+}
+
 } // namespace
 
 extern "C" {
@@ -473,6 +496,91 @@ const char *otc_program_manifest(const otc_program_t *program) {
 
 int32_t otc_program_world_size(const otc_program_t *program) {
   return program ? program->manifest.worldSize : 0;
+}
+
+otc_status_t otc_program_check_world_size(const otc_program_t *program,
+                                          int32_t world_size) {
+  return guard([&] {
+    if (!program)
+      throw Error(OTC_INVALID_ARGUMENT, "program is NULL");
+    if (world_size != program->manifest.worldSize)
+      throw Error(
+          OTC_FAILED_PRECONDITION,
+          worldSizeMismatchMessage(program->manifest.worldSize, world_size));
+  });
+}
+
+int64_t otc_program_batch(const otc_program_t *program) {
+  return program ? program->manifest.batch : 0;
+}
+
+uint64_t otc_program_seed(const otc_program_t *program) {
+  return program ? program->manifest.seed : 0;
+}
+
+const char *otc_program_loss(const otc_program_t *program) {
+  return program ? program->manifest.loss.c_str() : "none";
+}
+
+uint32_t otc_program_features(const otc_program_t *program) {
+  if (!program || !program->entry)
+    return 0;
+  const Manifest &m = program->manifest;
+  uint32_t f = 0;
+  if (!program->variants.empty())
+    f |= OTC_PROGRAM_SDP;
+  if (program->entry->eval_step)
+    f |= OTC_PROGRAM_EVAL_STEP;
+  if (m.evalLossOffset >= 0)
+    f |= OTC_PROGRAM_EVAL_LOSS;
+  if (program->entry->calibrate_step)
+    f |= OTC_PROGRAM_CALIBRATE_STEP;
+  if (m.hasPerRankState())
+    f |= OTC_PROGRAM_PER_RANK_STATE;
+  return f;
+}
+
+const char *otc_dtype_name(otc_dtype_t dtype) {
+  for (const DTypeInfo &d : kDTypes)
+    if (int(d.dtype) == int(dtype))
+      return d.name;
+  return "";
+}
+
+size_t otc_dtype_size(otc_dtype_t dtype) {
+  for (const DTypeInfo &d : kDTypes)
+    if (int(d.dtype) == int(dtype))
+      return d.size;
+  return 0;
+}
+
+int64_t otc_program_input_count(const otc_program_t *program) {
+  return program ? int64_t(program->manifest.inputs.size()) : 0;
+}
+
+otc_status_t otc_program_input(const otc_program_t *program, int64_t index,
+                               otc_tensor_info_t *out_info) {
+  return guard([&] {
+    if (!program || !out_info)
+      throw Error(OTC_INVALID_ARGUMENT, "program or out_info is NULL");
+    const std::vector<TensorSpec> &inputs = program->manifest.inputs;
+    if (index < 0 || index >= int64_t(inputs.size()))
+      throw Error(OTC_INVALID_ARGUMENT,
+                  "input index " + std::to_string(index) + " is outside [0, " +
+                      std::to_string(inputs.size()) + ")");
+    *out_info = tensorInfo(inputs[size_t(index)]);
+  });
+}
+
+otc_status_t otc_program_eval_output(const otc_program_t *program,
+                                     otc_tensor_info_t *out_info) {
+  return guard([&] {
+    if (!program || !out_info)
+      throw Error(OTC_INVALID_ARGUMENT, "program or out_info is NULL");
+    if (!program->manifest.evalOutput)
+      throw Error(OTC_NOT_FOUND, "the program has no eval_output");
+    *out_info = tensorInfo(*program->manifest.evalOutput);
+  });
 }
 
 } // extern "C"
