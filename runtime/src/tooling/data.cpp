@@ -357,7 +357,7 @@ std::vector<InputSpec> programInputs(const otc_program_t *program) {
     InputSpec in;
     in.name = info.name;
     in.role = info.role;
-    in.dtype = DType(int(info.dtype)); // the same numbering (program.cpp)
+    in.dtype = DType(int(info.dtype)); // the same numbering (dtype.cpp)
     in.shape.assign(info.shape, info.shape + info.rank);
     inputs.push_back(std::move(in));
   }

@@ -9,7 +9,8 @@
 #ifndef OTC_RUNTIME_TOOLING_DATA_H
 #define OTC_RUNTIME_TOOLING_DATA_H
 
-#include "core/program.h"
+#include "core/dtype.h"
+#include "otc/runtime.h"
 
 #include <cstdint>
 #include <map>

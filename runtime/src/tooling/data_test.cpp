@@ -1,5 +1,6 @@
 //===- data_test.cpp - .npy and IDX readers, datasets ---------------------===//
 
+#include "core/program.h"
 #include "core/status.h"
 #include "tooling/data.h"
 
