@@ -62,6 +62,79 @@ void otc_program_release(otc_program_t *program);
 /* The program's manifest (JSON); valid while the program lives. */
 const char *otc_program_manifest(const otc_program_t *program);
 int32_t otc_program_world_size(const otc_program_t *program);
+/* FAILED_PRECONDITION, naming the `mpirun -np` to use, when `world_size`
+ * differs from the compiled world size. */
+otc_status_t otc_program_check_world_size(const otc_program_t *program,
+                                          int32_t world_size);
+/* Samples per rank in one step (the leading axis of every input). */
+int64_t otc_program_batch(const otc_program_t *program);
+/* The seed given to otc-compile (the default session seed). */
+uint64_t otc_program_seed(const otc_program_t *program);
+/* The loss the program trains: "cross-entropy", "nll", "mse", ... or
+ * "none"; valid while the program lives. */
+const char *otc_program_loss(const otc_program_t *program);
+
+typedef enum otc_program_feature {
+  /* Subnetwork data parallelism: each rank trains its own subnetwork; the
+   * whole model is assembled for evaluation and export
+   * (otc_session_assemble_full_model). */
+  OTC_PROGRAM_SDP = 1u << 0,
+  OTC_PROGRAM_EVAL_STEP = 1u << 1, /* otc_session_eval_step runs */
+  OTC_PROGRAM_EVAL_LOSS = 1u << 2, /* otc_session_eval_loss has a value */
+  /* SDP with BatchNorm: otc_session_calibrate_full_model re-estimates the
+   * whole model's running statistics. */
+  OTC_PROGRAM_CALIBRATE_STEP = 1u << 3,
+  /* Some state differs between ranks (error-feedback residuals, SDP
+   * subnetworks): every rank saves and loads its own checkpoint. */
+  OTC_PROGRAM_PER_RANK_STATE = 1u << 4,
+} otc_program_feature_t;
+
+/* The program's otc_program_feature_t bits; 0 for NULL. */
+uint32_t otc_program_features(const otc_program_t *program);
+
+/* Element types of inputs and outputs. F16 and BF16 are storage types: the
+ * runtime copies them but converts no data to or from them. */
+typedef enum otc_dtype {
+  OTC_DTYPE_F32 = 0,
+  OTC_DTYPE_F64 = 1,
+  OTC_DTYPE_I64 = 2,
+  OTC_DTYPE_I32 = 3,
+  OTC_DTYPE_U8 = 4,
+  OTC_DTYPE_BOOL = 5,
+  OTC_DTYPE_I8 = 6,
+  OTC_DTYPE_I16 = 7,
+  OTC_DTYPE_U16 = 8,
+  OTC_DTYPE_U32 = 9,
+  OTC_DTYPE_U64 = 10,
+  OTC_DTYPE_F16 = 11,
+  OTC_DTYPE_BF16 = 12,
+} otc_dtype_t;
+
+/* The manifest's name, e.g. "f32"; a static string ("" if unknown). */
+const char *otc_dtype_name(otc_dtype_t dtype);
+/* Bytes per element; 0 if unknown. */
+size_t otc_dtype_size(otc_dtype_t dtype);
+
+/* A tensor the program reads or writes; every pointer is valid while the
+ * program lives. */
+typedef struct otc_tensor_info {
+  const char *name;
+  const char *role; /* inputs: "data", "label" or "" */
+  otc_dtype_t dtype;
+  int32_t rank;
+  const int64_t *shape; /* `rank` extents, the batch first */
+} otc_tensor_info_t;
+
+/* The program's inputs in the manifest's order (what
+ * otc_session_bind_input takes). */
+int64_t otc_program_input_count(const otc_program_t *program);
+/* INVALID_ARGUMENT when `index` is outside [0, otc_program_input_count). */
+otc_status_t otc_program_input(const otc_program_t *program, int64_t index,
+                               otc_tensor_info_t *out_info);
+/* The model output otc_session_eval_step copies out; NOT_FOUND when the
+ * program has none. */
+otc_status_t otc_program_eval_output(const otc_program_t *program,
+                                     otc_tensor_info_t *out_info);
 
 /*--- Communicators ---------------------------------------------------------*/
 
@@ -94,6 +167,14 @@ void otc_comm_set_overlap(otc_comm_t *comm, int enabled);
  * P * (W - 1) (each payload reaches W - 1 peers). */
 void otc_comm_bytes(const otc_comm_t *comm, uint64_t *out_sent,
                     uint64_t *out_received);
+/* Sums `count` doubles in place over all ranks: bookkeeping such as losses
+ * and evaluation counts, not counted in otc_comm_bytes. Collective. */
+otc_status_t otc_comm_all_reduce_sum_f64(otc_comm_t *comm, double *data,
+                                         int64_t count);
+/* Ends every rank of an MPI job with `exit_code` (a rank failed where the
+ * others may be blocked in a collective) and does not return; returns,
+ * doing nothing, for a 1-rank or local communicator. */
+void otc_comm_abort(otc_comm_t *comm, int32_t exit_code);
 
 /*--- Sessions --------------------------------------------------------------*/
 
@@ -152,6 +233,23 @@ int64_t otc_session_step(const otc_session_t *session);
  * otc_session_train_step (skipped or not), counted as otc_comm_bytes. */
 void otc_session_step_bytes(const otc_session_t *session, uint64_t *out_sent,
                             uint64_t *out_received);
+
+/* SDP (OTC_PROGRAM_SDP) evaluates and exports the whole model, assembled
+ * from the subnetworks the ranks train. The three calls below are OK and do
+ * nothing for other programs. */
+
+/* Brings the whole model up to date with the current step from the ranks
+ * holding each parameter element (otc_session_eval_step and
+ * otc_session_export_onnx do so themselves).
+ * Collective: every rank calls it, even one with nothing to evaluate. */
+otc_status_t otc_session_assemble_full_model(otc_session_t *session);
+/* With OTC_PROGRAM_CALIBRATE_STEP (BatchNorm): moves the whole model's
+ * running statistics towards the batch bound to this rank (assembling the
+ * model first if needed); local to the rank, else does nothing. */
+otc_status_t otc_session_calibrate_full_model(otc_session_t *session);
+/* Averages the whole model's running statistics over all ranks, after each
+ * rank calibrated on its own batches. Collective. */
+otc_status_t otc_session_average_full_buffers(otc_session_t *session);
 
 /* Reads / writes a parameter by its ONNX initializer name. */
 otc_status_t otc_session_get_param(const otc_session_t *session,

@@ -498,6 +498,20 @@ otc_status_t otc_comm_barrier(otc_comm_t *comm) {
   });
 }
 
+otc_status_t otc_comm_all_reduce_sum_f64(otc_comm_t *comm, double *data,
+                                         int64_t count) {
+  return guard([&] {
+    if (!comm || (!data && count > 0) || count < 0)
+      throw Error(OTC_INVALID_ARGUMENT,
+                  "communicator or data is NULL, or count is negative");
+    allReduceSumF64(comm, data, count);
+  });
+}
+
+void otc_comm_abort(otc_comm_t *comm, int32_t exit_code) {
+  abortAll(comm, exit_code);
+}
+
 void otc_comm_set_overlap(otc_comm_t *comm, int enabled) {
   if (!comm)
     return;

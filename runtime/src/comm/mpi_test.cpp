@@ -64,6 +64,21 @@ TEST(Mpi, AllReduceAverages) {
   EXPECT_EQ(sent1 - sent0, 12u);
 }
 
+TEST(Mpi, AllReduceSumF64IsUncounted) {
+  int r = otc_comm_rank(gComm);
+  double v[3] = {double(r + 1), 0.25 * r, -1e-300};
+  uint64_t sent0 = 0, received0 = 0, sent1 = 0, received1 = 0;
+  otc_comm_bytes(gComm, &sent0, &received0);
+  ASSERT_EQ(otc_comm_all_reduce_sum_f64(gComm, v, 3), nullptr);
+  otc_comm_bytes(gComm, &sent1, &received1);
+  EXPECT_EQ(v[0], 3.0);
+  EXPECT_EQ(v[1], 0.25);
+  EXPECT_EQ(v[2], -2e-300);
+  // Bookkeeping, not a program's gradient traffic.
+  EXPECT_EQ(sent1, sent0);
+  EXPECT_EQ(received1, received0);
+}
+
 TEST(Mpi, WorldSizeRefusal) {
   std::string model = gDir + "/linear.onnx";
   otc::testing::LinearProgram three(0, model, 4, 3, 8, 3);

@@ -1,6 +1,7 @@
 //===- program.cpp - Entry tables, dlopen and manifest parsing ------------===//
 
 #include "core/program.h"
+#include "core/session.h"
 #include "core/status.h"
 
 #include "otc/manifest_schema.h"
@@ -18,41 +19,6 @@ namespace otc {
 using json = nlohmann::json;
 namespace K = otc::manifest;
 
-namespace {
-// ONNX TensorProto.DataType numbers (onnx.proto), without its header.
-const DTypeInfo kDTypes[] = {
-    {DType::F32, "f32", 4, 1, "<f4"},    {DType::F64, "f64", 8, 11, "<f8"},
-    {DType::I64, "i64", 8, 7, "<i8"},    {DType::I32, "i32", 4, 6, "<i4"},
-    {DType::U8, "u8", 1, 2, "|u1"},      {DType::Bool, "bool", 1, 9, "|b1"},
-    {DType::I8, "i8", 1, 3, "|i1"},      {DType::I16, "i16", 2, 5, "<i2"},
-    {DType::U16, "u16", 2, 4, "<u2"},    {DType::U32, "u32", 4, 12, "<u4"},
-    {DType::U64, "u64", 8, 13, "<u8"},   {DType::F16, "f16", 2, 10, "<f2"},
-    {DType::BF16, "bf16", 2, 16, "<V2"},
-};
-} // namespace
-
-const DTypeInfo &dtypeInfo(DType dtype) {
-  for (const DTypeInfo &d : kDTypes)
-    if (d.dtype == dtype)
-      return d;
-  return kDTypes[0];
-}
-
-DType parseDType(const std::string &name) {
-  std::string names;
-  for (const DTypeInfo &d : kDTypes) {
-    if (name == d.name)
-      return d.dtype;
-    names += std::string(names.empty() ? "" : ", ") + d.name;
-  }
-  throw Error(OTC_INVALID_ARGUMENT,
-              "unknown dtype '" + name + "' (expected one of " + names + ")");
-}
-
-const char *dtypeName(DType dtype) { return dtypeInfo(dtype).name; }
-
-size_t dtypeSize(DType dtype) { return dtypeInfo(dtype).size; }
-
 int64_t TensorSpec::numel() const {
   int64_t n = 1;
   for (int64_t d : shape)
@@ -65,13 +31,6 @@ int64_t TensorSpec::sampleNumel() const {
   for (size_t i = 1; i < shape.size(); ++i)
     n *= shape[i];
   return n;
-}
-
-std::string shapeString(const std::vector<int64_t> &shape) {
-  std::string s = "[";
-  for (size_t i = 0; i < shape.size(); ++i)
-    s += (i ? ", " : "") + std::to_string(shape[i]);
-  return s + "]";
 }
 
 uint64_t fnv1a64(const void *data, size_t size, uint64_t hash) {
@@ -412,6 +371,17 @@ void initProgram(otc_program *program, const otc_program_entry_t *entry) {
   }
 }
 
+// The C view of a manifest tensor; points into the program's manifest.
+otc_tensor_info_t tensorInfo(const TensorSpec &t) {
+  otc_tensor_info_t info;
+  info.name = t.name.c_str();
+  info.role = t.role.c_str();
+  info.dtype = otc_dtype_t(t.dtype);
+  info.rank = int32_t(t.shape.size());
+  info.shape = t.shape.data();
+  return info;
+}
+
 } // namespace
 
 extern "C" {
@@ -473,6 +443,77 @@ const char *otc_program_manifest(const otc_program_t *program) {
 
 int32_t otc_program_world_size(const otc_program_t *program) {
   return program ? program->manifest.worldSize : 0;
+}
+
+otc_status_t otc_program_check_world_size(const otc_program_t *program,
+                                          int32_t world_size) {
+  return guard([&] {
+    if (!program)
+      throw Error(OTC_INVALID_ARGUMENT, "program is NULL");
+    if (world_size != program->manifest.worldSize)
+      throw Error(
+          OTC_FAILED_PRECONDITION,
+          worldSizeMismatchMessage(program->manifest.worldSize, world_size));
+  });
+}
+
+int64_t otc_program_batch(const otc_program_t *program) {
+  return program ? program->manifest.batch : 0;
+}
+
+uint64_t otc_program_seed(const otc_program_t *program) {
+  return program ? program->manifest.seed : 0;
+}
+
+const char *otc_program_loss(const otc_program_t *program) {
+  return program ? program->manifest.loss.c_str() : "none";
+}
+
+uint32_t otc_program_features(const otc_program_t *program) {
+  if (!program || !program->entry)
+    return 0;
+  const Manifest &m = program->manifest;
+  uint32_t f = 0;
+  if (!program->variants.empty())
+    f |= OTC_PROGRAM_SDP;
+  if (program->entry->eval_step)
+    f |= OTC_PROGRAM_EVAL_STEP;
+  if (m.evalLossOffset >= 0)
+    f |= OTC_PROGRAM_EVAL_LOSS;
+  if (program->entry->calibrate_step)
+    f |= OTC_PROGRAM_CALIBRATE_STEP;
+  if (m.hasPerRankState())
+    f |= OTC_PROGRAM_PER_RANK_STATE;
+  return f;
+}
+
+int64_t otc_program_input_count(const otc_program_t *program) {
+  return program ? int64_t(program->manifest.inputs.size()) : 0;
+}
+
+otc_status_t otc_program_input(const otc_program_t *program, int64_t index,
+                               otc_tensor_info_t *out_info) {
+  return guard([&] {
+    if (!program || !out_info)
+      throw Error(OTC_INVALID_ARGUMENT, "program or out_info is NULL");
+    const std::vector<TensorSpec> &inputs = program->manifest.inputs;
+    if (index < 0 || index >= int64_t(inputs.size()))
+      throw Error(OTC_INVALID_ARGUMENT,
+                  "input index " + std::to_string(index) + " is outside [0, " +
+                      std::to_string(inputs.size()) + ")");
+    *out_info = tensorInfo(inputs[size_t(index)]);
+  });
+}
+
+otc_status_t otc_program_eval_output(const otc_program_t *program,
+                                     otc_tensor_info_t *out_info) {
+  return guard([&] {
+    if (!program || !out_info)
+      throw Error(OTC_INVALID_ARGUMENT, "program or out_info is NULL");
+    if (!program->manifest.evalOutput)
+      throw Error(OTC_NOT_FOUND, "the program has no eval_output");
+    *out_info = tensorInfo(*program->manifest.evalOutput);
+  });
 }
 
 } // extern "C"

@@ -9,6 +9,7 @@
 #ifndef OTC_RUNTIME_CORE_PROGRAM_H
 #define OTC_RUNTIME_CORE_PROGRAM_H
 
+#include "core/dtype.h"
 #include "otc/runtime.h"
 
 #include <cstdint>
@@ -17,40 +18,6 @@
 #include <vector>
 
 namespace otc {
-
-/// Element types of the manifest (the compiler's dialects/graph/
-/// ElementTypes.h names them). F16 and BF16 are storage types: the runtime
-/// copies them but converts no data to or from them.
-enum class DType {
-  F32,
-  F64,
-  I64,
-  I32,
-  U8,
-  Bool,
-  I8,
-  I16,
-  U16,
-  U32,
-  U64,
-  F16,
-  BF16
-};
-
-/// What the runtime knows of each DType: one row per type.
-struct DTypeInfo {
-  DType dtype;
-  const char *name; ///< manifest name
-  size_t size;      ///< bytes
-  int onnx;         ///< ONNX TensorProto.DataType
-  const char *npy;  ///< numpy descr (little-endian)
-};
-const DTypeInfo &dtypeInfo(DType dtype);
-
-/// Parses "f32", "i64", ...; throws INVALID_ARGUMENT otherwise.
-DType parseDType(const std::string &name);
-const char *dtypeName(DType dtype);
-size_t dtypeSize(DType dtype);
 
 /// A typed view into the arena.
 struct TensorSpec {
@@ -84,8 +51,6 @@ struct TensorSpec {
   int64_t sampleNumel() const;
   size_t bytes() const { return size_t(numel()) * dtypeSize(dtype); }
 };
-
-std::string shapeString(const std::vector<int64_t> &shape);
 
 struct OptimizerSpec {
   std::string name = "sgd";

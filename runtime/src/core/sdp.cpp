@@ -201,3 +201,36 @@ void averageFullBuffers(otc_session_t *s) {
 }
 
 } // namespace otc
+
+using namespace otc;
+
+extern "C" {
+
+otc_status_t otc_session_assemble_full_model(otc_session_t *session) {
+  return guard([&] {
+    if (!session)
+      throw Error(OTC_INVALID_ARGUMENT, "session is NULL");
+    if (session->isSdp())
+      assembleFullModel(session);
+  });
+}
+
+otc_status_t otc_session_calibrate_full_model(otc_session_t *session) {
+  return guard([&] {
+    if (!session)
+      throw Error(OTC_INVALID_ARGUMENT, "session is NULL");
+    if (session->isSdp())
+      calibrateFullModel(session);
+  });
+}
+
+otc_status_t otc_session_average_full_buffers(otc_session_t *session) {
+  return guard([&] {
+    if (!session)
+      throw Error(OTC_INVALID_ARGUMENT, "session is NULL");
+    if (session->isSdp())
+      averageFullBuffers(session);
+  });
+}
+
+} // extern "C"

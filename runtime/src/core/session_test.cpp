@@ -23,6 +23,20 @@ using otc::testing::take;
 
 constexpr int64_t kD = 8, kC = 3;
 
+// The SDP test program's calibrate_step: records the whole model's weight
+// and input as it sees them (slot 1's layout).
+int gCalibrations = 0;
+std::vector<float> gCalibratedWeight, gCalibratedInput;
+int recordCalibration(uint8_t *arena, const otc_step_context_t *) {
+  const otc::testing::Layout &l = otc::testing::gLayouts[1];
+  const float *w = reinterpret_cast<const float *>(arena + l.w);
+  const float *x = reinterpret_cast<const float *>(arena + l.x);
+  gCalibratedWeight.assign(w, w + l.C * l.D);
+  gCalibratedInput.assign(x, x + l.B * l.D);
+  ++gCalibrations;
+  return OTC_STEP_OK;
+}
+
 std::string readFile(const std::string &p) {
   std::ifstream in(p, std::ios::binary);
   std::ostringstream ss;
@@ -574,6 +588,94 @@ TEST_F(SessionTest, DriverFashionMnist) {
   double acc = std::atof(err.c_str() + at + 15);
   EXPECT_GT(acc, 0.7) << err;
   EXPECT_NE(err.find("/10000) loss"), std::string::npos) << err;
+}
+
+// A 1-rank SDP program: the whole model (slot 1) evaluates and calibrates,
+// its one variant (slot 0, every parameter) trains.
+struct SdpProgram {
+  SdpProgram(const std::string &modelPath, int64_t batch)
+      : variant(0, modelPath, kD, kC, batch, 1),
+        whole(1, modelPath, kD, kC, batch, 1) {
+    whole.manifest.insert(whole.manifest.size() - 1,
+                          R"(,"sdp":{"mode":"block","masking":"forward",)"
+                          R"("active":1,"rank_variant":[0],"components":[],)"
+                          R"("groups":[]})");
+    whole.entry.manifest_json = whole.manifest.c_str();
+    whole.entry.num_variants = 1;
+    whole.entry.variants = variants;
+    whole.entry.rank_variant = rankVariant;
+    whole.entry.calibrate_step = recordCalibration;
+    variants[0] = &variant.entry;
+  }
+  LinearProgram variant, whole;
+  const otc_program_entry_t *variants[1] = {};
+  const int32_t rankVariant[1] = {0};
+};
+
+TEST_F(SessionTest, FullModelIsAssembledAndCalibrated) {
+  const int64_t batch = 16;
+  SdpProgram sdp(modelPath, batch);
+  otc_program_t *program = nullptr;
+  ASSERT_OK(otc_program_from_entry(&sdp.whole.entry, &program));
+  std::unique_ptr<otc_program_t, void (*)(otc_program_t *)> programOwner(
+      program, otc_program_release);
+  EXPECT_EQ(otc_program_features(program),
+            uint32_t(OTC_PROGRAM_SDP | OTC_PROGRAM_EVAL_STEP |
+                     OTC_PROGRAM_EVAL_LOSS | OTC_PROGRAM_CALIBRATE_STEP |
+                     OTC_PROGRAM_PER_RANK_STATE));
+  otc_session_t *session = nullptr;
+  ASSERT_OK(otc_session_create(program, comm, nullptr, &session));
+  std::unique_ptr<otc_session_t, void (*)(otc_session_t *)> sessionOwner(
+      session, otc_session_release);
+  trainSteps(session, batch, 3, 0);
+  std::vector<float> trained = param(session, "fc.weight", kC * kD);
+
+  gCalibrations = 0;
+  ASSERT_OK(otc_session_assemble_full_model(session));
+  EXPECT_EQ(gCalibrations, 0); // assembling does not calibrate
+  // Calibration runs the whole model on the batch bound to the variant.
+  int64_t begin = 40;
+  ASSERT_OK(otc_session_bind_input(session, "x", &x[size_t(begin * kD)],
+                                   size_t(batch * kD) * 4));
+  ASSERT_OK(otc_session_bind_input(session, "y", &y[size_t(begin)],
+                                   size_t(batch) * 8));
+  ASSERT_OK(otc_session_calibrate_full_model(session));
+  EXPECT_EQ(gCalibrations, 1);
+  EXPECT_EQ(gCalibratedWeight, trained);
+  EXPECT_EQ(gCalibratedInput,
+            std::vector<float>(x.begin() + begin * kD,
+                               x.begin() + (begin + batch) * kD));
+  // No buffers to average on one rank; the weights stay as trained.
+  ASSERT_OK(otc_session_average_full_buffers(session));
+  ASSERT_OK(otc_session_calibrate_full_model(session));
+  EXPECT_EQ(gCalibrations, 2);
+  EXPECT_EQ(gCalibratedWeight, trained);
+}
+
+TEST_F(SessionTest, FullModelCallsDoNothingWithoutSdp) {
+  LinearProgram fixture(0, modelPath, kD, kC, 16, 1);
+  fixture.entry.calibrate_step = recordCalibration;
+  otc_program_t *program = nullptr;
+  ASSERT_OK(otc_program_from_entry(&fixture.entry, &program));
+  std::unique_ptr<otc_program_t, void (*)(otc_program_t *)> programOwner(
+      program, otc_program_release);
+  otc_session_t *session = nullptr;
+  ASSERT_OK(otc_session_create(program, comm, nullptr, &session));
+  std::unique_ptr<otc_session_t, void (*)(otc_session_t *)> sessionOwner(
+      session, otc_session_release);
+  trainSteps(session, 16, 2, 0);
+  std::vector<float> before = param(session, "fc.weight", kC * kD);
+  gCalibrations = 0;
+  ASSERT_OK(otc_session_assemble_full_model(session));
+  ASSERT_OK(otc_session_calibrate_full_model(session));
+  ASSERT_OK(otc_session_average_full_buffers(session));
+  EXPECT_EQ(gCalibrations, 0);
+  EXPECT_EQ(param(session, "fc.weight", kC * kD), before);
+  EXPECT_EQ(otc_session_step(session), 2);
+  for (otc_status_t st : {otc_session_assemble_full_model(nullptr),
+                          otc_session_calibrate_full_model(nullptr),
+                          otc_session_average_full_buffers(nullptr)})
+    EXPECT_EQ(take(st).code, OTC_INVALID_ARGUMENT);
 }
 
 } // namespace

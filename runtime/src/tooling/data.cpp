@@ -5,6 +5,7 @@
 
 #include <zlib.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -334,7 +335,44 @@ std::vector<uint8_t> convertArray(const Array &a, DType dtype) {
   return out;
 }
 
-Dataset Dataset::bind(const Manifest &manifest,
+int64_t InputSpec::numel() const {
+  int64_t n = 1;
+  for (int64_t d : shape)
+    n *= d;
+  return n;
+}
+
+int64_t InputSpec::sampleNumel() const {
+  int64_t n = 1;
+  for (size_t i = 1; i < shape.size(); ++i)
+    n *= shape[i];
+  return n;
+}
+
+std::vector<InputSpec> programInputs(const otc_program_t *program) {
+  std::vector<InputSpec> inputs;
+  for (int64_t i = 0, n = otc_program_input_count(program); i < n; ++i) {
+    otc_tensor_info_t info;
+    throwIfError(otc_program_input(program, i, &info));
+    InputSpec in;
+    in.name = info.name;
+    in.role = info.role;
+    in.dtype = DType(int(info.dtype)); // the same numbering (dtype.cpp)
+    in.shape.assign(info.shape, info.shape + info.rank);
+    inputs.push_back(std::move(in));
+  }
+  return inputs;
+}
+
+const InputSpec *inputWithRole(const std::vector<InputSpec> &inputs,
+                               const std::string &role) {
+  for (const InputSpec &in : inputs)
+    if (in.role == role)
+      return &in;
+  return nullptr;
+}
+
+Dataset Dataset::bind(const std::vector<InputSpec> &inputs,
                       std::map<std::string, Array> arrays,
                       const std::map<std::string, std::string> &sources) {
   auto source = [&](const std::string &name) {
@@ -342,9 +380,10 @@ Dataset Dataset::bind(const Manifest &manifest,
     return it == sources.end() ? std::string("<memory>") : it->second;
   };
   for (const auto &[name, array] : arrays)
-    if (!manifest.findInput(name)) {
+    if (std::none_of(inputs.begin(), inputs.end(),
+                     [&](const InputSpec &in) { return in.name == name; })) {
       std::string known;
-      for (const TensorSpec &in : manifest.inputs)
+      for (const InputSpec &in : inputs)
         known += (known.empty() ? "" : ", ") + in.name;
       throw Error(OTC_INVALID_ARGUMENT,
                   "unknown input '" + name + "' (file '" + source(name) +
@@ -352,7 +391,7 @@ Dataset Dataset::bind(const Manifest &manifest,
     }
   Dataset ds;
   std::string first;
-  for (const TensorSpec &in : manifest.inputs) {
+  for (const InputSpec &in : inputs) {
     auto it = arrays.find(in.name);
     if (it == arrays.end())
       throw Error(OTC_INVALID_ARGUMENT, "no data for input '" + in.name + "' " +
@@ -382,7 +421,7 @@ Dataset Dataset::bind(const Manifest &manifest,
                       std::to_string(ds.numSamples_));
     }
     Column c;
-    c.input = &in;
+    c.input = in;
     c.sampleBytes = size_t(in.sampleNumel()) * dtypeSize(in.dtype);
     c.data = convertArray(a, in.dtype);
     c.source = source(in.name);
@@ -404,23 +443,24 @@ void Dataset::gather(size_t c, const std::vector<int64_t> &indices,
   }
 }
 
-FashionMnist loadFashionMnist(const Manifest &manifest, std::string dir) {
+FashionMnist loadFashionMnist(const std::vector<InputSpec> &inputs,
+                              std::string dir) {
   if (dir.empty()) {
     const char *env = std::getenv("OTC_DATASET_DIR");
     dir = env && *env ? env : "/usr/share/datasets/fashion-mnist";
   }
-  const TensorSpec *data = manifest.inputWithRole("data");
-  const TensorSpec *label = manifest.inputWithRole("label");
+  const InputSpec *data = inputWithRole(inputs, "data");
+  const InputSpec *label = inputWithRole(inputs, "label");
   if (!data || !label)
     throw Error(OTC_INVALID_ARGUMENT,
                 "--dataset fashion-mnist needs a program with one input of "
                 "role \"data\" and one of role \"label\" (compile with "
                 "--loss cross-entropy --label NAME)");
-  if (manifest.inputs.size() != 2)
+  if (inputs.size() != 2)
     throw Error(OTC_INVALID_ARGUMENT,
                 "--dataset fashion-mnist binds exactly two inputs (images and "
                 "labels) but the program has " +
-                    std::to_string(manifest.inputs.size()));
+                    std::to_string(inputs.size()));
   FashionMnist fm;
   auto images = [&](const char *split) {
     std::string path = dir + "/" + split + "-images-idx3-ubyte.gz";
@@ -462,7 +502,7 @@ FashionMnist loadFashionMnist(const Manifest &manifest, std::string dir) {
     arrays[label->name] = readIdx(labelPath);
     std::map<std::string, std::string> sources = {{data->name, imagePath},
                                                   {label->name, labelPath}};
-    return Dataset::bind(manifest, std::move(arrays), sources);
+    return Dataset::bind(inputs, std::move(arrays), sources);
   };
   fm.train = split("train", trainPath, trainImages);
   fm.eval = split("t10k", evalPath, evalImages);

@@ -9,7 +9,8 @@
 #ifndef OTC_RUNTIME_TOOLING_DATA_H
 #define OTC_RUNTIME_TOOLING_DATA_H
 
-#include "core/program.h"
+#include "core/dtype.h"
+#include "otc/runtime.h"
 
 #include <cstdint>
 #include <map>
@@ -36,19 +37,37 @@ Array readArray(const std::string &path);
 /// Converts the elements of `array` to `dtype` (numeric cast; bool is 0/1).
 std::vector<uint8_t> convertArray(const Array &array, DType dtype);
 
+/// A program input as the C API describes it (otc_program_input).
+struct InputSpec {
+  std::string name, role;
+  DType dtype = DType::F32;
+  std::vector<int64_t> shape;
+
+  int64_t numel() const;
+  /// Elements per sample: the product of shape[1:].
+  int64_t sampleNumel() const;
+  size_t bytes() const { return size_t(numel()) * dtypeSize(dtype); }
+};
+
+/// The inputs of `program` in the manifest's order.
+std::vector<InputSpec> programInputs(const otc_program_t *program);
+/// The first of `inputs` with role `role`; NULL if none.
+const InputSpec *inputWithRole(const std::vector<InputSpec> &inputs,
+                               const std::string &role);
+
 /// One array per program input, all with the same number of samples.
 class Dataset {
 public:
   struct Column {
-    const TensorSpec *input = nullptr;
+    InputSpec input;
     std::vector<uint8_t> data; // in the input's dtype
     size_t sampleBytes = 0;
     std::string source; // the file, for messages
   };
 
   /// Binds `arrays` (input name -> array, `sources` name -> file for
-  /// messages) to the program's inputs; every input needs an array.
-  static Dataset bind(const Manifest &manifest,
+  /// messages) to the program's `inputs`; every input needs an array.
+  static Dataset bind(const std::vector<InputSpec> &inputs,
                       std::map<std::string, Array> arrays,
                       const std::map<std::string, std::string> &sources);
 
@@ -72,7 +91,8 @@ struct FashionMnist {
 /// Reads Fashion-MNIST from `dir` (OTC_DATASET_DIR or the Debian package's
 /// folder when empty) into the inputs with roles "data" and "label",
 /// normalised with the training images' mean and standard deviation.
-FashionMnist loadFashionMnist(const Manifest &manifest, std::string dir);
+FashionMnist loadFashionMnist(const std::vector<InputSpec> &inputs,
+                              std::string dir);
 
 } // namespace otc
 

@@ -1,5 +1,6 @@
 //===- data_test.cpp - .npy and IDX readers, datasets ---------------------===//
 
+#include "core/program.h"
 #include "core/status.h"
 #include "tooling/data.h"
 
@@ -254,14 +255,19 @@ TEST_F(DataTest, Convert) {
             std::string::npos);
 }
 
-Manifest twoInputs() {
-  return parseManifest(
+// A parsed manifest's inputs, as programInputs reads them from a program.
+std::vector<InputSpec> twoInputs() {
+  Manifest m = parseManifest(
       R"({"otc_manifest_version":1,"world_size":1,"batch":4,"arena_bytes":4096,
       "inputs":[{"name":"x","dtype":"f32","shape":[4,2,3],"offset":0,
                  "role":"data"},
                 {"name":"y","dtype":"i64","shape":[4],"offset":128,
                  "role":"label"}]})",
       4096);
+  std::vector<InputSpec> inputs;
+  for (const TensorSpec &t : m.inputs)
+    inputs.push_back({t.name, t.role, t.dtype, t.shape});
+  return inputs;
 }
 
 Array filled(DType dtype, std::vector<int64_t> shape) {
@@ -273,7 +279,7 @@ Array filled(DType dtype, std::vector<int64_t> shape) {
 }
 
 TEST_F(DataTest, DatasetBindsAndGathers) {
-  Manifest m = twoInputs();
+  std::vector<InputSpec> m = twoInputs();
   std::map<std::string, Array> arrays;
   arrays["x"] = filled(DType::U8, {10, 6}); // flat per sample is fine
   arrays["y"] = filled(DType::U8, {10});
@@ -291,7 +297,7 @@ TEST_F(DataTest, DatasetBindsAndGathers) {
 }
 
 TEST_F(DataTest, DatasetErrorsNameTheProblem) {
-  Manifest m = twoInputs();
+  std::vector<InputSpec> m = twoInputs();
   std::map<std::string, std::string> src = {{"x", "x.npy"}, {"y", "y.npy"}};
   std::map<std::string, Array> arrays;
   arrays["x"] = filled(DType::F32, {10, 5});

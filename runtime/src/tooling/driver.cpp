@@ -2,19 +2,16 @@
 //
 // Flags, data, the training loop with progress, evaluation, checkpoints,
 // resume, metrics and export. Exit codes: 0 success, 1 a runtime failure,
-// 2 a usage or input problem (flags, data files, world size).
+// 2 a usage or input problem (flags, data files, world size). Uses only the
+// C API (otc/runtime.h) and tooling: what it does, an embedder can do.
 //
 //===----------------------------------------------------------------------===//
 
 #include "tooling/driver.h"
-#include "comm/comm.h"
-#include "core/checkpoint.h"
-#include "core/sdp.h"
-#include "core/session.h"
-#include "core/status.h"
 #include "tooling/data.h"
 #include "tooling/loader.h"
 #include "tooling/metrics.h"
+#include "tooling/status.h"
 
 #include <dirent.h>
 #if defined(__GLIBC__)
@@ -34,6 +31,7 @@
 #include <memory>
 #include <optional>
 #include <regex>
+#include <stdexcept>
 #include <vector>
 
 namespace otc {
@@ -48,8 +46,8 @@ struct AgreedFailure {
   int exitCode;
 };
 
-struct UsageError : Error {
-  explicit UsageError(const std::string &m) : Error(OTC_INVALID_ARGUMENT, m) {}
+struct UsageError : std::runtime_error {
+  explicit UsageError(const std::string &m) : std::runtime_error(m) {}
 };
 
 struct Options {
@@ -251,20 +249,19 @@ template <typename Fn> bool allRanks(otc_comm_t *comm, int &exitCode, Fn &&fn) {
   } catch (const UsageError &e) {
     error = e.what();
     code = kExitUsage;
-  } catch (const Error &e) {
-    error = e.what();
-    code = e.code() == OTC_INVALID_ARGUMENT || e.code() == OTC_NOT_FOUND ||
-                   e.code() == OTC_FAILED_PRECONDITION
+  } catch (const std::exception &e) {
+    std::optional<otc_status_code_t> c = failureCode(e);
+    error =
+        c ? std::string(e.what()) : std::string("internal error: ") + e.what();
+    code = c == OTC_INVALID_ARGUMENT || c == OTC_NOT_FOUND ||
+                   c == OTC_FAILED_PRECONDITION
                ? kExitUsage
                : kExitFailure;
-  } catch (const std::exception &e) {
-    error = std::string("internal error: ") + e.what();
-    code = kExitFailure;
   }
   int rank = otc_comm_rank(comm);
   double v[3] = {error ? 1.0 : 0.0, rank == 0 && error ? 1.0 : 0.0,
                  double(code)};
-  allReduceSumF64(comm, v, 3);
+  check(otc_comm_all_reduce_sum_f64(comm, v, 3));
   if (v[0] == 0)
     return true;
   if (error && (rank == 0 || v[1] == 0))
@@ -328,12 +325,45 @@ void makeDirs(const std::string &dir) {
     pos = dir.find('/', pos + 1);
     path = dir.substr(0, pos);
     if (!path.empty() && ::mkdir(path.c_str(), 0755) != 0 && errno != EEXIST)
-      throw Error(OTC_IO_ERROR, "cannot create the checkpoint folder '" + dir +
-                                    "': " + std::strerror(errno));
+      fail(OTC_IO_ERROR, "cannot create the checkpoint folder '" + dir +
+                             "': " + std::strerror(errno));
   }
 }
 
 //--- The run -----------------------------------------------------------------
+
+/// What the driver needs to know of the program, read through the C API.
+struct ProgramInfo {
+  std::vector<InputSpec> inputs;
+  int64_t batch = 1;
+  uint64_t seed = 0;
+  std::string loss;
+  uint32_t features = 0;
+  /// The model output evaluation reads (otc_program_eval_output).
+  bool hasEvalOutput = false;
+  DType evalDType = DType::F32;
+  std::vector<int64_t> evalShape;
+
+  explicit ProgramInfo(const otc_program_t *program)
+      : inputs(programInputs(program)), batch(otc_program_batch(program)),
+        seed(otc_program_seed(program)), loss(otc_program_loss(program)),
+        features(otc_program_features(program)) {
+    otc_tensor_info_t out;
+    if (otc_status_t st = otc_program_eval_output(program, &out)) {
+      otc_status_free(st); // NOT_FOUND: no eval output
+      return;
+    }
+    hasEvalOutput = true;
+    evalDType = DType(int(out.dtype));
+    evalShape.assign(out.shape, out.shape + out.rank);
+  }
+  bool has(otc_program_feature_t f) const { return (features & f) != 0; }
+  bool hasInput(const std::string &name) const {
+    return std::any_of(inputs.begin(), inputs.end(),
+                       [&](const InputSpec &in) { return in.name == name; });
+  }
+  bool classifies() const { return loss == "cross-entropy" || loss == "nll"; }
+};
 
 struct EvalResult {
   int64_t correct = 0, total = 0;
@@ -397,27 +427,26 @@ int64_t readInteger(const uint8_t *p, DType dtype) {
 
 // Cross-entropy labels must be class indices; checked once up front so a bad
 // file is a clear input error rather than a failed step.
-void checkLabels(const Manifest &m, const Dataset &ds) {
-  if ((m.loss != "cross-entropy" && m.loss != "nll") || !m.evalOutput ||
-      m.evalOutput->shape.size() < 2)
+void checkLabels(const ProgramInfo &m, const Dataset &ds) {
+  if (!m.classifies() || !m.hasEvalOutput || m.evalShape.size() < 2)
     return;
   // [batch, ..., classes] outputs: one label per position of a sample.
-  int64_t classes = m.evalOutput->shape.back();
+  int64_t classes = m.evalShape.back();
   for (const Dataset::Column &col : ds.columns()) {
-    if (col.input->role != "label")
+    if (col.input.role != "label")
       continue;
-    int64_t per = col.input->sampleNumel();
+    int64_t per = col.input.sampleNumel();
     size_t width = col.sampleBytes / size_t(std::max<int64_t>(per, 1));
     for (int64_t i = 0; i < ds.size(); ++i)
       for (int64_t j = 0; j < per; ++j) {
         int64_t y = readInteger(col.data.data() + size_t(i) * col.sampleBytes +
                                     size_t(j) * width,
-                                col.input->dtype);
+                                col.input.dtype);
         if (y < 0 || y >= classes)
           throw UsageError("'" + col.source + "': label " + std::to_string(y) +
                            " of sample " + std::to_string(i) +
                            " is outside [0, " + std::to_string(classes) +
-                           ") for input '" + col.input->name + "'");
+                           ") for input '" + col.input.name + "'");
       }
   }
 }
@@ -425,7 +454,7 @@ void checkLabels(const Manifest &m, const Dataset &ds) {
 class Run {
 public:
   Run(Options o, otc_program_t *program, otc_comm_t *comm)
-      : o_(std::move(o)), program_(program), comm_(comm), m_(program->manifest),
+      : o_(std::move(o)), program_(program), comm_(comm), m_(program),
         rank_(otc_comm_rank(comm)), world_(otc_comm_size(comm)),
         bar_(stderr, !o_.quiet && otc_comm_rank(comm) == 0) {}
 
@@ -454,7 +483,7 @@ private:
   Options o_;
   otc_program_t *program_;
   otc_comm_t *comm_;
-  const Manifest &m_;
+  const ProgramInfo m_;
   int rank_, world_;
   ProgressBar bar_;
   std::optional<Dataset> train_, eval_;
@@ -472,7 +501,7 @@ private:
 
 void Run::loadData() {
   if (!o_.dataset.empty()) {
-    FashionMnist fm = loadFashionMnist(m_, "");
+    FashionMnist fm = loadFashionMnist(m_.inputs, "");
     char line[160];
     std::snprintf(line, sizeof line,
                   "fashion-mnist: %lld training / %lld test images, "
@@ -486,7 +515,7 @@ void Run::loadData() {
   }
   if (o_.data.empty()) {
     std::string inputs;
-    for (const TensorSpec &in : m_.inputs)
+    for (const InputSpec &in : m_.inputs)
       inputs += " --data " + in.name + "=FILE";
     throw UsageError("no training data: give" + inputs +
                      " or --dataset fashion-mnist");
@@ -499,9 +528,9 @@ void Run::loadData() {
       if (arrays.count(name))
         throw UsageError(std::string(flag) + " names input '" + name +
                          "' twice");
-      if (!m_.findInput(name)) {
+      if (!m_.hasInput(name)) {
         std::string known;
-        for (const TensorSpec &in : m_.inputs)
+        for (const InputSpec &in : m_.inputs)
           known += (known.empty() ? "" : ", ") + in.name;
         throw UsageError(std::string(flag) + " " + name + "=" + file +
                          ": the program has no input '" + name +
@@ -510,7 +539,7 @@ void Run::loadData() {
       arrays[name] = readArray(file);
       sources[name] = file;
     }
-    return Dataset::bind(m_, std::move(arrays), sources);
+    return Dataset::bind(m_.inputs, std::move(arrays), sources);
   };
   train_ = bind(o_.data, "--data");
   checkLabels(m_, *train_);
@@ -526,7 +555,7 @@ void Run::createSession() {
   options.seed = o_.seed ? *o_.seed : m_.seed;
   options.num_threads = o_.threads;
   otc_session_t *s = nullptr;
-  throwIfError(otc_session_create(program_, comm_, &options, &s));
+  check(otc_session_create(program_, comm_, &options, &s));
   session_.reset(s);
   loader_ = std::make_unique<Loader>(train_->size(), world_, rank_, m_.batch,
                                      options.seed, o_.shuffle);
@@ -547,7 +576,7 @@ void Run::resume() {
     return;
   LoaderExtra extra;
   size_t extraBytes = 0;
-  if (m_.hasPerRankState() && world_ > 1)
+  if (m_.has(OTC_PROGRAM_PER_RANK_STATE) && world_ > 1)
     path = rankPath(path, rank_);
   otc_status_t st = otc_session_load_checkpoint(
       session_.get(), path.c_str(), &extra, sizeof extra, &extraBytes);
@@ -568,14 +597,14 @@ void Run::resume() {
         break;
       }
     }
-    throw Error(code == OTC_NOT_FOUND ? OTC_NOT_FOUND : OTC_DATA_LOSS,
-                "cannot resume: " + message);
+    fail(code == OTC_NOT_FOUND ? OTC_NOT_FOUND : OTC_DATA_LOSS,
+         "cannot resume: " + message);
   }
   if (extraBytes != sizeof extra ||
       std::memcmp(extra.magic, LoaderExtra().magic, sizeof extra.magic) != 0)
-    throw Error(OTC_DATA_LOSS, "checkpoint '" + path +
-                                   "' has no data-loader position (was it "
-                                   "written by this driver?)");
+    fail(OTC_DATA_LOSS, "checkpoint '" + path +
+                            "' has no data-loader position (was it written "
+                            "by this driver?)");
   Loader::State state;
   state.seed = extra.seed;
   state.epoch = extra.epoch;
@@ -616,18 +645,18 @@ void Run::saveCheckpoint() {
   // Ranks hold identical weights: rank 0 writes, the others wait for it.
   // Per-rank state (error-feedback residuals) makes every rank write its
   // own file.
-  bool perRank = m_.hasPerRankState() && world_ > 1;
+  bool perRank = m_.has(OTC_PROGRAM_PER_RANK_STATE) && world_ > 1;
   bool ok = allRanks(comm_, exitCode, [&] {
     if (rank_ != 0 && !perRank)
       return;
     if (rank_ == 0)
       makeDirs(o_.checkpointDir);
     if (perRank) // the folder exists before the other ranks write into it
-      throwIfError(otc_comm_barrier(comm_));
+      check(otc_comm_barrier(comm_));
     std::vector<uint8_t> extra = loaderExtra();
-    throwIfError(otc_session_save_checkpoint(session_.get(),
-                                             rankPath(path, rank_).c_str(),
-                                             extra.data(), extra.size()));
+    check(otc_session_save_checkpoint(session_.get(),
+                                      rankPath(path, rank_).c_str(),
+                                      extra.data(), extra.size()));
     auto all = listCheckpoints(o_.checkpointDir, rank_);
     for (size_t i = 0; i + 2 < all.size(); ++i)
       std::remove(all[i].second.c_str());
@@ -641,10 +670,10 @@ void Run::bindBatch(const Dataset &ds, const std::vector<int64_t> &indices) {
   std::vector<uint8_t> buffer;
   for (size_t c = 0; c < ds.columns().size(); ++c) {
     const Dataset::Column &col = ds.columns()[c];
-    buffer.resize(col.input->bytes());
+    buffer.resize(col.input.bytes());
     ds.gather(c, indices, buffer.data());
-    throwIfError(otc_session_bind_input(session_.get(), col.input->name.c_str(),
-                                        buffer.data(), buffer.size()));
+    check(otc_session_bind_input(session_.get(), col.input.name.c_str(),
+                                 buffer.data(), buffer.size()));
   }
 }
 
@@ -654,10 +683,11 @@ void Run::bindBatch(const Dataset &ds, const std::vector<int64_t> &indices) {
 /// shard, averaged over the ranks.
 void Run::prepareFullModel() {
   int64_t step = otc_session_step(session_.get());
-  if (!session_->isSdp() || preparedStep_ == step)
+  if (!m_.has(OTC_PROGRAM_SDP) || preparedStep_ == step)
     return;
-  assembleFullModel(session_.get());
-  if (program_->entry->calibrate_step && train_ && o_.sdpCalibrationBatches) {
+  check(otc_session_assemble_full_model(session_.get()));
+  if (m_.has(OTC_PROGRAM_CALIBRATE_STEP) && train_ &&
+      o_.sdpCalibrationBatches) {
     const Dataset &ds = *train_;
     int64_t n = ds.size(), batches = o_.sdpCalibrationBatches;
     for (int64_t k = 0; k < batches; ++k) {
@@ -665,9 +695,9 @@ void Run::prepareFullModel() {
       for (int64_t i = 0; i < m_.batch; ++i)
         indices[size_t(i)] = ((rank_ * batches + k) * m_.batch + i) % n;
       bindBatch(ds, indices);
-      calibrateFullModel(session_.get());
+      check(otc_session_calibrate_full_model(session_.get()));
     }
-    averageFullBuffers(session_.get());
+    check(otc_session_average_full_buffers(session_.get()));
   }
   preparedStep_ = step;
 }
@@ -678,43 +708,46 @@ EvalResult Run::evaluate() {
   int64_t n = ds.size();
   int64_t per = (n + world_ - 1) / world_;
   int64_t begin = std::min(n, rank_ * per), end = std::min(n, begin + per);
-  const TensorSpec *out = m_.evalOutput ? &*m_.evalOutput : nullptr;
-  const TensorSpec *label = m_.inputWithRole("label");
+  const InputSpec *label = inputWithRole(m_.inputs, "label");
   size_t labelColumn = 0;
   for (size_t c = 0; c < ds.columns().size(); ++c)
-    if (label && ds.columns()[c].input == label)
+    if (label && ds.columns()[c].input.name == label->name)
       labelColumn = c;
-  bool classify = (m_.loss == "cross-entropy" || m_.loss == "nll") && out &&
-                  label && out->dtype == DType::F32 && out->shape.size() == 2 &&
-                  out->shape[0] == m_.batch;
+  const std::vector<int64_t> &outShape = m_.evalShape;
+  bool classify = m_.classifies() && m_.hasEvalOutput && label &&
+                  m_.evalDType == DType::F32 && outShape.size() == 2 &&
+                  outShape[0] == m_.batch;
   r.hasAccuracy = classify;
-  r.hasLoss = classify || m_.evalLossOffset >= 0;
+  r.hasLoss = classify || m_.has(OTC_PROGRAM_EVAL_LOSS);
   prepareFullModel();
-  std::vector<float> output(out ? size_t(out->numel()) : 0);
+  int64_t outNumel = 1;
+  for (int64_t d : outShape)
+    outNumel *= d;
+  std::vector<float> output(m_.hasEvalOutput ? size_t(outNumel) : 0);
   for (int64_t b = begin; b < end; b += m_.batch) {
     int64_t valid = std::min(m_.batch, end - b);
     std::vector<int64_t> indices(size_t(m_.batch), -1);
     for (int64_t i = 0; i < valid; ++i)
       indices[size_t(i)] = b + i;
     bindBatch(ds, indices);
-    throwIfError(otc_session_eval_step(
-        session_.get(), classify ? output.data() : nullptr,
-        classify ? output.size() * sizeof(float) : 0));
+    check(otc_session_eval_step(session_.get(),
+                                classify ? output.data() : nullptr,
+                                classify ? output.size() * sizeof(float) : 0));
     if (classify) {
       // Computed here rather than read from eval_loss so that padded rows
       // of the last batch do not count.
       const float *logits = output.data();
-      int64_t classes = out->shape[1];
+      int64_t classes = outShape[1];
       const Dataset::Column &col = ds.columns()[labelColumn];
       for (int64_t i = 0; i < valid; ++i) {
         const float *row = logits + i * classes;
         int64_t y = readInteger(
             col.data.data() + size_t(b + i) * col.sampleBytes, label->dtype);
         if (y < 0 || y >= classes)
-          throw Error(OTC_INVALID_ARGUMENT,
-                      "evaluation label " + std::to_string(y) + " of sample " +
-                          std::to_string(b + i) + " is outside [0, " +
-                          std::to_string(classes) + ")");
+          fail(OTC_INVALID_ARGUMENT, "evaluation label " + std::to_string(y) +
+                                         " of sample " + std::to_string(b + i) +
+                                         " is outside [0, " +
+                                         std::to_string(classes) + ")");
         int64_t best = 0;
         float mx = row[0];
         for (int64_t c = 1; c < classes; ++c)
@@ -728,13 +761,13 @@ EvalResult Run::evaluate() {
       }
     } else if (r.hasLoss) {
       float loss = 0;
-      throwIfError(otc_session_eval_loss(session_.get(), &loss));
+      check(otc_session_eval_loss(session_.get(), &loss));
       r.lossSum += double(loss) * double(valid);
     }
     r.total += valid;
   }
   double v[3] = {double(r.correct), double(r.total), r.lossSum};
-  allReduceSumF64(comm_, v, 3);
+  check(otc_comm_all_reduce_sum_f64(comm_, v, 3));
   r.correct = int64_t(v[0]);
   r.total = int64_t(v[1]);
   r.lossSum = v[2];
@@ -742,9 +775,9 @@ EvalResult Run::evaluate() {
 }
 
 void Run::reportEval() {
-  if (!eval_ || (!m_.evalOutput && m_.evalLossOffset < 0))
+  if (!eval_ || (!m_.hasEvalOutput && !m_.has(OTC_PROGRAM_EVAL_LOSS)))
     return;
-  if (!program_->entry->eval_step)
+  if (!m_.has(OTC_PROGRAM_EVAL_STEP))
     return;
   EvalResult r = evaluate();
   int64_t step = otc_session_step(session_.get());
@@ -798,14 +831,14 @@ void Run::train() {
     std::vector<int64_t> indices = loader_->next();
     bindBatch(*train_, indices);
     float localLoss = 0;
-    throwIfError(otc_session_train_step(session_.get(), &localLoss));
+    check(otc_session_train_step(session_.get(), &localLoss));
     bool skipped = otc_session_last_step_skipped(session_.get()) != 0;
     step = otc_session_step(session_.get());
     batch = batchesTaken();
     ++iterations;
     // The loss reported is the mean over ranks, as a 1-rank run would see.
     double loss = localLoss;
-    allReduceSumF64(comm_, &loss, 1);
+    check(otc_comm_all_reduce_sum_f64(comm_, &loss, 1));
     loss /= world_;
 
     int64_t epoch = loader_->epoch() + 1;
@@ -866,10 +899,10 @@ void Run::train() {
 
 int Run::run() {
   int exitCode = 0;
-  if (world_ != m_.worldSize) {
+  if (otc_status_t st = otc_program_check_world_size(program_, world_)) {
     if (rank_ == 0)
-      std::fprintf(stderr, "error: %s\n",
-                   worldSizeMismatchMessage(m_.worldSize, world_).c_str());
+      std::fprintf(stderr, "error: %s\n", otc_status_message(st));
+    otc_status_free(st);
     return kExitUsage;
   }
   if (!allRanks(comm_, exitCode, [&] { loadData(); }))
@@ -896,7 +929,7 @@ int Run::run() {
                             : "",
                  e.what());
     std::fflush(stderr);
-    abortAll(comm_, kExitFailure);
+    otc_comm_abort(comm_, kExitFailure);
     return kExitFailure;
   }
   if (!o_.exportPath.empty()) {
@@ -904,8 +937,8 @@ int Run::run() {
     if (!allRanks(comm_, exitCode, [&] { prepareFullModel(); }))
       return exitCode == kExitUsage ? kExitFailure : exitCode;
     if (!allRanks(comm_, exitCode, [&] {
-          if (rank_ == 0 || session_->isSdp())
-            throwIfError(
+          if (rank_ == 0 || m_.has(OTC_PROGRAM_SDP))
+            check(
                 otc_session_export_onnx(session_.get(), o_.exportPath.c_str()));
         }))
       return exitCode == kExitUsage ? kExitFailure : exitCode;
@@ -946,7 +979,7 @@ int driverMain(int argc, char **argv, const otc_program_entry_t *entry,
   Options options;
   try {
     options = parseOptions(argc, argv);
-  } catch (const Error &e) {
+  } catch (const UsageError &e) {
     if (launcherRankIsZero())
       std::fprintf(stderr, "error: %s\nrun `%s --help` for the flags\n",
                    e.what(), self);
