@@ -24,6 +24,7 @@ def Dist_Dialect : Dialect {
     the dialect.
   }];
   let hasRegionArgAttrVerify = 1;
+  let hasOperationAttrVerify = 1;
 }
 
 class Dist_Op<string mnemonic, list<Trait> traits = []>

@@ -296,3 +296,28 @@ LogicalResult DistDialect::verifyRegionArgAttribute(Operation *op, unsigned,
       world = w.getInt();
   return ArgAttrChecker(fn, argIndex, world).check();
 }
+
+LogicalResult DistDialect::verifyOperationAttribute(Operation *op,
+                                                    NamedAttribute attribute) {
+  StringRef name = attribute.getName().getValue();
+  Attribute value = attribute.getValue();
+  if (name == kWorldSizeAttr) {
+    auto w = llvm::dyn_cast<IntegerAttr>(value);
+    if (!w || w.getValue().getSExtValue() < 1)
+      return op->emitError("'") << name << "' must be a positive integer";
+    return success();
+  }
+  if (name == attr::kSdp)
+    return llvm::isa<DictionaryAttr>(value)
+               ? success()
+               : op->emitError("'") << name << "' must be a dictionary";
+  if (name == attr::kSdpPartOf) {
+    // On an optimizer update of a parameter trained in part: the index of
+    // that argument in the step before planning (kernels keep it after).
+    auto arg = llvm::dyn_cast<IntegerAttr>(value);
+    if (!arg || arg.getValue().isNegative())
+      return op->emitError("'") << name << "' must be an argument index";
+    return success();
+  }
+  return op->emitError("unknown dist attribute '") << name << "'";
+}
