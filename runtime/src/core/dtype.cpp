@@ -52,6 +52,13 @@ const char *dtypeName(DType dtype) { return dtypeInfo(dtype).name; }
 
 size_t dtypeSize(DType dtype) { return dtypeInfo(dtype).size; }
 
+int64_t shapeNumel(const std::vector<int64_t> &shape, size_t from) {
+  int64_t n = 1;
+  for (size_t i = from; i < shape.size(); ++i)
+    n *= shape[i];
+  return n;
+}
+
 std::string shapeString(const std::vector<int64_t> &shape) {
   std::string s = "[";
   for (size_t i = 0; i < shape.size(); ++i)

@@ -19,19 +19,9 @@ namespace otc {
 using json = nlohmann::json;
 namespace K = otc::manifest;
 
-int64_t TensorSpec::numel() const {
-  int64_t n = 1;
-  for (int64_t d : shape)
-    n *= d;
-  return n;
-}
+int64_t TensorSpec::numel() const { return shapeNumel(shape); }
 
-int64_t TensorSpec::sampleNumel() const {
-  int64_t n = 1;
-  for (size_t i = 1; i < shape.size(); ++i)
-    n *= shape[i];
-  return n;
-}
+int64_t TensorSpec::sampleNumel() const { return shapeNumel(shape, 1); }
 
 uint64_t fnv1a64(const void *data, size_t size, uint64_t hash) {
   const auto *p = static_cast<const uint8_t *>(data);

@@ -204,33 +204,29 @@ void averageFullBuffers(otc_session_t *s) {
 
 using namespace otc;
 
+/// A full-model call of the C API: nothing to do outside SDP.
+static otc_status_t onFullModel(otc_session_t *session,
+                                void (*fn)(otc_session_t *)) {
+  return guard([&] {
+    if (!session)
+      throw Error(OTC_INVALID_ARGUMENT, "session is NULL");
+    if (session->isSdp())
+      fn(session);
+  });
+}
+
 extern "C" {
 
 otc_status_t otc_session_assemble_full_model(otc_session_t *session) {
-  return guard([&] {
-    if (!session)
-      throw Error(OTC_INVALID_ARGUMENT, "session is NULL");
-    if (session->isSdp())
-      assembleFullModel(session);
-  });
+  return onFullModel(session, assembleFullModel);
 }
 
 otc_status_t otc_session_calibrate_full_model(otc_session_t *session) {
-  return guard([&] {
-    if (!session)
-      throw Error(OTC_INVALID_ARGUMENT, "session is NULL");
-    if (session->isSdp())
-      calibrateFullModel(session);
-  });
+  return onFullModel(session, calibrateFullModel);
 }
 
 otc_status_t otc_session_average_full_buffers(otc_session_t *session) {
-  return guard([&] {
-    if (!session)
-      throw Error(OTC_INVALID_ARGUMENT, "session is NULL");
-    if (session->isSdp())
-      averageFullBuffers(session);
-  });
+  return onFullModel(session, averageFullBuffers);
 }
 
 } // extern "C"

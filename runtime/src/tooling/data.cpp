@@ -335,19 +335,9 @@ std::vector<uint8_t> convertArray(const Array &a, DType dtype) {
   return out;
 }
 
-int64_t InputSpec::numel() const {
-  int64_t n = 1;
-  for (int64_t d : shape)
-    n *= d;
-  return n;
-}
+int64_t InputSpec::numel() const { return shapeNumel(shape); }
 
-int64_t InputSpec::sampleNumel() const {
-  int64_t n = 1;
-  for (size_t i = 1; i < shape.size(); ++i)
-    n *= shape[i];
-  return n;
-}
+int64_t InputSpec::sampleNumel() const { return shapeNumel(shape, 1); }
 
 std::vector<InputSpec> programInputs(const otc_program_t *program) {
   std::vector<InputSpec> inputs;
