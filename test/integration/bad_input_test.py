@@ -672,6 +672,30 @@ def case_too_many_ranks(e):
               [("world size", "world-size"), "3"])
 
 
+@case("too-many-threads", "the program: --threads 100000")
+def case_too_many_threads(e):
+    prog1, _ = e.shared.programs()
+    e.program("--threads 100000 (more than the machine runs)",
+              T.train_cmd(prog1, e.shared.data(), steps=1) +
+              ["--threads", "100000"],
+              ["--threads", "100000", "hardware thread"], timeout=60)
+
+
+@case("npy-shape-overflows", "the program: a .npy shape whose size wraps")
+def case_npy_shape_overflows(e):
+    prog1, _ = e.shared.programs()
+    wrap = e.ctx.path("data", "wrap.npy")
+    header = (b"{'descr': '<f4', 'fortran_order': False, "
+              b"'shape': (4611686018427387904, 1, 28, 28), }")
+    header += b" " * (63 - (10 + len(header)) % 64) + b"\n"
+    with open(wrap, "wb") as f:
+        f.write(b"\x93NUMPY\x01\x00" + len(header).to_bytes(2, "little") +
+                header + bytes(64))
+    e.program("a .npy shape (2^62, 1, 28, 28), whose byte count wraps",
+              T.train_cmd(prog1, dict(e.shared.data(), input=wrap), steps=1),
+              ["wrap.npy", "too large"])
+
+
 # ---------------------------------------------------------------------------
 # Driver
 # ---------------------------------------------------------------------------

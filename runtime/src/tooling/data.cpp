@@ -6,12 +6,14 @@
 #include <zlib.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <iostream>
+#include <limits>
 #include <sstream>
 
 namespace otc {
@@ -28,6 +30,23 @@ namespace {
 [[noreturn]] void dataError(const std::string &path, const std::string &what,
                             otc_status_code_t code = OTC_INVALID_ARGUMENT) {
   throw Error(code, "'" + path + "': " + what);
+}
+
+/// The bytes of `a`'s data at `elem` bytes an element, refused with a
+/// message when a header's shape makes that count overflow (a shape such as
+/// (2^62, 1, 28, 28) would otherwise wrap around and pass the size check).
+size_t dataBytes(const std::string &path, const Array &a, size_t elem) {
+  uint64_t n = elem;
+  for (int64_t d : a.shape)
+    if (d < 0 || __builtin_mul_overflow(n, uint64_t(d), &n))
+      dataError(path,
+                "shape " + shapeString(a.shape) +
+                    " is too large: its byte count overflows",
+                OTC_DATA_LOSS);
+  if (n > uint64_t(std::numeric_limits<int64_t>::max()))
+    dataError(path, "shape " + shapeString(a.shape) + " is too large",
+              OTC_DATA_LOSS);
+  return size_t(n);
 }
 
 std::string readWholeFile(const std::string &path) {
@@ -166,12 +185,17 @@ Array readNpy(const std::string &path) {
     if (std::isdigit(static_cast<unsigned char>(c))) {
       digits += c;
     } else if (!digits.empty()) {
-      a.shape.push_back(std::stoll(digits));
+      errno = 0;
+      long long d = std::strtoll(digits.c_str(), nullptr, 10);
+      if (errno == ERANGE)
+        dataError(path, "npy shape extent " + digits + " is too large",
+                  OTC_DATA_LOSS);
+      a.shape.push_back(d);
       digits.clear();
     }
   }
   size_t dataStart = headerStart + headerLen;
-  size_t expected = size_t(a.numel()) * dtypeSize(a.dtype);
+  size_t expected = dataBytes(path, a, dtypeSize(a.dtype));
   size_t found = bytes.size() - dataStart;
   if (found < expected)
     dataError(path,
@@ -268,7 +292,8 @@ Array readIdx(const std::string &path) {
               OTC_DATA_LOSS);
   }
   size_t start = 4 + 4 * size_t(ndims);
-  size_t expected = size_t(a.numel()) * elem;
+  size_t expected = dataBytes(path, a, elem);
+  dataBytes(path, a, dtypeSize(fileType)); // the widened copy's size too
   size_t found = bytes.size() - start;
   if (found != expected)
     dataError(path,

@@ -172,6 +172,27 @@ TEST_F(DataTest, NpyErrors) {
   }
 }
 
+TEST_F(DataTest, NpyShapesWhoseSizeOverflowAreRefused) {
+  // 2^62 * 784 elements of 4 bytes wrap around 2^64 to a small count.
+  writeBytes(path("wrap.npy"),
+             npyBytes(1,
+                      "{'descr': '<f4', 'fortran_order': False, 'shape': "
+                      "(4611686018427387904, 1, 28, 28), }",
+                      raw<float>({1, 2, 3, 4})));
+  std::string e = errorOf([&] { readNpy(path("wrap.npy")); });
+  EXPECT_NE(e.find("is too large"), std::string::npos) << e;
+  EXPECT_NE(e.find("wrap.npy"), std::string::npos) << e;
+  // An extent beyond int64.
+  writeBytes(path("huge.npy"),
+             npyBytes(1,
+                      "{'descr': '<f4', 'fortran_order': False, 'shape': "
+                      "(99999999999999999999,), }",
+                      raw<float>({1})));
+  e = errorOf([&] { readNpy(path("huge.npy")); });
+  EXPECT_NE(e.find("99999999999999999999 is too large"), std::string::npos)
+      << e;
+}
+
 std::string idxBytes(uint8_t type, std::vector<uint32_t> dims,
                      const std::string &data) {
   std::string out;
@@ -222,6 +243,11 @@ TEST_F(DataTest, IdxErrors) {
   std::string e = errorOf([&] { readIdx(path("short")); });
   EXPECT_NE(e.find("truncated: expected 20 data bytes"), std::string::npos)
       << e;
+  // Eight extents of 2^32 - 1: a byte count far past 2^64.
+  writeBytes(path("wrap-idx"),
+             idxBytes(0x0D, std::vector<uint32_t>(8, 0xffffffffu), "abcd"));
+  e = errorOf([&] { readIdx(path("wrap-idx")); });
+  EXPECT_NE(e.find("is too large"), std::string::npos) << e;
   writeBytes(path("type"), idxBytes(0x42, {1}, "a"));
   EXPECT_NE(errorOf([&] { readIdx(path("type")); }).find("element type"),
             std::string::npos);

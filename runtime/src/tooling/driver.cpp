@@ -32,6 +32,7 @@
 #include <optional>
 #include <regex>
 #include <stdexcept>
+#include <thread>
 #include <vector>
 
 namespace otc {
@@ -95,7 +96,8 @@ const char *kUsage =
     "                          both, training stops at the first reached)\n"
     "  --seed S                seed for shuffling and dropout (default: the\n"
     "                          one given to otc-compile)\n"
-    "  --threads N             kernel threads per rank\n"
+    "  --threads N             kernel threads per rank (at most the\n"
+    "                          machine's hardware threads)\n"
     "  --no-overlap            run the all-reduces in the step's own thread\n"
     "                          (default: on a thread of their own, overlapped\n"
     "                          with the rest of the backward pass)\n"
@@ -194,9 +196,17 @@ Options parseOptions(int argc, char **argv) {
         throw UsageError("unknown dataset '" + value +
                          "' (available: fashion-mnist)");
       o.dataset = value;
-    } else if (arg == "--threads")
-      o.threads = int32_t(parseInt(arg, value, 1));
-    else if (arg == "--log-every")
+    } else if (arg == "--threads") {
+      // More kernel threads than the machine runs only oversubscribes it
+      // (and a huge count exhausts it before the first step).
+      int64_t cores = std::max(1u, std::thread::hardware_concurrency());
+      int64_t n = parseInt(arg, value, 1);
+      if (n > cores)
+        throw UsageError("invalid value '" + value + "' for " + arg +
+                         ": this machine runs " + std::to_string(cores) +
+                         " hardware thread" + (cores == 1 ? "" : "s"));
+      o.threads = int32_t(n);
+    } else if (arg == "--log-every")
       o.logEvery = parseInt(arg, value, 1);
     else if (arg == "--checkpoint-dir")
       o.checkpointDir = value;
