@@ -5,6 +5,7 @@
 #include "compiler/Config.h"
 #include "dialects/Attributes.h"
 #include "dialects/dist/DistDialect.h"
+#include "dialects/dist/SdpAttributes.h"
 #include "dialects/exec/ExecDialect.h"
 #include "otc/compress.h"
 #include "target/cpp/EmitCpp.h"
@@ -315,91 +316,40 @@ int otc::compile(const CompileOptions &options, MLIRContext &context,
     return pm.run(m);
   };
   int64_t world = options.pipeline.worldSize;
-  // SDP: one program per distinct rank mask plus the whole model.
-  OwningOpRef<ModuleOp> full;
-  SmallVector<OwningOpRef<ModuleOp>> variants;
-  SmallVector<int64_t> rankVariant;
-  SmallVector<ModuleOp> perRank(world, *module);
-  if (auto sdp = (*module)->getAttrOfType<DictionaryAttr>(attr::kSdp)) {
-    SmallVector<int64_t> reps;
-    for (int64_t rep :
-         sdp.getAs<DenseI64ArrayAttr>("rank_variant").asArrayRef()) {
-      auto it = llvm::find(reps, rep);
-      rankVariant.push_back(it - reps.begin());
-      if (it == reps.end())
-        reps.push_back(rep);
-    }
-    for (int64_t rep : reps) {
-      OwningOpRef<ModuleOp> v = module->clone();
-      std::string keep = (attr::kTrainRankPrefix + Twine(rep)).str();
-      for (auto fn : llvm::make_early_inc_range(v->getOps<func::FuncOp>())) {
-        // (@eval_step and @calibrate_step belong to the whole model.)
-        if (fn.getSymName() == keep)
-          fn.setSymName(attr::kTrainFn);
-        else
-          fn.erase();
-      }
-      if (failed(lower(*v)))
-        return 1;
-      variants.push_back(std::move(v));
-    }
-    full = module->clone();
-    for (auto fn : llvm::make_early_inc_range(full->getOps<func::FuncOp>()))
-      if (fn.getSymName() != attr::kEvalFn &&
-          fn.getSymName() != attr::kCalibrateFn)
-        fn.erase();
-    if (failed(lower(*full)))
-      return 1;
-    for (int64_t r = 0; r < world; ++r)
-      perRank[r] = *variants[rankVariant[r]];
-  } else if (failed(lower(*module))) {
+  if (failed(lower(*module)))
     return 1;
-  }
+  // SDP: one program per distinct rank mask plus the whole model.
+  std::optional<dist::SdpPrograms> sdp = dist::sdpPrograms(*module);
+  ModuleOp full = sdp ? sdp->whole : ModuleOp();
+  SmallVector<ModuleOp> perRank(world, *module);
+  if (sdp)
+    for (int64_t r = 0; r < world; ++r)
+      perRank[r] = sdp->variants[sdp->rankVariant[r]];
   if (options.report) {
     printReport(perRank, world);
     if (full)
-      llvm::outs() << "whole model (evaluation and export, allocated at the "
-                      "first evaluation): "
-                   << humanBytes(
-                          (*full)
-                              ->getAttrOfType<IntegerAttr>(attr::kArenaBytes)
-                              .getInt())
-                   << "\n";
+      llvm::outs()
+          << "whole model (evaluation and export, allocated at the "
+             "first evaluation): "
+          << humanBytes(
+                 full->getAttrOfType<IntegerAttr>(attr::kArenaBytes).getInt())
+          << "\n";
   }
   if (!options.reportJson.empty() &&
       failed(writeFile(options.reportJson, [&](raw_ostream &os) {
-        os << llvm::formatv("{0:2}", reportJson(perRank, world,
-                                                full ? *full : ModuleOp()))
-           << "\n";
+        os << llvm::formatv("{0:2}", reportJson(perRank, world, full)) << "\n";
       })))
     return 1;
-  if (options.emit == Stage::Exec) {
-    if (!full)
-      return emitMlir();
-    return failed(writeFile(options.output,
-                            [&](raw_ostream &os) {
-                              for (auto [i, v] : llvm::enumerate(variants))
-                                os << "// variant " << i << "\n" << *v << "\n";
-                              os << "// the whole model\n" << *full << "\n";
-                            }))
-               ? 1
-               : 0;
-  }
+  if (options.emit == Stage::Exec)
+    return emitMlir();
 
   EmitCppOptions emitOptions;
   emitOptions.withMain = options.emit == Stage::Exe;
   emitOptions.target = options.target();
   std::string source;
   llvm::raw_string_ostream os(source);
-  if (full) {
-    SmallVector<ModuleOp> vs;
-    for (auto &v : variants)
-      vs.push_back(*v);
-    if (failed(emitSdpCpp(*full, vs, rankVariant, os, emitOptions)))
-      return 1;
-  } else if (failed(emitCpp(*module, os, emitOptions))) {
+  if (failed(emitCpp(*module, os, emitOptions)))
     return 1;
-  }
   if (options.emit == Stage::Cpp)
     return failed(writeFile(options.output,
                             [&](raw_ostream &out) { out << source; }))

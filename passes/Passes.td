@@ -277,6 +277,18 @@ def InsertCompressedAllReduce
 // Lowering
 //===----------------------------------------------------------------------===//
 
+def SplitSdpPrograms : Pass<"otc-split-sdp-programs", "mlir::ModuleOp"> {
+  let summary = "One nested module per SDP program";
+  let description = [{
+    The ranks of an SDP plan run different steps, whose parameters differ
+    in shape: each distinct rank mask's `@train_step_rank<r>` moves into a
+    nested module `@variant<i>` as `@train_step` (variants numbered in the
+    order of their first rank), `@eval_step` and `@calibrate_step` into
+    `@whole_model`; each carries the module's attributes. The exec passes
+    then lower and plan each program on its own. A no-op for other modules.
+  }];
+}
+
 def LowerToExec : Pass<"otc-lower-to-exec", "mlir::ModuleOp"> {
   let summary = "Lower graph and dist ops to exec kernels on buffers";
   let description = [{

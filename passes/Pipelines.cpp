@@ -194,6 +194,7 @@ void otc::buildTrainingPipeline(OpPassManager &pm,
 
 void otc::buildExecPipeline(OpPassManager &pm,
                             const ExecPipelineOptions &options) {
+  pm.addPass(createSplitSdpPrograms());
   LowerToExecOptions lower;
   lower.target = options.target;
   pm.addPass(createLowerToExec(lower));

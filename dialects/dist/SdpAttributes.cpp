@@ -97,6 +97,45 @@ std::optional<int64_t> otc::dist::ownerGroupIndex(ModuleOp module,
   return std::nullopt;
 }
 
+std::optional<SdpPrograms> otc::dist::sdpPrograms(ModuleOp module) {
+  auto plan = module->getAttrOfType<DictionaryAttr>(attr::kSdp);
+  if (!plan)
+    return std::nullopt;
+  SdpPrograms p;
+  for (auto m : module.getOps<ModuleOp>()) {
+    std::optional<StringRef> name = m.getSymName();
+    if (name == kWholeModel)
+      p.whole = m;
+    else if (name && name->starts_with(kVariantPrefix))
+      p.variants.push_back(m);
+  }
+  if (!p.whole || p.variants.empty())
+    return std::nullopt;
+  // Variants are numbered in the order their first rank appears.
+  auto ranks = plan.getAs<DenseI64ArrayAttr>("rank_variant");
+  if (!ranks)
+    return std::nullopt;
+  SmallVector<int64_t> reps;
+  for (int64_t rep : ranks.asArrayRef()) {
+    auto it = llvm::find(reps, rep);
+    p.rankVariant.push_back(it - reps.begin());
+    if (it == reps.end())
+      reps.push_back(rep);
+  }
+  if (reps.size() != p.variants.size())
+    return std::nullopt;
+  return p;
+}
+
+SmallVector<ModuleOp> otc::dist::programModules(ModuleOp module) {
+  std::optional<SdpPrograms> p = sdpPrograms(module);
+  if (!p)
+    return {module};
+  SmallVector<ModuleOp> all(p->variants);
+  all.push_back(p->whole);
+  return all;
+}
+
 namespace {
 
 /// Checks the SDP attributes of one function argument, for the verifier:

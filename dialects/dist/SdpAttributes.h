@@ -51,6 +51,25 @@ mlir::Value updatedParam(mlir::Operation *update);
 std::optional<int64_t> ownerGroupIndex(mlir::ModuleOp module,
                                        llvm::ArrayRef<int64_t> ranks);
 
+/// An SDP module after otc-split-sdp-programs: one nested module per
+/// distinct rank mask (`@variant<i>`, its @train_step) and the whole model
+/// (`@whole_model`: @eval_step, @calibrate_step), each lowered and planned
+/// on its own; rank r runs variants[rankVariant[r]].
+struct SdpPrograms {
+  llvm::SmallVector<mlir::ModuleOp> variants;
+  mlir::ModuleOp whole;
+  llvm::SmallVector<int64_t> rankVariant;
+};
+inline constexpr llvm::StringLiteral kVariantPrefix = "variant";
+inline constexpr llvm::StringLiteral kWholeModel = "whole_model";
+
+/// `module`'s programs, if it holds them split; nullopt otherwise.
+std::optional<SdpPrograms> sdpPrograms(mlir::ModuleOp module);
+
+/// The modules holding programs: the nested ones of a split SDP module,
+/// else `module` itself. The exec passes run on each.
+llvm::SmallVector<mlir::ModuleOp> programModules(mlir::ModuleOp module);
+
 } // namespace otc::dist
 
 #endif // OTC_DIALECTS_DIST_SDPATTRIBUTES_H

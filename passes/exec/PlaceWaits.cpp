@@ -8,6 +8,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "dialects/Attributes.h"
+#include "dialects/dist/SdpAttributes.h"
 #include "dialects/exec/ExecDialect.h"
 #include "dialects/exec/KernelTable.h"
 #include "passes/Passes.h"
@@ -103,11 +104,12 @@ void placeWaits(func::FuncOp fn, bool sdp) {
 
 struct PlaceWaits : otc::impl::PlaceWaitsBase<PlaceWaits> {
   void runOnOperation() override {
-    ModuleOp module = getOperation();
-    bool sdp = module->hasAttr(attr::kSdp);
-    for (auto fn : module.getOps<func::FuncOp>())
-      if (!fn.isExternal())
-        placeWaits(fn, sdp);
+    for (ModuleOp module : dist::programModules(getOperation())) {
+      bool sdp = module->hasAttr(attr::kSdp);
+      for (auto fn : module.getOps<func::FuncOp>())
+        if (!fn.isExternal())
+          placeWaits(fn, sdp);
+    }
   }
 };
 

@@ -10,6 +10,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "dialects/Attributes.h"
+#include "dialects/dist/SdpAttributes.h"
 #include "dialects/exec/ExecDialect.h"
 #include "passes/Passes.h"
 
@@ -74,12 +75,18 @@ bool isOptimizerKernel(exec::KernelOp k) {
 
 struct PlanMemory : otc::impl::PlanMemoryBase<PlanMemory> {
   void runOnOperation() override;
+  /// One program (one module of a split SDP module).
+  void plan(ModuleOp module);
 };
 
 } // namespace
 
 void PlanMemory::runOnOperation() {
-  ModuleOp module = getOperation();
+  for (ModuleOp module : dist::programModules(getOperation()))
+    plan(module);
+}
+
+void PlanMemory::plan(ModuleOp module) {
   SmallVector<func::FuncOp> fns;
   for (auto fn : module.getOps<func::FuncOp>())
     if (!fn.isExternal())

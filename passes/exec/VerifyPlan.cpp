@@ -16,6 +16,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "dialects/Attributes.h"
+#include "dialects/dist/SdpAttributes.h"
 #include "dialects/exec/ExecDialect.h"
 #include "dialects/exec/KernelDescs.h"
 #include "passes/Passes.h"
@@ -60,6 +61,8 @@ struct Temp {
 
 struct VerifyPlan : otc::impl::VerifyPlanBase<VerifyPlan> {
   void runOnOperation() override;
+  /// One program (one module of a split SDP module).
+  void verify(ModuleOp module);
 
   /// "%12" as otc-opt prints the value.
   std::string nameOf(Value v) {
@@ -79,7 +82,11 @@ struct VerifyPlan : otc::impl::VerifyPlanBase<VerifyPlan> {
 } // namespace
 
 void VerifyPlan::runOnOperation() {
-  ModuleOp module = getOperation();
+  for (ModuleOp module : dist::programModules(getOperation()))
+    verify(module);
+}
+
+void VerifyPlan::verify(ModuleOp module) {
   auto arena = module->getAttrOfType<IntegerAttr>(attr::kArenaBytes);
   auto buffers = module->getAttrOfType<ArrayAttr>(attr::kBuffers);
   if (!arena || !buffers) {

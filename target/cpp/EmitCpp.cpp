@@ -20,6 +20,7 @@
 #include "dialects/Attributes.h"
 #include "dialects/InitAll.h"
 #include "dialects/dist/DistDialect.h"
+#include "dialects/dist/SdpAttributes.h"
 #include "dialects/exec/ExecDialect.h"
 #include "dialects/graph/ElementTypes.h"
 
@@ -314,19 +315,11 @@ static void emitEpilogue(raw_ostream &out, StringRef entry, bool withMain) {
         << "  return otc_driver_main(argc, argv, otc_program_entry());\n}\n";
 }
 
-LogicalResult otc::emitCpp(ModuleOp module, raw_ostream &out,
-                           const EmitCppOptions &options) {
-  emitPrologue(out, options);
-  if (failed(
-          emitProgram(module, out, "program", options, "0, nullptr, nullptr")))
-    return failure();
-  emitEpilogue(out, "program::entry", options.withMain);
-  return success();
-}
-
-LogicalResult otc::emitSdpCpp(ModuleOp full, ArrayRef<ModuleOp> variants,
-                              ArrayRef<int64_t> rankVariant, raw_ostream &out,
-                              const EmitCppOptions &options) {
+/// An SDP module's programs: each variant's, then the whole model's, whose
+/// entry table lists the variants and which rank runs which.
+static LogicalResult emitSdpCpp(ModuleOp full, ArrayRef<ModuleOp> variants,
+                                ArrayRef<int64_t> rankVariant, raw_ostream &out,
+                                const EmitCppOptions &options) {
   emitPrologue(out, options);
   for (auto [i, v] : llvm::enumerate(variants))
     if (failed(emitProgram(v, out, "variant" + std::to_string(i), options,
@@ -346,6 +339,19 @@ LogicalResult otc::emitSdpCpp(ModuleOp full, ArrayRef<ModuleOp> variants,
               .c_str())))
     return failure();
   emitEpilogue(out, "full::entry", options.withMain);
+  return success();
+}
+
+LogicalResult otc::emitCpp(ModuleOp module, raw_ostream &out,
+                           const EmitCppOptions &options) {
+  if (std::optional<dist::SdpPrograms> sdp = dist::sdpPrograms(module))
+    return emitSdpCpp(sdp->whole, sdp->variants, sdp->rankVariant, out,
+                      options);
+  emitPrologue(out, options);
+  if (failed(
+          emitProgram(module, out, "program", options, "0, nullptr, nullptr")))
+    return failure();
+  emitEpilogue(out, "program::entry", options.withMain);
   return success();
 }
 

@@ -22,19 +22,12 @@ struct EmitCppOptions {
 
 /// Writes a memory-planned module (after otc-plan-memory) as one C++
 /// translation unit defining the program entry table of
-/// otc/program_abi.h. Diagnoses what it cannot emit.
+/// otc/program_abi.h: one program, or an SDP module's programs as
+/// otc-split-sdp-programs nests them (each rank variant's @train_step and
+/// the whole model, assembled from the owners for evaluation and export).
+/// Diagnoses what it cannot emit.
 mlir::LogicalResult emitCpp(mlir::ModuleOp module, llvm::raw_ostream &os,
                             const EmitCppOptions &options = {});
-
-/// Writes an SDP program: one memory-planned module per rank variant (each
-/// with @train_step) and `full`, the whole model (@eval_step; assembled
-/// from the owners for evaluation and export). `rankVariant[r]` indexes
-/// `variants`.
-mlir::LogicalResult emitSdpCpp(mlir::ModuleOp full,
-                               llvm::ArrayRef<mlir::ModuleOp> variants,
-                               llvm::ArrayRef<int64_t> rankVariant,
-                               llvm::raw_ostream &os,
-                               const EmitCppOptions &options = {});
 
 /// The manifest JSON of a memory-planned module (also embedded by emitCpp);
 /// its "device" is "cpu" or "cuda".
