@@ -97,6 +97,21 @@ std::optional<int64_t> otc::dist::ownerGroupIndex(ModuleOp module,
   return std::nullopt;
 }
 
+bool otc::dist::planVariants(DictionaryAttr plan,
+                             SmallVectorImpl<int64_t> &firstRanks,
+                             SmallVectorImpl<int64_t> &rankVariant) {
+  auto ranks = plan.getAs<DenseI64ArrayAttr>("rank_variant");
+  if (!ranks)
+    return false;
+  for (int64_t rep : ranks.asArrayRef()) {
+    auto it = llvm::find(firstRanks, rep);
+    rankVariant.push_back(it - firstRanks.begin());
+    if (it == firstRanks.end())
+      firstRanks.push_back(rep);
+  }
+  return true;
+}
+
 std::optional<SdpPrograms> otc::dist::sdpPrograms(ModuleOp module) {
   auto plan = module->getAttrOfType<DictionaryAttr>(attr::kSdp);
   if (!plan)
@@ -111,17 +126,9 @@ std::optional<SdpPrograms> otc::dist::sdpPrograms(ModuleOp module) {
   }
   if (!p.whole || p.variants.empty())
     return std::nullopt;
-  // Variants are numbered in the order their first rank appears.
-  auto ranks = plan.getAs<DenseI64ArrayAttr>("rank_variant");
-  if (!ranks)
-    return std::nullopt;
   SmallVector<int64_t> reps;
-  for (int64_t rep : ranks.asArrayRef()) {
-    auto it = llvm::find(reps, rep);
-    p.rankVariant.push_back(it - reps.begin());
-    if (it == reps.end())
-      reps.push_back(rep);
-  }
+  if (!planVariants(plan, reps, p.rankVariant))
+    return std::nullopt;
   if (reps.size() != p.variants.size())
     return std::nullopt;
   return p;

@@ -63,6 +63,13 @@ struct SdpPrograms {
 inline constexpr llvm::StringLiteral kVariantPrefix = "variant";
 inline constexpr llvm::StringLiteral kWholeModel = "whole_model";
 
+/// The SDP plan's variants: the first rank of each distinct rank mask, in
+/// rank order (variant i is the i-th), and each rank's variant; false when
+/// the plan has no rank_variant.
+bool planVariants(mlir::DictionaryAttr plan,
+                  llvm::SmallVectorImpl<int64_t> &firstRanks,
+                  llvm::SmallVectorImpl<int64_t> &rankVariant);
+
 /// `module`'s programs, if it holds them split; nullopt otherwise.
 std::optional<SdpPrograms> sdpPrograms(mlir::ModuleOp module);
 

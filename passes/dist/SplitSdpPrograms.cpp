@@ -31,15 +31,11 @@ struct SplitSdpPrograms : otc::impl::SplitSdpProgramsBase<SplitSdpPrograms> {
     auto plan = module->getAttrOfType<DictionaryAttr>(attr::kSdp);
     if (!plan || dist::sdpPrograms(module))
       return; // not SDP, or split already
-    auto ranks = plan.getAs<DenseI64ArrayAttr>("rank_variant");
-    if (!ranks) {
+    SmallVector<int64_t> reps, rankVariant;
+    if (!dist::planVariants(plan, reps, rankVariant)) {
       module.emitError("the SDP plan has no rank_variant");
       return signalPassFailure();
     }
-    SmallVector<int64_t> reps;
-    for (int64_t rep : ranks.asArrayRef())
-      if (!llvm::is_contained(reps, rep))
-        reps.push_back(rep);
     OpBuilder b(module.getBodyRegion());
     b.setInsertionPointToEnd(module.getBody());
     auto program = [&](const std::string &name) {

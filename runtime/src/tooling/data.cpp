@@ -18,12 +18,7 @@
 
 namespace otc {
 
-int64_t Array::numel() const {
-  int64_t n = 1;
-  for (int64_t d : shape)
-    n *= d;
-  return n;
-}
+int64_t Array::numel() const { return shapeNumel(shape); }
 
 namespace {
 
