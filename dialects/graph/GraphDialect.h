@@ -40,6 +40,11 @@ broadcastShapes(llvm::ArrayRef<int64_t> a, llvm::ArrayRef<int64_t> b);
 #include "dialects/graph/GraphOps.h.inc"
 
 namespace otc::graph {
+/// What graph.hyperparameter may read: the fields of otc_hyperparams_t
+/// (otc/program_abi.h), which the runtime sets before every step.
+inline constexpr llvm::StringLiteral kHyperparameters[] = {
+    "lr", "weight_decay", "momentum", "beta1", "beta2", "eps"};
+
 /// The optimizer updates: operand 0 is the parameter, operand 1 its
 /// gradient, the rest optimizer state; results mirror them.
 inline bool isOptimizerUpdate(mlir::Operation *op) {

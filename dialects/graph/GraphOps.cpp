@@ -10,6 +10,7 @@
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinAttributes.h"
 #include "mlir/IR/DialectImplementation.h"
+#include "llvm/ADT/StringExtras.h"
 
 using namespace mlir;
 using namespace otc::graph;
@@ -72,6 +73,18 @@ LogicalResult otc::graph::inferBroadcastResult(std::optional<Location> loc,
 //===----------------------------------------------------------------------===//
 
 OpFoldResult ConstantOp::fold(FoldAdaptor) { return getValue(); }
+
+//===----------------------------------------------------------------------===//
+// HyperparameterOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult HyperparameterOp::verify() {
+  if (!llvm::is_contained(kHyperparameters, getName()))
+    return emitOpError("unknown hyperparameter '")
+           << getName() << "' (expected one of "
+           << llvm::join(llvm::ArrayRef(kHyperparameters), ", ") << ")";
+  return success();
+}
 
 //===----------------------------------------------------------------------===//
 // ReshapeOp

@@ -574,7 +574,11 @@ def Graph_MseGradOp : Graph_Op<"mse_grad", [Pure]> {
 
 //===----------------------------------------------------------------------===//
 // Optimizer updates (torch.optim semantics; the step count for bias
-// correction is the runtime's 1-based optimizer step)
+// correction is the runtime's 1-based optimizer step). The hyperparameters
+// (lr, weight decay, momentum, betas, epsilon) are read at run time from the
+// step context (otc_hyperparams_t); `lr_scale` and `wd_scale` are the
+// parameter group's factors on lr and weight decay (--lr-scale,
+// --no-weight-decay sets wd_scale to 0).
 //===----------------------------------------------------------------------===//
 
 def Graph_SgdUpdateOp : Graph_Op<"sgd_update",
@@ -582,11 +586,12 @@ def Graph_SgdUpdateOp : Graph_Op<"sgd_update",
   let summary = "Plain SGD: w - lr * (g + weight_decay * w)";
   let description = [{
     ```mlir
-    %w2 = graph.sgd_update %w, %g {lr = 0.1 : f32, weight_decay = 0.0 : f32} : tensor<10xf32>
+    %w2 = graph.sgd_update %w, %g {lr_scale = 0.5 : f32} : tensor<10xf32>
     ```
   }];
   let arguments = (ins Graph_F32Tensor:$param, Graph_F32Tensor:$grad,
-                       F32Attr:$lr, DefaultValuedAttr<F32Attr, "0.0">:$weight_decay);
+                       DefaultValuedAttr<F32Attr, "1.0">:$lr_scale,
+                       DefaultValuedAttr<F32Attr, "1.0">:$wd_scale);
   let results = (outs Graph_F32Tensor:$result);
   let assemblyFormat = "$param `,` $grad attr-dict `:` type($param)";
 }
@@ -598,13 +603,13 @@ def Graph_MomentumUpdateOp : Graph_Op<"momentum_update",
     `d = g + wd*w; v = mu*v + d; w -= lr * (nesterov ? d + mu*v : v)`.
 
     ```mlir
-    %w2, %v2 = graph.momentum_update %w, %g, %v {lr = 0.05 : f32, momentum = 0.9 : f32}
-        : tensor<10xf32>
+    %w2, %v2 = graph.momentum_update %w, %g, %v {nesterov = true} : tensor<10xf32>
     ```
   }];
   let arguments = (ins Graph_F32Tensor:$param, Graph_F32Tensor:$grad,
-                       Graph_F32Tensor:$velocity, F32Attr:$lr, F32Attr:$momentum,
-                       DefaultValuedAttr<F32Attr, "0.0">:$weight_decay,
+                       Graph_F32Tensor:$velocity,
+                       DefaultValuedAttr<F32Attr, "1.0">:$lr_scale,
+                       DefaultValuedAttr<F32Attr, "1.0">:$wd_scale,
                        DefaultValuedAttr<BoolAttr, "false">:$nesterov);
   let results = (outs Graph_F32Tensor:$new_param, Graph_F32Tensor:$new_velocity);
   let assemblyFormat = "$param `,` $grad `,` $velocity attr-dict `:` type($param)";
@@ -619,15 +624,14 @@ class Graph_AdamBase<string mnemonic, string decay>
     that the runtime keeps (and checkpoints).
 
     ```mlir
-    %w2, %m2, %v2 = graph.}] # mnemonic # [{ %w, %g, %m, %v {lr = 1.0e-03 : f32,
-        beta1 = 0.9 : f32, beta2 = 0.999 : f32, epsilon = 1.0e-08 : f32,
-        weight_decay = 0.01 : f32} : tensor<10xf32>
+    %w2, %m2, %v2 = graph.}] # mnemonic # [{ %w, %g, %m, %v {wd_scale = 0.0 : f32}
+        : tensor<10xf32>
     ```
   }];
   let arguments = (ins Graph_F32Tensor:$param, Graph_F32Tensor:$grad,
-                       Graph_F32Tensor:$m, Graph_F32Tensor:$v, F32Attr:$lr,
-                       F32Attr:$beta1, F32Attr:$beta2, F32Attr:$epsilon,
-                       DefaultValuedAttr<F32Attr, "0.0">:$weight_decay);
+                       Graph_F32Tensor:$m, Graph_F32Tensor:$v,
+                       DefaultValuedAttr<F32Attr, "1.0">:$lr_scale,
+                       DefaultValuedAttr<F32Attr, "1.0">:$wd_scale);
   let results = (outs Graph_F32Tensor:$new_param, Graph_F32Tensor:$new_m,
                       Graph_F32Tensor:$new_v);
   let assemblyFormat = "$param `,` $grad `,` $m `,` $v attr-dict `:` type($param)";
@@ -635,6 +639,24 @@ class Graph_AdamBase<string mnemonic, string decay>
 
 def Graph_AdamUpdateOp : Graph_AdamBase<"adam_update", "L2 (coupled)">;
 def Graph_AdamWUpdateOp : Graph_AdamBase<"adamw_update", "decoupled">;
+
+def Graph_HyperparameterOp : Graph_Op<"hyperparameter", [Pure]> {
+  let summary = "A training hyperparameter, read at run time";
+  let description = [{
+    The value of `name` (a field of otc_hyperparams_t: lr, weight_decay,
+    momentum, beta1, beta2, eps) for this step, as a float scalar. Passes
+    that compute with a hyperparameter outside an update (momentum
+    correction) read it through this op, so the value stays a run-time one.
+
+    ```mlir
+    %mu = graph.hyperparameter "momentum" : tensor<f32>
+    ```
+  }];
+  let arguments = (ins StrAttr:$name);
+  let results = (outs Graph_ScalarF32:$result);
+  let assemblyFormat = "$name attr-dict `:` type($result)";
+  let hasVerifier = 1;
+}
 
 include "dialects/graph/GraphTensorOps.td"
 include "dialects/graph/GraphNNOps.td"

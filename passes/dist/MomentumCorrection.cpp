@@ -52,26 +52,31 @@ struct MomentumCorrection
         return mlir::emitError(op.getLoc(), "expects the velocity to be state");
       fn.setArgAttr(velocity.getArgNumber(), attr::kRole,
                     b.getStringAttr("per-rank"));
-      // v' = momentum * v + g + weight_decay * w, on this rank.
+      // v' = momentum * v + g + weight_decay * w, on this rank; momentum
+      // and weight decay are run-time values.
       Location loc = op.getLoc();
+      auto hyper = [&](StringRef name) -> Value {
+        return b.create<graph::HyperparameterOp>(loc, scalar,
+                                                 b.getStringAttr(name));
+      };
       Value v = b.create<graph::AddOp>(
-          loc,
-          b.create<graph::MulOp>(
-              loc, op.getVelocity(),
-              constant(loc, op.getMomentum().convertToFloat())),
+          loc, b.create<graph::MulOp>(loc, op.getVelocity(), hyper("momentum")),
           op.getGrad());
-      float wd = op.getWeightDecay().convertToFloat();
-      if (wd != 0.0f)
+      float wdScale = op.getWdScale().convertToFloat();
+      if (wdScale != 0.0f) {
+        Value wd = hyper("weight_decay");
+        if (wdScale != 1.0f)
+          wd = b.create<graph::MulOp>(loc, wd, constant(loc, wdScale));
         v = b.create<graph::AddOp>(
-            loc, v,
-            b.create<graph::MulOp>(loc, op.getParam(), constant(loc, wd)));
+            loc, v, b.create<graph::MulOp>(loc, op.getParam(), wd));
+      }
       velocities.push_back(v);
     }
     for (auto [op, v] : llvm::zip(updates, velocities)) {
       b.setInsertionPoint(op);
-      auto sgd =
-          b.create<graph::SgdUpdateOp>(op.getLoc(), op.getParam(), v,
-                                       op.getLrAttr(), b.getF32FloatAttr(0.0f));
+      auto sgd = b.create<graph::SgdUpdateOp>(op.getLoc(), op.getParam(), v,
+                                              op.getLrScaleAttr(),
+                                              b.getF32FloatAttr(0.0f));
       // What the update trains (dist.sdp_part_of) stays on it.
       sgd->setDiscardableAttrs(op->getDiscardableAttrDictionary());
       Value w = sgd;

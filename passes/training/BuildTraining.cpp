@@ -513,7 +513,6 @@ LogicalResult BuildTraining::buildTrainStep(ModuleOp module,
   // Optimizer updates, in parameter order.
   SmallVector<Value> results;
   SmallVector<int64_t> updates;
-  auto f = [&](double v) { return b.getF32FloatAttr(static_cast<float>(v)); };
   unsigned stateArg = firstState;
   // SDP backward masking: the optimizer sees the part this rank trains,
   // every part taken before the first update (where gradient buckets form).
@@ -535,6 +534,8 @@ LogicalResult BuildTraining::buildTrainStep(ModuleOp module,
     for (unsigned s = 0; s < slots.size(); ++s)
       state.push_back(fn.getArgument(stateArg + s));
     SmallVector<Value> next;
+    FloatAttr lrScale = b.getF32FloatAttr(1.0f),
+              wdScale = b.getF32FloatAttr(1.0f);
     if (!g) {
       mlir::emitWarning(fn.getLoc(), "parameter '")
           << forward.getArgAttrOfType<StringAttr>(p, attr::kParam).getValue()
@@ -542,23 +543,19 @@ LogicalResult BuildTraining::buildTrainStep(ModuleOp module,
       next.push_back(w);
       next.append(state);
     } else if (optimizer == "sgd") {
-      next.push_back(b.create<SgdUpdateOp>(loc, w, g, f(lr), f(weightDecay)));
+      next.push_back(b.create<SgdUpdateOp>(loc, w, g, lrScale, wdScale));
     } else if (optimizer == "momentum") {
-      auto op =
-          b.create<MomentumUpdateOp>(loc, w, g, state[0], f(lr), f(momentum),
-                                     f(weightDecay), b.getBoolAttr(nesterov));
+      auto op = b.create<MomentumUpdateOp>(loc, w, g, state[0], lrScale,
+                                           wdScale, b.getBoolAttr(nesterov));
       next.append(op->result_begin(), op->result_end());
     } else {
-      Operation *op =
-          optimizer == "adam"
-              ? b.create<AdamUpdateOp>(loc, w, g, state[0], state[1], f(lr),
-                                       f(beta1), f(beta2), f(eps),
-                                       f(weightDecay))
-                    .getOperation()
-              : b.create<AdamWUpdateOp>(loc, w, g, state[0], state[1], f(lr),
-                                        f(beta1), f(beta2), f(eps),
-                                        f(weightDecay))
-                    .getOperation();
+      Operation *op = optimizer == "adam"
+                          ? b.create<AdamUpdateOp>(loc, w, g, state[0],
+                                                   state[1], lrScale, wdScale)
+                                .getOperation()
+                          : b.create<AdamWUpdateOp>(loc, w, g, state[0],
+                                                    state[1], lrScale, wdScale)
+                                .getOperation();
       next.append(op->result_begin(), op->result_end());
     }
     if (part) {

@@ -132,6 +132,7 @@ private:
   LogicalResult pack();
   LogicalResult dropout();
   LogicalResult optimizer();
+  LogicalResult hyperparameter();
 
   // Helpers.
   std::string in(unsigned i) { return name(ins[i]); }

@@ -18,7 +18,7 @@
 extern "C" {
 #endif
 
-#define OTC_PROGRAM_ABI_VERSION 5
+#define OTC_PROGRAM_ABI_VERSION 6
 
 /* Status codes a step returns (0 = success). */
 #define OTC_STEP_OK 0
@@ -52,6 +52,20 @@ typedef struct otc_compress_desc {
   float ratio_max;
   int64_t warmup_steps; /* first steps sent dense (fp32) */
 } otc_compress_desc_t;
+
+/* The optimizer's hyperparameters, which a training step reads at run time
+ * (otc_session_set_hyperparameter, the learning-rate schedule): never
+ * constants of the program. A parameter group's compile-time factors
+ * (--lr-scale, --no-weight-decay) multiply `lr` and `weight_decay`. Fields an
+ * optimizer does not have are ignored. */
+typedef struct otc_hyperparams {
+  double lr;
+  double weight_decay;
+  double momentum; /* SGD with momentum */
+  double beta1;    /* Adam, AdamW */
+  double beta2;
+  double eps;
+} otc_hyperparams_t;
 
 /* What the runtime hands a step. */
 typedef struct otc_step_context {
@@ -117,6 +131,8 @@ typedef struct otc_step_context {
    * call, and wait_collectives orders the later work after them. NULL for
    * CPU programs. */
   void *stream;
+  /* This step's hyperparameters (host memory; never NULL in a train_step). */
+  const otc_hyperparams_t *hyper;
 } otc_step_context_t;
 
 typedef struct otc_program_entry {

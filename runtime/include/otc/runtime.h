@@ -234,6 +234,92 @@ int64_t otc_session_step(const otc_session_t *session);
 void otc_session_step_bytes(const otc_session_t *session, uint64_t *out_sent,
                             uint64_t *out_received);
 
+/*--- Hyperparameters and the learning-rate schedule ------------------------*/
+
+/* A training step reads the optimizer's hyperparameters at run time; they
+ * start at the values given to otc-compile and are checkpointed with the
+ * schedule. Names: "lr", "weight_decay", "momentum" (momentum SGD), "beta1",
+ * "beta2", "eps" (Adam, AdamW).
+ * Sets `name` for the following train steps. INVALID_ARGUMENT for an unknown
+ * name, a value out of range (lr >= 0, weight_decay >= 0, momentum and betas
+ * in [0, 1), eps > 0, all finite) or a hyperparameter the program's
+ * optimizer does not have; FAILED_PRECONDITION for "lr" while a schedule
+ * sets it. */
+otc_status_t otc_session_set_hyperparameter(otc_session_t *session,
+                                            const char *name, double value);
+/* The value the next train step uses (for "lr": the schedule's, if set). */
+otc_status_t otc_session_get_hyperparameter(const otc_session_t *session,
+                                            const char *name,
+                                            double *out_value);
+/* Shorthands for "lr"; otc_session_get_lr returns 0 for a NULL session. */
+otc_status_t otc_session_set_lr(otc_session_t *session, double lr);
+double otc_session_get_lr(const otc_session_t *session);
+
+/* Learning-rate schedules, as torch.optim.lr_scheduler computes them. With
+ * k = step - 1 (optimizer steps already taken), W = warmup_steps and
+ * T = total_steps, D = T - W and j = min(k - W, D) after the warm-up:
+ *   warm-up (k < W, every kind but ONECYCLE): base_lr * (f + (1 - f) k / W),
+ *     f = warmup_start_factor (LinearLR);
+ *   CONSTANT: base_lr;
+ *   LINEAR:   base_lr + (lr_min - base_lr) j / D (LinearLR to lr_min);
+ *   COSINE:   lr_min + (base_lr - lr_min) (1 + cos(pi j / D)) / 2
+ *             (CosineAnnealingLR with T_max = D, held at lr_min after it);
+ *   STEP:     base_lr * gamma^floor((k - W) / step_size) (StepLR);
+ *   WSD:      warm-up, base_lr for D - E steps, then linear to lr_min over
+ *             the last E = round(wsd_decay_fraction * D) (at least 1);
+ *   ONECYCLE: OneCycleLR(max_lr = base_lr, total_steps = T, pct_start,
+ *             anneal_strategy "cos", div_factor, final_div_factor), held at
+ *             its final lr after T; with cycle_momentum the program's
+ *             momentum (SGD momentum, Adam's beta1) goes from
+ *             max_momentum to base_momentum and back, as torch does. */
+typedef enum otc_lr_schedule_kind {
+  OTC_LR_CONSTANT = 0,
+  OTC_LR_LINEAR = 1,
+  OTC_LR_COSINE = 2,
+  OTC_LR_STEP = 3,
+  OTC_LR_WSD = 4,
+  OTC_LR_ONECYCLE = 5
+} otc_lr_schedule_kind_t;
+
+typedef struct otc_lr_schedule {
+  int32_t kind;               /* otc_lr_schedule_kind_t */
+  int32_t cycle_momentum;     /* ONECYCLE */
+  double base_lr;             /* > 0; the peak lr */
+  int64_t warmup_steps;       /* >= 0; < total_steps when it decays */
+  double warmup_start_factor; /* in [0, 1] */
+  int64_t total_steps;        /* >= 1 for LINEAR, COSINE, WSD, ONECYCLE */
+  double lr_min;              /* in [0, base_lr] */
+  int64_t step_size;          /* STEP: >= 1 */
+  double gamma;               /* STEP: > 0 */
+  double wsd_decay_fraction;  /* WSD: in (0, 1] */
+  double pct_start;           /* ONECYCLE: in (0, 1) */
+  double div_factor;          /* ONECYCLE: > 0 */
+  double final_div_factor;    /* ONECYCLE: > 0 */
+  double base_momentum;       /* ONECYCLE: 0 <= base <= max < 1 */
+  double max_momentum;
+} otc_lr_schedule_t;
+
+/* CONSTANT at lr 0 (to be set), no warm-up, torch's defaults for the rest
+ * (gamma 0.1, step_size 1, wsd_decay_fraction 0.1, pct_start 0.3,
+ * div_factor 25, final_div_factor 1e4, momentum 0.85..0.95, cycled). */
+void otc_lr_schedule_initialize(otc_lr_schedule_t *schedule);
+/* INVALID_ARGUMENT naming the first field out of range. */
+otc_status_t otc_lr_schedule_validate(const otc_lr_schedule_t *schedule);
+/* The schedule's lr of 1-based optimizer step `step` and, for ONECYCLE with
+ * cycle_momentum, its momentum (*out_momentum untouched otherwise; either
+ * pointer may be NULL). */
+otc_status_t otc_lr_schedule_evaluate(const otc_lr_schedule_t *schedule,
+                                      int64_t step, double *out_lr,
+                                      double *out_momentum);
+/* Makes `schedule` set the lr (and ONECYCLE's momentum) of every following
+ * train step from the step count; NULL removes it (the lr keeps the last
+ * value set). A momentum cycle on a program without momentum is refused. */
+otc_status_t otc_session_set_lr_schedule(otc_session_t *session,
+                                         const otc_lr_schedule_t *schedule);
+/* The schedule in use: 1 and a copy in *out (when not NULL), or 0. */
+int32_t otc_session_get_lr_schedule(const otc_session_t *session,
+                                    otc_lr_schedule_t *out);
+
 /* SDP (OTC_PROGRAM_SDP) evaluates and exports the whole model, assembled
  * from the subnetworks the ranks train. The three calls below are OK and do
  * nothing for other programs. */
@@ -259,8 +345,9 @@ otc_status_t otc_session_set_param(otc_session_t *session, const char *name,
                                    const void *data, size_t bytes);
 
 /* Checkpoints: weights, all manifest state (optimizer state and
- * error-feedback residuals), step, RNG seed, the compressed all-reduce's
- * per-bucket state (adaptive ‖g‖₀), skipped-step count and caller data
+ * error-feedback residuals), step, RNG seed, hyperparameters and schedule, the
+ * compressed all-reduce's per-bucket state (adaptive ‖g‖₀), skipped-step count
+ * and caller data
  * (`extra`, e.g. the data loader's position). Written atomically (temp file,
  * fsync, rename) with a checksum; loading verifies format version, checksum,
  * program and world size and never leaves the session half-updated. */

@@ -1,6 +1,7 @@
 //===- checkpoint.cpp - Atomic, checksummed checkpoints -------------------===//
 
 #include "core/checkpoint.h"
+#include "core/hyper.h"
 #include "core/session.h"
 #include "core/status.h"
 
@@ -20,14 +21,16 @@ namespace {
 
 constexpr char kMagic[8] = {'O', 'T', 'C', 'C', 'K', 'P', 'T', '1'};
 // 2: the runtime section (compressed all-reduce state, skipped steps).
-constexpr uint32_t kVersion = 2;
+// 3: the hyper section (run-time hyperparameters, lr schedule).
+constexpr uint32_t kVersion = 3;
 constexpr size_t kHeaderBytes = 8 + 4 + 4 + 8 + 8 + 4 + 4 + 8 + 8 + 4 + 4;
 enum SectionKind : uint32_t {
   kParam = 1,
   kState = 2,
   kExtra = 3,
   kRuntime = 4,
-  kSdp = 5 // the SDP assignment of components to ranks, as text
+  kSdp = 5, // the SDP assignment of components to ranks, as text
+  kHyper = 6
 };
 constexpr size_t kRuntimeHeaderBytes = 8 + 4 + 4;
 constexpr size_t kSavedBucketBytes = 8 + 4 + 4 + 8;
@@ -98,6 +101,54 @@ private:
   const uint8_t *p_;
   size_t n_, pos_ = 0;
 };
+
+void putHyper(Writer &w, const otc_hyperparams_t &h,
+              const std::optional<otc_lr_schedule_t> &schedule) {
+  for (double v : {h.lr, h.weight_decay, h.momentum, h.beta1, h.beta2, h.eps})
+    w.put<double>(v);
+  w.put<uint32_t>(schedule ? 1 : 0);
+  w.put<uint32_t>(0);
+  if (!schedule)
+    return;
+  const otc_lr_schedule_t &s = *schedule;
+  w.put<int32_t>(s.kind);
+  w.put<int32_t>(s.cycle_momentum);
+  w.put<double>(s.base_lr);
+  w.put<int64_t>(s.warmup_steps);
+  w.put<double>(s.warmup_start_factor);
+  w.put<int64_t>(s.total_steps);
+  w.put<double>(s.lr_min);
+  w.put<int64_t>(s.step_size);
+  for (double v : {s.gamma, s.wsd_decay_fraction, s.pct_start, s.div_factor,
+                   s.final_div_factor, s.base_momentum, s.max_momentum})
+    w.put<double>(v);
+}
+
+void getHyper(Reader &r, CheckpointData &data) {
+  otc_hyperparams_t h{};
+  for (double *v :
+       {&h.lr, &h.weight_decay, &h.momentum, &h.beta1, &h.beta2, &h.eps})
+    *v = r.get<double>();
+  data.hyper = h;
+  uint32_t hasSchedule = r.get<uint32_t>();
+  r.get<uint32_t>();
+  if (!hasSchedule)
+    return;
+  otc_lr_schedule_t s{};
+  s.kind = r.get<int32_t>();
+  s.cycle_momentum = r.get<int32_t>();
+  s.base_lr = r.get<double>();
+  s.warmup_steps = r.get<int64_t>();
+  s.warmup_start_factor = r.get<double>();
+  s.total_steps = r.get<int64_t>();
+  s.lr_min = r.get<double>();
+  s.step_size = r.get<int64_t>();
+  for (double *v :
+       {&s.gamma, &s.wsd_decay_fraction, &s.pct_start, &s.div_factor,
+        &s.final_div_factor, &s.base_momentum, &s.max_momentum})
+    *v = r.get<double>();
+  data.schedule = s;
+}
 
 void syncDirOf(const std::string &path) {
   size_t slash = path.rfind('/');
@@ -186,10 +237,11 @@ CheckpointData readCheckpoint(const std::string &path,
                "compressed all-reduce state; this runtime reads version " +
                    std::to_string(kVersion) +
                    " only (retrain, or resume with the runtime that wrote it)");
-  if (version != kVersion)
+  if (version != kVersion && version != 2)
     throw fail(OTC_FAILED_PRECONDITION, "unsupported version " +
                                             std::to_string(version) +
-                                            " (this runtime reads version " +
+                                            " (this runtime reads versions 2 "
+                                            "and " +
                                             std::to_string(kVersion) + ")");
   if (total != file.size())
     throw fail(OTC_DATA_LOSS,
@@ -235,7 +287,20 @@ CheckpointData readCheckpoint(const std::string &path,
       hasRuntime = true;
     } else if (kind == kSdp)
       sdp.assign(v.begin(), v.end());
-    else
+    else if (kind == kHyper) {
+      Reader r(path, v.data(), v.size());
+      getHyper(r, data);
+      if (r.pos() != v.size())
+        throw fail(OTC_DATA_LOSS, "malformed hyperparameter section");
+      if (data.schedule) {
+        try {
+          validateSchedule(*data.schedule);
+        } catch (const Error &e) {
+          throw fail(OTC_DATA_LOSS,
+                     std::string("holds an invalid ") + e.what());
+        }
+      }
+    } else
       throw fail(OTC_DATA_LOSS, "unknown section kind " + std::to_string(kind));
   }
   std::string mine = describeSdp(manifest);
@@ -277,6 +342,8 @@ CheckpointData readCheckpoint(const std::string &path,
   check(manifest.state, data.state, "state");
   if (!hasRuntime)
     throw fail(OTC_DATA_LOSS, "has no runtime section");
+  if (version >= 3 && !data.hyper)
+    throw fail(OTC_DATA_LOSS, "has no hyperparameter section");
   return data;
 }
 
@@ -307,7 +374,7 @@ otc_status_t otc_session_save_checkpoint(const otc_session_t *session,
     w.put<uint64_t>(session->seed);
     std::string sdp = describeSdp(m);
     w.put<uint32_t>(
-        uint32_t(m.params.size() + m.state.size() + 2 + (sdp.empty() ? 0 : 1)));
+        uint32_t(m.params.size() + m.state.size() + 3 + (sdp.empty() ? 0 : 1)));
     w.put<uint32_t>(0);
     session->pullFromDevice();
     for (const TensorSpec &t : m.params)
@@ -329,6 +396,9 @@ otc_status_t otc_session_save_checkpoint(const otc_session_t *session,
       rt.put<int64_t>(b.steps);
     }
     w.section(kRuntime, "runtime", rt.str().data(), rt.str().size());
+    Writer hw;
+    putHyper(hw, session->hyper, session->schedule);
+    w.section(kHyper, "hyper", hw.str().data(), hw.str().size());
     std::string &out = w.str();
     uint64_t total = out.size() + 4;
     std::memcpy(&out[16], &total, sizeof total);
@@ -359,6 +429,10 @@ otc_status_t otc_session_load_checkpoint(otc_session_t *session,
     session->step = data.step;
     session->seed = data.seed;
     session->skippedSteps = data.skippedSteps;
+    if (data.hyper) {
+      session->hyper = *data.hyper;
+      session->schedule = data.schedule;
+    }
     // Scratch buffers of buckets beyond the checkpoint's are kept; only
     // their adaptive state starts over, as in a run that never got there.
     auto &buckets = session->compress.buckets;

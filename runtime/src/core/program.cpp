@@ -204,8 +204,8 @@ Manifest parseManifest(const std::string &text, uint64_t entryArenaBytes) {
     m.seed = j.value(K::kSeed, uint64_t(0));
     m.loss = j.value(K::kLoss, std::string("none"));
     if (j.contains(K::kOptimizer) && j[K::kOptimizer].is_object()) {
-      // Informational only (the update is compiled into the program), so a
-      // field of an unexpected type is ignored rather than refused.
+      // The hyperparameters a session starts from (the steps read them at
+      // run time).
       const json &o = j[K::kOptimizer];
       auto get = [&](const char *key, auto &out) {
         auto it = o.find(key);
@@ -213,6 +213,8 @@ Manifest parseManifest(const std::string &text, uint64_t entryArenaBytes) {
           try {
             it->get_to(out);
           } catch (const json::exception &) {
+            bad(std::string("optimizer field '") + key +
+                "' has the wrong type");
           }
       };
       get(K::kOptimizerName, m.optimizer.name);

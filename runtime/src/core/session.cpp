@@ -4,6 +4,7 @@
 #include "comm/comm.h"
 #include "core/checkpoint.h"
 #include "core/export.h"
+#include "core/hyper.h"
 #include "core/sdp.h"
 #include "core/status.h"
 
@@ -79,6 +80,7 @@ otc_step_context_t makeContext(otc_session_t *s, int64_t step) {
   otc_step_context_t ctx{};
   ctx.step = step;
   ctx.seed = stepSeed(s->seed, step);
+  ctx.hyper = &s->hyper;
   s->stepComm.comm = s->comm;
   s->stepComm.compress = &s->compress;
   s->stepComm.step = step;
@@ -234,6 +236,7 @@ otc_status_t otc_session_create(otc_program_t *program, otc_comm_t *comm,
       otc_session_options_initialize(&s->options);
     s->seed = s->options.seed;
     const Manifest &tm = s->manifest();
+    s->hyper = initialHyperparams(tm.optimizer);
     s->arena = makeArena(tm);
     if (s->entry->device == OTC_DEVICE_CUDA) {
       for (int32_t v = 0; v < program->entry->num_variants; ++v)
@@ -336,6 +339,7 @@ otc_status_t otc_session_train_step(otc_session_t *session, float *out_loss) {
       session->compress.touched.clear();
       checkStepResult(session, rc, "train_step");
       ++session->step;
+      applySchedule(session);
       if (session->isSdp() && sdpCheckEnabled())
         checkOwnersAgree(session);
     }

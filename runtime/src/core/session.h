@@ -9,6 +9,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 
 struct ArenaDeleter {
@@ -28,6 +29,10 @@ struct otc_session {
   uint64_t stepBytesSent = 0, stepBytesReceived = 0;
   bool lastStepSkipped = false;
   int64_t skippedSteps = 0; ///< checkpointed
+  /// The hyperparameters of the next train step (checkpointed), set from
+  /// `schedule` after every step when there is one (core/hyper.h).
+  otc_hyperparams_t hyper{};
+  std::optional<otc_lr_schedule_t> schedule; ///< checkpointed
   /// Per-bucket compressed all-reduce state (adaptive ratio, scratch).
   otc::CompressState compress;
   /// What the step context's `comm` points at; refreshed every step.

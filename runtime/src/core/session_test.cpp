@@ -570,6 +570,154 @@ TEST_F(SessionTest, DriverMetricsAndEval) {
   EXPECT_EQ(steps, 7); // steps 10..60 and the last, 64
 }
 
+TEST_F(SessionTest, HyperparametersAreReadAtRunTime) {
+  auto h = open(0);
+  double v = 0;
+  ASSERT_OK(otc_session_get_hyperparameter(h->session, "momentum", &v));
+  EXPECT_FLOAT_EQ(float(v), 0.9f) << "the manifest's value";
+  EXPECT_FLOAT_EQ(float(otc_session_get_lr(h->session)), 0.1f);
+  StatusText t = take(otc_session_get_hyperparameter(h->session, "beta1", &v));
+  EXPECT_EQ(t.code, OTC_INVALID_ARGUMENT);
+  EXPECT_NE(t.message.find("optimizer momentum has no beta1"),
+            std::string::npos)
+      << t.message;
+  t = take(otc_session_set_lr(h->session, -0.5));
+  EXPECT_EQ(t.code, OTC_INVALID_ARGUMENT);
+  EXPECT_NE(t.message.find("lr must be >= 0, got -0.5"), std::string::npos);
+  t = take(otc_session_set_hyperparameter(h->session, "lr_max", 1));
+  EXPECT_EQ(t.code, OTC_INVALID_ARGUMENT);
+  // lr 0: the weights stay where they are; then lr 0.1 trains again.
+  std::vector<float> w0 = param(h->session, "fc.weight", kC * kD);
+  ASSERT_OK(otc_session_set_lr(h->session, 0.0));
+  trainSteps(h->session, 16, 3, 0);
+  EXPECT_EQ(param(h->session, "fc.weight", kC * kD), w0);
+  ASSERT_OK(otc_session_set_lr(h->session, 0.1));
+  trainSteps(h->session, 16, 1, 3);
+  EXPECT_NE(param(h->session, "fc.weight", kC * kD), w0);
+  // Momentum 0 vs 0.9 from the same start: different trajectories.
+  auto a = open(1), b = open(2);
+  ASSERT_OK(otc_session_set_hyperparameter(b->session, "momentum", 0.0));
+  trainSteps(a->session, 16, 3, 0);
+  trainSteps(b->session, 16, 3, 0);
+  EXPECT_NE(param(a->session, "fc.weight", kC * kD),
+            param(b->session, "fc.weight", kC * kD));
+}
+
+TEST_F(SessionTest, ScheduleSetsEveryStepAndResumesBitwise) {
+  otc_lr_schedule_t sc;
+  otc_lr_schedule_initialize(&sc);
+  sc.kind = OTC_LR_COSINE;
+  sc.base_lr = 0.2;
+  sc.warmup_steps = 4;
+  sc.warmup_start_factor = 0.25;
+  sc.total_steps = 12;
+  sc.lr_min = 0.02;
+  auto straight = open(0);
+  ASSERT_OK(otc_session_set_lr_schedule(straight->session, &sc));
+  StatusText t = take(otc_session_set_lr(straight->session, 0.1));
+  EXPECT_EQ(t.code, OTC_FAILED_PRECONDITION) << t.message;
+  std::vector<double> lrs;
+  for (int64_t step = 1; step <= 12; ++step) {
+    double want = 0;
+    ASSERT_OK(otc_lr_schedule_evaluate(&sc, step, &want, nullptr));
+    EXPECT_EQ(otc_session_get_lr(straight->session), want) << step;
+    lrs.push_back(want);
+    trainSteps(straight->session, 16, 1, step - 1);
+  }
+  EXPECT_DOUBLE_EQ(lrs[0], 0.05);
+  EXPECT_DOUBLE_EQ(lrs[4], 0.2);
+  // Checkpoints in the warm-up (step 2) and in the decay (step 7); a new
+  // session without a schedule of its own takes the checkpoint's.
+  for (int at : {2, 7}) {
+    auto first = open(1);
+    ASSERT_OK(otc_session_set_lr_schedule(first->session, &sc));
+    trainSteps(first->session, 16, at, 0);
+    std::string path = dir + "/s" + std::to_string(at) + ".otcc";
+    ASSERT_OK(
+        otc_session_save_checkpoint(first->session, path.c_str(), nullptr, 0));
+    auto resumed = open(2);
+    EXPECT_EQ(otc_session_get_lr_schedule(resumed->session, nullptr), 0);
+    ASSERT_OK(otc_session_load_checkpoint(resumed->session, path.c_str(),
+                                          nullptr, 0, nullptr));
+    otc_lr_schedule_t back;
+    ASSERT_EQ(otc_session_get_lr_schedule(resumed->session, &back), 1);
+    EXPECT_EQ(back.total_steps, 12);
+    EXPECT_EQ(otc_session_get_lr(resumed->session), lrs[size_t(at)]);
+    trainSteps(resumed->session, 16, 12 - at, at);
+    std::vector<float> a = param(straight->session, "fc.weight", kC * kD);
+    std::vector<float> b = param(resumed->session, "fc.weight", kC * kD);
+    EXPECT_EQ(0, std::memcmp(a.data(), b.data(), a.size() * 4)) << at;
+  }
+  // Removing the schedule keeps the last lr.
+  ASSERT_OK(otc_session_set_lr_schedule(straight->session, nullptr));
+  EXPECT_EQ(otc_session_get_lr(straight->session), 0.02);
+  ASSERT_OK(otc_session_set_lr(straight->session, 0.1));
+}
+
+TEST_F(SessionTest, DriverScheduleFlags) {
+  writeDataFiles();
+  LinearProgram p(0, modelPath, kD, kC, 16, 1);
+  std::vector<std::string> data = {"--data", "x=" + dir + "/x.npy", "--data",
+                                   "y=" + dir + "/y.npy"};
+  auto with = [&](std::vector<std::string> more) {
+    std::vector<std::string> all = data;
+    all.insert(all.end(), more.begin(), more.end());
+    return all;
+  };
+  std::string err;
+  EXPECT_EQ(drive(p.entry, with({"--lr-schedule", "exponential"}), &err), 2);
+  EXPECT_NE(err.find("unknown --lr-schedule 'exponential'"), std::string::npos)
+      << err;
+  EXPECT_EQ(drive(p.entry, with({"--lr", "-0.1"}), &err), 2);
+  EXPECT_NE(err.find("for --lr: must be > 0"), std::string::npos) << err;
+  EXPECT_EQ(drive(p.entry, with({"--beta1", "0.9"}), &err), 2);
+  EXPECT_NE(err.find("--beta1: the program's optimizer momentum has no beta1"),
+            std::string::npos)
+      << err;
+  EXPECT_EQ(drive(p.entry,
+                  with({"--lr-schedule", "cosine", "--warmup-steps", "40",
+                        "--steps", "30"}),
+                  &err),
+            2);
+  EXPECT_NE(err.find("the warm-up (40 steps) must be shorter than the "
+                     "schedule (30 steps)"),
+            std::string::npos)
+      << err;
+  EXPECT_EQ(drive(p.entry, with({"--gamma", "abc"}), &err), 2);
+  EXPECT_NE(err.find("invalid value 'abc' for --gamma"), std::string::npos);
+  // The lr of every logged step: a linear warm-up over the first 4 steps,
+  // then a cosine to 0.01 at step 20 (--decay-steps; the run stops at 12).
+  std::string metrics = dir + "/lr.jsonl";
+  ASSERT_EQ(
+      drive(p.entry,
+            with({"--steps", "12", "--lr", "0.2", "--lr-schedule", "cosine",
+                  "--warmup-steps", "4", "--decay-steps", "20", "--lr-min",
+                  "0.01", "--log-every", "1", "--metrics", metrics}),
+            &err),
+      0)
+      << err;
+  EXPECT_NE(err.find(" lr 0.05 "), std::string::npos) << err;
+  otc_lr_schedule_t sc;
+  otc_lr_schedule_initialize(&sc);
+  sc.kind = OTC_LR_COSINE;
+  sc.base_lr = 0.2;
+  sc.warmup_steps = 4;
+  sc.total_steps = 20;
+  sc.lr_min = 0.01;
+  std::istringstream lines(readFile(metrics));
+  std::string line;
+  int64_t seen = 0;
+  while (std::getline(lines, line)) {
+    auto j = nlohmann::json::parse(line);
+    double want = 0;
+    ASSERT_OK(otc_lr_schedule_evaluate(&sc, j["step"].get<int64_t>(), &want,
+                                       nullptr));
+    EXPECT_EQ(j["lr"].get<double>(), want) << line;
+    ++seen;
+  }
+  EXPECT_EQ(seen, 12);
+}
+
 TEST_F(SessionTest, DriverFashionMnist) {
   otc::testing::writeLinearModel(dir + "/fm.onnx", 784, 10, 3);
   LinearProgram p(0, dir + "/fm.onnx", 784, 10, 64, 1, 0.01f, 0.9f);

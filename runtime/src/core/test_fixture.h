@@ -137,13 +137,15 @@ int fixtureTrainStep(uint8_t *arena, const otc_step_context_t *ctx) {
   // The all-reduce may still be running (overlap).
   if (int rc = ctx->wait_collectives(ctx->comm))
     return rc;
+  // The hyperparameters are the step's (the manifest's unless set).
+  const float lr = float(ctx->hyper->lr), mu = float(ctx->hyper->momentum);
   auto update = [&](uint64_t w, uint64_t v, uint64_t g, int64_t n) {
     auto *pw = reinterpret_cast<float *>(arena + w);
     auto *pv = reinterpret_cast<float *>(arena + v);
     auto *pg = reinterpret_cast<float *>(arena + g);
     for (int64_t i = 0; i < n; ++i) {
-      pv[i] = l.mu * pv[i] + pg[i];
-      pw[i] -= l.lr * pv[i];
+      pv[i] = mu * pv[i] + pg[i];
+      pw[i] -= lr * pv[i];
     }
   };
   update(l.w, l.vw, l.gw, l.C * l.D);

@@ -71,6 +71,18 @@ struct Options {
   int64_t sdpCalibrationBatches = 100;
   bool quiet = false;
   bool help = false;
+  /// --lr, --weight-decay, ...: run-time hyperparameters, in flag order.
+  std::vector<std::pair<std::string, double>> hyper;
+  /// The lr schedule's flags; `scheduleGiven` when any was given.
+  otc_lr_schedule_t schedule = defaultSchedule();
+  bool scheduleGiven = false;
+  std::optional<int64_t> decaySteps;
+
+  static otc_lr_schedule_t defaultSchedule() {
+    otc_lr_schedule_t s;
+    otc_lr_schedule_initialize(&s);
+    return s;
+  }
 };
 
 const char *kUsage =
@@ -101,6 +113,26 @@ const char *kUsage =
     "  --no-overlap            run the all-reduces in the step's own thread\n"
     "                          (default: on a thread of their own, overlapped\n"
     "                          with the rest of the backward pass)\n"
+    "optimizer (default: the values given to otc-compile; a resumed run\n"
+    "continues with the checkpoint's unless given):\n"
+    "  --lr F, --weight-decay F, --momentum F, --beta1 F, --beta2 F, --eps F\n"
+    "                          hyperparameters the steps read at run time\n"
+    "  --lr-schedule S         constant|linear|cosine|step|wsd|onecycle\n"
+    "                          (torch.optim.lr_scheduler semantics; default\n"
+    "                          constant); the lr of every step goes to the\n"
+    "                          metrics\n"
+    "  --warmup-steps N        linear warm-up from --warmup-start-factor\n"
+    "                          (default 0) times the lr over N steps\n"
+    "  --lr-min F              the lr linear/cosine/wsd decay to (default 0)\n"
+    "  --decay-steps N         steps of the whole schedule, warm-up included\n"
+    "                          (default: the run's, from --steps/--epochs)\n"
+    "  --step-size N, --gamma F  step: lr * gamma every N steps (1, 0.1)\n"
+    "  --wsd-decay-fraction F  wsd: the last fraction F of the steps after\n"
+    "                          the warm-up decays (default 0.1)\n"
+    "  --onecycle-pct-start F, --onecycle-div-factor F,\n"
+    "  --onecycle-final-div-factor F, --no-cycle-momentum\n"
+    "                          onecycle (OneCycleLR's 0.3, 25, 1e4; cycles\n"
+    "                          the momentum 0.95..0.85 unless turned off)\n"
     "checkpoints:\n"
     "  --checkpoint-dir DIR    write DIR/ckpt-<step>.otcc (keeps the last 2),\n"
     "                          always one at the end of training\n"
@@ -134,6 +166,16 @@ int64_t parseInt(const std::string &flag, const std::string &value,
   return v;
 }
 
+double parseDouble(const std::string &flag, const std::string &value) {
+  errno = 0;
+  char *end = nullptr;
+  double v = std::strtod(value.c_str(), &end);
+  if (value.empty() || *end != '\0' || errno == ERANGE || !std::isfinite(v))
+    throw UsageError("invalid value '" + value + "' for " + flag +
+                     ": expected a finite number");
+  return v;
+}
+
 std::pair<std::string, std::string> parseBinding(const std::string &flag,
                                                  const std::string &value) {
   size_t eq = value.find('=');
@@ -145,14 +187,37 @@ std::pair<std::string, std::string> parseBinding(const std::string &flag,
 
 Options parseOptions(int argc, char **argv) {
   Options o;
-  static const char *kWithValue[] = {
-      "--steps",          "--epochs",
-      "--seed",           "--data",
-      "--eval-data",      "--dataset",
-      "--threads",        "--log-every",
-      "--checkpoint-dir", "--checkpoint-every",
-      "--resume-from",    "--export",
-      "--metrics",        "--sdp-calibration-batches"};
+  static const char *kWithValue[] = {"--steps",
+                                     "--epochs",
+                                     "--seed",
+                                     "--data",
+                                     "--eval-data",
+                                     "--dataset",
+                                     "--threads",
+                                     "--log-every",
+                                     "--checkpoint-dir",
+                                     "--checkpoint-every",
+                                     "--resume-from",
+                                     "--export",
+                                     "--metrics",
+                                     "--sdp-calibration-batches",
+                                     "--lr",
+                                     "--weight-decay",
+                                     "--momentum",
+                                     "--beta1",
+                                     "--beta2",
+                                     "--eps",
+                                     "--lr-schedule",
+                                     "--warmup-steps",
+                                     "--warmup-start-factor",
+                                     "--lr-min",
+                                     "--decay-steps",
+                                     "--step-size",
+                                     "--gamma",
+                                     "--wsd-decay-fraction",
+                                     "--onecycle-pct-start",
+                                     "--onecycle-div-factor",
+                                     "--onecycle-final-div-factor"};
   for (int i = 1; i < argc; ++i) {
     std::string arg = argv[i];
     std::string value;
@@ -224,7 +289,57 @@ Options parseOptions(int argc, char **argv) {
       o.metricsPath = value;
     else if (arg == "--quiet")
       o.quiet = true;
-    else
+    else if (arg == "--lr" || arg == "--weight-decay" || arg == "--momentum" ||
+             arg == "--beta1" || arg == "--beta2" || arg == "--eps") {
+      std::string name = arg.substr(2);
+      std::replace(name.begin(), name.end(), '-', '_');
+      double v = parseDouble(arg, value);
+      if (arg == "--lr" && !(v > 0))
+        throw UsageError("invalid value '" + value + "' for --lr: must be > 0");
+      o.hyper.emplace_back(name, v);
+    } else if (arg == "--lr-schedule") {
+      static const std::pair<const char *, otc_lr_schedule_kind_t> kinds[] = {
+          {"constant", OTC_LR_CONSTANT}, {"linear", OTC_LR_LINEAR},
+          {"cosine", OTC_LR_COSINE},     {"step", OTC_LR_STEP},
+          {"wsd", OTC_LR_WSD},           {"onecycle", OTC_LR_ONECYCLE}};
+      auto it = std::find_if(std::begin(kinds), std::end(kinds),
+                             [&](const auto &k) { return value == k.first; });
+      if (it == std::end(kinds))
+        throw UsageError("unknown --lr-schedule '" + value +
+                         "' (expected constant, linear, cosine, step, wsd or "
+                         "onecycle)");
+      o.schedule.kind = it->second;
+      o.scheduleGiven = true;
+    } else if (arg == "--warmup-steps" || arg == "--decay-steps" ||
+               arg == "--step-size") {
+      int64_t v = parseInt(arg, value, arg == "--warmup-steps" ? 0 : 1);
+      if (arg == "--warmup-steps")
+        o.schedule.warmup_steps = v;
+      else if (arg == "--step-size")
+        o.schedule.step_size = v;
+      else
+        o.decaySteps = v;
+      o.scheduleGiven = true;
+    } else if (arg == "--warmup-start-factor" || arg == "--lr-min" ||
+               arg == "--gamma" || arg == "--wsd-decay-fraction" ||
+               arg == "--onecycle-pct-start" ||
+               arg == "--onecycle-div-factor" ||
+               arg == "--onecycle-final-div-factor") {
+      double v = parseDouble(arg, value);
+      otc_lr_schedule_t &sc = o.schedule;
+      double *field = arg == "--warmup-start-factor"   ? &sc.warmup_start_factor
+                      : arg == "--lr-min"              ? &sc.lr_min
+                      : arg == "--gamma"               ? &sc.gamma
+                      : arg == "--wsd-decay-fraction"  ? &sc.wsd_decay_fraction
+                      : arg == "--onecycle-pct-start"  ? &sc.pct_start
+                      : arg == "--onecycle-div-factor" ? &sc.div_factor
+                                                       : &sc.final_div_factor;
+      *field = v;
+      o.scheduleGiven = true;
+    } else if (arg == "--no-cycle-momentum") {
+      o.schedule.cycle_momentum = 0;
+      o.scheduleGiven = true;
+    } else
       throw UsageError("unknown flag '" + std::string(argv[i]) + "'");
   }
   if (o.resume && o.checkpointDir.empty())
@@ -478,6 +593,9 @@ private:
   void loadData();
   void createSession();
   void resume();
+  void applyRecipe();
+  /// The optimizer step training ends at (from --steps and --epochs).
+  int64_t lastStep() const;
   void train();
   void bindBatch(const Dataset &ds, const std::vector<int64_t> &indices);
   EvalResult evaluate();
@@ -628,6 +746,60 @@ void Run::resume() {
   lastSaved_ = {otc_session_step(session_.get()), batchesTaken()};
   info("resumed from '" + path + "' at step " +
        std::to_string(otc_session_step(session_.get())));
+}
+
+int64_t Run::lastStep() const {
+  int64_t batches =
+      (o_.epochs || !o_.steps ? (o_.epochs ? *o_.epochs : 1) : 0) *
+      loader_->batchesPerEpoch();
+  if (!o_.steps)
+    return batches;
+  return batches ? std::min(*o_.steps, batches) : *o_.steps;
+}
+
+/// The optimizer flags: after a resume, so that flags given again replace
+/// the checkpoint's values and a run without them continues the
+/// checkpoint's schedule.
+void Run::applyRecipe() {
+  auto apply = [&](otc_status_t st, const std::string &flag) {
+    if (!st)
+      return;
+    std::string message = otc_status_message(st);
+    otc_status_free(st);
+    throw UsageError(flag + ": " + message);
+  };
+  otc_session_t *s = session_.get();
+  bool hadSchedule = otc_session_get_lr_schedule(s, nullptr) != 0;
+  if (o_.scheduleGiven)
+    apply(otc_session_set_lr_schedule(s, nullptr), "--lr-schedule");
+  for (const auto &[name, value] : o_.hyper) {
+    std::string flag = "--" + name;
+    std::replace(flag.begin(), flag.end(), '_', '-');
+    if (name == "lr" && hadSchedule && !o_.scheduleGiven)
+      throw UsageError("--lr: the checkpoint's lr schedule sets the lr; give "
+                       "the schedule's flags (--lr-schedule ...) to replace "
+                       "it");
+    apply(otc_session_set_hyperparameter(s, name.c_str(), value), flag);
+  }
+  if (!o_.scheduleGiven)
+    return;
+  otc_lr_schedule_t sc = o_.schedule;
+  sc.base_lr = otc_session_get_lr(s);
+  sc.total_steps = o_.decaySteps ? *o_.decaySteps : lastStep();
+  if (sc.kind == OTC_LR_ONECYCLE && sc.cycle_momentum) {
+    double ignored;
+    otc_status_t st = otc_session_get_hyperparameter(s, "momentum", &ignored);
+    bool hasMomentum = st == nullptr;
+    otc_status_free(st);
+    st = otc_session_get_hyperparameter(s, "beta1", &ignored);
+    hasMomentum |= st == nullptr;
+    otc_status_free(st);
+    if (!hasMomentum) // as torch, which cycles only what the optimizer has
+      sc.cycle_momentum = 0;
+  }
+  apply(otc_session_set_lr_schedule(s, &sc), "--lr-schedule");
+  if (resumed_ && hadSchedule)
+    info("the lr schedule of the command line replaces the checkpoint's");
 }
 
 std::vector<uint8_t> Run::loaderExtra() const {
@@ -840,6 +1012,7 @@ void Run::train() {
   while (step < stepLimit && batch < batchLimit) {
     std::vector<int64_t> indices = loader_->next();
     bindBatch(*train_, indices);
+    double lr = otc_session_get_lr(session_.get()); // this step's
     float localLoss = 0;
     check(otc_session_train_step(session_.get(), &localLoss));
     bool skipped = otc_session_last_step_skipped(session_.get()) != 0;
@@ -876,7 +1049,7 @@ void Run::train() {
     if (rank_ == 0 &&
         (logStep ||
          (bar_.isTty() && now - lastDraw > std::chrono::milliseconds(100)))) {
-      bar_.draw(epoch, epochs, inEpoch, bpe, loss, rate, eta);
+      bar_.draw(epoch, epochs, inEpoch, bpe, loss, lr, rate, eta);
       lastDraw = now;
     }
     if (rank_ == 0 && !skipped && (step % o_.logEvery == 0 || last)) {
@@ -888,7 +1061,7 @@ void Run::train() {
       ratios.resize(size_t(otc_session_compress_buckets(session_.get())));
       for (size_t b = 0; b < ratios.size(); ++b)
         ratios[b] = otc_session_compress_ratio(session_.get(), int64_t(b));
-      metrics_.logStep(step, epoch, loss, recent, sent, received, elapsed,
+      metrics_.logStep(step, epoch, loss, lr, recent, sent, received, elapsed,
                        ratios);
       lastLog = now;
       lastLogIteration = iterations;
@@ -920,6 +1093,8 @@ int Run::run() {
   if (!allRanks(comm_, exitCode, [&] { createSession(); }))
     return exitCode;
   if (!allRanks(comm_, exitCode, [&] { resume(); }))
+    return exitCode;
+  if (!allRanks(comm_, exitCode, [&] { applyRecipe(); }))
     return exitCode;
   if (!allRanks(comm_, exitCode, [&] {
         if (rank_ == 0 && !o_.metricsPath.empty())

@@ -41,7 +41,7 @@ nlohmann::json number(double v) {
 }
 } // namespace
 
-void MetricsWriter::logStep(int64_t step, int64_t epoch, double loss,
+void MetricsWriter::logStep(int64_t step, int64_t epoch, double loss, double lr,
                             double samplesPerS, uint64_t bytesSent,
                             uint64_t bytesReceived, double timeS,
                             const std::vector<float> &compressRatios) {
@@ -49,6 +49,7 @@ void MetricsWriter::logStep(int64_t step, int64_t epoch, double loss,
   j["step"] = step;
   j["epoch"] = epoch;
   j["loss"] = number(loss);
+  j["lr"] = number(lr);
   j["samples_per_s"] = number(samplesPerS);
   j["bytes_sent"] = bytesSent;
   j["bytes_received"] = bytesReceived;
@@ -96,8 +97,8 @@ ProgressBar::ProgressBar(std::FILE *out, bool enabled)
     : out_(out), enabled_(enabled), tty_(isatty(fileno(out)) != 0) {}
 
 void ProgressBar::draw(int64_t epoch, int64_t epochs, int64_t stepInEpoch,
-                       int64_t stepsPerEpoch, double loss, double samplesPerS,
-                       double etaS) {
+                       int64_t stepsPerEpoch, double loss, double lr,
+                       double samplesPerS, double etaS) {
   if (!enabled_)
     return;
   constexpr int kWidth = 20;
@@ -121,10 +122,10 @@ void ProgressBar::draw(int64_t epoch, int64_t epochs, int64_t stepInEpoch,
     std::snprintf(eta, sizeof eta, "%ds", int(std::ceil(etaS)));
   char line[256];
   std::snprintf(line, sizeof line,
-                "epoch %lld/%lld [%s] step %lld/%lld loss %.4f %.0f samples/s "
-                "ETA %s",
+                "epoch %lld/%lld [%s] step %lld/%lld loss %.4f lr %.3g %.0f "
+                "samples/s ETA %s",
                 (long long)epoch, (long long)epochs, bar.c_str(),
-                (long long)stepInEpoch, (long long)stepsPerEpoch, loss,
+                (long long)stepInEpoch, (long long)stepsPerEpoch, loss, lr,
                 samplesPerS, eta);
   if (tty_) {
     std::fprintf(out_, "\r%s\x1b[K", line);

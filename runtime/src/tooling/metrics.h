@@ -22,11 +22,11 @@ public:
   void open(const std::string &path, bool append);
   bool isOpen() const { return file_ != nullptr; }
 
-  /// `compressRatios`: each compressed bucket's last ratio ("compress_ratio",
-  /// omitted when empty).
-  void logStep(int64_t step, int64_t epoch, double loss, double samplesPerS,
-               uint64_t bytesSent, uint64_t bytesReceived, double timeS,
-               const std::vector<float> &compressRatios = {});
+  /// `lr`: the step's learning rate; `compressRatios`: each compressed
+  /// bucket's last ratio ("compress_ratio", omitted when empty).
+  void logStep(int64_t step, int64_t epoch, double loss, double lr,
+               double samplesPerS, uint64_t bytesSent, uint64_t bytesReceived,
+               double timeS, const std::vector<float> &compressRatios = {});
   /// A skipped step: {"step": the optimizer step that was attempted (it is
   /// retried on the next batch), "skipped": true, "reason": ...}.
   void logSkip(int64_t step, int64_t epoch, const std::string &reason,
@@ -47,9 +47,9 @@ class ProgressBar {
 public:
   ProgressBar(std::FILE *out, bool enabled);
   bool isTty() const { return tty_; }
-  /// Draws `epoch e/E [####......] step s/S loss L R samples/s ETA T`.
+  /// Draws `epoch e/E [####......] step s/S loss L lr X R samples/s ETA T`.
   void draw(int64_t epoch, int64_t epochs, int64_t stepInEpoch,
-            int64_t stepsPerEpoch, double loss, double samplesPerS,
+            int64_t stepsPerEpoch, double loss, double lr, double samplesPerS,
             double etaS);
   /// Ends a redrawn line (before other output or at an epoch's end).
   void finishLine();

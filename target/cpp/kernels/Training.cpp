@@ -10,6 +10,8 @@
 #include "llvm/ADT/StringSwitch.h"
 #include "llvm/Support/FormatVariadic.h"
 
+#include <cstdio>
+
 using namespace otc;
 using namespace otc::emit;
 
@@ -70,24 +72,45 @@ LogicalResult KernelEmitter::dropout() {
   return success();
 }
 
+/// `ctx->hyper->field` times a parameter group's compile-time `scale`, as
+/// the float a kernel takes (the product in double, as torch scales a
+/// group's lr in Python).
+static std::string hyper(StringRef field, float scale) {
+  std::string v = "ctx->hyper->" + field.str();
+  if (scale == 0.0f)
+    return "0.0f";
+  if (scale != 1.0f) {
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "%.9g", double(scale));
+    v += std::string(" * ") + buf;
+  }
+  return "(float)(" + v + ")";
+}
+
 LogicalResult KernelEmitter::optimizer() {
   StringRef kn = k.getKernel();
-  auto lit = [&](StringRef n) { return floatLiteral(f32(n)); };
+  std::string lr = hyper("lr", f32("lr_scale"));
+  std::string wd = hyper("weight_decay", f32("wd_scale"));
   if (kn == "sgd_update") {
     os << "    " << fn("sgd_f32") << "(" << numel(outs[0]) << ", " << out(0)
-       << ", " << in(0) << ", " << lit("lr") << ", " << lit("weight_decay")
-       << ");\n";
+       << ", " << in(0) << ", " << lr << ", " << wd << ");\n";
   } else if (kn == "momentum_update") {
     os << "    " << fn("momentum_f32") << "(" << numel(outs[0]) << ", "
-       << out(0) << ", " << in(0) << ", " << out(1) << ", " << lit("lr") << ", "
-       << lit("momentum") << ", " << lit("weight_decay") << ", "
-       << flag("nesterov") << ");\n";
+       << out(0) << ", " << in(0) << ", " << out(1) << ", " << lr << ", "
+       << hyper("momentum", 1) << ", " << wd << ", " << flag("nesterov")
+       << ");\n";
   } else {
     os << "    " << fn("adam_f32") << "(" << numel(outs[0]) << ", " << out(0)
-       << ", " << in(0) << ", " << out(1) << ", " << out(2) << ", " << lit("lr")
-       << ", " << lit("beta1") << ", " << lit("beta2") << ", " << lit("epsilon")
-       << ", " << lit("weight_decay") << ", ctx->step, "
+       << ", " << in(0) << ", " << out(1) << ", " << out(2) << ", " << lr
+       << ", " << hyper("beta1", 1) << ", " << hyper("beta2", 1) << ", "
+       << hyper("eps", 1) << ", " << wd << ", ctx->step, "
        << (kn == "adamw_update") << ");\n";
   }
+  return success();
+}
+
+LogicalResult KernelEmitter::hyperparameter() {
+  os << "    " << fn("fill_f32") << "(1, " << hyper(str("name"), 1) << ", "
+     << out(0) << ");\n";
   return success();
 }

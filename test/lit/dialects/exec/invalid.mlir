@@ -93,7 +93,7 @@ func.func @attr_on_plain_kernel(%a: memref<4xf32>) {
 // Annotations (dotted names) are not parameters.
 func.func @annotation(%a: memref<4xf32>) {
   exec.kernel "relu" ins(%a : memref<4xf32>) outs(%a : memref<4xf32>) {otc.note = "kept"}
-  // expected-error @+1 {{kernel 'sgd_update' attribute 'lr' must be f32, got "0.1"}}
-  exec.kernel "sgd_update" ins(%a : memref<4xf32>) outs(%a : memref<4xf32>) {lr = "0.1"}
+  // expected-error @+1 {{kernel 'sgd_update' attribute 'lr_scale' must be f32, got "0.1"}}
+  exec.kernel "sgd_update" ins(%a : memref<4xf32>) outs(%a : memref<4xf32>) {lr_scale = "0.1"}
   return
 }

@@ -132,3 +132,11 @@ func.func @layer_norm_scale(%x: tensor<8x64xf32>, %s: tensor<32xf32>) {
       : (tensor<8x64xf32>, tensor<32xf32>) -> (tensor<8x64xf32>, tensor<8x1xf32>, tensor<8x1xf32>)
   return
 }
+
+// -----
+
+func.func @unknown_hyperparameter() {
+  // expected-error @+1 {{unknown hyperparameter 'learning_rate' (expected one of lr, weight_decay, momentum, beta1, beta2, eps)}}
+  %0 = graph.hyperparameter "learning_rate" : tensor<f32>
+  return
+}

@@ -45,12 +45,14 @@ func.func @training_ops(%logits: tensor<4x3xf32>, %labels: tensor<4xi64>, %w: te
   %s = graph.reduce_sum_to %d : tensor<4x3xf32> -> tensor<3xf32>
   // CHECK: graph.unary_grad "relu" %{{.*}} y %{{.*}} : tensor<3xf32>
   %r = graph.unary_grad "relu" %s y %w : tensor<3xf32>
-  // CHECK: graph.sgd_update
-  %w1 = graph.sgd_update %w, %r {lr = 1.0e-01 : f32} : tensor<3xf32>
-  // CHECK: graph.momentum_update {{.*}} nesterov = true
-  %w2, %v2 = graph.momentum_update %w1, %g, %v {lr = 1.0e-01 : f32, momentum = 0.9 : f32, nesterov = true} : tensor<3xf32>
+  // CHECK: graph.sgd_update %{{.*}} {lr_scale = 5.000000e-01 : f32, wd_scale = 0.000000e+00 : f32}
+  %w1 = graph.sgd_update %w, %r {lr_scale = 0.5 : f32, wd_scale = 0.0 : f32} : tensor<3xf32>
+  // CHECK: graph.momentum_update {{.*}}{nesterov = true}
+  %w2, %v2 = graph.momentum_update %w1, %g, %v {nesterov = true} : tensor<3xf32>
   // CHECK: graph.adamw_update
-  %w3, %m3, %v3 = graph.adamw_update %w2, %g, %v2, %v {lr = 1.0e-03 : f32, beta1 = 0.9 : f32, beta2 = 0.999 : f32, epsilon = 1.0e-08 : f32, weight_decay = 0.01 : f32} : tensor<3xf32>
+  %w3, %m3, %v3 = graph.adamw_update %w2, %g, %v2, %v : tensor<3xf32>
+  // CHECK: graph.hyperparameter "momentum" : tensor<f32>
+  %mu = graph.hyperparameter "momentum" : tensor<f32>
   // CHECK: graph.mse
   %l2 = graph.mse %w3, %m3 : (tensor<3xf32>, tensor<3xf32>) -> tensor<f32>
   return %w3 : tensor<3xf32>

@@ -18,11 +18,11 @@ func.func @train_step(%w1: tensor<4x4xf32>, %w2: tensor<4x2xf32>, %b2: tensor<2x
   // CHECK-NEXT: %[[U0:.*]]:2 = dist.unbucket %[[B0]] : tensor<10xf32> -> tensor<2xf32>, tensor<4x2xf32>
   // CHECK-NEXT: %[[U1:.*]] = dist.unbucket %[[B1]] : tensor<16xf32> -> tensor<4x4xf32>
   // CHECK-NEXT: graph.sgd_update %{{.*}}, %[[U1]]
-  %n1 = graph.sgd_update %w1, %dw1 {lr = 0.1 : f32} : tensor<4x4xf32>
+  %n1 = graph.sgd_update %w1, %dw1 : tensor<4x4xf32>
   // CHECK-NEXT: graph.sgd_update %{{.*}}, %[[U0]]#1
-  %n2 = graph.sgd_update %w2, %dw2 {lr = 0.1 : f32} : tensor<4x2xf32>
+  %n2 = graph.sgd_update %w2, %dw2 : tensor<4x2xf32>
   // CHECK-NEXT: graph.sgd_update %{{.*}}, %[[U0]]#0
-  %n3 = graph.sgd_update %b2, %db2 {lr = 0.1 : f32} : tensor<2xf32>
+  %n3 = graph.sgd_update %b2, %db2 : tensor<2xf32>
   return %n1, %n2, %n3 : tensor<4x4xf32>, tensor<4x2xf32>, tensor<2xf32>
 }
 

@@ -8,6 +8,6 @@
 func.func @train_step(%w: tensor<3xf32>, %g: tensor<3xf32>, %v: tensor<3xf32>) -> (tensor<3xf32>, tensor<3xf32>) {
   // CHECK: %[[AVG:.*]] = dist.all_reduce mean %[[G:.*]] : tensor<3xf32>
   // CHECK: graph.momentum_update %{{.*}}, %[[AVG]], %{{.*}}
-  %w2, %v2 = graph.momentum_update %w, %g, %v {lr = 0.1 : f32, momentum = 0.9 : f32} : tensor<3xf32>
+  %w2, %v2 = graph.momentum_update %w, %g, %v : tensor<3xf32>
   return %w2, %v2 : tensor<3xf32>, tensor<3xf32>
 }

@@ -8,13 +8,17 @@
 // CHECK-SAME: %[[W:[^:]*]]: tensor<4xf32> {otc.param = "w"}
 // CHECK-SAME: %[[G:[^:]*]]: tensor<4xf32> {otc.input = "g", otc.role = "data"}
 // CHECK-SAME: %[[V:[^:]*]]: tensor<4xf32> {otc.role = "per-rank", otc.state = "w.momentum_buffer"}
-// CHECK: %[[MU:.*]] = graph.constant dense<0.899999976> : tensor<f32>
+// Momentum and weight decay stay run-time values; the group's factors stay
+// compile-time ones.
+// CHECK: %[[MU:.*]] = graph.hyperparameter "momentum" : tensor<f32>
 // CHECK: %[[MV:.*]] = graph.mul %[[V]], %[[MU]]
 // CHECK: %[[A:.*]] = graph.add %[[MV]], %[[G]]
-// CHECK: %[[WD:.*]] = graph.constant dense<0.00999999977> : tensor<f32>
-// CHECK: %[[DW:.*]] = graph.mul %[[W]], %[[WD]]
+// CHECK: %[[WD:.*]] = graph.hyperparameter "weight_decay" : tensor<f32>
+// CHECK: %[[TWO:.*]] = graph.constant dense<2.000000e+00> : tensor<f32>
+// CHECK: %[[GWD:.*]] = graph.mul %[[WD]], %[[TWO]]
+// CHECK: %[[DW:.*]] = graph.mul %[[W]], %[[GWD]]
 // CHECK: %[[NV:.*]] = graph.add %[[A]], %[[DW]]
-// CHECK: %[[NW:.*]] = graph.sgd_update %[[W]], %[[NV]] {lr = 5.000000e-02 : f32}
+// CHECK: %[[NW:.*]] = graph.sgd_update %[[W]], %[[NV]] {lr_scale = 5.000000e-01 : f32, wd_scale = 0.000000e+00 : f32}
 // CHECK-NOT: momentum_update
 // CHECK: return %[[NW]], %[[NV]]
 
@@ -28,6 +32,6 @@
 func.func @train_step(%w: tensor<4xf32> {otc.param = "w"}, %g: tensor<4xf32> {otc.input = "g", otc.role = "data"},
                       %v: tensor<4xf32> {otc.state = "w.momentum_buffer"})
     -> (tensor<4xf32> {otc.updates = 0 : i64}, tensor<4xf32> {otc.updates = 2 : i64}) {
-  %w2, %v2 = graph.momentum_update %w, %g, %v {lr = 0.05 : f32, momentum = 0.9 : f32, weight_decay = 0.01 : f32} : tensor<4xf32>
+  %w2, %v2 = graph.momentum_update %w, %g, %v {lr_scale = 0.5 : f32, wd_scale = 2.0 : f32} : tensor<4xf32>
   return %w2, %v2 : tensor<4xf32>, tensor<4xf32>
 }

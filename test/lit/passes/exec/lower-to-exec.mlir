@@ -20,8 +20,8 @@ func.func @train_step(%x: tensor<4x8xf32> {otc.input = "x", otc.role = "data"},
   // The all-reduce and the update work in place.
   // CHECK: exec.all_reduce mean %[[DW]]
   %avg = dist.all_reduce mean %dw : tensor<8x3xf32>
-  // CHECK: exec.kernel "sgd_update" ins(%[[DW]] : memref<8x3xf32>) outs(%[[W]] : memref<8x3xf32>) {lr = 1.000000e-01 : f32
-  %w2 = graph.sgd_update %w, %avg {lr = 0.1 : f32} : tensor<8x3xf32>
+  // CHECK: exec.kernel "sgd_update" ins(%[[DW]] : memref<8x3xf32>) outs(%[[W]] : memref<8x3xf32>) {lr_scale = 1.000000e+00 : f32
+  %w2 = graph.sgd_update %w, %avg : tensor<8x3xf32>
   // CHECK: return %[[W]], %[[LOSS]]
   return %w2, %loss : tensor<8x3xf32>, tensor<f32>
 }
@@ -32,7 +32,7 @@ func.func @late_use(%w: tensor<3xf32> {otc.param = "w"}, %g: tensor<3xf32> {otc.
   // CHECK: %[[C:.*]] = exec.alloc : memref<3xf32>
   // CHECK: exec.kernel "copy" ins(%{{.*}} : memref<3xf32>) outs(%[[C]] : memref<3xf32>)
   // CHECK: exec.kernel "sgd_update" ins(%{{.*}} : memref<3xf32>) outs(%[[C]] : memref<3xf32>)
-  %w2 = graph.sgd_update %w, %g {lr = 0.1 : f32} : tensor<3xf32>
+  %w2 = graph.sgd_update %w, %g : tensor<3xf32>
   %r = graph.relu %w : tensor<3xf32>
   return %w2, %r : tensor<3xf32>, tensor<3xf32>
 }

@@ -39,9 +39,9 @@ module attributes {dist.world_size = 2 : i64} {
     %g1 = graph.neg %w1 : tensor<2x3xf32>
     %a1 = dist.all_reduce mean %g1 : tensor<2x3xf32>
     %u:2 = dist.unbucket %a0 : tensor<10xf32> -> tensor<4xf32>, tensor<2x3xf32>
-    %n1 = graph.sgd_update %w1, %a1 {lr = 0.1 : f32} : tensor<2x3xf32>
-    %n2 = graph.sgd_update %w2, %u#1 {lr = 0.1 : f32} : tensor<2x3xf32>
-    %n3 = graph.sgd_update %w3, %u#0 {lr = 0.1 : f32} : tensor<4xf32>
+    %n1 = graph.sgd_update %w1, %a1 : tensor<2x3xf32>
+    %n2 = graph.sgd_update %w2, %u#1 : tensor<2x3xf32>
+    %n3 = graph.sgd_update %w3, %u#0 : tensor<4xf32>
     return %n1, %n2, %n3 : tensor<2x3xf32>, tensor<2x3xf32>, tensor<4xf32>
   }
 }
@@ -76,8 +76,8 @@ module attributes {dist.world_size = 2 : i64} {
     %g2 = graph.relu %w2 : tensor<2x3xf32>
     %a2 = dist.all_reduce mean %g2 : tensor<2x3xf32>
     %n = graph.neg %a1 : tensor<2x3xf32>
-    %u1 = graph.sgd_update %w1, %a1 {lr = 0.1 : f32} : tensor<2x3xf32>
-    %u2 = graph.sgd_update %w2, %a2 {lr = 0.1 : f32} : tensor<2x3xf32>
+    %u1 = graph.sgd_update %w1, %a1 : tensor<2x3xf32>
+    %u2 = graph.sgd_update %w2, %a2 : tensor<2x3xf32>
     return %u1, %u2, %n : tensor<2x3xf32>, tensor<2x3xf32>, tensor<2x3xf32>
   }
 }
@@ -102,8 +102,8 @@ module {
     %b = dist.bucket %db2, %dw2 : tensor<2xf32>, tensor<4x2xf32> -> tensor<10xf32>
     %avg, %r2 = dist.compressed_all_reduce %b, %r {method = "topk-int8"} : tensor<10xf32>, tensor<10xf32> -> tensor<10xf32>, tensor<10xf32>
     %u:2 = dist.unbucket %avg : tensor<10xf32> -> tensor<2xf32>, tensor<4x2xf32>
-    %n2 = graph.sgd_update %w2, %u#1 {lr = 0.1 : f32} : tensor<4x2xf32>
-    %n3 = graph.sgd_update %b2, %u#0 {lr = 0.1 : f32} : tensor<2xf32>
+    %n2 = graph.sgd_update %w2, %u#1 : tensor<4x2xf32>
+    %n3 = graph.sgd_update %b2, %u#0 : tensor<2xf32>
     return %n2, %n3, %r2 : tensor<4x2xf32>, tensor<2xf32>, tensor<10xf32>
   }
 }
@@ -141,8 +141,8 @@ module attributes {dist.world_size = 4 : i64, dist.sdp = {active = 5.000000e-01 
     %a1 = dist.all_reduce mean %dw1 {ranks = array<i64: 0, 1>} : tensor<4x4xf32>
     %ah0 = dist.all_reduce mean %dwh {range = array<i64: 0, 4>} : tensor<3x4xf32>
     %ah = dist.all_reduce mean %ah0 {range = array<i64: 4, 12>} : tensor<3x4xf32>
-    %n1 = graph.sgd_update %w1, %a1 {lr = 1.0e-02 : f32, weight_decay = 0.0 : f32} : tensor<4x4xf32>
-    %nh = graph.sgd_update %wh, %ah {lr = 1.0e-02 : f32, weight_decay = 0.0 : f32} : tensor<3x4xf32>
+    %n1 = graph.sgd_update %w1, %a1 : tensor<4x4xf32>
+    %nh = graph.sgd_update %wh, %ah : tensor<3x4xf32>
     %b1 = dist.broadcast %n1 {root = 0 : i64} : tensor<4x4xf32>
     %b2 = dist.broadcast %w2 {root = 2 : i64} : tensor<4x4xf32>
     return %b1, %nh, %b2, %loss : tensor<4x4xf32>, tensor<3x4xf32>, tensor<4x4xf32>, tensor<f32>

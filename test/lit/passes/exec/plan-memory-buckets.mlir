@@ -28,8 +28,8 @@ module {
     %b = dist.bucket %db2, %dw2 : tensor<2xf32>, tensor<4x2xf32> -> tensor<10xf32>
     %avg, %r2 = dist.compressed_all_reduce %b, %r {method = "topk-int8"} : tensor<10xf32>, tensor<10xf32> -> tensor<10xf32>, tensor<10xf32>
     %u:2 = dist.unbucket %avg : tensor<10xf32> -> tensor<2xf32>, tensor<4x2xf32>
-    %n2 = graph.sgd_update %w2, %u#1 {lr = 0.1 : f32} : tensor<4x2xf32>
-    %n3 = graph.sgd_update %b2, %u#0 {lr = 0.1 : f32} : tensor<2xf32>
+    %n2 = graph.sgd_update %w2, %u#1 : tensor<4x2xf32>
+    %n3 = graph.sgd_update %b2, %u#0 : tensor<2xf32>
     return %n2, %n3, %r2 : tensor<4x2xf32>, tensor<2xf32>, tensor<10xf32>
   }
 }

@@ -28,7 +28,7 @@ func.func @train_step(%w: memref<16xf32> {otc.param = "w"}, %x: memref<16xf32> {
   exec.kernel "relu" ins(%c : memref<64xf32>) outs(%d : memref<64xf32>)
   %g = exec.alloc : memref<16xf32>
   %loss = exec.alloc : memref<f32>
-  exec.kernel "sgd_update" ins(%g : memref<16xf32>) outs(%w : memref<16xf32>) {lr = 0.1 : f32}
+  exec.kernel "sgd_update" ins(%g : memref<16xf32>) outs(%w : memref<16xf32>) 
   // CHECK: return{{$}}
   return %w, %loss : memref<16xf32>, memref<f32>
 }

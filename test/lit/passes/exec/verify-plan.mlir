@@ -30,7 +30,7 @@ module attributes {otc.arena_bytes = 2048 : i64, otc.buffers = [
     exec.compressed_all_reduce %b, %r {method = "topk-int8", ratio = 1.000000e-01 : f32, ratio_min = 1.000000e-02 : f32, block_size = 256 : i64, adaptive = false, warmup_steps = 0 : i64, bucket = 0 : i64} : memref<32xf32>, memref<32xf32>
     %g0r = exec.view %arena[64] : memref<?xi8> -> memref<16xf32>
     %w2 = exec.view %arena[0] : memref<?xi8> -> memref<16xf32>
-    exec.kernel "sgd_update" ins(%g0r : memref<16xf32>) outs(%w2 : memref<16xf32>) {lr = 1.000000e-01 : f32, weight_decay = 0.000000e+00 : f32}
+    exec.kernel "sgd_update" ins(%g0r : memref<16xf32>) outs(%w2 : memref<16xf32>) 
     return
   }
   func.func @eval_step(%arena: memref<?xi8>) {

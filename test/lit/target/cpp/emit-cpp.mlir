@@ -24,7 +24,7 @@
 // The all-reduce may still run (overlap): waited for before the update.
 // CHECK: if (int rc = ctx->wait_collectives(ctx->comm))
 // CHECK-NEXT: return rc == OTC_STEP_SKIPPED_NONFINITE ? rc : OTC_STEP_ERR_COMM;
-// CHECK: otck_adam_f32(24, [[W]], [[DW]], {{v[0-9]+}}, {{v[0-9]+}}, 1.000000047e-03f, 8.999999762e-01f, 9.990000129e-01f, 9.999999939e-09f, 0.000000000e+00f, ctx->step, 0);
+// CHECK: otck_adam_f32(24, [[W]], [[DW]], {{v[0-9]+}}, {{v[0-9]+}}, (float)(ctx->hyper->lr), (float)(ctx->hyper->beta1), (float)(ctx->hyper->beta2), (float)(ctx->hyper->eps), (float)(ctx->hyper->weight_decay), ctx->step, 0);
 // CHECK: return OTC_STEP_OK;
 // CHECK: static const otc_program_entry_t entry = {
 // CHECK-NEXT: OTC_PROGRAM_ABI_VERSION, kManifest, {{[0-9]+}}ull, &otc_train_step, nullptr, 0, nullptr, nullptr, nullptr, OTC_DEVICE_CPU};
@@ -45,7 +45,7 @@ module attributes {dist.world_size = 2 : i64} {
     %dy = graph.softmax_cross_entropy_grad %p, %l, %one : (tensor<4x3xf32>, tensor<4xi64>, tensor<f32>) -> tensor<4x3xf32>
     %dw = graph.gemm %x, %dy {transA = true} : (tensor<4x8xf32>, tensor<4x3xf32>) -> tensor<8x3xf32>
     %avg = dist.all_reduce mean %dw : tensor<8x3xf32>
-    %w2, %m2, %v2 = graph.adam_update %w, %avg, %m, %v {lr = 1.0e-03 : f32, beta1 = 0.9 : f32, beta2 = 0.999 : f32, epsilon = 1.0e-08 : f32} : tensor<8x3xf32>
+    %w2, %m2, %v2 = graph.adam_update %w, %avg, %m, %v : tensor<8x3xf32>
     return %w2, %m2, %v2, %loss : tensor<8x3xf32>, tensor<8x3xf32>, tensor<8x3xf32>, tensor<f32>
   }
 }

@@ -49,7 +49,7 @@
 // CHECK: if (int rc = otc_cuda_status(OTC_STEP_OK))
 // CHECK-NEXT: return otc_cuda_status(rc);
 // CHECK-NEXT: { // adam_update
-// CHECK: otckd_adam_f32(24, [[W]], [[DW]], {{v[0-9]+}}, {{v[0-9]+}}, 1.000000047e-03f, 8.999999762e-01f, 9.990000129e-01f, 9.999999939e-09f, 0.000000000e+00f, ctx->step, 0);
+// CHECK: otckd_adam_f32(24, [[W]], [[DW]], {{v[0-9]+}}, {{v[0-9]+}}, (float)(ctx->hyper->lr), (float)(ctx->hyper->beta1), (float)(ctx->hyper->beta2), (float)(ctx->hyper->eps), (float)(ctx->hyper->weight_decay), ctx->step, 0);
 // CHECK: return otc_cuda_status(OTC_STEP_OK);
 // CHECK-NEXT: }
 // CHECK: static const otc_program_entry_t entry = {
@@ -79,7 +79,7 @@ module attributes {dist.world_size = 2 : i64} {
     %dy = graph.softmax_cross_entropy_grad %p, %l, %one : (tensor<4x3xf32>, tensor<4xi64>, tensor<f32>) -> tensor<4x3xf32>
     %dw = graph.gemm %x, %dy {transA = true} : (tensor<4x8xf32>, tensor<4x3xf32>) -> tensor<8x3xf32>
     %avg = dist.all_reduce mean %dw : tensor<8x3xf32>
-    %w2, %m2, %v2 = graph.adam_update %w, %avg, %m, %v {lr = 1.0e-03 : f32, beta1 = 0.9 : f32, beta2 = 0.999 : f32, epsilon = 1.0e-08 : f32} : tensor<8x3xf32>
+    %w2, %m2, %v2 = graph.adam_update %w, %avg, %m, %v : tensor<8x3xf32>
     return %w2, %m2, %v2, %loss : tensor<8x3xf32>, tensor<8x3xf32>, tensor<8x3xf32>, tensor<f32>
   }
 }

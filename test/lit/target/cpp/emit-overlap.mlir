@@ -30,8 +30,8 @@ module attributes {dist.world_size = 2 : i64} {
     %g2 = graph.relu %w2 : tensor<2x3xf32>
     %a2 = dist.all_reduce mean %g2 : tensor<2x3xf32>
     %n = graph.neg %a1 : tensor<2x3xf32>
-    %u1 = graph.sgd_update %w1, %a1 {lr = 0.1 : f32} : tensor<2x3xf32>
-    %u2 = graph.sgd_update %w2, %a2 {lr = 0.1 : f32} : tensor<2x3xf32>
+    %u1 = graph.sgd_update %w1, %a1 : tensor<2x3xf32>
+    %u2 = graph.sgd_update %w2, %a2 : tensor<2x3xf32>
     return %u1, %u2, %n : tensor<2x3xf32>, tensor<2x3xf32>, tensor<2x3xf32>
   }
 }

@@ -40,8 +40,8 @@ module attributes {dist.world_size = 4 : i64, dist.sdp = {active = 5.000000e-01 
     %a1 = dist.all_reduce mean %dw1 {ranks = array<i64: 0, 1>} : tensor<4x4xf32>
     %ah0 = dist.all_reduce mean %dwh {range = array<i64: 0, 4>} : tensor<3x4xf32>
     %ah = dist.all_reduce mean %ah0 {range = array<i64: 4, 12>} : tensor<3x4xf32>
-    %n1 = graph.sgd_update %w1, %a1 {lr = 1.0e-02 : f32, weight_decay = 0.0 : f32} : tensor<4x4xf32>
-    %nh = graph.sgd_update %wh, %ah {lr = 1.0e-02 : f32, weight_decay = 0.0 : f32} : tensor<3x4xf32>
+    %n1 = graph.sgd_update %w1, %a1 : tensor<4x4xf32>
+    %nh = graph.sgd_update %wh, %ah : tensor<3x4xf32>
     %b1 = dist.broadcast %n1 {root = 0 : i64} : tensor<4x4xf32>
     %b2 = dist.broadcast %w2 {root = 2 : i64} : tensor<4x4xf32>
     return %b1, %nh, %b2, %loss : tensor<4x4xf32>, tensor<3x4xf32>, tensor<4x4xf32>, tensor<f32>
