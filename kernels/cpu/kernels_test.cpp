@@ -1070,6 +1070,501 @@ TEST(Optimizer, AdamWDiffersFromAdamOnlyThroughDecay) {
   EXPECT_EQ(w, wDecayed);
 }
 
+// Adagrad, RMSprop, Lion, LAMB and EMA: double references written from the
+// algorithms (torch.optim 1.13, lion-pytorch, the LAMB paper with DeepSpeed's
+// clamp), then the float op orders of torch restated bit for bit.
+
+void refAdagrad(std::vector<double> &w, const std::vector<double> &g,
+                std::vector<double> &sum, double lr, double lrDecay, double wd,
+                double eps, int step) {
+  const double clr = lr / (1 + (step - 1) * lrDecay);
+  for (size_t i = 0; i < w.size(); ++i) {
+    const double d = g[i] + wd * w[i];
+    sum[i] += d * d;
+    w[i] -= clr * d / (std::sqrt(sum[i]) + eps);
+  }
+}
+
+void refRmsprop(std::vector<double> &w, const std::vector<double> &g,
+                std::vector<double> &sq, std::vector<double> *ga,
+                std::vector<double> *buf, double lr, double alpha, double eps,
+                double wd, double momentum) {
+  for (size_t i = 0; i < w.size(); ++i) {
+    const double d = g[i] + wd * w[i];
+    sq[i] = alpha * sq[i] + (1 - alpha) * d * d;
+    double var = sq[i];
+    if (ga) {
+      (*ga)[i] = alpha * (*ga)[i] + (1 - alpha) * d;
+      var -= (*ga)[i] * (*ga)[i];
+    }
+    const double avg = std::sqrt(var) + eps;
+    if (buf) {
+      (*buf)[i] = momentum * (*buf)[i] + d / avg;
+      w[i] -= lr * (*buf)[i];
+    } else {
+      w[i] -= lr * d / avg;
+    }
+  }
+}
+
+void refLion(std::vector<double> &w, const std::vector<double> &g,
+             std::vector<double> &m, double lr, double b1, double b2,
+             double wd) {
+  for (size_t i = 0; i < w.size(); ++i) {
+    w[i] *= 1 - lr * wd;
+    const double c = b1 * m[i] + (1 - b1) * g[i];
+    w[i] -= lr * double((c > 0) - (c < 0));
+    m[i] = b2 * m[i] + (1 - b2) * g[i];
+  }
+}
+
+/// Returns the trust ratio.
+double refLamb(std::vector<double> &w, const std::vector<double> &g,
+               std::vector<double> &m, std::vector<double> &v, double lr,
+               double b1, double b2, double eps, double wd, int step) {
+  std::vector<double> u(w.size());
+  double ww = 0, uu = 0;
+  for (size_t i = 0; i < w.size(); ++i) {
+    m[i] = b1 * m[i] + (1 - b1) * g[i];
+    v[i] = b2 * v[i] + (1 - b2) * g[i] * g[i];
+    const double mhat = m[i] / (1 - std::pow(b1, step));
+    const double vhat = v[i] / (1 - std::pow(b2, step));
+    u[i] = mhat / (std::sqrt(vhat) + eps) + wd * w[i];
+    ww += w[i] * w[i];
+    uu += u[i] * u[i];
+  }
+  const double r1 = std::sqrt(ww), r2 = std::sqrt(uu);
+  const double trust =
+      r1 > 0 && r2 > 0 ? std::min(std::max(r1 / r2, 0.01), 10.0) : 1.0;
+  for (size_t i = 0; i < w.size(); ++i)
+    w[i] -= lr * trust * u[i];
+  return trust;
+}
+
+TEST(Optimizer, AdagradAgainstReference) {
+  struct Config {
+    float lr, lrDecay, wd, eps;
+  };
+  const Config configs[] = {{0.1f, 0.0f, 0.0f, 1e-10f},
+                            {0.05f, 0.1f, 0.0f, 1e-10f},
+                            {0.05f, 0.01f, 0.1f, 1e-6f}};
+  for (const Config &c : configs)
+    for (int64_t n : {int64_t(1), int64_t(1003), int64_t(70001)}) {
+      SCOPED_TRACE("lr_decay " + std::to_string(c.lrDecay) + " wd " +
+                   std::to_string(c.wd) + " n " + std::to_string(n));
+      auto w = randomVec(n, -1, 1, 1200);
+      std::vector<float> sum(sz(n), 0.1f); // initial_accumulator_value
+      auto wR = toDouble(w), sumR = toDouble(sum);
+      for (int step = 1; step <= 6; ++step) {
+        auto g = randomVec(n, -1, 1, 1200 + unsigned(step));
+        otck_adagrad_f32(n, w.data(), g.data(), sum.data(), c.lr, c.lrDecay,
+                         c.wd, c.eps, step);
+        refAdagrad(wR, toDouble(g), sumR, c.lr, c.lrDecay, c.wd, c.eps, step);
+      }
+      expectVecNear(w, wR, 1e-6, "w");
+      expectVecNear(sum, sumR, 1e-6, "sum");
+    }
+}
+
+TEST(Optimizer, RmspropAgainstReference) {
+  for (int centered = 0; centered < 2; ++centered)
+    for (float momentum : {0.0f, 0.9f})
+      for (float wd : {0.0f, 0.05f})
+        for (int64_t n : {int64_t(7), int64_t(70001)}) {
+          SCOPED_TRACE("centered " + std::to_string(centered) + " momentum " +
+                       std::to_string(momentum) + " wd " + std::to_string(wd) +
+                       " n " + std::to_string(n));
+          const float lr = 0.01f, alpha = 0.99f, eps = 1e-8f;
+          auto w = randomVec(n, -1, 1, 1210);
+          std::vector<float> sq(sz(n), 0.0f), ga = sq, buf = sq;
+          auto wR = toDouble(w);
+          std::vector<double> sqR(sz(n), 0.0), gaR = sqR, bufR = sqR;
+          for (int step = 0; step < 6; ++step) {
+            auto g = randomVec(n, -1, 1, 1211 + unsigned(step));
+            otck_rmsprop_f32(n, w.data(), g.data(), sq.data(),
+                             centered ? ga.data() : nullptr,
+                             momentum > 0 ? buf.data() : nullptr, lr, alpha,
+                             eps, wd, momentum);
+            refRmsprop(wR, toDouble(g), sqR, centered ? &gaR : nullptr,
+                       momentum > 0 ? &bufR : nullptr, lr, alpha, eps, wd,
+                       momentum);
+          }
+          expectVecNear(w, wR, 1e-6, "w");
+          expectVecNear(sq, sqR, 1e-7, "square_avg");
+          if (centered) {
+            expectVecNear(ga, gaR, 1e-7, "grad_avg");
+          }
+          if (momentum > 0) {
+            expectVecNear(buf, bufR, 1e-5, "momentum_buffer");
+          }
+        }
+}
+
+TEST(Optimizer, AdagradAndRmspropMatchTorchOperationOrderBitwise) {
+  const int64_t n = 1003;
+  // Adagrad with weight decay and lr_decay.
+  {
+    const float lr = 0.05f, lrDecay = 0.01f, wd = 0.02f, eps = 1e-10f;
+    auto w = randomVec(n, -1, 1, 1220), wR = w;
+    std::vector<float> sum(sz(n), 0.0f), sumR = sum;
+    for (int step = 1; step <= 4; ++step) {
+      auto g = randomVec(n, -1, 1, 1220 + unsigned(step));
+      otck_adagrad_f32(n, w.data(), g.data(), sum.data(), lr, lrDecay, wd, eps,
+                       step);
+      const float negClr =
+          float(-(double(lr) / (1 + (step - 1) * double(lrDecay))));
+      for (int64_t i = 0; i < n; ++i) {
+        float d = fusedMulAdd(wd, wR[i], g[i]); // grad.add(param, alpha=wd)
+        sumR[i] = fusedMulAdd(d, d, sumR[i]);   // addcmul_(grad, grad, value=1)
+        float stdev = std::sqrt(sumR[i]);       // sqrt()
+        stdev = stdev + eps;                    // .add_(eps)
+        float upd = negClr * d;                 // addcdiv_(grad, std, -clr)
+        upd = upd / stdev;
+        wR[i] = wR[i] + upd;
+      }
+    }
+    EXPECT_EQ(w, wR) << "adagrad";
+    EXPECT_EQ(sum, sumR) << "adagrad";
+  }
+  // RMSprop: plain, centered, momentum, both.
+  for (int variant = 0; variant < 4; ++variant) {
+    const bool centered = variant & 1, withMomentum = variant & 2;
+    const float lr = 0.01f, alpha = 0.99f, eps = 1e-8f, wd = 0.02f, mu = 0.9f;
+    auto w = randomVec(n, -1, 1, 1230), wR = w;
+    std::vector<float> sq(sz(n), 0.0f), ga = sq, buf = sq, sqR = sq, gaR = sq,
+                                        bufR = sq;
+    const float oneMinusAlpha = float(1.0 - double(alpha));
+    for (int step = 0; step < 4; ++step) {
+      auto g = randomVec(n, -1, 1, 1231 + unsigned(step));
+      otck_rmsprop_f32(n, w.data(), g.data(), sq.data(),
+                       centered ? ga.data() : nullptr,
+                       withMomentum ? buf.data() : nullptr, lr, alpha, eps, wd,
+                       withMomentum ? mu : 0.0f);
+      for (int64_t i = 0; i < n; ++i) {
+        float d = fusedMulAdd(wd, wR[i], g[i]);
+        sqR[i] = sqR[i] * alpha; // square_avg.mul_(alpha)
+        float c = oneMinusAlpha * d;
+        sqR[i] = fusedMulAdd(c, d, sqR[i]); // .addcmul_(grad, grad, 1 - alpha)
+        float avg;
+        if (centered) {
+          gaR[i] = gaR[i] * alpha;                        // mul_(alpha)
+          gaR[i] = fusedMulAdd(oneMinusAlpha, d, gaR[i]); // add_(alpha=1-a)
+          float ngA = -gaR[i]; // addcmul(ga, ga, value=-1)
+          avg = fusedMulAdd(ngA, gaR[i], sqR[i]);
+          avg = std::sqrt(avg); // sqrt_()
+        } else {
+          avg = std::sqrt(sqR[i]);
+        }
+        avg = avg + eps; // add_(eps)
+        if (withMomentum) {
+          bufR[i] = bufR[i] * mu; // buf.mul_(momentum)
+          float q = d / avg;      // .addcdiv_(grad, avg)
+          bufR[i] = bufR[i] + q;
+          wR[i] = fusedMulAdd(-lr, bufR[i], wR[i]); // add_(buf, alpha=-lr)
+        } else {
+          float upd = -lr * d; // addcdiv_(grad, avg, value=-lr)
+          upd = upd / avg;
+          wR[i] = wR[i] + upd;
+        }
+      }
+    }
+    EXPECT_EQ(w, wR) << "rmsprop variant " << variant;
+    EXPECT_EQ(sq, sqR) << "rmsprop variant " << variant;
+    EXPECT_EQ(ga, gaR) << "rmsprop variant " << variant;
+    EXPECT_EQ(buf, bufR) << "rmsprop variant " << variant;
+  }
+}
+
+TEST(Optimizer, LionAgainstReferenceAndSignOfZero) {
+  for (float wd : {0.0f, 0.1f})
+    for (int64_t n : {int64_t(7), int64_t(70001)}) {
+      SCOPED_TRACE("wd " + std::to_string(wd) + " n " + std::to_string(n));
+      const float lr = 1e-3f, b1 = 0.9f, b2 = 0.99f;
+      auto w = randomVec(n, -1, 1, 1240);
+      std::vector<float> m(sz(n), 0.0f);
+      auto wR = toDouble(w);
+      std::vector<double> mR(sz(n), 0.0);
+      for (int step = 0; step < 6; ++step) {
+        auto g = randomVec(n, -1, 1, 1241 + unsigned(step));
+        otck_lion_f32(n, w.data(), g.data(), m.data(), lr, b1, b2, wd);
+        refLion(wR, toDouble(g), mR, lr, b1, b2, wd);
+      }
+      expectVecNear(w, wR, 1e-6, "w");
+      expectVecNear(m, mR, 1e-7, "m");
+    }
+  // sign(0) = 0: a zero gradient on a zero moment leaves w as it was; a NaN
+  // gradient too (torch's sign_ of NaN is 0), but the moment turns NaN.
+  std::vector<float> w = {0.5f, -0.25f, 0.75f, 1.0f};
+  std::vector<float> m = {0.0f, 0.0f, 0.0f, 0.0f};
+  const std::vector<float> g = {0.0f, -0.0f, kNaN, -2.0f};
+  otck_lion_f32(4, w.data(), g.data(), m.data(), 0.125f, 0.9f, 0.99f, 0.0f);
+  EXPECT_EQ(w[0], 0.5f);
+  EXPECT_EQ(w[1], -0.25f);
+  EXPECT_EQ(w[2], 0.75f);
+  EXPECT_EQ(w[3], 1.125f); // sign(-0.2) = -1: w += lr
+  EXPECT_EQ(m[0], 0.0f);
+  EXPECT_TRUE(std::isnan(m[2]));
+  // Decoupled decay scales w before the signed step.
+  std::vector<float> w2 = {2.0f};
+  std::vector<float> m2 = {0.0f};
+  const std::vector<float> g2 = {0.0f};
+  otck_lion_f32(1, w2.data(), g2.data(), m2.data(), 0.5f, 0.9f, 0.99f, 0.5f);
+  EXPECT_EQ(w2[0], 1.5f); // 2 * (1 - 0.25)
+}
+
+TEST(Optimizer, LambAgainstReference) {
+  struct Config {
+    float lr, b1, b2, eps, wd;
+  };
+  const Config configs[] = {{1e-3f, 0.9f, 0.999f, 1e-6f, 0.0f},
+                            {0.01f, 0.9f, 0.999f, 1e-6f, 0.01f},
+                            {0.02f, 0.8f, 0.99f, 1e-4f, 0.1f}};
+  for (const Config &c : configs)
+    for (int64_t n : {int64_t(1), int64_t(1003), int64_t(70001)}) {
+      SCOPED_TRACE("wd " + std::to_string(c.wd) + " n " + std::to_string(n));
+      auto w = randomVec(n, -1, 1, 1250);
+      std::vector<float> m(sz(n), 0.0f), v(sz(n), 0.0f);
+      auto wR = toDouble(w);
+      std::vector<double> mR(sz(n), 0.0), vR(sz(n), 0.0);
+      for (int step = 1; step <= 5; ++step) {
+        auto g = randomVec(n, -1, 1, 1250 + unsigned(step));
+        float trust = -1.0f;
+        otck_lamb_f32(n, w.data(), g.data(), m.data(), v.data(), c.lr, c.b1,
+                      c.b2, c.eps, c.wd, step, &trust);
+        const double trustR = refLamb(wR, toDouble(g), mR, vR, c.lr, c.b1, c.b2,
+                                      c.eps, c.wd, step);
+        ASSERT_TRUE(near(trust, trustR, 1e-5)) << "step " << step;
+      }
+      expectVecNear(w, wR, 1e-6, "w");
+      expectVecNear(m, mR, 1e-7, "m");
+      expectVecNear(v, vR, 1e-8, "v");
+    }
+}
+
+TEST(Optimizer, LambTrustRatioZeroWeightsClampAndThreads) {
+  const int64_t n = 70001;
+  const auto g = randomVec(n, -1, 1, 1260);
+  auto run = [&](float scale, std::vector<float> &w, float wd) {
+    w = randomVec(n, -scale, scale, 1261);
+    std::vector<float> m(sz(n), 0.0f), v(sz(n), 0.0f);
+    float trust = -1.0f;
+    otck_lamb_f32(n, w.data(), g.data(), m.data(), v.data(), 0.01f, 0.9f,
+                  0.999f, 1e-6f, wd, 1, &trust);
+    return trust;
+  };
+  std::vector<float> w;
+  // ||w|| = 0: trust 1, w = -lr * u (u = g / (|g| + eps) on the first step).
+  {
+    std::vector<float> w0(sz(n), 0.0f), m(sz(n), 0.0f), v(sz(n), 0.0f);
+    float trust = -1.0f;
+    otck_lamb_f32(n, w0.data(), g.data(), m.data(), v.data(), 0.01f, 0.9f,
+                  0.999f, 1e-6f, 0.0f, 1, &trust);
+    EXPECT_EQ(trust, 1.0f);
+    for (int64_t i = 0; i < n; ++i)
+      ASSERT_TRUE(near(w0[i], -0.01 * g[i] / (std::fabs(g[i]) + 1e-6), 1e-5))
+          << i;
+  }
+  // First step: ||u|| ~ sqrt(n) and ||w|| ~ scale sqrt(n / 3), so the ratio
+  // is ~0.58 scale: clamped to 10 for large weights, to 0.01 for tiny ones.
+  const float mid = run(1.0f, w, 0.0f);
+  EXPECT_GT(mid, 0.5f);
+  EXPECT_LT(mid, 0.65f);
+  EXPECT_EQ(run(100.0f, w, 0.0f), 10.0f);
+  EXPECT_EQ(run(1e-3f, w, 0.0f), 0.01f);
+  // The clamped ratio scales the step: w moves by 10 * lr * u.
+  {
+    auto w0 = randomVec(n, -100, 100, 1261);
+    std::vector<float> w1 = w0, m(sz(n), 0.0f), v(sz(n), 0.0f);
+    otck_lamb_f32(n, w1.data(), g.data(), m.data(), v.data(), 0.01f, 0.9f,
+                  0.999f, 1e-6f, 0.0f, 1, nullptr);
+    for (int64_t i = 0; i < n; i += 97)
+      ASSERT_TRUE(near(w1[i] - w0[i], -0.1 * g[i] / (std::fabs(g[i]) + 1e-6),
+                       1e-4, 1e-5))
+          << i;
+  }
+  // A NaN gradient makes ||u|| NaN: DeepSpeed's ratio is NaN too.
+  {
+    auto gNaN = g;
+    gNaN[12345] = kNaN;
+    auto w0 = randomVec(n, -1, 1, 1261);
+    std::vector<float> m(sz(n), 0.0f), v(sz(n), 0.0f);
+    float trust = 0.0f;
+    otck_lamb_f32(n, w0.data(), gNaN.data(), m.data(), v.data(), 0.01f, 0.9f,
+                  0.999f, 1e-6f, 0.0f, 1, &trust);
+    EXPECT_TRUE(std::isnan(trust));
+  }
+  // The same bits whatever the thread count.
+  std::vector<float> w1, w2;
+  float t1 = 0.0f, t2 = 0.0f;
+  withThreads(1, [&] { t1 = run(1.0f, w1, 0.01f); });
+  withThreads(2, [&] { t2 = run(1.0f, w2, 0.01f); });
+  EXPECT_EQ(t1, t2);
+  EXPECT_TRUE(sameBits(w1, w2));
+}
+
+TEST(Optimizer, EmaCopiesFirstThenLerpsAsTorch) {
+  const int64_t n = 70001;
+  const auto w = randomVec(n, -1, 1, 1270);
+  const auto ema0 = randomVec(n, -1, 1, 1271);
+  // First update: a copy, whatever the decay.
+  auto ema = ema0;
+  otck_ema_f32(n, ema.data(), w.data(), 0.999f, 0);
+  EXPECT_EQ(ema, w);
+  // weight = 1 - decay: 0.001 takes ema + weight (w - ema), 0.75 takes
+  // w - (w - ema) (1 - weight); each fused as torch's lerp_vec.
+  for (float decay : {0.999f, 0.25f}) {
+    SCOPED_TRACE("decay " + std::to_string(decay));
+    ema = ema0;
+    otck_ema_f32(n, ema.data(), w.data(), decay, 5);
+    const float weight = float(1.0 - double(decay));
+    std::vector<float> want(sz(n));
+    for (int64_t i = 0; i < n; ++i) {
+      const float diff = w[sz(i)] - ema0[sz(i)];
+      want[sz(i)] = weight < 0.5f ? fusedMulAdd(weight, diff, ema0[sz(i)])
+                                  : fusedMulAdd(weight - 1.0f, diff, w[sz(i)]);
+      ASSERT_TRUE(near(ema[sz(i)],
+                       double(ema0[sz(i)]) +
+                           double(weight) * (double(w[sz(i)]) - ema0[sz(i)]),
+                       1e-6, 1e-7))
+          << i;
+    }
+    EXPECT_EQ(ema, want);
+  }
+  // The branches are exact at their ends: weight 0 keeps ema, weight 1
+  // (decay 0) gives w.
+  ema = ema0;
+  otck_ema_f32(n, ema.data(), w.data(), 1.0f, 3);
+  EXPECT_EQ(ema, ema0);
+  otck_ema_f32(n, ema.data(), w.data(), 0.0f, 3);
+  EXPECT_EQ(ema, w);
+}
+
+//===----------------------------------------------------------------------===//
+// Gradient clipping
+//===----------------------------------------------------------------------===//
+
+/// Arrays of the given sizes (0 with a NULL pointer), random in [-1, 1).
+struct GradArrays {
+  std::vector<std::vector<float>> arrays;
+  std::vector<float *> data;
+  std::vector<int64_t> sizes;
+  GradArrays(const std::vector<int64_t> &sizesIn, unsigned seed)
+      : sizes(sizesIn) {
+    for (int64_t s : sizes)
+      arrays.push_back(randomVec(s, -1, 1, seed++));
+    for (auto &a : arrays)
+      data.push_back(a.empty() ? nullptr : a.data());
+  }
+  int64_t count() const { return int64_t(sizes.size()); }
+  const float *const *cdata() const { return data.data(); }
+  double squares() const {
+    double s = 0.0;
+    for (const auto &a : arrays)
+      for (float x : a)
+        s += double(x) * double(x);
+    return s;
+  }
+  float norm() const {
+    float out = -1.0f;
+    otck_global_norm_f32(count(), cdata(), sizes.data(), &out);
+    return out;
+  }
+};
+
+const std::vector<int64_t> kGradSizes = {1, 0, 7, 1003, 70001, 33, 0, 40000};
+
+TEST(GradClip, GlobalNormAgainstDoubleAndThreads) {
+  GradArrays a(kGradSizes, 1300);
+  EXPECT_TRUE(near(a.norm(), std::sqrt(a.squares()), 1e-7));
+  // One vector cut into arrays or not: the same chunking, the same bits.
+  std::vector<float> all;
+  for (const auto &x : a.arrays)
+    all.insert(all.end(), x.begin(), x.end());
+  const float *allData = all.data();
+  const int64_t allSize = int64_t(all.size());
+  float whole = -1.0f;
+  otck_global_norm_f32(1, &allData, &allSize, &whole);
+  EXPECT_EQ(whole, a.norm());
+  // The same bits whatever the thread count.
+  const int before = omp_get_max_threads();
+  otck_set_num_threads(1);
+  const float n1 = a.norm();
+  otck_set_num_threads(2);
+  const float n2 = a.norm();
+  otck_set_num_threads(before);
+  EXPECT_EQ(n1, n2);
+  // No arrays: 0.
+  float none = -1.0f;
+  otck_global_norm_f32(0, nullptr, nullptr, &none);
+  EXPECT_EQ(none, 0.0f);
+}
+
+TEST(GradClip, GlobalNormPropagatesNonFinite) {
+  GradArrays a(kGradSizes, 1310);
+  a.arrays[4][777] = kInf;
+  EXPECT_EQ(a.norm(), kInf);
+  a.arrays[4][777] = -kInf;
+  EXPECT_EQ(a.norm(), kInf);
+  a.arrays[7][5] = kNaN;
+  EXPECT_TRUE(std::isnan(a.norm())) << "inf and NaN";
+  a.arrays[4][777] = 0.0f;
+  EXPECT_TRUE(std::isnan(a.norm())) << "NaN";
+}
+
+TEST(GradClip, ClipByNorm) {
+  // A small norm: coef clamps to 1, every element keeps its bits.
+  GradArrays a(kGradSizes, 1320);
+  const auto before = a.arrays;
+  const float small = 0.5f;
+  otck_clip_by_norm_f32(a.count(), a.data.data(), a.sizes.data(), &small, 1.0f);
+  EXPECT_EQ(a.arrays, before);
+  // A large one: x * coef with coef = (1 / (norm + 1e-6)) * max_norm, and
+  // the clipped norm is max_norm.
+  const float norm = a.norm();
+  ASSERT_GT(norm, 10.0f);
+  otck_clip_by_norm_f32(a.count(), a.data.data(), a.sizes.data(), &norm, 2.0f);
+  const float coef = (1.0f / (norm + 1e-6f)) * 2.0f;
+  for (size_t k = 0; k < a.arrays.size(); ++k)
+    for (size_t i = 0; i < a.arrays[k].size(); ++i)
+      ASSERT_EQ(a.arrays[k][i], before[k][i] * coef) << k << "," << i;
+  EXPECT_TRUE(near(a.norm(), 2.0, 1e-5));
+  // torch evaluates max_norm / (norm + 1e-6) as reciprocal then multiply,
+  // which here differs from the division by one ulp (torch:
+  // 0.10000330954790115).
+  std::vector<float> one = {1.0f};
+  float *oneData = one.data();
+  const int64_t oneSize = 1;
+  const float n3 = 2.9999f;
+  otck_clip_by_norm_f32(1, &oneData, &oneSize, &n3, 0.3f);
+  EXPECT_EQ(one[0], 0.10000330954790115f);
+  EXPECT_NE(one[0], 0.3f / (2.9999f + 1e-6f));
+  // A NaN norm makes every gradient NaN (torch without error_if_nonfinite).
+  const float nan = kNaN;
+  otck_clip_by_norm_f32(a.count(), a.data.data(), a.sizes.data(), &nan, 1.0f);
+  for (const auto &x : a.arrays)
+    for (float v : x)
+      ASSERT_TRUE(std::isnan(v));
+}
+
+TEST(GradClip, ClipByValue) {
+  GradArrays a(kGradSizes, 1330);
+  a.arrays[2][0] = kNaN;
+  a.arrays[2][1] = kInf;
+  a.arrays[2][2] = -kInf;
+  const auto before = a.arrays;
+  otck_clip_by_value_f32(a.count(), a.data.data(), a.sizes.data(), 0.5f);
+  for (size_t k = 0; k < a.arrays.size(); ++k)
+    for (size_t i = 0; i < a.arrays[k].size(); ++i) {
+      const float x = before[k][i], y = a.arrays[k][i];
+      if (std::isnan(x))
+        ASSERT_TRUE(std::isnan(y)) << k << "," << i;
+      else
+        ASSERT_EQ(y, std::min(std::max(x, -0.5f), 0.5f)) << k << "," << i;
+    }
+  EXPECT_EQ(a.arrays[2][1], 0.5f);
+  EXPECT_EQ(a.arrays[2][2], -0.5f);
+}
+
 //===----------------------------------------------------------------------===//
 // Dropout
 //===----------------------------------------------------------------------===//

@@ -65,24 +65,27 @@ void parallelFor(int64_t n, int64_t cost, int64_t grain, Body body,
   }
 }
 
-/// Sum over [0, n) of f(begin, end) (a double). Large sums are evaluated on
-/// a fixed number of chunks, in parallel when threads are available, and the
-/// chunk results added in order: the result depends on n, never on the
-/// thread count.
+/// Sum over [0, n) of f(begin, end): a double, or a struct of several sums
+/// with += (value-initialised to zero). Large sums are evaluated on a fixed
+/// number of chunks, in parallel when threads are available, and the chunk
+/// results added in order: the result depends on n, never on the thread
+/// count.
 template <typename F>
-double deterministicSum(int64_t n, int64_t cost, int64_t grain, F f) {
+auto deterministicSum(int64_t n, int64_t cost, int64_t grain, F f)
+    -> decltype(f(int64_t(0), int64_t(0))) {
+  using T = decltype(f(int64_t(0), int64_t(0)));
   constexpr int kChunks = 64;
   if (n <= 0)
-    return 0.0;
+    return T{};
   if (n < kChunks || n * cost <= grain)
     return f(int64_t(0), n);
-  double parts[kChunks];
+  T parts[kChunks];
 #pragma omp parallel for schedule(                                             \
     static) if (shouldParallelize(n * cost, grain))
   for (int c = 0; c < kChunks; ++c)
     parts[c] = f(n * c / kChunks, n * (c + 1) / kChunks);
-  double sum = 0.0;
-  for (double p : parts)
+  T sum{};
+  for (const T &p : parts)
     sum += p;
   return sum;
 }

@@ -24,6 +24,7 @@
 #include <cstring>
 #include <iomanip>
 #include <limits>
+#include <memory>
 #include <random>
 #include <sstream>
 #include <string>
@@ -891,6 +892,232 @@ TEST_F(KernelsCuda, AdamMatchesCpu) {
         expectClose(m, dm.host(), kOptRel, kOptAbs, what + " m");
         expectClose(v, dv.host(), kOptRel, kOptAbs, what + " v");
       }
+}
+
+TEST_F(KernelsCuda, AdagradMatchesCpu) {
+  unsigned seed = 15000;
+  for (int64_t n : {1, 7, 1031})
+    for (float wd : {0.0f, 0.01f})
+      for (float lrDecay : {0.0f, 0.1f}) {
+        auto w = uniform(n, -1.0f, 1.0f, seed++);
+        std::vector<float> sum(sz(n), 0.1f);
+        Dev<float> dw(w), dsum(sum);
+        for (int64_t step = 1; step <= 3; ++step) {
+          const auto g = uniform(n, -1.0f, 1.0f, seed++);
+          Dev<float> dg(g);
+          otck_adagrad_f32(n, w.data(), g.data(), sum.data(), 0.05f, lrDecay,
+                           wd, 1e-10f, step);
+          otckd_adagrad_f32(n, dw.get(), dg.get(), dsum.get(), 0.05f, lrDecay,
+                            wd, 1e-10f, step);
+        }
+        const std::string what = "adagrad n=" + std::to_string(n) +
+                                 " wd=" + std::to_string(wd) +
+                                 " lr_decay=" + std::to_string(lrDecay);
+        expectClose(w, dw.host(), kOptRel, kOptAbs, what + " w");
+        expectClose(sum, dsum.host(), kOptRel, kOptAbs, what + " sum");
+      }
+}
+
+TEST_F(KernelsCuda, RmspropMatchesCpu) {
+  unsigned seed = 16000;
+  for (int64_t n : {1, 7, 1031})
+    for (float wd : {0.0f, 0.01f})
+      for (int variant = 0; variant < 4; ++variant) {
+        const bool centered = variant & 1, withMomentum = variant & 2;
+        const float momentum = withMomentum ? 0.9f : 0.0f;
+        auto w = uniform(n, -1.0f, 1.0f, seed++);
+        std::vector<float> sq(sz(n), 0.0f), ga = sq, buf = sq;
+        Dev<float> dw(w), dsq(sq), dga(ga), dbuf(buf);
+        for (int step = 0; step < 3; ++step) {
+          const auto g = uniform(n, -1.0f, 1.0f, seed++);
+          Dev<float> dg(g);
+          otck_rmsprop_f32(n, w.data(), g.data(), sq.data(),
+                           centered ? ga.data() : nullptr,
+                           withMomentum ? buf.data() : nullptr, 0.01f, 0.99f,
+                           1e-8f, wd, momentum);
+          otckd_rmsprop_f32(n, dw.get(), dg.get(), dsq.get(),
+                            centered ? dga.get() : nullptr,
+                            withMomentum ? dbuf.get() : nullptr, 0.01f, 0.99f,
+                            1e-8f, wd, momentum);
+        }
+        const std::string what = "rmsprop n=" + std::to_string(n) +
+                                 " wd=" + std::to_string(wd) +
+                                 " centered=" + std::to_string(centered) +
+                                 " momentum=" + std::to_string(momentum);
+        expectClose(w, dw.host(), kOptRel, kOptAbs, what + " w");
+        expectClose(sq, dsq.host(), kOptRel, kOptAbs, what + " square_avg");
+        expectClose(ga, dga.host(), kOptRel, kOptAbs, what + " grad_avg");
+        expectClose(buf, dbuf.host(), kOptRel, kOptAbs, what + " buf");
+      }
+}
+
+TEST_F(KernelsCuda, LionMatchesCpu) {
+  unsigned seed = 17000;
+  for (int64_t n : {1, 7, 1031})
+    for (float wd : {0.0f, 0.1f}) {
+      auto w = uniform(n, -1.0f, 1.0f, seed++);
+      std::vector<float> m(sz(n), 0.0f);
+      Dev<float> dw(w), dm(m);
+      for (int step = 0; step < 3; ++step) {
+        auto g = uniform(n, -1.0f, 1.0f, seed++);
+        g[0] = 0.0f; // sign(0) on the first step (m is 0)
+        Dev<float> dg(g);
+        otck_lion_f32(n, w.data(), g.data(), m.data(), 1e-3f, 0.9f, 0.99f, wd);
+        otckd_lion_f32(n, dw.get(), dg.get(), dm.get(), 1e-3f, 0.9f, 0.99f, wd);
+      }
+      const std::string what =
+          "lion n=" + std::to_string(n) + " wd=" + std::to_string(wd);
+      expectClose(w, dw.host(), kOptRel, kOptAbs, what + " w");
+      expectClose(m, dm.host(), kOptRel, kOptAbs, what + " m");
+    }
+}
+
+TEST_F(KernelsCuda, LambMatchesCpu) {
+  unsigned seed = 18000;
+  // 300001 elements take more blocks than the first pass launches.
+  for (int64_t n : {1, 7, 1031, 300001})
+    for (float wd : {0.0f, 0.01f})
+      for (float scale : {1.0f, 100.0f, 1e-3f}) { // ratio, clamped to 10, 0.01
+        auto w = uniform(n, -scale, scale, seed++);
+        std::vector<float> m(sz(n), 0.0f), v(sz(n), 0.0f);
+        Dev<float> dw(w), dm(m), dv(v), dTrust(1);
+        float trust = -1.0f;
+        for (int64_t step = 1; step <= 3; ++step) {
+          const auto g = uniform(n, -1.0f, 1.0f, seed++);
+          Dev<float> dg(g);
+          otck_lamb_f32(n, w.data(), g.data(), m.data(), v.data(), 0.01f, 0.9f,
+                        0.999f, 1e-6f, wd, step, &trust);
+          otckd_lamb_f32(n, dw.get(), dg.get(), dm.get(), dv.get(), 0.01f, 0.9f,
+                         0.999f, 1e-6f, wd, step, dTrust.get());
+        }
+        const std::string what = "lamb n=" + std::to_string(n) +
+                                 " wd=" + std::to_string(wd) +
+                                 " scale=" + std::to_string(scale);
+        // The norms are summed in another order: the trust ratio (and so
+        // w) within float rounding; m and v are elementwise, as the CPU.
+        expectClose({trust}, dTrust.host(), kOptRel, 0.0, what + " trust");
+        expectClose(w, dw.host(), kOptRel, kOptAbs, what + " w");
+        expectClose(m, dm.host(), kOptRel, kOptAbs, what + " m");
+        expectClose(v, dv.host(), kOptRel, kOptAbs, what + " v");
+      }
+  // Zero weights: trust 1 (null out_trust_ratio accepted).
+  std::vector<float> w(7, 0.0f), m(7, 0.0f), v(7, 0.0f);
+  const auto g = uniform(7, -1.0f, 1.0f, seed++);
+  Dev<float> dw(w), dm(m), dv(v), dg(g), dTrust(1);
+  otckd_lamb_f32(7, dw.get(), dg.get(), dm.get(), dv.get(), 0.01f, 0.9f, 0.999f,
+                 1e-6f, 0.0f, 1, dTrust.get());
+  EXPECT_EQ(dTrust.host()[0], 1.0f);
+  otckd_lamb_f32(7, dw.get(), dg.get(), dm.get(), dv.get(), 0.01f, 0.9f, 0.999f,
+                 1e-6f, 0.0f, 2, nullptr);
+}
+
+TEST_F(KernelsCuda, EmaMatchesCpu) {
+  unsigned seed = 19000;
+  for (int64_t n : {1, 7, 1031})
+    for (float decay : {0.999f, 0.25f})
+      for (int64_t updates : {0, 4}) {
+        const auto w = uniform(n, -1.0f, 1.0f, seed++);
+        auto ema = uniform(n, -1.0f, 1.0f, seed++);
+        Dev<float> dw(w), dema(ema);
+        otck_ema_f32(n, ema.data(), w.data(), decay, updates);
+        otckd_ema_f32(n, dema.get(), dw.get(), decay, updates);
+        // One fused multiply-add per element: the CPU's emulation rounds
+        // differently only within 2^-53 of a boundary.
+        expectClose(ema, dema.host(), kOptRel, kOptAbs,
+                    "ema n=" + std::to_string(n) +
+                        " decay=" + std::to_string(decay) +
+                        " updates=" + std::to_string(updates));
+      }
+}
+
+//===----------------------------------------------------------------------===//
+// Gradient clipping
+//===----------------------------------------------------------------------===//
+
+/// Host arrays of the given sizes with device copies; `ptrs` is the host
+/// array of device pointers the otckd_ calls take.
+struct GradArraysCuda {
+  std::vector<std::vector<float>> host;
+  std::vector<std::unique_ptr<Dev<float>>> dev;
+  std::vector<float *> hostPtrs, devPtrs;
+  std::vector<int64_t> sizes;
+  GradArraysCuda(const std::vector<int64_t> &sizesIn, unsigned seed)
+      : sizes(sizesIn) {
+    for (int64_t s : sizes) {
+      host.push_back(uniform(s, -1.0f, 1.0f, seed++));
+      dev.push_back(std::make_unique<Dev<float>>(host.back()));
+    }
+    for (size_t k = 0; k < sizes.size(); ++k) {
+      hostPtrs.push_back(host[k].data());
+      devPtrs.push_back(dev[k]->get());
+    }
+  }
+  int64_t count() const { return int64_t(sizes.size()); }
+};
+
+/// 300 arrays (three launches of 128) of sizes 0 to 5000, then one of
+/// 1.1 million elements (more tiles than a launch has blocks).
+std::vector<int64_t> gradSizesCuda() {
+  std::mt19937 rng(77);
+  std::vector<int64_t> sizes;
+  for (int k = 0; k < 300; ++k)
+    sizes.push_back(k % 17 == 0 ? 0 : int64_t(rng() % 5000));
+  sizes.push_back(1100003);
+  return sizes;
+}
+
+TEST_F(KernelsCuda, GlobalNormMatchesCpuAndRepeats) {
+  GradArraysCuda a(gradSizesCuda(), 20000);
+  float want = -1.0f;
+  otck_global_norm_f32(a.count(), a.hostPtrs.data(), a.sizes.data(), &want);
+  Dev<float> dNorm(1);
+  otckd_global_norm_f32(a.count(), a.devPtrs.data(), a.sizes.data(),
+                        dNorm.get());
+  const float got = dNorm.host()[0];
+  expectClose({want}, {got}, 1e-6, 0.0, "global norm");
+  otckd_global_norm_f32(a.count(), a.devPtrs.data(), a.sizes.data(),
+                        dNorm.get());
+  EXPECT_EQ(dNorm.host()[0], got) << "the same bits from run to run";
+  // Non-finite values propagate; no arrays give 0.
+  const std::vector<float> inf = {kInf}, nan = {kNaN};
+  Dev<float> dInf(inf), dNaN(nan);
+  std::vector<float *> ptrs = {a.devPtrs[10], dInf.get(), a.devPtrs[20]};
+  std::vector<int64_t> sizes = {a.sizes[10], 1, a.sizes[20]};
+  otckd_global_norm_f32(3, ptrs.data(), sizes.data(), dNorm.get());
+  EXPECT_EQ(dNorm.host()[0], kInf);
+  ptrs[1] = dNaN.get();
+  otckd_global_norm_f32(3, ptrs.data(), sizes.data(), dNorm.get());
+  EXPECT_TRUE(std::isnan(dNorm.host()[0]));
+  otckd_global_norm_f32(0, nullptr, nullptr, dNorm.get());
+  EXPECT_EQ(dNorm.host()[0], 0.0f);
+}
+
+TEST_F(KernelsCuda, ClipByNormMatchesCpuExactly) {
+  for (float maxNorm : {1e6f, 2.0f}) { // no-op (coef 1), then scaling
+    GradArraysCuda a(gradSizesCuda(), 21000);
+    float norm = -1.0f;
+    otck_global_norm_f32(a.count(), a.hostPtrs.data(), a.sizes.data(), &norm);
+    Dev<float> dNorm(std::vector<float>{norm});
+    otck_clip_by_norm_f32(a.count(), a.hostPtrs.data(), a.sizes.data(), &norm,
+                          maxNorm);
+    otckd_clip_by_norm_f32(a.count(), a.devPtrs.data(), a.sizes.data(),
+                           dNorm.get(), maxNorm);
+    for (size_t k = 0; k < a.host.size(); ++k)
+      ASSERT_EQ(a.host[k], a.dev[k]->host())
+          << "array " << k << " max_norm " << maxNorm;
+  }
+}
+
+TEST_F(KernelsCuda, ClipByValueMatchesCpuExactly) {
+  GradArraysCuda a(gradSizesCuda(), 22000);
+  a.host[1][0] = kNaN;
+  a.host[1][1] = kInf;
+  a.dev[1]->put(a.host[1]);
+  otck_clip_by_value_f32(a.count(), a.hostPtrs.data(), a.sizes.data(), 0.5f);
+  otckd_clip_by_value_f32(a.count(), a.devPtrs.data(), a.sizes.data(), 0.5f);
+  for (size_t k = 0; k < a.host.size(); ++k)
+    ASSERT_TRUE(otc::kernels::test::sameBits(a.host[k], a.dev[k]->host()))
+        << "array " << k;
 }
 
 //===----------------------------------------------------------------------===//

@@ -323,6 +323,82 @@ void otck_momentum_f32(int64_t n, float *w, const float *g, float *v, float lr,
 void otck_adam_f32(int64_t n, float *w, const float *g, float *m, float *v,
                    float lr, float beta1, float beta2, float eps, float wd,
                    int64_t step, int decoupled);
+/* torch.optim.Adagrad (1.13, single tensor; initial_accumulator_value is the
+ * caller's initial `sum`). step is 1-based (clamped to 1):
+ * d = g + wd*w (skipped when wd == 0); clr = lr / (1 + (step - 1) * lr_decay)
+ * in double, rounded to float; sum += d*d (one FMA: addcmul_ with value 1);
+ * w += (-clr * d) / (sqrt(sum) + eps). */
+void otck_adagrad_f32(int64_t n, float *w, const float *g, float *sum, float lr,
+                      float lr_decay, float wd, float eps, int64_t step);
+/* torch.optim.RMSprop (1.13, single tensor): d = g + wd*w (skipped when
+ * wd == 0); sq = alpha*sq + (1-alpha)*d*d; centered when grad_avg is not
+ * NULL: ga = alpha*ga + (1-alpha)*d, avg = sqrt(sq - ga*ga) + eps, else
+ * avg = sqrt(sq) + eps; with momentum_buf (pass it exactly when
+ * momentum > 0, as torch takes that branch): buf = momentum*buf + d/avg,
+ * w -= lr*buf; without: w += (-lr * d) / avg. 1 - alpha is computed in
+ * double and rounded to float; add-with-alpha and addcmul are one FMA. */
+void otck_rmsprop_f32(int64_t n, float *w, const float *g, float *square_avg,
+                      float *grad_avg, float *momentum_buf, float lr,
+                      float alpha, float eps, float wd, float momentum);
+/* Lion (Chen et al. 2023; lucidrains/lion-pytorch's update_fn): w *= 1 -
+ * lr*wd (the factor in double, rounded to float; skipped when wd == 0);
+ * c = beta1*m + (1-beta1)*g; w -= lr * sign(c); m = beta2*m + (1-beta2)*g.
+ * sign is torch's: 0 for 0 and for NaN (a NaN gradient leaves w alone and
+ * makes m NaN). 1 - beta is computed in double; the moment updates are one
+ * FMA each (torch's add_ with alpha). */
+void otck_lion_f32(int64_t n, float *w, const float *g, float *m, float lr,
+                   float beta1, float beta2, float wd);
+/* LAMB (You et al. 2020), one tensor, with DeepSpeed FusedLamb's trust
+ * ratio (bias_correction, max_coeff 10, min_coeff 0.01). step is 1-based
+ * (clamped to 1): m = b1*m + (1-b1)*g; v = b2*v + (1-b2)*g*g;
+ * u = (m / (1-b1^step)) / (sqrt(v / (1-b2^step)) + eps) + wd*w;
+ * r1 = ||w|| (before the update), r2 = ||u||; trust = (r1 != 0 && r2 != 0)
+ * ? clamp(r1 / r2, 0.01, 10) : 1 (DeepSpeed clamps the ratio, not ||w||; a
+ * NaN norm gives a NaN trust, as DeepSpeed's lamb_coeff);
+ * w += -(lr * trust) * u (the factor rounded to float, one FMA: add_ with
+ * alpha). Other scalars in double, rounded to float; the norms'
+ * squares summed in double over a fixed chunking (the same bits whatever
+ * the thread count); no scratch: m and v are updated while the norms are
+ * summed, then u is recomputed from them. out_trust_ratio (nullable)
+ * receives trust. */
+void otck_lamb_f32(int64_t n, float *w, const float *g, float *m, float *v,
+                   float lr, float beta1, float beta2, float eps, float wd,
+                   int64_t step, float *out_trust_ratio);
+/* Exponential moving average of weights (torch.optim.swa_utils.
+ * AveragedModel with get_ema_multi_avg_fn(decay)): updates <= 0 (the first
+ * update) copies w into ema; otherwise ema = lerp(ema, w, weight) with
+ * weight = float(1 - double(decay)) and torch's CPU lerp: |weight| < 0.5 ?
+ * ema + weight*(w - ema) : w - (w - ema)*(1 - weight), where the multiply
+ * and the add are one FMA, as in torch's vectorised lerp (fmadd(weight or
+ * weight - 1, w - ema, ema or w)). */
+void otck_ema_f32(int64_t n, float *ema, const float *w, float decay,
+                  int64_t updates);
+
+/*--- Gradient clipping (over many arrays in one call) ---------------------*/
+
+/* The arrays are data[0..count) with sizes[0..count) elements each (a size
+ * of 0 may come with a NULL pointer): the gradient tensors or buckets of an
+ * arena, treated as one vector. */
+
+/* out_norm[0] = sqrt(sum of x*x over every element), the squares summed in
+ * double over a fixed chunking of the concatenated elements (the same bits
+ * whatever the thread count), rounded to float once. An infinite element
+ * gives inf, a NaN gives NaN; count == 0 gives 0. */
+void otck_global_norm_f32(int64_t count, const float *const *data,
+                          const int64_t *sizes, float *out_norm);
+/* torch.nn.utils.clip_grad_norm_ (1.13) given the total norm: coef =
+ * max_norm / (norm[0] + 1e-6) in float as torch evaluates it
+ * ((1 / (norm + 1e-6f)) * max_norm: Tensor.__rtruediv__ is reciprocal then
+ * mul), clamped to at most 1 (NaN stays NaN); every element x *= coef, also
+ * when coef is 1 (the same bits). norm is read from memory (an arena slot,
+ * typically otck_global_norm_f32's output). */
+void otck_clip_by_norm_f32(int64_t count, float *const *data,
+                           const int64_t *sizes, const float *norm,
+                           float max_norm);
+/* torch.nn.utils.clip_grad_value_: x = clamp(x, -clip, clip); NaN stays
+ * NaN. */
+void otck_clip_by_value_f32(int64_t count, float *const *data,
+                            const int64_t *sizes, float clip);
 
 /*--- Reductions, indexing, data movement ----------------------------------*/
 

@@ -153,6 +153,43 @@ void otckd_momentum_f32(int64_t n, float *w, const float *g, float *v, float lr,
 void otckd_adam_f32(int64_t n, float *w, const float *g, float *m, float *v,
                     float lr, float beta1, float beta2, float eps, float wd,
                     int64_t step, int decoupled);
+void otckd_adagrad_f32(int64_t n, float *w, const float *g, float *sum,
+                       float lr, float lr_decay, float wd, float eps,
+                       int64_t step);
+/* grad_avg and momentum_buf are device pointers or NULL, as on the CPU. */
+void otckd_rmsprop_f32(int64_t n, float *w, const float *g, float *square_avg,
+                       float *grad_avg, float *momentum_buf, float lr,
+                       float alpha, float eps, float wd, float momentum);
+void otckd_lion_f32(int64_t n, float *w, const float *g, float *m, float lr,
+                    float beta1, float beta2, float wd);
+/* The norms are summed in double per block, then by one block in a fixed
+ * order (the same bits from run to run, not the CPU's order: results match
+ * it to float rounding), through stream-ordered scratch; the trust ratio
+ * stays on the device, and out_trust_ratio (nullable) is a DEVICE pointer
+ * that receives it. */
+void otckd_lamb_f32(int64_t n, float *w, const float *g, float *m, float *v,
+                    float lr, float beta1, float beta2, float eps, float wd,
+                    int64_t step, float *out_trust_ratio);
+void otckd_ema_f32(int64_t n, float *ema, const float *w, float decay,
+                   int64_t updates);
+
+/*--- Gradient clipping -----------------------------------------------------*/
+
+/* `data` and `sizes` are HOST arrays (read during the call) of DEVICE
+ * pointers and their element counts. Each call launches one kernel per 128
+ * arrays (the pointers and sizes travel as kernel parameters), not one per
+ * array. otckd_global_norm_f32 sums the squares in double per block, then
+ * one block adds the partials in a fixed order (through stream-ordered
+ * scratch) and writes the DEVICE scalar out_norm; the same bits from run to
+ * run, the CPU's value to float rounding. otckd_clip_by_norm_f32 reads norm
+ * from device memory (no host round trip) and gives the CPU's bits. */
+void otckd_global_norm_f32(int64_t count, const float *const *data,
+                           const int64_t *sizes, float *out_norm);
+void otckd_clip_by_norm_f32(int64_t count, float *const *data,
+                            const int64_t *sizes, const float *norm,
+                            float max_norm);
+void otckd_clip_by_value_f32(int64_t count, float *const *data,
+                             const int64_t *sizes, float clip);
 
 /*--- Transformers: gather, LayerNorm, where, reductions --------------------*/
 
