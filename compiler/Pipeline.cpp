@@ -202,8 +202,11 @@ void printReport(ArrayRef<ModuleOp> perRank, int64_t world) {
       llvm::outs() << "\n";
     }
     for (StringRef k : {"params", "grads", "optimizer", "activations", "inputs",
-                        "outputs", "comm_buffers", "peak"})
+                        "outputs", "comm_buffers", "peak"}) {
       row(k, *r.memory.getInteger(k));
+      if (k == "params" && r.memory.getInteger("frozen").value_or(0))
+        row("  frozen", *r.memory.getInteger("frozen"));
+    }
     llvm::outs() << "communication per step per rank:\n";
     row("sent", r.commBytes);
     row("received", r.commBytes);

@@ -17,6 +17,8 @@ inline constexpr llvm::StringLiteral kParam = "otc.param"; // initializer name
 // (BatchNorm running statistics): loaded, checkpointed and exported like a
 // parameter, never differentiated.
 inline constexpr llvm::StringLiteral kBuffer = "otc.buffer";
+// A parameter --freeze keeps as it is (no gradient, no state).
+inline constexpr llvm::StringLiteral kFrozen = "otc.frozen";
 inline constexpr llvm::StringLiteral kState = "otc.state"; // optimizer slot
 inline constexpr llvm::StringLiteral kInput = "otc.input"; // model input name
 inline constexpr llvm::StringLiteral kRole = "otc.role";   // "data" | "label"
@@ -60,6 +62,8 @@ inline constexpr llvm::StringLiteral kCalibrateFn = "calibrate_step";
 inline constexpr llvm::StringLiteral kLossOutput = "loss";
 inline constexpr llvm::StringLiteral kEvalOutput = "eval_output";
 inline constexpr llvm::StringLiteral kEvalLossOutput = "eval_loss";
+// The global gradient norm before clipping (otc-clip-gradients).
+inline constexpr llvm::StringLiteral kGradNormOutput = "grad_norm";
 } // namespace otc::attr
 
 #endif // OTC_DIALECTS_ATTRIBUTES_H

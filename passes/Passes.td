@@ -48,6 +48,19 @@ def BuildTraining : Pass<"otc-build-training", "mlir::ModuleOp"> {
     Option<"eps", "eps", "double", "1e-8", "Adam epsilon">,
     Option<"seed", "seed", "uint64_t", "0",
            "Default seed of the program (module attribute otc.seed)">,
+    Option<"noWeightDecay", "no-weight-decay", "std::string", "\"\"",
+           "Parameters without weight decay: comma-separated globs on "
+           "initializer names, or bias (names ending in bias, biases of "
+           "gemm/conv), norm (scales and biases of normalization layers), "
+           "1d (every parameter of rank 0 or 1)">,
+    Option<"lrScale", "lr-scale", "std::string", "\"\"",
+           "Per-parameter learning-rate factors: comma-separated "
+           "PATTERN=F (globs or the shorthands above; the first match "
+           "wins)">,
+    Option<"freeze", "freeze", "std::string", "\"\"",
+           "Parameters not trained: no gradient work only they need, no "
+           "gradient or optimizer state, not communicated, exported "
+           "unchanged (comma-separated globs or shorthands)">,
   ];
 }
 
@@ -189,6 +202,25 @@ def InsertAllReduce : Pass<"otc-insert-allreduce", "mlir::ModuleOp"> {
   let options = [
     Option<"worldSize", "world-size", "int64_t", "1",
            "Number of data-parallel ranks">,
+  ];
+}
+
+def ClipGradients : Pass<"otc-clip-gradients", "mlir::ModuleOp"> {
+  let summary = "Clip the averaged gradients by their global norm or value";
+  let description = [{
+    Runs after gradient averaging (dense or compressed), so every rank clips
+    the same averaged gradient identically. In @train_step, one
+    `graph.clip_gradients` takes the gradient of every optimizer update
+    right before the first update, and the updates read its clipped
+    results (torch.nn.utils.clip_grad_norm_ with norm 2, or
+    clip_grad_value_). The norm before clipping becomes the step's output
+    "grad_norm", which the runtime reports in the metrics.
+  }];
+  let options = [
+    Option<"maxNorm", "max-norm", "double", "0.0",
+           "Largest global 2-norm of the gradients (0: no norm clipping)">,
+    Option<"maxValue", "max-value", "double", "0.0",
+           "Largest absolute gradient element (0: no value clipping)">,
   ];
 }
 

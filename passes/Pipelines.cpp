@@ -9,6 +9,7 @@
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/StringExtras.h"
 
+#include <cmath>
 #include <functional>
 #include <memory>
 
@@ -57,6 +58,16 @@ void TrainingPipelineOptions::bind(OptionBinder &b) {
   b.bind("nesterov", training.nesterov, "Nesterov momentum");
   b.bind("weight-decay", training.weightDecay,
          "Weight decay (L2 for sgd/momentum/adam, decoupled for adamw)");
+  b.bind("no-weight-decay", training.noWeightDecay,
+         "Parameters without weight decay: comma-separated globs on "
+         "initializer names or the shorthands bias, norm, 1d");
+  b.bind("lr-scale", training.lrScale,
+         "Layer-wise learning rates: comma-separated PATTERN=FACTOR (the "
+         "first matching pattern wins)");
+  b.bind("freeze", training.freeze,
+         "Parameters not trained (no gradient, optimizer state or "
+         "communication; exported unchanged): comma-separated globs or "
+         "shorthands");
   b.bind("beta1", training.beta1, "Adam beta1");
   b.bind("beta2", training.beta2, "Adam beta2");
   b.bind("eps", training.eps, "Adam epsilon");
@@ -86,6 +97,12 @@ void TrainingPipelineOptions::bind(OptionBinder &b) {
   b.bind("momentum-correction", momentumCorrection,
          "With compress and optimizer momentum: compress each rank's "
          "accumulated momentum instead of its gradient (DGC)");
+  b.bind("clip-grad-norm", clipGradNorm,
+         "Scale the averaged gradients so their global 2-norm is at most "
+         "this (torch clip_grad_norm_; 0: off)");
+  b.bind("clip-grad-value", clipGradValue,
+         "Clamp every averaged gradient element to [-V, V] (torch "
+         "clip_grad_value_; 0: off)");
   b.bind("sdp", sdp,
          "Subnetwork data parallelism per rank: drop residual branches "
          "(block) or neuron groups (neuron)",
@@ -130,6 +147,22 @@ TrainingPipelineOptions::conflicts(llvm::function_ref<bool(StringRef)> given,
       (compress.empty() || training.optimizer != "momentum"))
     return f("momentum-correction") + " needs " + f("compress") + " and " +
            f("optimizer") + " momentum";
+  if (clipGradNorm < 0 || clipGradValue < 0 || !std::isfinite(clipGradNorm) ||
+      !std::isfinite(clipGradValue))
+    return f("clip-grad-norm") + " and " + f("clip-grad-value") +
+           " must be positive";
+  if (clipGradNorm > 0 && clipGradValue > 0)
+    return "give either " + f("clip-grad-norm") + " or " +
+           f("clip-grad-value") + ", not both";
+  bool clips = clipGradNorm > 0 || clipGradValue > 0;
+  if (clips && inference)
+    return f("inference") + " has no gradients to clip";
+  if (clips && !sdp.empty())
+    return "gradient clipping does not combine with " + f("sdp") + " yet";
+  if (clips && momentumCorrection)
+    return "gradient clipping does not combine with " +
+           f("momentum-correction") +
+           " (what is averaged is the momentum, not the gradient)";
   if (sdp.empty() &&
       anyGiven({"sdp-active", "sdp-masking", "sdp-assignment", "sdp-rescale"}))
     return "SDP options need " + f("sdp") + " block|neuron";
@@ -188,6 +221,12 @@ void otc::buildTrainingPipeline(OpPassManager &pm,
     InsertAllReduceOptions ar;
     ar.worldSize = options.worldSize;
     pm.addPass(createInsertAllReduce(ar));
+  }
+  if (options.clipGradNorm > 0 || options.clipGradValue > 0) {
+    ClipGradientsOptions clip;
+    clip.maxNorm = options.clipGradNorm;
+    clip.maxValue = options.clipGradValue;
+    pm.addPass(createClipGradients(clip));
   }
   pm.addPass(createScheduleCollectives());
 }

@@ -75,6 +75,23 @@ LogicalResult otc::graph::inferBroadcastResult(std::optional<Location> loc,
 OpFoldResult ConstantOp::fold(FoldAdaptor) { return getValue(); }
 
 //===----------------------------------------------------------------------===//
+// ClipGradientsOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult ClipGradientsOp::verify() {
+  if (getGrads().empty())
+    return emitOpError("needs at least one gradient");
+  if (getClipped().getTypes() != getGrads().getTypes())
+    return emitOpError("clipped gradients must have the gradients' types");
+  float norm = getMaxNorm().convertToFloat(),
+        value = getMaxValue().convertToFloat();
+  if ((norm > 0) == (value > 0) || norm < 0 || value < 0)
+    return emitOpError("needs exactly one of max_norm and max_value, "
+                       "positive");
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
 // HyperparameterOp
 //===----------------------------------------------------------------------===//
 

@@ -658,6 +658,31 @@ def Graph_HyperparameterOp : Graph_Op<"hyperparameter", [Pure]> {
   let hasVerifier = 1;
 }
 
+def Graph_ClipGradientsOp : Graph_Op<"clip_gradients", [Pure]> {
+  let summary = "Clipping of a step's averaged gradients, all of them together";
+  let description = [{
+    `norm` is the global 2-norm of every gradient before clipping (the norm
+    of the per-tensor norms, as torch.nn.utils.clip_grad_norm_ computes
+    it). With `max_norm` > 0 every gradient is scaled by
+    min(1, max_norm / (norm + 1e-6)) (clip_grad_norm_); with `max_value` > 0
+    every element is clamped to [-max_value, max_value] (clip_grad_value_).
+    Exactly one of the two is set. One kernel reads all the gradients: the
+    norm is one pass over the step's gradient buckets, not one per tensor.
+
+    ```mlir
+    %c:3 = graph.clip_gradients %g1, %g2 {max_norm = 1.0 : f32}
+        : (tensor<4x3xf32>, tensor<3xf32>) -> (tensor<4x3xf32>, tensor<3xf32>, tensor<f32>)
+    ```
+  }];
+  let arguments = (ins Variadic<Graph_F32Tensor>:$grads,
+                       DefaultValuedAttr<F32Attr, "0.0">:$max_norm,
+                       DefaultValuedAttr<F32Attr, "0.0">:$max_value);
+  let results = (outs Variadic<Graph_F32Tensor>:$clipped,
+                      Graph_ScalarF32:$norm);
+  let assemblyFormat = "$grads attr-dict `:` functional-type($grads, results)";
+  let hasVerifier = 1;
+}
+
 include "dialects/graph/GraphTensorOps.td"
 include "dialects/graph/GraphNNOps.td"
 

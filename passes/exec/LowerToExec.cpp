@@ -150,6 +150,28 @@ struct UpdatePattern : ConversionPattern {
   }
 };
 
+/// Clipping rewrites the gradients in place and writes their norm.
+struct ClipPattern : OpConversionPattern<graph::ClipGradientsOp> {
+  ClipPattern(const TypeConverter &converter, MLIRContext *ctx)
+      : OpConversionPattern(converter, ctx, /*benefit=*/2) {}
+  LogicalResult
+  matchAndRewrite(graph::ClipGradientsOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    SmallVector<Value> outs;
+    for (auto [v, buffer] : llvm::zip(op.getGrads(), adaptor.getGrads()))
+      outs.push_back(writableBuffer(rewriter, op, v, buffer));
+    auto normType = llvm::cast<MemRefType>(
+        getTypeConverter()->convertType(op.getNorm().getType()));
+    outs.push_back(rewriter.create<exec::AllocOp>(op.getLoc(), normType));
+    auto call = rewriter.create<exec::KernelOp>(op.getLoc(), "clip_gradients",
+                                                ValueRange{}, outs);
+    call->setAttr("max_norm", op.getMaxNormAttr());
+    call->setAttr("max_value", op.getMaxValueAttr());
+    rewriter.replaceOp(op, outs);
+    return success();
+  }
+};
+
 /// An SDP owner group runs on the sub-communicator of its index in the
 /// module's plan; no group (null) means all ranks.
 FailureOr<IntegerAttr> groupAttr(OpBuilder &b, Operation *op,
@@ -285,7 +307,7 @@ struct LowerToExec : otc::impl::LowerToExecBase<LowerToExec> {
     RewritePatternSet patterns(ctx);
     patterns.add<KernelPattern>(converter, ctx,
                                 /*convScratch=*/target == "cpu");
-    patterns.add<UpdatePattern>(converter, ctx);
+    patterns.add<UpdatePattern, ClipPattern>(converter, ctx);
     patterns.add<ConstantPattern, AllReducePattern, BroadcastPattern,
                  BucketPattern, UnbucketPattern, CompressedAllReducePattern>(
         converter, ctx);

@@ -136,7 +136,7 @@ void PlanMemory::plan(ModuleOp module) {
         Persistent &p = persistent.find(keyOf[arg])->second;
         p.sdp.clear();
         for (StringRef a :
-             {attr::kBuffer, attr::kSdpOwners, attr::kSdpSlices,
+             {attr::kBuffer, attr::kFrozen, attr::kSdpOwners, attr::kSdpSlices,
               attr::kSdpTiles, attr::kSdpFrozen, attr::kSdpTrains})
           if (Attribute v = fn.getArgAttr(i, a))
             p.sdp.push_back(
@@ -246,7 +246,7 @@ void PlanMemory::plan(ModuleOp module) {
   // 2. Persistent offsets: category by category, first-seen order inside.
   int64_t offset = 0;
   int64_t bytesByRole[5] = {0, 0, 0, 0, 0};
-  int64_t residualBytes = 0;
+  int64_t residualBytes = 0, frozenBytes = 0;
   for (int role = 0; role < 5; ++role)
     for (auto &[key, p] : persistent)
       if (static_cast<int>(p.role) == role) {
@@ -254,6 +254,10 @@ void PlanMemory::plan(ModuleOp module) {
         offset += alignUp(exec::byteSize(p.type));
         (p.kind == "residual" ? residualBytes : bytesByRole[role]) +=
             exec::byteSize(p.type);
+        if (llvm::any_of(p.sdp, [](NamedAttribute a) {
+              return a.getName() == attr::kFrozen;
+            }))
+          frozenBytes += exec::byteSize(p.type);
       }
   int64_t tempBase = offset;
 
@@ -388,6 +392,8 @@ void PlanMemory::plan(ModuleOp module) {
       attr::kMemory,
       b.getDictionaryAttr({
           b.getNamedAttr("params", b.getI64IntegerAttr(bytesByRole[0])),
+          // Of the params: --freeze, with no gradient or optimizer state.
+          b.getNamedAttr("frozen", b.getI64IntegerAttr(frozenBytes)),
           b.getNamedAttr("grads", b.getI64IntegerAttr(bytesByRole[1])),
           b.getNamedAttr("optimizer", b.getI64IntegerAttr(bytesByRole[2])),
           b.getNamedAttr("inputs", b.getI64IntegerAttr(bytesByRole[3])),

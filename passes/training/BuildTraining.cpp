@@ -14,6 +14,11 @@
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/IRMapping.h"
+#include "llvm/ADT/StringSet.h"
+#include "llvm/Support/GlobPattern.h"
+
+#include <cmath>
+#include <optional>
 
 namespace otc {
 #define GEN_PASS_DEF_BUILDTRAINING
@@ -66,6 +71,135 @@ func::FuncOp createStep(OpBuilder &b, func::FuncOp forward, StringRef name,
   return fn;
 }
 
+/// The parameters a comma-separated list of patterns names (--freeze,
+/// --no-weight-decay, --lr-scale): globs on initializer names, or the
+/// shorthands `bias` (names ending in "bias", biases of gemm and conv),
+/// `norm` (scales and biases of normalization layers, names with a part
+/// containing "norm") and `1d` (rank 0 or 1, as nanoGPT decays only
+/// matrices). With factors, each pattern is PATTERN=F.
+class ParamPatterns {
+public:
+  static FailureOr<ParamPatterns> parse(func::FuncOp forward, StringRef flag,
+                                        StringRef list, bool withFactors);
+  bool empty() const { return patterns.empty(); }
+  /// The factor of the first pattern naming `name` (1 without factors);
+  /// none when no pattern does.
+  std::optional<double> lookup(StringRef name) const {
+    for (const Pattern &p : patterns)
+      if (p.names.contains(name))
+        return p.factor;
+    return std::nullopt;
+  }
+
+private:
+  struct Pattern {
+    std::string text;
+    double factor = 1;
+    llvm::StringSet<> names;
+  };
+  SmallVector<Pattern> patterns;
+};
+
+FailureOr<ParamPatterns> ParamPatterns::parse(func::FuncOp forward,
+                                              StringRef flag, StringRef list,
+                                              bool withFactors) {
+  ParamPatterns out;
+  if (list.trim().empty())
+    return out;
+  // What each trainable parameter is: its name, rank, and whether it is a
+  // bias or a normalization scale by its use.
+  llvm::StringSet<> biases, norms;
+  auto note = [&](Value v, llvm::StringSet<> &set) {
+    if (auto arg = llvm::dyn_cast_or_null<BlockArgument>(v))
+      if (auto n = forward.getArgAttrOfType<StringAttr>(arg.getArgNumber(),
+                                                        attr::kParam))
+        set.insert(n.getValue());
+  };
+  forward.walk([&](Operation *op) {
+    if (auto g = llvm::dyn_cast<GemmOp>(op))
+      note(g.getC(), biases);
+    else if (auto c = llvm::dyn_cast<ConvOp>(op))
+      note(c.getBias(), biases);
+    else if (auto c = llvm::dyn_cast<ConvTransposeOp>(op))
+      note(c.getBias(), biases);
+    else if (auto n = llvm::dyn_cast<BatchNormOp>(op)) {
+      note(n.getScale(), norms);
+      note(n.getBias(), norms);
+    } else if (auto n = llvm::dyn_cast<LayerNormOp>(op)) {
+      note(n.getScale(), norms);
+      note(n.getBias(), norms);
+    } else if (auto n = llvm::dyn_cast<InstanceNormOp>(op)) {
+      note(n.getScale(), norms);
+      note(n.getBias(), norms);
+    }
+  });
+  SmallVector<std::pair<std::string, int64_t>> params;
+  for (unsigned i = 0; i < forward.getNumArguments(); ++i)
+    if (auto n = forward.getArgAttrOfType<StringAttr>(i, attr::kParam))
+      if (!forward.getArgAttr(i, attr::kBuffer))
+        params.push_back({n.getValue().str(), llvm::cast<RankedTensorType>(
+                                                  forward.getArgumentTypes()[i])
+                                                  .getRank()});
+  SmallVector<StringRef> items;
+  list.split(items, ',', -1, /*KeepEmpty=*/false);
+  for (StringRef item : items) {
+    item = item.trim();
+    Pattern p;
+    p.text = item.str();
+    StringRef glob = item;
+    if (withFactors) {
+      auto [lhs, rhs] = item.rsplit('=');
+      double f;
+      if (rhs.empty() || lhs == item || rhs.trim().getAsDouble(f) ||
+          !std::isfinite(f) || f < 0)
+        return mlir::emitError(forward.getLoc(), "--")
+               << flag << " '" << item
+               << "': expected PATTERN=FACTOR with a factor >= 0";
+      p.factor = f;
+      glob = lhs.trim();
+    }
+    auto matcher = llvm::GlobPattern::create(glob);
+    if (!matcher) {
+      std::string why = llvm::toString(matcher.takeError());
+      return mlir::emitError(forward.getLoc(), "--")
+             << flag << " '" << glob << "': " << why;
+    }
+    for (auto &[name, rank] : params) {
+      StringRef n = name;
+      bool hit = matcher->match(n);
+      if (glob == "bias")
+        hit |= biases.contains(n) || n.ends_with_insensitive("bias");
+      if (glob == "norm") {
+        SmallVector<StringRef> parts;
+        n.split(parts, '.');
+        hit |= norms.contains(n) ||
+               (rank <= 1 && llvm::any_of(parts, [](StringRef s) {
+                  return s.contains_insensitive("norm");
+                }));
+      }
+      if (glob == "1d")
+        hit |= rank <= 1;
+      if (hit)
+        p.names.insert(n);
+    }
+    if (p.names.empty()) {
+      std::string known;
+      for (auto [k, param] : llvm::enumerate(params)) {
+        if (k == 8) {
+          known += ", ...";
+          break;
+        }
+        known += (k ? ", " : "") + param.first;
+      }
+      return mlir::emitError(forward.getLoc(), "--")
+             << flag << " pattern '" << glob
+             << "' matches no parameter (parameters: " << known << ")";
+    }
+    out.patterns.push_back(std::move(p));
+  }
+  return out;
+}
+
 struct BuildTraining : otc::impl::BuildTrainingBase<BuildTraining> {
   using Base::Base;
 
@@ -80,6 +214,10 @@ private:
   LogicalResult buildEvalStep(ModuleOp module, func::FuncOp forward);
   void buildCalibrateStep(ModuleOp module, func::FuncOp forward);
   Type labelType(func::FuncOp forward);
+  LogicalResult parseGroups(func::FuncOp forward);
+
+  /// --freeze, --no-weight-decay, --lr-scale.
+  ParamPatterns frozen, noDecay, lrScales;
 };
 
 } // namespace
@@ -149,6 +287,41 @@ LogicalResult BuildTraining::validateOptions(ModuleOp module,
                                    "the model already has an input or "
                                    "parameter named '")
                    << label << "'; choose another --label";
+  return success();
+}
+
+LogicalResult BuildTraining::parseGroups(func::FuncOp forward) {
+  FailureOr<ParamPatterns> f =
+      ParamPatterns::parse(forward, "freeze", freeze, false);
+  FailureOr<ParamPatterns> d =
+      ParamPatterns::parse(forward, "no-weight-decay", noWeightDecay, false);
+  FailureOr<ParamPatterns> l =
+      ParamPatterns::parse(forward, "lr-scale", lrScale, true);
+  if (failed(f) || failed(d) || failed(l))
+    return failure();
+  frozen = std::move(*f);
+  noDecay = std::move(*d);
+  lrScales = std::move(*l);
+  // Every step made from the forward (and each SDP rank's) marks them.
+  bool anyTrained = false;
+  auto mark = [&](func::FuncOp fn) {
+    for (unsigned i = 0; i < fn.getNumArguments(); ++i)
+      if (auto n = fn.getArgAttrOfType<StringAttr>(i, attr::kParam);
+          n && !fn.getArgAttr(i, attr::kBuffer)) {
+        bool isFrozen = frozen.lookup(n.getValue()).has_value();
+        anyTrained |= !isFrozen;
+        if (isFrozen)
+          fn.setArgAttr(i, attr::kFrozen, UnitAttr::get(fn.getContext()));
+      }
+  };
+  mark(forward);
+  for (auto fn : forward->getParentOfType<ModuleOp>().getOps<func::FuncOp>())
+    if (fn.getSymName().starts_with(attr::kForwardRankPrefix))
+      mark(fn);
+  if (!anyTrained)
+    return mlir::emitError(forward.getLoc(),
+                           "--freeze freezes every parameter: nothing would "
+                           "train");
   return success();
 }
 
@@ -411,8 +584,11 @@ LogicalResult BuildTraining::buildTrainStep(ModuleOp module,
       continue;
     if (forward.getArgAttr(i, attr::kSdpFrozen))
       frozenArgs.push_back(i);
-    else
+    else if (!frozen.lookup(
+                 forward.getArgAttrOfType<StringAttr>(i, attr::kParam)
+                     .getValue()))
       paramArgs.push_back(i);
+    // --freeze: no gradient, no state and no result (it never changes).
   }
   SmallVector<StringRef> slots = stateSlots(optimizer);
   SmallVector<Type> argTypes(forward.getArgumentTypes());
@@ -534,8 +710,11 @@ LogicalResult BuildTraining::buildTrainStep(ModuleOp module,
     for (unsigned s = 0; s < slots.size(); ++s)
       state.push_back(fn.getArgument(stateArg + s));
     SmallVector<Value> next;
-    FloatAttr lrScale = b.getF32FloatAttr(1.0f),
-              wdScale = b.getF32FloatAttr(1.0f);
+    StringRef pname =
+        forward.getArgAttrOfType<StringAttr>(p, attr::kParam).getValue();
+    FloatAttr lrScale = b.getF32FloatAttr(
+                  static_cast<float>(lrScales.lookup(pname).value_or(1.0))),
+              wdScale = b.getF32FloatAttr(noDecay.lookup(pname) ? 0.0f : 1.0f);
     if (!g) {
       mlir::emitWarning(fn.getLoc(), "parameter '")
           << forward.getArgAttrOfType<StringAttr>(p, attr::kParam).getValue()
@@ -720,7 +899,7 @@ void BuildTraining::runOnOperation() {
   // Each function is inserted right after its forward: eval first, so that
   // @train_step comes first in the module.
   if (failed(validateOptions(module, forward)) ||
-      failed(buildEvalStep(module, forward)))
+      failed(parseGroups(forward)) || failed(buildEvalStep(module, forward)))
     return signalPassFailure();
   if (variants.empty() &&
       failed(buildTrainStep(module, forward, attr::kTrainFn)))

@@ -93,7 +93,7 @@ FailureOr<std::string> otc::buildManifest(ModuleOp module, EmitTarget target) {
   m[K::kOptimizer] = std::move(optimizer);
 
   llvm::json::Array params, state, inputs, outputs;
-  int64_t batch = 0, lossOffset = -1, evalLossOffset = -1;
+  int64_t batch = 0, lossOffset = -1, evalLossOffset = -1, gradNormOffset = -1;
   llvm::json::Value evalOutput = nullptr;
   for (auto d : buffers.getAsRange<DictionaryAttr>()) {
     StringRef role = d.getAs<StringAttr>("role").getValue();
@@ -167,6 +167,8 @@ FailureOr<std::string> otc::buildManifest(ModuleOp module, EmitTarget target) {
         lossOffset = offset;
       else if (bname == attr::kEvalLossOutput)
         evalLossOffset = offset;
+      else if (bname == attr::kGradNormOutput)
+        gradNormOffset = offset;
       else if (bname == attr::kEvalOutput)
         evalOutput = std::move(e);
     }
@@ -179,6 +181,7 @@ FailureOr<std::string> otc::buildManifest(ModuleOp module, EmitTarget target) {
   m[K::kLossOffset] = lossOffset;
   m[K::kEvalOutput] = std::move(evalOutput);
   m[K::kEvalLossOffset] = evalLossOffset;
+  m[K::kGradNormOffset] = gradNormOffset;
   llvm::json::Object mem;
   for (NamedAttribute a : memory)
     mem[a.getName().getValue()] =

@@ -34,6 +34,8 @@ inline constexpr char kOutputs[] = "outputs";
 inline constexpr char kLossOffset[] = "loss_offset";
 inline constexpr char kEvalOutput[] = "eval_output";
 inline constexpr char kEvalLossOffset[] = "eval_loss_offset";
+// The train step's global gradient norm before clipping (-1: not clipped).
+inline constexpr char kGradNormOffset[] = "grad_norm_offset";
 inline constexpr char kMemory[] = "memory";
 
 // Values of kMode.

@@ -227,6 +227,11 @@ otc_status_t otc_session_eval_step(otc_session_t *session, void *out,
  * "eval_loss_offset"); FAILED_PRECONDITION when the program computes none. */
 otc_status_t otc_session_eval_loss(const otc_session_t *session,
                                    float *out_loss);
+/* The global gradient norm before clipping of the last train step that was
+ * not skipped (programs compiled with --clip-grad-norm or
+ * --clip-grad-value; FAILED_PRECONDITION otherwise). */
+otc_status_t otc_session_grad_norm(const otc_session_t *session,
+                                   float *out_norm);
 /* Number of optimizer steps taken so far. */
 int64_t otc_session_step(const otc_session_t *session);
 /* Bytes this rank sent to / received from collectives in its last

@@ -260,6 +260,11 @@ Manifest parseManifest(const std::string &text, uint64_t entryArenaBytes) {
     if (j.contains(K::kEvalOutput) && !j[K::kEvalOutput].is_null())
       m.evalOutput =
           parseTensor(j[K::kEvalOutput], K::kEvalOutput, m.arenaBytes);
+    m.gradNormOffset = j.value(K::kGradNormOffset, int64_t(-1));
+    if (m.gradNormOffset >= 0 &&
+        (m.gradNormOffset % 4 != 0 ||
+         uint64_t(m.gradNormOffset) + 4 > m.arenaBytes))
+      bad("grad_norm_offset is misaligned or outside the arena");
     m.evalLossOffset = j.value(K::kEvalLossOffset, int64_t(-1));
     if (m.evalLossOffset >= 0 &&
         (m.evalLossOffset % 4 != 0 ||

@@ -82,6 +82,7 @@ struct Manifest {
   int64_t lossOffset = -1;
   std::optional<TensorSpec> evalOutput;
   int64_t evalLossOffset = -1;
+  int64_t gradNormOffset = -1; ///< the clipped step's norm, -1: none
   std::optional<SdpPlan> sdp;
   /// Identifies the program for checkpoints: parameter and state names,
   /// dtypes and shapes, and the world size (not offsets, which a recompile

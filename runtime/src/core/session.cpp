@@ -343,6 +343,13 @@ otc_status_t otc_session_train_step(otc_session_t *session, float *out_loss) {
       if (session->isSdp() && sdpCheckEnabled())
         checkOwnersAgree(session);
     }
+    if (int64_t off = session->manifest().gradNormOffset;
+        off >= 0 && !session->lastStepSkipped) {
+      if (device)
+        device->download(uint64_t(off), sizeof(float));
+      std::memcpy(&session->lastGradNorm, session->arena.get() + off,
+                  sizeof(float));
+    }
     if (out_loss) {
       int64_t off = session->manifest().lossOffset;
       *out_loss = 0;
@@ -413,6 +420,19 @@ otc_status_t otc_session_eval_loss(const otc_session_t *session,
                   "not run");
     if (out_loss)
       *out_loss = session->lastEvalLoss;
+  });
+}
+
+otc_status_t otc_session_grad_norm(const otc_session_t *session,
+                                   float *out_norm) {
+  return guard([&] {
+    checkSession(session);
+    if (session->manifest().gradNormOffset < 0)
+      throw Error(OTC_FAILED_PRECONDITION,
+                  "no gradient norm: the program was compiled without "
+                  "--clip-grad-norm or --clip-grad-value");
+    if (out_norm)
+      *out_norm = session->lastGradNorm;
   });
 }
 

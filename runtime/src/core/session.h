@@ -25,6 +25,7 @@ struct otc_session {
   int64_t step = 0;
   uint64_t seed = 0;
   float lastEvalLoss = 0;
+  float lastGradNorm = 0; ///< of the last step that was not skipped
   bool hasEvalLoss = false;
   uint64_t stepBytesSent = 0, stepBytesReceived = 0;
   bool lastStepSkipped = false;

@@ -1061,8 +1061,13 @@ void Run::train() {
       ratios.resize(size_t(otc_session_compress_buckets(session_.get())));
       for (size_t b = 0; b < ratios.size(); ++b)
         ratios[b] = otc_session_compress_ratio(session_.get(), int64_t(b));
-      metrics_.logStep(step, epoch, loss, lr, recent, sent, received, elapsed,
-                       ratios);
+      float norm = -1;
+      if (otc_status_t st = otc_session_grad_norm(session_.get(), &norm)) {
+        otc_status_free(st);
+        norm = -1;
+      }
+      metrics_.logStep(step, epoch, loss, lr, norm, recent, sent, received,
+                       elapsed, ratios);
       lastLog = now;
       lastLogIteration = iterations;
     }

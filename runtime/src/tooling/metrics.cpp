@@ -42,14 +42,17 @@ nlohmann::json number(double v) {
 } // namespace
 
 void MetricsWriter::logStep(int64_t step, int64_t epoch, double loss, double lr,
-                            double samplesPerS, uint64_t bytesSent,
-                            uint64_t bytesReceived, double timeS,
+                            double gradNorm, double samplesPerS,
+                            uint64_t bytesSent, uint64_t bytesReceived,
+                            double timeS,
                             const std::vector<float> &compressRatios) {
   nlohmann::json j;
   j["step"] = step;
   j["epoch"] = epoch;
   j["loss"] = number(loss);
   j["lr"] = number(lr);
+  if (!(gradNorm < 0)) // NaN: a non-finite norm is written as null
+    j["grad_norm"] = number(gradNorm);
   j["samples_per_s"] = number(samplesPerS);
   j["bytes_sent"] = bytesSent;
   j["bytes_received"] = bytesReceived;

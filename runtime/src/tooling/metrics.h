@@ -22,11 +22,13 @@ public:
   void open(const std::string &path, bool append);
   bool isOpen() const { return file_ != nullptr; }
 
-  /// `lr`: the step's learning rate; `compressRatios`: each compressed
-  /// bucket's last ratio ("compress_ratio", omitted when empty).
+  /// `lr`: the step's learning rate; `gradNorm`: its gradient norm before
+  /// clipping ("grad_norm", omitted when negative); `compressRatios`: each
+  /// compressed bucket's last ratio ("compress_ratio", omitted when empty).
   void logStep(int64_t step, int64_t epoch, double loss, double lr,
-               double samplesPerS, uint64_t bytesSent, uint64_t bytesReceived,
-               double timeS, const std::vector<float> &compressRatios = {});
+               double gradNorm, double samplesPerS, uint64_t bytesSent,
+               uint64_t bytesReceived, double timeS,
+               const std::vector<float> &compressRatios = {});
   /// A skipped step: {"step": the optimizer step that was attempted (it is
   /// retried on the next batch), "skipped": true, "reason": ...}.
   void logSkip(int64_t step, int64_t epoch, const std::string &reason,

@@ -114,3 +114,25 @@ LogicalResult KernelEmitter::hyperparameter() {
      << out(0) << ");\n";
   return success();
 }
+
+LogicalResult KernelEmitter::clip() {
+  // outs: the gradients (clipped in place), then their norm.
+  size_t n = outs.size() - 1;
+  SmallVector<int64_t> sizes;
+  os << "    float *const grads[] = {";
+  for (size_t i = 0; i < n; ++i) {
+    os << (i ? ", " : "") << out(i);
+    sizes.push_back(numel(outs[i]));
+  }
+  os << "};\n";
+  std::string sz = array("sizes", sizes), norm = out(n);
+  os << "    " << fn("global_norm_f32") << "(" << n << ", grads, " << sz << ", "
+     << norm << ");\n";
+  if (float m = f32("max_norm"); m > 0)
+    os << "    " << fn("clip_by_norm_f32") << "(" << n << ", grads, " << sz
+       << ", " << norm << ", " << floatLiteral(m) << ");\n";
+  else
+    os << "    " << fn("clip_by_value_f32") << "(" << n << ", grads, " << sz
+       << ", " << floatLiteral(f32("max_value")) << ");\n";
+  return success();
+}

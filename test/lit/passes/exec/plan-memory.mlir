@@ -10,7 +10,7 @@
 // CHECK-SAME: {name = "w", offset = 64 : i64, role = "grad", type = memref<16xf32>}
 // CHECK-SAME: {name = "loss", offset = 192 : i64, role = "output", type = memref<f32>}
 // CHECK-SAME: {name = "eval_output", offset = 256 : i64, role = "output", type = memref<16xf32>}
-// CHECK-SAME: otc.memory = {activations = 768 : i64, comm_buffers = 0 : i64, grads = 64 : i64, inputs = 64 : i64, optimizer = 0 : i64, outputs = 68 : i64, params = 64 : i64, peak = 1088 : i64}
+// CHECK-SAME: otc.memory = {activations = 768 : i64, comm_buffers = 0 : i64, frozen = 0 : i64, grads = 64 : i64, inputs = 64 : i64, optimizer = 0 : i64, outputs = 68 : i64, params = 64 : i64, peak = 1088 : i64}
 
 // CHECK-LABEL: func.func @train_step(%{{.*}}: memref<?xi8>)
 func.func @train_step(%w: memref<16xf32> {otc.param = "w"}, %x: memref<16xf32> {otc.input = "x", otc.role = "data"})
