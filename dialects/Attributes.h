@@ -17,6 +17,8 @@ inline constexpr llvm::StringLiteral kParam = "otc.param"; // initializer name
 // (BatchNorm running statistics): loaded, checkpointed and exported like a
 // parameter, never differentiated.
 inline constexpr llvm::StringLiteral kBuffer = "otc.buffer";
+// The otc.role of --accumulate's per-parameter gradient sums (state).
+inline constexpr llvm::StringLiteral kAccumulatorRole = "accumulator";
 // A parameter --freeze keeps as it is (no gradient, no state).
 inline constexpr llvm::StringLiteral kFrozen = "otc.frozen";
 inline constexpr llvm::StringLiteral kState = "otc.state"; // optimizer slot
@@ -57,6 +59,8 @@ inline constexpr llvm::StringLiteral kTrainFn = "train_step";
 inline constexpr llvm::StringLiteral kForwardRankPrefix = "forward_rank";
 inline constexpr llvm::StringLiteral kTrainRankPrefix = "train_step_rank";
 inline constexpr llvm::StringLiteral kEvalFn = "eval_step";
+// --accumulate N: the first N - 1 micro-batches of a step.
+inline constexpr llvm::StringLiteral kAccumulateFn = "accumulate_step";
 // SDP: re-estimates the whole model's BatchNorm statistics.
 inline constexpr llvm::StringLiteral kCalibrateFn = "calibrate_step";
 inline constexpr llvm::StringLiteral kLossOutput = "loss";

@@ -48,6 +48,10 @@ def BuildTraining : Pass<"otc-build-training", "mlir::ModuleOp"> {
     Option<"eps", "eps", "double", "1e-8", "Adam epsilon">,
     Option<"seed", "seed", "uint64_t", "0",
            "Default seed of the program (module attribute otc.seed)">,
+    Option<"accumulate", "accumulate", "int64_t", "1",
+           "Micro-batches per optimizer step: @accumulate_step adds the "
+           "gradients of the first N - 1 (no communication), @train_step "
+           "those of the last, averages the sum and updates">,
     Option<"noWeightDecay", "no-weight-decay", "std::string", "\"\"",
            "Parameters without weight decay: comma-separated globs on "
            "initializer names, or bias (names ending in bias, biases of "

@@ -58,6 +58,9 @@ void TrainingPipelineOptions::bind(OptionBinder &b) {
   b.bind("nesterov", training.nesterov, "Nesterov momentum");
   b.bind("weight-decay", training.weightDecay,
          "Weight decay (L2 for sgd/momentum/adam, decoupled for adamw)");
+  b.bind("accumulate", training.accumulate,
+         "Gradient accumulation: micro-batches of --batch samples per "
+         "optimizer step, one all-reduce per step");
   b.bind("no-weight-decay", training.noWeightDecay,
          "Parameters without weight decay: comma-separated globs on "
          "initializer names or the shorthands bias, norm, 1d");

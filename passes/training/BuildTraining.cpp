@@ -209,8 +209,10 @@ private:
   LogicalResult validateOptions(ModuleOp module, func::FuncOp forward);
   FailureOr<Value> buildLoss(OpBuilder &b, Location loc, Value output,
                              Value label);
+  /// `accumulateOnly`: @accumulate_step (--accumulate N > 1), which adds
+  /// the micro-batch's gradients to the accumulators and updates nothing.
   LogicalResult buildTrainStep(ModuleOp module, func::FuncOp forward,
-                               StringRef name);
+                               StringRef name, bool accumulateOnly = false);
   LogicalResult buildEvalStep(ModuleOp module, func::FuncOp forward);
   void buildCalibrateStep(ModuleOp module, func::FuncOp forward);
   Type labelType(func::FuncOp forward);
@@ -235,6 +237,10 @@ LogicalResult BuildTraining::validateOptions(ModuleOp module,
       optimizer != "adamw")
     return mlir::emitError(module.getLoc(), "unknown optimizer '")
            << optimizer << "' (expected sgd, momentum, adam or adamw)";
+  if (accumulate < 1)
+    return mlir::emitError(module.getLoc(),
+                           "--accumulate must be at least 1, got ")
+           << static_cast<int64_t>(accumulate);
   if (!(lr > 0.0))
     return mlir::emitError(module.getLoc(),
                            "learning rate must be positive, got ")
@@ -568,7 +574,8 @@ static Value putPart(OpBuilder &b, Location loc, Value whole, Value part,
 
 LogicalResult BuildTraining::buildTrainStep(ModuleOp module,
                                             func::FuncOp forward,
-                                            StringRef name) {
+                                            StringRef name,
+                                            bool accumulateOnly) {
   MLIRContext *ctx = &getContext();
   Location loc = forward.getLoc();
   OpBuilder b(ctx);
@@ -613,6 +620,22 @@ LogicalResult BuildTraining::buildTrainStep(ModuleOp module,
           b.getNamedAttr(attr::kState, b.getStringAttr(name + "." + slot))));
     }
   }
+
+  // Gradient accumulation: one accumulator per trained parameter (part).
+  unsigned firstAcc = argTypes.size();
+  if (accumulate > 1)
+    for (unsigned p : paramArgs) {
+      StringRef name =
+          forward.getArgAttrOfType<StringAttr>(p, attr::kParam).getValue();
+      auto type = llvm::cast<RankedTensorType>(forward.getArgumentTypes()[p]);
+      if (ArrayAttr part = trainedPart(forward, p))
+        type = dist::slicedType(type, part);
+      argTypes.push_back(type);
+      argAttrs.push_back(b.getDictionaryAttr(
+          {b.getNamedAttr(attr::kState, b.getStringAttr(name + ".grad_accum")),
+           b.getNamedAttr(attr::kRole,
+                          b.getStringAttr(attr::kAccumulatorRole))}));
+    }
 
   // Forward.
   IRMapping map;
@@ -703,9 +726,36 @@ LogicalResult BuildTraining::buildTrainStep(ModuleOp module,
     }
     trained.push_back({w, g});
   }
-  for (auto [p, wg] : llvm::zip(paramArgs, trained)) {
+  for (auto [j, p, wg] : llvm::enumerate(paramArgs, trained)) {
     auto [w, g] = wg;
     ArrayAttr part = trainedPart(forward, p);
+    if (accumulate > 1) {
+      Value acc = fn.getArgument(firstAcc + j);
+      if (accumulateOnly) {
+        // Only the sum; the parameters and their state stay as they are.
+        if (g) {
+          results.push_back(b.create<AddOp>(loc, acc, g));
+          updates.push_back(firstAcc + j);
+        }
+        continue;
+      }
+      if (g) {
+        // The mean over the N micro-batches, as N steps on loss / N would
+        // accumulate it; the accumulator starts the next step at zero.
+        auto type = llvm::cast<RankedTensorType>(acc.getType());
+        Value inv = b.create<ConstantOp>(
+            loc, DenseElementsAttr::get(
+                     RankedTensorType::get({}, b.getF32Type()),
+                     b.getF32FloatAttr(1.0f / static_cast<float>(accumulate))));
+        g = b.create<MulOp>(loc, b.create<AddOp>(loc, acc, g), inv);
+        Value zero = b.create<ConstantOp>(
+            loc,
+            DenseElementsAttr::get(RankedTensorType::get({}, b.getF32Type()),
+                                   b.getF32FloatAttr(0.0f)));
+        results.push_back(b.create<ExpandOp>(loc, type, zero));
+        updates.push_back(firstAcc + j);
+      }
+    }
     SmallVector<Value> state;
     for (unsigned s = 0; s < slots.size(); ++s)
       state.push_back(fn.getArgument(stateArg + s));
@@ -752,6 +802,8 @@ LogicalResult BuildTraining::buildTrainStep(ModuleOp module,
     stateArg += slots.size();
   }
   for (unsigned p : frozenArgs) {
+    if (accumulateOnly)
+      break;
     results.push_back(fn.getArgument(p));
     updates.push_back(p);
   }
@@ -901,6 +953,15 @@ void BuildTraining::runOnOperation() {
   if (failed(validateOptions(module, forward)) ||
       failed(parseGroups(forward)) || failed(buildEvalStep(module, forward)))
     return signalPassFailure();
+  if (accumulate > 1 && !variants.empty()) {
+    mlir::emitError(module.getLoc(),
+                    "--accumulate does not combine with SDP yet");
+    return signalPassFailure();
+  }
+  if (accumulate > 1 &&
+      failed(buildTrainStep(module, forward, attr::kAccumulateFn,
+                            /*accumulateOnly=*/true)))
+    return signalPassFailure();
   if (variants.empty() &&
       failed(buildTrainStep(module, forward, attr::kTrainFn)))
     return signalPassFailure();
@@ -922,18 +983,20 @@ void BuildTraining::runOnOperation() {
 
   Builder b(&getContext());
   auto f = [&](double v) { return b.getF64FloatAttr(v); };
-  module->setAttr(attr::kTraining,
-                  b.getDictionaryAttr({
-                      b.getNamedAttr("loss", b.getStringAttr(loss)),
-                      b.getNamedAttr("label", b.getStringAttr(label)),
-                      b.getNamedAttr("optimizer", b.getStringAttr(optimizer)),
-                      b.getNamedAttr("lr", f(lr)),
-                      b.getNamedAttr("momentum", f(momentum)),
-                      b.getNamedAttr("nesterov", b.getBoolAttr(nesterov)),
-                      b.getNamedAttr("weight_decay", f(weightDecay)),
-                      b.getNamedAttr("beta1", f(beta1)),
-                      b.getNamedAttr("beta2", f(beta2)),
-                      b.getNamedAttr("eps", f(eps)),
-                  }));
+  module->setAttr(
+      attr::kTraining,
+      b.getDictionaryAttr({
+          b.getNamedAttr("loss", b.getStringAttr(loss)),
+          b.getNamedAttr("label", b.getStringAttr(label)),
+          b.getNamedAttr("optimizer", b.getStringAttr(optimizer)),
+          b.getNamedAttr("lr", f(lr)),
+          b.getNamedAttr("momentum", f(momentum)),
+          b.getNamedAttr("nesterov", b.getBoolAttr(nesterov)),
+          b.getNamedAttr("weight_decay", f(weightDecay)),
+          b.getNamedAttr("beta1", f(beta1)),
+          b.getNamedAttr("beta2", f(beta2)),
+          b.getNamedAttr("eps", f(eps)),
+          b.getNamedAttr("accumulate", b.getI64IntegerAttr(accumulate)),
+      }));
   forward.erase();
 }

@@ -241,6 +241,14 @@ LogicalResult Emitter::emitCompressedAllReduce(exec::CompressedAllReduceOp op) {
 
 } // namespace
 
+/// Micro-batches per optimizer step (--accumulate; 1 without).
+static int64_t accumulateCount(ModuleOp module) {
+  if (auto t = module->getAttrOfType<DictionaryAttr>(attr::kTraining))
+    if (auto n = t.getAs<IntegerAttr>("accumulate"))
+      return n.getInt();
+  return 1;
+}
+
 /// Writes `module`'s program into `namespace ns`, ending with its entry
 /// table `entry` (whose SDP fields `variants` initialises).
 static LogicalResult emitProgram(ModuleOp module, raw_ostream &out,
@@ -253,16 +261,19 @@ static LogicalResult emitProgram(ModuleOp module, raw_ostream &out,
   std::string body;
   llvm::raw_string_ostream os(body);
   Emitter emitter(os, {options.target});
-  std::string train = "nullptr", eval = "nullptr", calibrate = "nullptr";
+  std::string train = "nullptr", eval = "nullptr", calibrate = "nullptr",
+              accumulate = "nullptr";
   for (auto fn : module.getOps<func::FuncOp>()) {
-    std::string *slot = fn.getName() == attr::kTrainFn       ? &train
-                        : fn.getName() == attr::kEvalFn      ? &eval
-                        : fn.getName() == attr::kCalibrateFn ? &calibrate
-                                                             : nullptr;
+    std::string *slot = fn.getName() == attr::kTrainFn        ? &train
+                        : fn.getName() == attr::kEvalFn       ? &eval
+                        : fn.getName() == attr::kCalibrateFn  ? &calibrate
+                        : fn.getName() == attr::kAccumulateFn ? &accumulate
+                                                              : nullptr;
     if (!slot)
       return mlir::emitError(fn.getLoc(), "unexpected function @")
              << fn.getName()
-             << " (expected @train_step, @eval_step or @calibrate_step)";
+             << " (expected @train_step, @eval_step, @calibrate_step or "
+                "@accumulate_step)";
     std::string cName = ("otc_" + fn.getName()).str();
     if (failed(emitter.emitFunction(fn, cName)))
       return failure();
@@ -289,7 +300,7 @@ static LogicalResult emitProgram(ModuleOp module, raw_ostream &out,
       << calibrate << ", "
       << (options.target == EmitTarget::CUDA ? "OTC_DEVICE_CUDA"
                                              : "OTC_DEVICE_CPU")
-      << "};\n"
+      << ", " << accumulate << ", " << accumulateCount(module) << "};\n"
       << "} // namespace " << ns << "\n\n";
   return success();
 }

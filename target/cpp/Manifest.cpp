@@ -152,7 +152,8 @@ FailureOr<std::string> otc::buildManifest(ModuleOp module, EmitTarget target) {
       // Error-feedback residuals differ between ranks (checkpointed per rank).
       if (auto kind = d.getAs<StringAttr>("kind"))
         if (kind.getValue() == K::kResidualRole ||
-            kind.getValue() == K::kPerRankRole)
+            kind.getValue() == K::kPerRankRole ||
+            kind.getValue() == K::kAccumulatorRole)
           e[K::kRole] = kind.getValue().str();
       state.push_back(std::move(e));
     } else if (role == "input") {

@@ -26,6 +26,8 @@
 # The data is the first seed from 1234 on whose reference trajectories keep
 # every ReLU input >= 1e-5 from 0 (closer ones flip with float rounding).
 #
+# Accumulation: 4 micro-batches of 4 on 1 rank and 2 ranks x 2 x 4 equal
+# batch 16 on 1 rank (weights and every step's loss within 1e-5).
 # Resume: a 25-step cosine run with a 6-step warm-up checkpointed in the
 # warm-up (step 3) and in the decay (step 15) and resumed equals the
 # straight run bitwise, on 1 and on 2 ranks.
@@ -196,6 +198,11 @@ PROGRAMS = {
     "freeze": dict(optimizer="momentum", lr=0.1, momentum=0.9, freeze="0.*"),
     "momentum-2": dict(optimizer="momentum", lr=0.1, momentum=0.9,
                        world_size=2),
+    # 4 micro-batches of 4 samples per step; 2 ranks x 2 x 4.
+    "accumulate-4": dict(optimizer="momentum", lr=0.1, momentum=0.9,
+                         batch=4, accumulate=4),
+    "accumulate-2x2": dict(optimizer="momentum", lr=0.1, momentum=0.9,
+                           batch=4, accumulate=2, world_size=2),
 }
 
 
@@ -252,6 +259,38 @@ def check_cases(checks, ctx, programs, data, refs, w0):
             checks.check("%s: the frozen layer (%s) is bitwise unchanged" %
                          (name, ", ".join(frozen)),
                          all(np.array_equal(got[k], w0[k]) for k in frozen))
+
+
+def check_accumulation(checks, ctx, programs, data):
+    """N x B on one rank equals one step of N B, and W ranks x N x B equal
+    one rank x W N B, within float rounding (the sums differ in order)."""
+    runs = {}
+    for name, ranks in (("momentum", 1), ("accumulate-4", 1),
+                        ("accumulate-2x2", 2)):
+        out = ctx.path("accumulate", name + ".onnx")
+        metrics = ctx.path("accumulate", name + ".jsonl")
+        os.makedirs(ctx.path("accumulate"), exist_ok=True)
+        r = T.run(T.train_cmd(programs[name], data, ranks=ranks, steps=STEPS,
+                              no_shuffle=True, export=out, metrics=metrics,
+                              log_every=1, quiet=True,
+                              lr_schedule="cosine", warmup_steps=5),
+                  timeout=120)
+        if T.require_ok(checks, "accumulate: %s run" % name, r):
+            runs[name] = (T.read_onnx_weights(out),
+                          T.losses_by_step(metrics))
+    if len(runs) != 3:
+        return
+    want, want_loss = runs["momentum"]
+    for name, what in (("accumulate-4", "4 x 4 samples on 1 rank"),
+                       ("accumulate-2x2", "2 ranks x 2 x 4 samples")):
+        got, loss = runs[name]
+        T.compare_weights(checks, "accumulate: %s = 1 rank x 16, weights "
+                          "after %d steps" % (what, STEPS), got, want, 1e-5)
+        worst = max(abs(loss[s] - want_loss[s]) / abs(want_loss[s])
+                    for s in want_loss)
+        checks.check("accumulate: %s = 1 rank x 16, loss of every step "
+                     "within 1e-5" % what, worst <= 1e-5,
+                     "largest relative difference %.3g" % worst)
 
 
 def check_resume(checks, ctx, program, data, ranks):
@@ -327,6 +366,8 @@ def check_bad_values(checks, ctx, onnx_path, program, data):
            "must be positive")
     expect("both clips", compile_(clip_grad_norm=1, clip_grad_value=1),
            "not both")
+    expect("--accumulate 0", compile_(accumulate=0),
+           "--accumulate must be at least 1, got 0")
 
 
 def main():
@@ -365,6 +406,7 @@ def main():
     np.save(data["labels"], y)
 
     check_cases(checks, ctx, programs, data, refs, w0)
+    check_accumulation(checks, ctx, programs, data)
     check_resume(checks, ctx, programs["momentum"], data, 1)
     check_resume(checks, ctx, programs["momentum-2"], data, 2)
     check_bad_values(checks, ctx, onnx_path, programs["momentum"], data)

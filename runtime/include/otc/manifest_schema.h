@@ -87,6 +87,9 @@ inline constexpr char kBuffer[] = "buffer";
 // per rank).
 inline constexpr char kResidualRole[] = "residual";
 inline constexpr char kPerRankRole[] = "per-rank";
+// --accumulate's gradient sums: zero after every train step (and after a
+// skipped one, which the runtime zeroes).
+inline constexpr char kAccumulatorRole[] = "accumulator";
 
 } // namespace otc::manifest
 

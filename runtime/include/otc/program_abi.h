@@ -18,7 +18,7 @@
 extern "C" {
 #endif
 
-#define OTC_PROGRAM_ABI_VERSION 6
+#define OTC_PROGRAM_ABI_VERSION 7
 
 /* Status codes a step returns (0 = success). */
 #define OTC_STEP_OK 0
@@ -164,6 +164,14 @@ typedef struct otc_program_entry {
    * current CUDA device and every step synchronizes ctx->stream before it
    * returns. */
   int32_t device;
+  /* Gradient accumulation (--accumulate N > 1): a training step is N
+   * micro-batches; accumulate_step runs the first N - 1 (forward, backward,
+   * the gradients added to the manifest's "accumulator" state; no
+   * communication, no update) and train_step the last (its gradients added,
+   * the sum divided by N, averaged over the ranks, the update, the
+   * accumulators zeroed). NULL and 1 otherwise. */
+  int (*accumulate_step)(uint8_t *arena, const otc_step_context_t *ctx);
+  int32_t accumulate;
 } otc_program_entry_t;
 
 /* Symbol every compiled program exports. */

@@ -89,6 +89,8 @@ typedef enum otc_program_feature {
   OTC_PROGRAM_PER_RANK_STATE = 1u << 4,
 } otc_program_feature_t;
 
+/* Micro-batches per optimizer step (--accumulate; 1 without, 0 for NULL). */
+int32_t otc_program_accumulate(const otc_program_t *program);
 /* The program's otc_program_feature_t bits; 0 for NULL. */
 uint32_t otc_program_features(const otc_program_t *program);
 
@@ -209,6 +211,15 @@ otc_status_t otc_session_bind_input(otc_session_t *session, const char *name,
  * optimizer step (same Adam bias correction and step seed) on the next
  * batch; otc_session_last_step_skipped says so. */
 otc_status_t otc_session_train_step(otc_session_t *session, float *out_loss);
+/* Gradient accumulation (a program compiled with --accumulate N > 1): each
+ * optimizer step is N micro-batches, the first N - 1 run by this call (one
+ * batch bound per call; its gradients are summed, nothing is communicated
+ * or updated; *out_loss gets the micro-batch's loss), the last by
+ * otc_session_train_step. FAILED_PRECONDITION for a program without
+ * accumulation or when N - 1 micro-batches are already accumulated; a
+ * checkpoint is saved only between steps. */
+otc_status_t otc_session_accumulate_step(otc_session_t *session,
+                                         float *out_loss);
 /* 1 if the last otc_session_train_step was skipped (see above), else 0. */
 int32_t otc_session_last_step_skipped(const otc_session_t *session);
 /* Steps skipped since training began (checkpointed). */

@@ -361,6 +361,12 @@ otc_status_t otc_session_save_checkpoint(const otc_session_t *session,
       throw Error(OTC_INVALID_ARGUMENT, "session and path must not be NULL");
     if (extra_bytes && !extra)
       throw Error(OTC_INVALID_ARGUMENT, "extra is NULL but extra_bytes > 0");
+    if (session->microBatches)
+      throw Error(OTC_FAILED_PRECONDITION,
+                  "the step is in the middle of its gradient accumulation (" +
+                      std::to_string(session->microBatches) + " of " +
+                      std::to_string(session->entry->accumulate) +
+                      " micro-batches): save after otc_session_train_step");
     const Manifest &m = session->manifest();
     Writer w;
     w.bytes(kMagic, sizeof kMagic);
@@ -447,6 +453,7 @@ otc_status_t otc_session_load_checkpoint(otc_session_t *session,
     }
     session->compress.touched.clear();
     session->lastStepSkipped = false;
+    session->microBatches = 0; // the accumulators came back as saved (zero)
     if (out_extra_bytes)
       *out_extra_bytes = data.extra.size();
     if (extra && data.extra.size() <= extra_capacity)

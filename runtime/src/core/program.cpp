@@ -484,6 +484,16 @@ uint32_t otc_program_features(const otc_program_t *program) {
   return f;
 }
 
+int32_t otc_program_accumulate(const otc_program_t *program) {
+  if (!program)
+    return 0;
+  // SDP: the rank variants' (all alike); else the program's own.
+  const otc_program_entry_t *e = program->entry;
+  if (e->num_variants > 0)
+    e = e->variants[0];
+  return e->accumulate_step && e->accumulate > 1 ? e->accumulate : 1;
+}
+
 int64_t otc_program_input_count(const otc_program_t *program) {
   return program ? int64_t(program->manifest.inputs.size()) : 0;
 }

@@ -7,6 +7,7 @@
 #include "core/hyper.h"
 #include "core/sdp.h"
 #include "core/status.h"
+#include "otc/manifest_schema.h"
 
 #include <dlfcn.h>
 
@@ -161,6 +162,29 @@ void checkOwnersAgree(otc_session_t *s) {
   }
 }
 
+/// The step's loss (manifest "loss_offset") into *out, when out is set.
+void readLoss(otc_session_t *s, float *out) {
+  if (!out)
+    return;
+  int64_t off = s->manifest().lossOffset;
+  *out = 0;
+  if (off < 0)
+    return;
+  if (s->device)
+    s->device->download(uint64_t(off), sizeof(float));
+  std::memcpy(out, s->arena.get() + off, sizeof(float));
+}
+
+/// --accumulate: a skipped step's sums are dropped with it.
+void zeroAccumulators(otc_session_t *s) {
+  for (const TensorSpec &t : s->manifest().state)
+    if (t.role == otc::manifest::kAccumulatorRole) {
+      std::memset(s->at(t), 0, t.bytes());
+      if (s->device)
+        s->device->pushHostRange(s->at(t), t.bytes());
+    }
+}
+
 void checkStepResult(otc_session_t *s, int rc, const char *what) {
   if (rc == OTC_STEP_OK)
     return;
@@ -296,9 +320,50 @@ otc_status_t otc_session_bind_input(otc_session_t *session, const char *name,
   });
 }
 
+otc_status_t otc_session_accumulate_step(otc_session_t *session,
+                                         float *out_loss) {
+  return guard([&] {
+    checkSession(session);
+    const otc_program_entry_t *e = session->entry;
+    if (!e->accumulate_step || e->accumulate <= 1)
+      throw Error(OTC_FAILED_PRECONDITION,
+                  "the program was compiled without --accumulate: every "
+                  "batch is a train step");
+    if (session->microBatches + 1 >= e->accumulate)
+      throw Error(OTC_FAILED_PRECONDITION,
+                  std::to_string(session->microBatches) + " of " +
+                      std::to_string(e->accumulate) +
+                      " micro-batches are accumulated: the last one is "
+                      "otc_session_train_step's");
+    otc_step_context_t ctx = makeContext(session, session->step + 1);
+    // Each micro-batch draws its own random numbers (dropout).
+    ctx.seed = stepSeed(ctx.seed, session->microBatches + 1);
+    DeviceArena *device = session->device.get();
+    if (device)
+      device->beforeStep();
+    int rc = e->accumulate_step(
+        device ? device->devicePtr() : session->arena.get(), &ctx);
+    if (device)
+      device->afterStep();
+    checkStepResult(session, rc, "accumulate_step");
+    ++session->microBatches;
+    readLoss(session, out_loss);
+  });
+}
+
 otc_status_t otc_session_train_step(otc_session_t *session, float *out_loss) {
   return guard([&] {
     checkSession(session);
+    if (int32_t n = session->entry->accumulate;
+        n > 1 && session->microBatches != n - 1)
+      throw Error(OTC_FAILED_PRECONDITION,
+                  "the program accumulates " + std::to_string(n) +
+                      " micro-batches per step (--accumulate): call "
+                      "otc_session_accumulate_step " +
+                      std::to_string(n - 1 - session->microBatches) +
+                      " more time(s) first");
+    // Whatever the outcome, the next step accumulates from zero.
+    session->microBatches = 0;
     uint64_t sent0, recv0;
     otc_comm_bytes(session->comm, &sent0, &recv0);
     otc_step_context_t ctx = makeContext(session, session->step + 1);
@@ -335,6 +400,7 @@ otc_status_t otc_session_train_step(otc_session_t *session, float *out_loss) {
             device->pushHostRange(u.residual, uint64_t(u.count) * 4);
       session->lastStepSkipped = true;
       ++session->skippedSteps;
+      zeroAccumulators(session);
     } else {
       session->compress.touched.clear();
       checkStepResult(session, rc, "train_step");
@@ -350,15 +416,7 @@ otc_status_t otc_session_train_step(otc_session_t *session, float *out_loss) {
       std::memcpy(&session->lastGradNorm, session->arena.get() + off,
                   sizeof(float));
     }
-    if (out_loss) {
-      int64_t off = session->manifest().lossOffset;
-      *out_loss = 0;
-      if (off >= 0) {
-        if (device)
-          device->download(uint64_t(off), sizeof(float));
-        std::memcpy(out_loss, session->arena.get() + off, sizeof(float));
-      }
-    }
+    readLoss(session, out_loss);
   });
 }
 

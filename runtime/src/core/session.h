@@ -29,6 +29,8 @@ struct otc_session {
   bool hasEvalLoss = false;
   uint64_t stepBytesSent = 0, stepBytesReceived = 0;
   bool lastStepSkipped = false;
+  /// --accumulate: micro-batches accumulated in the step under way.
+  int32_t microBatches = 0;
   int64_t skippedSteps = 0; ///< checkpointed
   /// The hyperparameters of the next train step (checkpointed), set from
   /// `schedule` after every step when there is one (core/hyper.h).

@@ -751,7 +751,7 @@ void Run::resume() {
 int64_t Run::lastStep() const {
   int64_t batches =
       (o_.epochs || !o_.steps ? (o_.epochs ? *o_.epochs : 1) : 0) *
-      loader_->batchesPerEpoch();
+      loader_->batchesPerEpoch() / otc_program_accumulate(program_);
   if (!o_.steps)
     return batches;
   return batches ? std::min(*o_.steps, batches) : *o_.steps;
@@ -988,7 +988,9 @@ void Run::train() {
   int64_t stepLimit = o_.steps ? *o_.steps : kNoLimit;
   int64_t batchLimit =
       o_.epochs || !o_.steps ? (o_.epochs ? *o_.epochs : 1) * bpe : kNoLimit;
-  int64_t total = std::min(stepLimit, batchLimit);
+  // --accumulate N: an optimizer step takes N batches.
+  const int32_t accumulate = otc_program_accumulate(program_);
+  int64_t total = std::min(stepLimit, batchLimit / accumulate);
   int64_t epochs = std::max<int64_t>(1, (total + bpe - 1) / bpe);
   int64_t start = otc_session_step(session_.get());
   int64_t startBatch = batchesTaken();
@@ -1005,34 +1007,48 @@ void Run::train() {
   using Clock = std::chrono::steady_clock;
   auto t0 = Clock::now(), lastLog = t0, lastDraw = t0;
   int64_t iterations = 0, lastLogIteration = 0;
-  double globalBatch = double(world_) * double(m_.batch);
+  double globalBatch = double(world_) * double(m_.batch) * accumulate;
   bool evaluatedAtEnd = false;
   int64_t step = start, batch = startBatch;
   std::vector<float> ratios;
-  while (step < stepLimit && batch < batchLimit) {
-    std::vector<int64_t> indices = loader_->next();
-    bindBatch(*train_, indices);
+  while (step < stepLimit && batch + accumulate - 1 < batchLimit) {
+    int64_t epochAtStart = loader_->epoch();
+    bool startedAtEpochEnd = loader_->position() == bpe;
     double lr = otc_session_get_lr(session_.get()); // this step's
+    // The first N - 1 micro-batches of an accumulating program, then the
+    // step itself; the loss is their mean.
+    double lossSum = 0;
+    for (int32_t m = 0; m + 1 < accumulate; ++m) {
+      bindBatch(*train_, loader_->next());
+      float micro = 0;
+      check(otc_session_accumulate_step(session_.get(), &micro));
+      lossSum += micro;
+    }
+    bindBatch(*train_, loader_->next());
     float localLoss = 0;
     check(otc_session_train_step(session_.get(), &localLoss));
+    lossSum += localLoss;
     bool skipped = otc_session_last_step_skipped(session_.get()) != 0;
     step = otc_session_step(session_.get());
     batch = batchesTaken();
     ++iterations;
     // The loss reported is the mean over ranks, as a 1-rank run would see.
-    double loss = localLoss;
+    double loss = lossSum / accumulate;
     check(otc_comm_all_reduce_sum_f64(comm_, &loss, 1));
     loss /= world_;
 
     int64_t epoch = loader_->epoch() + 1;
     int64_t inEpoch = loader_->position();
-    bool epochEnd = inEpoch == bpe;
-    bool last = step >= stepLimit || batch >= batchLimit;
+    // A step of several batches may end past an epoch's end.
+    bool epochEnd = inEpoch == bpe || (loader_->epoch() != epochAtStart &&
+                                       !startedAtEpochEnd && inEpoch > 0);
+    bool last = step >= stepLimit || batch + accumulate - 1 >= batchLimit;
     auto now = Clock::now();
     double elapsed = std::chrono::duration<double>(now - t0).count();
     double rate = elapsed > 0 ? globalBatch * double(iterations) / elapsed : 0;
-    double eta = elapsed / double(iterations) *
-                 double(std::min(stepLimit - step, batchLimit - batch));
+    double eta =
+        elapsed / double(iterations) *
+        double(std::min(stepLimit - step, (batchLimit - batch) / accumulate));
     uint64_t sent = 0, received = 0;
     otc_session_step_bytes(session_.get(), &sent, &received);
     if (skipped) {

@@ -53,7 +53,7 @@
 // CHECK: return otc_cuda_status(OTC_STEP_OK);
 // CHECK-NEXT: }
 // CHECK: static const otc_program_entry_t entry = {
-// CHECK-NEXT: OTC_PROGRAM_ABI_VERSION, kManifest, {{[0-9]+}}ull, &otc_train_step, nullptr, 0, nullptr, nullptr, nullptr, OTC_DEVICE_CUDA};
+// CHECK-NEXT: OTC_PROGRAM_ABI_VERSION, kManifest, {{[0-9]+}}ull, &otc_train_step, nullptr, 0, nullptr, nullptr, nullptr, OTC_DEVICE_CUDA, nullptr, 1};
 // No call of the CPU library anywhere, and no return in a step that skips
 // the status.
 // NOCPU-NOT: otck_gemm_f32(
