@@ -46,16 +46,21 @@ struct ClipGradients : otc::impl::ClipGradientsBase<ClipGradients> {
         updates.push_back(&op);
     if (updates.empty())
       return success();
+    // The clip goes after the last gradient (an all-reduce placed at its
+    // update, before the collectives are scheduled) and the updates after
+    // it: they read only parameters, state and clipped gradients.
     llvm::SetVector<Value> grads;
+    Operation *last = nullptr;
     for (Operation *u : updates) {
       Value g = u->getOperand(1);
-      if (Operation *def = g.getDefiningOp();
-          def && !def->isBeforeInBlock(updates.front()))
-        return u->emitOpError("its gradient is computed after the first "
-                              "update; clipping needs every gradient first");
       grads.insert(g);
+      if (Operation *def = g.getDefiningOp();
+          def && (!last || last->isBeforeInBlock(def)))
+        last = def;
     }
     OpBuilder b(updates.front());
+    if (last && updates.front()->isBeforeInBlock(last))
+      b.setInsertionPointAfter(last);
     Location loc = updates.front()->getLoc();
     SmallVector<Type> types;
     for (Value g : grads)
@@ -65,9 +70,14 @@ struct ClipGradients : otc::impl::ClipGradientsBase<ClipGradients> {
         loc, types, grads.getArrayRef(),
         b.getF32FloatAttr(static_cast<float>(maxNorm)),
         b.getF32FloatAttr(static_cast<float>(maxValue)));
+    Operation *prev = clip;
     for (Operation *u : updates) {
       auto at = llvm::find(grads, u->getOperand(1)) - grads.begin();
       u->setOperand(1, clip.getClipped()[at]);
+      if (u->isBeforeInBlock(clip)) {
+        u->moveAfter(prev);
+        prev = u;
+      }
     }
     // The norm before clipping: a new output of the step.
     auto ret = llvm::cast<func::ReturnOp>(fn.front().getTerminator());
