@@ -1,7 +1,7 @@
-// RUN: otc-opt %s --split-input-file --otc-clip-gradients="max-norm=1.0" | FileCheck %s
-// RUN: otc-opt %s --split-input-file --otc-clip-gradients="max-value=0.5" | FileCheck %s --check-prefix=VALUE
-// RUN: otc-opt %s --split-input-file --otc-clip-gradients="max-norm=1.0" --otc-lower-to-exec --otc-plan-memory --otc-place-waits | otc-translate --emit-cpp | FileCheck %s --check-prefix=CPP
-// RUN: not otc-opt %s --split-input-file --otc-clip-gradients 2>&1 | FileCheck %s --check-prefix=NONE
+// RUN: otc-opt %s --otc-clip-gradients="max-norm=1.0" | FileCheck %s
+// RUN: otc-opt %s --otc-clip-gradients="max-value=0.5" | FileCheck %s --check-prefix=VALUE
+// RUN: otc-opt %s --otc-clip-gradients="max-norm=1.0" --otc-lower-to-exec --otc-plan-memory --otc-place-waits | otc-translate --emit-cpp | FileCheck %s --check-prefix=CPP
+// RUN: not otc-opt %s --otc-clip-gradients 2>&1 | FileCheck %s --check-prefix=NONE
 
 // One op takes every update's (averaged) gradient before the first update;
 // the updates read its results and the norm becomes the step's output.
@@ -39,3 +39,4 @@ module attributes {dist.world_size = 2 : i64} {
     return %u1, %u2, %l : tensor<2x3xf32>, tensor<3xf32>, tensor<f32>
   }
 }
+
