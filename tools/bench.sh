@@ -8,7 +8,8 @@
 # peak memory of the MLP, ResNet-18, a GPT-style decoder and a
 # TransformerEncoder model, OTC vs PyTorch eager, side by side at the same
 # thread counts, and prints the tables with the ratios; then bench_sdp.py
-# (SDP vs data parallelism), otc-compress-bench (compression kernels vs
+# (SDP vs data parallelism), bench_recipes.py (the cost of clipping and
+# accumulation), otc-compress-bench (compression kernels vs
 # memcpy), bench_cuda.py (CUDA programs vs their CPU builds; needs a device)
 # and bench_compress.py (compressed all-reduce).
 # Results also go to BUILD_DIR/bench/*.json.
@@ -34,6 +35,9 @@ export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 # peak memory and step time of the 8-block GPT-style decoder and the residual
 # CNN: bench_sdp.json.
 /usr/bin/python3 "$ROOT/test/bench/bench_sdp.py" --build-dir "$BUILD"
+# The step-time cost of --clip-grad-norm and --accumulate 4 against the plain
+# step of the MLP, as ratios measured in the same run: bench_recipes.json.
+/usr/bin/python3 "$ROOT/test/bench/bench_recipes.py" --build-dir "$BUILD"
 # The compression kernels on one core against memcpy of the same 64 MiB,
 # measured in the same run (topk-int8, ratio 0.1, block 256).
 "$BUILD/bin/otc-compress-bench" 64 1
