@@ -218,7 +218,10 @@ def ClipGradients : Pass<"otc-clip-gradients", "mlir::ModuleOp"> {
     right before the first update, and the updates read its clipped
     results (torch.nn.utils.clip_grad_norm_ with norm 2, or
     clip_grad_value_). The norm before clipping becomes the step's output
-    "grad_norm", which the runtime reports in the metrics.
+    "grad_norm", which the runtime reports in the metrics. SDP
+    (@train_step_rank<r>): the norm is the whole model's, each rank's
+    squares of what it trains divided by each part's (tile's) owner count
+    and summed over the world by one scalar all-reduce.
   }];
   let options = [
     Option<"maxNorm", "max-norm", "double", "0.0",

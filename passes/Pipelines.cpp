@@ -160,8 +160,6 @@ TrainingPipelineOptions::conflicts(llvm::function_ref<bool(StringRef)> given,
   bool clips = clipGradNorm > 0 || clipGradValue > 0;
   if (clips && inference)
     return f("inference") + " has no gradients to clip";
-  if (clips && !sdp.empty())
-    return "gradient clipping does not combine with " + f("sdp") + " yet";
   if (clips && momentumCorrection)
     return "gradient clipping does not combine with " +
            f("momentum-correction") +

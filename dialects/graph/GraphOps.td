@@ -658,7 +658,8 @@ def Graph_HyperparameterOp : Graph_Op<"hyperparameter", [Pure]> {
   let hasVerifier = 1;
 }
 
-def Graph_ClipGradientsOp : Graph_Op<"clip_gradients", [Pure]> {
+def Graph_ClipGradientsOp : Graph_Op<"clip_gradients",
+    [Pure, AttrSizedOperandSegments]> {
   let summary = "Clipping of a step's averaged gradients, all of them together";
   let description = [{
     `norm` is the global 2-norm of every gradient before clipping (the norm
@@ -668,6 +669,8 @@ def Graph_ClipGradientsOp : Graph_Op<"clip_gradients", [Pure]> {
     every element is clamped to [-max_value, max_value] (clip_grad_value_).
     Exactly one of the two is set. One kernel reads all the gradients: the
     norm is one pass over the step's gradient buckets, not one per tensor.
+    With `total` (SDP: the whole model's norm, which no rank's gradients
+    alone give) that is the norm, and `norm` returns it.
 
     ```mlir
     %c:3 = graph.clip_gradients %g1, %g2 {max_norm = 1.0 : f32}
@@ -675,11 +678,14 @@ def Graph_ClipGradientsOp : Graph_Op<"clip_gradients", [Pure]> {
     ```
   }];
   let arguments = (ins Variadic<Graph_F32Tensor>:$grads,
+                       Optional<Graph_ScalarF32>:$total,
                        DefaultValuedAttr<F32Attr, "0.0">:$max_norm,
                        DefaultValuedAttr<F32Attr, "0.0">:$max_value);
   let results = (outs Variadic<Graph_F32Tensor>:$clipped,
                       Graph_ScalarF32:$norm);
-  let assemblyFormat = "$grads attr-dict `:` functional-type($grads, results)";
+  let assemblyFormat = [{
+    $grads (`norm` $total^)? attr-dict `:` functional-type(operands, results)
+  }];
   let hasVerifier = 1;
 }
 

@@ -163,8 +163,11 @@ struct ClipPattern : OpConversionPattern<graph::ClipGradientsOp> {
     auto normType = llvm::cast<MemRefType>(
         getTypeConverter()->convertType(op.getNorm().getType()));
     outs.push_back(rewriter.create<exec::AllocOp>(op.getLoc(), normType));
+    SmallVector<Value> ins;
+    if (adaptor.getTotal())
+      ins.push_back(adaptor.getTotal());
     auto call = rewriter.create<exec::KernelOp>(op.getLoc(), "clip_gradients",
-                                                ValueRange{}, outs);
+                                                ins, outs);
     call->setAttr("max_norm", op.getMaxNormAttr());
     call->setAttr("max_value", op.getMaxValueAttr());
     rewriter.replaceOp(op, outs);

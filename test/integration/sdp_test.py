@@ -23,7 +23,9 @@
 #   averaged tile by tile), also compressed (each tile in the bucket of its
 #   owner set): the same checks;
 # - neuron-level, backward masking: C = 1 equals data parallelism bit for
-#   bit; C = 0.5 and 0.75 on 4 ranks (SGD, 3 steps), and at C = 0.5 an MLP
+#   bit; C = 0.5 and 0.75 on 4 ranks (SGD, 3 steps; at C = 0.75 and on the
+#   tile grid also with --clip-grad-norm, against the reference clipping the
+#   whole model's owner-averaged gradient), and at C = 0.5 an MLP
 #   whose middle weight is a 2-D grid of tiles, the residual CNN (conv
 #   weight gradients, BatchNorm) and the GPT-style decoder, end with the weights of
 #   a PyTorch reference that averages each element's gradient over its
@@ -306,13 +308,16 @@ def masked_copy(model, layers, chunks, world):
     return m
 
 
-def masked_sgd(model, grouped, x, y, world, active, steps, lr, batch):
+def masked_sgd(model, grouped, x, y, world, active, steps, lr, batch,
+               clip=None):
     """PyTorch's N-SDP with backward masking: every rank runs the whole
     model on its shard; each element of a grouped parameter (name -> (axis,
     features[, unit, sections]): `unit` elements per feature, the features
     repeated in `sections`, as the heads of a fused q/k/v projection) is
     updated with the mean of its owners' gradients only, the others with
-    everyone's (SGD, so the update is exactly that mean)."""
+    everyone's (SGD, so the update is exactly that mean). With `clip`, that
+    whole-model gradient is clipped to global 2-norm `clip` first
+    (clip_grad_norm_)."""
     import copy
     import torch
     import torch.nn.functional as F
@@ -351,10 +356,15 @@ def masked_sgd(model, grouped, x, y, world, active, steps, lr, batch):
                 num[k] += masks[r][k] * p.grad
                 den[k] += masks[r][k]
         with torch.no_grad():
+            grad = {k: torch.where(den[k] > 0, num[k] / den[k].clamp(min=1),
+                                   torch.zeros(())) for k in params}
+            coef = 1.0
+            if clip:
+                norm = torch.norm(torch.stack([torch.norm(g) for g in
+                                               grad.values()]))
+                coef = min(1.0, clip / (float(norm) + 1e-6))
             for k, p in params.items():
-                p -= lr * torch.where(den[k] > 0,
-                                      num[k] / den[k].clamp(min=1),
-                                      torch.zeros(()))
+                p -= lr * coef * grad[k]
     return {k: p.detach().numpy() for k, p in params.items()}
 
 
@@ -415,10 +425,12 @@ def neuron_backward(ctx, checks, threads, rmlp):
     grid_groups = {"0.weight": (0, 16), "0.bias": (0, 16),
                    "2.weight": [(1, 16), (0, 12)], "2.bias": (0, 12),
                    "4.weight": (1, 12)}
+    # (world, active[, clip]): with --clip-grad-norm the whole model's
+    # gradient norm (each element once, over its owners) is clipped.
     cases = [("residual MLP", rmlp, ctx.path("rmlp.onnx"), mlp_groups,
-              (64,), ((4, 0.5), (4, 0.75)), 10),
+              (64,), ((4, 0.5), (4, 0.75), (4, 0.75, 0.05)), 10),
              ("MLP (2-D tile grid)", mlp, mlp_path, grid_groups, (20,),
-              ((4, 0.5),), 10),
+              ((4, 0.5), (4, 0.5, 0.05)), 10),
              ("residual CNN", cnn, cnn_path, cnn_groups, (1, 28, 28),
               ((4, 0.5),), 10),
              # Heads of a fused q/k/v projection, matmul weight gradients
@@ -426,11 +438,15 @@ def neuron_backward(ctx, checks, threads, rmlp):
              ("GPT-style decoder", gpt, gpt_path, gpt_groups, (context,),
               ((4, 0.5),), vocab)]
     for model_name, model, onnx_path, groups, shape, configs, classes in cases:
-        for world, active in configs:
-            what = ("%s, neuron-level backward masking, %d ranks, C = %g" %
-                    (model_name, world, active))
+        for config in configs:
+            world, active = config[:2]
+            clip = config[2] if len(config) > 2 else None
+            what = ("%s, neuron-level backward masking, %d ranks, C = %g%s" %
+                    (model_name, world, active,
+                     ", clip-grad-norm %g" % clip if clip else ""))
             tag = "".join(ch if ch.isalnum() else "_" for ch in model_name)
-            name = "nbw_%s_%d_%d" % (tag, world, active * 100)
+            name = "nbw_%s_%d_%d%s" % (tag, world, active * 100,
+                                       "_clip" if clip else "")
             rng = np.random.RandomState(world)
             n = steps * world * batch
             if model_name.startswith("GPT"):
@@ -446,7 +462,8 @@ def neuron_backward(ctx, checks, threads, rmlp):
             res = T.compile_model(ctx, onnx_path, prog, loss="cross-entropy",
                                   label="labels", optimizer="sgd", lr=lr,
                                   batch=batch, world_size=world, sdp="neuron",
-                                  sdp_active=active, sdp_masking="backward")
+                                  sdp_active=active, sdp_masking="backward",
+                                  clip_grad_norm=clip)
             if not T.require_ok(checks, "otc-compile " + what, res):
                 continue
             exported = ctx.path(name, "trained.onnx")
@@ -459,10 +476,13 @@ def neuron_backward(ctx, checks, threads, rmlp):
                 continue
             got = T.read_onnx_weights(exported)
             want = masked_sgd(model, groups, x, y, world, active, steps, lr,
-                              batch)
-            ddp = masked_sgd(model, {}, x, y, world, active, steps, lr, batch)
-            err = max(float(np.max(np.abs(got[k] - want[k]))) for k in want)
-            gap = max(float(np.max(np.abs(ddp[k] - want[k]))) for k in want)
+                              batch, clip)
+            ddp = masked_sgd(model, {}, x, y, world, active, steps, lr, batch,
+                             clip)
+            def dist(a):
+                return max(float(np.max(np.abs(a[k] - want[k])))
+                           for k in want)
+            err, gap = dist(got), dist(ddp)
             # The masking must matter at this tolerance: data parallelism's
             # weights are 100 times farther from the reference's.
             checks.check(what + ": weights equal PyTorch's owner-masked "
@@ -471,6 +491,15 @@ def neuron_backward(ctx, checks, threads, rmlp):
                          err <= 2e-5 and 100 * err < gap,
                          "max |OTC - reference| %.3g; reference vs data "
                          "parallelism %.3g" % (err, gap))
+            if clip:
+                # Clipping must matter as much: the unclipped reference is
+                # 100 times farther too.
+                unclipped = dist(masked_sgd(model, groups, x, y, world,
+                                            active, steps, lr, batch))
+                checks.check(what + ": the clipping of the whole model's "
+                             "norm matters (unclipped 100 times farther)",
+                             100 * err < unclipped,
+                             "reference vs unclipped %.3g" % unclipped)
 
 
 def split_qkv(model, heads=4):

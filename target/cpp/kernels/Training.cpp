@@ -126,8 +126,11 @@ LogicalResult KernelEmitter::clip() {
   }
   os << "};\n";
   std::string sz = array("sizes", sizes), norm = out(n);
-  os << "    " << fn("global_norm_f32") << "(" << n << ", grads, " << sz << ", "
-     << norm << ");\n";
+  if (ins.empty())
+    os << "    " << fn("global_norm_f32") << "(" << n << ", grads, " << sz
+       << ", " << norm << ");\n";
+  else // the whole model's norm (SDP), computed before
+    os << "    " << fn("copy") << "(4, " << in(0) << ", " << norm << ");\n";
   if (float m = f32("max_norm"); m > 0)
     os << "    " << fn("clip_by_norm_f32") << "(" << n << ", grads, " << sz
        << ", " << norm << ", " << floatLiteral(m) << ");\n";
