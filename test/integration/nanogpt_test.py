@@ -14,6 +14,10 @@
 # weights on the same global batches (param groups, LambdaLR,
 # clip_grad_norm_).
 #
+# The same recipe with the token embedding frozen and with --accumulate 2
+# (2 x 4 sequences per rank) for 60 steps: every step's training loss
+# within 1e-4 of PyTorch's (requires_grad=False / the full batch).
+#
 # Criterion: the validation loss after 400 steps within 2 % of PyTorch's,
 # and both at least 0.5 below what the character frequencies alone give;
 # the training-loss curve of both is printed every 40 steps (the README's
@@ -115,12 +119,17 @@ def lr_factor(k):
                                                d)) / 2
 
 
-def torch_reference(model, x, y, xv, yv):
-    """The recipe in PyTorch; returns (losses per step, validation loss)."""
+def torch_reference(model, x, y, xv, yv, steps=STEPS, frozen=()):
+    """The recipe in PyTorch; returns (losses per step, validation loss).
+    `frozen`: name prefixes of parameters with requires_grad=False."""
     import torch
     torch.set_num_threads(2)
-    decay = [p for p in model.parameters() if p.dim() >= 2]
-    no_decay = [p for p in model.parameters() if p.dim() < 2]
+    for name, p in model.named_parameters():
+        if name.startswith(tuple(frozen)):
+            p.requires_grad_(False)
+    params = [p for p in model.parameters() if p.requires_grad]
+    decay = [p for p in params if p.dim() >= 2]
+    no_decay = [p for p in params if p.dim() < 2]
     opt = torch.optim.AdamW([{"params": decay, "weight_decay": WD},
                              {"params": no_decay, "weight_decay": 0.0}],
                             lr=LR, betas=BETAS)
@@ -131,13 +140,13 @@ def torch_reference(model, x, y, xv, yv):
     per_epoch = len(x) // g  # the driver's loader drops the remainder
     losses = []
     model.train()
-    for s in range(STEPS):
+    for s in range(steps):
         i = (s % per_epoch) * g
         opt.zero_grad()
         out = model(xt[i:i + g])
         loss = fn(out.reshape(-1, out.shape[-1]), yt[i:i + g].reshape(-1))
         loss.backward()
-        torch.nn.utils.clip_grad_norm_(model.parameters(), CLIP)
+        torch.nn.utils.clip_grad_norm_(params, CLIP)
         opt.step()
         sched.step()
         losses.append(float(loss))
@@ -147,6 +156,63 @@ def torch_reference(model, x, y, xv, yv):
         val = float(fn(out.reshape(-1, out.shape[-1]),
                        torch.from_numpy(yv).reshape(-1)))
     return losses, val
+
+
+VARIANT_STEPS = 60
+
+
+def export(model, x, path):
+    import torch
+    torch.onnx.export(model, (torch.from_numpy(x),), path,
+                      input_names=["input"], output_names=["logits"],
+                      training=torch.onnx.TrainingMode.TRAINING,
+                      do_constant_folding=False, opset_version=17)
+
+
+def check_variants(ctx, checks, model, onnx_path, files, x, y, xv, yv):
+    """The recipe with the token embedding frozen, and with 2 micro-batches
+    of 4 per rank (--accumulate 2), for 60 steps: the training loss of
+    every step within 1e-4 of PyTorch's (the same recipe with
+    requires_grad=False / the full batch of 8 per rank)."""
+    import copy
+    variants = [("frozen token embedding", dict(freeze="tok.*", batch=BATCH),
+                 dict(frozen=("tok.",))),
+                ("accumulate 2 x 4", dict(accumulate=2, batch=BATCH // 2),
+                 {})]
+    for what, flags, tflags in variants:
+        tag = "".join(c if c.isalnum() else "_" for c in what)
+        program = ctx.path("train-" + tag)
+        if flags["batch"] != BATCH:
+            # The export traces the batch into the attention's reshapes.
+            onnx_path = ctx.path("gpt-%d.onnx" % flags["batch"])
+            export(model, x[:flags["batch"]], onnx_path)
+        r = T.compile_model(ctx, onnx_path, program, loss="cross-entropy",
+                            label="labels", world_size=RANKS, seed=0,
+                            optimizer="adamw", lr=LR, beta1=BETAS[0],
+                            beta2=BETAS[1], weight_decay=WD,
+                            no_weight_decay="bias,norm", clip_grad_norm=CLIP,
+                            **flags)
+        if not T.require_ok(checks, "otc-compile (%s)" % what, r):
+            continue
+        metrics = ctx.path(tag + ".jsonl")
+        r = T.run(T.train_cmd(program, {"input": files["input"],
+                                        "labels": files["labels"]},
+                              ranks=RANKS, steps=VARIANT_STEPS,
+                              no_shuffle=True, lr_schedule="cosine",
+                              warmup_steps=WARMUP, lr_min=LR_MIN,
+                              decay_steps=STEPS, log_every=1,
+                              metrics=metrics, threads=1, quiet=True),
+                  timeout=300)
+        if not T.require_ok(checks, "%s: training run" % what, r):
+            continue
+        ref, _ = torch_reference(copy.deepcopy(model), x, y, xv, yv,
+                                 steps=VARIANT_STEPS, **tflags)
+        got = T.losses_by_step(metrics)
+        worst = max(abs(got.get(s + 1, float("nan")) - ref[s]) / ref[s]
+                    for s in range(VARIANT_STEPS))
+        checks.check("%s: the training loss of each of %d steps within 1e-4 "
+                     "of PyTorch's" % (what, VARIANT_STEPS), worst <= 1e-4,
+                     "largest relative difference %.3g" % worst)
 
 
 def main():
@@ -174,11 +240,7 @@ def main():
 
     model = build_gpt(len(chars))
     onnx_path = ctx.path("gpt.onnx")
-    import torch
-    torch.onnx.export(model, (torch.from_numpy(x[:BATCH]),), onnx_path,
-                      input_names=["input"], output_names=["logits"],
-                      training=torch.onnx.TrainingMode.TRAINING,
-                      do_constant_folding=False, opset_version=17)
+    export(model, x[:BATCH], onnx_path)
     program = ctx.path("train")
     r = T.compile_model(ctx, onnx_path, program, loss="cross-entropy",
                         label="labels", batch=BATCH, world_size=RANKS, seed=0,
@@ -231,6 +293,7 @@ def main():
                                       ref_losses[s - 1]))
     print("validation loss after %d steps: otc %.4f / torch %.4f" %
           (STEPS, val, ref_val))
+    check_variants(ctx, checks, model, onnx_path, files, x, y, xv, yv)
     checks.finish()
 
 

@@ -16,7 +16,9 @@
 #               (torch param_groups), warm-up + cosine to 1 % of the lr as
 #               a factor on every group's lr (LambdaLR: --lr-scale groups
 #               scale the schedule's lr, floor included)
-#   clip-norm   momentum, clip_grad_norm_(0.05): clipped in most steps
+#   clip-norm   momentum, clip_grad_norm_(0.05): clipped in most steps; also
+#               on 2 ranks x 8, dense and through the compressed
+#               all-reduce (its fp32 method), against the same reference
 #   clip-value  SGD, clip_grad_value_(0.002)
 #   freeze      momentum with the first layer frozen (requires_grad=False)
 # Criteria: the lr of every step (metrics, --log-every 1) within 1e-7 of
@@ -203,6 +205,13 @@ PROGRAMS = {
                          batch=4, accumulate=4),
     "accumulate-2x2": dict(optimizer="momentum", lr=0.1, momentum=0.9,
                            batch=4, accumulate=2, world_size=2),
+    # Clipping the averaged gradient: 2 ranks x 8 (dense, and through the
+    # compressed all-reduce's fp32 method, decompressed before the clip).
+    "clip-2": dict(optimizer="momentum", lr=0.1, momentum=0.9, batch=8,
+                   world_size=2, clip_grad_norm=0.05),
+    "clip-2-compressed": dict(optimizer="momentum", lr=0.1, momentum=0.9,
+                              batch=8, world_size=2, clip_grad_norm=0.05,
+                              compress="none"),
 }
 
 
@@ -291,6 +300,32 @@ def check_accumulation(checks, ctx, programs, data):
         checks.check("accumulate: %s = 1 rank x 16, loss of every step "
                      "within 1e-5" % what, worst <= 1e-5,
                      "largest relative difference %.3g" % worst)
+
+
+def check_distributed_clipping(checks, ctx, programs, data, refs):
+    """2 ranks x 8 clip the averaged gradient: the same weights and norms
+    as 1 rank x 16 (torch's clip-norm reference), dense or through the
+    compressed all-reduce."""
+    want, _, norms, _ = refs["clip-norm"]
+    for name in ("clip-2", "clip-2-compressed"):
+        out = ctx.path("clip2", name + ".onnx")
+        metrics = ctx.path("clip2", name + ".jsonl")
+        os.makedirs(ctx.path("clip2"), exist_ok=True)
+        r = T.run(T.train_cmd(programs[name], data, ranks=2, steps=STEPS,
+                              no_shuffle=True, export=out, metrics=metrics,
+                              log_every=1, quiet=True), timeout=120)
+        if not T.require_ok(checks, "%s: 2-rank run" % name, r):
+            continue
+        T.compare_weights(checks, "%s: 2 ranks x 8 = torch 16, clipped "
+                          "weights after %d steps" % (name, STEPS),
+                          T.read_onnx_weights(out), want, TOL)
+        steps, _ = T.read_metrics(metrics)
+        got = {int(j["step"]): j.get("grad_norm") for j in steps}
+        worst = max(abs((got.get(s + 1) or float("nan")) - norms[s]) /
+                    norms[s] for s in range(STEPS))
+        checks.check("%s: the pre-clip norm of the averaged gradient, every "
+                     "step within %.0e of torch's" % (name, TOL),
+                     worst <= TOL, "largest relative difference %.3g" % worst)
 
 
 def check_resume(checks, ctx, program, data, ranks):
@@ -407,6 +442,7 @@ def main():
 
     check_cases(checks, ctx, programs, data, refs, w0)
     check_accumulation(checks, ctx, programs, data)
+    check_distributed_clipping(checks, ctx, programs, data, refs)
     check_resume(checks, ctx, programs["momentum"], data, 1)
     check_resume(checks, ctx, programs["momentum-2"], data, 2)
     check_bad_values(checks, ctx, onnx_path, programs["momentum"], data)
