@@ -133,6 +133,7 @@ private:
   LogicalResult dropout();
   LogicalResult optimizer();
   LogicalResult hyperparameter();
+  LogicalResult ema();
 
   // Helpers.
   std::string in(unsigned i) { return name(ins[i]); }
