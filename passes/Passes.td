@@ -23,7 +23,15 @@ def BuildTraining : Pass<"otc-build-training", "mlir::ModuleOp"> {
     state; a parameter trained in part (`dist.sdp_trains`) has its part
     taken from the weight and the gradient (the gradient's product computed
     for the part only), state of the part's size, the update marked
-    `dist.sdp_part_of`, and the part put back into the whole.
+    `dist.sdp_part_of`, and the part put back into the whole. LAMB, whose
+    trust ratio is one number per whole tensor, refuses such parts and
+    sliced parameters; the elementwise optimizers take them as they are.
+
+    Options left unset take the optimizer's defaults where torch or the
+    paper differ from Adam's: lion beta2 0.99, adagrad eps 1e-10, lamb eps
+    1e-6, rmsprop momentum 0. `ema` > 0 follows every trained parameter's
+    update with a `graph.ema_update` of its `<param>.ema` state (not with
+    SDP).
   }];
   let dependentDialects = ["::otc::graph::GraphDialect",
                            "::mlir::func::FuncDialect"];
@@ -35,17 +43,30 @@ def BuildTraining : Pass<"otc-build-training", "mlir::ModuleOp"> {
     Option<"label", "label", "std::string", "\"labels\"",
            "Name of the new label/target input">,
     Option<"optimizer", "optimizer", "std::string", "\"sgd\"",
-           "sgd, momentum, adam or adamw">,
+           "sgd, momentum, adam, adamw, lamb, lion, adagrad or rmsprop">,
     Option<"lr", "lr", "double", "0.01", "Learning rate">,
     Option<"momentum", "momentum", "double", "0.9",
-           "Momentum factor (optimizer=momentum)">,
+           "Momentum factor (optimizer=momentum; rmsprop: default 0, a "
+           "value > 0 gives it a momentum buffer)">,
     Option<"nesterov", "nesterov", "bool", "false",
            "Nesterov momentum (optimizer=momentum)">,
     Option<"weightDecay", "weight-decay", "double", "0.0",
-           "Weight decay (L2 for sgd/momentum/adam, decoupled for adamw)">,
-    Option<"beta1", "beta1", "double", "0.9", "Adam beta1">,
-    Option<"beta2", "beta2", "double", "0.999", "Adam beta2">,
-    Option<"eps", "eps", "double", "1e-8", "Adam epsilon">,
+           "Weight decay (L2 for sgd/momentum/adam/adagrad/rmsprop, added "
+           "to the update for lamb, decoupled for adamw and lion)">,
+    Option<"beta1", "beta1", "double", "0.9", "beta1 (adam, adamw, lamb, lion)">,
+    Option<"beta2", "beta2", "double", "0.999",
+           "beta2 (adam, adamw, lamb; lion: default 0.99)">,
+    Option<"eps", "eps", "double", "1e-8",
+           "Epsilon (adam, adamw, rmsprop; lamb: default 1e-6, adagrad: "
+           "1e-10)">,
+    Option<"alpha", "alpha", "double", "0.99",
+           "RMSprop smoothing constant">,
+    Option<"lrDecay", "lr-decay", "double", "0.0", "Adagrad lr decay">,
+    Option<"centered", "centered", "bool", "false",
+           "Centered RMSprop (normalise by the gradient's variance)">,
+    Option<"ema", "ema", "double", "0.0",
+           "Keep an exponential moving average of every trained parameter "
+           "with this decay in (0, 1) (state <param>.ema; 0: none)">,
     Option<"seed", "seed", "uint64_t", "0",
            "Default seed of the program (module attribute otc.seed)">,
     Option<"accumulate", "accumulate", "int64_t", "1",

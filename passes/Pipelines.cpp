@@ -1,6 +1,7 @@
 //===- Pipelines.cpp - The training and exec pipelines --------------------===//
 
 #include "passes/Pipelines.h"
+#include "passes/training/Optimizers.h"
 
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Pass/PassOptions.h"
@@ -51,13 +52,33 @@ void TrainingPipelineOptions::bind(OptionBinder &b) {
          "Loss on the model's first output (none: it is the loss)",
          {"cross-entropy", "mse", "l1", "bce-with-logits", "nll", "none"});
   b.bind("label", training.label, "Name of the label input");
-  b.bind("optimizer", training.optimizer, "Optimizer",
-         {"sgd", "momentum", "adam", "adamw"});
+  b.bind(
+      "optimizer", training.optimizer,
+      "Optimizer (torch.optim semantics; lamb: You et al. with "
+      "DeepSpeed's trust ratio, lion: Chen et al.)",
+      SmallVector<StringRef>(std::begin(kOptimizers), std::end(kOptimizers)));
   b.bind("lr", training.lr, "Learning rate");
-  b.bind("momentum", training.momentum, "Momentum (optimizer=momentum)");
+  b.bind("momentum", training.momentum,
+         "Momentum (optimizer=momentum, default 0.9; rmsprop: default 0, "
+         "> 0 keeps a momentum buffer)");
   b.bind("nesterov", training.nesterov, "Nesterov momentum");
   b.bind("weight-decay", training.weightDecay,
-         "Weight decay (L2 for sgd/momentum/adam, decoupled for adamw)");
+         "Weight decay (L2 for sgd/momentum/adam/adagrad/rmsprop, added to "
+         "the update for lamb, decoupled for adamw/lion)");
+  b.bind("beta1", training.beta1, "beta1 of adam/adamw/lamb/lion (0.9)");
+  b.bind("beta2", training.beta2,
+         "beta2 of adam/adamw/lamb (0.999) and lion (0.99)");
+  b.bind("eps", training.eps,
+         "Epsilon of adam/adamw/rmsprop (1e-8), lamb (1e-6), adagrad "
+         "(1e-10)");
+  b.bind("alpha", training.alpha, "RMSprop smoothing constant (0.99)");
+  b.bind("lr-decay", training.lrDecay, "Adagrad lr decay (0)");
+  b.bind("centered", training.centered,
+         "Centered RMSprop: normalise by the gradient's estimated variance");
+  b.bind("ema", training.ema,
+         "Keep an exponential moving average of the weights with this decay "
+         "in (0, 1), as torch's AveragedModel (the program's --export-ema "
+         "writes it)");
   b.bind("accumulate", training.accumulate,
          "Gradient accumulation: micro-batches of --batch samples per "
          "optimizer step, one all-reduce per step");
@@ -71,9 +92,6 @@ void TrainingPipelineOptions::bind(OptionBinder &b) {
          "Parameters not trained (no gradient, optimizer state or "
          "communication; exported unchanged): comma-separated globs or "
          "shorthands");
-  b.bind("beta1", training.beta1, "Adam beta1");
-  b.bind("beta2", training.beta2, "Adam beta2");
-  b.bind("eps", training.eps, "Adam epsilon");
   b.bind("world-size", worldSize, "Number of ranks");
   b.bind("seed", seed, "Default seed of the program");
   b.bind("inference", inference,
@@ -167,7 +185,26 @@ TrainingPipelineOptions::conflicts(llvm::function_ref<bool(StringRef)> given,
   if (sdp.empty() &&
       anyGiven({"sdp-active", "sdp-masking", "sdp-assignment", "sdp-rescale"}))
     return "SDP options need " + f("sdp") + " block|neuron";
+  if (training.centered && training.optimizer != "rmsprop")
+    return f("centered") + " needs " + f("optimizer") + " rmsprop";
+  if (training.ema != 0.0 && !(training.ema > 0.0 && training.ema < 1.0))
+    return f("ema") + " must be in (0, 1)";
+  if (training.ema > 0.0 && !sdp.empty())
+    return f("ema") + " does not combine with " + f("sdp") +
+           " (each rank holds only its subnetwork's weights)";
   return "";
+}
+
+void TrainingPipelineOptions::applyOptimizerDefaults(
+    llvm::function_ref<bool(StringRef)> given) {
+  std::pair<StringRef, double *> fields[] = {{"beta1", &training.beta1},
+                                             {"beta2", &training.beta2},
+                                             {"eps", &training.eps},
+                                             {"momentum", &training.momentum}};
+  for (auto [flag, field] : fields)
+    if (!given(flag))
+      if (std::optional<double> v = optimizerDefault(training.optimizer, flag))
+        *field = *v;
 }
 
 void ExecPipelineOptions::bind(OptionBinder &b) {
@@ -301,15 +338,15 @@ struct PipelineOptions : mlir::PassPipelineOptions<PipelineOptions<Values>>,
     for (auto &store : stores)
       store();
     if constexpr (std::is_same_v<Values, TrainingPipelineOptions>) {
-      std::string why = values.conflicts(
-          [&](StringRef flag) {
-            return llvm::any_of(owned, [&](const auto &o) {
-              return o->ArgStr == flag && o->getNumOccurrences() > 0;
-            });
-          },
-          "");
+      auto given = [&](StringRef flag) {
+        return llvm::any_of(owned, [&](const auto &o) {
+          return o->ArgStr == flag && o->getNumOccurrences() > 0;
+        });
+      };
+      std::string why = values.conflicts(given, "");
       if (!why.empty())
         return error(why);
+      values.applyOptimizerDefaults(given);
     }
     return success();
   }

@@ -83,6 +83,11 @@ struct TrainingPipelineOptions {
   /// with `dashes` before them.
   std::string conflicts(llvm::function_ref<bool(llvm::StringRef)> given,
                         llvm::StringRef dashes) const;
+  /// Gives the options the user did not set (`given(flag)` false) the
+  /// optimizer's defaults where they differ from the options' own (lion's
+  /// beta2, lamb's and adagrad's eps, rmsprop's momentum:
+  /// passes/training/Optimizers.h).
+  void applyOptimizerDefaults(llvm::function_ref<bool(llvm::StringRef)> given);
 };
 
 /// From the training step to memory-planned exec kernels.

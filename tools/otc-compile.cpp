@@ -100,6 +100,8 @@ int main(int argc, char **argv) {
     errs() << "otc-compile: " << conflict << "\n";
     return 2;
   }
+  options.pipeline.applyOptimizerDefaults(
+      [&](StringRef flag) { return flags.given(flag); });
   options.input = input;
   options.output = output;
   options.emit = emit;

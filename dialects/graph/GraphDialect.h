@@ -43,13 +43,16 @@ namespace otc::graph {
 /// What graph.hyperparameter may read: the fields of otc_hyperparams_t
 /// (otc/program_abi.h), which the runtime sets before every step.
 inline constexpr llvm::StringLiteral kHyperparameters[] = {
-    "lr", "weight_decay", "momentum", "beta1", "beta2", "eps"};
+    "lr",    "weight_decay", "momentum", "beta1",
+    "beta2", "eps",          "alpha",    "lr_decay"};
 
 /// The optimizer updates: operand 0 is the parameter, operand 1 its
-/// gradient, the rest optimizer state; results mirror them.
+/// gradient, the rest optimizer state; results mirror them. (graph.ema_update
+/// is not one: it reads no gradient.)
 inline bool isOptimizerUpdate(mlir::Operation *op) {
-  return llvm::isa<SgdUpdateOp, MomentumUpdateOp, AdamUpdateOp, AdamWUpdateOp>(
-      op);
+  return llvm::isa<SgdUpdateOp, MomentumUpdateOp, AdamUpdateOp, AdamWUpdateOp,
+                   LambUpdateOp, LionUpdateOp, AdagradUpdateOp,
+                   RmspropUpdateOp>(op);
 }
 } // namespace otc::graph
 

@@ -399,5 +399,59 @@ LogicalResult MseOp::verify() {
   return success();
 }
 
+//===----------------------------------------------------------------------===//
+// Optimizer updates
+//===----------------------------------------------------------------------===//
+
+/// `: type` of an update whose state operands and results all have the
+/// parameter's type: one type printed, the state's types filled in from it.
+static ParseResult
+parseSameStateTypes(OpAsmParser &parser, Type &param,
+                    ArrayRef<OpAsmParser::UnresolvedOperand> state,
+                    SmallVectorImpl<Type> &stateTypes,
+                    SmallVectorImpl<Type> &newStateTypes) {
+  if (parser.parseColonType(param))
+    return failure();
+  stateTypes.assign(state.size(), param);
+  newStateTypes.assign(state.size(), param);
+  return success();
+}
+
+static void printSameStateTypes(OpAsmPrinter &p, Operation *, Type param,
+                                OperandRange, TypeRange, TypeRange) {
+  p << ": " << param;
+}
+
+LogicalResult RmspropUpdateOp::verify() {
+  size_t want = 1 + getCentered() + getWithMomentum();
+  if (getState().size() != want)
+    return emitOpError("expects ")
+           << want << " state operand" << (want == 1 ? "" : "s")
+           << " (square_avg" << (getCentered() ? ", grad_avg" : "")
+           << (getWithMomentum() ? ", momentum_buffer" : "") << "), got "
+           << getState().size();
+  if (getNewState().size() != want)
+    return emitOpError("expects ")
+           << want << " new state results, got " << getNewState().size();
+  for (Value v : getState())
+    if (v.getType() != getParam().getType())
+      return emitOpError("state of type ")
+             << v.getType() << " for a parameter of type "
+             << getParam().getType();
+  for (Value v : getNewState())
+    if (v.getType() != getParam().getType())
+      return emitOpError("new state of type ")
+             << v.getType() << " for a parameter of type "
+             << getParam().getType();
+  return success();
+}
+
+LogicalResult EmaUpdateOp::verify() {
+  float decay = getDecay().convertToFloat();
+  if (!(decay > 0.0f && decay < 1.0f))
+    return emitOpError("decay must be in (0, 1), got ") << decay;
+  return success();
+}
+
 #define GET_OP_CLASSES
 #include "dialects/graph/GraphOps.cpp.inc"

@@ -644,9 +644,10 @@ def Graph_HyperparameterOp : Graph_Op<"hyperparameter", [Pure]> {
   let summary = "A training hyperparameter, read at run time";
   let description = [{
     The value of `name` (a field of otc_hyperparams_t: lr, weight_decay,
-    momentum, beta1, beta2, eps) for this step, as a float scalar. Passes
-    that compute with a hyperparameter outside an update (momentum
-    correction) read it through this op, so the value stays a run-time one.
+    momentum, beta1, beta2, eps, alpha, lr_decay) for this step, as a float
+    scalar. Passes that compute with a hyperparameter outside an update
+    (momentum correction) read it through this op, so the value stays a
+    run-time one.
 
     ```mlir
     %mu = graph.hyperparameter "momentum" : tensor<f32>
@@ -686,6 +687,131 @@ def Graph_ClipGradientsOp : Graph_Op<"clip_gradients",
   let assemblyFormat = [{
     $grads (`norm` $total^)? attr-dict `:` functional-type(operands, results)
   }];
+  let hasVerifier = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// More optimizer updates (torch.optim 1.13 semantics where torch has them,
+// the papers' otherwise) and the weight EMA. The kernels' comments
+// (otc/kernels.h) give the exact arithmetic.
+//===----------------------------------------------------------------------===//
+
+def Graph_LambUpdateOp : Graph_Op<"lamb_update",
+    [Pure, AllTypesMatch<["param", "grad", "m", "v",
+                          "new_param", "new_m", "new_v"]>]> {
+  let summary = "LAMB: Adam's direction scaled by a per-tensor trust ratio";
+  let description = [{
+    You et al. 2020 with bias correction and DeepSpeed FusedLamb's trust
+    ratio: `u = m_hat / (sqrt(v_hat) + eps) + wd * w`,
+    `w -= lr * clamp(||w|| / ||u||, 0.01, 10) * u` (1 when either norm is
+    0). The ratio is one number per tensor: the update needs the whole
+    parameter and its whole gradient (hence no SDP part updates). State:
+    `exp_avg`, `exp_avg_sq`.
+
+    ```mlir
+    %w2, %m2, %v2 = graph.lamb_update %w, %g, %m, %v : tensor<10xf32>
+    ```
+  }];
+  let arguments = (ins Graph_F32Tensor:$param, Graph_F32Tensor:$grad,
+                       Graph_F32Tensor:$m, Graph_F32Tensor:$v,
+                       DefaultValuedAttr<F32Attr, "1.0">:$lr_scale,
+                       DefaultValuedAttr<F32Attr, "1.0">:$wd_scale);
+  let results = (outs Graph_F32Tensor:$new_param, Graph_F32Tensor:$new_m,
+                      Graph_F32Tensor:$new_v);
+  let assemblyFormat = "$param `,` $grad `,` $m `,` $v attr-dict `:` type($param)";
+}
+
+def Graph_LionUpdateOp : Graph_Op<"lion_update",
+    [Pure, AllTypesMatch<["param", "grad", "m", "new_param", "new_m"]>]> {
+  let summary = "Lion: the sign of an interpolated momentum (Chen et al. 2023)";
+  let description = [{
+    `w *= 1 - lr * wd; w -= lr * sign(beta1 * m + (1 - beta1) * g);
+    m = beta2 * m + (1 - beta2) * g` (decoupled weight decay). State:
+    `exp_avg`.
+
+    ```mlir
+    %w2, %m2 = graph.lion_update %w, %g, %m {lr_scale = 0.1 : f32} : tensor<10xf32>
+    ```
+  }];
+  let arguments = (ins Graph_F32Tensor:$param, Graph_F32Tensor:$grad,
+                       Graph_F32Tensor:$m,
+                       DefaultValuedAttr<F32Attr, "1.0">:$lr_scale,
+                       DefaultValuedAttr<F32Attr, "1.0">:$wd_scale);
+  let results = (outs Graph_F32Tensor:$new_param, Graph_F32Tensor:$new_m);
+  let assemblyFormat = "$param `,` $grad `,` $m attr-dict `:` type($param)";
+}
+
+def Graph_AdagradUpdateOp : Graph_Op<"adagrad_update",
+    [Pure, AllTypesMatch<["param", "grad", "sum", "new_param", "new_sum"]>]> {
+  let summary = "Adagrad, as torch.optim.Adagrad";
+  let description = [{
+    `d = g + wd * w; sum += d * d; clr = lr / (1 + (step - 1) * lr_decay);
+    w -= clr * d / (sqrt(sum) + eps)` (initial accumulator 0). State: `sum`.
+
+    ```mlir
+    %w2, %s2 = graph.adagrad_update %w, %g, %s : tensor<10xf32>
+    ```
+  }];
+  let arguments = (ins Graph_F32Tensor:$param, Graph_F32Tensor:$grad,
+                       Graph_F32Tensor:$sum,
+                       DefaultValuedAttr<F32Attr, "1.0">:$lr_scale,
+                       DefaultValuedAttr<F32Attr, "1.0">:$wd_scale);
+  let results = (outs Graph_F32Tensor:$new_param, Graph_F32Tensor:$new_sum);
+  let assemblyFormat = "$param `,` $grad `,` $sum attr-dict `:` type($param)";
+}
+
+def Graph_RmspropUpdateOp : Graph_Op<"rmsprop_update",
+    [Pure, AllTypesMatch<["param", "grad", "new_param"]>]> {
+  let summary = "RMSprop, as torch.optim.RMSprop";
+  let description = [{
+    `d = g + wd * w; sq = alpha * sq + (1 - alpha) * d * d`; `centered`:
+    `ga = alpha * ga + (1 - alpha) * d`, `avg = sqrt(sq - ga * ga) + eps`
+    (else `sqrt(sq) + eps`); `with_momentum`: `buf = momentum * buf +
+    d / avg, w -= lr * buf` (else `w -= lr * d / avg`). Whether the program
+    keeps `grad_avg` and `momentum_buffer` is fixed at compile time (torch
+    keeps a buffer when its momentum is > 0); the state operands are
+    `square_avg`, then `grad_avg` when centered, then `momentum_buffer`
+    with momentum, and the results mirror them.
+
+    ```mlir
+    %w2, %sq2, %ga2 = graph.rmsprop_update %w, %g, %sq, %ga {centered = true}
+        : tensor<10xf32>
+    ```
+  }];
+  let arguments = (ins Graph_F32Tensor:$param, Graph_F32Tensor:$grad,
+                       Variadic<Graph_F32Tensor>:$state,
+                       DefaultValuedAttr<F32Attr, "1.0">:$lr_scale,
+                       DefaultValuedAttr<F32Attr, "1.0">:$wd_scale,
+                       DefaultValuedAttr<BoolAttr, "false">:$centered,
+                       DefaultValuedAttr<BoolAttr, "false">:$with_momentum);
+  let results = (outs Graph_F32Tensor:$new_param,
+                      Variadic<Graph_F32Tensor>:$new_state);
+  let assemblyFormat = [{
+    $param `,` $grad `,` $state attr-dict
+    custom<SameStateTypes>(type($param), ref($state), type($state),
+                           type($new_state))
+  }];
+  let hasVerifier = 1;
+}
+
+def Graph_EmaUpdateOp : Graph_Op<"ema_update",
+    [Pure, AllTypesMatch<["ema", "param", "result"]>]> {
+  let summary = "Exponential moving average of a parameter's values";
+  let description = [{
+    torch.optim.swa_utils.AveragedModel with an EMA averaging function:
+    the first optimizer step copies the parameter, every later one takes
+    `ema = lerp(ema, param, 1 - decay)` (`decay * ema + (1 - decay) *
+    param`). `param` is the parameter's new value (after its optimizer
+    update); the result replaces the `<param>.ema` state.
+
+    ```mlir
+    %e2 = graph.ema_update %e, %w2 {decay = 0.999 : f32} : tensor<10xf32>
+    ```
+  }];
+  let arguments = (ins Graph_F32Tensor:$ema, Graph_F32Tensor:$param,
+                       F32Attr:$decay);
+  let results = (outs Graph_F32Tensor:$result);
+  let assemblyFormat = "$ema `,` $param attr-dict `:` type($ema)";
   let hasVerifier = 1;
 }
 

@@ -80,7 +80,8 @@ struct KernelPattern : ConversionPattern {
   matchAndRewrite(Operation *op, ArrayRef<Value> operands,
                   ConversionPatternRewriter &rewriter) const override {
     if (!llvm::isa<graph::GraphDialect>(op->getDialect()) ||
-        llvm::isa<graph::ConstantOp>(op) || graph::isOptimizerUpdate(op))
+        llvm::isa<graph::ConstantOp, graph::EmaUpdateOp>(op) ||
+        graph::isOptimizerUpdate(op))
       return rewriter.notifyMatchFailure(op, "not a plain kernel op");
     StringRef kernel = kernelFor(op);
     if (!exec::lookupKernel(kernel))
@@ -171,6 +172,22 @@ struct ClipPattern : OpConversionPattern<graph::ClipGradientsOp> {
     call->setAttr("max_norm", op.getMaxNormAttr());
     call->setAttr("max_value", op.getMaxValueAttr());
     rewriter.replaceOp(op, outs);
+    return success();
+  }
+};
+
+/// The weight EMA updates its state in place from the updated parameter.
+struct EmaPattern : OpConversionPattern<graph::EmaUpdateOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(graph::EmaUpdateOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Value ema = writableBuffer(rewriter, op, op.getEma(), adaptor.getEma());
+    auto call = rewriter.create<exec::KernelOp>(op.getLoc(), "ema_update",
+                                                ValueRange{adaptor.getParam()},
+                                                ValueRange{ema});
+    call->setAttr("decay", op.getDecayAttr());
+    rewriter.replaceOp(op, ema);
     return success();
   }
 };
@@ -311,9 +328,10 @@ struct LowerToExec : otc::impl::LowerToExecBase<LowerToExec> {
     patterns.add<KernelPattern>(converter, ctx,
                                 /*convScratch=*/target == "cpu");
     patterns.add<UpdatePattern, ClipPattern>(converter, ctx);
-    patterns.add<ConstantPattern, AllReducePattern, BroadcastPattern,
-                 BucketPattern, UnbucketPattern, CompressedAllReducePattern>(
-        converter, ctx);
+    patterns
+        .add<ConstantPattern, EmaPattern, AllReducePattern, BroadcastPattern,
+             BucketPattern, UnbucketPattern, CompressedAllReducePattern>(
+            converter, ctx);
     populateFunctionOpInterfaceTypeConversionPattern<func::FuncOp>(patterns,
                                                                    converter);
     populateReturnOpTypeConversionPattern(patterns, converter);

@@ -12,6 +12,7 @@
 #include "dialects/Attributes.h"
 #include "dialects/dist/SdpAttributes.h"
 #include "dialects/exec/ExecDialect.h"
+#include "dialects/exec/KernelTable.h"
 #include "passes/Passes.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -69,8 +70,11 @@ bool packIsInPlace(exec::KernelOp k) {
   return true;
 }
 
+/// The kernel table's optimizer family (not the weight EMA, which reads
+/// the parameter rather than a gradient).
 bool isOptimizerKernel(exec::KernelOp k) {
-  return k.getKernel().ends_with("_update");
+  const exec::KernelInfo *info = exec::lookupKernel(k.getKernel());
+  return info && info->family == "optimizer";
 }
 
 struct PlanMemory : otc::impl::PlanMemoryBase<PlanMemory> {

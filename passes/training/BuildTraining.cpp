@@ -10,6 +10,7 @@
 #include "dialects/graph/ElementTypes.h"
 #include "dialects/graph/GraphDialect.h"
 #include "passes/Passes.h"
+#include "passes/training/Optimizers.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
@@ -31,13 +32,30 @@ using namespace otc::graph;
 
 namespace {
 
-/// Optimizer state slots per parameter, named as torch.optim names them.
-SmallVector<StringRef> stateSlots(StringRef optimizer) {
+/// Optimizer state slots per parameter, named as torch.optim (or the
+/// paper) names them; RMSprop's depend on `centered` and on whether it keeps
+/// a momentum buffer. With an EMA of the weights, its slot comes last.
+SmallVector<StringRef> stateSlots(StringRef optimizer, bool centered,
+                                  bool momentumBuffer, bool ema) {
+  SmallVector<StringRef> slots;
   if (optimizer == "momentum")
-    return {"momentum_buffer"};
-  if (optimizer == "adam" || optimizer == "adamw")
-    return {"exp_avg", "exp_avg_sq"};
-  return {};
+    slots = {"momentum_buffer"};
+  else if (optimizer == "adam" || optimizer == "adamw" || optimizer == "lamb")
+    slots = {"exp_avg", "exp_avg_sq"};
+  else if (optimizer == "lion")
+    slots = {"exp_avg"};
+  else if (optimizer == "adagrad")
+    slots = {"sum"};
+  else if (optimizer == "rmsprop") {
+    slots = {"square_avg"};
+    if (centered)
+      slots.push_back("grad_avg");
+    if (momentumBuffer)
+      slots.push_back("momentum_buffer");
+  }
+  if (ema)
+    slots.push_back("ema");
+  return slots;
 }
 
 /// The argument attributes of `fn`, an empty dictionary where it has none.
@@ -226,6 +244,13 @@ private:
 
 LogicalResult BuildTraining::validateOptions(ModuleOp module,
                                              func::FuncOp forward) {
+  // Options left unset take the optimizer's defaults. (A pass built from an
+  // options struct has every option set: the pipelines resolve them first,
+  // TrainingPipelineOptions::applyOptimizerDefaults.)
+  for (Option<double> *o : {&beta1, &beta2, &eps, &momentum})
+    if (!o->hasValue())
+      if (std::optional<double> v = optimizerDefault(optimizer, o->ArgStr))
+        *o = *v;
   if (!llvm::is_contained(
           {"cross-entropy", "mse", "l1", "bce-with-logits", "nll", "none"},
           loss))
@@ -233,10 +258,16 @@ LogicalResult BuildTraining::validateOptions(ModuleOp module,
            << loss
            << "' (expected cross-entropy, mse, l1, bce-with-logits, nll or "
               "none)";
-  if (optimizer != "sgd" && optimizer != "momentum" && optimizer != "adam" &&
-      optimizer != "adamw")
-    return mlir::emitError(module.getLoc(), "unknown optimizer '")
-           << optimizer << "' (expected sgd, momentum, adam or adamw)";
+  if (!llvm::is_contained(kOptimizers, optimizer)) {
+    auto diag = mlir::emitError(module.getLoc(), "unknown optimizer '")
+                << optimizer << "' (expected ";
+    for (auto [i, name] : llvm::enumerate(kOptimizers))
+      diag << (i == 0                            ? ""
+               : i + 1 == std::size(kOptimizers) ? " or "
+                                                 : ", ")
+           << name;
+    return diag << ")";
+  }
   if (accumulate < 1)
     return mlir::emitError(module.getLoc(),
                            "--accumulate must be at least 1, got ")
@@ -250,16 +281,50 @@ LogicalResult BuildTraining::validateOptions(ModuleOp module,
                            "weight decay must be non-negative, got ")
            << weightDecay;
   if (!(eps > 0.0))
-    return mlir::emitError(module.getLoc(),
-                           "Adam epsilon must be positive, got ")
+    return mlir::emitError(module.getLoc(), "epsilon must be positive, got ")
            << eps;
   if (!(momentum >= 0.0 && momentum < 1.0))
     return mlir::emitError(module.getLoc(), "momentum must be in [0, 1), got ")
            << momentum;
   if (!(beta1 >= 0.0 && beta1 < 1.0) || !(beta2 >= 0.0 && beta2 < 1.0))
-    return mlir::emitError(module.getLoc(),
-                           "Adam betas must be in [0, 1), got ")
+    return mlir::emitError(module.getLoc(), "betas must be in [0, 1), got ")
            << beta1 << ", " << beta2;
+  if (!(alpha >= 0.0 && alpha < 1.0))
+    return mlir::emitError(module.getLoc(),
+                           "RMSprop alpha must be in [0, 1), got ")
+           << alpha;
+  if (!(lrDecay >= 0.0))
+    return mlir::emitError(module.getLoc(),
+                           "Adagrad lr decay must be non-negative, got ")
+           << lrDecay;
+  if (centered && optimizer != "rmsprop")
+    return mlir::emitError(module.getLoc(), "centered is an RMSprop option; "
+                                            "the optimizer is ")
+           << optimizer;
+  if (ema != 0.0 && !(ema > 0.0 && ema < 1.0))
+    return mlir::emitError(module.getLoc(),
+                           "the EMA decay must be in (0, 1), got ")
+           << ema;
+  bool sdp = module->hasAttr(attr::kSdp) ||
+             forward.getSymName().starts_with(attr::kForwardRankPrefix);
+  if (ema > 0.0 && sdp)
+    return mlir::emitError(module.getLoc(),
+                           "an EMA of the weights is not supported with SDP "
+                           "(each rank holds only its subnetwork's)");
+  // LAMB's trust ratio is one norm ratio per whole tensor: on the part of a
+  // parameter that an SDP rank holds or trains it differs from the whole
+  // model's (and between the part's owners).
+  if (optimizer == "lamb")
+    for (unsigned i = 0; i < forward.getNumArguments(); ++i)
+      if (auto name = forward.getArgAttrOfType<StringAttr>(i, attr::kParam))
+        if (forward.getArgAttr(i, attr::kSdpTrains) ||
+            forward.getArgAttr(i, attr::kSdpSlices))
+          return mlir::emitError(forward.getLoc(), "LAMB with SDP: this rank ")
+                 << (forward.getArgAttr(i, attr::kSdpTrains) ? "trains"
+                                                             : "holds")
+                 << " only part of parameter '" << name.getValue()
+                 << "', but LAMB's trust ratio is per whole tensor; use "
+                    "block SDP (--sdp block) or another optimizer";
   if (forward.getNumResults() == 0)
     return mlir::emitError(forward.getLoc(), "@forward has no output to train");
   bool anyParam = false;
@@ -597,7 +662,8 @@ LogicalResult BuildTraining::buildTrainStep(ModuleOp module,
       paramArgs.push_back(i);
     // --freeze: no gradient, no state and no result (it never changes).
   }
-  SmallVector<StringRef> slots = stateSlots(optimizer);
+  SmallVector<StringRef> slots = stateSlots(
+      optimizer, centered, optimizer == "rmsprop" && momentum > 0.0, ema > 0.0);
   SmallVector<Type> argTypes(forward.getArgumentTypes());
   SmallVector<DictionaryAttr> argAttrs = argAttrDicts(forward);
   int labelArg = -1;
@@ -765,19 +831,21 @@ LogicalResult BuildTraining::buildTrainStep(ModuleOp module,
     FloatAttr lrScale = b.getF32FloatAttr(
                   static_cast<float>(lrScales.lookup(pname).value_or(1.0))),
               wdScale = b.getF32FloatAttr(noDecay.lookup(pname) ? 0.0f : 1.0f);
+    // The optimizer's state; an EMA's slot comes last.
+    ArrayRef<Value> optState = ArrayRef<Value>(state).drop_back(ema > 0.0);
     if (!g) {
       mlir::emitWarning(fn.getLoc(), "parameter '")
           << forward.getArgAttrOfType<StringAttr>(p, attr::kParam).getValue()
           << "' does not affect the loss and is not updated";
       next.push_back(w);
-      next.append(state);
+      next.append(optState.begin(), optState.end());
     } else if (optimizer == "sgd") {
       next.push_back(b.create<SgdUpdateOp>(loc, w, g, lrScale, wdScale));
     } else if (optimizer == "momentum") {
       auto op = b.create<MomentumUpdateOp>(loc, w, g, state[0], lrScale,
                                            wdScale, b.getBoolAttr(nesterov));
       next.append(op->result_begin(), op->result_end());
-    } else {
+    } else if (optimizer == "adam" || optimizer == "adamw") {
       Operation *op = optimizer == "adam"
                           ? b.create<AdamUpdateOp>(loc, w, g, state[0],
                                                    state[1], lrScale, wdScale)
@@ -786,7 +854,31 @@ LogicalResult BuildTraining::buildTrainStep(ModuleOp module,
                                                     state[1], lrScale, wdScale)
                                 .getOperation();
       next.append(op->result_begin(), op->result_end());
+    } else if (optimizer == "lamb") {
+      auto op = b.create<LambUpdateOp>(loc, w, g, state[0], state[1], lrScale,
+                                       wdScale);
+      next.append(op->result_begin(), op->result_end());
+    } else if (optimizer == "lion") {
+      auto op = b.create<LionUpdateOp>(loc, w, g, state[0], lrScale, wdScale);
+      next.append(op->result_begin(), op->result_end());
+    } else if (optimizer == "adagrad") {
+      auto op =
+          b.create<AdagradUpdateOp>(loc, w, g, state[0], lrScale, wdScale);
+      next.append(op->result_begin(), op->result_end());
+    } else if (optimizer == "rmsprop") {
+      SmallVector<Type> stateTypes(optState.size(), w.getType());
+      auto op = b.create<RmspropUpdateOp>(
+          loc, w.getType(), stateTypes, w, g, optState, lrScale, wdScale,
+          b.getBoolAttr(centered),
+          b.getBoolAttr(optState.size() > 1 + size_t(centered)));
+      next.append(op->result_begin(), op->result_end());
     }
+    // The EMA follows the parameter's new value (AveragedModel's
+    // update_parameters after optimizer.step()); a parameter the loss does
+    // not reach is followed too, so the EMA holds its value.
+    if (ema > 0.0)
+      next.push_back(b.create<EmaUpdateOp>(loc, state.back(), next[0],
+                                           b.getF32FloatAttr(ema)));
     if (part) {
       if (Operation *update = next[0].getDefiningOp();
           update && graph::isOptimizerUpdate(update))
@@ -983,20 +1075,28 @@ void BuildTraining::runOnOperation() {
 
   Builder b(&getContext());
   auto f = [&](double v) { return b.getF64FloatAttr(v); };
-  module->setAttr(
-      attr::kTraining,
-      b.getDictionaryAttr({
-          b.getNamedAttr("loss", b.getStringAttr(loss)),
-          b.getNamedAttr("label", b.getStringAttr(label)),
-          b.getNamedAttr("optimizer", b.getStringAttr(optimizer)),
-          b.getNamedAttr("lr", f(lr)),
-          b.getNamedAttr("momentum", f(momentum)),
-          b.getNamedAttr("nesterov", b.getBoolAttr(nesterov)),
-          b.getNamedAttr("weight_decay", f(weightDecay)),
-          b.getNamedAttr("beta1", f(beta1)),
-          b.getNamedAttr("beta2", f(beta2)),
-          b.getNamedAttr("eps", f(eps)),
-          b.getNamedAttr("accumulate", b.getI64IntegerAttr(accumulate)),
-      }));
+  module->setAttr(attr::kTraining,
+                  b.getDictionaryAttr({
+                      b.getNamedAttr("loss", b.getStringAttr(loss)),
+                      b.getNamedAttr("label", b.getStringAttr(label)),
+                      b.getNamedAttr("optimizer", b.getStringAttr(optimizer)),
+                      b.getNamedAttr("lr", f(lr)),
+                      b.getNamedAttr("momentum", f(momentum)),
+                      b.getNamedAttr("nesterov", b.getBoolAttr(nesterov)),
+                      b.getNamedAttr("weight_decay", f(weightDecay)),
+                      b.getNamedAttr("beta1", f(beta1)),
+                      b.getNamedAttr("beta2", f(beta2)),
+                      b.getNamedAttr("eps", f(eps)),
+                      b.getNamedAttr("alpha", f(alpha)),
+                      b.getNamedAttr("lr_decay", f(lrDecay)),
+                      b.getNamedAttr("centered", b.getBoolAttr(centered)),
+                      b.getNamedAttr("momentum_buffer",
+                                     b.getBoolAttr(optimizer == "momentum" ||
+                                                   (optimizer == "rmsprop" &&
+                                                    momentum > 0.0))),
+                      b.getNamedAttr("ema", f(ema)),
+                      b.getNamedAttr("accumulate",
+                                     b.getI64IntegerAttr(accumulate)),
+                  }));
   forward.erase();
 }

@@ -134,6 +134,7 @@ private:
   LogicalResult optimizer();
   LogicalResult hyperparameter();
   LogicalResult clip();
+  LogicalResult ema();
 
   // Helpers.
   std::string in(unsigned i) { return name(ins[i]); }

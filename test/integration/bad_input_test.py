@@ -478,10 +478,10 @@ def case_compile_bad_lr(e):
                               "bad")])
 
 
-@case("compile-bad-optimizer", "otc-compile: --optimizer rmsprop")
+@case("compile-bad-optimizer", "otc-compile: --optimizer lbfgs")
 def case_compile_bad_optimizer(e):
-    e.compile_("bad value --optimizer rmsprop", e.shared.mlp(),
-               ["--optimizer", "rmsprop"], words=["rmsprop"])
+    e.compile_("bad value --optimizer lbfgs", e.shared.mlp(),
+               ["--optimizer", "lbfgs"], words=["lbfgs"])
 
 
 @case("compile-bad-batch", "otc-compile: --batch 0")

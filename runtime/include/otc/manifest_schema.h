@@ -52,6 +52,17 @@ inline constexpr char kWeightDecay[] = "weight_decay";
 inline constexpr char kBeta1[] = "beta1";
 inline constexpr char kBeta2[] = "beta2";
 inline constexpr char kEps[] = "eps";
+inline constexpr char kAlpha[] = "alpha";
+inline constexpr char kLrDecay[] = "lr_decay";
+/// RMSprop: centered (keeps grad_avg).
+inline constexpr char kCentered[] = "centered";
+/// The program keeps momentum buffers and reads the run-time momentum
+/// (momentum; rmsprop compiled with momentum > 0).
+inline constexpr char kMomentumBuffer[] = "momentum_buffer";
+/// The decay of the weights' exponential moving average; 0 or absent: none.
+/// Each trained parameter P then has the state "P.<kEmaSlot>".
+inline constexpr char kEma[] = "ema";
+inline constexpr char kEmaSlot[] = "ema";
 
 // The SDP plan.
 inline constexpr char kSdpMode[] = "mode";

@@ -61,10 +61,13 @@ typedef struct otc_compress_desc {
 typedef struct otc_hyperparams {
   double lr;
   double weight_decay;
-  double momentum; /* SGD with momentum */
-  double beta1;    /* Adam, AdamW */
+  double momentum; /* SGD with momentum; RMSprop compiled with a buffer */
+  double beta1;    /* Adam, AdamW, LAMB, Lion */
   double beta2;
-  double eps;
+  double eps; /* Adam, AdamW, LAMB, Adagrad, RMSprop */
+  /* ABI 7 */
+  double alpha;    /* RMSprop's smoothing constant */
+  double lr_decay; /* Adagrad */
 } otc_hyperparams_t;
 
 /* What the runtime hands a step. */

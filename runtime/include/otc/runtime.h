@@ -87,6 +87,8 @@ typedef enum otc_program_feature {
   /* Some state differs between ranks (error-feedback residuals, SDP
    * subnetworks): every rank saves and loads its own checkpoint. */
   OTC_PROGRAM_PER_RANK_STATE = 1u << 4,
+  /* An EMA of the weights (otc_session_export_onnx_ema). */
+  OTC_PROGRAM_EMA = 1u << 5,
 } otc_program_feature_t;
 
 /* Micro-batches per optimizer step (--accumulate; 1 without, 0 for NULL). */
@@ -386,6 +388,25 @@ otc_status_t otc_checkpoint_validate(const otc_program_t *program,
  * values. */
 otc_status_t otc_session_export_onnx(const otc_session_t *session,
                                      const char *path);
+
+/* Programs compiled with `otc-compile --ema DECAY` (OTC_PROGRAM_EMA) keep an
+ * exponential moving average of every trained parameter, updated after each
+ * optimizer step as torch.optim.swa_utils.AveragedModel with an EMA avg_fn
+ * (the first step copies the weights, then ema = decay * ema + (1 - decay) *
+ * w); checkpoints hold it with the optimizer state. Buffers (BatchNorm
+ * running statistics) are not averaged (AveragedModel's use_buffers=False):
+ * both calls below give their current values. FAILED_PRECONDITION for a
+ * program without EMA. Local to the rank (no collective). */
+
+/* Writes the source ONNX model with its initializers replaced by the EMA of
+ * the trained values (what otc_session_export_onnx writes otherwise). */
+otc_status_t otc_session_export_onnx_ema(const otc_session_t *session,
+                                         const char *path);
+/* Reads the EMA of a parameter by its ONNX initializer name, as
+ * otc_session_get_param reads its value. */
+otc_status_t otc_session_get_ema_param(const otc_session_t *session,
+                                       const char *name, void *out,
+                                       size_t out_bytes);
 
 /*--- Driver ----------------------------------------------------------------*/
 

@@ -104,7 +104,8 @@ private:
 
 void putHyper(Writer &w, const otc_hyperparams_t &h,
               const std::optional<otc_lr_schedule_t> &schedule) {
-  for (double v : {h.lr, h.weight_decay, h.momentum, h.beta1, h.beta2, h.eps})
+  for (double v : {h.lr, h.weight_decay, h.momentum, h.beta1, h.beta2, h.eps,
+                   h.alpha, h.lr_decay})
     w.put<double>(v);
   w.put<uint32_t>(schedule ? 1 : 0);
   w.put<uint32_t>(0);
@@ -126,8 +127,8 @@ void putHyper(Writer &w, const otc_hyperparams_t &h,
 
 void getHyper(Reader &r, CheckpointData &data) {
   otc_hyperparams_t h{};
-  for (double *v :
-       {&h.lr, &h.weight_decay, &h.momentum, &h.beta1, &h.beta2, &h.eps})
+  for (double *v : {&h.lr, &h.weight_decay, &h.momentum, &h.beta1, &h.beta2,
+                    &h.eps, &h.alpha, &h.lr_decay})
     *v = r.get<double>();
   data.hyper = h;
   uint32_t hasSchedule = r.get<uint32_t>();

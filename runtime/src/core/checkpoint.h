@@ -7,14 +7,16 @@
 //             6 hyper) u32 name_len
 //             u64 bytes name data
 //   u32 crc32 (zlib) of everything before it.
-// "state" sections hold every manifest state tensor: optimizer state and
-// error-feedback residuals alike. The one "runtime" section (version 2) is
+// "state" sections hold every manifest state tensor: optimizer state, the
+// weights' EMA ("<param>.ema") and error-feedback residuals alike. The one
+// "runtime" section (version 2) is
 //   i64 skipped_steps  u32 buckets  u32 0
 //   per bucket: f64 norm0 (adaptive ‖g‖₀, 0 unset)  f32 last ratio  u32 0
 //               i64 compressed steps
 // The one "hyper" section (version 3) holds the hyperparameters of the next
 // step and the lr schedule:
-//   f64 lr weight_decay momentum beta1 beta2 eps  u32 has_schedule  u32 0
+//   f64 lr weight_decay momentum beta1 beta2 eps alpha lr_decay
+//   u32 has_schedule  u32 0
 //   schedule (has_schedule 1): i32 kind  i32 cycle_momentum  f64 base_lr
 //     i64 warmup_steps  f64 warmup_start_factor  i64 total_steps  f64 lr_min
 //     i64 step_size  f64 gamma  wsd_decay_fraction  pct_start  div_factor

@@ -236,7 +236,11 @@ void loadInitialParams(const Manifest &m, uint8_t *arena) {
 }
 
 void exportOnnx(const Manifest &m, const uint8_t *arena,
-                const std::string &path) {
+                const std::string &path, ExportWeights weights) {
+  if (weights == ExportWeights::Ema && !(m.optimizer.ema > 0))
+    throw Error(OTC_FAILED_PRECONDITION,
+                "the program keeps no EMA of its weights (compile with "
+                "otc-compile --ema DECAY)");
   onnx::ModelProto model = readModel(m.modelPath);
   std::map<std::string, onnx::TensorProto *> byName;
   for (onnx::TensorProto &t : *model.mutable_graph()->mutable_initializer())
@@ -246,6 +250,12 @@ void exportOnnx(const Manifest &m, const uint8_t *arena,
     if (it == byName.end())
       throw Error(OTC_NOT_FOUND, "the source model '" + m.modelPath +
                                      "' has no initializer '" + p.name + "'");
+    const TensorSpec *src = &p;
+    if (weights == ExportWeights::Ema && !p.buffer) {
+      src = m.findEma(p.name);
+      if (!src) // the manifest's parser checks this
+        throw Error(OTC_INTERNAL, "parameter '" + p.name + "' has no EMA");
+    }
     onnx::TensorProto &t = *it->second;
     t.clear_float_data();
     t.clear_double_data();
@@ -257,7 +267,7 @@ void exportOnnx(const Manifest &m, const uint8_t *arena,
     t.clear_dims();
     for (int64_t d : p.shape)
       t.add_dims(d);
-    t.set_raw_data(arena + p.offset, p.bytes());
+    t.set_raw_data(arena + src->offset, src->bytes());
   }
   std::string bytes;
   if (!model.SerializeToString(&bytes))

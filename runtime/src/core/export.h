@@ -16,10 +16,19 @@ struct Manifest;
 /// source model (SDP: only the feature ranges the manifest keeps).
 void loadInitialParams(const Manifest &m, uint8_t *arena);
 
-/// Writes the source model with `m`'s parameters in `arena` as
-/// initializers.
+/// Which values export writes for the trained parameters.
+enum class ExportWeights {
+  Trained, ///< the parameters themselves
+  /// Their EMA (the state "<param>.ema"); buffers (BatchNorm statistics),
+  /// which are not averaged, keep their current values.
+  Ema,
+};
+
+/// Writes the source model with `m`'s parameters in `arena` (or their EMA)
+/// as initializers.
 void exportOnnx(const Manifest &m, const uint8_t *arena,
-                const std::string &path);
+                const std::string &path,
+                ExportWeights weights = ExportWeights::Trained);
 
 } // namespace otc
 

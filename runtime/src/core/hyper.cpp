@@ -17,17 +17,28 @@ constexpr double kPi = 3.14159265358979323846;
 struct HyperInfo {
   const char *name;
   double otc_hyperparams_t::*field;
-  /// The optimizers that have it ("*": all).
+  /// The optimizers that have it ("*": all). "rmsprop+momentum": RMSprop
+  /// compiled with a momentum buffer (OptimizerSpec::momentumBuffer).
   std::initializer_list<const char *> optimizers;
+  /// Why an optimizer without it lacks it (appended to the message).
+  const char *hint = "";
 };
 
 const HyperInfo kHypers[] = {
     {"lr", &otc_hyperparams_t::lr, {"*"}},
     {"weight_decay", &otc_hyperparams_t::weight_decay, {"*"}},
-    {"momentum", &otc_hyperparams_t::momentum, {"momentum"}},
-    {"beta1", &otc_hyperparams_t::beta1, {"adam", "adamw"}},
-    {"beta2", &otc_hyperparams_t::beta2, {"adam", "adamw"}},
-    {"eps", &otc_hyperparams_t::eps, {"adam", "adamw"}},
+    {"momentum",
+     &otc_hyperparams_t::momentum,
+     {"momentum", "rmsprop+momentum"},
+     " (compile with --optimizer momentum, or rmsprop with --momentum > 0 "
+     "for a momentum buffer)"},
+    {"beta1", &otc_hyperparams_t::beta1, {"adam", "adamw", "lamb", "lion"}},
+    {"beta2", &otc_hyperparams_t::beta2, {"adam", "adamw", "lamb", "lion"}},
+    {"eps",
+     &otc_hyperparams_t::eps,
+     {"adam", "adamw", "lamb", "adagrad", "rmsprop"}},
+    {"alpha", &otc_hyperparams_t::alpha, {"rmsprop"}},
+    {"lr_decay", &otc_hyperparams_t::lr_decay, {"adagrad"}},
 };
 
 const HyperInfo *findHyper(const std::string &name) {
@@ -37,10 +48,13 @@ const HyperInfo *findHyper(const std::string &name) {
   return nullptr;
 }
 
-bool hasHyper(const HyperInfo &h, const std::string &optimizer) {
+bool hasHyper(const HyperInfo &h, const OptimizerSpec &spec) {
+  const std::string key =
+      spec.name == "rmsprop" && spec.momentumBuffer ? "rmsprop+momentum" : "";
   return std::any_of(
-      h.optimizers.begin(), h.optimizers.end(),
-      [&](const char *o) { return std::string(o) == "*" || optimizer == o; });
+      h.optimizers.begin(), h.optimizers.end(), [&](const char *o) {
+        return std::string(o) == "*" || spec.name == o || key == o;
+      });
 }
 
 [[noreturn]] void bad(const std::string &what) {
@@ -69,6 +83,8 @@ otc_hyperparams_t initialHyperparams(const OptimizerSpec &spec) {
   h.beta1 = spec.beta1;
   h.beta2 = spec.beta2;
   h.eps = spec.eps;
+  h.alpha = spec.alpha;
+  h.lr_decay = spec.lrDecay;
   return h;
 }
 
@@ -77,8 +93,9 @@ double *hyperField(otc_hyperparams_t &h, const std::string &name) {
   return info ? &(h.*(info->field)) : nullptr;
 }
 
-void checkHyperparameter(const std::string &optimizer, const std::string &name,
+void checkHyperparameter(const OptimizerSpec &spec, const std::string &name,
                          double value) {
+  const std::string &optimizer = spec.name;
   const HyperInfo *info = findHyper(name);
   if (!info) {
     std::string known;
@@ -86,14 +103,14 @@ void checkHyperparameter(const std::string &optimizer, const std::string &name,
       known += std::string(known.empty() ? "" : ", ") + h.name;
     bad("unknown hyperparameter '" + name + "' (known: " + known + ")");
   }
-  if (!hasHyper(*info, optimizer))
+  if (!hasHyper(*info, spec))
     bad("the program's optimizer " + optimizer + " has no " + name +
-        (name == "momentum" ? " (compile with --optimizer momentum)" : ""));
+        info->hint);
   if (!std::isfinite(value))
     bad(name + " must be finite, got " + num(value));
   bool ok = true;
   const char *range = "";
-  if (name == "lr" || name == "weight_decay")
+  if (name == "lr" || name == "weight_decay" || name == "lr_decay")
     ok = value >= 0, range = ">= 0";
   else if (name == "eps")
     ok = value > 0, range = "> 0";
@@ -103,10 +120,11 @@ void checkHyperparameter(const std::string &optimizer, const std::string &name,
     bad(name + " must be " + range + ", got " + num(value));
 }
 
-const char *cycledMomentum(const std::string &optimizer) {
-  if (optimizer == "momentum")
+const char *cycledMomentum(const OptimizerSpec &spec) {
+  const std::string &o = spec.name;
+  if (o == "momentum" || (o == "rmsprop" && spec.momentumBuffer))
     return "momentum";
-  if (optimizer == "adam" || optimizer == "adamw")
+  if (o == "adam" || o == "adamw" || o == "lamb" || o == "lion")
     return "beta1";
   return "";
 }
@@ -249,7 +267,7 @@ void applySchedule(otc_session_t *s) {
   double mom = 0;
   s->hyper.lr = scheduleLr(*s->schedule, s->step + 1, &mom);
   if (s->schedule->kind == OTC_LR_ONECYCLE && s->schedule->cycle_momentum)
-    *hyperField(s->hyper, cycledMomentum(s->manifest().optimizer.name)) = mom;
+    *hyperField(s->hyper, cycledMomentum(s->manifest().optimizer)) = mom;
 }
 
 } // namespace otc
@@ -263,14 +281,14 @@ otc_status_t otc_session_set_hyperparameter(otc_session_t *session,
   return guard([&] {
     if (!session || !name)
       throw Error(OTC_INVALID_ARGUMENT, "session and name must not be NULL");
-    checkHyperparameter(session->manifest().optimizer.name, name, value);
+    checkHyperparameter(session->manifest().optimizer, name, value);
     if (session->schedule && std::string(name) == "lr")
       throw Error(OTC_FAILED_PRECONDITION,
                   "a learning-rate schedule sets the lr; change the "
                   "schedule's base lr instead");
     if (session->schedule && session->schedule->cycle_momentum &&
         session->schedule->kind == OTC_LR_ONECYCLE &&
-        cycledMomentum(session->manifest().optimizer.name) == std::string(name))
+        cycledMomentum(session->manifest().optimizer) == std::string(name))
       throw Error(OTC_FAILED_PRECONDITION,
                   std::string("the onecycle schedule cycles ") + name);
     *hyperField(session->hyper, name) = value;
@@ -287,7 +305,7 @@ otc_status_t otc_session_get_hyperparameter(const otc_session_t *session,
     otc_hyperparams_t h = session->hyper;
     double *field = hyperField(h, name);
     // Unknown, or not the optimizer's: the same message as setting it.
-    checkHyperparameter(session->manifest().optimizer.name, name,
+    checkHyperparameter(session->manifest().optimizer, name,
                         field ? *field : 0);
     *out_value = *field;
   });
@@ -351,13 +369,13 @@ otc_status_t otc_session_set_lr_schedule(otc_session_t *session,
       return;
     }
     validateSchedule(*schedule);
-    const std::string &opt = session->manifest().optimizer.name;
+    const OptimizerSpec &opt = session->manifest().optimizer;
     if (schedule->kind == OTC_LR_ONECYCLE && schedule->cycle_momentum &&
         !*cycledMomentum(opt))
       throw Error(OTC_INVALID_ARGUMENT,
                   "lr schedule: onecycle cycles the momentum, but the "
                   "program's optimizer " +
-                      opt + " has none (turn cycle_momentum off)");
+                      opt.name + " has none (turn cycle_momentum off)");
     session->schedule = *schedule;
     applySchedule(session);
   });

@@ -22,13 +22,15 @@ otc_hyperparams_t initialHyperparams(const OptimizerSpec &spec);
 double *hyperField(otc_hyperparams_t &h, const std::string &name);
 
 /// Throws INVALID_ARGUMENT when `name` is unknown, `value` out of its range
-/// or the optimizer `optimizer` has no such hyperparameter.
-void checkHyperparameter(const std::string &optimizer, const std::string &name,
+/// or the optimizer `spec` has no such hyperparameter (RMSprop has a
+/// momentum only when compiled with a momentum buffer).
+void checkHyperparameter(const OptimizerSpec &spec, const std::string &name,
                          double value);
 
-/// The hyperparameter a OneCycle schedule cycles for `optimizer` ("momentum"
-/// or "beta1"), or "" when it has none.
-const char *cycledMomentum(const std::string &optimizer);
+/// The hyperparameter a OneCycle schedule cycles for `spec` ("momentum" for
+/// momentum SGD and RMSprop with a momentum buffer, "beta1" for Adam, AdamW,
+/// LAMB and Lion), or "" when it has none.
+const char *cycledMomentum(const OptimizerSpec &spec);
 
 /// Throws INVALID_ARGUMENT naming the first field of `s` out of range.
 void validateSchedule(const otc_lr_schedule_t &s);

@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <vector>
 
 using namespace otc;
 
@@ -138,14 +139,28 @@ TEST(LrSchedule, ValidationNamesTheField) {
   EXPECT_NE(invalid(s).find("unknown kind 17"), std::string::npos);
 }
 
+/// An optimizer as its manifest names it (momentum SGD keeps buffers).
+OptimizerSpec optimizer(const char *name, bool momentumBuffer = false) {
+  OptimizerSpec spec;
+  spec.name = name;
+  spec.momentumBuffer = momentumBuffer || spec.name == "momentum";
+  return spec;
+}
+
+/// checkHyperparameter's message, "" when it accepts.
+std::string message(const OptimizerSpec &spec, const char *name, double v) {
+  try {
+    checkHyperparameter(spec, name, v);
+  } catch (const Error &e) {
+    EXPECT_EQ(e.code(), OTC_INVALID_ARGUMENT);
+    return e.what();
+  }
+  return "";
+}
+
 TEST(Hyperparameters, RangesAndOptimizers) {
   auto message = [](const char *opt, const char *name, double v) {
-    try {
-      checkHyperparameter(opt, name, v);
-    } catch (const Error &e) {
-      return std::string(e.what());
-    }
-    return std::string();
+    return ::message(optimizer(opt), name, v);
   };
   EXPECT_EQ(message("adamw", "beta2", 0.95), "");
   EXPECT_EQ(message("sgd", "lr", 0), "") << "a schedule may reach 0";
@@ -172,6 +187,90 @@ TEST(Hyperparameters, RangesAndOptimizers) {
   EXPECT_EQ(h.lr, 3e-4);
   EXPECT_EQ(*hyperField(h, "beta2"), 0.95);
   EXPECT_EQ(hyperField(h, "nope"), nullptr);
+}
+
+// Which optimizer reads which hyperparameter: torch.optim's (and the
+// papers') parameters of each, with the run-time field of otc_hyperparams_t.
+TEST(Hyperparameters, TableOfTheNewOptimizers) {
+  struct Case {
+    const char *optimizer;
+    std::vector<const char *> has, hasNot;
+  };
+  const Case cases[] = {
+      {"lamb",
+       {"lr", "weight_decay", "beta1", "beta2", "eps"},
+       {"momentum", "alpha", "lr_decay"}},
+      {"lion",
+       {"lr", "weight_decay", "beta1", "beta2"},
+       {"eps", "momentum", "alpha", "lr_decay"}},
+      {"adagrad",
+       {"lr", "weight_decay", "eps", "lr_decay"},
+       {"beta1", "beta2", "momentum", "alpha"}},
+      {"rmsprop",
+       {"lr", "weight_decay", "eps", "alpha"},
+       {"beta1", "beta2", "momentum", "lr_decay"}},
+      {"adam", {"beta1", "beta2", "eps"}, {"alpha", "lr_decay", "momentum"}},
+      {"momentum", {"momentum"}, {"alpha", "lr_decay", "eps"}},
+  };
+  for (const Case &c : cases) {
+    for (const char *name : c.has)
+      EXPECT_EQ(message(optimizer(c.optimizer), name, 0.5), "")
+          << c.optimizer << " " << name;
+    for (const char *name : c.hasNot)
+      EXPECT_NE(message(optimizer(c.optimizer), name, 0.5)
+                    .find(std::string("optimizer ") + c.optimizer + " has no " +
+                          name),
+                std::string::npos)
+          << c.optimizer << " " << name;
+  }
+  // RMSprop reads a momentum only when compiled with a momentum buffer
+  // (torch keeps one exactly when momentum > 0).
+  EXPECT_NE(message(optimizer("rmsprop"), "momentum", 0.9)
+                .find("rmsprop with --momentum > 0"),
+            std::string::npos);
+  EXPECT_EQ(message(optimizer("rmsprop", true), "momentum", 0.9), "");
+  // Ranges: alpha as the other averaging factors, lr_decay as the lr.
+  EXPECT_NE(message(optimizer("rmsprop"), "alpha", 1.0).find("in [0, 1)"),
+            std::string::npos);
+  EXPECT_NE(
+      message(optimizer("adagrad"), "lr_decay", -0.1).find("must be >= 0"),
+      std::string::npos);
+  EXPECT_EQ(message(optimizer("adagrad"), "lr_decay", 0.0), "");
+  EXPECT_NE(message(optimizer("adagrad"), "eps", 0).find("eps must be > 0"),
+            std::string::npos);
+  // The unknown-name message lists the new fields.
+  EXPECT_NE(message(optimizer("sgd"), "rho", 0.5)
+                .find("known: lr, weight_decay, momentum, beta1, beta2, eps, "
+                      "alpha, lr_decay"),
+            std::string::npos);
+}
+
+TEST(Hyperparameters, OneCycleCyclesTheOptimizersMomentum) {
+  EXPECT_STREQ(cycledMomentum(optimizer("momentum")), "momentum");
+  EXPECT_STREQ(cycledMomentum(optimizer("adam")), "beta1");
+  EXPECT_STREQ(cycledMomentum(optimizer("lamb")), "beta1");
+  EXPECT_STREQ(cycledMomentum(optimizer("lion")), "beta1");
+  EXPECT_STREQ(cycledMomentum(optimizer("rmsprop", true)), "momentum");
+  EXPECT_STREQ(cycledMomentum(optimizer("rmsprop")), "");
+  EXPECT_STREQ(cycledMomentum(optimizer("adagrad")), "");
+  EXPECT_STREQ(cycledMomentum(optimizer("sgd")), "");
+}
+
+TEST(Hyperparameters, InitialValuesOfTheNewFields) {
+  OptimizerSpec spec = optimizer("rmsprop");
+  spec.alpha = 0.9;
+  spec.lrDecay = 0.25;
+  spec.eps = 1e-10;
+  otc_hyperparams_t h = initialHyperparams(spec);
+  EXPECT_EQ(h.alpha, 0.9);
+  EXPECT_EQ(h.lr_decay, 0.25);
+  EXPECT_EQ(h.eps, 1e-10);
+  EXPECT_EQ(hyperField(h, "alpha"), &h.alpha);
+  EXPECT_EQ(hyperField(h, "lr_decay"), &h.lr_decay);
+  // torch's defaults when the manifest says nothing.
+  otc_hyperparams_t d = initialHyperparams(OptimizerSpec());
+  EXPECT_EQ(d.alpha, 0.99);
+  EXPECT_EQ(d.lr_decay, 0.0);
 }
 
 } // namespace

@@ -39,6 +39,13 @@ const TensorSpec *Manifest::findParam(const std::string &name) const {
   return nullptr;
 }
 
+const TensorSpec *Manifest::findEma(const std::string &param) const {
+  for (const TensorSpec &t : state)
+    if (t.param == param && t.name == param + "." + K::kEmaSlot)
+      return &t;
+  return nullptr;
+}
+
 const TensorSpec *Manifest::findInput(const std::string &name) const {
   for (const TensorSpec &t : inputs)
     if (t.name == name)
@@ -225,6 +232,16 @@ Manifest parseManifest(const std::string &text, uint64_t entryArenaBytes) {
       get(K::kBeta1, m.optimizer.beta1);
       get(K::kBeta2, m.optimizer.beta2);
       get(K::kEps, m.optimizer.eps);
+      get(K::kAlpha, m.optimizer.alpha);
+      get(K::kLrDecay, m.optimizer.lrDecay);
+      get(K::kCentered, m.optimizer.centered);
+      // Manifests before RMSprop: momentum SGD is the one with buffers.
+      m.optimizer.momentumBuffer = m.optimizer.name == "momentum";
+      get(K::kMomentumBuffer, m.optimizer.momentumBuffer);
+      get(K::kEma, m.optimizer.ema);
+      if (!(m.optimizer.ema >= 0 && m.optimizer.ema < 1))
+        bad("optimizer ema must be in [0, 1) (0: none), got " +
+            std::to_string(m.optimizer.ema));
     }
     m.arenaBytes = field(j, K::kArenaBytes, "manifest").get<uint64_t>();
     if (entryArenaBytes && m.arenaBytes != entryArenaBytes)
@@ -243,6 +260,17 @@ Manifest parseManifest(const std::string &text, uint64_t entryArenaBytes) {
     list(K::kParams, m.params);
     list(K::kState, m.state);
     list(K::kInputs, m.inputs);
+    // An EMA follows every trained parameter.
+    if (m.optimizer.ema > 0)
+      for (const TensorSpec &p : m.params) {
+        if (p.buffer)
+          continue;
+        const TensorSpec *e = m.findEma(p.name);
+        if (!e || e->dtype != p.dtype || e->shape != p.shape)
+          bad("optimizer ema is set, but parameter '" + p.name +
+              "' has no state '" + p.name + "." + K::kEmaSlot +
+              "' of its type");
+      }
     // A program whose inputs have no "data" role may leave batch at 0: the
     // first input's leading dimension is the batch then.
     if (m.batch < 1 && !m.inputs.empty() && !m.inputs[0].shape.empty())
@@ -481,6 +509,8 @@ uint32_t otc_program_features(const otc_program_t *program) {
     f |= OTC_PROGRAM_CALIBRATE_STEP;
   if (m.hasPerRankState())
     f |= OTC_PROGRAM_PER_RANK_STATE;
+  if (m.optimizer.ema > 0)
+    f |= OTC_PROGRAM_EMA;
   return f;
 }
 

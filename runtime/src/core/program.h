@@ -57,6 +57,12 @@ struct OptimizerSpec {
   double lr = 0.01, momentum = 0, weightDecay = 0;
   bool nesterov = false;
   double beta1 = 0.9, beta2 = 0.999, eps = 1e-8;
+  double alpha = 0.99, lrDecay = 0;
+  /// RMSprop: keeps grad_avg; keeps a momentum buffer (and so reads the
+  /// run-time momentum; also true for momentum SGD).
+  bool centered = false, momentumBuffer = false;
+  /// Decay of the weights' EMA (state "<param>.ema"), 0 for none.
+  double ema = 0;
 };
 
 /// Subnetwork data parallelism: which components each rank owns and which
@@ -90,6 +96,8 @@ struct Manifest {
   uint64_t hash = 0;
 
   const TensorSpec *findParam(const std::string &name) const;
+  /// The EMA state of parameter `param` ("<param>.ema"), or nullptr.
+  const TensorSpec *findEma(const std::string &param) const;
   const TensorSpec *findInput(const std::string &name) const;
   const TensorSpec *inputWithRole(const std::string &role) const;
   /// True when some state differs between ranks (error-feedback residuals,

@@ -558,6 +558,42 @@ otc_status_t otc_session_set_param(otc_session_t *session, const char *name,
   });
 }
 
+otc_status_t otc_session_export_onnx_ema(const otc_session_t *session,
+                                         const char *path) {
+  return guard([&] {
+    checkSession(session);
+    if (!path)
+      throw Error(OTC_INVALID_ARGUMENT, "export path is NULL");
+    session->pullFromDevice();
+    exportOnnx(session->manifest(), session->arena.get(), path,
+               ExportWeights::Ema);
+  });
+}
+
+otc_status_t otc_session_get_ema_param(const otc_session_t *session,
+                                       const char *name, void *out,
+                                       size_t out_bytes) {
+  return guard([&] {
+    checkSession(session);
+    const TensorSpec &p = findParamOrThrow(session, name);
+    if (!(session->manifest().optimizer.ema > 0))
+      throw Error(OTC_FAILED_PRECONDITION,
+                  "the program keeps no EMA of its weights (compile with "
+                  "otc-compile --ema DECAY)");
+    const TensorSpec *t = p.buffer ? &p : session->manifest().findEma(p.name);
+    if (!t)
+      throw Error(OTC_INTERNAL,
+                  std::string("parameter '") + name + "' has no EMA");
+    if (out_bytes != t->bytes() || (out_bytes && !out))
+      throw Error(OTC_INVALID_ARGUMENT,
+                  std::string("parameter '") + name + "' has " +
+                      std::to_string(t->bytes()) + " bytes, buffer has " +
+                      std::to_string(out_bytes));
+    session->pullFromDevice();
+    std::memcpy(out, session->at(*t), out_bytes);
+  });
+}
+
 otc_status_t otc_session_export_onnx(const otc_session_t *session,
                                      const char *path) {
   return guard([&] {

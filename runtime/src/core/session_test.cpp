@@ -76,10 +76,11 @@ protected:
   };
 
   std::unique_ptr<Handles> open(int slot, int64_t batch = 16, int world = 1,
-                                int64_t d = kD) {
+                                int64_t d = kD,
+                                const otc::testing::LinearOptions &more = {}) {
     auto h = std::make_unique<Handles>();
-    h->fixture =
-        std::make_unique<LinearProgram>(slot, modelPath, d, kC, batch, world);
+    h->fixture = std::make_unique<LinearProgram>(
+        slot, modelPath, d, kC, batch, world, 0.1f, 0.9f, nullptr, more);
     StatusText t =
         take(otc_program_from_entry(&h->fixture->entry, &h->program));
     EXPECT_EQ(t.code, OTC_OK) << t.message;
@@ -824,6 +825,212 @@ TEST_F(SessionTest, FullModelCallsDoNothingWithoutSdp) {
                           otc_session_calibrate_full_model(nullptr),
                           otc_session_average_full_buffers(nullptr)})
     EXPECT_EQ(take(st).code, OTC_INVALID_ARGUMENT);
+}
+
+//--- Weight EMA and the hyperparameters of the other optimizers -----------
+
+otc::testing::LinearOptions withEma(double decay) {
+  otc::testing::LinearOptions o;
+  o.ema = decay;
+  return o;
+}
+
+std::vector<float> emaParam(otc_session_t *s, const char *name, size_t n) {
+  std::vector<float> v(n);
+  StatusText t = take(otc_session_get_ema_param(s, name, v.data(), n * 4));
+  EXPECT_EQ(t.code, OTC_OK) << t.message;
+  return v;
+}
+
+TEST_F(SessionTest, EmaIsReadExportedAndCheckpointed) {
+  const double decay = 0.75;
+  auto h = open(0, 16, 1, kD, withEma(decay));
+  EXPECT_NE(otc_program_features(h->program) & OTC_PROGRAM_EMA, 0u);
+  const size_t n = kC * kD;
+  // The EMA the state must hold, from the weights after every step.
+  trainSteps(h->session, 16, 1, 0);
+  std::vector<float> want = param(h->session, "fc.weight", n);
+  EXPECT_EQ(emaParam(h->session, "fc.weight", n), want)
+      << "the first step copies the weights";
+  for (int step = 2; step <= 5; ++step) {
+    trainSteps(h->session, 16, 1, step - 1);
+    std::vector<float> w = param(h->session, "fc.weight", n);
+    for (size_t i = 0; i < n; ++i)
+      want[i] = float(decay * want[i] + (1 - decay) * double(w[i]));
+  }
+  std::vector<float> ema5 = emaParam(h->session, "fc.weight", n);
+  EXPECT_EQ(ema5, want);
+  EXPECT_NE(ema5, param(h->session, "fc.weight", n));
+  StatusText t =
+      take(otc_session_get_ema_param(h->session, "fc.weight", ema5.data(), 4));
+  EXPECT_EQ(t.code, OTC_INVALID_ARGUMENT) << t.message;
+  t = take(otc_session_get_ema_param(h->session, "nope", ema5.data(), 4));
+  EXPECT_EQ(t.code, OTC_NOT_FOUND) << t.message;
+
+  // Export: the EMA in place of every trained value; --export unchanged.
+  std::string emaPath = dir + "/ema.onnx", rawPath = dir + "/raw.onnx";
+  ASSERT_OK(otc_session_export_onnx_ema(h->session, emaPath.c_str()));
+  ASSERT_OK(otc_session_export_onnx(h->session, rawPath.c_str()));
+  std::vector<float> emaBias = emaParam(h->session, "fc.bias", kC);
+  std::vector<float> expected = ema5;
+  expected.insert(expected.end(), emaBias.begin(), emaBias.end());
+  EXPECT_EQ(exportedWeights(emaPath), expected);
+  std::vector<float> raw = param(h->session, "fc.weight", n);
+  std::vector<float> rawBias = param(h->session, "fc.bias", kC);
+  raw.insert(raw.end(), rawBias.begin(), rawBias.end());
+  EXPECT_EQ(exportedWeights(rawPath), raw);
+
+  // A checkpoint holds the EMA with the optimizer state: a resumed run
+  // continues it bitwise as one that never stopped.
+  std::string path = dir + "/ema.otcc";
+  ASSERT_OK(otc_session_save_checkpoint(h->session, path.c_str(), nullptr, 0));
+  trainSteps(h->session, 16, 3, 5);
+  ASSERT_OK(otc_session_load_checkpoint(h->session, path.c_str(), nullptr, 0,
+                                        nullptr));
+  EXPECT_EQ(emaParam(h->session, "fc.weight", n), ema5);
+  auto straight = open(1, 16, 1, kD, withEma(decay));
+  trainSteps(straight->session, 16, 8, 0);
+  trainSteps(h->session, 16, 3, 5);
+  EXPECT_EQ(emaParam(h->session, "fc.weight", n),
+            emaParam(straight->session, "fc.weight", n));
+  EXPECT_EQ(emaParam(h->session, "fc.bias", kC),
+            emaParam(straight->session, "fc.bias", kC));
+}
+
+TEST_F(SessionTest, ProgramWithoutEmaRefusesTheEmaCalls) {
+  auto h = open(0);
+  EXPECT_EQ(otc_program_features(h->program) & OTC_PROGRAM_EMA, 0u);
+  std::string path = dir + "/ema.onnx";
+  StatusText t = take(otc_session_export_onnx_ema(h->session, path.c_str()));
+  EXPECT_EQ(t.code, OTC_FAILED_PRECONDITION);
+  EXPECT_NE(t.message.find("keeps no EMA of its weights (compile with "
+                           "otc-compile --ema DECAY)"),
+            std::string::npos)
+      << t.message;
+  EXPECT_FALSE(std::ifstream(path).good());
+  std::vector<float> v(kC * kD);
+  t = take(otc_session_get_ema_param(h->session, "fc.weight", v.data(),
+                                     v.size() * 4));
+  EXPECT_EQ(t.code, OTC_FAILED_PRECONDITION) << t.message;
+  t = take(otc_session_export_onnx_ema(nullptr, path.c_str()));
+  EXPECT_EQ(t.code, OTC_INVALID_ARGUMENT);
+}
+
+TEST_F(SessionTest, ManifestEmaNeedsItsState) {
+  otc::testing::LinearOptions o = withEma(0.5);
+  o.emaState = false;
+  LinearProgram p(0, modelPath, kD, kC, 16, 1, 0.1f, 0.9f, nullptr, o);
+  otc_program_t *program = nullptr;
+  StatusText t = take(otc_program_from_entry(&p.entry, &program));
+  EXPECT_EQ(t.code, OTC_INVALID_ARGUMENT);
+  EXPECT_NE(t.message.find("parameter 'fc.weight' has no state "
+                           "'fc.weight.ema'"),
+            std::string::npos)
+      << t.message;
+  otc_program_release(program);
+  o.emaState = true;
+  o.ema = 1.5;
+  LinearProgram q(1, modelPath, kD, kC, 16, 1, 0.1f, 0.9f, nullptr, o);
+  t = take(otc_program_from_entry(&q.entry, &program));
+  EXPECT_NE(t.message.find("ema must be in [0, 1)"), std::string::npos)
+      << t.message;
+  otc_program_release(program);
+}
+
+TEST_F(SessionTest, DriverExportsTheEma) {
+  writeDataFiles();
+  std::vector<std::string> data = {"--data", "x=" + dir + "/x.npy", "--data",
+                                   "y=" + dir + "/y.npy", "--quiet"};
+  auto with = [&](std::vector<std::string> more) {
+    std::vector<std::string> all = data;
+    all.insert(all.end(), more.begin(), more.end());
+    return all;
+  };
+  std::string err;
+  LinearProgram plain(0, modelPath, kD, kC, 16, 1);
+  EXPECT_EQ(drive(plain.entry,
+                  with({"--steps", "2", "--export-ema", dir + "/e.onnx"}),
+                  &err),
+            2);
+  EXPECT_NE(err.find("--export-ema: the program keeps no EMA"),
+            std::string::npos)
+      << err;
+  LinearProgram ema(1, modelPath, kD, kC, 16, 1, 0.1f, 0.9f, nullptr,
+                    withEma(0.5));
+  // One step: the EMA is the weights; three: it lags behind them.
+  for (const char *steps : {"1", "3"}) {
+    std::string e = dir + "/ema" + steps + ".onnx";
+    std::string w = dir + "/w" + steps + ".onnx";
+    ASSERT_EQ(drive(ema.entry,
+                    with({"--steps", steps, "--export", w, "--export-ema", e}),
+                    &err),
+              0)
+        << err;
+    std::vector<float> a = exportedWeights(e), b = exportedWeights(w);
+    ASSERT_EQ(a.size(), size_t(kC * kD + kC));
+    if (std::string(steps) == "1")
+      EXPECT_EQ(a, b);
+    else
+      EXPECT_NE(a, b);
+  }
+}
+
+// The hyperparameters ABI 7 added go through the C API and the checkpoint's
+// hyper section like the others.
+TEST_F(SessionTest, NewHyperparametersRoundTripThroughCheckpoints) {
+  otc::testing::LinearOptions rms;
+  rms.optimizer = "rmsprop";
+  rms.optimizerFields = ",\"alpha\":0.95,\"eps\":1e-07,"
+                        "\"momentum_buffer\":true";
+  auto a = open(0, 16, 1, kD, rms);
+  double v = 0;
+  ASSERT_OK(otc_session_get_hyperparameter(a->session, "alpha", &v));
+  EXPECT_EQ(v, 0.95) << "the manifest's value";
+  ASSERT_OK(otc_session_get_hyperparameter(a->session, "eps", &v));
+  EXPECT_EQ(v, 1e-7);
+  ASSERT_OK(otc_session_set_hyperparameter(a->session, "alpha", 0.9));
+  ASSERT_OK(otc_session_set_hyperparameter(a->session, "eps", 1e-6));
+  ASSERT_OK(otc_session_set_hyperparameter(a->session, "momentum", 0.25));
+  StatusText t = take(otc_session_set_hyperparameter(a->session, "alpha", 1));
+  EXPECT_EQ(t.code, OTC_INVALID_ARGUMENT) << t.message;
+  t = take(otc_session_set_hyperparameter(a->session, "lr_decay", 0.1));
+  EXPECT_NE(t.message.find("optimizer rmsprop has no lr_decay"),
+            std::string::npos)
+      << t.message;
+  trainSteps(a->session, 16, 2, 0);
+  std::string path = dir + "/rms.otcc";
+  ASSERT_OK(otc_session_save_checkpoint(a->session, path.c_str(), nullptr, 0));
+  auto b = open(1, 16, 1, kD, rms);
+  ASSERT_OK(otc_session_load_checkpoint(b->session, path.c_str(), nullptr, 0,
+                                        nullptr));
+  for (auto [name, want] : {std::pair<const char *, double>{"alpha", 0.9},
+                            {"eps", 1e-6},
+                            {"momentum", 0.25}}) {
+    ASSERT_OK(otc_session_get_hyperparameter(b->session, name, &v));
+    EXPECT_EQ(v, want) << name;
+  }
+  // RMSprop without a momentum buffer has no momentum.
+  rms.optimizerFields = "";
+  auto c = open(2, 16, 1, kD, rms);
+  t = take(otc_session_set_hyperparameter(c->session, "momentum", 0.5));
+  EXPECT_NE(t.message.find("rmsprop has no momentum"), std::string::npos)
+      << t.message;
+
+  otc::testing::LinearOptions adagrad;
+  adagrad.optimizer = "adagrad";
+  adagrad.optimizerFields = ",\"lr_decay\":0.5";
+  auto d = open(3, 16, 1, kD, adagrad);
+  ASSERT_OK(otc_session_get_hyperparameter(d->session, "lr_decay", &v));
+  EXPECT_EQ(v, 0.5);
+  ASSERT_OK(otc_session_set_hyperparameter(d->session, "lr_decay", 0.125));
+  path = dir + "/adagrad.otcc";
+  ASSERT_OK(otc_session_save_checkpoint(d->session, path.c_str(), nullptr, 0));
+  d.reset();
+  auto e = open(3, 16, 1, kD, adagrad);
+  ASSERT_OK(otc_session_load_checkpoint(e->session, path.c_str(), nullptr, 0,
+                                        nullptr));
+  ASSERT_OK(otc_session_get_hyperparameter(e->session, "lr_decay", &v));
+  EXPECT_EQ(v, 0.125);
 }
 
 } // namespace

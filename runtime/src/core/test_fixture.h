@@ -5,7 +5,8 @@
 // arena layout its manifest declares, plus the source .onnx model written
 // with the ONNX protobuf API. With a compression descriptor its gradient
 // bucket goes through compressed_all_reduce_mean_f32 (residual: manifest
-// state "bucket0.residual"), as otc-compile --compress emits. Entry points
+// state "bucket0.residual"), as otc-compile --compress emits; with an EMA
+// decay it keeps "<param>.ema" state as otc-compile --ema does. Entry points
 // cannot carry state, so each fixture occupies one of a few global slots.
 //
 //===----------------------------------------------------------------------===//
@@ -65,6 +66,9 @@ struct Layout {
            logits = 0, evalLoss = 0, residual = 0, arena = 0;
   bool compressed = false;
   otc_compress_desc_t desc{};
+  /// --ema: the decay and the EMA state of W and b.
+  double ema = 0;
+  uint64_t ew = 0, eb = 0;
 };
 
 constexpr int kSlots = 4;
@@ -150,6 +154,19 @@ int fixtureTrainStep(uint8_t *arena, const otc_step_context_t *ctx) {
   };
   update(l.w, l.vw, l.gw, l.C * l.D);
   update(l.b, l.vb, l.gb, l.C);
+  // The EMA after the update: the first optimizer step copies.
+  auto ema = [&](uint64_t e, uint64_t w, int64_t n) {
+    auto *pe = reinterpret_cast<float *>(arena + e);
+    auto *pw = reinterpret_cast<const float *>(arena + w);
+    for (int64_t i = 0; i < n; ++i)
+      pe[i] = ctx->step <= 1
+                  ? pw[i]
+                  : float(l.ema * pe[i] + (1 - l.ema) * double(pw[i]));
+  };
+  if (l.ema > 0) {
+    ema(l.ew, l.w, l.C * l.D);
+    ema(l.eb, l.b, l.C);
+  }
   return OTC_STEP_OK;
 }
 
@@ -215,15 +232,29 @@ inline void writeLinearModel(const std::string &path, int64_t D, int64_t C,
     throw std::runtime_error("cannot write " + path);
 }
 
+/// What a LinearProgram's manifest says beyond the defaults.
+struct LinearOptions {
+  /// The optimizer object's name and extra members (JSON, each with a
+  /// leading comma); the step itself stays momentum SGD.
+  std::string optimizer = "momentum";
+  std::string optimizerFields;
+  /// > 0: an EMA of the weights with this decay ("ema" in the manifest).
+  double ema = 0;
+  /// false: the manifest names an EMA but lists no EMA state (invalid).
+  bool emaState = true;
+};
+
 /// A compiled-program stand-in occupying global slot `slot`.
 struct LinearProgram {
   LinearProgram(int slot, const std::string &modelPath, int64_t D, int64_t C,
                 int64_t B, int worldSize, float lr = 0.1f, float mu = 0.9f,
-                const otc_compress_desc_t *compress = nullptr)
+                const otc_compress_desc_t *compress = nullptr,
+                const LinearOptions &options = LinearOptions())
       : slot(slot) {
     Layout &l = gLayouts[slot];
     l = Layout();
     l.D = D, l.C = C, l.B = B, l.lr = lr, l.mu = mu;
+    l.ema = options.ema;
     if (compress) {
       l.compressed = true;
       l.desc = *compress;
@@ -250,6 +281,10 @@ struct LinearProgram {
     l.evalLoss = place(4);
     if (compress)
       l.residual = place(uint64_t(C * D + C) * 4);
+    if (options.ema > 0) {
+      l.ew = place(uint64_t(C * D) * 4);
+      l.eb = place(uint64_t(C) * 4);
+    }
     l.arena = at;
     auto shape = [](std::vector<int64_t> s) {
       std::string r = "[";
@@ -269,8 +304,11 @@ struct LinearProgram {
         "\",\"world_size\":" + std::to_string(worldSize) +
         ",\"batch\":" + std::to_string(B) +
         ",\"seed\":0,\"loss\":\"cross-entropy\","
-        "\"optimizer\":{\"name\":\"momentum\",\"lr\":" +
-        std::to_string(lr) + ",\"momentum\":" + std::to_string(mu) +
+        "\"optimizer\":{\"name\":\"" +
+        options.optimizer + "\",\"lr\":" + std::to_string(lr) +
+        ",\"momentum\":" + std::to_string(mu) + options.optimizerFields +
+        (options.ema > 0 ? ",\"ema\":" + std::to_string(options.ema)
+                         : std::string()) +
         "},\"arena_bytes\":" + std::to_string(l.arena) + ",\"params\":[" +
         tensor("fc.weight", "f32", {C, D}, l.w) + "," +
         tensor("fc.bias", "f32", {C}, l.b) + "],\"state\":[" +
@@ -282,6 +320,14 @@ struct LinearProgram {
         (compress ? "," + tensor("bucket0.residual", "f32", {C * D + C},
                                  l.residual, ",\"param\":\"bucket0\"")
                   : std::string()) +
+        (options.ema > 0 && options.emaState
+             ? "," +
+                   tensor("fc.weight.ema", "f32", {C, D}, l.ew,
+                          ",\"param\":\"fc.weight\"") +
+                   "," +
+                   tensor("fc.bias.ema", "f32", {C}, l.eb,
+                          ",\"param\":\"fc.bias\"")
+             : std::string()) +
         "],\"inputs\":[" +
         tensor("x", "f32", {B, D}, l.x, ",\"role\":\"data\"") + "," +
         tensor("y", "i64", {B}, l.y, ",\"role\":\"label\"") +

@@ -65,6 +65,7 @@ struct Options {
   bool resume = false;
   std::string resumeFrom;
   std::string exportPath;
+  std::string exportEmaPath;
   std::string metricsPath;
   /// SDP with BatchNorm: training batches per rank that re-estimate the
   /// whole model's running statistics before evaluation and export.
@@ -115,8 +116,9 @@ const char *kUsage =
     "                          with the rest of the backward pass)\n"
     "optimizer (default: the values given to otc-compile; a resumed run\n"
     "continues with the checkpoint's unless given):\n"
-    "  --lr F, --weight-decay F, --momentum F, --beta1 F, --beta2 F, --eps F\n"
-    "                          hyperparameters the steps read at run time\n"
+    "  --lr F, --weight-decay F, --momentum F, --beta1 F, --beta2 F, --eps F,\n"
+    "  --alpha F, --lr-decay F hyperparameters the steps read at run time\n"
+    "                          (those of the program's optimizer)\n"
     "  --lr-schedule S         constant|linear|cosine|step|wsd|onecycle\n"
     "                          (torch.optim.lr_scheduler semantics; default\n"
     "                          constant); the lr of every step goes to the\n"
@@ -143,6 +145,8 @@ const char *kUsage =
     "  --resume-from FILE      continue from FILE\n"
     "output:\n"
     "  --export FILE.onnx      write the trained model as ONNX\n"
+    "  --export-ema FILE.onnx  write the EMA of the weights as ONNX\n"
+    "                          (programs compiled with --ema DECAY)\n"
     "  --sdp-calibration-batches N\n"
     "                          SDP with BatchNorm: training batches per rank\n"
     "                          that re-estimate the whole model's running\n"
@@ -199,6 +203,7 @@ Options parseOptions(int argc, char **argv) {
                                      "--checkpoint-every",
                                      "--resume-from",
                                      "--export",
+                                     "--export-ema",
                                      "--metrics",
                                      "--sdp-calibration-batches",
                                      "--lr",
@@ -207,6 +212,8 @@ Options parseOptions(int argc, char **argv) {
                                      "--beta1",
                                      "--beta2",
                                      "--eps",
+                                     "--alpha",
+                                     "--lr-decay",
                                      "--lr-schedule",
                                      "--warmup-steps",
                                      "--warmup-start-factor",
@@ -283,6 +290,8 @@ Options parseOptions(int argc, char **argv) {
       o.resumeFrom = value;
     else if (arg == "--export")
       o.exportPath = value;
+    else if (arg == "--export-ema")
+      o.exportEmaPath = value;
     else if (arg == "--sdp-calibration-batches")
       o.sdpCalibrationBatches = parseInt(arg, value, 0);
     else if (arg == "--metrics")
@@ -290,7 +299,8 @@ Options parseOptions(int argc, char **argv) {
     else if (arg == "--quiet")
       o.quiet = true;
     else if (arg == "--lr" || arg == "--weight-decay" || arg == "--momentum" ||
-             arg == "--beta1" || arg == "--beta2" || arg == "--eps") {
+             arg == "--beta1" || arg == "--beta2" || arg == "--eps" ||
+             arg == "--alpha" || arg == "--lr-decay") {
       std::string name = arg.substr(2);
       std::replace(name.begin(), name.end(), '-', '_');
       double v = parseDouble(arg, value);
@@ -1109,6 +1119,13 @@ int Run::run() {
     otc_status_free(st);
     return kExitUsage;
   }
+  if (!o_.exportEmaPath.empty() && !m_.has(OTC_PROGRAM_EMA)) {
+    if (rank_ == 0)
+      std::fprintf(stderr, "error: --export-ema: the program keeps no EMA of "
+                           "its weights (compile with otc-compile --ema "
+                           "DECAY)\n");
+    return kExitUsage;
+  }
   if (!allRanks(comm_, exitCode, [&] { loadData(); }))
     return exitCode;
   if (!allRanks(comm_, exitCode, [&] { createSession(); }))
@@ -1149,6 +1166,16 @@ int Run::run() {
         }))
       return exitCode == kExitUsage ? kExitFailure : exitCode;
     info("exported the trained model to '" + o_.exportPath + "'");
+  }
+  if (!o_.exportEmaPath.empty()) {
+    // Ranks hold the same EMA (no SDP): rank 0 writes.
+    if (!allRanks(comm_, exitCode, [&] {
+          if (rank_ == 0)
+            check(otc_session_export_onnx_ema(session_.get(),
+                                              o_.exportEmaPath.c_str()));
+        }))
+      return exitCode == kExitUsage ? kExitFailure : exitCode;
+    info("exported the EMA of the weights to '" + o_.exportEmaPath + "'");
   }
   return 0;
 }

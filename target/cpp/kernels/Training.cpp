@@ -1,6 +1,6 @@
 //===- Training.cpp - kernel calls: training ------------------------------===//
 //
-// Losses, gradient buckets, dropout and optimizer updates.
+// Losses, gradient buckets, dropout, optimizer updates and the weight EMA.
 //
 //===----------------------------------------------------------------------===//
 
@@ -99,13 +99,55 @@ LogicalResult KernelEmitter::optimizer() {
        << out(0) << ", " << in(0) << ", " << out(1) << ", " << lr << ", "
        << hyper("momentum", 1) << ", " << wd << ", " << flag("nesterov")
        << ");\n";
-  } else {
+  } else if (kn == "adam_update" || kn == "adamw_update") {
     os << "    " << fn("adam_f32") << "(" << numel(outs[0]) << ", " << out(0)
        << ", " << in(0) << ", " << out(1) << ", " << out(2) << ", " << lr
        << ", " << hyper("beta1", 1) << ", " << hyper("beta2", 1) << ", "
        << hyper("eps", 1) << ", " << wd << ", ctx->step, "
        << (kn == "adamw_update") << ");\n";
+  } else if (kn == "lamb_update") {
+    // The trust ratio is not kept (out_trust_ratio NULL).
+    os << "    " << fn("lamb_f32") << "(" << numel(outs[0]) << ", " << out(0)
+       << ", " << in(0) << ", " << out(1) << ", " << out(2) << ", " << lr
+       << ", " << hyper("beta1", 1) << ", " << hyper("beta2", 1) << ", "
+       << hyper("eps", 1) << ", " << wd << ", ctx->step, nullptr);\n";
+  } else if (kn == "lion_update") {
+    os << "    " << fn("lion_f32") << "(" << numel(outs[0]) << ", " << out(0)
+       << ", " << in(0) << ", " << out(1) << ", " << lr << ", "
+       << hyper("beta1", 1) << ", " << hyper("beta2", 1) << ", " << wd
+       << ");\n";
+  } else if (kn == "adagrad_update") {
+    os << "    " << fn("adagrad_f32") << "(" << numel(outs[0]) << ", " << out(0)
+       << ", " << in(0) << ", " << out(1) << ", " << lr << ", "
+       << hyper("lr_decay", 1) << ", " << wd << ", " << hyper("eps", 1)
+       << ", ctx->step);\n";
+  } else if (kn == "rmsprop_update") {
+    // State: square_avg, then grad_avg (centered), then momentum_buffer.
+    bool centered = flag("centered"), momentum = flag("with_momentum");
+    if (outs.size() != 2 + size_t(centered) + size_t(momentum))
+      return k.emitOpError("rmsprop_update writes ")
+             << 2 + centered + momentum << " buffers (parameter, square_avg"
+             << (centered ? ", grad_avg" : "")
+             << (momentum ? ", momentum_buffer" : "") << "), got "
+             << outs.size();
+    std::string gradAvg = centered ? out(2) : "nullptr";
+    std::string buf = momentum ? out(2 + centered) : "nullptr";
+    os << "    " << fn("rmsprop_f32") << "(" << numel(outs[0]) << ", " << out(0)
+       << ", " << in(0) << ", " << out(1) << ", " << gradAvg << ", " << buf
+       << ", " << lr << ", " << hyper("alpha", 1) << ", " << hyper("eps", 1)
+       << ", " << wd << ", " << (momentum ? hyper("momentum", 1) : "0.0f")
+       << ");\n";
+  } else {
+    return k.emitOpError("no emitter for optimizer kernel '") << kn << "'";
   }
+  return success();
+}
+
+LogicalResult KernelEmitter::ema() {
+  // The first optimizer step (updates 0) copies the parameter.
+  os << "    " << fn("ema_f32") << "(" << numel(outs[0]) << ", " << out(0)
+     << ", " << in(0) << ", " << floatLiteral(f32("decay"))
+     << ", ctx->step - 1);\n";
   return success();
 }
 

@@ -136,7 +136,23 @@ func.func @layer_norm_scale(%x: tensor<8x64xf32>, %s: tensor<32xf32>) {
 // -----
 
 func.func @unknown_hyperparameter() {
-  // expected-error @+1 {{unknown hyperparameter 'learning_rate' (expected one of lr, weight_decay, momentum, beta1, beta2, eps)}}
+  // expected-error @+1 {{unknown hyperparameter 'learning_rate' (expected one of lr, weight_decay, momentum, beta1, beta2, eps, alpha, lr_decay)}}
   %0 = graph.hyperparameter "learning_rate" : tensor<f32>
+  return
+}
+
+// -----
+
+func.func @rmsprop_state_count(%w: tensor<3xf32>, %g: tensor<3xf32>, %sq: tensor<3xf32>) {
+  // expected-error @+1 {{expects 3 state operands (square_avg, grad_avg, momentum_buffer), got 1}}
+  %0:2 = graph.rmsprop_update %w, %g, %sq {centered = true, with_momentum = true} : tensor<3xf32>
+  return
+}
+
+// -----
+
+func.func @ema_decay(%e: tensor<3xf32>, %w: tensor<3xf32>) {
+  // expected-error @+1 {{decay must be in (0, 1), got 1}}
+  %0 = graph.ema_update %e, %w {decay = 1.0 : f32} : tensor<3xf32>
   return
 }

@@ -51,8 +51,23 @@ func.func @training_ops(%logits: tensor<4x3xf32>, %labels: tensor<4xi64>, %w: te
   %w2, %v2 = graph.momentum_update %w1, %g, %v {nesterov = true} : tensor<3xf32>
   // CHECK: graph.adamw_update
   %w3, %m3, %v3 = graph.adamw_update %w2, %g, %v2, %v : tensor<3xf32>
+  // CHECK: graph.lamb_update %{{.*}} {wd_scale = 0.000000e+00 : f32} : tensor<3xf32>
+  %w4, %m4, %v4 = graph.lamb_update %w3, %g, %m3, %v3 {wd_scale = 0.0 : f32} : tensor<3xf32>
+  // CHECK: graph.lion_update %{{.*}} : tensor<3xf32>
+  %w5, %m5 = graph.lion_update %w4, %g, %m4 : tensor<3xf32>
+  // CHECK: graph.adagrad_update %{{.*}} {lr_scale = 2.000000e+00 : f32} : tensor<3xf32>
+  %w6, %s6 = graph.adagrad_update %w5, %g, %v4 {lr_scale = 2.0 : f32} : tensor<3xf32>
+  // One type for the parameter and every state operand and result.
+  // CHECK: %{{.*}}, %{{.*}}:3 = graph.rmsprop_update %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} {centered = true, with_momentum = true} : tensor<3xf32>{{$}}
+  %w7, %s7:3 = graph.rmsprop_update %w6, %g, %s6, %m5, %v4 {centered = true, with_momentum = true} : tensor<3xf32>
+  // CHECK: graph.rmsprop_update %{{.*}}, %{{.*}}, %{{.*}} : tensor<3xf32>{{$}}
+  %w8, %s8 = graph.rmsprop_update %w7, %g, %s7#0 : tensor<3xf32>
+  // CHECK: graph.ema_update %{{.*}}, %{{.*}} {decay = 9.990000e-01 : f32} : tensor<3xf32>
+  %e = graph.ema_update %s8, %w8 {decay = 0.999 : f32} : tensor<3xf32>
   // CHECK: graph.hyperparameter "momentum" : tensor<f32>
   %mu = graph.hyperparameter "momentum" : tensor<f32>
+  // CHECK: graph.hyperparameter "lr_decay" : tensor<f32>
+  %lrd = graph.hyperparameter "lr_decay" : tensor<f32>
   // CHECK: graph.mse
   %l2 = graph.mse %w3, %m3 : (tensor<3xf32>, tensor<3xf32>) -> tensor<f32>
   return %w3 : tensor<3xf32>
