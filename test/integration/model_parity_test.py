@@ -61,15 +61,14 @@ def resnet18():
     return model, (8, 3, 32, 32), None, 15
 
 
-def gpt():
-    """A GPT-style decoder: token + position embedding, 4 pre-LayerNorm
-    blocks of causal multi-head attention and a GELU MLP, vocab 512,
-    context 64; logits [batch, context, vocab]."""
+def build_gpt(vocab=512, context=64, d=64, heads=4, layers=4):
+    """A GPT-style decoder: token + position embedding, `layers` pre-
+    LayerNorm blocks of causal multi-head attention and a GELU MLP; logits
+    [batch, context, vocab]. Seeded: the same weights every time."""
     import math
     import torch
     import torch.nn as nn
     import torch.nn.functional as F
-    vocab, context, d, heads = 512, 64, 64, 4
 
     class Block(nn.Module):
         def __init__(self):
@@ -95,7 +94,7 @@ def gpt():
         def __init__(self):
             super().__init__()
             self.tok, self.pos = nn.Embedding(vocab, d), nn.Embedding(context, d)
-            self.blocks = nn.Sequential(*[Block() for _ in range(4)])
+            self.blocks = nn.Sequential(*[Block() for _ in range(layers)])
             self.ln, self.head = nn.LayerNorm(d), nn.Linear(d, vocab)
 
         def forward(self, ids):
@@ -104,7 +103,12 @@ def gpt():
             return self.head(self.ln(self.blocks(x)))
 
     torch.manual_seed(0)
-    return GPT(), (4, context), vocab, 17
+    return GPT()
+
+
+def gpt():
+    """build_gpt's default: 4 blocks, vocab 512, context 64."""
+    return build_gpt(), (4, 64), 512, 17
 
 
 def bert():

@@ -67,45 +67,8 @@ def sequences(ids):
 
 
 def build_gpt(vocab):
-    import torch
-    import torch.nn as nn
-    import torch.nn.functional as F
-    d = WIDTH
-
-    class Block(nn.Module):
-        def __init__(self):
-            super().__init__()
-            self.ln1, self.ln2 = nn.LayerNorm(d), nn.LayerNorm(d)
-            self.qkv, self.proj = nn.Linear(d, 3 * d), nn.Linear(d, d)
-            self.fc, self.out = nn.Linear(d, 4 * d), nn.Linear(4 * d, d)
-            self.register_buffer("causal", torch.tril(
-                torch.ones(CONTEXT, CONTEXT, dtype=torch.bool)))
-
-        def forward(self, x):
-            b, t, c = x.shape
-            q, k, v = self.qkv(self.ln1(x)).split(c, dim=2)
-            q, k, v = (z.view(b, t, HEADS, c // HEADS).transpose(1, 2)
-                       for z in (q, k, v))
-            att = (q @ k.transpose(-2, -1)) / math.sqrt(c // HEADS)
-            att = att.masked_fill(~self.causal[:t, :t], float("-inf"))
-            y = (F.softmax(att, dim=-1) @ v).transpose(1, 2).reshape(b, t, c)
-            x = x + self.proj(y)
-            return x + self.out(F.gelu(self.fc(self.ln2(x))))
-
-    class GPT(nn.Module):
-        def __init__(self):
-            super().__init__()
-            self.tok, self.pos = nn.Embedding(vocab, d), nn.Embedding(CONTEXT, d)
-            self.blocks = nn.Sequential(*[Block() for _ in range(LAYERS)])
-            self.ln, self.head = nn.LayerNorm(d), nn.Linear(d, vocab)
-
-        def forward(self, ids):
-            positions = torch.arange(ids.shape[1])
-            x = self.tok(ids) + self.pos(positions)
-            return self.head(self.ln(self.blocks(x)))
-
-    torch.manual_seed(0)
-    return GPT()
+    import model_parity_test as M
+    return M.build_gpt(vocab, CONTEXT, WIDTH, HEADS, LAYERS)
 
 
 def lr_factor(k):
