@@ -231,15 +231,18 @@ def InsertAllReduce : Pass<"otc-insert-allreduce", "mlir::ModuleOp"> {
 }
 
 def ClipGradients : Pass<"otc-clip-gradients", "mlir::ModuleOp"> {
-  let summary = "Clip the averaged gradients by their global norm or value";
+  let summary = "Measure (and clip) the averaged gradients; skip a non-finite step";
   let description = [{
     Runs after gradient averaging (dense or compressed), so every rank clips
     the same averaged gradient identically. In @train_step, one
     `graph.clip_gradients` takes the gradient of every optimizer update
     right before the first update, and the updates read its clipped
     results (torch.nn.utils.clip_grad_norm_ with norm 2, or
-    clip_grad_value_). The norm before clipping becomes the step's output
-    "grad_norm", which the runtime reports in the metrics. SDP
+    clip_grad_value_); without either option it only measures. The norm
+    before clipping becomes the step's output "grad_norm", which the
+    runtime reports in the metrics, and a step whose norm is not finite (a
+    NaN or infinity in any rank's gradient reaches every rank's average)
+    is skipped on every rank before its first update. SDP
     (@train_step_rank<r>): the norm is the whole model's, each rank's
     squares of what it trains divided by each part's (tile's) owner count
     and summed over the world by one scalar all-reduce.

@@ -260,12 +260,12 @@ void otc::buildTrainingPipeline(OpPassManager &pm,
     ar.worldSize = options.worldSize;
     pm.addPass(createInsertAllReduce(ar));
   }
-  if (options.clipGradNorm > 0 || options.clipGradValue > 0) {
-    ClipGradientsOptions clip;
-    clip.maxNorm = options.clipGradNorm;
-    clip.maxValue = options.clipGradValue;
-    pm.addPass(createClipGradients(clip));
-  }
+  // Every program measures its averaged gradients' norm: a step whose norm
+  // is not finite is skipped on every rank; clipping scales by it.
+  ClipGradientsOptions clip;
+  clip.maxNorm = options.clipGradNorm;
+  clip.maxValue = options.clipGradValue;
+  pm.addPass(createClipGradients(clip));
   pm.addPass(createScheduleCollectives());
 }
 

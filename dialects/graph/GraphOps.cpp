@@ -85,8 +85,8 @@ LogicalResult ClipGradientsOp::verify() {
     return emitOpError("clipped gradients must have the gradients' types");
   float norm = getMaxNorm().convertToFloat(),
         value = getMaxValue().convertToFloat();
-  if ((norm > 0) == (value > 0) || norm < 0 || value < 0)
-    return emitOpError("needs exactly one of max_norm and max_value, "
+  if ((norm > 0 && value > 0) || norm < 0 || value < 0)
+    return emitOpError("takes at most one of max_norm and max_value, "
                        "positive");
   return success();
 }

@@ -667,8 +667,11 @@ def Graph_ClipGradientsOp : Graph_Op<"clip_gradients",
     of the per-tensor norms, as torch.nn.utils.clip_grad_norm_ computes
     it). With `max_norm` > 0 every gradient is scaled by
     min(1, max_norm / (norm + 1e-6)) (clip_grad_norm_); with `max_value` > 0
-    every element is clamped to [-max_value, max_value] (clip_grad_value_).
-    Exactly one of the two is set. One kernel reads all the gradients: the
+    every element is clamped to [-max_value, max_value] (clip_grad_value_);
+    with neither, nothing is clipped. In every case a step whose norm is not
+    finite returns OTC_STEP_SKIPPED_NONFINITE before any update (the norm
+    is of averaged gradients, the same on every rank, so every rank skips
+    together). One kernel reads all the gradients: the
     norm is one pass over the step's gradient buckets, not one per tensor.
     With `total` (SDP: the whole model's norm, which no rank's gradients
     alone give) that is the norm, and `norm` returns it.

@@ -216,6 +216,15 @@ extern "C" int otckd_take_status(void) {
 
 extern "C" const char *otckd_status_message(void) { return tlMessage.c_str(); }
 
+extern "C" int otckd_read_f32(const float *device, float *host) {
+  cudaStream_t s = otc::kernels::cuda::currentStream();
+  cudaError_t err =
+      cudaMemcpyAsync(host, device, sizeof(float), cudaMemcpyDeviceToHost, s);
+  if (err == cudaSuccess)
+    err = cudaStreamSynchronize(s);
+  return err == cudaSuccess ? 0 : 1;
+}
+
 extern "C" const void *otckd_constant(const void *host, int64_t bytes) {
   if (!host || bytes < 0)
     return nullptr;

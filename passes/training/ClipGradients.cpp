@@ -25,9 +25,9 @@ struct ClipGradients : otc::impl::ClipGradientsBase<ClipGradients> {
   using Base::Base;
 
   void runOnOperation() override {
-    if ((maxNorm > 0) == (maxValue > 0) || maxNorm < 0 || maxValue < 0) {
+    if ((maxNorm > 0 && maxValue > 0) || maxNorm < 0 || maxValue < 0) {
       mlir::emitError(getOperation().getLoc(),
-                      "give one of max-norm and max-value, positive");
+                      "give at most one of max-norm and max-value, positive");
       return signalPassFailure();
     }
     for (auto fn : getOperation().getOps<func::FuncOp>()) {

@@ -50,6 +50,11 @@ const char *otckd_status_message(void);
  * pointer afterwards, freed at exit. NULL if the device cannot hold it. */
 const void *otckd_constant(const void *host, int64_t bytes);
 
+/* Copies the float at `device` to *host once the work enqueued before it on
+ * the current stream is done: the one call that waits for the stream (a
+ * step's decision to skip a non-finite update). 0 on success. */
+int otckd_read_f32(const float *device, float *host);
+
 /*--- GEMM ------------------------------------------------------------------*/
 
 void otckd_gemm_f32(int transA, int transB, int64_t M, int64_t N, int64_t K,

@@ -72,6 +72,8 @@ struct Options {
   int64_t sdpCalibrationBatches = 100;
   bool quiet = false;
   bool help = false;
+  /// Consecutive skipped (non-finite) steps after which training stops.
+  int64_t maxSkippedSteps = 100;
   /// --lr, --weight-decay, ...: run-time hyperparameters, in flag order.
   std::vector<std::pair<std::string, double>> hyper;
   /// The lr schedule's flags; `scheduleGiven` when any was given.
@@ -111,6 +113,10 @@ const char *kUsage =
     "                          one given to otc-compile)\n"
     "  --threads N             kernel threads per rank (at most the\n"
     "                          machine's hardware threads)\n"
+    "  --max-skipped-steps N   stop with an error after N consecutive steps\n"
+    "                          skipped for a NaN or infinity in the averaged\n"
+    "                          gradient (default 100; no checkpoint is\n"
+    "                          written over the last good one)\n"
     "  --no-overlap            run the all-reduces in the step's own thread\n"
     "                          (default: on a thread of their own, overlapped\n"
     "                          with the rest of the backward pass)\n"
@@ -224,7 +230,8 @@ Options parseOptions(int argc, char **argv) {
                                      "--wsd-decay-fraction",
                                      "--onecycle-pct-start",
                                      "--onecycle-div-factor",
-                                     "--onecycle-final-div-factor"};
+                                     "--onecycle-final-div-factor",
+                                     "--max-skipped-steps"};
   for (int i = 1; i < argc; ++i) {
     std::string arg = argv[i];
     std::string value;
@@ -298,6 +305,8 @@ Options parseOptions(int argc, char **argv) {
       o.metricsPath = value;
     else if (arg == "--quiet")
       o.quiet = true;
+    else if (arg == "--max-skipped-steps")
+      o.maxSkippedSteps = parseInt(arg, value, 1);
     else if (arg == "--lr" || arg == "--weight-decay" || arg == "--momentum" ||
              arg == "--beta1" || arg == "--beta2" || arg == "--eps" ||
              arg == "--alpha" || arg == "--lr-decay") {
@@ -1020,6 +1029,8 @@ void Run::train() {
   double globalBatch = double(world_) * double(m_.batch) * accumulate;
   bool evaluatedAtEnd = false;
   int64_t step = start, batch = startBatch;
+  int64_t consecutiveSkips = 0,
+          skippedBefore = otc_session_skipped_steps(session_.get());
   std::vector<float> ratios;
   while (step < stepLimit && batch + accumulate - 1 < batchLimit) {
     int64_t epochAtStart = loader_->epoch();
@@ -1069,6 +1080,20 @@ void Run::train() {
       if (rank_ == 0)
         metrics_.logSkip(step + 1, epoch, "non-finite gradient", sent, received,
                          elapsed);
+      if (++consecutiveSkips >= o_.maxSkippedSteps) {
+        bar_.finishLine();
+        if (rank_ == 0)
+          std::fprintf(stderr,
+                       "error: %lld consecutive steps were skipped for a NaN "
+                       "or infinity in the averaged gradient (--max-skipped-"
+                       "steps %lld); stopping at step %lld without writing a "
+                       "checkpoint. Check the data and the learning rate.\n",
+                       (long long)consecutiveSkips,
+                       (long long)o_.maxSkippedSteps, (long long)step);
+        throw AgreedFailure{kExitFailure};
+      }
+    } else {
+      consecutiveSkips = 0;
     }
     bool logStep = (!skipped && step % o_.logEvery == 0) || last || epochEnd;
     // A terminal is redrawn at most 10 times a second.
@@ -1109,6 +1134,9 @@ void Run::train() {
   }
   if (!evaluatedAtEnd)
     reportEval();
+  if (int64_t n = otc_session_skipped_steps(session_.get()) - skippedBefore)
+    info(std::to_string(n) + " step" + (n == 1 ? " was" : "s were") +
+         " skipped for a non-finite gradient in this run");
 }
 
 int Run::run() {

@@ -173,11 +173,21 @@ LogicalResult KernelEmitter::clip() {
        << ", " << norm << ");\n";
   else // the whole model's norm (SDP), computed before
     os << "    " << fn("copy") << "(4, " << in(0) << ", " << norm << ");\n";
+  // A NaN or infinity anywhere: the step is skipped, nothing updated (x - x
+  // is 0 exactly for a finite x).
+  if (target.cuda())
+    os << "    float normHost;\n    if (otckd_read_f32(" << norm
+       << ", &normHost) != 0)\n      " << target.ret("OTC_STEP_ERR_DEVICE")
+       << "\n    if (!(normHost - normHost == 0.0f))\n      "
+       << target.ret("OTC_STEP_SKIPPED_NONFINITE") << "\n";
+  else
+    os << "    if (!(" << norm << "[0] - " << norm << "[0] == 0.0f))\n"
+       << "      return OTC_STEP_SKIPPED_NONFINITE;\n";
   if (float m = f32("max_norm"); m > 0)
     os << "    " << fn("clip_by_norm_f32") << "(" << n << ", grads, " << sz
        << ", " << norm << ", " << floatLiteral(m) << ");\n";
-  else
+  else if (float v = f32("max_value"); v > 0)
     os << "    " << fn("clip_by_value_f32") << "(" << n << ", grads, " << sz
-       << ", " << floatLiteral(f32("max_value")) << ");\n";
+       << ", " << floatLiteral(v) << ");\n";
   return success();
 }

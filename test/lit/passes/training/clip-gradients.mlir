@@ -1,7 +1,8 @@
 // RUN: otc-opt %s --otc-clip-gradients="max-norm=1.0" | FileCheck %s
 // RUN: otc-opt %s --otc-clip-gradients="max-value=0.5" | FileCheck %s --check-prefix=VALUE
 // RUN: otc-opt %s --otc-clip-gradients="max-norm=1.0" --otc-lower-to-exec --otc-plan-memory --otc-place-waits | otc-translate --emit-cpp | FileCheck %s --check-prefix=CPP
-// RUN: not otc-opt %s --otc-clip-gradients 2>&1 | FileCheck %s --check-prefix=NONE
+// RUN: otc-opt %s --otc-clip-gradients | FileCheck %s --check-prefix=MEASURE
+// RUN: not otc-opt %s --otc-clip-gradients="max-norm=1 max-value=1" 2>&1 | FileCheck %s --check-prefix=BOTH
 
 // One op takes every update's (averaged) gradient before the first update;
 // the updates read its results and the norm becomes the step's output.
@@ -20,9 +21,16 @@
 // CPP: float *const grads[] = {[[G1:v[0-9]+]], [[G2:v[0-9]+]]};
 // CPP-NEXT: static const int64_t sizes[] = {6, 3};
 // CPP-NEXT: otck_global_norm_f32(2, grads, sizes, [[N:v[0-9]+]]);
+// A NaN or infinity in the averaged gradient skips the step, before any
+// update, on every rank (they average the same values).
+// CPP-NEXT: if (!([[N]][0] - [[N]][0] == 0.0f))
+// CPP-NEXT: return OTC_STEP_SKIPPED_NONFINITE;
 // CPP-NEXT: otck_clip_by_norm_f32(2, grads, sizes, [[N]], 1.000000000e+00f);
 // CPP: otck_sgd_f32(6, {{v[0-9]+}}, [[G1]],
-// NONE: give one of max-norm and max-value, positive
+// Without a limit the norm is measured (metrics, the non-finite skip) and
+// nothing is clipped.
+// MEASURE: graph.clip_gradients %{{.*}}, %{{.*}} : (
+// BOTH: give at most one of max-norm and max-value, positive
 module attributes {dist.world_size = 2 : i64} {
   func.func @train_step(%w: tensor<2x3xf32> {otc.param = "w"},
                         %b: tensor<3xf32> {otc.param = "b"})
