@@ -681,6 +681,46 @@ def case_too_many_threads(e):
               ["--threads", "100000", "hardware thread"], timeout=60)
 
 
+@case("export-folder-missing",
+      "the program: --export into a missing folder, refused before training")
+def case_export_folder_missing(e):
+    prog1, _ = e.shared.programs()
+    out = os.path.join(e.ctx.path("no-such-export-folder"), "m.onnx")
+    r = T.run(T.train_cmd(prog1, e.shared.data(), steps=100000) +
+              ["--export", out], timeout=60)
+    expect_failure(e.checks, "program: --export into a missing folder", r,
+                   ["--export", "no-such-export-folder", "does not exist"])
+    e.checks.check("program: --export into a missing folder fails before the "
+                   "first step (%.1f s)" % r.seconds,
+                   "step 1" not in r.output and r.seconds < 30)
+
+
+@case("metrics-disk-full", "the program: --metrics /dev/full (no space)")
+def case_metrics_disk_full(e):
+    prog1, _ = e.shared.programs()
+    e.program("--metrics on a full device",
+              T.train_cmd(prog1, e.shared.data(), steps=3) +
+              ["--metrics", "/dev/full", "--log-every", "1"],
+              ["metrics file", "/dev/full", "No space left"])
+
+
+@case("stale-checkpoint-temporaries",
+      "the program: a killed write's .otcc.tmp is removed at start-up")
+def case_stale_checkpoint_temporaries(e):
+    prog1, _ = e.shared.programs()
+    ck = e.ctx.path("stale-ck")
+    os.makedirs(ck, exist_ok=True)
+    stale = os.path.join(ck, "ckpt-7.otcc.tmp")
+    with open(stale, "wb") as f:
+        f.write(b"OTCCKPT1 half written")
+    r = T.run(T.train_cmd(prog1, e.shared.data(), steps=2) +
+              ["--checkpoint-dir", ck], timeout=60)
+    e.checks.check("program: a stale ckpt-7.otcc.tmp is removed, the run "
+                   "checkpoints", r.ok and not os.path.exists(stale) and
+                   os.path.exists(os.path.join(ck, "ckpt-2.otcc")),
+                   r.describe() if not r.ok else str(sorted(os.listdir(ck))))
+
+
 @case("npy-shape-overflows", "the program: a .npy shape whose size wraps")
 def case_npy_shape_overflows(e):
     prog1, _ = e.shared.programs()

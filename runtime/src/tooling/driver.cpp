@@ -462,6 +462,45 @@ listCheckpoints(const std::string &dir, int rank = 0) {
   return found;
 }
 
+/// Refuses an output file whose folder does not exist or cannot be
+/// written, before any training (a full run must not end in that error).
+void checkOutputPath(const std::string &flag, const std::string &path) {
+  if (path.empty())
+    return;
+  struct stat st;
+  if (::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode))
+    throw UsageError(flag + " " + path + ": is a folder; give a file name");
+  size_t slash = path.rfind('/');
+  std::string dir = slash == std::string::npos ? "." : path.substr(0, slash);
+  if (dir.empty())
+    dir = "/";
+  if (::stat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode))
+    throw UsageError(flag + " " + path + ": the folder '" + dir +
+                     "' does not exist");
+  if (::access(dir.c_str(), W_OK) != 0)
+    throw UsageError(flag + " " + path + ": the folder '" + dir +
+                     "' is not writable: " + std::strerror(errno));
+}
+
+/// Temporaries a killed checkpoint write left behind (name.otcc.tmp): the
+/// checkpoint itself was never renamed into place, so they hold nothing.
+/// Each rank removes its own (rank 0 also the single-writer ones).
+void removeStaleTemporaries(const std::string &dir, int rank) {
+  DIR *d = opendir(dir.c_str());
+  if (!d)
+    return;
+  const std::regex kTmp(
+      "ckpt-[0-9]+" + std::string(rank == 0 ? "(\\.rank0)?" : "\\.rank") +
+      (rank == 0 ? "" : std::to_string(rank)) + "\\.otcc\\.tmp");
+  std::vector<std::string> stale;
+  while (dirent *e = readdir(d))
+    if (std::regex_match(e->d_name, kTmp))
+      stale.push_back(dir + "/" + e->d_name);
+  closedir(d);
+  for (const std::string &p : stale)
+    std::remove(p.c_str());
+}
+
 void makeDirs(const std::string &dir) {
   std::string path;
   size_t pos = 0;
@@ -1154,6 +1193,23 @@ int Run::run() {
                            "DECAY)\n");
     return kExitUsage;
   }
+  // Outputs are checked before any data is read or step taken (allRanks
+  // agrees between the steps: the folder exists before the others look).
+  if (!allRanks(comm_, exitCode, [&] {
+        checkOutputPath("--export", o_.exportPath);
+        checkOutputPath("--export-ema", o_.exportEmaPath);
+        checkOutputPath("--metrics", o_.metricsPath);
+        if (rank_ == 0 && !o_.checkpointDir.empty())
+          makeDirs(o_.checkpointDir);
+      }))
+    return exitCode;
+  if (!o_.checkpointDir.empty() && !allRanks(comm_, exitCode, [&] {
+        if (::access(o_.checkpointDir.c_str(), W_OK) != 0)
+          throw UsageError("--checkpoint-dir " + o_.checkpointDir +
+                           ": not writable: " + std::strerror(errno));
+        removeStaleTemporaries(o_.checkpointDir, rank_);
+      }))
+    return exitCode;
   if (!allRanks(comm_, exitCode, [&] { loadData(); }))
     return exitCode;
   if (!allRanks(comm_, exitCode, [&] { createSession(); }))
@@ -1171,6 +1227,7 @@ int Run::run() {
     train();
     if (!o_.checkpointDir.empty())
       saveCheckpoint();
+    metrics_.close();
   } catch (const AgreedFailure &f) {
     return f.exitCode == kExitUsage ? kExitFailure : f.exitCode;
   } catch (const std::exception &e) {

@@ -29,9 +29,21 @@ void MetricsWriter::open(const std::string &path, bool append) {
 void MetricsWriter::write(const std::string &line) {
   if (!file_)
     return;
-  std::fputs(line.c_str(), file_);
-  std::fputc('\n', file_);
-  std::fflush(file_);
+  // A full disk or a failing device is an error, not an empty file.
+  if (std::fputs(line.c_str(), file_) < 0 || std::fputc('\n', file_) == EOF ||
+      std::fflush(file_) != 0)
+    throw Error(OTC_IO_ERROR, "cannot write the metrics file '" + path_ +
+                                  "': " + std::strerror(errno));
+}
+
+void MetricsWriter::close() {
+  if (!file_)
+    return;
+  std::FILE *f = file_;
+  file_ = nullptr;
+  if (std::fclose(f) != 0)
+    throw Error(OTC_IO_ERROR, "cannot write the metrics file '" + path_ +
+                                  "': " + std::strerror(errno));
 }
 
 namespace {

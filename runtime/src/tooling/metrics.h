@@ -10,7 +10,8 @@
 
 namespace otc {
 
-/// One JSON object per line, flushed after each so a crash loses nothing.
+/// One JSON object per line, flushed after each so a crash loses nothing;
+/// a write that fails throws an Error naming the file.
 class MetricsWriter {
 public:
   MetricsWriter() = default;
@@ -21,6 +22,8 @@ public:
   /// Opens `path`; `append` keeps earlier lines (a resumed run).
   void open(const std::string &path, bool append);
   bool isOpen() const { return file_ != nullptr; }
+  /// Closes the file; throws an Error if what was written did not reach it.
+  void close();
 
   /// `lr`: the step's learning rate; `gradNorm`: its gradient norm before
   /// clipping ("grad_norm", omitted when negative); `compressRatios`: each
