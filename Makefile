@@ -5,7 +5,7 @@ PYTHON ?= /usr/bin/python3
 CMAKE_FLAGS ?=
 
 .PHONY: all deps build test demo bench format clean conformance fuzz-diff zoo \
-	sdp-accuracy
+	sdp-accuracy fuzz
 
 all: build
 
@@ -38,6 +38,11 @@ conformance: build
 # Python) or dynamo (torch 2.x, $(BUILD)/pyenv).
 EXPORTER ?= legacy
 EXPORTER_PYTHON = $(if $(filter dynamo,$(EXPORTER)),$(BUILD)/pyenv/bin/python,$(PYTHON))
+
+# libFuzzer (clang-19, ASan + UBSan, build/fuzz) on the data, manifest and
+# checkpoint parsers, FUZZ_SECONDS each.
+fuzz:
+	tools/fuzz.sh $(FUZZ_SECONDS)
 
 # Differential tester, long mode: new random models for FUZZ_SECONDS.
 FUZZ_SECONDS ?= 600

@@ -1,0 +1,61 @@
+#!/usr/bin/env bash
+#===- fuzz.sh - libFuzzer runs of the parsers users' files reach ----------===#
+#
+# usage: tools/fuzz.sh [SECONDS] [HARNESS...]
+#        (default 60 seconds each; harnesses: npy manifest checkpoint)
+#
+# Installs clang-19, its runtime libraries and libomp (Debian) when missing,
+# builds the harnesses of test/fuzz with libFuzzer, ASan and UBSan in
+# build/fuzz (its own CMake build: -DOTC_FUZZ=ON, clang-19, no CUDA), and
+# runs each for SECONDS on a working corpus seeded from test/fuzz/corpus/<h>
+# (new inputs stay in build/fuzz/corpus/<h>). A crashing input is written as
+# build/fuzz/crash-<h>-*: fix the bug and add the input to
+# test/fuzz/corpus/<h>/, which `make test` replays (ctest fuzz_corpus.<h>).
+#
+#===----------------------------------------------------------------------===#
+
+set -euo pipefail
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+SECONDS_EACH="${1:-60}"
+[ $# -gt 0 ] && shift
+HARNESSES=("$@")
+[ ${#HARNESSES[@]} -gt 0 ] || HARNESSES=(npy manifest checkpoint)
+OUT="$ROOT/build/fuzz"
+
+missing=()
+command -v clang++-19 >/dev/null || missing+=(clang-19)
+[ -d /usr/lib/llvm-19/lib/clang/19/lib/linux ] &&
+  ls /usr/lib/llvm-19/lib/clang/19/lib/linux/libclang_rt.fuzzer-*.a \
+    >/dev/null 2>&1 || missing+=(libclang-rt-19-dev)
+[ -e /usr/lib/llvm-19/lib/libomp.so ] || missing+=(libomp-19-dev)
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "fuzz: installing ${missing[*]}"
+  apt-get update -q >/dev/null && apt-get install -y -q "${missing[@]}" >/dev/null
+fi
+
+launcher=()
+command -v ccache >/dev/null &&
+  launcher=(-DCMAKE_C_COMPILER_LAUNCHER=ccache -DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
+[ -f "$OUT/build.ninja" ] ||
+  cmake -S "$ROOT" -B "$OUT" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+    -DCMAKE_C_COMPILER=clang-19 -DCMAKE_CXX_COMPILER=clang++-19 \
+    -DOTC_FUZZ=ON -DOTC_ENABLE_CUDA=OFF "${launcher[@]}" >/dev/null
+targets=()
+for h in "${HARNESSES[@]}"; do targets+=("otc-fuzz-$h"); done
+cmake --build "$OUT" -j "${JOBS:-2}" --target "${targets[@]}"
+
+status=0
+for h in "${HARNESSES[@]}"; do
+  mkdir -p "$OUT/corpus/$h"
+  echo "fuzz: $h for $SECONDS_EACH s"
+  if ! "$OUT/bin/otc-fuzz-$h" -max_total_time="$SECONDS_EACH" \
+      -rss_limit_mb=4096 -max_len=65536 -print_final_stats=1 \
+      -artifact_prefix="$OUT/crash-$h-" \
+      "$OUT/corpus/$h" "$ROOT/test/fuzz/corpus/$h" 2>"$OUT/$h.log"; then
+    echo "fuzz: $h FOUND A CRASH (log: $OUT/$h.log, input: $OUT/crash-$h-*)"
+    status=1
+  fi
+  grep -E "stat::number_of_executed_units|stat::peak_rss_mb" "$OUT/$h.log" |
+    sed "s/^/  /" || true
+done
+exit $status
