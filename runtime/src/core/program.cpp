@@ -10,7 +10,9 @@
 
 #include <dlfcn.h>
 
+#include <cmath>
 #include <cstring>
+#include <functional>
 #include <memory>
 #include <set>
 
@@ -196,6 +198,19 @@ Manifest parseManifest(const std::string &text, uint64_t entryArenaBytes) {
   }
   if (!j.is_object())
     bad("not a JSON object");
+  // Integer fields read numbers by a cast: one beyond the int64 range (or
+  // not finite) would be undefined behaviour, so none is accepted anywhere.
+  std::function<void(const json &)> checkNumbers = [&](const json &v) {
+    if (v.is_number_float()) {
+      double d = v.get<double>();
+      if (!std::isfinite(d) || std::fabs(d) >= 9.2e18)
+        bad("the number " + v.dump() + " is out of range");
+    }
+    if (v.is_structured())
+      for (const json &e : v)
+        checkNumbers(e);
+  };
+  checkNumbers(j);
   Manifest m;
   try {
     m.version = field(j, K::kVersionKey, "manifest").get<int>();
@@ -208,7 +223,12 @@ Manifest parseManifest(const std::string &text, uint64_t entryArenaBytes) {
     if (m.worldSize < 1)
       bad("world_size must be >= 1");
     m.batch = j.value(K::kBatch, int64_t(0));
-    m.seed = j.value(K::kSeed, uint64_t(0));
+    m.seed = 0;
+    if (j.contains(K::kSeed)) {
+      if (!j[K::kSeed].is_number_unsigned())
+        bad("seed must be a non-negative integer");
+      m.seed = j[K::kSeed].get<uint64_t>();
+    }
     m.loss = j.value(K::kLoss, std::string("none"));
     if (j.contains(K::kOptimizer) && j[K::kOptimizer].is_object()) {
       // The hyperparameters a session starts from (the steps read them at
@@ -243,7 +263,9 @@ Manifest parseManifest(const std::string &text, uint64_t entryArenaBytes) {
         bad("optimizer ema must be in [0, 1) (0: none), got " +
             std::to_string(m.optimizer.ema));
     }
-    m.arenaBytes = field(j, K::kArenaBytes, "manifest").get<uint64_t>();
+    if (!field(j, K::kArenaBytes, "manifest").is_number_unsigned())
+      bad("arena_bytes must be a non-negative integer");
+    m.arenaBytes = j[K::kArenaBytes].get<uint64_t>();
     if (entryArenaBytes && m.arenaBytes != entryArenaBytes)
       bad("arena_bytes " + std::to_string(m.arenaBytes) +
           " differs from the entry table's " + std::to_string(entryArenaBytes));

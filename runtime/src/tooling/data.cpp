@@ -200,6 +200,11 @@ Array readNpy(const std::string &path) {
               OTC_DATA_LOSS);
   a.data.assign(bytes.begin() + dataStart,
                 bytes.begin() + dataStart + expected);
+  // numpy writes bools as bytes 0 and 1; any other byte is still "true",
+  // and only 0 and 1 are valid bools where the data is read as such.
+  if (a.dtype == DType::Bool)
+    for (uint8_t &b : a.data)
+      b = b != 0;
   return a;
 }
 

@@ -41,12 +41,11 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     uint64_t total = bytes.size(), hash = manifest.hash;
     std::memcpy(&bytes[16], &total, 8);
     std::memcpy(&bytes[24], &hash, 8);
-    uint32_t crc = uint32_t(crc32_z(crc32_z(0L, Z_NULL, 0), bytes.data(),
-                                    bytes.size() - 4));
+    uint32_t crc = uint32_t(
+        crc32_z(crc32_z(0L, Z_NULL, 0), bytes.data(), bytes.size() - 4));
     std::memcpy(&bytes[bytes.size() - 4], &crc, 4);
   }
-  std::string path =
-      otc::fuzz::writeInput(bytes.data(), bytes.size(), ".otcc");
+  std::string path = otc::fuzz::writeInput(bytes.data(), bytes.size(), ".otcc");
   try {
     (void)otc::readCheckpoint(path, manifest);
   } catch (const otc::Error &e) {

@@ -24,8 +24,8 @@ inline std::string writeInput(const uint8_t *data, size_t size,
   const char *dir = access("/dev/shm", W_OK) == 0 ? "/dev/shm" : nullptr;
   if (!dir)
     dir = std::getenv("TMPDIR") ? std::getenv("TMPDIR") : "/tmp";
-  std::string path = std::string(dir) + "/otc-fuzz-" +
-                     std::to_string(getpid()) + ext;
+  std::string path =
+      std::string(dir) + "/otc-fuzz-" + std::to_string(getpid()) + ext;
   std::FILE *f = std::fopen(path.c_str(), "wb");
   if (!f)
     std::abort(); // the harness, not the input, failed
