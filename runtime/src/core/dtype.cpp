@@ -4,6 +4,8 @@
 #include "core/status.h"
 #include "otc/runtime.h"
 
+#include <limits>
+
 namespace otc {
 
 namespace {
@@ -53,9 +55,15 @@ const char *dtypeName(DType dtype) { return dtypeInfo(dtype).name; }
 size_t dtypeSize(DType dtype) { return dtypeInfo(dtype).size; }
 
 int64_t shapeNumel(const std::vector<int64_t> &shape, size_t from) {
+  // Saturates instead of overflowing: a file's header may claim any shape,
+  // and the loaders refuse one whose bytes do not fit.
+  for (size_t i = from; i < shape.size(); ++i)
+    if (shape[i] == 0)
+      return 0;
   int64_t n = 1;
   for (size_t i = from; i < shape.size(); ++i)
-    n *= shape[i];
+    if (__builtin_mul_overflow(n, shape[i], &n))
+      return std::numeric_limits<int64_t>::max();
   return n;
 }
 

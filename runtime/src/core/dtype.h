@@ -52,7 +52,7 @@ size_t dtypeSize(DType dtype);
 
 std::string shapeString(const std::vector<int64_t> &shape);
 /// The product of shape[from:] (1 when empty): elements of the tensor, or
-/// of one sample with from = 1.
+/// of one sample with from = 1; INT64_MAX when the product overflows.
 int64_t shapeNumel(const std::vector<int64_t> &shape, size_t from = 0);
 
 } // namespace otc

@@ -175,6 +175,9 @@ Array readNpy(const std::string &path) {
     dataError(path, "fortran_order arrays are not supported; save a "
                     "C-ordered array (numpy.ascontiguousarray)");
   std::string shape = headerValue(header, "shape", path);
+  if (shape.empty() || shape[0] != '(')
+    dataError(path, "npy header: shape '" + shape + "' is not a tuple",
+              OTC_DATA_LOSS);
   std::string digits;
   for (char c : shape.substr(1)) {
     if (std::isdigit(static_cast<unsigned char>(c))) {
