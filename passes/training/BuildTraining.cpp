@@ -1075,28 +1075,28 @@ void BuildTraining::runOnOperation() {
 
   Builder b(&getContext());
   auto f = [&](double v) { return b.getF64FloatAttr(v); };
-  module->setAttr(attr::kTraining,
-                  b.getDictionaryAttr({
-                      b.getNamedAttr("loss", b.getStringAttr(loss)),
-                      b.getNamedAttr("label", b.getStringAttr(label)),
-                      b.getNamedAttr("optimizer", b.getStringAttr(optimizer)),
-                      b.getNamedAttr("lr", f(lr)),
-                      b.getNamedAttr("momentum", f(momentum)),
-                      b.getNamedAttr("nesterov", b.getBoolAttr(nesterov)),
-                      b.getNamedAttr("weight_decay", f(weightDecay)),
-                      b.getNamedAttr("beta1", f(beta1)),
-                      b.getNamedAttr("beta2", f(beta2)),
-                      b.getNamedAttr("eps", f(eps)),
-                      b.getNamedAttr("alpha", f(alpha)),
-                      b.getNamedAttr("lr_decay", f(lrDecay)),
-                      b.getNamedAttr("centered", b.getBoolAttr(centered)),
-                      b.getNamedAttr("momentum_buffer",
-                                     b.getBoolAttr(optimizer == "momentum" ||
-                                                   (optimizer == "rmsprop" &&
-                                                    momentum > 0.0))),
-                      b.getNamedAttr("ema", f(ema)),
-                      b.getNamedAttr("accumulate",
-                                     b.getI64IntegerAttr(accumulate)),
-                  }));
+  module->setAttr(
+      attr::kTraining,
+      b.getDictionaryAttr({
+          b.getNamedAttr("loss", b.getStringAttr(loss)),
+          b.getNamedAttr("label", b.getStringAttr(label)),
+          b.getNamedAttr("optimizer", b.getStringAttr(optimizer)),
+          b.getNamedAttr("lr", f(lr)),
+          b.getNamedAttr("momentum", f(momentum)),
+          b.getNamedAttr("nesterov", b.getBoolAttr(nesterov)),
+          b.getNamedAttr("weight_decay", f(weightDecay)),
+          b.getNamedAttr("beta1", f(beta1)),
+          b.getNamedAttr("beta2", f(beta2)),
+          b.getNamedAttr("eps", f(eps)),
+          b.getNamedAttr("alpha", f(alpha)),
+          b.getNamedAttr("lr_decay", f(lrDecay)),
+          b.getNamedAttr("centered", b.getBoolAttr(centered)),
+          b.getNamedAttr(
+              "momentum_buffer",
+              b.getBoolAttr(optimizer == "momentum" ||
+                            (optimizer == "rmsprop" && momentum > 0.0))),
+          b.getNamedAttr("ema", f(ema)),
+          b.getNamedAttr("accumulate", b.getI64IntegerAttr(accumulate)),
+      }));
   forward.erase();
 }

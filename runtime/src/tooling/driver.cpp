@@ -1048,8 +1048,9 @@ void Run::train() {
       o_.epochs || !o_.steps ? (o_.epochs ? *o_.epochs : 1) * bpe : kNoLimit;
   // --accumulate N: an optimizer step takes N batches.
   const int32_t accumulate = otc_program_accumulate(program_);
-  int64_t total = std::min(stepLimit, batchLimit / accumulate);
-  int64_t epochs = std::max<int64_t>(1, (total + bpe - 1) / bpe);
+  int64_t total = lastStep();
+  int64_t epochs =
+      std::max<int64_t>(1, (total * accumulate + bpe - 1) / bpe);
   int64_t start = otc_session_step(session_.get());
   int64_t startBatch = batchesTaken();
   if (start >= stepLimit) {
