@@ -164,6 +164,13 @@ otc_status_t otc_comm_barrier(otc_comm_t *comm);
  * before its first optimizer update. Needs MPI_THREAD_SERIALIZED (otherwise
  * off). 0 turns it off: every collective then runs in the calling thread. */
 void otc_comm_set_overlap(otc_comm_t *comm, int enabled);
+/* A collective that waits longer than `seconds` for its peers (default
+ * 600; 0: no limit) fails with OTC_UNAVAILABLE naming the collective, the
+ * step and the ranks that did not arrive (a stopped or exited process on
+ * this host says so); a peer process on this host that exits fails the
+ * wait at once. The communicator is unusable afterwards: end the job with
+ * otc_comm_abort. CUDA programs' NCCL waits are watched the same way. */
+otc_status_t otc_comm_set_timeout(otc_comm_t *comm, double seconds);
 /* Bytes this rank sent to (and received from) the collectives programs run
  * (dense and compressed all-reduces with their finiteness flag and norm)
  * since the communicator was created; 0 on a 1-rank communicator. A dense

@@ -45,6 +45,24 @@ struct StepComm {
   DeviceCollectives *collectives = nullptr;
 };
 
+/// A collective as the watchdog names it (watchdog.h): "all-reduce of 2048
+/// floats in SDP owner group {0, 2}".
+struct Collective {
+  const char *kind = "";
+  int64_t count = 0; ///< of `unit`; 0: none named
+  const char *unit = "";
+  const std::vector<int64_t> *group = nullptr; ///< NULL: the world
+};
+
+/// Polls `done` until it returns true, watching the peers as the MPI
+/// collectives' waits do (watchdog.h): throws on the collective timeout or
+/// when a peer on this host has exited. Local and 1-rank comms just poll.
+void watchWait(otc_comm_t *comm, const Collective &what,
+               const std::function<bool()> &done);
+/// The steps collectives are numbered by in the watchdog's reports.
+void enterStep(otc_comm_t *comm, int64_t step);
+void leaveStep(otc_comm_t *comm);
+
 /// Points `ctx`'s collectives at the host-staged versions for CUDA programs
 /// (device_comm.cpp); `ctx.comm` must be a StepComm with a device.
 void useStagedCollectives(otc_step_context_t &ctx);

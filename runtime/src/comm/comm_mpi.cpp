@@ -2,6 +2,7 @@
 
 #include "comm/comm.h"
 #include "comm/comm_worker.h"
+#include "comm/watchdog.h"
 #include "core/status.h"
 
 #include "otc/kernels.h"
@@ -10,6 +11,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdlib>
 #include <cstring>
 #include <limits>
@@ -33,6 +35,9 @@ struct otc_comm {
   /// first step collective of an MPI comm with more than one rank.
   bool overlap = true;
   std::unique_ptr<otc::CommWorker> worker;
+  /// Every wait in a collective (watchdog.h); started with more than one
+  /// rank.
+  otc::Watchdog watchdog;
 };
 
 namespace otc {
@@ -83,43 +88,47 @@ void ensureMpiInitialized() {
   std::call_once(finalizeOnce, [] { std::atexit(finalizeAtExit); });
 }
 
-/// Completes a started MPI call. On the collectives thread it tests with
-/// short sleeps in between, which is enough to progress the transfer and
-/// leaves the core to the step's compute; Open MPI's own waits spin.
-void complete(MPI_Request *request) {
-  int done = 0;
-  for (int tests = 0;; ++tests) {
-    OTC_MPI_CHECK(MPI_Test(request, &done, MPI_STATUS_IGNORE));
-    if (done)
-      return;
-    if (tests > 64)
-      std::this_thread::sleep_for(std::chrono::microseconds(20));
-  }
+/// Starts a collective (`start` fills the request) and completes it under
+/// the watchdog. On the collectives thread it tests with short sleeps in
+/// between, which is enough to progress the transfer and leaves the core to
+/// the step's compute; Open MPI's own waits spin.
+template <typename Start>
+void run(otc_comm_t *comm, const Collective &what, Start &&start) {
+  comm->watchdog.checkUsable();
+  MPI_Request request;
+  start(&request);
+  comm->watchdog.wait(
+      what,
+      [&] {
+        int done = 0;
+        OTC_MPI_CHECK(MPI_Test(&request, &done, MPI_STATUS_IGNORE));
+        return done != 0;
+      },
+      onCommWorker());
 }
 
-/// MPI_Allreduce, or on the collectives thread MPI_Iallreduce completed
-/// politely (complete()).
-void allReduce(void *buf, int n, MPI_Datatype type, MPI_Op op, MPI_Comm on) {
-  if (!onCommWorker()) {
-    OTC_MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, buf, n, type, op, on));
-    return;
-  }
-  MPI_Request request;
-  OTC_MPI_CHECK(MPI_Iallreduce(MPI_IN_PLACE, buf, n, type, op, on, &request));
-  complete(&request);
+/// In-place all-reduce of `n` elements on `on`.
+void allReduce(otc_comm_t *comm, void *buf, int n, MPI_Datatype type, MPI_Op op,
+               MPI_Comm on, const Collective &what) {
+  run(comm, what, [&](MPI_Request *r) {
+    OTC_MPI_CHECK(MPI_Iallreduce(MPI_IN_PLACE, buf, n, type, op, on, r));
+  });
 }
 
-/// In-place MPI_Allgather of `bytes` per rank, polite as allReduce.
-void allGatherBytes(void *recv, int bytes, MPI_Comm on) {
-  if (!onCommWorker()) {
-    OTC_MPI_CHECK(MPI_Allgather(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, recv, bytes,
-                                MPI_BYTE, on));
-    return;
-  }
-  MPI_Request request;
-  OTC_MPI_CHECK(MPI_Iallgather(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, recv, bytes,
-                               MPI_BYTE, on, &request));
-  complete(&request);
+/// In-place all-gather of `bytes` per rank on `on`.
+void allGatherBytes(otc_comm_t *comm, void *recv, int bytes, MPI_Comm on,
+                    const Collective &what) {
+  run(comm, what, [&](MPI_Request *r) {
+    OTC_MPI_CHECK(MPI_Iallgather(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, recv,
+                                 bytes, MPI_BYTE, on, r));
+  });
+}
+
+void broadcast(otc_comm_t *comm, void *data, int n, MPI_Datatype type, int root,
+               MPI_Comm on, const Collective &what) {
+  run(comm, what, [&](MPI_Request *r) {
+    OTC_MPI_CHECK(MPI_Ibcast(data, n, type, root, on, r));
+  });
 }
 
 // MPI counts are ints; large buffers go in chunks.
@@ -136,7 +145,8 @@ void allReduceMeanF32(otc_comm_t *comm, float *data, int64_t count) {
     return;
   for (int64_t begin = 0; begin < count; begin += kMaxChunk) {
     int n = int(std::min(kMaxChunk, count - begin));
-    allReduce(data + begin, n, MPI_FLOAT, MPI_SUM, comm->comm);
+    allReduce(comm, data + begin, n, MPI_FLOAT, MPI_SUM, comm->comm,
+              {"all-reduce", count, "floats"});
   }
   float scale = 1.0f / float(comm->size);
   for (int64_t i = 0; i < count; ++i)
@@ -151,8 +161,8 @@ void allReduceSumF64(otc_comm_t *comm, double *data, int64_t count,
     return;
   for (int64_t begin = 0; begin < count; begin += kMaxChunk) {
     int n = int(std::min(kMaxChunk, count - begin));
-    OTC_MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, data + begin, n, MPI_DOUBLE,
-                                MPI_SUM, comm->comm));
+    allReduce(comm, data + begin, n, MPI_DOUBLE, MPI_SUM, comm->comm,
+              {"sum", count, "doubles"});
   }
   if (counted) {
     comm->bytesSent += uint64_t(count) * sizeof(double);
@@ -171,7 +181,8 @@ void allGatherInPlace(otc_comm_t *comm, void *recv, int64_t bytes,
                 "a compressed payload of " + std::to_string(bytes) +
                     " bytes exceeds the 2 GiB all-gather limit; use smaller "
                     "buckets");
-  allGatherBytes(recv, int(bytes), comm->comm);
+  allGatherBytes(comm, recv, int(bytes), comm->comm,
+                 {"all-gather", bytes, "bytes per rank"});
   if (!counted)
     return;
   uint64_t peers = uint64_t(comm->size - 1);
@@ -183,7 +194,8 @@ bool anyRank(otc_comm_t *comm, bool flag) {
   if (!comm->isMpi || comm->size == 1)
     return flag;
   int v = flag ? 1 : 0;
-  allReduce(&v, 1, MPI_INT, MPI_MAX, comm->comm);
+  allReduce(comm, &v, 1, MPI_INT, MPI_MAX, comm->comm,
+            {"any-rank flag (non-finite gradients)"});
   comm->bytesSent += sizeof(int);
   comm->bytesReceived += sizeof(int);
   return v != 0;
@@ -193,14 +205,15 @@ bool allAgree(otc_comm_t *comm, bool ok) {
   if (!comm->isMpi || comm->size == 1)
     return ok;
   int v = ok ? 1 : 0;
-  OTC_MPI_CHECK(
-      MPI_Allreduce(MPI_IN_PLACE, &v, 1, MPI_INT, MPI_MIN, comm->comm));
+  allReduce(comm, &v, 1, MPI_INT, MPI_MIN, comm->comm,
+            {"agreement that every rank succeeded"});
   return v == 1;
 }
 
 void barrier(otc_comm_t *comm) {
   if (comm->isMpi && comm->size > 1)
-    OTC_MPI_CHECK(MPI_Barrier(comm->comm));
+    run(comm, {"barrier"},
+        [&](MPI_Request *r) { OTC_MPI_CHECK(MPI_Ibarrier(comm->comm, r)); });
 }
 
 void broadcastBytes(otc_comm_t *comm, void *data, int64_t bytes, int root) {
@@ -208,7 +221,8 @@ void broadcastBytes(otc_comm_t *comm, void *data, int64_t bytes, int root) {
     return;
   if (bytes > std::numeric_limits<int>::max())
     throw Error(OTC_INTERNAL, "a set-up broadcast over 2 GiB");
-  OTC_MPI_CHECK(MPI_Bcast(data, int(bytes), MPI_BYTE, root, comm->comm));
+  broadcast(comm, data, int(bytes), MPI_BYTE, root, comm->comm,
+            {"set-up broadcast", bytes, "bytes"});
 }
 
 void countBytes(otc_comm_t *comm, uint64_t sent, uint64_t received) {
@@ -303,7 +317,8 @@ void groupAllReduceMeanF32(otc_comm_t *comm, const std::vector<int64_t> &group,
     return;
   for (int64_t begin = 0; begin < count; begin += kMaxChunk) {
     int n = int(std::min(kMaxChunk, count - begin));
-    allReduce(data + begin, n, MPI_FLOAT, MPI_SUM, it->second);
+    allReduce(comm, data + begin, n, MPI_FLOAT, MPI_SUM, it->second,
+              {"all-reduce", count, "floats", &group});
   }
   float scale = 1.0f / float(group.size());
   for (int64_t i = 0; i < count; ++i)
@@ -328,7 +343,8 @@ void groupAllGatherInPlace(otc_comm_t *comm, const std::vector<int64_t> &group,
     return;
   if (bytes > std::numeric_limits<int>::max())
     throw Error(OTC_INVALID_ARGUMENT, "all-gather payload over 2 GiB");
-  allGatherBytes(recv, int(bytes), groupComm(comm, group));
+  allGatherBytes(comm, recv, int(bytes), groupComm(comm, group),
+                 {"all-gather", bytes, "bytes per rank", &group});
   comm->bytesSent += uint64_t(bytes) * (group.size() - 1);
   comm->bytesReceived += uint64_t(bytes) * (group.size() - 1);
 }
@@ -337,8 +353,8 @@ void groupAllReduceSumF64(otc_comm_t *comm, const std::vector<int64_t> &group,
                           double *data, int64_t count) {
   if (!comm->isMpi || group.size() <= 1 || count == 0)
     return;
-  OTC_MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, data, int(count), MPI_DOUBLE,
-                              MPI_SUM, groupComm(comm, group)));
+  allReduce(comm, data, int(count), MPI_DOUBLE, MPI_SUM, groupComm(comm, group),
+            {"sum", count, "doubles", &group});
   comm->bytesSent += uint64_t(count) * sizeof(double);
   comm->bytesReceived += uint64_t(count) * sizeof(double);
 }
@@ -371,10 +387,10 @@ bool groupIdentical(otc_comm_t *comm, const std::vector<int64_t> &group,
   hi = lo;
   for (int64_t begin = 0; begin < count; begin += kMaxChunk) {
     int n = int(std::min(kMaxChunk, count - begin));
-    OTC_MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, lo.data() + begin, n, MPI_INT32_T,
-                                MPI_MIN, on));
-    OTC_MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, hi.data() + begin, n, MPI_INT32_T,
-                                MPI_MAX, on));
+    const Collective what{"comparison of owners' values", count, "floats",
+                          on == comm->comm ? nullptr : &group};
+    allReduce(comm, lo.data() + begin, n, MPI_INT32_T, MPI_MIN, on, what);
+    allReduce(comm, hi.data() + begin, n, MPI_INT32_T, MPI_MAX, on, what);
   }
   return lo == hi;
 }
@@ -388,7 +404,8 @@ void broadcastF32(otc_comm_t *comm, int64_t root, float *data, int64_t count) {
     return;
   for (int64_t begin = 0; begin < count; begin += kMaxChunk) {
     int n = int(std::min(kMaxChunk, count - begin));
-    OTC_MPI_CHECK(MPI_Bcast(data + begin, n, MPI_FLOAT, int(root), comm->comm));
+    broadcast(comm, data + begin, n, MPI_FLOAT, int(root), comm->comm,
+              {"broadcast from an owner", count, "floats"});
   }
   (root == comm->rank ? comm->bytesSent : comm->bytesReceived) +=
       uint64_t(count) * sizeof(float);
@@ -415,6 +432,21 @@ int broadcastCallback(void *opaque, int64_t root, float *data, int64_t count) {
     broadcastF32(sc->comm, root, data, count);
     return OTC_STEP_OK;
   });
+}
+
+void watchWait(otc_comm_t *comm, const Collective &what,
+               const std::function<bool()> &done) {
+  comm->watchdog.wait(what, done, /*polite=*/false);
+}
+
+void enterStep(otc_comm_t *comm, int64_t step) {
+  if (comm)
+    comm->watchdog.enterStep(step);
+}
+
+void leaveStep(otc_comm_t *comm) {
+  if (comm)
+    comm->watchdog.leaveStep();
 }
 
 void setCommError(otc_comm_t *comm, const std::string &why) {
@@ -448,7 +480,10 @@ otc_status_t otc_comm_create_mpi(otc_comm_t **out_comm) {
       OTC_MPI_CHECK(MPI_Comm_set_errhandler(comm->comm, MPI_ERRORS_RETURN));
       OTC_MPI_CHECK(MPI_Comm_rank(comm->comm, &comm->rank));
       OTC_MPI_CHECK(MPI_Comm_size(comm->comm, &comm->size));
+      if (comm->size > 1)
+        comm->watchdog.start(comm->comm, comm->rank, comm->size);
     } catch (...) {
+      comm->watchdog.stop();
       MPI_Comm_free(&comm->comm);
       throw;
     }
@@ -479,6 +514,7 @@ void otc_comm_release(otc_comm_t *comm) {
       for (auto &[ranks, sub] : comm->groups)
         if (sub != MPI_COMM_NULL)
           MPI_Comm_free(&sub);
+      comm->watchdog.stop();
       MPI_Comm_free(&comm->comm);
     }
   }
@@ -510,6 +546,19 @@ otc_status_t otc_comm_all_reduce_sum_f64(otc_comm_t *comm, double *data,
 
 void otc_comm_abort(otc_comm_t *comm, int32_t exit_code) {
   abortAll(comm, exit_code);
+}
+
+otc_status_t otc_comm_set_timeout(otc_comm_t *comm, double seconds) {
+  return guard([&] {
+    if (!comm)
+      throw Error(OTC_INVALID_ARGUMENT, "communicator is NULL");
+    if (!std::isfinite(seconds) || seconds < 0)
+      throw Error(OTC_INVALID_ARGUMENT,
+                  "the collective timeout must be a finite number of "
+                  "seconds >= 0 (0: no limit), got " +
+                      std::to_string(seconds));
+    comm->watchdog.setTimeout(seconds);
+  });
 }
 
 void otc_comm_set_overlap(otc_comm_t *comm, int enabled) {

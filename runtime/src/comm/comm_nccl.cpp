@@ -295,18 +295,21 @@ private:
   /// Waits for the communication stream as cudaStreamSynchronize would,
   /// watching the communicators meanwhile: a collective that failed (a
   /// peer died, the network broke) leaves its kernel spinning, and a plain
-  /// synchronize would wait for it forever. Throws NCCL's error instead;
-  /// the caller marks the session failed, which aborts the communicators.
+  /// synchronize would wait for it forever. Throws NCCL's error instead,
+  /// or the watchdog's (watchdog.h: a peer that does not arrive within the
+  /// collective timeout, or exited); the caller marks the session failed,
+  /// which aborts the communicators (ncclCommAbort).
   void waitSide(const char *what) {
-    for (;;) {
+    watchWait(comm, {"NCCL collectives of the communication stream"}, [&] {
       const cudaError_t rc = cudaStreamQuery(side);
       if (rc == cudaSuccess)
-        break;
+        return true;
       if (rc != cudaErrorNotReady)
         checkCuda(rc, what);
       checkAsyncErrors();
       std::this_thread::yield();
-    }
+      return false;
+    });
     checkAsyncErrors();
   }
 

@@ -18,11 +18,13 @@
 #include <mpi.h>
 #include <nlohmann/json.hpp>
 
+#include <chrono>
 #include <cmath>
 #include <cstring>
 #include <fstream>
 #include <random>
 #include <sstream>
+#include <thread>
 
 using namespace otc;
 
@@ -77,6 +79,44 @@ TEST(Mpi, AllReduceSumF64IsUncounted) {
   // Bookkeeping, not a program's gradient traffic.
   EXPECT_EQ(sent1, sent0);
   EXPECT_EQ(received1, received0);
+}
+
+// A rank that arrives after the collective timeout: its peer fails, naming
+// the collective and the late rank, and its communicator stays broken.
+TEST(Mpi, CollectiveTimeoutNamesTheMissingRank) {
+  otc_comm_t *c = nullptr;
+  ASSERT_EQ(otc_comm_create_mpi(&c), nullptr);
+  const int r = otc_comm_rank(c);
+  EXPECT_EQ(otc_status_code(otc_comm_set_timeout(c, -1)), OTC_INVALID_ARGUMENT);
+  ASSERT_EQ(otc_comm_set_timeout(c, r == 0 ? 0.3 : 60), nullptr);
+  float v[4] = {1, 2, 3, 4};
+  if (r == 1)
+    std::this_thread::sleep_for(std::chrono::milliseconds(1500));
+  otc_status_t st = otc_comm_all_reduce_mean_f32(c, v, 4);
+  if (r == 0) {
+    ASSERT_EQ(otc_status_code(st), OTC_UNAVAILABLE);
+    std::string m = text(st);
+    EXPECT_EQ(m.rfind("collective timeout: rank 0 waited ", 0), 0u) << m;
+    EXPECT_NE(m.find("(the collective timeout is 0.3 s) in collective 1 "
+                     "before the first step (all-reduce of 4 floats); did "
+                     "not arrive: rank 1 (pid "),
+              std::string::npos)
+        << m;
+    EXPECT_NE(m.find(": running, not in a collective)"), std::string::npos)
+        << m;
+    st = otc_comm_barrier(c);
+    EXPECT_EQ(otc_status_code(st), OTC_UNAVAILABLE);
+    EXPECT_EQ(text(st).rfind("the communicator failed before: collective "
+                             "timeout: rank 0 waited",
+                             0),
+              0u);
+  } else {
+    // Rank 0's part was posted: the all-reduce completes once it calls
+    // MPI again (the barrier below).
+    EXPECT_EQ(st, nullptr);
+  }
+  MPI_Barrier(MPI_COMM_WORLD);
+  otc_comm_release(c);
 }
 
 TEST(Mpi, WorldSizeRefusal) {

@@ -341,8 +341,10 @@ otc_status_t otc_session_accumulate_step(otc_session_t *session,
     DeviceArena *device = session->device.get();
     if (device)
       device->beforeStep();
+    enterStep(session->comm, ctx.step);
     int rc = e->accumulate_step(
         device ? device->devicePtr() : session->arena.get(), &ctx);
+    leaveStep(session->comm);
     if (device)
       device->afterStep();
     checkStepResult(session, rc, "accumulate_step");
@@ -372,6 +374,7 @@ otc_status_t otc_session_train_step(otc_session_t *session, float *out_loss) {
     DeviceArena *device = session->device.get();
     if (device)
       device->beforeStep();
+    enterStep(session->comm, ctx.step);
     int rc = session->entry->train_step(
         device ? device->devicePtr() : session->arena.get(), &ctx);
     if (session->collectives)
@@ -379,6 +382,7 @@ otc_status_t otc_session_train_step(otc_session_t *session, float *out_loss) {
     // A step that returned early (or a program that never waits) leaves
     // queued collectives: they finish, on every rank, before anything else.
     int queued = drainCollectives(session->comm);
+    leaveStep(session->comm);
     if (rc == OTC_STEP_OK ||
         (rc == OTC_STEP_SKIPPED_NONFINITE && queued == OTC_STEP_ERR_COMM))
       rc = queued;

@@ -74,6 +74,8 @@ struct Options {
   bool help = false;
   /// Consecutive skipped (non-finite) steps after which training stops.
   int64_t maxSkippedSteps = 100;
+  /// Seconds a collective waits for its peers before the job ends.
+  double collectiveTimeout = 600;
   /// --lr, --weight-decay, ...: run-time hyperparameters, in flag order.
   std::vector<std::pair<std::string, double>> hyper;
   /// The lr schedule's flags; `scheduleGiven` when any was given.
@@ -117,6 +119,11 @@ const char *kUsage =
     "                          skipped for a NaN or infinity in the averaged\n"
     "                          gradient (default 100; no checkpoint is\n"
     "                          written over the last good one)\n"
+    "  --collective-timeout S  end the job when a collective waits more than\n"
+    "                          S seconds for its peers, naming the "
+    "collective,\n"
+    "                          the step and the ranks that did not arrive\n"
+    "                          (default 600; 0: no limit)\n"
     "  --no-overlap            run the all-reduces in the step's own thread\n"
     "                          (default: on a thread of their own, overlapped\n"
     "                          with the rest of the backward pass)\n"
@@ -231,7 +238,8 @@ Options parseOptions(int argc, char **argv) {
                                      "--onecycle-pct-start",
                                      "--onecycle-div-factor",
                                      "--onecycle-final-div-factor",
-                                     "--max-skipped-steps"};
+                                     "--max-skipped-steps",
+                                     "--collective-timeout"};
   for (int i = 1; i < argc; ++i) {
     std::string arg = argv[i];
     std::string value;
@@ -307,9 +315,14 @@ Options parseOptions(int argc, char **argv) {
       o.quiet = true;
     else if (arg == "--max-skipped-steps")
       o.maxSkippedSteps = parseInt(arg, value, 1);
-    else if (arg == "--lr" || arg == "--weight-decay" || arg == "--momentum" ||
-             arg == "--beta1" || arg == "--beta2" || arg == "--eps" ||
-             arg == "--alpha" || arg == "--lr-decay") {
+    else if (arg == "--collective-timeout") {
+      o.collectiveTimeout = parseDouble(arg, value);
+      if (!(o.collectiveTimeout >= 0))
+        throw UsageError("invalid value '" + value +
+                         "' for --collective-timeout: must be >= 0 seconds");
+    } else if (arg == "--lr" || arg == "--weight-decay" ||
+               arg == "--momentum" || arg == "--beta1" || arg == "--beta2" ||
+               arg == "--eps" || arg == "--alpha" || arg == "--lr-decay") {
       std::string name = arg.substr(2);
       std::replace(name.begin(), name.end(), '-', '_');
       double v = parseDouble(arg, value);
@@ -1049,8 +1062,7 @@ void Run::train() {
   // --accumulate N: an optimizer step takes N batches.
   const int32_t accumulate = otc_program_accumulate(program_);
   int64_t total = lastStep();
-  int64_t epochs =
-      std::max<int64_t>(1, (total * accumulate + bpe - 1) / bpe);
+  int64_t epochs = std::max<int64_t>(1, (total * accumulate + bpe - 1) / bpe);
   int64_t start = otc_session_step(session_.get());
   int64_t startBatch = batchesTaken();
   if (start >= stepLimit) {
@@ -1328,6 +1340,11 @@ int driverMain(int argc, char **argv, const otc_program_entry_t *entry,
     commOwner.reset(comm);
   }
   otc_comm_set_overlap(comm, options.overlap ? 1 : 0);
+  if (otc_status_t st = otc_comm_set_timeout(comm, options.collectiveTimeout)) {
+    std::fprintf(stderr, "error: %s\n", otc_status_message(st));
+    otc_status_free(st);
+    return kExitUsage;
+  }
   Run run(std::move(options), program, comm);
   return run.run();
 }
