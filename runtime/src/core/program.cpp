@@ -199,18 +199,28 @@ Manifest parseManifest(const std::string &text, uint64_t entryArenaBytes) {
   if (!j.is_object())
     bad("not a JSON object");
   // Integer fields read numbers by a cast: one beyond the int64 range (or
-  // not finite) would be undefined behaviour, so none is accepted anywhere.
-  std::function<void(const json &)> checkNumbers = [&](const json &v) {
-    if (v.is_number_float()) {
-      double d = v.get<double>();
-      if (!std::isfinite(d) || std::fabs(d) >= 9.2e18)
-        bad("the number " + v.dump() + " is out of range");
-    }
-    if (v.is_structured())
-      for (const json &e : v)
-        checkNumbers(e);
-  };
-  checkNumbers(j);
+  // not finite) would be undefined behaviour, so none is accepted anywhere,
+  // and a fraction would be cut off, so only the real-valued fields (the
+  // optimizer's hyperparameters, SDP's active fraction) may have one.
+  std::function<void(const json &, const std::string &, bool)> checkNumbers =
+      [&](const json &v, const std::string &key, bool real) {
+        if (v.is_number_float()) {
+          double d = v.get<double>();
+          if (!std::isfinite(d) || std::fabs(d) >= 9.2e18)
+            bad("the number " + v.dump() + " is out of range");
+          if (!real && d != std::floor(d))
+            bad("\"" + key + "\" must be an integer, got " + v.dump());
+        }
+        if (v.is_object())
+          for (auto it = v.begin(); it != v.end(); ++it)
+            checkNumbers(it.value(), it.key(),
+                         real || it.key() == K::kOptimizer ||
+                             it.key() == K::kSdpActive);
+        else if (v.is_array())
+          for (const json &e : v)
+            checkNumbers(e, key, real);
+      };
+  checkNumbers(j, "manifest", false);
   Manifest m;
   try {
     m.version = field(j, K::kVersionKey, "manifest").get<int>();

@@ -374,6 +374,19 @@ TEST(Manifest, ValidationErrors) {
       "offset":0}]})")
                 .find("batch size 4"),
             std::string::npos);
+  // Integer fields with a fraction are refused, not cut off; the
+  // optimizer's hyperparameters and SDP's active fraction are real.
+  EXPECT_EQ(err(R"({"otc_manifest_version":1,"world_size":1,"batch":3.7,
+      "arena_bytes":64})"),
+            "invalid program manifest: \"batch\" must be an integer, got 3.7");
+  EXPECT_NE(err(R"({"otc_manifest_version":1,"world_size":1,"batch":4,
+      "arena_bytes":64,"params":[{"name":"w","dtype":"f32","shape":[2.5],
+      "offset":0}]})")
+                .find("\"shape\" must be an integer, got 2.5"),
+            std::string::npos);
+  EXPECT_EQ(err(R"({"otc_manifest_version":1,"world_size":1,"batch":4.0,
+      "arena_bytes":64,"optimizer":{"name":"sgd","lr":0.25}})"),
+            "");
   // SDP owner groups: each world rank once, ascending (a member's slot in
   // the group's all-gather is its index).
   auto sdp = [](const std::string &groups) {
