@@ -5,7 +5,7 @@ PYTHON ?= /usr/bin/python3
 CMAKE_FLAGS ?=
 
 .PHONY: all deps build test demo bench format clean conformance fuzz-diff zoo \
-	sdp-accuracy fuzz
+	sdp-accuracy fuzz compress-twin
 
 all: build
 
@@ -65,6 +65,15 @@ else
 	OTC_VERIFY_PLAN=1 $(EXPORTER_PYTHON) test/zoo/zoo_test.py --build-dir $(BUILD) \
 	  --exporter $(EXPORTER)
 endif
+
+# topk-int8 and dense under SGD, momentum and Adam on Fashion-MNIST, OTC next
+# to its PyTorch DDP comm-hook twin: test accuracy after TWIN_EPOCHS, the
+# mean over TWIN_SEEDS initial weights.
+TWIN_EPOCHS ?= 1
+TWIN_SEEDS ?= 3
+compress-twin: build
+	$(PYTHON) test/integration/compress_twin_test.py --build-dir $(BUILD) \
+	  --epochs $(TWIN_EPOCHS) --seeds $(TWIN_SEEDS)
 
 # SDP against data parallelism on Fashion-MNIST, the mean over 4 seeds
 # (make test runs one).

@@ -10,6 +10,11 @@
 #   dense      DDP's default all-reduce of fp32 buckets
 #   fp16       default_hooks.fp16_compress_hook (buckets cast to fp16, summed,
 #              divided by the world size)
+#   topk-int8  OTC's compressor as a comm hook (TopkInt8 below): per block
+#              of --compress-block the ceil(ratio * B) largest |g|, int8
+#              with one absmax / 127 scale, error feedback unless
+#              --no-error-feedback; the twin of `--compress topk-int8`, so
+#              that an accuracy figure tells the algorithm from OTC's code
 #   powersgd   PowerSGD (Vogels et al., 2019), rank --powersgd-rank (4), with
 #              error feedback and a warm-started Q, run synchronously inside
 #              a custom comm hook (see SyncPowerSGD below): torch 1.13's own
@@ -35,7 +40,11 @@
 #       --data-dir DIR [--hidden 4096,4096] [--steps 8] [--warmup 3]
 #
 # DIR holds input.npy ([S, 784] float32) and labels.npy ([S] int64); rank r
-# takes the samples of step s from row (s * W + r) * batch (wrapping around).
+# takes the samples of step s from row (s * W + r) * batch (wrapping around),
+# the layout of OTC's loader with --no-shuffle. With --epochs E the run
+# trains E passes over DIR (--warmup and --steps ignored) with --optimizer
+# (torch.optim semantics) and reports the test accuracy on --eval-dir
+# ("accuracy" in the JSON line).
 #
 #===------------------------------------------------------------------------===#
 
@@ -54,7 +63,121 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 SOURCE_DIR = os.path.dirname(os.path.dirname(HERE))
 sys.path.insert(0, os.path.join(SOURCE_DIR, "tools"))
 
-VARIANTS = ("dense", "fp16", "powersgd")
+VARIANTS = ("dense", "fp16", "topk-int8", "powersgd")
+
+
+# ---------------------------------------------------------------------------
+# OTC's block top-k + int8 compressor (kernels/include/otc/compress.h)
+# ---------------------------------------------------------------------------
+
+class TopkInt8(object):
+    """The compressed all-reduce of `--compress topk-int8` as a DDP comm hook.
+
+    Per bucket of n floats (cut into blocks of B, the last one short):
+      v = g + residual                      (error feedback; residual 0 else)
+      per block: the k = ceil(ratio * B) largest |v| (ties to the lower
+      index), scale = max |kept| / 127, q = round_half_even(kept / scale)
+      clamped to [-127, 127]; mine = q * scale at the kept indices, 0 else
+      residual = v - mine
+      result = (sum over ranks, in rank order, of mine) / W
+    The payloads are all-gathered decoded (the same floats OTC decodes).
+    With `order` (parameter names), the bucket is laid out in that order
+    (OTC's bucket layout, so that blocks hold the same elements; the model
+    must then fit one DDP bucket), else in DDP's.
+    With `momentum` (Deep Gradient Compression's momentum correction, as
+    `--momentum-correction`): each rank keeps its velocity u = m u + g, and
+    what is compressed is residual + u (the optimizer then takes a plain SGD
+    step); `factor_masking` (DGC's momentum factor masking) also zeroes u
+    where the block's kept indices were sent.
+    """
+
+    def __init__(self, ratio, block, error_feedback, names=None, order=None,
+                 momentum=0.0, factor_masking=False):
+        import math
+        import torch
+        self.torch = torch
+        self.block = block
+        self.k = max(1, min(block, math.ceil((ratio - 2.0 ** -24) * block)))
+        self.error_feedback = error_feedback
+        self.residual = {}
+        self.names = names or {}
+        self.order = order
+        self.momentum = momentum
+        self.factor_masking = factor_masking
+        self.velocity = {}
+
+    def run(self, bucket):
+        import torch.distributed as dist
+        torch = self.torch
+        world = dist.get_world_size()
+        buf = bucket.buffer()
+        grads = bucket.gradients()
+        if self.order:
+            by_name = {self.names[id(p)]: g
+                       for p, g in zip(bucket.parameters(), grads)}
+            if sorted(by_name) != sorted(self.order):
+                raise RuntimeError("--bucket-order %s does not name this "
+                                   "bucket's parameters %s" %
+                                   (self.order, sorted(by_name)))
+            laid = [by_name[k] for k in self.order]
+            v = torch.cat([g.reshape(-1) for g in laid])
+        else:
+            v = buf.clone()
+        n, b = v.numel(), self.block
+        if self.momentum:
+            u = self.velocity.get(bucket.index())
+            if u is None or u.numel() != n:
+                u = torch.zeros(n)
+                self.velocity[bucket.index()] = u
+            v = u.mul_(self.momentum).add_(v).clone()
+        if self.error_feedback:
+            r = self.residual.get(bucket.index())
+            if r is not None and r.numel() == n:
+                v.add_(r)
+        nb = (n + b - 1) // b
+        padded = torch.zeros(nb * b)
+        padded[:n] = v
+        blocks = padded.view(nb, b)
+        magnitude = blocks.abs()
+        magnitude.view(-1)[n:] = -1.0  # padding is never kept
+        idx = torch.sort(magnitude, dim=1, descending=True,
+                         stable=True).indices[:, :self.k]
+        kept = torch.gather(blocks, 1, idx)
+        scale = kept.abs().max(dim=1, keepdim=True).values / 127.0
+        safe = torch.where(scale > 0, scale, torch.ones_like(scale))
+        q = torch.round(kept / safe).clamp_(-127, 127)
+        q = torch.where(scale > 0, q, torch.zeros_like(q))
+        mine = torch.zeros_like(blocks).scatter_(1, idx, q * scale)
+        mine = mine.view(-1)[:n].contiguous()
+        if self.momentum and self.factor_masking:
+            sent = torch.zeros_like(blocks).scatter_(1, idx, 1.0)
+            self.velocity[bucket.index()].mul_(
+                1.0 - sent.view(-1)[:n])
+        if self.error_feedback:
+            self.residual[bucket.index()] = v - mine
+        parts = [torch.empty_like(mine) for _ in range(world)]
+        dist.all_gather(parts, mine)
+        total = parts[0].clone()
+        for p in parts[1:]:
+            total.add_(p)
+        total.div_(world)
+        if self.order:
+            o = 0
+            for g in laid:
+                g.copy_(total[o:o + g.numel()].view_as(g))
+                o += g.numel()
+            if not all(buf.data_ptr() <= g.data_ptr() <
+                       buf.data_ptr() + buf.numel() * 4 for g in grads):
+                buf.copy_(torch.cat([g.reshape(-1) for g in grads]))
+        else:
+            buf.copy_(total)
+        fut = torch.futures.Future()
+        fut.set_result(buf)
+        return fut
+
+
+def topk_int8_hook(state, bucket):
+    return state.run(bucket)
 
 
 # ---------------------------------------------------------------------------
@@ -212,6 +335,9 @@ def worker(a):
     model = gen_mlp.build_mlp(a.seed, hidden=hidden, classes=a.classes,
                               features=x.shape[1])
     nparams = sum(p.numel() for p in model.parameters())
+    if a.bucket_order:
+        # One bucket for the whole model: DDP's first one is capped apart.
+        dist._DEFAULT_FIRST_BUCKET_BYTES = int(a.bucket_mb * 2 ** 20)
     ddp = DDP(model, bucket_cap_mb=a.bucket_mb)
     if a.variant == "fp16":
         from torch.distributed.algorithms.ddp_comm_hooks import default_hooks
@@ -219,13 +345,40 @@ def worker(a):
     elif a.variant == "powersgd":
         ddp.register_comm_hook(SyncPowerSGD(model, a.powersgd_rank, a.seed),
                                sync_powersgd_hook)
-    opt = torch.optim.SGD(ddp.parameters(), lr=a.lr)
+    elif a.variant == "topk-int8":
+        ddp.register_comm_hook(
+            TopkInt8(a.compress_ratio, a.compress_block,
+                     not a.no_error_feedback,
+                     {id(p): k for k, p in model.named_parameters()},
+                     a.bucket_order.split(",") if a.bucket_order else None,
+                     a.momentum if a.momentum_correction else 0.0,
+                     a.factor_masking),
+            topk_int8_hook)
+    params = ddp.parameters()
+    if a.optimizer == "sgd":
+        opt = torch.optim.SGD(params, lr=a.lr, weight_decay=a.weight_decay)
+    elif a.optimizer == "momentum" and a.momentum_correction:
+        opt = torch.optim.SGD(params, lr=a.lr, weight_decay=a.weight_decay)
+    elif a.optimizer == "momentum":
+        opt = torch.optim.SGD(params, lr=a.lr, momentum=a.momentum,
+                              nesterov=a.nesterov,
+                              weight_decay=a.weight_decay)
+    elif a.optimizer == "adam":
+        opt = torch.optim.Adam(params, lr=a.lr, weight_decay=a.weight_decay)
+    else:
+        opt = torch.optim.AdamW(params, lr=a.lr, weight_decay=a.weight_decay)
     loss_fn = torch.nn.CrossEntropyLoss()
     total = a.warmup + a.steps
+    per_epoch = len(x) // (world * a.batch)
+    if a.epochs:
+        a.warmup, total = 0, a.epochs * per_epoch
     times, loss = [], None
     dist.barrier()
     for s in range(total):
-        row = ((s * world + rank) * a.batch) % max(1, len(x) - a.batch + 1)
+        if a.epochs:
+            row = ((s % per_epoch) * world + rank) * a.batch
+        else:
+            row = ((s * world + rank) * a.batch) % max(1, len(x) - a.batch + 1)
         xb, yb = x[row:row + a.batch], y[row:row + a.batch]
         t0 = time.perf_counter()
         opt.zero_grad(set_to_none=True)
@@ -239,6 +392,19 @@ def worker(a):
                   (rank, s + 1), file=sys.stderr, flush=True)
             os._exit(3)
     dist.barrier()
+    accuracy = None
+    if a.eval_dir and rank == 0:
+        ex = torch.from_numpy(np.load(os.path.join(a.eval_dir, "input.npy")))
+        ey = torch.from_numpy(np.load(os.path.join(a.eval_dir, "labels.npy")))
+        model.eval()
+        with torch.no_grad():
+            right = sum(int((model(ex[i:i + 1000]).argmax(1) ==
+                             ey[i:i + 1000]).sum())
+                        for i in range(0, len(ex), 1000))
+        accuracy = right / len(ex)
+    if a.save_weights and rank == 0:
+        np.savez(a.save_weights, **{k: v.detach().numpy() for k, v in
+                                     model.state_dict().items()})
     if rank == 0:
         t = sorted(times[a.warmup:])
         med = (t[len(t) // 2] if len(t) % 2 else
@@ -248,7 +414,7 @@ def worker(a):
             "parameters": nparams, "warmup": a.warmup, "steps": a.steps,
             "step_s": med, "mean_s": sum(t) / len(t) if t else None,
             "min_s": t[0] if t else None, "times_s": times[a.warmup:],
-            "loss": loss}), flush=True)
+            "loss": loss, "accuracy": accuracy}), flush=True)
     # No teardown: with a comm hook registered, destroying the process group
     # or the DDP reducer at exit sometimes hangs (torch 1.13, gloo).
     sys.stderr.flush()
@@ -339,6 +505,30 @@ def main():
     p.add_argument("--steps", type=int, default=8, help="timed steps")
     p.add_argument("--warmup", type=int, default=3)
     p.add_argument("--powersgd-rank", type=int, default=4)
+    p.add_argument("--compress-ratio", type=float, default=0.1)
+    p.add_argument("--compress-block", type=int, default=256)
+    p.add_argument("--no-error-feedback", action="store_true")
+    p.add_argument("--momentum-correction", action="store_true",
+                   help="topk-int8 with --optimizer momentum: DGC's "
+                        "momentum correction")
+    p.add_argument("--factor-masking", action="store_true",
+                   help="with --momentum-correction: DGC's momentum factor "
+                        "masking")
+    p.add_argument("--bucket-order", default=None,
+                   help="topk-int8: parameter names in OTC's bucket order "
+                        "(one bucket)")
+    p.add_argument("--optimizer", default="sgd",
+                   choices=("sgd", "momentum", "adam", "adamw"))
+    p.add_argument("--momentum", type=float, default=0.9)
+    p.add_argument("--nesterov", action="store_true")
+    p.add_argument("--weight-decay", type=float, default=0.0)
+    p.add_argument("--epochs", type=int, default=0,
+                   help="train E passes over the data (accuracy mode)")
+    p.add_argument("--save-weights", default=None,
+                   help="rank 0 writes the trained weights (.npz) here")
+    p.add_argument("--eval-dir", default=None,
+                   help="folder with input.npy and labels.npy to report "
+                        "the test accuracy on")
     p.add_argument("--bucket-mb", type=float, default=25.0,
                    help="DDP bucket_cap_mb (default 25, DDP's own)")
     p.add_argument("--port", type=int, default=0,
