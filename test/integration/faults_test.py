@@ -144,7 +144,7 @@ def case_stall(ctx, checks, program, data):
                  rc not in (0, None), "" if rc else out[-1500:])
     checks.check("stall: rank 0 names the collective, its step and rank 1 "
                  "as stopped", "[rank 0] error:" in line and
-                 " in step " in line and
+                 (" in step " in line or " after step " in line) and
                  "did not arrive: rank 1 (pid %d on " % pid in line and
                  ": stopped)" in line, line or out[-1500:])
     checks.check("stall: within the timeout plus the probe's grace",
@@ -207,10 +207,14 @@ def case_checkpoint_kill(ctx, checks, program, data, kills=6):
     final = None
     resumed_ok = in_write = 0
     for i in range(kills):
+        metrics = ctx.path("ckpt-kill", "m%d.jsonl" % i)
         p = start(T.train_cmd(program, data, steps=10 ** 7,
                               checkpoint_dir=ckdir, checkpoint_every=1,
-                              resume=True, quiet=True))
-        time.sleep(rng.uniform(0.6, 1.6))
+                              resume=True, metrics=metrics, log_every=1,
+                              quiet=True))
+        # Once training is under way (not while the program starts up).
+        wait_for_steps(metrics, 3)
+        time.sleep(rng.uniform(0.0, 0.3))
         os.killpg(p.pid, signal.SIGKILL)
         finish(p, 10)
         in_write += any(f.endswith(".tmp") for f in os.listdir(ckdir))

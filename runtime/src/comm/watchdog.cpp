@@ -213,9 +213,9 @@ void Watchdog::timedOut(const Collective &what, const std::string &where,
   // Ranks that wait answer from their own wait loop within kLookEvery;
   // the grace covers a loaded machine.
   auto deadline =
-      Clock::now() + std::chrono::duration_cast<Clock::duration>(
-                         std::chrono::duration<double>(
-                             std::clamp(timeout_ * 0.2, 0.5, 3.0)));
+      Clock::now() +
+      std::chrono::duration_cast<Clock::duration>(
+          std::chrono::duration<double>(std::clamp(timeout_ * 0.2, 0.5, 3.0)));
   while (answers_.size() < peers.size() && Clock::now() < deadline) {
     service(where);
     std::this_thread::sleep_for(std::chrono::milliseconds(1));
@@ -229,7 +229,7 @@ void Watchdog::timedOut(const Collective &what, const std::string &where,
       std::string state = processState(r);
       missing.push_back(name + " (pid " + std::to_string(p.pid) + " on " +
                         p.host + ": " +
-                        (state.empty()                ? "no answer"
+                        (state.empty()        ? "no answer"
                          : state == "running" ? "running, not in a collective"
                                               : state) +
                         ")");
@@ -256,8 +256,7 @@ void Watchdog::timedOut(const Collective &what, const std::string &where,
 void Watchdog::wait(const Collective &what, const std::function<bool()> &done,
                     bool polite) {
   checkUsable();
-  int64_t index =
-      ++counts_[what.group ? *what.group : std::vector<int64_t>()];
+  int64_t index = ++counts_[what.group ? *what.group : std::vector<int64_t>()];
   if (!started_) {
     while (!done())
       ;
@@ -281,11 +280,17 @@ void Watchdog::wait(const Collective &what, const std::function<bool()> &done,
       where = describe(what, index);
     service(where);
     for (int r : peersOf(what))
-      if (processState(r) == "exited")
+      if (processState(r) == "exited") {
+        // The peer may have finished this collective and gone before this
+        // rank's transfer completed: give it a moment to.
+        for (auto until = now + kLookEvery; Clock::now() < until;)
+          if (done())
+            return;
         fail("rank " + std::to_string(r) + " (pid " +
              std::to_string(peers_[size_t(r)].pid) + " on " +
              peers_[size_t(r)].host + ") exited while rank " +
              std::to_string(rank_) + " waited in " + where);
+      }
     double waited = std::chrono::duration<double>(now - start).count();
     if (timeout_ > 0 && waited > timeout_)
       timedOut(what, where, waited);
