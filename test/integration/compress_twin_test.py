@@ -23,7 +23,6 @@
 #
 #===------------------------------------------------------------------------===#
 
-import gzip
 import json
 import os
 import sys
@@ -44,27 +43,18 @@ HIDDEN = (512,)
 SEED = 5
 
 
-def idx(path):
-    with gzip.open(path, "rb") as f:
-        raw = f.read()
-    dims = raw[3]
-    shape = [int.from_bytes(raw[4 + 4 * i:8 + 4 * i], "big")
-             for i in range(dims)]
-    return np.frombuffer(raw, np.uint8, offset=4 + 4 * dims).reshape(shape)
-
-
 def write_fashion_mnist(ctx):
     """Train and test folders (input.npy, labels.npy), normalised as the
     driver's --dataset fashion-mnist does (the training set's mean, std)."""
     d = os.environ.get("OTC_DATASET_DIR") or T.FASHION_MNIST_DIR
-    train = idx(os.path.join(d, "train-images-idx3-ubyte.gz"))
+    train = T.read_idx(os.path.join(d, "train-images-idx3-ubyte.gz"))
     mean = train.astype(np.float64).mean() / 255.0
     std = np.sqrt((train.astype(np.float64) ** 2).mean() / 255.0 ** 2 -
                   mean ** 2)
     dirs = {}
     for split, name in (("train", "train"), ("t10k", "test")):
-        x = idx(os.path.join(d, "%s-images-idx3-ubyte.gz" % split))
-        y = idx(os.path.join(d, "%s-labels-idx1-ubyte.gz" % split))
+        x = T.read_idx(os.path.join(d, "%s-images-idx3-ubyte.gz" % split))
+        y = T.read_idx(os.path.join(d, "%s-labels-idx1-ubyte.gz" % split))
         dirs[name] = ctx.dir("fashion-" + name)
         np.save(os.path.join(dirs[name], "input.npy"),
                 ((x.reshape(len(x), -1) / 255.0 - mean) / std).astype(

@@ -21,7 +21,6 @@
 #
 #===------------------------------------------------------------------------===#
 
-import gzip
 import os
 import re
 import sys
@@ -33,26 +32,15 @@ MIN_ACCURACY = 0.85
 SEED = 3
 
 
-def read_idx(path):
-    import numpy as np
-    with gzip.open(path, "rb") as f:
-        data = f.read()
-    ndim = data[3]
-    dims = [int.from_bytes(data[4 + 4 * i:8 + 4 * i], "big")
-            for i in range(ndim)]
-    return np.frombuffer(data, dtype=np.uint8,
-                         offset=4 + 4 * ndim).reshape(dims)
-
-
 def torch_accuracy(onnx_path):
     """Accuracy of the exported weights on the t10k split, normalised as the
     runtime does (mean/std of the training pixels)."""
     import numpy as np
     import torch
     d = T.FASHION_MNIST_DIR
-    train = read_idx(os.path.join(d, "train-images-idx3-ubyte.gz"))
-    x = read_idx(os.path.join(d, "t10k-images-idx3-ubyte.gz"))
-    y = read_idx(os.path.join(d, "t10k-labels-idx1-ubyte.gz"))
+    train = T.read_idx(os.path.join(d, "train-images-idx3-ubyte.gz"))
+    x = T.read_idx(os.path.join(d, "t10k-images-idx3-ubyte.gz"))
+    y = T.read_idx(os.path.join(d, "t10k-labels-idx1-ubyte.gz"))
     t = train.astype(np.float64) / 255.0
     mean, std = t.mean(), t.std()
     xs = ((x.astype(np.float64) / 255.0 - mean) / std).astype(np.float32)

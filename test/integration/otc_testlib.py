@@ -342,6 +342,18 @@ def train_cmd(program, data=None, ranks=1, **flags):
 # Data
 # ---------------------------------------------------------------------------
 
+def read_idx(path):
+    """An IDX file (.gz), such as Fashion-MNIST's, as a uint8 array."""
+    import gzip
+    with gzip.open(path, "rb") as f:
+        data = f.read()
+    ndim = data[3]
+    dims = [int.from_bytes(data[4 + 4 * i:8 + 4 * i], "big")
+            for i in range(ndim)]
+    return np.frombuffer(data, dtype=np.uint8,
+                         offset=4 + 4 * ndim).reshape(dims)
+
+
 def make_classification(dirname, n, seed=0, shape=(784,), classes=10,
                         input_name="input", label_name="labels"):
     """Random float32 inputs [n, *shape] and int64 labels [n]; returns
