@@ -363,6 +363,12 @@ def worker(a):
         opt = torch.optim.SGD(params, lr=a.lr, momentum=a.momentum,
                               nesterov=a.nesterov,
                               weight_decay=a.weight_decay)
+    elif a.optimizer in ("adam", "adamw") and a.momentum_correction:
+        # The first moment is the ranks' (the hook's velocity with beta1 =
+        # --momentum); Adam keeps the second, of the averaged velocity.
+        cls = torch.optim.Adam if a.optimizer == "adam" else torch.optim.AdamW
+        opt = cls(params, lr=a.lr, betas=(0.0, 0.999),
+                  weight_decay=a.weight_decay)
     elif a.optimizer == "adam":
         opt = torch.optim.Adam(params, lr=a.lr, weight_decay=a.weight_decay)
     else:
@@ -509,8 +515,9 @@ def main():
     p.add_argument("--compress-block", type=int, default=256)
     p.add_argument("--no-error-feedback", action="store_true")
     p.add_argument("--momentum-correction", action="store_true",
-                   help="topk-int8 with --optimizer momentum: DGC's "
-                        "momentum correction")
+                   help="topk-int8 with --optimizer momentum (or adam, "
+                        "adamw: their first moment, beta1 = --momentum): "
+                        "DGC's momentum correction")
     p.add_argument("--factor-masking", action="store_true",
                    help="with --momentum-correction: DGC's momentum factor "
                         "masking")
