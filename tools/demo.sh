@@ -9,6 +9,7 @@
 #   3. mpirun -np 2 trains it 2 epochs on Fashion-MNIST, evaluating on the
 #      test set after each epoch, writing metrics and a checkpoint
 #   4. the trained model is exported as ONNX and checked with onnx.checker
+#   5. otc-plot draws the training curves from the metrics (curves.png)
 #
 # Everything goes to out/demo/ under the source folder. Environment:
 # OTC_DEMO_EPOCHS (default 2), OTC_DEMO_OUT (default SOURCE/out/demo),
@@ -43,24 +44,24 @@ die() { echo "demo: error: $*" >&2; exit 1; }
 command -v mpirun >/dev/null ||
   die "mpirun not found (run tools/install-deps.sh)"
 mkdir -p "$OUT"
-rm -rf "$OUT/ckpt" "$OUT/metrics.jsonl" "$OUT/trained.onnx"
+rm -rf "$OUT/ckpt" "$OUT/metrics.jsonl" "$OUT/trained.onnx" "$OUT/curves.png"
 
-step "1/4 the model: MLP 784-256-128-10 (ReLU) from PyTorch"
+step "1/5 the model: MLP 784-256-128-10 (ReLU) from PyTorch"
 "$PY" "$ROOT/tools/gen_mlp.py" -o "$OUT/mlp.onnx" --seed 0
 
-step "2/4 compile: 2 ranks x batch 64, SGD momentum 0.9, lr 0.05"
+step "2/5 compile: 2 ranks x batch 64, SGD momentum 0.9, lr 0.05"
 (set -x; "$COMPILE" "$OUT/mlp.onnx" -o "$OUT/train" \
   --loss cross-entropy --label labels \
   --world-size 2 --batch 64 --optimizer momentum --momentum 0.9 --lr 0.05 \
   --report --report-json "$OUT/report.json")
 
-step "3/4 train: $EPOCHS epochs of Fashion-MNIST on 2 ranks"
+step "3/5 train: $EPOCHS epochs of Fashion-MNIST on 2 ranks"
 (set -x; mpirun -np 2 --oversubscribe --bind-to none "$OUT/train" \
   --dataset fashion-mnist --epochs "$EPOCHS" --seed "$SEED" --threads 1 \
   --metrics "$OUT/metrics.jsonl" --checkpoint-dir "$OUT/ckpt" \
   --export "$OUT/trained.onnx")
 
-step "4/4 check the exported model"
+step "4/5 check the exported model"
 "$PY" - "$OUT" <<'EOF'
 import json, os, sys
 import onnx
@@ -85,6 +86,9 @@ for e in evals:
 print("TEST ACCURACY: %.4f" % evals[-1]["accuracy"])
 EOF
 
+step "5/5 the training curves"
+"$BUILD/bin/otc-plot" "$OUT/metrics.jsonl" -o "$OUT/curves.png"
+
 step "written to $OUT"
 cat <<EOF
   mlp.onnx        the model as exported by PyTorch
@@ -93,4 +97,5 @@ cat <<EOF
   metrics.jsonl   per-step loss/throughput and per-epoch evaluation
   ckpt/           checkpoints (resume with --checkpoint-dir $OUT/ckpt --resume)
   trained.onnx    the trained model (original graph, trained weights)
+  curves.png      loss, accuracy, throughput, lr, gradient norm (otc-plot)
 EOF

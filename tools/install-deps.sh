@@ -17,6 +17,7 @@ packages=(
   # tests, demo, benchmarks
   python3-torch python3-torchvision python3-onnx python3-numpy
   dataset-fashion-mnist libonnx-testdata iproute2 python3-venv
+  python3-matplotlib
 )
 
 missing=()
