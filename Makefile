@@ -5,7 +5,7 @@ PYTHON ?= /usr/bin/python3
 CMAKE_FLAGS ?=
 
 .PHONY: all deps build test demo bench format clean conformance fuzz-diff zoo \
-	sdp-accuracy fuzz compress-twin
+	sdp-accuracy fuzz compress-twin test-asan
 
 all: build
 
@@ -43,6 +43,11 @@ EXPORTER_PYTHON = $(if $(filter dynamo,$(EXPORTER)),$(BUILD)/pyenv/bin/python,$(
 # checkpoint parsers, FUZZ_SECONDS each.
 fuzz:
 	tools/fuzz.sh $(FUZZ_SECONDS)
+
+# Every target and the whole suite under ASan + UBSan (gcc, build/asan);
+# make test runs the unit tests so (asan.unit).
+test-asan: deps
+	tools/asan.sh all $(BUILD)
 
 # Differential tester, long mode: new random models for FUZZ_SECONDS.
 FUZZ_SECONDS ?= 600

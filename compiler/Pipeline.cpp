@@ -230,6 +230,10 @@ LogicalResult hostCompile(StringRef source, const CompileOptions &options) {
                                 "-fPIC",
                                 "-I" OTC_KERNELS_INCLUDE_DIR,
                                 "-I" OTC_RUNTIME_INCLUDE_DIR};
+  SmallVector<StringRef> buildFlags;
+  StringRef(OTC_HOST_CXXFLAGS).split(buildFlags, ' ', -1, false);
+  for (StringRef flag : buildFlags)
+    args.push_back(flag.str());
   bool cuda = options.target() == EmitTarget::CUDA;
   if (cuda)
     args.push_back("-I" OTC_CUDA_INCLUDE_DIR);

@@ -296,12 +296,13 @@ int intImpl(Op op, int rank, const int64_t *shape, const T *a,
 
 /// The integer binary op `op` on T (int_ops.h), one loop per op.
 template <typename T>
-int binaryInt(otck_binary_op op, int rank, const int64_t *shape, const T *a,
+int binaryInt(int op, int rank, const int64_t *shape, const T *a,
               const int64_t *as, const T *b, const int64_t *bs, T *out) {
-  if (rank < 0 || rank > OTCK_MAX_RANK)
+  // Checked before op becomes an otck_binary_op: another value is not one.
+  if (rank < 0 || rank > OTCK_MAX_RANK || !knownIntBinary(op))
     return OTCK_ERR_UNSUPPORTED;
   int status = OTCK_ERR_UNSUPPORTED;
-  withIntOp<T>(op, [&](auto f) {
+  withIntOp<T>(otck_binary_op(op), [&](auto f) {
     status = intImpl<T>(f, rank, shape, a, as, b, bs, out);
   });
   return status;
@@ -576,21 +577,21 @@ extern "C" void otck_binary_grad_f32(otck_binary_op op, int rank,
   }
 }
 
-extern "C" int otck_binary_i32(otck_binary_op op, int rank,
-                               const int64_t *out_shape, const int32_t *a,
-                               const int64_t *a_strides, const int32_t *b,
-                               const int64_t *b_strides, int32_t *out) {
+extern "C" int otck_binary_i32(int op, int rank, const int64_t *out_shape,
+                               const int32_t *a, const int64_t *a_strides,
+                               const int32_t *b, const int64_t *b_strides,
+                               int32_t *out) {
   return binaryInt(op, rank, out_shape, a, a_strides, b, b_strides, out);
 }
 
-extern "C" int otck_binary_i64(otck_binary_op op, int rank,
-                               const int64_t *out_shape, const int64_t *a,
-                               const int64_t *a_strides, const int64_t *b,
-                               const int64_t *b_strides, int64_t *out) {
+extern "C" int otck_binary_i64(int op, int rank, const int64_t *out_shape,
+                               const int64_t *a, const int64_t *a_strides,
+                               const int64_t *b, const int64_t *b_strides,
+                               int64_t *out) {
   return binaryInt(op, rank, out_shape, a, a_strides, b, b_strides, out);
 }
 
-extern "C" int otck_binary_int(otck_binary_op op, int dtype, int rank,
+extern "C" int otck_binary_int(int op, int dtype, int rank,
                                const int64_t *out_shape, const void *a,
                                const int64_t *a_strides, const void *b,
                                const int64_t *b_strides, void *out) {

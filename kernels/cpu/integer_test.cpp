@@ -227,8 +227,7 @@ TEST(BinaryInt, UnsupportedTypesOpsAndRanks) {
     EXPECT_EQ(OTCK_ERR_UNSUPPORTED,
               otck_binary_int(OTCK_ADD, dtype, 1, &one, &a, &st, &a, &st, &y));
   EXPECT_EQ(OTCK_ERR_UNSUPPORTED,
-            otck_binary_int(otck_binary_op(99), OTCK_DT_INT64, 1, &one, &a, &st,
-                            &a, &st, &y));
+            otck_binary_int(99, OTCK_DT_INT64, 1, &one, &a, &st, &a, &st, &y));
   const int64_t shape[9] = {1, 1, 1, 1, 1, 1, 1, 1, 1}, st9[9] = {};
   EXPECT_EQ(OTCK_ERR_UNSUPPORTED, otck_binary_int(OTCK_ADD, OTCK_DT_INT64, 9,
                                                   shape, &a, st9, &a, st9, &y));

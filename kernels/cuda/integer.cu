@@ -73,7 +73,7 @@ bool knownCompare(otck_compare_op op) {
 using namespace otc::kernels;
 using namespace otc::kernels::cuda;
 
-extern "C" int otckd_binary_int(otck_binary_op op, int dtype, int rank,
+extern "C" int otckd_binary_int(int op, int dtype, int rank,
                                 const int64_t *out_shape, const void *a,
                                 const int64_t *a_strides, const void *b,
                                 const int64_t *b_strides, void *out) {
@@ -90,8 +90,8 @@ extern "C" int otckd_binary_int(otck_binary_op op, int dtype, int rank,
     if (!status)
       return;
     intBinaryKernel<T><<<gridFor(p.total), kThreads, 0, currentStream()>>>(
-        op, p, static_cast<const T *>(a), static_cast<const T *>(b),
-        static_cast<T *>(out), status);
+        otck_binary_op(op), p, static_cast<const T *>(a),
+        static_cast<const T *>(b), static_cast<T *>(out), status);
     checkLaunch("otckd_binary_int");
   });
   if (!known)

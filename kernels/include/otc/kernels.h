@@ -96,20 +96,20 @@ void otck_binary_grad_f32(otck_binary_op op, int rank, const int64_t *out_shape,
  * complement; INT_MIN / -1 = INT_MIN). DIV/MOD/FMOD by zero (and POW of 0 to
  * a negative power) write 0 there and return OTCK_ERR_DIVISION_BY_ZERO; POW
  * to a negative power truncates (1, -1 or 0 otherwise). Returns
- * OTCK_ERR_UNSUPPORTED for a rank outside [0, OTCK_MAX_RANK]. */
-int otck_binary_i32(otck_binary_op op, int rank, const int64_t *out_shape,
+ * OTCK_ERR_UNSUPPORTED for a rank outside [0, OTCK_MAX_RANK] or an `op` that
+ * is not an otck_binary_op (an int: any value may be passed and refused). */
+int otck_binary_i32(int op, int rank, const int64_t *out_shape,
                     const int32_t *a, const int64_t *a_strides,
                     const int32_t *b, const int64_t *b_strides, int32_t *out);
-int otck_binary_i64(otck_binary_op op, int rank, const int64_t *out_shape,
+int otck_binary_i64(int op, int rank, const int64_t *out_shape,
                     const int64_t *a, const int64_t *a_strides,
                     const int64_t *b, const int64_t *b_strides, int64_t *out);
 /* The same over any integer type `dtype` (an otck_dtype: INT8, INT16,
  * INT32, INT64, UINT8, UINT16, UINT32, UINT64; unsigned types wrap modulo
  * 2^bits and never take the negative cases), with the shifts. Returns
  * OTCK_ERR_UNSUPPORTED for another type code, op or rank. */
-int otck_binary_int(otck_binary_op op, int dtype, int rank,
-                    const int64_t *out_shape, const void *a,
-                    const int64_t *a_strides, const void *b,
+int otck_binary_int(int op, int dtype, int rank, const int64_t *out_shape,
+                    const void *a, const int64_t *a_strides, const void *b,
                     const int64_t *b_strides, void *out);
 
 /* Unary ops: y = f(x; alpha, beta). The kernels take every parameter

@@ -78,9 +78,8 @@ void otckd_binary_grad_f32(otck_binary_op op, int rank,
                            float *db);
 /* A division by zero is recorded (OTCK_ERR_DIVISION_BY_ZERO); an unknown
  * type code, op or rank is recorded as a failure. Both return 0. */
-int otckd_binary_int(otck_binary_op op, int dtype, int rank,
-                     const int64_t *out_shape, const void *a,
-                     const int64_t *a_strides, const void *b,
+int otckd_binary_int(int op, int dtype, int rank, const int64_t *out_shape,
+                     const void *a, const int64_t *a_strides, const void *b,
                      const int64_t *b_strides, void *out);
 int otckd_compare(otck_compare_op op, int dtype, int rank,
                   const int64_t *out_shape, const void *a,
