@@ -67,6 +67,7 @@ struct Options {
   std::string exportPath;
   std::string exportEmaPath;
   std::string metricsPath;
+  std::string tensorboardDir;
   /// SDP with BatchNorm: training batches per rank that re-estimate the
   /// whole model's running statistics before evaluation and export.
   int64_t sdpCalibrationBatches = 100;
@@ -165,6 +166,8 @@ const char *kUsage =
     "                          that re-estimate the whole model's running\n"
     "                          statistics before eval/export (default 100)\n"
     "  --metrics FILE.jsonl    JSON lines: one per logged step and per eval\n"
+    "  --tensorboard DIR       the same as TensorBoard scalars: a new event\n"
+    "                          file in DIR (created) per run\n"
     "  --log-every N           log every N steps (default 50)\n"
     "  --quiet                 print errors only\n"
     "  --help                  this text\n";
@@ -218,6 +221,7 @@ Options parseOptions(int argc, char **argv) {
                                      "--export",
                                      "--export-ema",
                                      "--metrics",
+                                     "--tensorboard",
                                      "--sdp-calibration-batches",
                                      "--lr",
                                      "--weight-decay",
@@ -311,6 +315,8 @@ Options parseOptions(int argc, char **argv) {
       o.sdpCalibrationBatches = parseInt(arg, value, 0);
     else if (arg == "--metrics")
       o.metricsPath = value;
+    else if (arg == "--tensorboard")
+      o.tensorboardDir = value;
     else if (arg == "--quiet")
       o.quiet = true;
     else if (arg == "--max-skipped-steps")
@@ -514,15 +520,16 @@ void removeStaleTemporaries(const std::string &dir, int rank) {
     std::remove(p.c_str());
 }
 
-void makeDirs(const std::string &dir) {
+/// Creates `dir` and the folders above it (the folder of `flag`).
+void makeDirs(const std::string &flag, const std::string &dir) {
   std::string path;
   size_t pos = 0;
   while (pos != std::string::npos) {
     pos = dir.find('/', pos + 1);
     path = dir.substr(0, pos);
     if (!path.empty() && ::mkdir(path.c_str(), 0755) != 0 && errno != EEXIST)
-      fail(OTC_IO_ERROR, "cannot create the checkpoint folder '" + dir +
-                             "': " + std::strerror(errno));
+      fail(OTC_IO_ERROR, flag + " " + dir + ": cannot create the folder '" +
+                             path + "': " + std::strerror(errno));
   }
 }
 
@@ -903,7 +910,7 @@ void Run::saveCheckpoint() {
     if (rank_ != 0 && !perRank)
       return;
     if (rank_ == 0)
-      makeDirs(o_.checkpointDir);
+      makeDirs("--checkpoint-dir", o_.checkpointDir);
     if (perRank) // the folder exists before the other ranks write into it
       check(otc_comm_barrier(comm_));
     std::vector<uint8_t> extra = loaderExtra();
@@ -1212,8 +1219,14 @@ int Run::run() {
         checkOutputPath("--export", o_.exportPath);
         checkOutputPath("--export-ema", o_.exportEmaPath);
         checkOutputPath("--metrics", o_.metricsPath);
+        if (rank_ == 0 && !o_.tensorboardDir.empty()) {
+          makeDirs("--tensorboard", o_.tensorboardDir);
+          if (::access(o_.tensorboardDir.c_str(), W_OK) != 0)
+            throw UsageError("--tensorboard " + o_.tensorboardDir +
+                             ": not writable: " + std::strerror(errno));
+        }
         if (rank_ == 0 && !o_.checkpointDir.empty())
-          makeDirs(o_.checkpointDir);
+          makeDirs("--checkpoint-dir", o_.checkpointDir);
       }))
     return exitCode;
   if (!o_.checkpointDir.empty() && !allRanks(comm_, exitCode, [&] {
@@ -1234,6 +1247,8 @@ int Run::run() {
   if (!allRanks(comm_, exitCode, [&] {
         if (rank_ == 0 && !o_.metricsPath.empty())
           metrics_.open(o_.metricsPath, resumed_);
+        if (rank_ == 0 && !o_.tensorboardDir.empty())
+          metrics_.openTensorBoard(o_.tensorboardDir);
       }))
     return exitCode;
   try {

@@ -1,4 +1,4 @@
-//===- metrics.cpp - JSON-lines metrics and the progress bar --------------===//
+//===- metrics.cpp - Metrics (JSON lines, TensorBoard), progress bar ------===//
 
 #include "tooling/metrics.h"
 #include "core/status.h"
@@ -36,7 +36,12 @@ void MetricsWriter::write(const std::string &line) {
                                   "': " + std::strerror(errno));
 }
 
+void MetricsWriter::openTensorBoard(const std::string &dir) {
+  events_.open(dir);
+}
+
 void MetricsWriter::close() {
+  events_.close();
   if (!file_)
     return;
   std::FILE *f = file_;
@@ -76,6 +81,18 @@ void MetricsWriter::logStep(int64_t step, int64_t epoch, double loss, double lr,
     j["compress_ratio"] = r;
   }
   write(j.dump());
+  if (!events_.isOpen())
+    return;
+  events_.scalar("train/loss", step, loss);
+  events_.scalar("train/lr", step, lr);
+  if (!(gradNorm < 0))
+    events_.scalar("train/grad_norm", step, gradNorm);
+  events_.scalar("train/samples_per_s", step, samplesPerS);
+  events_.scalar("comm/bytes_sent", step, double(bytesSent));
+  events_.scalar("comm/bytes_received", step, double(bytesReceived));
+  for (size_t b = 0; b < compressRatios.size(); ++b)
+    events_.scalar("compress/ratio_bucket" + std::to_string(b), step,
+                   compressRatios[b]);
 }
 
 void MetricsWriter::logSkip(int64_t step, int64_t epoch,
@@ -90,6 +107,7 @@ void MetricsWriter::logSkip(int64_t step, int64_t epoch,
   j["bytes_received"] = bytesReceived;
   j["time_s"] = number(timeS);
   write(j.dump());
+  events_.scalar("train/skipped_steps", step, double(++skipped_));
 }
 
 void MetricsWriter::logEval(int64_t step, int64_t epoch, double accuracy,
@@ -106,6 +124,10 @@ void MetricsWriter::logEval(int64_t step, int64_t epoch, double accuracy,
   j["total"] = total;
   j["loss"] = hasLoss ? number(loss) : nlohmann::json(nullptr);
   write(j.dump());
+  if (accuracy >= 0)
+    events_.scalar("eval/accuracy", step, accuracy);
+  if (hasLoss)
+    events_.scalar("eval/loss", step, loss);
 }
 
 ProgressBar::ProgressBar(std::FILE *out, bool enabled)

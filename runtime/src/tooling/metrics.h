@@ -1,7 +1,10 @@
-//===- metrics.h - JSON-lines metrics and the progress bar ------*- C++ -*-===//
+//===- metrics.h - Metrics (JSON lines, TensorBoard), progress bar -*- C++
+//-*-===//
 
 #ifndef OTC_RUNTIME_TOOLING_METRICS_H
 #define OTC_RUNTIME_TOOLING_METRICS_H
+
+#include "tooling/tensorboard.h"
 
 #include <cstdint>
 #include <cstdio>
@@ -10,8 +13,9 @@
 
 namespace otc {
 
-/// One JSON object per line, flushed after each so a crash loses nothing;
-/// a write that fails throws an Error naming the file.
+/// One JSON object per line (--metrics) and the same values as TensorBoard
+/// scalars (--tensorboard), each flushed as written so a crash loses
+/// nothing; a write that fails throws an Error naming the file.
 class MetricsWriter {
 public:
   MetricsWriter() = default;
@@ -21,8 +25,13 @@ public:
 
   /// Opens `path`; `append` keeps earlier lines (a resumed run).
   void open(const std::string &path, bool append);
-  bool isOpen() const { return file_ != nullptr; }
-  /// Closes the file; throws an Error if what was written did not reach it.
+  /// A new TensorBoard event file in the existing folder `dir`. Tags:
+  /// train/{loss,lr,grad_norm,samples_per_s,skipped_steps},
+  /// comm/{bytes_sent,bytes_received}, compress/ratio_bucket<b>,
+  /// eval/{accuracy,loss}.
+  void openTensorBoard(const std::string &dir);
+  /// Closes the files; throws an Error if what was written did not reach
+  /// them.
   void close();
 
   /// `lr`: the step's learning rate; `gradNorm`: its gradient norm before
@@ -44,6 +53,8 @@ private:
   void write(const std::string &line);
   std::FILE *file_ = nullptr;
   std::string path_;
+  EventFileWriter events_;
+  int64_t skipped_ = 0; // steps skipped in this run, for train/skipped_steps
 };
 
 /// Rank 0's progress line on stderr: redrawn in place on a terminal, a
