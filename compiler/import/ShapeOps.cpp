@@ -86,12 +86,20 @@ LogicalResult Importer::importDropout(const onnx::NodeProto &node) {
   // A ratio of 0 drops nothing, in training mode too.
   if (ratio == 0.0f)
     return importIdentity(node);
-  if (node.output_size() > 1 && !node.output(1).empty())
-    return nodeError(node)
-           << "the Dropout mask output in training mode is not supported";
   auto d = b.create<graph::DropoutOp>(loc, *x, b.getF32FloatAttr(ratio),
                                       b.getI64IntegerAttr(dropoutStreams++));
   define(node, 0, d.getResult());
+  if (node.output_size() > 1 && !node.output(1).empty()) {
+    // ONNX's mask is true where the element was kept: where the applied
+    // scale is not 0 (torch's exporter names it even when nothing reads it).
+    auto scalar = RankedTensorType::get({}, b.getF32Type());
+    Value zero = b.create<graph::ConstantOp>(
+        loc, DenseElementsAttr::get(scalar, b.getF32FloatAttr(0.0f)));
+    auto boolType = RankedTensorType::get(typeOf(*x).getShape(), b.getI1Type());
+    define(node, 1,
+           b.create<graph::CompareOp>(loc, boolType, b.getStringAttr("gt"),
+                                      d.getMask(), zero));
+  }
   return success();
 }
 

@@ -1192,3 +1192,23 @@ TEST_F(KernelsCuda, KernelsRunOnTheCurrentStream) {
 }
 
 } // namespace
+
+// The same counter-based draw: the CPU's mask and product bit for bit, for
+// sizes around the grid's and the CPU's chunking, seeds and streams.
+TEST_F(KernelsCuda, DropoutMatchesCpuBitForBit) {
+  unsigned seed = 7000;
+  for (int64_t n : {int64_t(1), int64_t(255), int64_t(257), int64_t(100003)})
+    for (float ratio : {0.1f, 0.5f, 0.9f})
+      for (uint64_t stream : {uint64_t(0), uint64_t(3)}) {
+        const auto x = uniform(n, -4, 4, seed++);
+        const uint64_t s = 0x9e3779b97f4a7c15ull * seed;
+        std::vector<float> y(sz(n)), mask(sz(n));
+        otck_dropout_f32(n, x.data(), y.data(), mask.data(), ratio, s, stream);
+        Dev<float> dx(x), dy(sz(n)), dm(sz(n));
+        otckd_dropout_f32(n, dx.get(), dy.get(), dm.get(), ratio, s, stream);
+        EXPECT_EQ(dm.host(), mask)
+            << "n " << n << " ratio " << ratio << " stream " << stream;
+        EXPECT_EQ(dy.host(), y)
+            << "n " << n << " ratio " << ratio << " stream " << stream;
+      }
+}

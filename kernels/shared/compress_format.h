@@ -16,15 +16,10 @@
 #include "otc/compress.h"
 
 #include "isa.h"
+#include "random.h"
 
 #include <stdint.h>
 #include <string.h>
-
-#ifdef __CUDACC__
-#define OTCK_HD __host__ __device__ inline
-#else
-#define OTCK_HD inline
-#endif
 
 namespace otc::kernels::compress {
 inline namespace OTCK_ISA {
@@ -193,14 +188,7 @@ OTCK_HD float dequantizeInt8(int8_t q, float scale) { return float(q) * scale; }
 
 //===--- RANDOMK ----------------------------------------------------------===//
 
-OTCK_HD uint64_t splitmix64(uint64_t z) {
-  z += 0x9e3779b97f4a7c15ull;
-  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-  return z ^ (z >> 31);
-}
-
-/// The stream of block `block`: draw d is splitmix64(key + d).
+/// The stream of block `block`: draw d is splitmix64(key + d) (random.h).
 OTCK_HD uint64_t randomKey(uint64_t seed, int64_t block) {
   return splitmix64(seed ^ splitmix64(uint64_t(block)));
 }

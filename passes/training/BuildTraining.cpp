@@ -474,6 +474,18 @@ FailureOr<Value> BuildTraining::buildLoss(OpBuilder &b, Location loc,
 
 /// SDP backward masking of neuron groups: the part of a parameter a rank
 /// trains, as `dist.sdp_slices`-style records (axis, kept ranges), or null.
+/// Dropout outside training is its input; the scale it applied (its mask
+/// result, which an exported model may read) is 1 everywhere.
+static void mapDropoutToIdentity(OpBuilder &b, DropoutOp d, IRMapping &map) {
+  map.map(d.getResult(), map.lookup(d.getInput()));
+  if (d.getMask().use_empty())
+    return;
+  auto type = llvm::cast<RankedTensorType>(d.getMask().getType());
+  map.map(d.getMask(),
+          b.create<ConstantOp>(d.getLoc(), DenseElementsAttr::get(
+                                               type, b.getF32FloatAttr(1.0f))));
+}
+
 static ArrayAttr trainedPart(func::FuncOp forward, unsigned arg) {
   auto trains = forward.getArgAttrOfType<DictionaryAttr>(arg, attr::kSdpTrains);
   return trains ? trains.getAs<ArrayAttr>("slices") : ArrayAttr();
@@ -945,7 +957,7 @@ LogicalResult BuildTraining::buildEvalStep(ModuleOp module,
       createStep(b, forward, attr::kEvalFn, argTypes, argAttrs, map);
   for (Operation &op : forward.front().without_terminator()) {
     if (auto dropout = llvm::dyn_cast<DropoutOp>(op)) {
-      map.map(dropout.getResult(), map.lookup(dropout.getInput()));
+      mapDropoutToIdentity(b, dropout, map);
       continue;
     }
     // Evaluation normalises with the running statistics.
@@ -1001,7 +1013,7 @@ void BuildTraining::buildCalibrateStep(ModuleOp module, func::FuncOp forward) {
   DenseMap<Value, Value> next;
   for (Operation &op : forward.front().without_terminator()) {
     if (auto dropout = llvm::dyn_cast<DropoutOp>(op)) {
-      map.map(dropout.getResult(), map.lookup(dropout.getInput()));
+      mapDropoutToIdentity(b, dropout, map);
       continue;
     }
     Operation *clone = b.clone(op, map);

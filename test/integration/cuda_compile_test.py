@@ -4,8 +4,8 @@
 # a library, model_parity_test's GPT-style decoder (embeddings: gather;
 # LayerNorm; causal masking: where) and a residual CNN (convolutions,
 # BatchNorm, ReLU, max pooling, global average pooling, a linear head) as
-# executables, and text classifiers on 2-layer bidirectional LSTM, GRU and
-# RNN: all must build here (no GPU needed) and need the CUDA kernel
+# executables, an MLP with training-mode dropout, and text classifiers on
+# 2-layer bidirectional LSTM, GRU and RNN: all must build here (no GPU needed) and need the CUDA kernel
 # library. Nothing is run: programs on a GPU are tested by the runtime's
 # `gpu` tests and integration.cuda_train. Skips (exit 77) when otc-compile
 # was built without CUDA.
@@ -179,6 +179,25 @@ def main():
                          "max_pool_grad_f32", "reduce_f32",
                          "reduce_grad_f32")),
                      nm.strip()[-400:])
+
+    # Dropout in training mode: the twin draws the CPU's mask.
+    torch.manual_seed(0)
+    drop = torch.nn.Sequential(torch.nn.Linear(20, 32), torch.nn.ReLU(),
+                               torch.nn.Dropout(0.2), torch.nn.Linear(32, 5))
+    drop_onnx = ctx.path("dropout_mlp.onnx")
+    torch.onnx.export(drop.train(), (torch.zeros(8, 20),), drop_onnx,
+                      input_names=["input"], output_names=["logits"],
+                      training=torch.onnx.TrainingMode.TRAINING,
+                      do_constant_folding=False, opset_version=15)
+    out = ctx.path("dropout_mlp")
+    r = T.compile_model(ctx, drop_onnx, out, emit="exe", batch=8,
+                        optimizer="adam", target="cuda")
+    if T.require_ok(checks, "MLP with dropout compiled for CUDA", r):
+        check_program(checks, "MLP with dropout", out, True)
+        nm = subprocess.run(["nm", "-D", "--undefined-only", out],
+                            capture_output=True, text=True).stdout
+        checks.check("MLP with dropout: calls otckd_dropout_f32",
+                     re.search(r"\botckd_dropout_f32\b", nm) is not None)
 
     # Recurrent layers unroll into ops that all have CUDA twins.
     import recurrent_test as RT

@@ -99,6 +99,13 @@ void otckd_unary_grad_f32(otck_unary_op op, int64_t n, const float *dy,
                           const float *x, const float *y, float *dx,
                           float alpha, float beta);
 
+/*--- Dropout ---------------------------------------------------------------*/
+
+/* The CPU's mask bit for bit (the same counter-based draw per element), so
+ * CUDA and CPU programs drop the same elements. */
+void otckd_dropout_f32(int64_t n, const float *x, float *y, float *mask,
+                       float ratio, uint64_t seed, uint64_t stream);
+
 /*--- Data movement ---------------------------------------------------------*/
 
 void otckd_transpose(int rank, const int64_t *in_shape, const int64_t *perm,

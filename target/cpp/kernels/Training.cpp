@@ -66,8 +66,8 @@ LogicalResult KernelEmitter::pack() {
 }
 
 LogicalResult KernelEmitter::dropout() {
-  os << "    otck_dropout_f32(" << numel(ins[0]) << ", " << in(0) << ", "
-     << out(0) << ", " << out(1) << ", " << floatLiteral(f32("ratio"))
+  os << "    " << fn("dropout_f32") << "(" << numel(ins[0]) << ", " << in(0)
+     << ", " << out(0) << ", " << out(1) << ", " << floatLiteral(f32("ratio"))
      << ", ctx->seed, " << i64("stream") << "u);\n";
   return success();
 }
