@@ -71,14 +71,19 @@ else
 	  --exporter $(EXPORTER)
 endif
 
-# topk-int8 and dense under SGD, momentum and Adam on Fashion-MNIST, OTC next
-# to its PyTorch DDP comm-hook twin: test accuracy after TWIN_EPOCHS, the
-# mean over TWIN_SEEDS initial weights.
+# topk-int8 (at each of TWIN_RATIOS) and dense under SGD, momentum (also with
+# DGC's momentum correction and factor masking) and Adam on Fashion-MNIST,
+# OTC next to its PyTorch DDP comm-hook twin: test accuracy after
+# TWIN_EPOCHS, the mean over TWIN_SEEDS initial weights; TWIN_OPTIMIZERS
+# picks some of sgd, momentum, adam.
 TWIN_EPOCHS ?= 1
 TWIN_SEEDS ?= 3
+TWIN_RATIOS ?= 0.1
+TWIN_OPTIMIZERS ?= sgd,momentum,adam
 compress-twin: build
 	$(PYTHON) test/integration/compress_twin_test.py --build-dir $(BUILD) \
-	  --epochs $(TWIN_EPOCHS) --seeds $(TWIN_SEEDS)
+	  --epochs $(TWIN_EPOCHS) --seeds $(TWIN_SEEDS) --ratios $(TWIN_RATIOS) \
+	  --optimizers $(TWIN_OPTIMIZERS)
 
 # SDP against data parallelism on Fashion-MNIST, the mean over 4 seeds
 # (make test runs one).

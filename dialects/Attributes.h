@@ -40,6 +40,12 @@ inline constexpr llvm::StringLiteral kSdpFrozen = "dist.sdp_frozen";
 // dist.sdp_tiles)}. On an optimizer update of such a part: the argument.
 inline constexpr llvm::StringLiteral kSdpTrains = "dist.sdp_trains";
 inline constexpr llvm::StringLiteral kSdpPartOf = "dist.sdp_part_of";
+// On an optimizer update (otc-momentum-correction with factor masking): its
+// gradient is the ranks' mean of their masked momenta, which the compressed
+// all-reduce keeps (otc-insert-compressed-allreduce gives every bucket of
+// the function a velocity). A unit attribute.
+inline constexpr llvm::StringLiteral kMomentumInExchange =
+    "dist.momentum_in_exchange";
 // Function results.
 inline constexpr llvm::StringLiteral kOutput = "otc.output";   // output name
 inline constexpr llvm::StringLiteral kUpdates = "otc.updates"; // arg index

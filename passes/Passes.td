@@ -302,8 +302,21 @@ def MomentumCorrection : Pass<"otc-momentum-correction", "mlir::ModuleOp"> {
     momentum from amplifying stale residuals (Deep Gradient Compression's
     momentum correction). The velocity becomes per-rank state
     (`otc.role = "per-rank"`). Nesterov momentum is refused.
+
+    With `factor-masking` (the default) the velocity moves into the
+    exchange instead, for DGC's momentum-factor masking: each update becomes
+    `graph.sgd_update` of `g + weight_decay * w` marked
+    `dist.momentum_in_exchange`, its velocity state leaves the step, and
+    otc-insert-compressed-allreduce gives every bucket a velocity that the
+    compressed all-reduce accumulates (`u = momentum * u + g`), compresses
+    and zeroes where it sent (see `dist.compressed_all_reduce`).
   }];
   let dependentDialects = ["::otc::graph::GraphDialect"];
+  let options = [
+    Option<"factorMasking", "factor-masking", "bool", "true",
+           "Keep the velocity in the compressed all-reduce and zero it where "
+           "it was sent (DGC's momentum-factor masking)">,
+  ];
 }
 
 def InsertCompressedAllReduce
@@ -313,7 +326,12 @@ def InsertCompressedAllReduce
     Records `dist.world_size` and feeds each `dist.bucket` through a
     `dist.compressed_all_reduce`. With error feedback (lossy methods only)
     @train_step gains one residual per bucket as optimizer-like state
-    (`otc.state = "bucket<i>.residual"`), so checkpoints keep it.
+    (`otc.state = "bucket<i>.residual"`), so checkpoints keep it. When the
+    function's updates are marked `dist.momentum_in_exchange`
+    (otc-momentum-correction with factor masking), every bucket also gets
+    this rank's velocity (`otc.state = "bucket<i>.velocity"`,
+    `otc.role = "per-rank"`); marked and unmarked updates in one function
+    are refused.
   }];
   let dependentDialects = ["::otc::dist::DistDialect"];
   let options = [

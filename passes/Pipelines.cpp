@@ -117,7 +117,11 @@ void TrainingPipelineOptions::bind(OptionBinder &b) {
          "Largest gradient bucket in MiB (with compress)");
   b.bind("momentum-correction", momentumCorrection,
          "With compress and optimizer momentum: compress each rank's "
-         "accumulated momentum instead of its gradient (DGC)");
+         "accumulated momentum instead of its gradient, zeroing it where it "
+         "was sent (DGC's momentum correction and momentum-factor masking)");
+  b.bind("no-factor-masking", noFactorMasking,
+         "With momentum-correction: keep the whole velocity after each "
+         "exchange (no momentum-factor masking)");
   b.bind("clip-grad-norm", clipGradNorm,
          "Scale the averaged gradients so their global 2-norm is at most "
          "this (torch clip_grad_norm_; 0: off)");
@@ -168,6 +172,16 @@ TrainingPipelineOptions::conflicts(llvm::function_ref<bool(StringRef)> given,
       (compress.empty() || training.optimizer != "momentum"))
     return f("momentum-correction") + " needs " + f("compress") + " and " +
            f("optimizer") + " momentum";
+  if (noFactorMasking && !momentumCorrection)
+    return f("no-factor-masking") + " needs " + f("momentum-correction");
+  if (momentumCorrection && !noFactorMasking &&
+      llvm::is_contained(ArrayRef<StringRef>{"none", "fp16", "bf16", "int8"},
+                         compress))
+    return f("momentum-correction") + " with " + f("compress") + " " +
+           compress +
+           " sends every element each step, so momentum-factor masking "
+           "would zero the whole velocity (plain SGD): add " +
+           f("no-factor-masking") + " or use a sparse method";
   if (clipGradNorm < 0 || clipGradValue < 0 || !std::isfinite(clipGradNorm) ||
       !std::isfinite(clipGradValue))
     return f("clip-grad-norm") + " and " + f("clip-grad-value") +
@@ -245,8 +259,11 @@ void otc::buildTrainingPipeline(OpPassManager &pm,
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createCSEPass());
   if (!options.compress.empty()) {
-    if (options.momentumCorrection)
-      pm.addPass(createMomentumCorrection());
+    if (options.momentumCorrection) {
+      MomentumCorrectionOptions mc;
+      mc.factorMasking = !options.noFactorMasking;
+      pm.addPass(createMomentumCorrection(mc));
+    }
     BucketGradientsOptions buckets;
     buckets.bucketMb = options.bucketMb;
     pm.addPass(createBucketGradients(buckets));

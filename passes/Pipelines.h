@@ -71,6 +71,9 @@ struct TrainingPipelineOptions {
   double bucketMb = BucketGradientsOptions().bucketMb;
   /// Average each rank's momentum rather than its gradient (with compress).
   bool momentumCorrection = false;
+  /// Momentum correction without DGC's momentum-factor masking (the
+  /// velocity stays in the graph and nothing zeroes what was sent).
+  bool noFactorMasking = !MomentumCorrectionOptions().factorMasking;
   /// Clipping of the averaged gradients (0: off): global 2-norm or value.
   double clipGradNorm = 0, clipGradValue = 0;
   /// Not empty: subnetwork data parallelism (block or neuron).

@@ -93,6 +93,11 @@ LogicalResult CompressedAllReduceOp::verify() {
   if (getResidual() && (getResidual().getType() != getInput().getType() ||
                         getNewResidual().getType() != getInput().getType()))
     return emitOpError("residual must have the bucket's type");
+  if (static_cast<bool>(getVelocity()) != static_cast<bool>(getNewVelocity()))
+    return emitOpError("takes a velocity exactly when it returns one");
+  if (getVelocity() && (getVelocity().getType() != getInput().getType() ||
+                        getNewVelocity().getType() != getInput().getType()))
+    return emitOpError("velocity must have the bucket's type");
   if (getResult().getType() != getInput().getType())
     return emitOpError("result must have the bucket's type");
   if (!lossy && hasErrorFeedback())

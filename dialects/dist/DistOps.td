@@ -120,7 +120,8 @@ def Dist_UnbucketOp : Dist_Op<"unbucket", [Pure]> {
 }
 
 def Dist_CompressedAllReduceOp : Dist_Op<"compressed_all_reduce",
-    [MemoryEffects<[MemRead, MemWrite]>]> {
+    [MemoryEffects<[MemRead, MemWrite]>, AttrSizedOperandSegments,
+     AttrSizedResultSegments]> {
   let summary = "Average a gradient bucket over all ranks, compressed";
   let description = [{
     Every rank compresses its bucket block by block (`block_size` elements),
@@ -137,14 +138,28 @@ def Dist_CompressedAllReduceOp : Dist_Op<"compressed_all_reduce",
     `bucket` numbers the step's buckets (runtime state is per bucket).
     With `ranks`, over that SDP owner group only (as `dist.all_reduce`).
 
+    With a `velocity` (Deep Gradient Compression's momentum correction with
+    momentum-factor masking) the op keeps this rank's momentum of the
+    bucket: `u = momentum * u + input` (the step's run-time hyperparameter
+    `momentum`) is what gets compressed, with the residual, and
+    `new_velocity` is `u` with every element this rank sent set to zero
+    (each block's kept indices; all of them for a dense method or a dense
+    warm-up step, which leaves no momentum). The result is still the mean
+    of the ranks' decompressed payloads.
+
     ```mlir
     %avg, %res2 = dist.compressed_all_reduce %b, %res {method = "topk-int8",
         ratio = 1.000000e-01 : f32, bucket = 0 : i64}
         : tensor<1024xf32>, tensor<1024xf32> -> tensor<1024xf32>, tensor<1024xf32>
+    %avg2, %res3, %u2 = dist.compressed_all_reduce %b, %res velocity %u
+        {method = "topk-int8"} : tensor<1024xf32>, tensor<1024xf32>
+        velocity tensor<1024xf32>
+        -> tensor<1024xf32>, tensor<1024xf32> velocity tensor<1024xf32>
     ```
   }];
   let arguments = (ins RankedTensorOf<[F32]>:$input,
                        Optional<RankedTensorOf<[F32]>>:$residual,
+                       Optional<RankedTensorOf<[F32]>>:$velocity,
                        StrAttr:$method,
                        DefaultValuedAttr<F32Attr, "0.1">:$ratio,
                        DefaultValuedAttr<F32Attr, "0.01">:$ratio_min,
@@ -154,15 +169,20 @@ def Dist_CompressedAllReduceOp : Dist_Op<"compressed_all_reduce",
                        DefaultValuedAttr<I64Attr, "0">:$bucket,
                        OptionalAttr<DenseI64ArrayAttr>:$ranks);
   let results = (outs RankedTensorOf<[F32]>:$result,
-                      Optional<RankedTensorOf<[F32]>>:$new_residual);
+                      Optional<RankedTensorOf<[F32]>>:$new_residual,
+                      Optional<RankedTensorOf<[F32]>>:$new_velocity);
   let assemblyFormat = [{
-    $input (`,` $residual^)? attr-dict `:` type($input) (`,` type($residual)^)?
+    $input (`,` $residual^)? (`velocity` $velocity^)? attr-dict `:`
+    type($input) (`,` type($residual)^)? (`velocity` type($velocity)^)?
     `->` type($result) (`,` type($new_residual)^)?
+    (`velocity` type($new_velocity)^)?
   }];
   let hasVerifier = 1;
   let extraClassDeclaration = [{
     /// Error feedback is on exactly when the op carries a residual.
     bool hasErrorFeedback() { return static_cast<bool>(getResidual()); }
+    /// Momentum correction with factor masking: the op keeps the velocity.
+    bool hasVelocity() { return static_cast<bool>(getVelocity()); }
   }];
 }
 

@@ -365,5 +365,9 @@ LogicalResult DistDialect::verifyOperationAttribute(Operation *op,
       return op->emitError("'") << name << "' must be an argument index";
     return success();
   }
+  if (name == attr::kMomentumInExchange)
+    return llvm::isa<UnitAttr>(value)
+               ? success()
+               : op->emitError("'") << name << "' is a unit attribute";
   return op->emitError("unknown dist attribute '") << name << "'";
 }

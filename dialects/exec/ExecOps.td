@@ -134,27 +134,31 @@ def Exec_BroadcastOp : Exec_Op<"broadcast",
 }
 
 def Exec_CompressedAllReduceOp : Exec_Op<"compressed_all_reduce",
-    [MemoryEffects<[MemRead, MemWrite]>]> {
+    [MemoryEffects<[MemRead, MemWrite]>, AttrSizedOperandSegments]> {
   let summary = "Average a gradient bucket over all ranks, compressed, in place";
   let description = [{
     The buffer form of `dist.compressed_all_reduce`: `buffer` is replaced by
     the average; `residual`, when present, is this rank's error-feedback
-    state, read and updated in place. Attributes as on the dist op.
+    state, read and updated in place; `velocity`, when present, this rank's
+    momentum (factor masking), read and updated in place with the step's
+    `momentum` hyperparameter. Attributes as on the dist op.
 
     ```mlir
-    exec.compressed_all_reduce %bucket, %residual {method = "topk-int8",
-        ratio = 1.000000e-01 : f32, bucket = 0 : i64}
-        : memref<1024xf32>, memref<1024xf32>
+    exec.compressed_all_reduce %bucket, %residual velocity %u
+        {method = "topk-int8", ratio = 1.000000e-01 : f32, bucket = 0 : i64}
+        : memref<1024xf32>, memref<1024xf32> velocity memref<1024xf32>
     ```
   }];
   let arguments = (ins MemRefRankOf<[F32], [1]>:$buffer,
                        Optional<MemRefRankOf<[F32], [1]>>:$residual,
+                       Optional<MemRefRankOf<[F32], [1]>>:$velocity,
                        StrAttr:$method, F32Attr:$ratio, F32Attr:$ratio_min,
                        I64Attr:$block_size, BoolAttr:$adaptive,
                        I64Attr:$warmup_steps, I64Attr:$bucket,
                        OptionalAttr<I64Attr>:$group);
   let assemblyFormat = [{
-    $buffer (`,` $residual^)? attr-dict `:` type($buffer) (`,` type($residual)^)?
+    $buffer (`,` $residual^)? (`velocity` $velocity^)? attr-dict `:`
+    type($buffer) (`,` type($residual)^)? (`velocity` type($velocity)^)?
   }];
 }
 

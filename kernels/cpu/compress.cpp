@@ -11,7 +11,9 @@
 
 #include "compress_isa.h"
 
+#include <algorithm>
 #include <atomic>
+#include <cstring>
 
 using namespace otc::kernels::compress;
 
@@ -119,4 +121,40 @@ extern "C" int otck_decompress_sum_f32(const otck_compress_config *config,
                                        int64_t n, const void *payloads,
                                        int64_t count, float scale, float *out) {
   return activeVariant().decompressSum(config, n, payloads, count, scale, out);
+}
+
+extern "C" int otck_compress_accumulate_f32(int64_t n, float momentum,
+                                            const float *g, float *velocity,
+                                            float *saved) {
+  if (n < 0 || (n > 0 && (!g || !velocity)))
+    return -1;
+  if (saved)
+    std::memcpy(saved, velocity, size_t(n) * sizeof(float));
+  for (int64_t i = 0; i < n; ++i) {
+    const float decayed = momentum * velocity[i]; // rounded: no FMA
+    velocity[i] = decayed + g[i];
+  }
+  return 0;
+}
+
+extern "C" int otck_compress_mask_sent_f32(const otck_compress_config *config,
+                                           int64_t n, const void *payload,
+                                           float *buf) {
+  Layout l;
+  if (!makeLayout(config, &l) || n < 0 ||
+      (n > 0 && (!buf || (l.sparse() && !payload))))
+    return -1;
+  if (!l.sparse()) { // every element is sent
+    std::fill(buf, buf + n, 0.0f);
+    return 0;
+  }
+  const auto *p = static_cast<const unsigned char *>(payload);
+  for (int64_t begin = 0, b = 0; begin < n; begin += l.blockSize, ++b) {
+    const int64_t m = std::min(l.blockSize, n - begin);
+    const unsigned char *block = p + b * l.blockBytes;
+    for (int64_t j = 0, c = l.used(m); j < c; ++j)
+      if (const int64_t i = keptIndex(l, block, j); i < m) // as compressed
+        buf[begin + i] = 0.0f;
+  }
+  return 0;
 }

@@ -850,10 +850,99 @@ TEST_P(CompressMethod, BlocksOfChangingScale) {
     }
 }
 
+TEST_P(CompressMethod, MaskSentZeroesExactlyWhatThePayloadSends) {
+  // DGC's momentum factor masking: the velocity is zeroed where this rank's
+  // payload sends a value (every element for the dense methods), and kept
+  // elsewhere; the padding of a short last block is not an index.
+  const otck_compress_method method = this->method();
+  const std::vector<float> ratios =
+      isSparse(method) ? std::vector<float>{1e-6f, 0.1f, 0.5f, 1.0f}
+                       : std::vector<float>{1.0f};
+  unsigned seed = 100;
+  for (int64_t b : {1, 7, 256, 257, 4096})
+    for (float ratio : ratios)
+      for (int64_t n : {int64_t(1), b - 1, b, 2 * b + 3}) {
+        if (n < 1)
+          continue;
+        for (Data d : kAllData) {
+          const otck_compress_config c =
+              makeConfig(method, b, ratio, 0x5eed0000u + seed);
+          const std::vector<float> g = makeData(d, n, ++seed);
+          std::vector<unsigned char> payload(
+              sz(otck_compress_payload_bytes(&c, n)));
+          ASSERT_EQ(otck_compress_f32(&c, n, g.data(), nullptr, payload.data()),
+                    0);
+          const Reference ref = refCompress(c, g);
+          std::vector<float> u(sz(n));
+          for (int64_t i = 0; i < n; ++i)
+            u[sz(i)] = 1.0f + float(i);
+          ASSERT_EQ(
+              otck_compress_mask_sent_f32(&c, n, payload.data(), u.data()), 0);
+          for (int64_t i = 0; i < n; ++i)
+            ASSERT_EQ(bitsOf(u[sz(i)]),
+                      bitsOf(ref.kept[sz(i)] ? 0.0f : 1.0f + float(i)))
+                << describe(c, n, d, false) << " at " << i;
+        }
+      }
+}
+
 INSTANTIATE_TEST_SUITE_P(AllMethods, CompressMethod,
                          ::testing::Combine(::testing::ValuesIn(kAllMethods),
                                             ::testing::ValuesIn(kAllIsas)),
                          methodParamName);
+
+TEST(Compress, MaskSentRefusesBadArguments) {
+  otck_compress_config c = makeConfig(OTCK_COMPRESS_TOPK_INT8, 256, 0.1f);
+  std::vector<float> g = makeData(Data::Normal, 300, 3), u(300, 2.0f);
+  std::vector<unsigned char> p(sz(otck_compress_payload_bytes(&c, 300)));
+  ASSERT_EQ(otck_compress_f32(&c, 300, g.data(), nullptr, p.data()), 0);
+  EXPECT_EQ(otck_compress_mask_sent_f32(&c, 300, nullptr, u.data()), -1);
+  EXPECT_EQ(otck_compress_mask_sent_f32(&c, 300, p.data(), nullptr), -1);
+  EXPECT_EQ(otck_compress_mask_sent_f32(&c, -1, p.data(), u.data()), -1);
+  EXPECT_EQ(otck_compress_mask_sent_f32(nullptr, 300, p.data(), u.data()), -1);
+  c.ratio = 0.0f;
+  EXPECT_EQ(otck_compress_mask_sent_f32(&c, 300, p.data(), u.data()), -1);
+  for (float x : u)
+    ASSERT_EQ(x, 2.0f) << "a refused call wrote";
+  c.ratio = 0.1f;
+  EXPECT_EQ(otck_compress_mask_sent_f32(&c, 0, nullptr, nullptr), 0);
+  // A dense method needs no payload to know that it sends everything.
+  c = makeConfig(OTCK_COMPRESS_FP16, 256);
+  EXPECT_EQ(otck_compress_mask_sent_f32(&c, 300, nullptr, u.data()), 0);
+  for (float x : u)
+    ASSERT_EQ(bitsOf(x), 0u);
+}
+
+TEST(Compress, AccumulateIsMomentumTimesVelocityPlusGradient) {
+  const int64_t n = 1003;
+  const std::vector<float> g = makeData(Data::WideRange, n, 7);
+  const std::vector<float> u0 = makeData(Data::Normal, n, 8);
+  for (float m : {0.0f, 0.9f, 1.0f}) {
+    std::vector<float> u = u0, saved(sz(n), -1.0f);
+    ASSERT_EQ(
+        otck_compress_accumulate_f32(n, m, g.data(), u.data(), saved.data()),
+        0);
+    for (int64_t i = 0; i < n; ++i) {
+      const float decayed = m * u0[sz(i)]; // two roundings, as the twin's
+      ASSERT_EQ(bitsOf(u[sz(i)]), bitsOf(decayed + g[sz(i)])) << m << " " << i;
+      ASSERT_EQ(bitsOf(saved[sz(i)]), bitsOf(u0[sz(i)]));
+    }
+    // Without a copy to keep.
+    std::vector<float> v = u0;
+    ASSERT_EQ(otck_compress_accumulate_f32(n, m, g.data(), v.data(), nullptr),
+              0);
+    EXPECT_EQ(std::memcmp(u.data(), v.data(), sz(n) * 4), 0);
+  }
+  std::vector<float> u = u0;
+  EXPECT_EQ(otck_compress_accumulate_f32(-1, 0.9f, g.data(), u.data(), nullptr),
+            -1);
+  EXPECT_EQ(otck_compress_accumulate_f32(n, 0.9f, nullptr, u.data(), nullptr),
+            -1);
+  EXPECT_EQ(otck_compress_accumulate_f32(n, 0.9f, g.data(), nullptr, nullptr),
+            -1);
+  EXPECT_EQ(otck_compress_accumulate_f32(0, 0.9f, nullptr, nullptr, nullptr),
+            0);
+}
 
 TEST(Compress, NoneRoundTripsBitwise) {
   const otck_compress_config c = makeConfig(OTCK_COMPRESS_NONE, 256);

@@ -600,3 +600,67 @@ otck_cuda_decompress_sum_f32(const otck_compress_config *config, int64_t n,
   }
   return cudaGetLastError();
 }
+
+namespace {
+
+__global__ void accumulateKernel(int64_t n, float momentum, const float *g,
+                                 float *velocity, float *saved) {
+  const int64_t stride = int64_t(gridDim.x) * blockDim.x;
+  for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n;
+       i += stride) {
+    const float u = velocity[i];
+    if (saved)
+      saved[i] = u;
+    // Rounded twice, as the CPU (no fused multiply-add).
+    velocity[i] = __fadd_rn(__fmul_rn(momentum, u), g[i]);
+  }
+}
+
+/// One thread per kept slot of every block.
+__global__ void maskSentKernel(Layout l, int64_t n, const unsigned char *p,
+                               float *buf) {
+  const int64_t slots = l.blocks(n) * l.k;
+  const int64_t stride = int64_t(gridDim.x) * blockDim.x;
+  for (int64_t t = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; t < slots;
+       t += stride) {
+    const int64_t b = t / l.k, j = t % l.k, begin = b * l.blockSize;
+    const int64_t m = n - begin < l.blockSize ? n - begin : l.blockSize;
+    if (j >= l.used(m))
+      continue; // a short last block's padding
+    const int64_t i = cf::keptIndex(l, p + b * l.blockBytes, j);
+    if (i < m)
+      buf[begin + i] = 0.0f;
+  }
+}
+
+} // namespace
+
+extern "C" cudaError_t
+otck_cuda_compress_accumulate_f32(int64_t n, float momentum, const float *d_g,
+                                  float *d_velocity, float *d_saved,
+                                  cudaStream_t stream) {
+  if (n < 0 || (n > 0 && (!d_g || !d_velocity)))
+    return cudaErrorInvalidValue;
+  if (n == 0)
+    return cudaSuccess;
+  accumulateKernel<<<gridFor(n), kMaxThreads, 0, stream>>>(n, momentum, d_g,
+                                                           d_velocity, d_saved);
+  return cudaGetLastError();
+}
+
+extern "C" cudaError_t
+otck_cuda_compress_mask_sent_f32(const otck_compress_config *config, int64_t n,
+                                 const void *d_payload, float *d_buf,
+                                 cudaStream_t stream) {
+  Layout l;
+  if (!cf::makeLayout(config, &l) || n < 0 ||
+      (n > 0 && (!d_buf || (l.sparse() && !d_payload))))
+    return cudaErrorInvalidValue;
+  if (n == 0)
+    return cudaSuccess;
+  if (!l.sparse()) // every element is sent
+    return cudaMemsetAsync(d_buf, 0, size_t(n) * sizeof(float), stream);
+  maskSentKernel<<<gridFor(l.blocks(n) * l.k), kMaxThreads, 0, stream>>>(
+      l, n, static_cast<const unsigned char *>(d_payload), d_buf);
+  return cudaGetLastError();
+}

@@ -344,6 +344,96 @@ TEST_P(CudaCompress, DecompressionSkipsIndicesPastAShortLastBlock) {
   EXPECT_EQ(firstDifference(outCpu.data(), outGpu.data(), sz(n) * 4), -1);
 }
 
+TEST_P(CudaCompress, MaskSentAndAccumulateMatchTheCpu) {
+  // DGC's velocity: accumulate (with the saved copy) and factor masking on
+  // the device give the CPU kernels' floats bit for bit; nothing is
+  // written past the n floats.
+  REQUIRE_CUDA_DEVICE();
+  const otck_compress_method method = GetParam();
+  const std::vector<float> ratios = isSparse(method)
+                                        ? std::vector<float>{1e-6f, 0.1f, 1.0f}
+                                        : std::vector<float>{1.0f};
+  constexpr int64_t kGuard = 64;
+  unsigned seed = 500;
+  for (int64_t b : {1, 7, 256, 257, 4096, 65536})
+    for (int64_t n : {b > 1 ? b - 1 : int64_t(1), b, 2 * b + 3})
+      for (float ratio : ratios)
+        for (Data d : {Data::Normal, Data::Ties, Data::Zeros}) {
+          otck_compress_config c;
+          c.method = method;
+          c.block_size = b;
+          c.ratio = ratio;
+          c.seed = 0xc0ffee + seed;
+          SCOPED_TRACE(std::string(methodName(method)) + " B=" +
+                       std::to_string(b) + " ratio=" + std::to_string(ratio) +
+                       " n=" + std::to_string(n) + " data=" + dataName(d));
+          const std::vector<float> g = makeData(d, n, seed += 3);
+          const std::vector<float> u0 = makeData(Data::Normal, n, seed + 1);
+          std::vector<float> uCpu = u0, savedCpu(sz(n));
+          ASSERT_EQ(otck_compress_accumulate_f32(n, 0.9f, g.data(), uCpu.data(),
+                                                 savedCpu.data()),
+                    0);
+          const int64_t bytes = otck_compress_payload_bytes(&c, n);
+          std::vector<unsigned char> p(sz(bytes));
+          ASSERT_EQ(otck_compress_f32(&c, n, uCpu.data(), nullptr, p.data()),
+                    0);
+          std::vector<float> maskedCpu = uCpu;
+          ASSERT_EQ(
+              otck_compress_mask_sent_f32(&c, n, p.data(), maskedCpu.data()),
+              0);
+
+          DeviceBuffer dG(sz(n) * 4), dU(sz(n + kGuard) * 4),
+              dS(sz(n + kGuard) * 4), dP(sz(bytes));
+          ASSERT_CUDA(cudaMemcpy(dG.as<float>(), g.data(), sz(n) * 4,
+                                 cudaMemcpyHostToDevice));
+          ASSERT_CUDA(cudaMemset(dU.as<void>(), 0x5a, dU.bytes()));
+          ASSERT_CUDA(cudaMemset(dS.as<void>(), 0x5a, dS.bytes()));
+          ASSERT_CUDA(cudaMemcpy(dU.as<float>(), u0.data(), sz(n) * 4,
+                                 cudaMemcpyHostToDevice));
+          ASSERT_CUDA(cudaMemcpy(dP.as<void>(), p.data(), sz(bytes),
+                                 cudaMemcpyHostToDevice));
+          ASSERT_CUDA(otck_cuda_compress_accumulate_f32(
+              n, 0.9f, dG.as<float>(), dU.as<float>(), dS.as<float>(),
+              nullptr));
+          std::vector<float> uGpu(sz(n + kGuard)), savedGpu(sz(n + kGuard));
+          ASSERT_CUDA(cudaMemcpy(uGpu.data(), dU.as<float>(),
+                                 sz(n + kGuard) * 4, cudaMemcpyDeviceToHost));
+          ASSERT_CUDA(cudaMemcpy(savedGpu.data(), dS.as<float>(),
+                                 sz(n + kGuard) * 4, cudaMemcpyDeviceToHost));
+          ASSERT_EQ(firstDifference(uCpu.data(), uGpu.data(), sz(n) * 4), -1)
+              << "accumulate";
+          ASSERT_EQ(
+              firstDifference(savedCpu.data(), savedGpu.data(), sz(n) * 4), -1)
+              << "saved velocity";
+          ASSERT_CUDA(otck_cuda_compress_mask_sent_f32(
+              &c, n, dP.as<void>(), dU.as<float>(), nullptr));
+          ASSERT_CUDA(cudaMemcpy(uGpu.data(), dU.as<float>(),
+                                 sz(n + kGuard) * 4, cudaMemcpyDeviceToHost));
+          const int64_t md =
+              firstDifference(maskedCpu.data(), uGpu.data(), sz(n) * 4);
+          ASSERT_EQ(md, -1)
+              << "masked velocity [" << md / 4 << "]: CPU "
+              << maskedCpu[sz(md / 4)] << ", GPU " << uGpu[sz(md / 4)];
+          const unsigned char *tail =
+              reinterpret_cast<const unsigned char *>(uGpu.data() + n);
+          const unsigned char *savedTail =
+              reinterpret_cast<const unsigned char *>(savedGpu.data() + n);
+          for (size_t i = 0; i < sz(kGuard) * 4; ++i) {
+            ASSERT_EQ(tail[i], 0x5a) << "wrote past the velocity";
+            ASSERT_EQ(savedTail[i], 0x5a) << "wrote past the saved copy";
+          }
+        }
+  otck_compress_config bad{};
+  bad.method = method;
+  bad.block_size = 0;
+  EXPECT_EQ(
+      otck_cuda_compress_mask_sent_f32(&bad, 1, nullptr, nullptr, nullptr),
+      cudaErrorInvalidValue);
+  EXPECT_EQ(otck_cuda_compress_accumulate_f32(-1, 0.9f, nullptr, nullptr,
+                                              nullptr, nullptr),
+            cudaErrorInvalidValue);
+}
+
 TEST(CudaChecks, FlagNonFiniteAndSumSquares) {
   REQUIRE_CUDA_DEVICE();
   const int64_t n = 300001; // not a multiple of any launch size

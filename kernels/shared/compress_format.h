@@ -117,6 +117,15 @@ inline bool makeLayout(const otck_compress_config *config, Layout *layout) {
   return true;
 }
 
+/// Kept index `j` of a sparse block whose payload starts at `block` (its
+/// scale, then k indices, then k values): little-endian, 1 or 2 bytes.
+OTCK_HD uint32_t keptIndex(const Layout &l, const unsigned char *block,
+                           int64_t j) {
+  const unsigned char *p = block + l.scaleBytes + j * l.idxBytes;
+  return l.idxBytes == 1 ? uint32_t(p[0])
+                         : uint32_t(p[0]) | (uint32_t(p[1]) << 8);
+}
+
 OTCK_HD bool isNonFinite(float x) {
   return (bitsOf<uint32_t>(x) & 0x7f800000u) == 0x7f800000u;
 }

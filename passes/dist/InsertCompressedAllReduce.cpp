@@ -2,6 +2,7 @@
 
 #include "dialects/Attributes.h"
 #include "dialects/dist/DistDialect.h"
+#include "dialects/graph/GraphDialect.h"
 #include "passes/Passes.h"
 #include "passes/dist/SdpTiles.h"
 
@@ -41,31 +42,57 @@ struct InsertCompressedAllReduce
   }
 
 private:
+  /// Whether the function's updates take their momentum from the exchange
+  /// (all marked dist.momentum_in_exchange); mixed is an error.
+  FailureOr<bool> momentumInExchange(func::FuncOp fn) {
+    int64_t marked = 0, total = 0;
+    for (Operation &op : fn.front())
+      if (graph::isOptimizerUpdate(&op)) {
+        ++total;
+        marked += op.hasAttr(attr::kMomentumInExchange);
+      }
+    if (marked != 0 && marked != total)
+      return mlir::emitError(fn.getLoc(), "only ")
+             << marked << " of " << total
+             << " optimizer updates take their momentum from the compressed "
+                "all-reduce (dist.momentum_in_exchange): a bucket cannot "
+                "keep a velocity for some of its gradients only";
+    return marked != 0;
+  }
+
   LogicalResult insert(func::FuncOp fn) {
     OpBuilder b(&getContext());
     bool feedback = errorFeedback && method != "none";
+    FailureOr<bool> momentum = momentumInExchange(fn);
+    if (failed(momentum))
+      return failure();
     auto ret = llvm::cast<func::ReturnOp>(fn.front().getTerminator());
     SmallVector<dist::BucketOp> buckets(fn.front().getOps<dist::BucketOp>());
     for (auto [i, bucket] : llvm::enumerate(buckets)) {
       Type type = bucket.getType();
-      Value residual;
-      if (feedback) {
+      // A state of this bucket: a new argument, returned updated below.
+      auto addState = [&](StringRef what, StringRef role) {
         unsigned arg = fn.getNumArguments();
         (void)fn.insertArgument(
             arg, type,
             b.getDictionaryAttr(
                 {b.getNamedAttr(attr::kState,
                                 b.getStringAttr("bucket" + std::to_string(i) +
-                                                ".residual")),
-                 b.getNamedAttr(attr::kRole, b.getStringAttr("residual"))}),
+                                                "." + what)),
+                 b.getNamedAttr(attr::kRole, b.getStringAttr(role))}),
             fn.getLoc());
-        residual = fn.getArgument(arg);
-      }
+        return fn.getArgument(arg);
+      };
+      Value residual, velocity;
+      if (feedback)
+        residual = addState("residual", "residual");
+      if (*momentum)
+        velocity = addState("velocity", "per-rank");
       b.setInsertionPointAfter(bucket);
       auto reduce = b.create<dist::CompressedAllReduceOp>(
-          bucket.getLoc(), type, feedback ? type : Type(), bucket.getResult(),
-          residual, b.getStringAttr(method),
-          b.getF32FloatAttr(static_cast<float>(ratio)),
+          bucket.getLoc(), type, feedback ? type : Type(),
+          velocity ? type : Type(), bucket.getResult(), residual, velocity,
+          b.getStringAttr(method), b.getF32FloatAttr(static_cast<float>(ratio)),
           b.getF32FloatAttr(static_cast<float>(ratioMin)),
           b.getI64IntegerAttr(blockSize), b.getBoolAttr(adaptive),
           b.getI64IntegerAttr(warmupSteps), b.getI64IntegerAttr(i),
@@ -73,16 +100,22 @@ private:
       if (failed(mlir::verify(reduce)))
         return failure();
       bucket.getResult().replaceAllUsesExcept(reduce.getResult(), reduce);
-      if (feedback) {
-        // The new residual replaces the argument, like optimizer state.
+      // The new residual and velocity replace their arguments, like
+      // optimizer state.
+      auto update = [&](Value state, Value next) {
         unsigned result = fn.getNumResults();
-        ret->insertOperands(ret.getNumOperands(), reduce.getNewResidual());
+        ret->insertOperands(ret.getNumOperands(), next);
         (void)fn.insertResult(
             result, type,
-            b.getDictionaryAttr(
-                b.getNamedAttr(attr::kUpdates,
-                               b.getI64IntegerAttr(fn.getNumArguments() - 1))));
-      }
+            b.getDictionaryAttr(b.getNamedAttr(
+                attr::kUpdates,
+                b.getI64IntegerAttr(
+                    llvm::cast<BlockArgument>(state).getArgNumber()))));
+      };
+      if (residual)
+        update(residual, reduce.getNewResidual());
+      if (velocity)
+        update(velocity, reduce.getNewVelocity());
     }
     return success();
   }

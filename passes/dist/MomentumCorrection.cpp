@@ -1,11 +1,13 @@
 //===- MomentumCorrection.cpp - local momentum before compression ---------===//
 
 #include "dialects/Attributes.h"
+#include "dialects/dist/SdpAttributes.h"
 #include "dialects/graph/GraphDialect.h"
 #include "passes/Passes.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
+#include "llvm/ADT/BitVector.h"
 
 namespace otc {
 #define GEN_PASS_DEF_MOMENTUMCORRECTION
@@ -19,6 +21,8 @@ namespace {
 
 struct MomentumCorrection
     : otc::impl::MomentumCorrectionBase<MomentumCorrection> {
+  using Base::Base;
+
   void runOnOperation() override {
     // @train_step, or each SDP rank's @train_step_rank<r>.
     for (auto fn : getOperation().getOps<func::FuncOp>())
@@ -41,27 +45,48 @@ struct MomentumCorrection
       return success();
     // All velocities are computed before the first update: bucketing then
     // finds every averaged value complete before any parameter changes.
+    // With factor masking, g + weight_decay * w goes right after g instead:
+    // the buckets keep the order backward produces the gradients in (their
+    // exchange can start while backward goes on).
     SmallVector<Value> velocities;
     b.setInsertionPoint(updates.front());
     for (graph::MomentumUpdateOp op : updates) {
+      if (factorMasking)
+        b.setInsertionPointAfterValue(op.getGrad());
       if (op.getNesterov())
         return mlir::emitError(op.getLoc(), "momentum correction does not "
                                             "support Nesterov momentum");
       auto velocity = llvm::dyn_cast<BlockArgument>(op.getVelocity());
       if (!velocity)
         return mlir::emitError(op.getLoc(), "expects the velocity to be state");
-      fn.setArgAttr(velocity.getArgNumber(), attr::kRole,
-                    b.getStringAttr("per-rank"));
+      if (!factorMasking)
+        fn.setArgAttr(velocity.getArgNumber(), attr::kRole,
+                      b.getStringAttr("per-rank"));
+      // SDP: a part with one owner is never exchanged, so the exchange
+      // could not keep its momentum.
+      for (DenseI64ArrayAttr owners : dist::ownerSets(dist::updatedParam(op)))
+        if (factorMasking && owners.size() == 1)
+          return mlir::emitError(op.getLoc(),
+                                 "momentum-factor masking keeps the velocity "
+                                 "in the compressed all-reduce, but a part "
+                                 "of this parameter has a single SDP owner "
+                                 "and is never exchanged; use momentum "
+                                 "correction without factor masking "
+                                 "(--no-factor-masking)");
       // v' = momentum * v + g + weight_decay * w, on this rank; momentum
-      // and weight decay are run-time values.
+      // and weight decay are run-time values. With factor masking the
+      // exchange keeps v: what is averaged is g + weight_decay * w.
       Location loc = op.getLoc();
       auto hyper = [&](StringRef name) -> Value {
         return b.create<graph::HyperparameterOp>(loc, scalar,
                                                  b.getStringAttr(name));
       };
-      Value v = b.create<graph::AddOp>(
-          loc, b.create<graph::MulOp>(loc, op.getVelocity(), hyper("momentum")),
-          op.getGrad());
+      Value v = op.getGrad();
+      if (!factorMasking)
+        v = b.create<graph::AddOp>(
+            loc,
+            b.create<graph::MulOp>(loc, op.getVelocity(), hyper("momentum")),
+            v);
       float wdScale = op.getWdScale().convertToFloat();
       if (wdScale != 0.0f) {
         Value wd = hyper("weight_decay");
@@ -72,6 +97,7 @@ struct MomentumCorrection
       }
       velocities.push_back(v);
     }
+    SmallVector<BlockArgument> gone;
     for (auto [op, v] : llvm::zip(updates, velocities)) {
       b.setInsertionPoint(op);
       auto sgd = b.create<graph::SgdUpdateOp>(op.getLoc(), op.getParam(), v,
@@ -79,11 +105,66 @@ struct MomentumCorrection
                                               b.getF32FloatAttr(0.0f));
       // What the update trains (dist.sdp_part_of) stays on it.
       sgd->setDiscardableAttrs(op->getDiscardableAttrDictionary());
+      if (factorMasking) {
+        sgd->setAttr(attr::kMomentumInExchange, b.getUnitAttr());
+        gone.push_back(llvm::cast<BlockArgument>(op.getVelocity()));
+      }
       Value w = sgd;
       op.getNewParam().replaceAllUsesWith(w);
-      op.getNewVelocity().replaceAllUsesWith(v);
+      op.getNewVelocity().replaceAllUsesWith(factorMasking ? op.getVelocity()
+                                                           : v);
       op.erase();
     }
+    return dropStates(fn, gone);
+  }
+
+  /// Removes the velocity states `gone` (now returned unchanged) from the
+  /// step: their arguments and the results that update them, renumbering
+  /// what refers to arguments by index (`otc.updates`, dist.sdp_part_of).
+  LogicalResult dropStates(func::FuncOp fn, ArrayRef<BlockArgument> gone) {
+    if (gone.empty())
+      return success();
+    auto ret = llvm::cast<func::ReturnOp>(fn.front().getTerminator());
+    unsigned numArgs = fn.getNumArguments();
+    llvm::BitVector args(numArgs), results(fn.getNumResults());
+    for (BlockArgument arg : gone)
+      args.set(arg.getArgNumber());
+    for (unsigned i = 0; i < fn.getNumResults(); ++i) {
+      auto updates = fn.getResultAttrOfType<IntegerAttr>(i, attr::kUpdates);
+      if (updates && args.test(updates.getInt())) {
+        if (ret.getOperand(i) != fn.getArgument(updates.getInt()))
+          return mlir::emitError(fn.getLoc(), "a velocity state is updated "
+                                              "by something other than its "
+                                              "momentum update");
+        results.set(i);
+      }
+    }
+    for (BlockArgument arg : gone)
+      for (OpOperand &use : arg.getUses())
+        if (use.getOwner() != ret)
+          return mlir::emitError(use.getOwner()->getLoc(),
+                                 "a velocity state is read by something "
+                                 "other than its momentum update");
+    // Old argument index -> new.
+    SmallVector<int64_t> renumbered(numArgs, -1);
+    for (unsigned i = 0, next = 0; i < numArgs; ++i)
+      if (!args.test(i))
+        renumbered[i] = next++;
+    for (int i = static_cast<int>(ret.getNumOperands()) - 1; i >= 0; --i)
+      if (results.test(i))
+        ret->eraseOperand(i);
+    fn.eraseResults(results);
+    fn.eraseArguments(args);
+    Builder b(&getContext());
+    for (unsigned i = 0; i < fn.getNumResults(); ++i)
+      if (auto updates = fn.getResultAttrOfType<IntegerAttr>(i, attr::kUpdates))
+        fn.setResultAttr(i, attr::kUpdates,
+                         b.getI64IntegerAttr(renumbered[updates.getInt()]));
+    fn.walk([&](Operation *op) {
+      if (auto part = op->getAttrOfType<IntegerAttr>(attr::kSdpPartOf))
+        op->setAttr(attr::kSdpPartOf,
+                    b.getI64IntegerAttr(renumbered[part.getInt()]));
+    });
     return success();
   }
 };

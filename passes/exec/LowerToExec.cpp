@@ -279,20 +279,26 @@ struct CompressedAllReducePattern
                   ConversionPatternRewriter &rewriter) const override {
     Value buffer =
         writableBuffer(rewriter, op, op.getInput(), adaptor.getInput());
-    Value residual;
+    Value residual, velocity;
     if (op.getResidual())
       residual =
           writableBuffer(rewriter, op, op.getResidual(), adaptor.getResidual());
+    if (op.getVelocity())
+      velocity =
+          writableBuffer(rewriter, op, op.getVelocity(), adaptor.getVelocity());
     FailureOr<IntegerAttr> group = groupAttr(rewriter, op, op.getRanks());
     if (failed(group))
       return failure();
     rewriter.create<exec::CompressedAllReduceOp>(
-        op.getLoc(), buffer, residual, op.getMethodAttr(), op.getRatioAttr(),
-        op.getRatioMinAttr(), op.getBlockSizeAttr(), op.getAdaptiveAttr(),
-        op.getWarmupStepsAttr(), op.getBucketAttr(), *group);
+        op.getLoc(), buffer, residual, velocity, op.getMethodAttr(),
+        op.getRatioAttr(), op.getRatioMinAttr(), op.getBlockSizeAttr(),
+        op.getAdaptiveAttr(), op.getWarmupStepsAttr(), op.getBucketAttr(),
+        *group);
     SmallVector<Value> results{buffer};
     if (residual)
       results.push_back(residual);
+    if (velocity)
+      results.push_back(velocity);
     rewriter.replaceOp(op, results);
     return success();
   }

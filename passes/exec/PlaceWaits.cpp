@@ -98,6 +98,8 @@ void placeWaits(func::FuncOp fn, bool sdp) {
       start(car.getBuffer());
       if (Value residual = car.getResidual())
         start(residual);
+      if (Value velocity = car.getVelocity())
+        start(velocity);
     }
   }
 }

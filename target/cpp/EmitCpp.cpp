@@ -231,8 +231,13 @@ LogicalResult Emitter::emitCompressedAllReduce(exec::CompressedAllReduceOp op) {
     os << "ctx->compressed_all_reduce_mean_f32(ctx->comm, &desc, ";
   os << name(op.getBuffer()) << ", "
      << op.getBuffer().getType().getNumElements() << ", "
-     << (op.getResidual() ? name(op.getResidual()) : "nullptr") << ", "
-     << op.getBucket() << ");\n"
+     << (op.getResidual() ? name(op.getResidual()) : "nullptr") << ", ";
+  // The velocity's momentum is the step's hyperparameter.
+  if (op.getVelocity())
+    os << name(op.getVelocity()) << ", (float)(ctx->hyper->momentum), ";
+  else
+    os << "nullptr, 0.0f, ";
+  os << op.getBucket() << ");\n"
      << "    if (rc == OTC_STEP_SKIPPED_NONFINITE)\n      " << target.ret("rc")
      << "\n    if (rc != 0)\n      " << target.ret("OTC_STEP_ERR_COMM")
      << "\n  }\n";

@@ -10,9 +10,12 @@
 #    step's loss (a wrong decompression or residual makes it diverge);
 #  - checkpoints hold the error-feedback residuals: 20 straight steps equal
 #    10 + --resume 10 bitwise;
-#  - --momentum-correction with `none` averages local velocities, which is
-#    momentum SGD on the averaged gradient: within 1e-5 of dense after 20
-#    steps (not bitwise: the sums run in another order).
+#  - --momentum-correction --no-factor-masking with `none` averages local
+#    velocities, which is momentum SGD on the averaged gradient: within 1e-5
+#    of dense after 20 steps (not bitwise: the sums run in another order);
+#  - --momentum-correction (with momentum-factor masking) and topk-int8
+#    trains, and its per-bucket velocities are checkpointed with the
+#    residuals: 20 straight steps equal 10 + --resume 10 bitwise.
 #
 #   /usr/bin/python3 test/integration/compress_test.py --build-dir build
 #
@@ -47,9 +50,13 @@ def main():
                           compress_block=256,
                           report_json=ctx.path(m, "report.json"))))
     jobs.append((onnx_path, ctx.path("none-mc", "train"),
-                 dict(common, compress="none", momentum_correction=True)))
+                 dict(common, compress="none", momentum_correction=True,
+                      no_factor_masking=True)))
+    jobs.append((onnx_path, ctx.path("topk-int8-mc", "train"),
+                 dict(common, compress="topk-int8", compress_ratio=0.1,
+                      momentum_correction=True)))
     results = T.compile_many(ctx, jobs)
-    names = ["dense"] + METHODS + ["none-mc"]
+    names = ["dense"] + METHODS + ["none-mc", "topk-int8-mc"]
     ok = {n: T.require_ok(checks, "otc-compile %s" % n, r)
           for n, r in zip(names, results)}
 
@@ -106,12 +113,16 @@ def main():
     except (OSError, ValueError, KeyError) as e:
         checks.check("report.json readable", False, str(e))
 
-    # Resume with error-feedback residuals in the checkpoint.
-    if ok["topk-int8"]:
-        prog = ctx.path("topk-int8", "train")
-        straight = ctx.path("resume", "straight.onnx")
-        resumed = ctx.path("resume", "resumed.onnx")
-        ck = ctx.dir("resume", "ckpt")
+    # Resume with error-feedback residuals (and, masked, the exchange's
+    # velocities) in the checkpoint.
+    for n, what in (("topk-int8", "with error feedback"),
+                    ("topk-int8-mc", "with momentum-factor masking")):
+        if not ok[n]:
+            continue
+        prog = ctx.path(n, "train")
+        straight = ctx.path("resume-" + n, "straight.onnx")
+        resumed = ctx.path("resume-" + n, "resumed.onnx")
+        ck = ctx.dir("resume-" + n, "ckpt")
         r1 = T.run(T.train_cmd(prog, data, ranks=2, steps=STEPS,
                                export=straight, threads=1), timeout=180)
         r2 = T.run(T.train_cmd(prog, data, ranks=2, steps=STEPS // 2,
@@ -120,12 +131,12 @@ def main():
                                checkpoint_dir=ck, resume=True,
                                export=resumed, threads=1), timeout=180)
         if all(T.require_ok(checks, w, r) for w, r in
-               (("topk-int8: %d straight steps" % STEPS, r1),
-                ("topk-int8: %d steps + checkpoint" % (STEPS // 2), r2),
-                ("topk-int8: --resume to step %d" % STEPS, r3))):
+               (("%s: %d straight steps" % (n, STEPS), r1),
+                ("%s: %d steps + checkpoint" % (n, STEPS // 2), r2),
+                ("%s: --resume to step %d" % (n, STEPS), r3))):
             a, b = T.read_onnx_weights(straight), T.read_onnx_weights(resumed)
-            checks.check("topk-int8 with error feedback: straight == "
-                         "checkpoint + resume, bitwise",
+            checks.check("topk-int8 %s: straight == checkpoint + resume, "
+                         "bitwise" % what,
                          all((a[k] == b[k]).all() for k in a))
     checks.finish()
 

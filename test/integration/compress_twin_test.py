@@ -8,7 +8,10 @@
 # x batch 64, the data in file order (--no-shuffle: both see the same
 # batches), the same initial weights; plain SGD (lr 0.1), momentum SGD (0.9,
 # lr 0.05) and Adam (lr 1e-3), dense and --compress topk-int8
-# --compress-ratio 0.1 (error feedback).
+# --compress-ratio 0.1 (error feedback); momentum SGD also with Deep
+# Gradient Compression's momentum correction and momentum-factor masking
+# (OTC's --momentum-correction, the twin's --momentum-correction
+# --factor-masking: "dgc").
 #
 # Checked (make test): after --steps (20) steps, each tensor's change from
 # the initial weights is OTC's twin's within --tol (relative L2): OTC's
@@ -19,7 +22,7 @@
 # each method's gap to dense, for both.
 #
 #   /usr/bin/python3 test/integration/compress_twin_test.py --build-dir build \
-#       [--epochs 1 --seeds 3]
+#       [--epochs 1 --seeds 3] [--ratios 0.1,0.01] [--optimizers momentum]
 #
 #===------------------------------------------------------------------------===#
 
@@ -37,10 +40,23 @@ REFERENCE = os.path.join(os.path.dirname(HERE), "bench", "ddp_reference.py")
 OPTIMIZERS = {"sgd": dict(optimizer="sgd", lr=0.1),
               "momentum": dict(optimizer="momentum", lr=0.05, momentum=0.9),
               "adam": dict(optimizer="adam", lr=1e-3)}
-METHODS = {"dense": {}, "topk-int8 0.1": dict(compress="topk-int8",
-                                              compress_ratio=0.1)}
 HIDDEN = (512,)
 SEED = 5
+
+
+def methods(ratios):
+    """The compressions of a run by name, each with the optimizers it
+    applies to (None: all): dense, topk-int8 at each ratio, and for
+    momentum SGD topk-int8 with DGC's momentum correction and masking."""
+    out = {"dense": ({}, None)}
+    for r in ratios:
+        out["topk-int8 %g" % r] = (dict(compress="topk-int8",
+                                        compress_ratio=r), None)
+        out["topk-int8 %g dgc" % r] = (dict(compress="topk-int8",
+                                            compress_ratio=r,
+                                            momentum_correction=True),
+                                       ("momentum",))
+    return out
 
 
 def write_fashion_mnist(ctx):
@@ -130,6 +146,8 @@ def twin_run(ctx, data, opt, method, seed, name, steps=None, epochs=None,
         cmd += ["--momentum", str(opt["momentum"])]
     if method:
         cmd += ["--compress-ratio", str(method["compress_ratio"])]
+        if method.get("momentum_correction"):
+            cmd += ["--momentum-correction", "--factor-masking"]
         if order:
             cmd += ["--bucket-order", ",".join(order)]
     r = T.run(cmd, timeout=960)
@@ -150,6 +168,11 @@ def main():
         p.add_argument("--epochs", type=int, default=0,
                        help="report accuracies after E epochs instead")
         p.add_argument("--seeds", type=int, default=3)
+        p.add_argument("--ratios", default="0.1",
+                       help="comma-separated topk-int8 ratios")
+        p.add_argument("--optimizers", default=",".join(OPTIMIZERS),
+                       help="comma-separated subset of %s" %
+                       ", ".join(OPTIMIZERS))
     args, ctx = T.parse_args(
         "compress_twin", "topk-int8 compression against its PyTorch DDP "
         "comm-hook twin, under SGD, momentum and Adam.", extra)
@@ -158,8 +181,14 @@ def main():
                          T.FASHION_MNIST_DIR):
         print("SKIP: no Fashion-MNIST (Debian's dataset-fashion-mnist)")
         checks.finish()
+    METHODS = methods([float(r) for r in args.ratios.split(",")])
+    opts = args.optimizers.split(",")
+    if not checks.check("--optimizers names known optimizers",
+                        all(o in OPTIMIZERS for o in opts), str(opts)):
+        checks.finish()
     data = write_fashion_mnist(ctx)
-    runs = [(o, m) for o in OPTIMIZERS for m in METHODS]
+    runs = [(o, m) for o in opts for m in METHODS
+            if METHODS[m][1] is None or o in METHODS[m][1]]
     seeds = range(args.seeds) if args.epochs else [0]
     programs = {}
     jobs = []
@@ -172,22 +201,31 @@ def main():
             jobs.append((onnx_path, programs[seed, o, m],
                          dict(world_size=2, batch=64, loss="cross-entropy",
                               label="labels", seed=SEED, **OPTIMIZERS[o],
-                              **METHODS[m])))
+                              **METHODS[m][0])))
     for job, r in zip(jobs, T.compile_many(ctx, jobs)):
         if not T.require_ok(checks, "otc-compile %s" % job[1], r):
             checks.finish()
-    order = bucket_order(ctx, jobs[1][2], ctx.path("mlp-0.onnx"))
-    if not checks.check("OTC's bucket layout read from its planned IR",
-                        order is not None, str(order)):
-        checks.finish()
+    # Each compressed program's own bucket layout (momentum correction
+    # computes what it averages in the graph, which may move it).
+    orders = {}
+    for o, m in runs:
+        if "compress" not in METHODS[m][0]:
+            continue
+        flags = next(j[2] for j in jobs if j[1] == programs[seeds[0], o, m])
+        orders[o, m] = bucket_order(ctx, flags, ctx.path("mlp-0.onnx"))
+        if not checks.check("OTC's bucket layout of %s, %s read from its "
+                            "planned IR" % (o, m), orders[o, m] is not None,
+                            str(orders[o, m])):
+            checks.finish()
     if not args.epochs:
         init = T.read_onnx_weights(ctx.path("mlp-0.onnx"))
         for o, m in runs:
             name = "%s-%s" % (o, m.replace(" ", "-"))
             got, _ = otc_run(ctx, programs[0, o, m], data, "otc-" + name,
                              steps=args.steps)
-            want, _ = twin_run(ctx, data, OPTIMIZERS[o], METHODS[m], 0,
-                               "twin-" + name, steps=args.steps, order=order)
+            want, _ = twin_run(ctx, data, OPTIMIZERS[o], METHODS[m][0], 0,
+                               "twin-" + name, steps=args.steps,
+                               order=orders.get((o, m)))
             if not checks.check("%s, %s: both ran" % (o, m),
                                 got is not None and want is not None):
                 continue
@@ -204,9 +242,9 @@ def main():
         name = "%s-%s" % (o, m.replace(" ", "-"))
         pairs = [(otc_run(ctx, programs[seed, o, m], data,
                           "otc-%d-%s" % (seed, name), epochs=args.epochs)[1],
-                  twin_run(ctx, data, OPTIMIZERS[o], METHODS[m], seed,
+                  twin_run(ctx, data, OPTIMIZERS[o], METHODS[m][0], seed,
                            "twin-%d-%s" % (seed, name), epochs=args.epochs,
-                           order=order)[1]) for seed in seeds]
+                           order=orders.get((o, m)))[1]) for seed in seeds]
         if all(a is not None and b is not None for a, b in pairs):
             acc[o, m] = (np.mean([a for a, _ in pairs]),
                          np.mean([b for _, b in pairs]))

@@ -99,6 +99,24 @@ int otck_decompress_sum_f32(const otck_compress_config *config, int64_t n,
                             const void *payloads, int64_t count, float scale,
                             float *out);
 
+/* Deep Gradient Compression's momentum correction, the velocity of the
+ * compressed all-reduce: saved = velocity (when `saved` is not NULL), then
+ * velocity = momentum * velocity + g, element-wise over n floats (a product
+ * and a sum, each rounded: no fused multiply-add). Returns -1 for n < 0 or a
+ * NULL buffer (n > 0), 0 otherwise. */
+int otck_compress_accumulate_f32(int64_t n, float momentum, const float *g,
+                                 float *velocity, float *saved);
+
+/* Deep Gradient Compression's momentum factor masking: buf[i] = 0 at every
+ * index i that `payload` (one compressed bucket of n floats, as
+ * otck_compress_f32 wrote it) sends. TOPK, TOPK_INT8, RANDOMK: each block's
+ * kept indices (a short last block's padding slots are not indices); the
+ * dense methods NONE, FP16, BF16 and INT8 send every element, so all n are
+ * zeroed. Returns -1 for an invalid config or buffer (nothing written), 0
+ * otherwise. */
+int otck_compress_mask_sent_f32(const otck_compress_config *config, int64_t n,
+                                const void *payload, float *buf);
+
 #ifdef __cplusplus
 }
 #endif

@@ -51,6 +51,21 @@ cudaError_t otck_cuda_flag_nonfinite_f32(int64_t n, const float *d_x,
 cudaError_t otck_cuda_sum_squares_f64(int64_t n, const float *d_x,
                                       double *d_out, cudaStream_t stream);
 
+/* otck_compress_accumulate_f32 on the device: d_saved = d_velocity (when
+ * not NULL), then d_velocity = momentum * d_velocity + d_g, the same floats
+ * as the CPU. Returns cudaErrorInvalidValue for a bad buffer, else the
+ * launch status. */
+cudaError_t otck_cuda_compress_accumulate_f32(int64_t n, float momentum,
+                                              const float *d_g,
+                                              float *d_velocity, float *d_saved,
+                                              cudaStream_t stream);
+
+/* otck_compress_mask_sent_f32 on the device: d_buf[i] = 0 at every index the
+ * payload at d_payload sends (all n for the dense methods). */
+cudaError_t otck_cuda_compress_mask_sent_f32(const otck_compress_config *config,
+                                             int64_t n, const void *d_payload,
+                                             float *d_buf, cudaStream_t stream);
+
 #ifdef __cplusplus
 }
 #endif

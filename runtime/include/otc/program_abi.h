@@ -18,7 +18,7 @@
 extern "C" {
 #endif
 
-#define OTC_PROGRAM_ABI_VERSION 7
+#define OTC_PROGRAM_ABI_VERSION 8
 
 /* Status codes a step returns (0 = success). */
 #define OTC_STEP_OK 0
@@ -92,19 +92,25 @@ typedef struct otc_step_context {
    * size. `bucket` numbers the step's buckets from 0 (runtime state such as
    * the adaptive ratio is kept per bucket). The runtime may return before
    * the exchange is done (overlap): until wait_collectives returns, the
-   * step must not touch `data` or `residual`. Returns 0,
+   * step must not touch `data`, `residual` or `velocity`. Returns 0,
    * OTC_STEP_SKIPPED_NONFINITE when any rank's bucket was not finite (all
    * ranks agree), or OTC_STEP_ERR_COMM; with overlap, those come from
    * wait_collectives. Each bucket is reduced at most once per train_step; on
    * OTC_STEP_SKIPPED_NONFINITE the step returns it at once, having applied
    * no optimizer update (the runtime then restores the residuals of the
-   * buckets reduced in that step). The exact
-   * semantics (warm-up, adaptive ratio formula, bytes counted) are
-   * documented in the runtime's src/compressed.cpp. */
+   * buckets reduced in that step). ABI 8: `velocity` (`count` floats, NULL
+   * without) is this rank's momentum, Deep Gradient Compression's momentum
+   * correction with factor masking: velocity = momentum * velocity + data
+   * is what gets compressed (with the residual), then velocity is zeroed at
+   * every index this rank sent (all of them on a dense step); a skipped
+   * step restores it as the residual. The exact semantics (warm-up,
+   * adaptive ratio formula, bytes counted) are documented in the runtime's
+   * src/comm/compressed.cpp. */
   int (*compressed_all_reduce_mean_f32)(void *comm,
                                         const otc_compress_desc_t *desc,
                                         float *data, int64_t count,
-                                        float *residual, int64_t bucket);
+                                        float *residual, float *velocity,
+                                        float momentum, int64_t bucket);
   /* SDP: averages `count` floats of `data` in place over the ranks of owner
    * group `group` (an index into the manifest's "sdp" "groups"; this rank is
    * a member). Returns 0 on success; overlapped as all_reduce_mean_f32. */
@@ -119,7 +125,8 @@ typedef struct otc_step_context {
   int (*group_compressed_all_reduce_mean_f32)(void *comm, int64_t group,
                                               const otc_compress_desc_t *desc,
                                               float *data, int64_t count,
-                                              float *residual, int64_t bucket);
+                                              float *residual, float *velocity,
+                                              float momentum, int64_t bucket);
   /* SDP: called by every rank before its first optimizer update. Returns
    * OTC_STEP_SKIPPED_NONFINITE on every rank when a group bucket of any
    * rank was not finite, 0 otherwise (or OTC_STEP_ERR_COMM). */

@@ -107,6 +107,8 @@ struct Scratch {
   int64_t gatheredBytes = 0;
   float *saved = nullptr; ///< the residual before this step's update
   int64_t savedCount = 0;
+  float *savedVelocity = nullptr; ///< the velocity before this step's update
+  int64_t savedVelocityCount = 0;
 };
 
 /// Finiteness flags one step can hold.
@@ -137,9 +139,10 @@ public:
     };
     ctx.compressed_all_reduce_mean_f32 =
         [](void *c, const otc_compress_desc_t *desc, float *data, int64_t count,
-           float *residual, int64_t bucket) {
+           float *residual, float *velocity, float momentum, int64_t bucket) {
           return guarded(c, [&](Nccl &n, StepComm &sc) {
-            return n.compressed(sc, desc, data, count, residual, bucket, -1);
+            return n.compressed(sc, desc, data, count, residual, velocity,
+                                momentum, bucket, -1);
           });
         };
     ctx.group_all_reduce_mean_f32 = [](void *c, int64_t group, float *data,
@@ -150,9 +153,11 @@ public:
     };
     ctx.group_compressed_all_reduce_mean_f32 =
         [](void *c, int64_t group, const otc_compress_desc_t *desc, float *data,
-           int64_t count, float *residual, int64_t bucket) {
+           int64_t count, float *residual, float *velocity, float momentum,
+           int64_t bucket) {
           return guarded(c, [&](Nccl &n, StepComm &sc) {
-            return n.compressed(sc, desc, data, count, residual, bucket, group);
+            return n.compressed(sc, desc, data, count, residual, velocity,
+                                momentum, bucket, group);
           });
         };
     ctx.broadcast_f32 = [](void *c, int64_t root, float *data, int64_t count) {
@@ -181,7 +186,7 @@ public:
         rc = settled;
       if (rc == OTC_STEP_SKIPPED_NONFINITE)
         for (const Changed &c : changed)
-          checkCuda(cudaMemcpyAsync(c.residual, c.saved, size_t(c.count) * 4,
+          checkCuda(cudaMemcpyAsync(c.state, c.saved, size_t(c.count) * 4,
                                     cudaMemcpyDeviceToDevice, compute),
                     "cudaMemcpyAsync");
       changed.clear();
@@ -263,6 +268,7 @@ private:
     for (Scratch &s : scratch) {
       cudaFree(s.gathered);
       cudaFree(s.saved);
+      cudaFree(s.savedVelocity);
     }
     scratch.clear();
     cudaFree(dFlags);
@@ -427,7 +433,8 @@ private:
   }
 
   int compressed(StepComm &sc, const otc_compress_desc_t *descp, float *data,
-                 int64_t n, float *residual, int64_t bucket, int64_t group) {
+                 int64_t n, float *residual, float *velocity, float momentum,
+                 int64_t bucket, int64_t group) {
     if (!descp)
       throw Error(OTC_INVALID_ARGUMENT, "compressed all-reduce: desc is NULL");
     const otc_compress_desc_t &desc = *descp;
@@ -444,23 +451,45 @@ private:
       throw Error(OTC_INVALID_ARGUMENT,
                   "compressed all-reduce of bucket " + std::to_string(bucket) +
                       ": error feedback is on but the residual is NULL");
+    if (velocity && !std::isfinite(momentum))
+      throw Error(OTC_INVALID_ARGUMENT, "compressed all-reduce of bucket " +
+                                            std::to_string(bucket) +
+                                            ": the momentum is not finite");
     BucketState &b = sc.compress->bucket(bucket);
     const On o = on(group);
     if (n == 0)
       return OTC_STEP_OK;
     startAfterCompute();
+    // Momentum correction: velocity = momentum * velocity + data (saved for
+    // an undo) is what gets sent (compressed.cpp).
+    const float *src = data;
+    if (velocity) {
+      Scratch &s = velocityScratchOf(bucket, n);
+      checkCuda(otck_cuda_compress_accumulate_f32(n, momentum, data, velocity,
+                                                  s.savedVelocity, side),
+                "otck_cuda_compress_accumulate_f32");
+      changed.push_back({velocity, s.savedVelocity, n});
+      src = velocity;
+    }
     if (desc.method == OTCK_COMPRESS_NONE || sc.step <= desc.warmup_steps) {
+      if (velocity) { // all of it is sent
+        checkCuda(cudaMemcpyAsync(data, velocity, size_t(n) * 4,
+                                  cudaMemcpyDeviceToDevice, side),
+                  "cudaMemcpyAsync");
+        checkCuda(cudaMemsetAsync(velocity, 0, size_t(n) * 4, side),
+                  "cudaMemsetAsync");
+      }
       allReduceAvg(o, data, n);
       checkFinite(data, n, o.group);
       return OTC_STEP_OK;
     }
-    BucketUndo undo{bucket, nullptr, n, b.norm0, b.ratio, b.steps};
+    BucketUndo undo{bucket, nullptr, nullptr, n, b.norm0, b.ratio, b.steps};
     const bool adaptive = desc.adaptive && compressUsesRatio(desc.method);
     float ratio = compressUsesRatio(desc.method) ? desc.ratio : 1.f;
     if (adaptive) {
       // The ratio is needed on the host before compressing: the host waits
       // here for this bucket's gradient (and the exchanges before it).
-      checkCuda(otck_cuda_sum_squares_f64(n, data, dSum, side),
+      checkCuda(otck_cuda_sum_squares_f64(n, src, dSum, side),
                 "otck_cuda_sum_squares_f64");
       checkCuda(cudaMemcpyAsync(hSum, dSum, sizeof(double),
                                 cudaMemcpyDeviceToHost, side),
@@ -492,10 +521,15 @@ private:
     }
     int *flag = newFlag(o.group);
     uint8_t *mine = s.gathered + size_t(o.rank) * size_t(p);
-    checkCuda(otck_cuda_compress_f32(&cfg, n, data,
+    checkCuda(otck_cuda_compress_f32(&cfg, n, src,
                                      feedback ? residual : nullptr, mine, flag,
                                      side),
               "otck_cuda_compress_f32");
+    // Factor masking. A non-finite bucket's payload is unspecified, but its
+    // step is skipped and the velocity restored.
+    if (velocity)
+      checkCuda(otck_cuda_compress_mask_sent_f32(&cfg, n, mine, velocity, side),
+                "otck_cuda_compress_mask_sent_f32");
     uint64_t peers = uint64_t(o.size - 1), flagBytes = o.group ? 0 : 4;
     if (!o.group)
       checkNccl(ncclAllReduce(flag, flag, 1, ncclInt32, ncclMax, nccl, side),
@@ -547,6 +581,23 @@ private:
       checkCuda(cudaMalloc(&s.saved, size_t(n) * 4),
                 "cudaMalloc of a bucket's saved residual");
       s.savedCount = n;
+    }
+    return s;
+  }
+
+  /// The bucket's device copy of its velocity before this step.
+  Scratch &velocityScratchOf(int64_t bucket, int64_t n) {
+    if (scratch.size() <= size_t(bucket))
+      scratch.resize(size_t(bucket) + 1);
+    Scratch &s = scratch[size_t(bucket)];
+    if (s.savedVelocityCount < n) {
+      waitSide("the collectives' stream");
+      cudaFree(s.savedVelocity);
+      s.savedVelocity = nullptr;
+      s.savedVelocityCount = 0;
+      checkCuda(cudaMalloc(&s.savedVelocity, size_t(n) * 4),
+                "cudaMalloc of a bucket's saved velocity");
+      s.savedVelocityCount = n;
     }
     return s;
   }
@@ -607,9 +658,9 @@ private:
   std::vector<ncclComm_t> owned; ///< the distinct group communicators
   bool pending = false;          ///< collectives enqueued since the last wait
   std::deque<Scratch> scratch;
-  /// Residuals this step compressed, with their saved copies.
+  /// Residuals and velocities this step changed, with their saved copies.
   struct Changed {
-    float *residual, *saved;
+    float *state, *saved;
     int64_t count;
   };
   std::vector<Changed> changed;

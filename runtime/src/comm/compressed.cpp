@@ -50,9 +50,19 @@
 //  So a compressed step counts P * (W - 1) + 4 (+ 8 adaptive) bytes sent
 //  and as many received per bucket when W > 1, and 0 when W == 1.
 //
+// Momentum correction with factor masking (Deep Gradient Compression; a
+// `velocity` u, this rank's, and the step's momentum m): before anything
+// else u = m · u + g, and u takes g's place in everything above (what is
+// compressed with the residual, the adaptive ratio's norm, a dense step's
+// mean); once this rank's payload is written, u = 0 at every index it
+// sends (otck_compress_mask_sent_f32: each block's kept indices, or every
+// index for a dense method and on a dense step). The mean is written to
+// g's buffer as without. So the velocity keeps only what was not sent yet,
+// and momentum does not re-send what the others already applied.
+//
 // A skipped step leaves no trace: the session undoes every bucket already
-// compressed in that step (residual, ‖g‖₀) when the program returns
-// OTC_STEP_SKIPPED_NONFINITE, and does not advance the step counter.
+// compressed in that step (residual, velocity, ‖g‖₀) when the program
+// returns OTC_STEP_SKIPPED_NONFINITE, and does not advance the step counter.
 //
 //===----------------------------------------------------------------------===//
 
@@ -179,11 +189,28 @@ void CompressState::undoStep() {
     if (it->residual)
       std::memcpy(it->residual, b.savedResidual.data(),
                   size_t(it->count) * sizeof(float));
+    if (it->velocity)
+      std::memcpy(it->velocity, b.savedVelocity.data(),
+                  size_t(it->count) * sizeof(float));
     b.norm0 = it->norm0;
     b.ratio = it->ratio;
     b.steps = it->steps;
   }
   touched.clear();
+}
+
+/// Puts back the velocity of `undo`'s bucket as it was before this step.
+static void restoreVelocity(BucketState &b, const BucketUndo &undo) {
+  if (undo.velocity)
+    std::memcpy(undo.velocity, b.savedVelocity.data(),
+                size_t(undo.count) * sizeof(float));
+}
+
+/// Masks the velocity where `payload` (this rank's, of `n` elements) sends.
+static void maskSent(const otck_compress_config &cfg, int64_t n,
+                     const uint8_t *payload, float *velocity, int64_t bucket) {
+  if (otck_compress_mask_sent_f32(&cfg, n, payload, velocity) != 0)
+    badDesc(bucket, "the masking kernel refused the configuration");
 }
 
 /// A non-finite bucket: without an owner group every rank sees it and the
@@ -212,6 +239,7 @@ static bool agreeToSkip(StepComm &sc, BucketState &b, const BucketUndo &undo,
   if (undo.residual)
     std::memcpy(undo.residual, b.savedResidual.data(),
                 size_t(undo.count) * sizeof(float));
+  restoreVelocity(b, undo);
   b.norm0 = undo.norm0;
   return true;
 }
@@ -276,8 +304,9 @@ static bool cutsIntoPieces(const otck_compress_config &cfg, int64_t count,
 /// same bits. Finiteness is agreed after the last piece (one flag, as for a
 /// whole bucket): a skipped step has gathered the payloads.
 static int exchangeInPieces(StepComm &sc, const otck_compress_config &cfg,
-                            float *data, int64_t count, float *residual,
-                            BucketState &b, const BucketUndo &undo,
+                            const float *src, float *data, int64_t count,
+                            float *residual, BucketState &b,
+                            const BucketUndo &undo,
                             const std::vector<int64_t> *members, int world,
                             int rank) {
   const int64_t bucket = undo.bucket, piece = exchangePiece(cfg);
@@ -296,10 +325,12 @@ static int exchangeInPieces(StepComm &sc, const otck_compress_config &cfg,
     // Every piece is compressed and saved, a bad one too (its residual is
     // left as it was): the undo below restores the whole bucket.
     int rc = otck_compress_saving_f32(
-        &cfg, n, data + begin, feedback ? residual + begin : nullptr,
+        &cfg, n, src + begin, feedback ? residual + begin : nullptr,
         feedback ? b.savedResidual.data() + begin : nullptr, mine);
     if (rc < 0)
       badDesc(bucket, "the compression kernel refused the configuration");
+    if (rc == 0 && undo.velocity)
+      maskSent(cfg, n, mine, undo.velocity + begin, bucket);
     anyBad |= rc != 0;
     const bool last = begin + n == count;
     const bool bad = anyBad;
@@ -327,12 +358,14 @@ static int exchangeInPieces(StepComm &sc, const otck_compress_config &cfg,
   return OTC_STEP_OK;
 }
 
-/// Steps 2-4 of a compressed step at `ratio`: compresses on the calling
-/// thread, then exchanges: queued on the collectives thread (`queue`) or
-/// right here (the caller is that thread's job).
+/// Steps 2-4 of a compressed step at `ratio`: compresses `src` (the
+/// gradient `data`, or the velocity) on the calling thread, then exchanges
+/// into `data`: queued on the collectives thread (`queue`) or right here
+/// (the caller is that thread's job).
 static int compressAndExchange(StepComm &sc, const otc_compress_desc_t &desc,
-                               float *data, int64_t count, float *residual,
-                               BucketState &b, const BucketUndo &undo,
+                               const float *src, float *data, int64_t count,
+                               float *residual, BucketState &b,
+                               const BucketUndo &undo,
                                const std::vector<int64_t> *members, int world,
                                int rank, float ratio, bool queue) {
   const int64_t bucket = undo.bucket;
@@ -352,15 +385,18 @@ static int compressAndExchange(StepComm &sc, const otc_compress_desc_t &desc,
   if (feedback && b.savedResidual.size() < size_t(count))
     b.savedResidual.resize(size_t(count));
   if (queue && cutsIntoPieces(cfg, count, p))
-    return exchangeInPieces(sc, cfg, data, count, feedback ? residual : nullptr,
-                            b, undo, members, world, rank);
+    return exchangeInPieces(sc, cfg, src, data, count,
+                            feedback ? residual : nullptr, b, undo, members,
+                            world, rank);
   uint8_t *mine = b.gathered.data() + size_t(rank) * size_t(p);
   // The kernel saves the residual as it streams it, for undoStep.
   int rc = otck_compress_saving_f32(
-      &cfg, count, data, feedback ? residual : nullptr,
+      &cfg, count, src, feedback ? residual : nullptr,
       feedback ? b.savedResidual.data() : nullptr, mine);
   if (rc < 0) // the config was accepted above; a kernel/ABI mismatch
     badDesc(bucket, "the compression kernel refused the configuration");
+  if (rc == 0 && undo.velocity) // factor masking: what was sent is gone
+    maskSent(cfg, count, mine, undo.velocity, bucket);
   const bool bad = rc != 0;
   BucketState *bp = &b; // stable: CompressState keeps buckets in a deque
   StepComm *scp = &sc;
@@ -383,7 +419,8 @@ static int compressAndExchange(StepComm &sc, const otc_compress_desc_t &desc,
 
 int compressedAllReduceMean(StepComm &sc, const otc_compress_desc_t &desc,
                             float *data, int64_t count, float *residual,
-                            int64_t bucket, int64_t group) {
+                            float *velocity, float momentum, int64_t bucket,
+                            int64_t group) {
   if (!sc.comm || !sc.compress)
     throw Error(OTC_INVALID_ARGUMENT, "compressed all-reduce without a "
                                       "session communicator");
@@ -393,10 +430,22 @@ int compressedAllReduceMean(StepComm &sc, const otc_compress_desc_t &desc,
   bool feedback = desc.error_feedback != 0;
   if (feedback && count > 0 && !residual)
     badDesc(bucket, "error feedback is on but the residual is NULL");
+  if (velocity && !std::isfinite(momentum))
+    badDesc(bucket, "the momentum is not finite");
   CompressState &state = *sc.compress;
   BucketState &b = state.bucket(bucket);
   if (count == 0)
     return OTC_STEP_OK;
+  // Momentum correction: the velocity takes this step's gradient first (its
+  // old value saved for an undo) and is what gets sent.
+  if (velocity) {
+    if (b.savedVelocity.size() < size_t(count))
+      b.savedVelocity.resize(size_t(count));
+    if (otck_compress_accumulate_f32(count, momentum, data, velocity,
+                                     b.savedVelocity.data()) != 0)
+      badDesc(bucket, "bad velocity buffer");
+  }
+  const float *src = velocity ? velocity : data;
 
   // SDP owner group: its members only; a non-finite bucket is remembered
   // for agree_finite rather than ending the step (the others are elsewhere).
@@ -411,8 +460,18 @@ int compressedAllReduceMean(StepComm &sc, const otc_compress_desc_t &desc,
   // fixed-ratio bucket and queues its exchange; an adaptive bucket's norm,
   // compression and exchange are queued together. The program goes on.
   StepComm *scp = &sc;
-  if (desc.method == OTCK_COMPRESS_NONE || sc.step <= desc.warmup_steps)
+  if (desc.method == OTCK_COMPRESS_NONE || sc.step <= desc.warmup_steps) {
+    // A dense step sends every element: the velocity goes out whole and is
+    // zeroed (the residual is not touched).
+    const BucketUndo dense{bucket,  nullptr, velocity, count,
+                           b.norm0, b.ratio, b.steps};
+    if (velocity) {
+      std::memcpy(data, velocity, size_t(count) * sizeof(float));
+      std::fill(velocity, velocity + count, 0.0f);
+    }
     return runCollective(&sc, true, [=] {
+      if (dense.velocity) // the session restores it if the step is skipped
+        scp->compress->touched.push_back(dense);
       if (members)
         groupAllReduceMeanF32(scp->comm, *members, data, count);
       else
@@ -420,6 +479,7 @@ int compressedAllReduceMean(StepComm &sc, const otc_compress_desc_t &desc,
       return allFinite(data, count) ? int(OTC_STEP_OK)
                                     : nonfinite(*scp, members);
     });
+  }
 
   const int myRank = otc_comm_rank(sc.comm);
   const int world = members ? int(members->size()) : otc_comm_size(sc.comm);
@@ -431,7 +491,8 @@ int compressedAllReduceMean(StepComm &sc, const otc_compress_desc_t &desc,
     badDesc(bucket, "names SDP owner group " + std::to_string(group) +
                         ", which does not hold rank " + std::to_string(myRank));
   BucketUndo undo{
-      bucket, feedback ? residual : nullptr, count, b.norm0, b.ratio, b.steps};
+      bucket, feedback ? residual : nullptr, velocity, count, b.norm0, b.ratio,
+      b.steps};
 
   float ratio = compressUsesRatio(desc.method) ? desc.ratio : 1.f;
   if (desc.adaptive && compressUsesRatio(desc.method)) {
@@ -442,7 +503,7 @@ int compressedAllReduceMean(StepComm &sc, const otc_compress_desc_t &desc,
     const otc_compress_desc_t d = desc;
     BucketState *bp = &b;
     return runCollective(&sc, true, [=] {
-      double sq = sumSquares(data, count);
+      double sq = sumSquares(src, count);
       if (members)
         groupAllReduceSumF64(scp->comm, *members, &sq, 1);
       else
@@ -450,39 +511,44 @@ int compressedAllReduceMean(StepComm &sc, const otc_compress_desc_t &desc,
       double norm = std::sqrt(sq / double(world));
       float r = d.ratio;
       if (!std::isfinite(norm)) { // every member sees the same sum
-        if (int rc = nonfinite(*scp, members); rc != OTC_STEP_OK)
+        if (int rc = nonfinite(*scp, members); rc != OTC_STEP_OK) {
+          restoreVelocity(*bp, undo); // not compressed, not in `touched`
           return rc;
+        }
       } else {
         if (norm > bp->norm0) // the largest norm so far
           bp->norm0 = norm;
         r = adaptiveRatio(norm, bp->norm0, d.ratio_min, d.ratio_max);
       }
-      return compressAndExchange(*scp, d, data, count, residual, *bp, undo,
-                                 members, world, rank, r, /*queue=*/false);
+      return compressAndExchange(*scp, d, src, data, count, residual, *bp, undo,
+                                 members, world, rank, r,
+                                 /*queue=*/false);
     });
   }
-  return compressAndExchange(sc, desc, data, count, residual, b, undo, members,
-                             world, rank, ratio, /*queue=*/true);
+  return compressAndExchange(sc, desc, src, data, count, residual, b, undo,
+                             members, world, rank, ratio, /*queue=*/true);
 }
 
 int compressedAllReduceCallback(void *opaque, const otc_compress_desc_t *desc,
                                 float *data, int64_t count, float *residual,
+                                float *velocity, float momentum,
                                 int64_t bucket) {
   return groupCompressedAllReduceCallback(opaque, -1, desc, data, count,
-                                          residual, bucket);
+                                          residual, velocity, momentum, bucket);
 }
 
 int groupCompressedAllReduceCallback(void *opaque, int64_t group,
                                      const otc_compress_desc_t *desc,
                                      float *data, int64_t count,
-                                     float *residual, int64_t bucket) {
+                                     float *residual, float *velocity,
+                                     float momentum, int64_t bucket) {
   auto *sc = static_cast<StepComm *>(opaque);
   try {
     if (!sc || !desc)
       throw Error(OTC_INVALID_ARGUMENT,
                   "compressed all-reduce: comm or desc is NULL");
-    return compressedAllReduceMean(*sc, *desc, data, count, residual, bucket,
-                                   group);
+    return compressedAllReduceMean(*sc, *desc, data, count, residual, velocity,
+                                   momentum, bucket, group);
   } catch (const std::exception &e) {
     if (sc)
       setCommError(sc->comm, e.what());

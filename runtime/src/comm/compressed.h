@@ -30,6 +30,7 @@ struct BucketState {
   std::vector<uint8_t> gathered;    ///< W payloads; this rank's is compressed
                                     ///< in place at rank * payload bytes
   std::vector<float> savedResidual; ///< residual before this step's update
+  std::vector<float> savedVelocity; ///< velocity before this step's update
   bool meanNonfinite = false;       ///< pieces: this step's mean is not finite
 };
 
@@ -38,6 +39,7 @@ struct BucketState {
 struct BucketUndo {
   int64_t bucket = 0;
   float *residual = nullptr; ///< NULL without error feedback
+  float *velocity = nullptr; ///< NULL without momentum (factor masking)
   int64_t count = 0;
   double norm0 = 0;
   float ratio = 0;
@@ -51,8 +53,8 @@ struct CompressState {
   std::vector<BucketUndo> touched; ///< this step's; cleared at its start
 
   BucketState &bucket(int64_t index);
-  /// Restores every bucket this step compressed (residual and adaptive
-  /// state), so a skipped step leaves no trace.
+  /// Restores every bucket this step compressed (residual, velocity and
+  /// adaptive state), so a skipped step leaves no trace.
   void undoStep();
 };
 
@@ -74,7 +76,10 @@ int64_t compressPayloadBytes(const otck_compress_config &cfg, int64_t n,
                              int64_t bucket);
 
 /// The compressed mean all-reduce of one bucket over all ranks (`group`
-/// -1) or an SDP owner group: compresses here and runs the exchange
+/// -1) or an SDP owner group: with a `velocity` (momentum correction with
+/// factor masking) it first sets velocity = momentum * velocity + data and
+/// compresses that, zeroing it where this rank's payload sends; it
+/// compresses here and runs the exchange
 /// through runCollective (queued on the collectives thread when there is
 /// one; its status then comes from the drain). Returns OTC_STEP_OK,
 /// OTC_STEP_SKIPPED_NONFINITE (the same on every rank; a group bucket
@@ -82,17 +87,20 @@ int64_t compressPayloadBytes(const otck_compress_config &cfg, int64_t n,
 /// throws an Error for a bad descriptor.
 int compressedAllReduceMean(StepComm &sc, const otc_compress_desc_t &desc,
                             float *data, int64_t count, float *residual,
-                            int64_t bucket, int64_t group = -1);
+                            float *velocity, float momentum, int64_t bucket,
+                            int64_t group = -1);
 
 /// otc_step_context_t::compressed_all_reduce_mean_f32; `comm` is a StepComm.
 int compressedAllReduceCallback(void *comm, const otc_compress_desc_t *desc,
                                 float *data, int64_t count, float *residual,
+                                float *velocity, float momentum,
                                 int64_t bucket);
 /// otc_step_context_t::group_compressed_all_reduce_mean_f32.
 int groupCompressedAllReduceCallback(void *comm, int64_t group,
                                      const otc_compress_desc_t *desc,
                                      float *data, int64_t count,
-                                     float *residual, int64_t bucket);
+                                     float *residual, float *velocity,
+                                     float momentum, int64_t bucket);
 
 } // namespace otc
 

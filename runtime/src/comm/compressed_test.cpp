@@ -114,11 +114,13 @@ int bucketTrainStep(uint8_t *arena, const otc_step_context_t *ctx) {
   bool ef = gB.desc.error_feedback != 0;
   if (int rc = ctx->compressed_all_reduce_mean_f32(
           ctx->comm, &gB.desc, reinterpret_cast<float *>(arena + gB.g0), gB.n0,
-          ef ? reinterpret_cast<float *>(arena + gB.r0) : nullptr, 0))
+          ef ? reinterpret_cast<float *>(arena + gB.r0) : nullptr, nullptr, 0.f,
+          0))
     return rc;
   if (int rc = ctx->compressed_all_reduce_mean_f32(
           ctx->comm, &gB.desc, reinterpret_cast<float *>(arena + gB.g1), gB.n1,
-          ef ? reinterpret_cast<float *>(arena + gB.r1) : nullptr, 1))
+          ef ? reinterpret_cast<float *>(arena + gB.r1) : nullptr, nullptr, 0.f,
+          1))
     return rc;
   return ctx->wait_collectives(ctx->comm);
 }
@@ -384,11 +386,94 @@ TEST(CompressedGroups, BucketOfAGroupWithoutThisRankIsRefused) {
   otc_compress_desc_t d = topkInt8(0.25f, 64, false);
   std::vector<float> data(4096, 1.f);
   EXPECT_EQ(groupCompressedAllReduceCallback(&sc, 0, &d, data.data(), 4096,
-                                             nullptr, 0),
+                                             nullptr, nullptr, 0.f, 0),
             OTC_STEP_ERR_COMM);
   const std::string why = takeCommError(comm);
   EXPECT_NE(why.find("does not hold rank 0"), std::string::npos) << why;
   EXPECT_EQ(data, std::vector<float>(4096, 1.f));
+  otc_comm_release(comm);
+}
+
+// Momentum correction with factor masking on one rank: the velocity takes
+// the gradient, is what gets compressed (the mean is its decompression),
+// and is zeroed where the payload sends; a skipped step restores every
+// bucket's velocity and residual: the bad bucket's at once, the buckets
+// before it through the session's undo, an adaptive bucket whose norm is
+// not finite before anything is compressed.
+TEST(CompressedVelocity, MaskedAndRestoredOnASkippedStep) {
+  otc_comm_t *comm = nullptr;
+  ASSERT_OK(otc_comm_create_local(&comm));
+  CompressState state;
+  StepComm sc{comm, &state, 1, 0};
+  const int64_t n = 300;
+  otc_compress_desc_t d = topkInt8(0.25f, 64, true);
+  std::mt19937 rng(4);
+  std::normal_distribution<float> normal;
+  auto randoms = [&] {
+    std::vector<float> v(static_cast<size_t>(n));
+    for (float &x : v)
+      x = normal(rng);
+    return v;
+  };
+  std::vector<float> g0 = randoms(), g1 = randoms(), u0 = randoms(),
+                     u1 = randoms(), r0 = randoms(), r1 = randoms();
+  const std::vector<float> u0Was = u0, u1Was = u1, r0Was = r0, r1Was = r1;
+
+  // Bucket 0, what the kernels compute.
+  otck_compress_config cfg{OTCK_COMPRESS_TOPK_INT8, 64, 0.25f, 0};
+  std::vector<float> wantU = u0, wantR = r0, wantMean(static_cast<size_t>(n));
+  for (size_t i = 0; i < wantU.size(); ++i) {
+    const float decayed = 0.5f * wantU[i];
+    wantU[i] = decayed + g0[i];
+  }
+  std::vector<uint8_t> payload(size_t(otck_compress_payload_bytes(&cfg, n)));
+  ASSERT_EQ(
+      otck_compress_f32(&cfg, n, wantU.data(), wantR.data(), payload.data()),
+      0);
+  ASSERT_EQ(
+      otck_decompress_sum_f32(&cfg, n, payload.data(), 1, 1.f, wantMean.data()),
+      0);
+  ASSERT_EQ(otck_compress_mask_sent_f32(&cfg, n, payload.data(), wantU.data()),
+            0);
+  std::vector<float> data = g0;
+  ASSERT_EQ(compressedAllReduceCallback(&sc, &d, data.data(), n, r0.data(),
+                                        u0.data(), 0.5f, 0),
+            OTC_STEP_OK);
+  ASSERT_EQ(waitCollectivesCallback(&sc), OTC_STEP_OK);
+  EXPECT_EQ(data, wantMean);
+  EXPECT_EQ(r0, wantR);
+  EXPECT_EQ(u0, wantU);
+  EXPECT_EQ(std::count(u0.begin(), u0.end(), 0.f), 5 * 16);
+
+  // Bucket 1 is not finite: the step is skipped.
+  g1[123] = NAN;
+  int rc = compressedAllReduceCallback(&sc, &d, g1.data(), n, r1.data(),
+                                       u1.data(), 0.5f, 1);
+  int waited = waitCollectivesCallback(&sc);
+  EXPECT_EQ(rc != OTC_STEP_OK ? rc : waited, OTC_STEP_SKIPPED_NONFINITE);
+  EXPECT_EQ(u1, u1Was);
+  EXPECT_EQ(r1, r1Was);
+  state.undoStep();
+  EXPECT_EQ(u0, u0Was);
+  EXPECT_EQ(r0, r0Was);
+
+  // Adaptive: the norm of the velocity is not finite.
+  d.adaptive = 1;
+  d.ratio_min = 0.1f;
+  d.ratio_max = 0.5f;
+  rc = compressedAllReduceCallback(&sc, &d, g1.data(), n, r1.data(), u1.data(),
+                                   0.5f, 2);
+  waited = waitCollectivesCallback(&sc);
+  EXPECT_EQ(rc != OTC_STEP_OK ? rc : waited, OTC_STEP_SKIPPED_NONFINITE);
+  EXPECT_EQ(u1, u1Was);
+  EXPECT_EQ(r1, r1Was);
+
+  // A momentum that is not finite is refused.
+  EXPECT_EQ(compressedAllReduceCallback(&sc, &d, g0.data(), n, r0.data(),
+                                        u0.data(), NAN, 0),
+            OTC_STEP_ERR_COMM);
+  const std::string why = takeCommError(comm);
+  EXPECT_NE(why.find("momentum is not finite"), std::string::npos) << why;
   otc_comm_release(comm);
 }
 

@@ -18,6 +18,7 @@
 #include <mpi.h>
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstring>
@@ -42,8 +43,10 @@ std::string text(otc_status_t s) {
 /// A compressed all-reduce as a program sees it: started, then waited for
 /// (with overlap the collectives thread runs it in between).
 int compressedReduce(StepComm &sc, const otc_compress_desc_t &d, float *data,
-                     int64_t n, float *residual, int64_t bucket) {
-  int rc = compressedAllReduceCallback(&sc, &d, data, n, residual, bucket);
+                     int64_t n, float *residual, int64_t bucket,
+                     float *velocity = nullptr, float momentum = 0.f) {
+  int rc = compressedAllReduceCallback(&sc, &d, data, n, residual, velocity,
+                                       momentum, bucket);
   int waited = waitCollectivesCallback(&sc);
   return rc != OTC_STEP_OK ? rc : waited;
 }
@@ -402,7 +405,8 @@ TEST(Mpi, GroupBucketInPiecesEqualsWholeReference) {
   std::vector<float> data = bucketOf(b.rank, 1, b.n);
   uint64_t before = sentBytes();
   ASSERT_EQ(groupCompressedAllReduceCallback(&sc, 0, &b.d, data.data(), b.n,
-                                             b.residual.data(), 0),
+                                             b.residual.data(), nullptr, 0.f,
+                                             0),
             OTC_STEP_OK);
   ASSERT_EQ(waitCollectivesCallback(&sc), OTC_STEP_OK);
   EXPECT_EQ(sentBytes() - before, uint64_t(b.p));
@@ -415,10 +419,76 @@ TEST(Mpi, GroupBucketInPiecesEqualsWholeReference) {
   if (b.rank == 1)
     data[size_t(3) << 19] = NAN;
   ASSERT_EQ(groupCompressedAllReduceCallback(&sc, 0, &b.d, data.data(), b.n,
-                                             b.residual.data(), 0),
+                                             b.residual.data(), nullptr, 0.f,
+                                             0),
             OTC_STEP_OK);
   ASSERT_EQ(waitCollectivesCallback(&sc), OTC_STEP_OK);
   EXPECT_EQ(sc.pendingNonfinite, b.rank == 1); // agree_finite tells the other
+}
+
+/// The reference of a compressed mean with momentum correction and factor
+/// masking at `step`: each rank's velocity takes its bucket (u = m u + g),
+/// is compressed with its residual, and is zeroed where its payload sends.
+std::vector<float>
+referenceMaskedMean(const otck_compress_config &cfg, int64_t n, int step,
+                    float momentum, std::vector<std::vector<float>> &residuals,
+                    std::vector<std::vector<float>> &velocities) {
+  std::vector<uint8_t> payload(
+      static_cast<size_t>(otck_compress_payload_bytes(&cfg, n)));
+  std::vector<float> want(static_cast<size_t>(n), 0.f);
+  for (int r = 0; r < 2; ++r) {
+    std::vector<float> g = bucketOf(r, step, n), dec(g.size());
+    std::vector<float> &u = velocities[size_t(r)];
+    for (size_t i = 0; i < u.size(); ++i) {
+      const float decayed = momentum * u[i];
+      u[i] = decayed + g[i];
+    }
+    EXPECT_EQ(otck_compress_f32(&cfg, n, u.data(), residuals[size_t(r)].data(),
+                                payload.data()),
+              0);
+    EXPECT_EQ(otck_compress_mask_sent_f32(&cfg, n, payload.data(), u.data()),
+              0);
+    otck_decompress_sum_f32(&cfg, n, payload.data(), 1, 1.f, dec.data());
+    for (size_t i = 0; i < want.size(); ++i)
+      want[i] += dec[i];
+  }
+  for (float &v : want)
+    v *= 0.5f;
+  return want;
+}
+
+// DGC's momentum correction with factor masking, whole and in pieces: the
+// mean, the residual and the velocity of the reference bit for bit over 3
+// steps; the velocity holds exactly k zeros per block (what was sent: the
+// data has no zeros of its own) and carries the rest to the next step.
+TEST(Mpi, FactorMaskingEqualsReference) {
+  for (int64_t n : {int64_t(1000), kPiecesBucket}) {
+    SCOPED_TRACE("n = " + std::to_string(n));
+    ReferenceBucket b(n, 0.1f, 64);
+    const int64_t k = otck_compress_k(&b.cfg);
+    std::vector<float> velocity(size_t(n), 0.f);
+    std::vector<std::vector<float>> refVelocity(
+        2, std::vector<float>(size_t(n), 0.f));
+    for (int step = 1; step <= 3; ++step) {
+      StepComm sc{gComm, &b.state, step, 77};
+      std::vector<float> want =
+          referenceMaskedMean(b.cfg, n, step, 0.9f, b.refResidual, refVelocity);
+      std::vector<float> data = bucketOf(b.rank, step, n);
+      uint64_t before = sentBytes();
+      ASSERT_EQ(compressedReduce(sc, b.d, data.data(), n, b.residual.data(), 0,
+                                 velocity.data(), 0.9f),
+                OTC_STEP_OK);
+      EXPECT_EQ(sentBytes() - before, uint64_t(b.p) + 4); // as without
+      ASSERT_EQ(data, want) << "step " << step;
+      ASSERT_EQ(b.residual, b.refResidual[size_t(b.rank)]) << "step " << step;
+      ASSERT_EQ(velocity, refVelocity[size_t(b.rank)]) << "step " << step;
+      for (int64_t begin = 0; begin + 64 <= n; begin += 64)
+        ASSERT_EQ(std::count(velocity.begin() + begin,
+                             velocity.begin() + begin + 64, 0.f),
+                  k)
+            << "step " << step << " block at " << begin;
+    }
+  }
 }
 
 TEST(Mpi, AdaptiveRatioAgreesOnAllRanks) {
@@ -510,13 +580,72 @@ TEST_F(MpiBucket, NonFiniteOnOneRankSkipsOnBoth) {
             OTC_STEP_SKIPPED_NONFINITE);
 }
 
+// Factor masking and skipped steps: a bucket that is not finite on one rank
+// leaves every rank's velocity as it was (rank 0 had accumulated and masked
+// it); a dense step sends the whole velocity and zeroes it, and when that
+// mean is not finite the session's undo (CompressState::undoStep) brings it
+// back.
+TEST_F(MpiBucket, FactorMaskingSkipRestoresTheVelocity) {
+  std::vector<float> velocity(size_t(n), 0.f);
+  ASSERT_EQ(compressedReduce(sc, d, data.data(), n, residual.data(), 0,
+                             velocity.data(), 0.9f),
+            OTC_STEP_OK);
+  const std::vector<float> kept = residual, keptVelocity = velocity;
+  EXPECT_EQ(std::count(velocity.begin(), velocity.end(), 0.f),
+            (n / 64) * 16 + 16) // k = 16 per block, the short one too
+      << "the sent elements are zero";
+  sc.step = 2;
+  data = bucketOf(rank, 2, n);
+  if (rank == 1)
+    data[17] = NAN;
+  state.touched.clear();
+  EXPECT_EQ(compressedReduce(sc, d, data.data(), n, residual.data(), 0,
+                             velocity.data(), 0.9f),
+            OTC_STEP_SKIPPED_NONFINITE);
+  EXPECT_EQ(residual, kept);
+  EXPECT_EQ(velocity, keptVelocity);
+  EXPECT_TRUE(state.touched.empty());
+
+  // Dense warm-up: the mean of the ranks' velocities; all of it is sent.
+  d.warmup_steps = 5;
+  sc.step = 3;
+  data = bucketOf(rank, 3, n);
+  std::vector<float> mine = velocity, other(static_cast<size_t>(n));
+  for (size_t i = 0; i < mine.size(); ++i) {
+    const float decayed = 0.9f * mine[i];
+    mine[i] = decayed + data[i];
+  }
+  MPI_Allreduce(mine.data(), other.data(), int(n), MPI_FLOAT, MPI_SUM,
+                MPI_COMM_WORLD);
+  state.touched.clear();
+  ASSERT_EQ(compressedReduce(sc, d, data.data(), n, residual.data(), 0,
+                             velocity.data(), 0.9f),
+            OTC_STEP_OK);
+  for (size_t i = 0; i < data.size(); ++i)
+    EXPECT_FLOAT_EQ(data[i], other[i] / 2);
+  EXPECT_EQ(velocity, std::vector<float>(size_t(n), 0.f));
+  EXPECT_EQ(residual, kept);
+  // A non-finite dense mean: skipped, and the undo restores the velocity.
+  const std::vector<float> zero = velocity;
+  data = bucketOf(rank, 4, n);
+  if (rank == 0)
+    data[0] = INFINITY;
+  state.touched.clear();
+  EXPECT_EQ(compressedReduce(sc, d, data.data(), n, residual.data(), 0,
+                             velocity.data(), 0.9f),
+            OTC_STEP_SKIPPED_NONFINITE);
+  state.undoStep();
+  EXPECT_EQ(velocity, zero);
+  EXPECT_EQ(residual, kept);
+}
+
 // Overlap: the call returns at once and the step's result, here a skip both
 // ranks agree on, comes from the wait; without overlap, from the call.
 TEST_F(MpiBucket, OverlapDefersTheResultToTheWait) {
   if (rank == 1)
     data[5] = NAN;
-  int rc =
-      compressedAllReduceCallback(&sc, &d, data.data(), n, residual.data(), 0);
+  int rc = compressedAllReduceCallback(&sc, &d, data.data(), n, residual.data(),
+                                       nullptr, 0.f, 0);
   if (rc == OTC_STEP_SKIPPED_NONFINITE)
     GTEST_SKIP() << "MPI does not provide MPI_THREAD_SERIALIZED: no overlap";
   EXPECT_EQ(rc, OTC_STEP_OK);
@@ -527,9 +656,9 @@ TEST_F(MpiBucket, OverlapDefersTheResultToTheWait) {
   data = bucketOf(rank, 1, n);
   if (rank == 0)
     data[7] = INFINITY;
-  EXPECT_EQ(
-      compressedAllReduceCallback(&sc, &d, data.data(), n, residual.data(), 0),
-      OTC_STEP_SKIPPED_NONFINITE);
+  EXPECT_EQ(compressedAllReduceCallback(&sc, &d, data.data(), n,
+                                        residual.data(), nullptr, 0.f, 0),
+            OTC_STEP_SKIPPED_NONFINITE);
   EXPECT_EQ(waitCollectivesCallback(&sc), OTC_STEP_OK);
   otc_comm_set_overlap(gComm, 1);
 }

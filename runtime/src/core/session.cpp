@@ -398,10 +398,11 @@ otc_status_t otc_session_train_step(otc_session_t *session, float *out_loss) {
       // bias correction, the step's seed) stays where it was.
       std::vector<BucketUndo> undone = session->compress.touched;
       session->compress.undoStep();
-      if (device) // the residuals were restored in the host mirror
+      if (device) // restored in the host mirror
         for (const BucketUndo &u : undone)
-          if (u.residual)
-            device->pushHostRange(u.residual, uint64_t(u.count) * 4);
+          for (float *restored : {u.residual, u.velocity})
+            if (restored)
+              device->pushHostRange(restored, uint64_t(u.count) * 4);
       session->lastStepSkipped = true;
       ++session->skippedSteps;
       zeroAccumulators(session);

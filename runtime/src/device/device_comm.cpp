@@ -6,8 +6,8 @@
 // and the buffers go back up when the program waits for its collectives (or
 // at once, for the collectives a step does not overlap). Every semantic of
 // the CPU path (averaging, compression with error feedback, the adaptive
-// ratio, agreement on non-finite buckets, byte counts) is therefore the
-// same code.
+// ratio, momentum factor masking, agreement on non-finite buckets, byte
+// counts) is therefore the same code.
 //
 //===----------------------------------------------------------------------===//
 
@@ -45,17 +45,21 @@ int groupAllReduce(void *comm, int64_t group, float *data, int64_t count) {
 
 int groupCompressed(void *comm, int64_t group, const otc_compress_desc_t *desc,
                     float *data, int64_t count, float *residual,
-                    int64_t bucket) {
+                    float *velocity, float momentum, int64_t bucket) {
   return staged(comm, [&](DeviceArena &d) {
     float *hostResidual = residual ? d.stage(residual, count) : nullptr;
+    float *hostVelocity = velocity ? d.stage(velocity, count) : nullptr;
     return groupCompressedAllReduceCallback(
-        comm, group, desc, d.stage(data, count), count, hostResidual, bucket);
+        comm, group, desc, d.stage(data, count), count, hostResidual,
+        hostVelocity, momentum, bucket);
   });
 }
 
 int compressed(void *comm, const otc_compress_desc_t *desc, float *data,
-               int64_t count, float *residual, int64_t bucket) {
-  return groupCompressed(comm, -1, desc, data, count, residual, bucket);
+               int64_t count, float *residual, float *velocity, float momentum,
+               int64_t bucket) {
+  return groupCompressed(comm, -1, desc, data, count, residual, velocity,
+                         momentum, bucket);
 }
 
 int broadcast(void *comm, int64_t root, float *data, int64_t count) {

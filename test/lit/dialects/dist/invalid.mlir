@@ -93,3 +93,19 @@ func.func @range(%g: tensor<2x4xf32>) {
   %0 = dist.all_reduce mean %g {range = array<i64: 4, 9>} : tensor<2x4xf32>
   return
 }
+
+// -----
+
+func.func @velocity_result(%g: tensor<4xf32>, %u: tensor<4xf32>) {
+  // expected-error @+1 {{takes a velocity exactly when it returns one}}
+  %0 = dist.compressed_all_reduce %g velocity %u {method = "topk"} : tensor<4xf32> velocity tensor<4xf32> -> tensor<4xf32>
+  return
+}
+
+// -----
+
+func.func @velocity_type(%g: tensor<4xf32>, %u: tensor<3xf32>) {
+  // expected-error @+1 {{velocity must have the bucket's type}}
+  %0, %1 = dist.compressed_all_reduce %g velocity %u {method = "topk"} : tensor<4xf32> velocity tensor<3xf32> -> tensor<4xf32> velocity tensor<3xf32>
+  return
+}

@@ -20,7 +20,12 @@ func.func @compressed(%b: tensor<1000xf32>, %r: tensor<1000xf32>) -> tensor<1000
   %1 = dist.compressed_all_reduce %0 {method = "topk", adaptive = true, warmup_steps = 10 : i64, bucket = 1 : i64} : tensor<1000xf32> -> tensor<1000xf32>
   // CHECK: dist.compressed_all_reduce %{{.*}} {method = "none"}
   %2 = dist.compressed_all_reduce %1 {method = "none"} : tensor<1000xf32> -> tensor<1000xf32>
-  return %2 : tensor<1000xf32>
+  // Momentum-factor masking: a velocity with or without a residual.
+  // CHECK: dist.compressed_all_reduce %{{.*}}, %{{.*}} velocity %{{.*}} {method = "topk-int8"} : tensor<1000xf32>, tensor<1000xf32> velocity tensor<1000xf32> -> tensor<1000xf32>, tensor<1000xf32> velocity tensor<1000xf32>
+  %3, %r3, %u3 = dist.compressed_all_reduce %2, %r velocity %b {method = "topk-int8"} : tensor<1000xf32>, tensor<1000xf32> velocity tensor<1000xf32> -> tensor<1000xf32>, tensor<1000xf32> velocity tensor<1000xf32>
+  // CHECK: dist.compressed_all_reduce %{{.*}} velocity %{{.*}} {method = "topk"} : tensor<1000xf32> velocity tensor<1000xf32> -> tensor<1000xf32> velocity tensor<1000xf32>
+  %4, %u4 = dist.compressed_all_reduce %3 velocity %u3 {method = "topk"} : tensor<1000xf32> velocity tensor<1000xf32> -> tensor<1000xf32> velocity tensor<1000xf32>
+  return %4 : tensor<1000xf32>
 }
 
 // CHECK-LABEL: func @buckets

@@ -1,5 +1,7 @@
-// RUN: otc-opt %s --otc-momentum-correction | FileCheck %s
-// RUN: otc-opt %s --otc-momentum-correction --otc-bucket-gradients --otc-insert-compressed-allreduce="method=topk" --otc-lower-to-exec --otc-plan-memory | FileCheck %s --check-prefix=PLAN
+// Momentum correction without factor masking (--no-factor-masking); with it:
+// momentum-factor-masking.mlir.
+// RUN: otc-opt %s --otc-momentum-correction="factor-masking=false" | FileCheck %s
+// RUN: otc-opt %s --otc-momentum-correction="factor-masking=false" --otc-bucket-gradients --otc-insert-compressed-allreduce="method=topk" --otc-lower-to-exec --otc-plan-memory | FileCheck %s --check-prefix=PLAN
 
 // The velocity is accumulated locally (momentum * v + g + wd * w) and is
 // what gets averaged; the parameter takes a plain SGD step with it, and the
