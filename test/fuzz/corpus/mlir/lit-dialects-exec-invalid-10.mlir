@@ -1,4 +1,4 @@
-func.func @attr_on_plain_kernel(%a: memref<4xf32>) {
-  exec.kernel "relu" ins(%a : memref<4xf32>) outs(%a : memref<4xf32>) {alpha = 1.0 : f32}
+func.func @mistyped_float_width(%a: memref<4xf32>) {
+  exec.kernel "leaky_relu" ins(%a : memref<4xf32>) outs(%a : memref<4xf32>) {alpha = 0.1 : f64}
   return
 }

@@ -1,5 +1,4 @@
-func.func @annotation(%a: memref<4xf32>) {
-  exec.kernel "relu" ins(%a : memref<4xf32>) outs(%a : memref<4xf32>) {otc.note = "kept"}
-  exec.kernel "sgd_update" ins(%a : memref<4xf32>) outs(%a : memref<4xf32>) {lr_scale = "0.1"}
+func.func @misspelled_attr(%a: memref<4x4xf32>, %y: memref<4x4xf32>) {
+  exec.kernel "gemm" ins(%a, %a : memref<4x4xf32>, memref<4x4xf32>) outs(%y : memref<4x4xf32>) {transb = true}
   return
 }
