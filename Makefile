@@ -39,8 +39,9 @@ conformance: build
 EXPORTER ?= legacy
 EXPORTER_PYTHON = $(if $(filter dynamo,$(EXPORTER)),$(BUILD)/pyenv/bin/python,$(PYTHON))
 
-# libFuzzer (clang-19, ASan + UBSan, build/fuzz) on the data, manifest and
-# checkpoint parsers, FUZZ_SECONDS each.
+# libFuzzer (clang-19, ASan + UBSan, OTC's asserts on, build/fuzz) on the
+# data, manifest and checkpoint parsers, the ONNX importer and otc-opt's
+# parser and verifiers, FUZZ_SECONDS each.
 fuzz:
 	tools/fuzz.sh $(FUZZ_SECONDS)
 

@@ -377,7 +377,7 @@ Value Importer::materialize(const Const &c, Location loc, Type elt) {
   unsigned width = elt.getIntOrFloatBitWidth();
   SmallVector<APInt> v;
   for (int64_t i = 0; i < c.size(); ++i) {
-    int64_t x = c.isFloat ? static_cast<int64_t>(c.floats[i]) : c.ints[i];
+    int64_t x = c.isFloat ? saturateToInt64(c.floats[i]) : c.ints[i];
     v.push_back(APInt(64, static_cast<uint64_t>(x)).trunc(width));
   }
   return b.create<graph::ConstantOp>(loc, DenseElementsAttr::get(type, v));
@@ -608,7 +608,24 @@ LogicalResult Importer::importNode(const onnx::NodeProto &node) {
   auto it = opHandlers().find(node.op_type());
   if (it == opHandlers().end())
     return nodeError(node) << "unsupported operator " << node.op_type();
-  return importInFloat32(node, it->second);
+  if (failed(importInFloat32(node, it->second)))
+    return failure();
+  // Handlers compute result shapes from the model's numbers (pads, sizes,
+  // repeats, ...); what comes next multiplies them. A shape beyond
+  // kMaxElements stops here, before any count of it can overflow.
+  for (const std::string &name : node.output()) {
+    auto v = values.find(name);
+    if (v == values.end())
+      continue;
+    ArrayRef<int64_t> shape = v->second.value
+                                  ? typeOf(v->second.value).getShape()
+                                  : ArrayRef<int64_t>(v->second.folded->shape);
+    if (failed(checkedElements(shape)))
+      return nodeError(node)
+             << "output '" << name << "' would have shape [" << shape
+             << "], more than " << kMaxElements << " elements";
+  }
+  return success();
 }
 
 /// Operators whose kernels compute in float32 only and that take float64

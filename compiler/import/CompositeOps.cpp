@@ -12,6 +12,7 @@
 #include "compiler/import/Importer.h"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <limits>
 #include <numeric>
@@ -219,6 +220,10 @@ LogicalResult Importer::importReverseSequence(const onnx::NodeProto &node) {
     return nodeError(node) << "batch_axis and time_axis must be 0 and 1 (in "
                               "either order) of an input of rank >= 2";
   int64_t batch = t.getDimSize(batchAxis), time = t.getDimSize(timeAxis);
+  if (batch * time > kMaxFoldedElements)
+    return nodeError(node) << "a batch of " << batch << " sequences of " << time
+                           << " needs more than " << kMaxFoldedElements
+                           << " constant indices";
   if (static_cast<int64_t>(lens->size()) != batch)
     return nodeError(node) << "sequence_lens has " << lens->size()
                            << " values for a batch of " << batch;
@@ -300,7 +305,7 @@ static FailureOr<Value> flatRows(Importer &im, const onnx::NodeProto &node,
     for (int64_t i = 0; i < count; ++i) {
       int64_t row = (i / perBatch) * numElements(dims);
       for (int64_t j = 0, stride = numElements(dims); j < m; ++j) {
-        int64_t v = static_cast<int64_t>(folded->at(i * m + j));
+        int64_t v = folded->ints[i * m + j];
         if (v < -dims[j] || v >= dims[j])
           return im.nodeError(node)
                  << "index " << v << " of tuple " << i
@@ -460,9 +465,15 @@ LogicalResult Importer::importMaxUnpool(const onnx::NodeProto &node) {
                            << " values, pads " << 2 * spatial;
   // The shape MaxPool's indices refer to, and the one asked for.
   SmallVector<int64_t> pooled(t.getShape().take_front(2));
+  CheckedMath m;
   for (int64_t d = 0; d < spatial; ++d)
-    pooled.push_back((t.getDimSize(2 + d) - 1) * strides[d] - pads[d] -
-                     pads[spatial + d] + kernel[d]);
+    pooled.push_back(
+        m.add(m.sub(m.sub(m.mul(t.getDimSize(2 + d) - 1, strides[d]), pads[d]),
+                    pads[spatial + d]),
+              kernel[d]));
+  if (!m.ok() || failed(checkedElements(pooled)))
+    return nodeError(node) << "kernel_shape, strides and pads make the "
+                              "pooled input too large";
   FailureOr<SmallVector<int64_t>> out = intsInput(node, 2, pooled);
   if (failed(out))
     return failure();
@@ -512,56 +523,69 @@ LogicalResult Importer::importMaxUnpool(const onnx::NodeProto &node) {
 // Cubic Resize
 //===----------------------------------------------------------------------===//
 
-/// The [out, in] matrix of ONNX's cubic interpolation along one dimension
-/// (the reference's interpolate_1d_with_x): four taps around each output
-/// position's source coordinate, edge-clamped, or dropped and renormalized
-/// with exclude_outside.
-static std::vector<double> cubicMatrix(int64_t in, int64_t out, double scale,
-                                       StringRef coord, double a,
-                                       bool excludeOutside) {
-  std::vector<double> m(out * in, 0.0);
+/// The taps of output position `o` of ONNX's cubic interpolation along one
+/// dimension (the reference's interpolate_1d_with_x): four input positions
+/// around its source coordinate, edge-clamped (so they may repeat), or
+/// dropped and renormalized with exclude_outside; (index, weight) each.
+static std::array<std::pair<int64_t, double>, 4>
+cubicTaps(int64_t in, int64_t o, double scale, StringRef coord, double a,
+          bool excludeOutside) {
   double resized = scale * static_cast<double>(in);
-  for (int64_t o = 0; o < out; ++o) {
-    double x;
-    double od = static_cast<double>(o);
-    if (coord == "align_corners")
-      x = resized == 1.0 ? 0.0 : od * (in - 1) / (resized - 1.0);
-    else if (coord == "asymmetric")
-      x = od / scale;
-    else if (coord == "pytorch_half_pixel")
-      x = resized == 1.0 ? -0.5 : (od + 0.5) / scale - 0.5;
-    else if (coord == "tf_half_pixel_for_nn")
-      x = (od + 0.5) / scale;
-    else
-      x = (od + 0.5) / scale - 0.5;
-    // The ratio is in (0, 1]: an integer coordinate takes its left taps.
-    double base = std::floor(x), r = x - base;
-    if (r == 0.0) {
-      r = 1.0;
-      base -= 1.0;
-    }
-    double s = 1.0 - r;
-    double c[4] = {((a * (r + 1) - 5 * a) * (r + 1) + 8 * a) * (r + 1) - 4 * a,
-                   ((a + 2) * r - (a + 3)) * r * r + 1,
-                   ((a + 2) * s - (a + 3)) * s * s + 1,
-                   ((a * (s + 1) - 5 * a) * (s + 1) + 8 * a) * (s + 1) - 4 * a};
-    int64_t first = static_cast<int64_t>(base) - 1;
-    if (excludeOutside) {
-      double sum = 0.0;
-      for (int k = 0; k < 4; ++k) {
-        if (first + k < 0 || first + k >= in)
-          c[k] = 0.0;
-        sum += c[k];
-      }
-      for (double &v : c)
-        v /= sum;
-    }
-    for (int k = 0; k < 4; ++k) {
-      int64_t i = std::clamp<int64_t>(first + k, 0, in - 1);
-      m[o * in + i] += c[k];
-    }
+  double x;
+  double od = static_cast<double>(o);
+  if (coord == "align_corners")
+    x = resized == 1.0 ? 0.0 : od * (in - 1) / (resized - 1.0);
+  else if (coord == "asymmetric")
+    x = od / scale;
+  else if (coord == "pytorch_half_pixel")
+    x = resized == 1.0 ? -0.5 : (od + 0.5) / scale - 0.5;
+  else if (coord == "tf_half_pixel_for_nn")
+    x = (od + 0.5) / scale;
+  else
+    x = (od + 0.5) / scale - 0.5;
+  // The ratio is in (0, 1]: an integer coordinate takes its left taps.
+  double base = std::floor(x), r = x - base;
+  if (r == 0.0) {
+    r = 1.0;
+    base -= 1.0;
   }
-  return m;
+  double s = 1.0 - r;
+  double c[4] = {((a * (r + 1) - 5 * a) * (r + 1) + 8 * a) * (r + 1) - 4 * a,
+                 ((a + 2) * r - (a + 3)) * r * r + 1,
+                 ((a + 2) * s - (a + 3)) * s * s + 1,
+                 ((a * (s + 1) - 5 * a) * (s + 1) + 8 * a) * (s + 1) - 4 * a};
+  // Taps beyond the input are clamped to its edge (or dropped): so is a
+  // base that far out, which also keeps the conversion defined.
+  int64_t first = static_cast<int64_t>(
+                      std::clamp(base, -8.0, static_cast<double>(in) + 8.0)) -
+                  1;
+  if (excludeOutside) {
+    double sum = 0.0;
+    for (int k = 0; k < 4; ++k) {
+      if (first + k < 0 || first + k >= in)
+        c[k] = 0.0;
+      sum += c[k];
+    }
+    for (double &v : c)
+      v /= sum;
+  }
+  std::array<std::pair<int64_t, double>, 4> taps;
+  for (int k = 0; k < 4; ++k)
+    taps[k] = {std::clamp<int64_t>(first + k, 0, in - 1), c[k]};
+  return taps;
+}
+
+/// Whether output position `o` takes input position `o` alone.
+static bool cubicIdentityRow(ArrayRef<std::pair<int64_t, double>> taps,
+                             int64_t o) {
+  for (auto [i, w] : taps) {
+    double sum = 0.0;
+    for (auto [j, v] : taps)
+      sum += j == i ? v : 0.0;
+    if (sum != (i == o ? 1.0 : 0.0))
+      return false;
+  }
+  return llvm::any_of(taps, [&](auto t) { return t.first == o; });
 }
 
 LogicalResult Importer::importCubicResize(const onnx::NodeProto &node, Value x,
@@ -576,22 +600,25 @@ LogicalResult Importer::importCubicResize(const onnx::NodeProto &node, Value x,
   int64_t rank = typeOf(x).getRank();
   for (int64_t d = 0; d < rank; ++d) {
     int64_t in = typeOf(x).getDimSize(d), out = shape[d];
-    std::vector<double> m = cubicMatrix(in, out, scales[d], coord, a, exclude);
-    bool identity = in == out;
+    // (Rows checked one by one: beyond 2^24 of them, that takes seconds,
+    // and the dimension is refused as too large below.)
+    bool identity = in == out && out <= (int64_t(1) << 24);
     for (int64_t o = 0; identity && o < out; ++o)
-      for (int64_t i = 0; i < in; ++i)
-        identity &= m[o * in + i] == (o == i ? 1.0 : 0.0);
+      identity =
+          cubicIdentityRow(cubicTaps(in, o, scales[d], coord, a, exclude), o);
     if (identity)
       continue;
-    if (in * out > kMaxFoldedElements)
+    if (out > kMaxFoldedElements / in)
       return nodeError(node)
              << "cubic resize of dimension " << d << " (" << in << " to " << out
              << ") needs an interpolation matrix of more than "
              << kMaxFoldedElements << " elements";
-    SmallVector<float> mt(in * out);
+    // The [in, out] matrix the resized dimension is multiplied by.
+    std::vector<double> m(in * out, 0.0);
     for (int64_t o = 0; o < out; ++o)
-      for (int64_t i = 0; i < in; ++i)
-        mt[i * out + o] = static_cast<float>(m[o * in + i]);
+      for (auto [i, w] : cubicTaps(in, o, scales[d], coord, a, exclude))
+        m[i * out + o] += w;
+    SmallVector<float> mt(m.begin(), m.end());
     Value w = b.create<graph::ConstantOp>(
         loc,
         DenseElementsAttr::get(RankedTensorType::get({in, out}, b.getF32Type()),
@@ -674,17 +701,22 @@ LogicalResult Importer::importLRN(const onnx::NodeProto &node) {
   // shifted slices.
   int64_t rank = t.getRank();
   int64_t before = (size - 1) / 2, after = size - 1 - before;
+  // Shifts by as many channels as there are see zeros only and add
+  // nothing: the padding and the slices stop short of them.
+  int64_t channels = t.getDimSize(1);
+  before = std::min(before, channels - 1);
+  after = std::min(after, channels - 1);
   SmallVector<int64_t> pb(rank, 0), pe(rank, 0), padded(t.getShape());
   pb[1] = before;
   pe[1] = after;
-  padded[1] += size - 1;
+  padded[1] += before + after;
   Value sq = b.create<graph::MulOp>(loc, x, x);
   Value p = b.create<graph::PadOp>(
       loc, t.clone(padded), sq, b.getStringAttr("constant"),
       b.getDenseI64ArrayAttr(pb), b.getDenseI64ArrayAttr(pe),
       b.getF32FloatAttr(0.0f));
   Value sum;
-  for (int64_t s = 0; s < size; ++s) {
+  for (int64_t s = 0; s <= before + after; ++s) {
     SmallVector<int64_t> starts(rank, 0), steps(rank, 1);
     starts[1] = s;
     Value part =
@@ -855,7 +887,8 @@ LogicalResult Importer::importWindow(const onnx::NodeProto &node) {
   const Const &size = **sizeOr;
   if (size.size() != 1)
     return nodeError(node) << "size must be a scalar";
-  int64_t n = static_cast<int64_t>(size.at(0));
+  FailureOr<int64_t> nOr = toInt64(size.at(0));
+  int64_t n = succeeded(nOr) ? *nOr : 0;
   if (n < 1 || n > kMaxFoldedElements)
     return nodeError(node) << "size " << n << " is not supported (1 to "
                            << kMaxFoldedElements << ")";

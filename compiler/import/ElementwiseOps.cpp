@@ -275,13 +275,17 @@ static bool foldUnary(StringRef op, const Const &in, Const &out) {
     return false;
   out.shape = in.shape;
   out.isFloat = in.isFloat;
-  for (int64_t i = 0; i < in.size(); ++i) {
-    double v = f(in.at(i));
-    if (in.isFloat)
-      out.floats.push_back(static_cast<float>(v));
-    else
-      out.ints.push_back(static_cast<int64_t>(v));
+  if (!in.isFloat) {
+    // Integers exactly (int64 through double would round): -INT64_MIN
+    // does not exist, so that one is left to the graph op.
+    if ((op == "Neg" || op == "Abs") && llvm::is_contained(in.ints, INT64_MIN))
+      return false;
+    for (int64_t v : in.ints)
+      out.ints.push_back(op == "Neg" ? -v : op == "Abs" ? std::abs(v) : v);
+    return true;
   }
+  for (int64_t i = 0; i < in.size(); ++i)
+    out.floats.push_back(static_cast<float>(f(in.at(i))));
   return true;
 }
 

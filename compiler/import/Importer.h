@@ -22,6 +22,7 @@
 
 #include <onnx/onnx_pb.h>
 
+#include <cmath>
 #include <numeric>
 #include <optional>
 #include <vector>
@@ -114,20 +115,82 @@ inline mlir::RankedTensorType typeOf(mlir::Value v) {
 /// count below it fits int64_t with room for byte offsets.
 constexpr int64_t kMaxElements = int64_t(1) << 34;
 
+/// The element count of a shape that checkedElements accepts (every value
+/// the importer defines has one): never overflows then, nor does the count
+/// of any part of such a shape.
 inline int64_t numElements(ArrayRef<int64_t> shape) {
   return std::accumulate(shape.begin(), shape.end(), int64_t{1},
                          std::multiplies<int64_t>());
 }
 
 /// The element count of `shape`, or failure when a dimension is negative or
-/// the count exceeds kMaxElements (checked, so it never overflows).
+/// the product of its non-zero dimensions exceeds kMaxElements (checked, so
+/// it never overflows; an empty [0, 2^62] fails too, so that the count of
+/// every part of an accepted shape stays within kMaxElements).
 inline FailureOr<int64_t> checkedElements(ArrayRef<int64_t> shape) {
   int64_t n = 1;
+  bool empty = false;
   for (int64_t d : shape) {
-    if (d < 0 || llvm::MulOverflow(n, d, n) || n > kMaxElements)
+    if (d < 0)
+      return failure();
+    if (d == 0)
+      empty = true;
+    else if (llvm::MulOverflow(n, d, n) || n > kMaxElements)
       return failure();
   }
-  return n;
+  return empty ? 0 : n;
+}
+
+/// Shape arithmetic on values a model gives (attributes, constant inputs):
+/// int64 operations that remember an overflow instead of wrapping, checked
+/// once with ok() when the result is known.
+class CheckedMath {
+public:
+  int64_t add(int64_t a, int64_t b) {
+    int64_t r;
+    bool o = llvm::AddOverflow(a, b, r);
+    return result(o, r);
+  }
+  int64_t sub(int64_t a, int64_t b) {
+    int64_t r;
+    bool o = llvm::SubOverflow(a, b, r);
+    return result(o, r);
+  }
+  int64_t mul(int64_t a, int64_t b) {
+    int64_t r;
+    bool o = llvm::MulOverflow(a, b, r);
+    return result(o, r);
+  }
+  bool ok() const { return !overflow; }
+
+private:
+  /// 0 after an overflow, so that what follows stays defined.
+  int64_t result(bool overflowed, int64_t r) {
+    overflow |= overflowed;
+    return overflowed ? 0 : r;
+  }
+  bool overflow = false;
+};
+
+/// The int64 a folded float value converts to, or failure when it is NaN
+/// or outside int64's range (where C++'s conversion is undefined).
+inline FailureOr<int64_t> toInt64(double v) {
+  // 2^63 is the first double above INT64_MAX; -2^63 is INT64_MIN.
+  if (!(v >= -9223372036854775808.0 && v < 9223372036854775808.0))
+    return failure();
+  return static_cast<int64_t>(v);
+}
+
+/// `v` as int64, saturated at int64's ends (NaN: 0) where C++'s conversion
+/// would be undefined.
+inline int64_t saturateToInt64(double v) {
+  if (std::isnan(v))
+    return 0;
+  if (v >= 9223372036854775808.0)
+    return INT64_MAX;
+  if (v < -9223372036854775808.0)
+    return INT64_MIN;
+  return static_cast<int64_t>(v);
 }
 
 /// Imports one ModelProto. Op handlers (one per ONNX operator family, in
@@ -331,7 +394,8 @@ public:
   std::optional<llvm::StringSet<>> declaredState;
 };
 
-/// Elementwise fold of two constants with numpy broadcasting.
+/// Elementwise fold of two constants with numpy broadcasting; failure when
+/// the shapes do not broadcast or the result is too large to fold.
 template <typename Fn>
 inline FailureOr<Const> foldBinary(const Const &l, const Const &r, Fn fn) {
   auto shape = graph::broadcastShapes(l.shape, r.shape);
@@ -357,10 +421,13 @@ inline FailureOr<Const> foldBinary(const Const &l, const Const &r, Fn fn) {
       rem /= out.shape[d];
     }
     double v = fn(l.at(index(l)), r.at(index(r)));
-    if (out.isFloat)
+    if (out.isFloat) {
       out.floats.push_back(v);
-    else
-      out.ints.push_back(static_cast<int64_t>(v));
+      continue;
+    }
+    // Integers pass through double: one beyond int64 saturates (INT64_MAX,
+    // the exporters' "to the end", rounds up to 2^63).
+    out.ints.push_back(saturateToInt64(v));
   }
   return out;
 }

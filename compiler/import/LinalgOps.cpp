@@ -181,6 +181,10 @@ LogicalResult Importer::importEinsum(const onnx::NodeProto &node) {
       if (d2 == std::string::npos)
         continue;
       int64_t n = size[labels[d1]];
+      if (n > 0 && n > kMaxFoldedElements / n)
+        return nodeError(node) << "the diagonal of a repeated label of size "
+                               << n << " needs an identity mask of more than "
+                               << kMaxFoldedElements << " elements";
       auto xt = typeOf(xs[i]);
       SmallVector<int64_t> maskShape(xt.getRank(), 1);
       maskShape[d1] = maskShape[d2] = n;

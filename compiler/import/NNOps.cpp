@@ -51,10 +51,15 @@ static FailureOr<Window> resolveWindow(Importer &im,
     w.end.assign(n, 0);
   } else if (autoPad == "SAME_UPPER" || autoPad == "SAME_LOWER") {
     for (int64_t d = 0; d < n; ++d) {
-      int64_t out = (in[d] + w.strides[d] - 1) / w.strides[d];
-      int64_t span = (w.kernel[d] - 1) * w.dilations[d] + 1;
-      int64_t total =
-          std::max<int64_t>(0, (out - 1) * w.strides[d] + span - in[d]);
+      // ceil(in / stride) outputs; (in - 1) / stride + 1 cannot overflow.
+      int64_t out = (in[d] - 1) / w.strides[d] + 1;
+      CheckedMath m;
+      int64_t span = m.add(m.mul(w.kernel[d] - 1, w.dilations[d]), 1);
+      int64_t total = std::max<int64_t>(
+          0, m.sub(m.add(m.mul(out - 1, w.strides[d]), span), in[d]));
+      if (!m.ok())
+        return im.nodeError(node)
+               << "strides, dilations and kernel are too large for the input";
       w.begin[d] = autoPad == "SAME_UPPER" ? total / 2 : total - total / 2;
       w.end[d] = total - w.begin[d];
     }
@@ -93,9 +98,12 @@ LogicalResult Importer::importConv(const onnx::NodeProto &node) {
   if (group < 1 || xt.getDimSize(1) % group != 0)
     return nodeError(node) << "group " << group
                            << " does not divide the channels";
+  // group divides the channels: at most 2^34, and so is a dimension.
+  int64_t groupChannels;
+  if (llvm::MulOverflow(wt.getDimSize(1), group, groupChannels))
+    return nodeError(node) << "group " << group << " is too large";
   if (!transpose) {
-    if (wt.getDimSize(1) * group != xt.getDimSize(1) ||
-        wt.getDimSize(0) % group != 0)
+    if (groupChannels != xt.getDimSize(1) || wt.getDimSize(0) % group != 0)
       return nodeError(node) << "weight " << wt << " does not fit input " << xt
                              << " with group " << group;
     FailureOr<Window> win = resolveWindow(*this, node, in, kernel);
@@ -138,21 +146,32 @@ LogicalResult Importer::importConv(const onnx::NodeProto &node) {
     return nodeError(node) << "attributes must match the spatial rank";
   if (outShape.size() == static_cast<size_t>(rank))
     outShape.erase(outShape.begin(), outShape.begin() + 2);
+  if (!outShape.empty() &&
+      (static_cast<int64_t>(outShape.size()) != spatial ||
+       llvm::any_of(outShape, [](int64_t s) { return s < 1; })))
+    return nodeError(node) << "output_shape needs " << spatial
+                           << " positive entries (or " << rank << ")";
   std::string autoPad = "NOTSET";
   if (auto *a = attr(node, "auto_pad"))
     autoPad = a->s();
   SmallVector<int64_t> begin(pads.begin(), pads.begin() + spatial),
       end(pads.begin() + spatial, pads.end()),
-      shape{xt.getDimSize(0), wt.getDimSize(1) * group};
+      shape{xt.getDimSize(0), groupChannels};
   for (int64_t d = 0; d < spatial; ++d) {
     if (strides[d] < 1 || dilations[d] < 1 || outPad[d] < 0 ||
         outPad[d] >= std::max(strides[d], dilations[d]))
       return nodeError(node) << "invalid strides, dilations or output_padding";
-    int64_t span = (kernel[d] - 1) * dilations[d] + 1;
-    int64_t full = strides[d] * (in[d] - 1) + outPad[d] + span;
+    if (begin[d] < 0 || end[d] < 0)
+      return nodeError(node) << "pads must be >= 0";
+    CheckedMath m;
+    int64_t span = m.add(m.mul(kernel[d] - 1, dilations[d]), 1);
+    int64_t full = m.add(m.add(m.mul(strides[d], in[d] - 1), outPad[d]), span);
+    int64_t target = outShape.empty() ? m.mul(in[d], strides[d]) : outShape[d];
+    if (!m.ok() || full > kMaxElements || target > kMaxElements)
+      return nodeError(node) << "strides, dilations, kernel or output_shape "
+                                "make the result too large";
     if (!outShape.empty() || autoPad == "SAME_UPPER" ||
         autoPad == "SAME_LOWER") {
-      int64_t target = outShape.empty() ? in[d] * strides[d] : outShape[d];
       // A target beyond the full extent is extra output padding.
       if (target > full) {
         if (target - full >= strides[d])
@@ -166,7 +185,8 @@ LogicalResult Importer::importConv(const onnx::NodeProto &node) {
     } else if (autoPad == "VALID") {
       begin[d] = end[d] = 0;
     }
-    int64_t o = full - begin[d] - end[d];
+    // Pads beyond the extent leave nothing (and keep this from overflowing).
+    int64_t o = begin[d] > full || end[d] > full ? 0 : full - begin[d] - end[d];
     if (o < 1)
       return nodeError(node) << "the result would be empty";
     shape.push_back(o);
@@ -207,8 +227,13 @@ LogicalResult Importer::importPool(const onnx::NodeProto &node) {
   bool ceil = intAttr(node, "ceil_mode", 0) != 0;
   SmallVector<int64_t> shape(xt.getShape().take_front(2));
   for (int64_t d = 0; d < spatial; ++d) {
-    int64_t span = (kernel[d] - 1) * win->dilations[d] + 1;
-    int64_t padded = in[d] + win->begin[d] + win->end[d] - span;
+    CheckedMath m;
+    int64_t span = m.add(m.mul(kernel[d] - 1, win->dilations[d]), 1);
+    int64_t padded =
+        m.sub(m.add(m.add(in[d], win->begin[d]), win->end[d]), span);
+    if (!m.ok() || padded > kMaxElements)
+      return nodeError(node) << "strides, dilations, kernel or pads are too "
+                                "large for the input";
     if (padded < 0)
       return nodeError(node) << "the window does not fit the padded input";
     int64_t o = padded / win->strides[d] + 1;

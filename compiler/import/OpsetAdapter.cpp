@@ -132,10 +132,12 @@ void registerCompatSchemas() {
           int64_t axis = a ? a->i() : 0;
           if (axis < 0)
             axis += rank;
-          if (axis < 0 || axis >= rank || !in.dim(int(axis)).has_dim_value())
+          if (n == 0 || axis < 0 || axis >= rank ||
+              !in.dim(int(axis)).has_dim_value())
             return;
           int64_t dim = in.dim(int(axis)).dim_value();
-          int64_t each = (dim + int64_t(n) - 1) / int64_t(n);
+          // ceil(dim / n), without overflowing for a dimension near 2^63.
+          int64_t each = dim <= 0 ? 0 : (dim - 1) / int64_t(n) + 1;
           for (size_t i = 0; i < n; ++i) {
             onnx::TensorShapeProto out = in;
             out.mutable_dim(int(axis))->set_dim_value(
@@ -183,8 +185,13 @@ void registerCompatSchemas() {
             int64_t d = a[i] < 0 ? a[i] + rank : a[i];
             if (d < 0 || d >= rank || !in.dim(int(d)).has_dim_value())
               return;
-            out.mutable_dim(int(d))->set_dim_value(out.dim(int(d)).dim_value() +
-                                                   p[i] + p[a.size() + i]);
+            // Sizes beyond int64 stay unknown: the importer refuses them.
+            CheckedMath m;
+            int64_t size = m.add(m.add(out.dim(int(d)).dim_value(), p[i]),
+                                 p[a.size() + i]);
+            if (!m.ok())
+              return;
+            out.mutable_dim(int(d))->set_dim_value(size);
           }
           *onnx::getOutputShape(ctx, 0) = out;
         });
@@ -269,10 +276,8 @@ public:
           d = in[0].shape[i];
         if (d == -1)
           inferred = i;
-        else if (d < 0)
+        else if (d < 0 || llvm::MulOverflow(known, d, known))
           return;
-        else
-          known *= d;
         dims.push_back(d);
       }
       if (inferred >= 0) {
@@ -280,7 +285,8 @@ public:
           return;
         dims[inferred] = values.size() / known;
       }
-      if (numElements(dims) != int64_t(values.size()))
+      FailureOr<int64_t> count = checkedElements(dims);
+      if (failed(count) || *count != int64_t(values.size()))
         return;
     } else if (op == "Concat") {
       if (dims.size() != 1)
@@ -385,16 +391,24 @@ LogicalResult Importer::splitSequencesToSlices(onnx::GraphProto &graph) {
       if (at < 0 || chunk <= 0)
         return nodeError(node) << "position " << at << " of chunks of " << chunk
                                << " is not supported";
-      start = at * chunk;
-      end = start + chunk;
+      CheckedMath m;
+      start = m.mul(at, chunk);
+      end = m.add(start, chunk);
+      if (!m.ok())
+        return nodeError(node) << "position " << at << " of chunks of " << chunk
+                               << " is out of range";
     } else {
       int64_t n = sz->ints.size();
       if (at < -n || at >= n)
         return nodeError(node) << "position " << at << " is out of range";
       at = at < 0 ? at + n : at;
+      CheckedMath m;
       for (int64_t i = 0; i < at; ++i)
-        start += sz->ints[i];
-      end = start + sz->ints[at];
+        start = m.add(start, sz->ints[i]);
+      end = m.add(start, sz->ints[at]);
+      if (!m.ok())
+        return nodeError(node) << "split sizes add up to more than int64 "
+                                  "holds";
     }
     int64_t axis = intAttr(split, "axis", 0);
     onnx::NodeProto slice;

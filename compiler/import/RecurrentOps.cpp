@@ -70,8 +70,12 @@ LogicalResult Importer::importRecurrent(const onnx::NodeProto &node) {
   int64_t hidden = intAttr(node, "hidden_size", rt.getDimSize(2));
   int64_t seq = xt.getDimSize(layout == 0 ? 0 : 1);
   int64_t batch = xt.getDimSize(layout == 0 ? 1 : 0);
-  int64_t in = xt.getDimSize(2), rows = cell.gates * hidden;
-  if (hidden <= 0 || wt.getShape() != ArrayRef<int64_t>{dirs, rows, in} ||
+  // (R holds rows * hidden elements: a hidden size beyond kMaxElements
+  // fits no R.)
+  int64_t in = xt.getDimSize(2),
+          rows = hidden <= kMaxElements ? cell.gates * hidden : -1;
+  if (hidden <= 0 || rows < 0 ||
+      wt.getShape() != ArrayRef<int64_t>{dirs, rows, in} ||
       rt.getShape() != ArrayRef<int64_t>{dirs, rows, hidden})
     return nodeError(node) << "with " << dirs << " direction(s), hidden size "
                            << hidden << " and input size " << in
@@ -91,10 +95,10 @@ LogicalResult Importer::importRecurrent(const onnx::NodeProto &node) {
       return failure();
     for (int64_t i = 0; i < (*lens)->size(); ++i)
       if ((*lens)->at(i) != seq)
-        return nodeError(node) << "sequence_lens must all be the sequence "
-                               << "length " << seq << " (padded sequences "
-                               << "are not supported), got "
-                               << static_cast<int64_t>((*lens)->at(i));
+        return nodeError(node)
+               << "sequence_lens must all be the sequence "
+               << "length " << seq << " (padded sequences "
+               << "are not supported), got " << saturateToInt64((*lens)->at(i));
   }
 
   // Activations: cell.act.size() per direction.
@@ -195,13 +199,8 @@ LogicalResult Importer::importRecurrent(const onnx::NodeProto &node) {
   // The state of direction d, [batch, hidden], from a [D, B, H] (layout 0)
   // or [B, D, H] (layout 1) initial state; zeros when absent.
   auto initial = [&](Value v, int64_t d) -> Value {
-    if (!v) {
-      Const zeros;
-      zeros.shape = {batch, hidden};
-      zeros.isFloat = true;
-      zeros.floats.assign(batch * hidden, 0.0);
-      return materialize(zeros, loc);
-    }
+    if (!v)
+      return f32Splat(b, loc, {batch, hidden}, 0.0f);
     return reshape(layout == 0 ? slice(v, {d, 0, 0}, {1, batch, hidden})
                                : slice(v, {0, d, 0}, {batch, 1, hidden}),
                    {batch, hidden});

@@ -286,11 +286,15 @@ LogicalResult Importer::importFoldable(const onnx::NodeProto &node) {
     FailureOr<int64_t> count = checkedElements(c.shape);
     if (failed(count) || *count > kMaxFoldedElements)
       return nodeError(node) << "folded result is too large";
-    for (int64_t o = 0; o < outer; ++o)
+    for (int64_t o = 0; o<outer && * count> 0; ++o)
       for (int64_t k = 0; k < idx->size(); ++k) {
-        int64_t j = static_cast<int64_t>(idx->at(k));
+        FailureOr<int64_t> jOr = idx->isFloat
+                                     ? toInt64(idx->floats[k])
+                                     : FailureOr<int64_t>(idx->ints[k]);
+        int64_t j = succeeded(jOr) ? *jOr : dim;
         if (j < -dim || j >= dim)
-          return nodeError(node) << "index " << j << " out of range";
+          return nodeError(node)
+                 << "index " << saturateToInt64(idx->at(k)) << " out of range";
         j = j < 0 ? j + dim : j;
         for (int64_t in = 0; in < inner; ++in) {
           int64_t src = (o * dim + j) * inner + in;
@@ -322,6 +326,7 @@ LogicalResult Importer::importFoldable(const onnx::NodeProto &node) {
   c.isBool = first.isBool;
   c.shape = first.shape;
   c.shape[axis] = 0;
+  CheckedMath m;
   for (Const *p : parts) {
     if (static_cast<int64_t>(p->shape.size()) != rank ||
         p->isFloat != c.isFloat)
@@ -329,14 +334,14 @@ LogicalResult Importer::importFoldable(const onnx::NodeProto &node) {
     for (int64_t d = 0; d < rank; ++d)
       if (d != axis && p->shape[d] != first.shape[d])
         return nodeError(node) << "inputs differ in dimension " << d;
-    c.shape[axis] += p->shape[axis];
+    c.shape[axis] = m.add(c.shape[axis], p->shape[axis]);
   }
   FailureOr<int64_t> count = checkedElements(c.shape);
-  if (failed(count) || *count > kMaxFoldedElements)
+  if (!m.ok() || failed(count) || *count > kMaxFoldedElements)
     return nodeError(node) << "folded result is too large";
   int64_t outer = numElements(ArrayRef(c.shape).take_front(axis));
   int64_t inner = numElements(ArrayRef(c.shape).drop_front(axis + 1));
-  for (int64_t o = 0; o < outer; ++o)
+  for (int64_t o = 0; o<outer && * count> 0; ++o)
     for (Const *p : parts) {
       int64_t chunk = p->shape[axis] * inner;
       for (int64_t k = 0; k < chunk; ++k) {
@@ -381,7 +386,11 @@ LogicalResult Importer::importReshape(const onnx::NodeProto &node) {
       shape.push_back(d);
     }
   }
-  int64_t total = numElements(inShape), known = numElements(shape);
+  FailureOr<int64_t> knownOr = checkedElements(shape);
+  if (failed(knownOr))
+    return nodeError(node) << "shape [" << shape << "] has more than "
+                           << kMaxElements << " elements";
+  int64_t total = numElements(inShape), known = *knownOr;
   if (inferred >= 0) {
     if (known == 0 || total % known != 0)
       return nodeError(node)

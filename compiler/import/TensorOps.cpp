@@ -38,9 +38,17 @@ FailureOr<SmallVector<int64_t>> Importer::intsInput(const onnx::NodeProto &node,
     return failure();
   SmallVector<int64_t> out;
   // Integers are read exactly (INT64_MAX "to the end" bounds included).
-  for (int64_t k = 0; k < (*c)->size(); ++k)
-    out.push_back((*c)->isFloat ? static_cast<int64_t>((*c)->floats[k])
-                                : (*c)->ints[k]);
+  for (int64_t k = 0; k < (*c)->size(); ++k) {
+    if (!(*c)->isFloat) {
+      out.push_back((*c)->ints[k]);
+      continue;
+    }
+    FailureOr<int64_t> v = toInt64((*c)->floats[k]);
+    if (failed(v))
+      return nodeError(node) << "input #" << i << " holds " << (*c)->floats[k]
+                             << ", not an int64 value";
+    out.push_back(*v);
+  }
   return out;
 }
 
@@ -274,6 +282,11 @@ LogicalResult Importer::importSlice(const onnx::NodeProto &node) {
     int64_t dim = inShape[a], step = (*steps)[i];
     if (step == 0)
       return nodeError(node) << "steps must be non-zero";
+    // A step longer than the dimension takes the start alone, as one of
+    // the dimension's length does (and keeps what follows from
+    // overflowing).
+    step = std::clamp<int64_t>(step, -std::max<int64_t>(dim, 1),
+                               std::max<int64_t>(dim, 1));
     // numpy/ONNX clamping of start and end.
     auto clampIndex = [&](int64_t v, int64_t lo, int64_t hi) {
       if (v < 0)
@@ -284,11 +297,11 @@ LogicalResult Importer::importSlice(const onnx::NodeProto &node) {
     if (step > 0) {
       s = clampIndex(s < 0 && s < -dim ? 0 : s, 0, dim);
       en = clampIndex(en < 0 && en < -dim ? 0 : en, 0, dim);
-      shape[a] = en > s ? (en - s + step - 1) / step : 0;
+      shape[a] = en > s ? (en - s - 1) / step + 1 : 0;
     } else {
       s = clampIndex(s, 0, dim - 1);
       en = clampIndex(en, -1, dim - 1);
-      shape[a] = s > en ? (s - en - step - 1) / (-step) : 0;
+      shape[a] = s > en ? (s - en - 1) / (-step) + 1 : 0;
     }
     st[a] = shape[a] == 0 ? 0 : s;
     sp[a] = step;
@@ -392,6 +405,9 @@ LogicalResult Importer::importSplit(const onnx::NodeProto &node) {
   for (auto [p, size] : llvm::enumerate(sizes)) {
     if (size <= 0)
       return nodeError(node) << "split sizes must be positive";
+    if (size > dim - offset)
+      return nodeError(node) << "split sizes add up to more than the "
+                             << "dimension " << dim;
     SmallVector<int64_t> st(rank, 0), sp(rank, 1), shape(t.getShape());
     st[axis] = offset;
     shape[axis] = size;
@@ -428,6 +444,9 @@ LogicalResult Importer::importExpand(const onnx::NodeProto &node) {
       }
     }
   }
+  if (llvm::any_of(*target, [](int64_t d) { return d < 0; }))
+    return nodeError(node) << "shape [" << *target
+                           << "] has a negative dimension";
   FailureOr<Value> x = tensor(node, 0);
   if (failed(x))
     return failure();
@@ -455,12 +474,13 @@ LogicalResult Importer::importTile(const onnx::NodeProto &node) {
   if (static_cast<int64_t>(reps->size()) != t.getRank())
     return nodeError(node) << "repeats need one entry per dimension";
   SmallVector<int64_t> shape;
+  CheckedMath m;
   for (auto [d, r] : llvm::enumerate(*reps)) {
     if (r < 1)
       return nodeError(node) << "repeats must be >= 1";
-    shape.push_back(t.getDimSize(d) * r);
+    shape.push_back(m.mul(t.getDimSize(d), r));
   }
-  if (failed(checkedElements(shape)))
+  if (!m.ok() || failed(checkedElements(shape)))
     return nodeError(node) << "result is too large";
   define(node, 0,
          b.create<graph::TileOp>(nodeLoc(node), t.clone(shape), *x,
@@ -522,7 +542,12 @@ LogicalResult Importer::importPad(const onnx::NodeProto &node) {
     end[axes[i]] = (*pads)[n + i];
   }
   for (int64_t d = 0; d < rank; ++d) {
-    int64_t s = t.getDimSize(d) + begin[d] + end[d];
+    CheckedMath m;
+    int64_t s = m.add(m.add(t.getDimSize(d), begin[d]), end[d]);
+    if (!m.ok() || s > kMaxElements)
+      return nodeError(node) << "dimension " << d << " pads by " << begin[d]
+                             << " and " << end[d] << ": the result is too "
+                             << "large";
     if (s <= 0)
       return nodeError(node) << "dimension " << d << " pads to " << s;
     if (mode == "reflect" &&
@@ -626,7 +651,8 @@ LogicalResult Importer::importOneHot(const onnx::NodeProto &node) {
     indices = b.create<graph::CastOp>(nodeLoc(node), it.clone(b.getI64Type()),
                                       indices);
   }
-  int64_t d = static_cast<int64_t>((*depth)->at(0));
+  FailureOr<int64_t> dOr = toInt64((*depth)->at(0));
+  int64_t d = succeeded(dOr) ? *dOr : 0;
   int64_t rank = it.getRank() + 1, axis = intAttr(node, "axis", -1);
   if (d < 1 || axis < -rank || axis >= rank)
     return nodeError(node) << "depth must be >= 1 and axis in range";
@@ -662,6 +688,8 @@ LogicalResult Importer::importResize(const onnx::NodeProto &node) {
     return failure();
   auto t = typeOf(*x);
   int64_t rank = t.getRank();
+  if (t.getNumElements() == 0)
+    return nodeError(node) << "the input is empty";
   auto str = [&](StringRef n, StringRef dflt) -> std::string {
     auto *a = attr(node, n);
     return a ? a->s() : dflt.str();
@@ -688,6 +716,8 @@ LogicalResult Importer::importResize(const onnx::NodeProto &node) {
     if (static_cast<int64_t>(sizes->size()) != rank)
       return nodeError(node) << "sizes need one entry per dimension";
     shape = *sizes;
+    if (llvm::any_of(shape, [](int64_t s) { return s > kMaxElements; }))
+      return nodeError(node) << "sizes [" << shape << "] are too large";
     for (int64_t d = 0; d < rank; ++d)
       scales.push_back(static_cast<float>(shape[d]) / t.getDimSize(d));
   } else if (hasInput(node, 2)) {
@@ -701,8 +731,11 @@ LogicalResult Importer::importResize(const onnx::NodeProto &node) {
       if (!(sc > 0))
         return nodeError(node) << "scales must be positive";
       scales.push_back(sc);
-      shape.push_back(static_cast<int64_t>(
-          std::floor(static_cast<double>(t.getDimSize(d)) * sc)));
+      double size = std::floor(static_cast<double>(t.getDimSize(d)) * sc);
+      if (!(size <= static_cast<double>(kMaxElements)))
+        return nodeError(node) << "scale " << sc << " of dimension " << d
+                               << " makes the result too large";
+      shape.push_back(static_cast<int64_t>(size));
     }
   } else {
     return nodeError(node) << "needs scales or sizes";
@@ -733,10 +766,12 @@ LogicalResult Importer::importDepthToSpace(const onnx::NodeProto &node) {
   Location loc = nodeLoc(node);
   Value y;
   if (node.op_type() == "DepthToSpace") {
-    if (bs < 1 || c % (bs * bs) != 0)
+    CheckedMath m;
+    int64_t square = m.mul(bs, bs);
+    if (bs < 1 || !m.ok() || c % square != 0)
       return nodeError(node) << "channels not divisible by blocksize^2";
     bool crd = attr(node, "mode") && attr(node, "mode")->s() == "CRD";
-    int64_t co = c / (bs * bs);
+    int64_t co = c / square;
     SmallVector<int64_t> s6 = crd ? SmallVector<int64_t>{n, co, bs, bs, h, w}
                                   : SmallVector<int64_t>{n, bs, bs, co, h, w};
     SmallVector<int64_t> perm = crd ? SmallVector<int64_t>{0, 1, 4, 2, 5, 3}
@@ -778,18 +813,24 @@ LogicalResult Importer::importShapeOf(const onnx::NodeProto &node) {
       return nodeError(node) << "empty tensors are not supported";
     c.shape = *shape;
     c.isFloat = true;
-    double v = 0.0;
+    c.floats.assign(*n, 0.0);
     if (auto *a = attr(node, "value")) {
+      // One value, of the element type the result takes.
       FailureOr<Const> t = tensorToConst(a->t(), nodeLoc(node));
       if (failed(t))
         return failure();
+      if (t->size() != 1)
+        return nodeError(node)
+               << "value must hold one element, not " << t->size();
       c.isFloat = t->isFloat;
-      v = t->at(0);
+      c.isBool = t->isBool;
+      c.dtype = t->dtype;
+      c.floats.clear();
+      if (c.isFloat)
+        c.floats.assign(*n, t->floats[0]);
+      else
+        c.ints.assign(*n, t->ints[0]);
     }
-    if (c.isFloat)
-      c.floats.assign(*n, v);
-    else
-      c.ints.assign(*n, static_cast<int64_t>(v));
     defineConst(node, 0, std::move(c));
     return success();
   }
@@ -798,20 +839,44 @@ LogicalResult Importer::importShapeOf(const onnx::NodeProto &node) {
                      delta = constant(node, 2);
   if (failed(start) || failed(limit) || failed(delta))
     return failure();
-  double s = (*start)->at(0), l = (*limit)->at(0), d = (*delta)->at(0);
-  if (d == 0)
-    return nodeError(node) << "delta must be non-zero";
-  int64_t n =
-      std::max<int64_t>(0, static_cast<int64_t>(std::ceil((l - s) / d)));
-  if (n == 0 || n > kMaxFoldedElements)
-    return nodeError(node) << "range of " << n << " elements is not supported";
-  c.isFloat = (*start)->isFloat;
+  if ((*start)->size() != 1 || (*limit)->size() != 1 || (*delta)->size() != 1)
+    return nodeError(node) << "start, limit and delta must be scalars";
+  c.isFloat = (*start)->isFloat || (*limit)->isFloat || (*delta)->isFloat;
+  double count;
+  if (c.isFloat) {
+    double s = (*start)->at(0), l = (*limit)->at(0), d = (*delta)->at(0);
+    if (d == 0)
+      return nodeError(node) << "delta must be non-zero";
+    count = std::ceil((l - s) / d);
+  } else {
+    // Integers exactly: max(ceil((limit - start) / delta), 0) elements.
+    int64_t s = (*start)->ints[0], l = (*limit)->ints[0], d = (*delta)->ints[0];
+    if (d == 0)
+      return nodeError(node) << "delta must be non-zero";
+    CheckedMath m;
+    int64_t span = m.sub(l, s);
+    if (!m.ok())
+      return nodeError(node)
+             << "the range from " << s << " to " << l << " is too large";
+    if ((span > 0) != (d > 0) || span == 0)
+      count = 0;
+    else if (d > 0)
+      count = static_cast<double>((span - 1) / d) + 1;
+    else // |span| - 1 = -(span + 1); |INT64_MIN| exceeds every |span| - 1
+      count = static_cast<double>(d == INT64_MIN ? 0 : -(span + 1) / -d) + 1;
+  }
+  if (!(count >= 1 && count <= kMaxFoldedElements))
+    return nodeError(node) << "a range of " << count
+                           << " elements is not supported (1 to "
+                           << kMaxFoldedElements << ")";
+  int64_t n = static_cast<int64_t>(count);
   c.shape = {n};
   for (int64_t i = 0; i < n; ++i) {
     if (c.isFloat)
-      c.floats.push_back(static_cast<float>(s + i * d));
-    else
-      c.ints.push_back(static_cast<int64_t>(s) + i * static_cast<int64_t>(d));
+      c.floats.push_back(
+          static_cast<float>((*start)->at(0) + i * (*delta)->at(0)));
+    else // within [start, limit): no overflow
+      c.ints.push_back((*start)->ints[0] + i * (*delta)->ints[0]);
   }
   defineConst(node, 0, std::move(c));
   return success();

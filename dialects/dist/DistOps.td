@@ -60,10 +60,10 @@ def Dist_AllReduceOp : Dist_Op<"all_reduce",
     %top = dist.all_reduce mean %grad {range = array<i64: 0, 50176>, ranks = array<i64: 0, 1>} : tensor<256x784xf32>
     ```
   }];
-  let arguments = (ins RankedTensorOf<[F32]>:$input, Dist_ReduceKind:$kind,
+  let arguments = (ins StaticShapeTensorOf<[F32]>:$input, Dist_ReduceKind:$kind,
                        OptionalAttr<DenseI64ArrayAttr>:$ranks,
                        OptionalAttr<DenseI64ArrayAttr>:$range);
-  let results = (outs RankedTensorOf<[F32]>:$result);
+  let results = (outs StaticShapeTensorOf<[F32]>:$result);
   let assemblyFormat = "$kind $input attr-dict `:` type($input)";
   let hasVerifier = 1;
 }
@@ -81,8 +81,8 @@ def Dist_BroadcastOp : Dist_Op<"broadcast",
     %w2 = dist.broadcast %w {root = 1 : i64} : tensor<64x64xf32>
     ```
   }];
-  let arguments = (ins RankedTensorOf<[F32]>:$input, I64Attr:$root);
-  let results = (outs RankedTensorOf<[F32]>:$result);
+  let arguments = (ins StaticShapeTensorOf<[F32]>:$input, I64Attr:$root);
+  let results = (outs StaticShapeTensorOf<[F32]>:$result);
   let assemblyFormat = "$input attr-dict `:` type($input)";
   let hasVerifier = 1;
 }
@@ -98,8 +98,8 @@ def Dist_BucketOp : Dist_Op<"bucket", [Pure]> {
     %b = dist.bucket %dw, %db : tensor<256x784xf32>, tensor<256xf32> -> tensor<200960xf32>
     ```
   }];
-  let arguments = (ins Variadic<RankedTensorOf<[F32]>>:$grads);
-  let results = (outs RankedTensorOf<[F32]>:$result);
+  let arguments = (ins Variadic<StaticShapeTensorOf<[F32]>>:$grads);
+  let results = (outs StaticShapeTensorOf<[F32]>:$result);
   let assemblyFormat = "$grads attr-dict `:` type($grads) `->` type($result)";
   let hasVerifier = 1;
 }
@@ -113,8 +113,8 @@ def Dist_UnbucketOp : Dist_Op<"unbucket", [Pure]> {
     %dw, %db = dist.unbucket %b : tensor<200960xf32> -> tensor<256x784xf32>, tensor<256xf32>
     ```
   }];
-  let arguments = (ins RankedTensorOf<[F32]>:$bucket);
-  let results = (outs Variadic<RankedTensorOf<[F32]>>:$grads);
+  let arguments = (ins StaticShapeTensorOf<[F32]>:$bucket);
+  let results = (outs Variadic<StaticShapeTensorOf<[F32]>>:$grads);
   let assemblyFormat = "$bucket attr-dict `:` type($bucket) `->` type($grads)";
   let hasVerifier = 1;
 }
@@ -157,9 +157,9 @@ def Dist_CompressedAllReduceOp : Dist_Op<"compressed_all_reduce",
         -> tensor<1024xf32>, tensor<1024xf32> velocity tensor<1024xf32>
     ```
   }];
-  let arguments = (ins RankedTensorOf<[F32]>:$input,
-                       Optional<RankedTensorOf<[F32]>>:$residual,
-                       Optional<RankedTensorOf<[F32]>>:$velocity,
+  let arguments = (ins StaticShapeTensorOf<[F32]>:$input,
+                       Optional<StaticShapeTensorOf<[F32]>>:$residual,
+                       Optional<StaticShapeTensorOf<[F32]>>:$velocity,
                        StrAttr:$method,
                        DefaultValuedAttr<F32Attr, "0.1">:$ratio,
                        DefaultValuedAttr<F32Attr, "0.01">:$ratio_min,
@@ -168,9 +168,9 @@ def Dist_CompressedAllReduceOp : Dist_Op<"compressed_all_reduce",
                        DefaultValuedAttr<I64Attr, "0">:$warmup_steps,
                        DefaultValuedAttr<I64Attr, "0">:$bucket,
                        OptionalAttr<DenseI64ArrayAttr>:$ranks);
-  let results = (outs RankedTensorOf<[F32]>:$result,
-                      Optional<RankedTensorOf<[F32]>>:$new_residual,
-                      Optional<RankedTensorOf<[F32]>>:$new_velocity);
+  let results = (outs StaticShapeTensorOf<[F32]>:$result,
+                      Optional<StaticShapeTensorOf<[F32]>>:$new_residual,
+                      Optional<StaticShapeTensorOf<[F32]>>:$new_velocity);
   let assemblyFormat = [{
     $input (`,` $residual^)? (`velocity` $velocity^)? attr-dict `:`
     type($input) (`,` type($residual)^)? (`velocity` type($velocity)^)?

@@ -9,11 +9,13 @@
 #include "mlir/IR/OpDefinition.h"
 #include "mlir/IR/OpImplementation.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
+#include "llvm/Support/MathExtras.h"
 
 #include "dialects/exec/ExecDialect.h.inc"
 #include "dialects/exec/ExecEnums.h.inc"
 
 #include <algorithm>
+#include <optional>
 
 namespace otc::exec {
 /// Alignment of every buffer in the arena, in bytes.
@@ -25,6 +27,17 @@ inline constexpr int64_t kMaxKernelRank = 8;
 inline int64_t byteSize(mlir::MemRefType t) {
   unsigned bits = t.getElementTypeBitWidth();
   return t.getNumElements() * std::max<unsigned>(bits / 8, 1);
+}
+/// byteSize(t), or none when `t` has a dynamic dimension or its size does
+/// not fit int64 (as hand-written IR may ask: the verifiers refuse it).
+inline std::optional<int64_t> checkedByteSize(mlir::MemRefType t) {
+  if (!t.hasStaticShape())
+    return std::nullopt;
+  int64_t n = std::max<unsigned>(t.getElementTypeBitWidth() / 8, 1);
+  for (int64_t d : t.getShape())
+    if (llvm::MulOverflow(n, d, n))
+      return std::nullopt;
+  return n;
 }
 } // namespace otc::exec
 

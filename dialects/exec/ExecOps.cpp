@@ -27,6 +27,13 @@ LogicalResult ViewOp::verify() {
   if (offset < 0 || offset % align != 0)
     return emitOpError("offset ")
            << offset << " is not a non-negative multiple of " << align;
+  // Every byte of the view has an int64 offset.
+  std::optional<int64_t> size = checkedByteSize(type);
+  int64_t end;
+  if (!size || llvm::AddOverflow(offset, *size, end))
+    return emitOpError("a view of ")
+           << type << " at offset " << offset
+           << " ends beyond the largest byte offset (2^63 - 1)";
   if (!type.getLayout().isIdentity())
     return emitOpError("views must have the identity layout");
   return success();

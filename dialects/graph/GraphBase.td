@@ -26,17 +26,21 @@ def Graph_Dialect : Dialect {
 class Graph_Op<string mnemonic, list<Trait> traits = []>
     : Op<Graph_Dialect, mnemonic, traits>;
 
-def Graph_F32Tensor : RankedTensorOf<[F32]>;
-def Graph_IndexTensor : RankedTensorOf<[I64, I32]>;
-def Graph_AnyTensor : RankedTensorOf<[AnyType]>;
+// Tensors have static shapes: the importer resolves every dimension, and
+// the verifiers and passes count elements, where a `?` would be -2^63.
+class Graph_TensorOf<list<Type> allowedTypes>
+    : StaticShapeTensorOf<allowedTypes>;
+def Graph_F32Tensor : Graph_TensorOf<[F32]>;
+def Graph_IndexTensor : Graph_TensorOf<[I64, I32]>;
+def Graph_AnyTensor : Graph_TensorOf<[AnyType]>;
 // Element types of arithmetic (dialects/graph/ElementTypes.h): f32 and the
 // signed (signless) and unsigned integers.
 def Graph_IntegerElement : AnyTypeOf<[I8, I16, I32, I64, UI8, UI16, UI32, UI64]>;
-def Graph_NumericTensor : RankedTensorOf<[F32, Graph_IntegerElement]>;
+def Graph_NumericTensor : Graph_TensorOf<[F32, Graph_IntegerElement]>;
 // What the comparison kernels order: float64 too.
-def Graph_ComparableTensor : RankedTensorOf<[F32, F64, Graph_IntegerElement]>;
-def Graph_IntegerTensor : RankedTensorOf<[Graph_IntegerElement]>;
-def Graph_BoolTensor : RankedTensorOf<[I1]>;
+def Graph_ComparableTensor : Graph_TensorOf<[F32, F64, Graph_IntegerElement]>;
+def Graph_IntegerTensor : Graph_TensorOf<[Graph_IntegerElement]>;
+def Graph_BoolTensor : Graph_TensorOf<[I1]>;
 def Graph_ScalarF32 : 0DTensorOf<[F32]>;
 
 #endif // OTC_GRAPH_BASE

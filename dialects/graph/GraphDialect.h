@@ -28,7 +28,8 @@ inferBroadcastResult(std::optional<mlir::Location> loc, mlir::Type lhs,
 /// from the forward's output rather than its input (see graph.unary_grad).
 bool unaryGradUsesOutput(llvm::StringRef kind);
 /// Output extent of a convolution or pooling window along one dimension
-/// (floor mode; 0 when the window does not fit).
+/// (floor mode; 0 when the window does not fit, or when the numbers
+/// overflow int64, where no window fits a tensor either).
 int64_t windowOutputSize(int64_t in, int64_t kernel, int64_t stride,
                          int64_t dilation, int64_t padBegin, int64_t padEnd);
 /// The numpy broadcast of two shapes, or failure when incompatible.

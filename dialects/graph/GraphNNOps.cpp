@@ -7,6 +7,7 @@
 #include "dialects/graph/GraphDialect.h"
 
 #include "mlir/IR/Builders.h"
+#include "llvm/Support/MathExtras.h"
 
 using namespace mlir;
 using namespace otc::graph;
@@ -14,9 +15,16 @@ using namespace otc::graph;
 int64_t otc::graph::windowOutputSize(int64_t in, int64_t kernel, int64_t stride,
                                      int64_t dilation, int64_t padBegin,
                                      int64_t padEnd) {
-  int64_t span = dilation * (kernel - 1) + 1;
-  int64_t padded = in + padBegin + padEnd;
-  return padded < span ? 0 : (padded - span) / stride + 1;
+  int64_t span, padded, rest;
+  if (llvm::MulOverflow(dilation, kernel - 1, span) ||
+      llvm::AddOverflow(span, int64_t(1), span) ||
+      llvm::AddOverflow(in, padBegin, padded) ||
+      llvm::AddOverflow(padded, padEnd, padded) ||
+      llvm::SubOverflow(padded, span, rest))
+    return 0;
+  if (rest < 0 || rest / stride == INT64_MAX)
+    return 0;
+  return rest / stride + 1;
 }
 
 /// Checks the window attributes of an op over `spatial` dimensions.
@@ -50,8 +58,9 @@ convShape(Operation *op, ArrayRef<int64_t> in, ArrayRef<int64_t> weight,
     return failure();
   if (weight.size() != in.size())
     return op->emitOpError("weight rank must equal the input rank");
+  int64_t channels;
   if (group < 1 || in[1] % group != 0 || weight[0] % group != 0 ||
-      weight[1] * group != in[1])
+      llvm::MulOverflow(weight[1], group, channels) || channels != in[1])
     return op->emitOpError("channels (input ")
            << in[1] << ", weight [" << weight[0] << ", " << weight[1]
            << "]) do not fit group " << group;

@@ -102,7 +102,7 @@ def Graph_MaxPoolOp : Graph_Op<"max_pool", [Pure, Graph_Differentiable]> {
   let arguments = !con((ins Graph_F32Tensor:$input,
                             DenseI64ArrayAttr:$kernel_shape),
                        Graph_WindowAttrs);
-  let results = (outs Graph_F32Tensor:$result, RankedTensorOf<[I64]>:$indices);
+  let results = (outs Graph_F32Tensor:$result, Graph_TensorOf<[I64]>:$indices);
   let assemblyFormat = "$input attr-dict `:` type($input) `->` `(` type($result) `,` type($indices) `)`";
   let hasVerifier = 1;
 }
@@ -115,7 +115,7 @@ def Graph_MaxPoolGradOp : Graph_Op<"max_pool_grad", [Pure]> {
         : (tensor<1x1x2x2xf32>, tensor<1x1x2x2xi64>) -> tensor<1x1x4x4xf32>
     ```
   }];
-  let arguments = !con((ins Graph_F32Tensor:$grad, RankedTensorOf<[I64]>:$indices,
+  let arguments = !con((ins Graph_F32Tensor:$grad, Graph_TensorOf<[I64]>:$indices,
                             DenseI64ArrayAttr:$kernel_shape),
                        Graph_WindowAttrs);
   let results = (outs Graph_F32Tensor:$result);

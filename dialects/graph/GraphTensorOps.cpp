@@ -7,6 +7,7 @@
 #include "dialects/graph/GraphDialect.h"
 
 #include "mlir/IR/Builders.h"
+#include "llvm/Support/MathExtras.h"
 
 using namespace mlir;
 using namespace otc::graph;
@@ -173,8 +174,12 @@ static LogicalResult verifySliceBounds(Operation *op, ArrayRef<int64_t> in,
       return op->emitOpError("step of dimension ") << d << " is 0";
     if (out[d] == 0)
       continue;
-    int64_t last = starts[d] + (out[d] - 1) * steps[d];
-    if (starts[d] < 0 || starts[d] >= in[d] || last < 0 || last >= in[d])
+    // (A last index beyond int64 is beyond every dimension too.)
+    int64_t last;
+    bool overflow = llvm::MulOverflow(out[d] - 1, steps[d], last) ||
+                    llvm::AddOverflow(starts[d], last, last);
+    if (overflow || starts[d] < 0 || starts[d] >= in[d] || last < 0 ||
+        last >= in[d])
       return op->emitOpError("dimension ")
              << d << " reads outside [0, " << in[d] << ")";
   }
@@ -288,10 +293,13 @@ LogicalResult TileOp::verify() {
   auto in = getInput().getType();
   if (static_cast<int64_t>(getRepeats().size()) != in.getRank())
     return emitOpError("needs one repeat per dimension");
-  for (auto [d, r] : llvm::enumerate(getRepeats()))
-    if (r < 0 || in.getDimSize(d) * r != getType().getDimSize(d))
+  for (auto [d, r] : llvm::enumerate(getRepeats())) {
+    int64_t size;
+    if (r < 0 || llvm::MulOverflow(in.getDimSize(d), r, size) ||
+        size != getType().getDimSize(d))
       return emitOpError("result dimension ") << d << " is not the input's "
                                               << "times its repeat";
+  }
   return success();
 }
 
@@ -326,13 +334,22 @@ static LogicalResult verifyPads(Operation *op, StringRef mode,
       out.size() != in.size())
     return op->emitOpError("pads need one entry per dimension");
   for (size_t d = 0; d < in.size(); ++d) {
-    if (in[d] + begin[d] + end[d] != out[d])
+    int64_t size;
+    if (llvm::AddOverflow(in[d], begin[d], size) ||
+        llvm::AddOverflow(size, end[d], size))
       return op->emitOpError("dimension ")
-             << d << " pads to " << in[d] + begin[d] + end[d]
-             << ", the result has " << out[d];
-    if (mode != "constant" && out[d] > 0 &&
-        in[d] + std::min<int64_t>(begin[d], 0) + std::min<int64_t>(end[d], 0) <=
-            0)
+             << d << " pads by " << begin[d] << " and " << end[d]
+             << ": beyond int64";
+    if (size != out[d])
+      return op->emitOpError("dimension ")
+             << d << " pads to " << size << ", the result has " << out[d];
+    // What is left after the negative pads crop (below int64: nothing).
+    int64_t kept;
+    bool gone =
+        llvm::AddOverflow(in[d], std::min<int64_t>(begin[d], 0), kept) ||
+        llvm::AddOverflow(kept, std::min<int64_t>(end[d], 0), kept) ||
+        kept <= 0;
+    if (mode != "constant" && out[d] > 0 && gone)
       return op->emitOpError("cannot ") << mode << "-pad an empty dimension";
   }
   return success();

@@ -63,10 +63,10 @@ def Graph_ArgReduceOp : Graph_Op<"arg_reduce", [Pure]> {
         select_last_index = false} : tensor<8x10xf32> -> tensor<8xi64>
     ```
   }];
-  let arguments = (ins StrAttr:$kind, RankedTensorOf<[F32, I64]>:$input,
+  let arguments = (ins StrAttr:$kind, Graph_TensorOf<[F32, I64]>:$input,
                        I64Attr:$axis, BoolAttr:$keepdims,
                        BoolAttr:$select_last_index);
-  let results = (outs RankedTensorOf<[I64]>:$result);
+  let results = (outs Graph_TensorOf<[I64]>:$result);
   let assemblyFormat = "$kind $input attr-dict `:` type($input) `->` type($result)";
   let hasVerifier = 1;
 }
@@ -82,9 +82,9 @@ def Graph_CumSumOp : Graph_Op<"cumsum",
     %y = graph.cumsum %x {axis = 0 : i64, exclusive = false, reverse = false} : tensor<5xf32>
     ```
   }];
-  let arguments = (ins RankedTensorOf<[F32, I64]>:$input, I64Attr:$axis,
+  let arguments = (ins Graph_TensorOf<[F32, I64]>:$input, I64Attr:$axis,
                        BoolAttr:$exclusive, BoolAttr:$reverse);
-  let results = (outs RankedTensorOf<[F32, I64]>:$result);
+  let results = (outs Graph_TensorOf<[F32, I64]>:$result);
   let assemblyFormat = "$input attr-dict `:` type($input)";
   let hasVerifier = 1;
 }
@@ -101,7 +101,7 @@ def Graph_TopKOp : Graph_Op<"topk", [Pure, Graph_Differentiable]> {
   }];
   let arguments = (ins Graph_F32Tensor:$input, I64Attr:$axis, I64Attr:$k,
                        BoolAttr:$largest);
-  let results = (outs Graph_F32Tensor:$values, RankedTensorOf<[I64]>:$indices);
+  let results = (outs Graph_F32Tensor:$values, Graph_TensorOf<[I64]>:$indices);
   let assemblyFormat = "$input attr-dict `:` type($input) `->` `(` type($values) `,` type($indices) `)`";
   let hasVerifier = 1;
 }

@@ -109,22 +109,25 @@ void VerifyPlan::verify(ModuleOp module) {
     auto offset = d ? d.getAs<IntegerAttr>("offset") : IntegerAttr();
     auto type = d ? d.getAs<TypeAttr>("type") : TypeAttr();
     auto memref = type ? llvm::dyn_cast<MemRefType>(type.getValue()) : nullptr;
-    if (!name || !role || !offset || !memref || !memref.hasStaticShape()) {
+    std::optional<int64_t> size =
+        memref ? exec::checkedByteSize(memref) : std::nullopt;
+    if (!name || !role || !offset || !size) {
       module.emitError("malformed ")
           << attr::kBuffers << " entry " << a
           << " (expected name, role, offset and a static memref type)";
       return signalPassFailure();
     }
-    int64_t begin = offset.getInt();
-    PersistentBuffer p{
-        name.str(), role.str(), Range{begin, begin + exec::byteSize(memref)},
-        role.getValue() == "grad" && name.getValue().starts_with("bucket")};
-    if (begin < 0 || p.bytes.end > arenaBytes) {
+    int64_t begin = offset.getInt(), end;
+    if (begin < 0 || llvm::AddOverflow(begin, *size, end) || end > arenaBytes) {
       module.emitError("persistent buffer '")
-          << p.name << "' (" << p.role << ") at bytes " << str(p.bytes)
-          << " lies outside the arena of " << arenaBytes << " bytes";
+          << name.getValue() << "' (" << role.getValue() << ") of " << *size
+          << " bytes at offset " << begin << " lies outside the arena of "
+          << arenaBytes << " bytes";
       return signalPassFailure();
     }
+    PersistentBuffer p{name.str(), role.str(), Range{begin, end},
+                       role.getValue() == "grad" &&
+                           name.getValue().starts_with("bucket")};
     for (const PersistentBuffer &q : persistent)
       if (q.bytes.overlaps(p.bytes)) {
         module.emitError("persistent buffers '")

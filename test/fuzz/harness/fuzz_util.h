@@ -1,9 +1,10 @@
-//===- fuzz_util.h - What the loader harnesses share ------------*- C++ -*-===//
+//===- fuzz_util.h - What the harnesses share -------------------*- C++ -*-===//
 //
-// The loaders read files, so each input goes to a file of this process in
-// /dev/shm (memory) or $TMPDIR first. Errors the loaders report (otc::Error)
-// are the expected outcome of a bad input; anything else escapes and is a
-// finding.
+// The loaders (and the ONNX importer) read files, so each input goes to a
+// file of this process in /dev/shm (memory) or $TMPDIR first. Errors the
+// loaders report (otc::Error) are the expected outcome of a bad input;
+// anything else escapes and is a finding. The compiler harnesses' errors are
+// diagnostics (mlir_fuzz_util.h).
 //
 //===----------------------------------------------------------------------===//
 

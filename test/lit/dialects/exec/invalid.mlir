@@ -32,6 +32,22 @@ func.func @misaligned(%arena: memref<?xi8>) {
 
 // -----
 
+func.func @too_large(%arena: memref<?xi8>) {
+  // expected-error @+1 {{a view of 'memref<4611686018427387904xf32>' at offset 0 ends beyond the largest byte offset (2^63 - 1)}}
+  %x = exec.view %arena[0] : memref<?xi8> -> memref<4611686018427387904xf32>
+  return
+}
+
+// -----
+
+func.func @ends_too_far(%arena: memref<?xi8>) {
+  // expected-error @+1 {{a view of 'memref<4xf32>' at offset 9223372036854775800 ends beyond the largest byte offset (2^63 - 1)}}
+  %x = exec.view %arena[9223372036854775800] : memref<?xi8> -> memref<4xf32>
+  return
+}
+
+// -----
+
 func.func @reduce(%a: memref<4xf32>) {
   // expected-error @+1 {{expected string or keyword containing one of the following enum values for attribute 'kind' [sum, mean]}}
   exec.all_reduce max %a : memref<4xf32>

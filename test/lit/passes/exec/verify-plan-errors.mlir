@@ -70,8 +70,22 @@ module attributes {otc.arena_bytes = 128 : i64, otc.buffers = []} {
 
 // -----
 
-// expected-error @+1 {{persistent buffer 'w' (param) at bytes [64, 128) lies outside the arena of 96 bytes}}
+// expected-error @+1 {{persistent buffer 'w' (param) of 64 bytes at offset 64 lies outside the arena of 96 bytes}}
 module attributes {otc.arena_bytes = 96 : i64, otc.buffers = [{name = "w", offset = 64 : i64, role = "param", type = memref<16xf32>}]} {
+}
+
+// -----
+
+// Its end beyond int64 (found by fuzzing: the sum overflowed).
+// expected-error @+1 {{persistent buffer 'w' (param) of 64 bytes at offset 9223372036854775800 lies outside the arena of 9223372036854775807 bytes}}
+module attributes {otc.arena_bytes = 9223372036854775807 : i64, otc.buffers = [{name = "w", offset = 9223372036854775800 : i64, role = "param", type = memref<16xf32>}]} {
+}
+
+// -----
+
+// A size beyond int64 is no size.
+// expected-error @+1 {{malformed otc.buffers entry}}
+module attributes {otc.arena_bytes = 4096 : i64, otc.buffers = [{name = "w", offset = 0 : i64, role = "param", type = memref<4611686018427387904xf32>}]} {
 }
 
 // -----

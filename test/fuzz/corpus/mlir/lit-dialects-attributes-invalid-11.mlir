@@ -1,0 +1,5 @@
+module attributes {otc.seed = "seven"} {
+  func.func @f() {
+    return
+  }
+}

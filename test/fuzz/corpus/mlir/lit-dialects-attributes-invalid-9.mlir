@@ -1,0 +1,2 @@
+module attributes {dist.world_size = "two"} {
+}

@@ -1,0 +1,4 @@
+func.func @unknown(%a: memref<4xf32>) {
+  exec.kernel "gelu_fast" ins(%a : memref<4xf32>) outs(%a : memref<4xf32>)
+  return
+}

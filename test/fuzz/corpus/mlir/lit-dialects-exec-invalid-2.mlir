@@ -1,0 +1,4 @@
+func.func @gemm_arity(%a: memref<4xf32>) {
+  exec.kernel "gemm" ins(%a : memref<4xf32>) outs(%a : memref<4xf32>)
+  return
+}

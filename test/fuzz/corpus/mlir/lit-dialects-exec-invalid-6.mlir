@@ -1,0 +1,4 @@
+func.func @reduce(%a: memref<4xf32>) {
+  exec.all_reduce max %a : memref<4xf32>
+  return
+}

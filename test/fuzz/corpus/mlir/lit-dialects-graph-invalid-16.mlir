@@ -1,0 +1,4 @@
+func.func @unknown_hyperparameter() {
+  %0 = graph.hyperparameter "learning_rate" : tensor<f32>
+  return
+}

@@ -1,0 +1,7 @@
+module attributes {otc.arena_bytes = 128 : i64, otc.buffers = []} {
+  func.func @train_step(%arena: memref<?xi8>) {
+    %a = exec.view %arena[64] : memref<?xi8> -> memref<64xf32>
+    exec.kernel "relu" ins(%a : memref<64xf32>) outs(%a : memref<64xf32>)
+    return
+  }
+}

@@ -1,0 +1,9 @@
+func.func @forward(%x: tensor<2x5xf32> {otc.input = "x", otc.role = "data"},
+                   %w1: tensor<8x5xf32> {otc.param = "fc1.weight"},
+                   %c1: tensor<8xf32> {otc.param = "fc1.bias"},
+                   %w2: tensor<3x8xf32> {otc.param = "fc2.weight"}) -> tensor<2x3xf32> {
+  %0 = graph.gemm %x, %w1, %c1 {transB = true} : (tensor<2x5xf32>, tensor<8x5xf32>, tensor<8xf32>) -> tensor<2x8xf32>
+  %1 = graph.relu %0 : tensor<2x8xf32>
+  %2 = graph.gemm %1, %w2 {transB = true} : (tensor<2x8xf32>, tensor<3x8xf32>) -> tensor<2x3xf32>
+  return %2 : tensor<2x3xf32>
+}

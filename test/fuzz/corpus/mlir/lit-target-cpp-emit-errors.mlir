@@ -1,0 +1,5 @@
+module {
+  func.func @train_step(%arena: memref<?xi8>) {
+    return
+  }
+}
