@@ -793,14 +793,25 @@ LogicalResult BuildTraining::buildTrainStep(ModuleOp module,
   unsigned stateArg = firstState;
   // SDP backward masking: the optimizer sees the part this rank trains,
   // every part taken before the first update (where gradient buckets form).
+  // With --accumulate, @train_step's gradient is the mean over the N
+  // micro-batches (as N steps on loss / N would accumulate it), also formed
+  // before the first update.
   SmallVector<std::pair<Value, Value>> trained;
-  for (unsigned p : paramArgs) {
+  for (auto [j, p] : llvm::enumerate(paramArgs)) {
     Value w = fn.getArgument(p);
     Value g = grads.lookup(w);
     if (ArrayAttr part = trainedPart(forward, p)) {
       w = takePart(b, loc, w, part);
       if (g)
         g = takePart(b, loc, g, part, g.use_empty());
+    }
+    if (accumulate > 1 && !accumulateOnly && g) {
+      Value inv = b.create<ConstantOp>(
+          loc, DenseElementsAttr::get(
+                   RankedTensorType::get({}, b.getF32Type()),
+                   b.getF32FloatAttr(1.0f / static_cast<float>(accumulate))));
+      g = b.create<MulOp>(
+          loc, b.create<AddOp>(loc, fn.getArgument(firstAcc + j), g), inv);
     }
     trained.push_back({w, g});
   }
@@ -818,14 +829,9 @@ LogicalResult BuildTraining::buildTrainStep(ModuleOp module,
         continue;
       }
       if (g) {
-        // The mean over the N micro-batches, as N steps on loss / N would
-        // accumulate it; the accumulator starts the next step at zero.
+        // g is the mean (above); the accumulator starts the next step at
+        // zero.
         auto type = llvm::cast<RankedTensorType>(acc.getType());
-        Value inv = b.create<ConstantOp>(
-            loc, DenseElementsAttr::get(
-                     RankedTensorType::get({}, b.getF32Type()),
-                     b.getF32FloatAttr(1.0f / static_cast<float>(accumulate))));
-        g = b.create<MulOp>(loc, b.create<AddOp>(loc, acc, g), inv);
         Value zero = b.create<ConstantOp>(
             loc,
             DenseElementsAttr::get(RankedTensorType::get({}, b.getF32Type()),

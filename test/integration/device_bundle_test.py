@@ -16,7 +16,7 @@
 #   - bench_cuda.py times its first CPU program and stops at the CUDA one;
 #   - the bundle is small enough to travel (at most 40 MiB packed).
 # Skipped (exit 77) where mount namespaces are refused (not root) or the
-# build has no gpu tests.
+# build has no CUDA (no kernel library, no gpu tests).
 #
 #===------------------------------------------------------------------------===#
 
@@ -67,6 +67,11 @@ def main():
         print("SKIP: no Open MPI (ompi_info) to bundle")
         sys.exit(SKIP)
     bundle = ctx.path("device-bundle")
+    if not os.path.exists(os.path.join(ctx.build_dir, "lib",
+                                       "libotc_kernels_cuda.so")):
+        print("SKIP: the build has no CUDA kernel library (built without "
+              "CUDA): there is nothing for a device to check")
+        sys.exit(SKIP)
     r = T.run(["bash", os.path.join(T.TOOLS_DIR, "device-bundle.sh"),
                ctx.build_dir, bundle], timeout=600)
     if not T.require_ok(checks, "tools/device-bundle.sh", r):

@@ -205,6 +205,11 @@ PROGRAMS = {
                          batch=4, accumulate=4),
     "accumulate-2x2": dict(optimizer="momentum", lr=0.1, momentum=0.9,
                            batch=4, accumulate=2, world_size=2),
+    # The same through the compressed all-reduce's fp32 method (once refused
+    # by the bucketing: the means were formed between the updates).
+    "accumulate-2x2-compressed": dict(optimizer="momentum", lr=0.1,
+                                      momentum=0.9, batch=4, accumulate=2,
+                                      world_size=2, compress="none"),
     # Clipping the averaged gradient: 2 ranks x 8 (dense, and through the
     # compressed all-reduce's fp32 method, decompressed before the clip).
     "clip-2": dict(optimizer="momentum", lr=0.1, momentum=0.9, batch=8,
@@ -275,7 +280,8 @@ def check_accumulation(checks, ctx, programs, data):
     one rank x W N B, within float rounding (the sums differ in order)."""
     runs = {}
     for name, ranks in (("momentum", 1), ("accumulate-4", 1),
-                        ("accumulate-2x2", 2)):
+                        ("accumulate-2x2", 2),
+                        ("accumulate-2x2-compressed", 2)):
         out = ctx.path("accumulate", name + ".onnx")
         metrics = ctx.path("accumulate", name + ".jsonl")
         os.makedirs(ctx.path("accumulate"), exist_ok=True)
@@ -287,11 +293,13 @@ def check_accumulation(checks, ctx, programs, data):
         if T.require_ok(checks, "accumulate: %s run" % name, r):
             runs[name] = (T.read_onnx_weights(out),
                           T.losses_by_step(metrics))
-    if len(runs) != 3:
+    if len(runs) != 4:
         return
     want, want_loss = runs["momentum"]
     for name, what in (("accumulate-4", "4 x 4 samples on 1 rank"),
-                       ("accumulate-2x2", "2 ranks x 2 x 4 samples")):
+                       ("accumulate-2x2", "2 ranks x 2 x 4 samples"),
+                       ("accumulate-2x2-compressed",
+                        "2 ranks x 2 x 4 samples, --compress none")):
         got, loss = runs[name]
         T.compare_weights(checks, "accumulate: %s = 1 rank x 16, weights "
                           "after %d steps" % (what, STEPS), got, want, 1e-5)
