@@ -668,6 +668,17 @@ def hostile(kind):
                  opset=13)
 
 
+def undefined_output():
+    """A graph output nothing defines, at an opset the version converter
+    takes: ONNX's checker lets it pass, the converter crashed on it."""
+    a = helper.make_tensor_value_info("a", TensorProto.FLOAT, [4])
+    nodes = [helper.make_node("Identity", ["a"], ["Y"], name="id")]
+    return model(nodes, [a], [helper.make_tensor_value_info(
+        "y", TensorProto.FLOAT, [4])], opset=10)
+
+
+KINDS["undefined-output"] = undefined_output
+
 for _k in ("pad", "tile", "reshape", "range", "onehot"):
     KINDS["hostile-" + _k] = (lambda k: lambda: hostile("hostile-" + k))(_k)
 

@@ -93,3 +93,19 @@ func.func @range(%g: tensor<2x4xf32>) {
   %0 = dist.all_reduce mean %g {range = array<i64: 4, 9>} : tensor<2x4xf32>
   return
 }
+
+// -----
+
+func.func @bucket_beyond_int64(%a: tensor<4611686018427387904xf32>) {
+  // expected-error @+1 {{the gradients hold more than 2^63 - 1 elements}}
+  %0 = dist.bucket %a, %a : tensor<4611686018427387904xf32>, tensor<4611686018427387904xf32> -> tensor<4xf32>
+  return
+}
+
+// -----
+
+func.func @unbucket_beyond_int64(%b: tensor<4xf32>) {
+  // expected-error @+1 {{the results hold more than 2^63 - 1 elements}}
+  %0:2 = dist.unbucket %b : tensor<4xf32> -> tensor<4611686018427387904xf32>, tensor<4611686018427387904xf32>
+  return
+}
