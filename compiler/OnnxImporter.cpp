@@ -157,6 +157,19 @@ LogicalResult Importer::prepare(onnx::ModelProto &model) {
     return failure();
   if (opset > kLibraryOpset && failed(adaptNewerOpset(model)))
     return failure();
+  // ONNX's checker lets a graph output that nothing defines pass, and its
+  // version converter then follows a null pointer (found by fuzzing).
+  llvm::StringSet<> defined;
+  for (const auto &in : model.graph().input())
+    defined.insert(in.name());
+  for (const auto &init : model.graph().initializer())
+    defined.insert(init.name());
+  for (const auto &node : model.graph().node())
+    for (const std::string &out : node.output())
+      defined.insert(out);
+  for (const auto &out : model.graph().output())
+    if (out.name().empty() || !defined.contains(out.name()))
+      return error() << "graph output '" << out.name() << "' is never defined";
   try {
     onnx::checker::check_model(model);
   } catch (const std::exception &e) {

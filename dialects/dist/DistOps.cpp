@@ -5,6 +5,7 @@
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/DialectImplementation.h"
+#include "llvm/Support/MathExtras.h"
 
 using namespace mlir;
 using namespace otc::dist;
@@ -117,10 +118,14 @@ LogicalResult CompressedAllReduceOp::verify() {
   return success();
 }
 
+/// The elements of `types` together; -1 beyond int64 (no 1-D tensor has
+/// that many).
 static int64_t flatSize(TypeRange types) {
   int64_t n = 0;
   for (Type t : types)
-    n += llvm::cast<RankedTensorType>(t).getNumElements();
+    if (llvm::AddOverflow(n, llvm::cast<RankedTensorType>(t).getNumElements(),
+                          n))
+      return -1;
   return n;
 }
 
@@ -128,9 +133,12 @@ LogicalResult BucketOp::verify() {
   if (getGrads().empty())
     return emitOpError("needs at least one gradient");
   auto t = getResult().getType();
-  if (t.getRank() != 1 || t.getNumElements() != flatSize(getGrads().getTypes()))
+  int64_t n = flatSize(getGrads().getTypes());
+  if (n < 0)
+    return emitOpError("the gradients hold more than 2^63 - 1 elements");
+  if (t.getRank() != 1 || t.getNumElements() != n)
     return emitOpError("result must be a 1-D tensor of ")
-           << flatSize(getGrads().getTypes()) << " elements, got " << t;
+           << n << " elements, got " << t;
   return success();
 }
 
@@ -138,10 +146,12 @@ LogicalResult UnbucketOp::verify() {
   if (getGrads().empty())
     return emitOpError("needs at least one result");
   auto t = getBucket().getType();
-  if (t.getRank() != 1 || t.getNumElements() != flatSize(getGrads().getTypes()))
+  int64_t n = flatSize(getGrads().getTypes());
+  if (n < 0)
+    return emitOpError("the results hold more than 2^63 - 1 elements");
+  if (t.getRank() != 1 || t.getNumElements() != n)
     return emitOpError("bucket of ")
-           << t.getNumElements() << " elements does not split into "
-           << flatSize(getGrads().getTypes());
+           << t.getNumElements() << " elements does not split into " << n;
   return success();
 }
 

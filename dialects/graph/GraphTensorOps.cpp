@@ -234,7 +234,8 @@ LogicalResult ConcatOp::verify() {
     for (int64_t d = 0; d < rank; ++d)
       if (d != axis && t.getDimSize(d) != getType().getDimSize(d))
         return emitOpError("inputs differ from the result in dimension ") << d;
-    total += t.getDimSize(axis);
+    if (llvm::AddOverflow(total, t.getDimSize(axis), total))
+      return emitOpError("inputs add up to more than int64 along the axis");
   }
   if (total != getType().getDimSize(axis))
     return emitOpError("inputs add up to ")

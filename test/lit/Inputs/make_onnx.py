@@ -631,6 +631,58 @@ KINDS["dropout-mask"] = lambda: dropout_mask("dropout-mask")
 KINDS["dropout-mask-train"] = lambda: dropout_mask("dropout-mask-train")
 
 
+def hostile(kind):
+    """Numbers no real model has, as a fuzzer writes them: each must get a
+    diagnostic, never an overflow (found by test/fuzz/harness/onnx_fuzz)."""
+    x = fx("x", [2, 3])
+    big = 1 << 40
+    if kind == "hostile-pad":  # [2, 3 + 2^40 + 2^40]
+        nodes = [c64("p", [0, big, 0, big]),
+                 helper.make_node("Pad", ["x", "p"], ["y"], name="pad")]
+    elif kind == "hostile-tile":  # 3 * 2^62 overflows
+        nodes = [c64("r", [1, 1 << 62]),
+                 helper.make_node("Tile", ["x", "r"], ["y"], name="tile")]
+    elif kind == "hostile-reshape":  # 2^40 * 2^40 overflows
+        nodes = [c64("a", [big]), c64("b", [big]),
+                 helper.make_node("Concat", ["a", "b"], ["s"], name="cat",
+                                  axis=0),
+                 helper.make_node("Reshape", ["x", "s"], ["y"], name="reshape")]
+    elif kind == "hostile-range":  # INT64_MAX - INT64_MIN overflows
+        nodes = [c64("lo", (-(1 << 63))), c64("hi", (1 << 63) - 1),
+                 c64("one", 1),
+                 helper.make_node("Range", ["lo", "hi", "one"], ["r"],
+                                  name="range"),
+                 helper.make_node("Reshape", ["x", "r"], ["y"], name="use")]
+    else:  # hostile-onehot: [2, 3, 2^40] passes every check but the last
+        nodes = [c64("idx", [0, 1]), c64("depth", big),
+                 helper.make_node("Constant", [], ["v"], name="v",
+                                  value=numpy_helper.from_array(
+                                      np.array([0, 1], np.float32))),
+                 helper.make_node("OneHot", ["idx", "depth", "v"], ["h"],
+                                  name="onehot"),
+                 helper.make_node("Add", ["x", "x"], ["y"], name="add"),
+                 helper.make_node("Identity", ["h"], ["z"], name="id")]
+        return model(nodes, [x], [fx("y", [2, 3]), fx("z", [2, big])],
+                     opset=13)
+    return model(nodes, [x], [fx("y", ["n"] * (1 if kind == "hostile-range" else 2))],
+                 opset=13)
+
+
+def undefined_output():
+    """A graph output nothing defines, at an opset the version converter
+    takes: ONNX's checker lets it pass, the converter crashed on it."""
+    a = helper.make_tensor_value_info("a", TensorProto.FLOAT, [4])
+    nodes = [helper.make_node("Identity", ["a"], ["Y"], name="id")]
+    return model(nodes, [a], [helper.make_tensor_value_info(
+        "y", TensorProto.FLOAT, [4])], opset=10)
+
+
+KINDS["undefined-output"] = undefined_output
+
+for _k in ("pad", "tile", "reshape", "range", "onehot"):
+    KINDS["hostile-" + _k] = (lambda k: lambda: hostile("hostile-" + k))(_k)
+
+
 def maxpool_u8():
     """MaxPool of uint8: computed in float32, exact."""
     x = helper.make_tensor_value_info("x", TensorProto.UINT8, [1, 1, 4, 4])

@@ -104,8 +104,24 @@ func.func @velocity_result(%g: tensor<4xf32>, %u: tensor<4xf32>) {
 
 // -----
 
+func.func @bucket_beyond_int64(%a: tensor<4611686018427387904xf32>) {
+  // expected-error @+1 {{the gradients hold more than 2^63 - 1 elements}}
+  %0 = dist.bucket %a, %a : tensor<4611686018427387904xf32>, tensor<4611686018427387904xf32> -> tensor<4xf32>
+  return
+}
+
+// -----
+
 func.func @velocity_type(%g: tensor<4xf32>, %u: tensor<3xf32>) {
   // expected-error @+1 {{velocity must have the bucket's type}}
   %0, %1 = dist.compressed_all_reduce %g velocity %u {method = "topk"} : tensor<4xf32> velocity tensor<3xf32> -> tensor<4xf32> velocity tensor<3xf32>
+  return
+}
+
+// -----
+
+func.func @unbucket_beyond_int64(%b: tensor<4xf32>) {
+  // expected-error @+1 {{the results hold more than 2^63 - 1 elements}}
+  %0:2 = dist.unbucket %b : tensor<4xf32> -> tensor<4611686018427387904xf32>, tensor<4611686018427387904xf32>
   return
 }

@@ -156,3 +156,44 @@ func.func @ema_decay(%e: tensor<3xf32>, %w: tensor<3xf32>) {
   %0 = graph.ema_update %e, %w {decay = 1.0 : f32} : tensor<3xf32>
   return
 }
+
+// -----
+
+// Numbers beyond int64 (found by fuzzing: the checks overflowed).
+func.func @dynamic(%x: tensor<?xf32>) {
+  // expected-error @+1 {{operand #0 must be statically shaped tensor of any type values, but got 'tensor<?xf32>'}}
+  %0 = graph.pad %x {mode = "constant", pads_begin = array<i64: -1>, pads_end = array<i64: 0>} : tensor<?xf32> -> tensor<?xf32>
+  return
+}
+
+// -----
+
+func.func @pad_beyond_int64(%x: tensor<4xf32>) {
+  // expected-error @+1 {{dimension 0 pads by 9223372036854775807 and 9223372036854775807: beyond int64}}
+  %0 = graph.pad %x {mode = "constant", pads_begin = array<i64: 9223372036854775807>, pads_end = array<i64: 9223372036854775807>} : tensor<4xf32> -> tensor<8xf32>
+  return
+}
+
+// -----
+
+func.func @slice_step_beyond_int64(%x: tensor<4xf32>) {
+  // expected-error @+1 {{dimension 0 reads outside [0, 4)}}
+  %0 = graph.slice %x {starts = array<i64: 1>, steps = array<i64: 9223372036854775807>} : tensor<4xf32> -> tensor<2xf32>
+  return
+}
+
+// -----
+
+func.func @tile_beyond_int64(%x: tensor<4xf32>) {
+  // expected-error @+1 {{result dimension 0 is not the input's times its repeat}}
+  %0 = graph.tile %x {repeats = array<i64: 4611686018427387904>} : tensor<4xf32> -> tensor<8xf32>
+  return
+}
+
+// -----
+
+func.func @concat_beyond_int64(%a: tensor<4611686018427387904xf32>) {
+  // expected-error @+1 {{inputs add up to more than int64 along the axis}}
+  %0 = graph.concat %a, %a {axis = 0 : i64} : (tensor<4611686018427387904xf32>, tensor<4611686018427387904xf32>) -> tensor<4xf32>
+  return
+}
