@@ -573,16 +573,22 @@ private:
                 "cudaMalloc of a compressed bucket's payloads");
       s.gatheredBytes = cap * size;
     }
-    if (desc.error_feedback && s.savedCount < n) {
-      waitSide("the collectives' stream");
-      cudaFree(s.saved);
-      s.saved = nullptr;
-      s.savedCount = 0;
-      checkCuda(cudaMalloc(&s.saved, size_t(n) * 4),
-                "cudaMalloc of a bucket's saved residual");
-      s.savedCount = n;
-    }
+    if (desc.error_feedback)
+      growFloats(s.saved, s.savedCount, n,
+                 "cudaMalloc of a bucket's saved residual");
     return s;
+  }
+
+  /// `buf` holds at least `n` floats (its old contents are dropped).
+  void growFloats(float *&buf, int64_t &count, int64_t n, const char *what) {
+    if (count >= n)
+      return;
+    waitSide("the collectives' stream");
+    cudaFree(buf);
+    buf = nullptr;
+    count = 0;
+    checkCuda(cudaMalloc(&buf, size_t(n) * 4), what);
+    count = n;
   }
 
   /// The bucket's device copy of its velocity before this step.
@@ -590,15 +596,8 @@ private:
     if (scratch.size() <= size_t(bucket))
       scratch.resize(size_t(bucket) + 1);
     Scratch &s = scratch[size_t(bucket)];
-    if (s.savedVelocityCount < n) {
-      waitSide("the collectives' stream");
-      cudaFree(s.savedVelocity);
-      s.savedVelocity = nullptr;
-      s.savedVelocityCount = 0;
-      checkCuda(cudaMalloc(&s.savedVelocity, size_t(n) * 4),
-                "cudaMalloc of a bucket's saved velocity");
-      s.savedVelocityCount = n;
-    }
+    growFloats(s.savedVelocity, s.savedVelocityCount, n,
+               "cudaMalloc of a bucket's saved velocity");
     return s;
   }
 
