@@ -397,16 +397,11 @@ void directGradWeight(const ConvGeom &g, const float *dy, const float *x,
                   return;
                 const float *yr = yp + outRow;
                 const float *xr = xp + inRow;
-                float sum = 0.0f;
-                if (s == 1) {
-#pragma omp simd reduction(+ : sum)
-                  for (int64_t o = lo; o < hi; ++o)
-                    sum += yr[o] * xr[o + offW];
-                } else {
-                  for (int64_t o = lo; o < hi; ++o)
-                    sum += yr[o] * xr[o * s + offW];
-                }
-                acc[tap - t0] += sum;
+                float sum[kSumLanes] = {};
+                forEachLane(lo, hi, [&](int64_t o, int64_t l) {
+                  sum[l] += yr[o] * xr[o * s + offW];
+                });
+                acc[tap - t0] += laneTotal(sum);
               });
             }
             for (int64_t t = t0; t < t1; ++t)

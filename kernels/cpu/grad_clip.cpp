@@ -71,11 +71,11 @@ extern "C" void otck_global_norm_f32(int64_t count, const float *const *data,
         forEachSegment(count, sizes, lo, hi,
                        [&](int64_t a, int64_t b, int64_t e) {
                          const float *x = data[a];
-                         double s = 0.0;
-#pragma omp simd reduction(+ : s)
-                         for (int64_t i = b; i < e; ++i)
-                           s += double(x[i]) * double(x[i]);
-                         acc += s;
+                         double s[kSumLanes] = {};
+                         forEachLane(b, e, [&](int64_t i, int64_t l) {
+                           s[l] += double(x[i]) * double(x[i]);
+                         });
+                         acc += laneTotal(s);
                        });
         return acc;
       });

@@ -22,23 +22,22 @@ double softmaxCrossEntropyRow(const float *x, float *p, int64_t c,
                               int64_t label) {
   const float xLabel = x[label];
   const float m = rowMax(x, c);
-  float s = 0.0f;
   // The loss's sum in double: a confident row's s is 1 + a little, which a
   // float holds only to 1.2e-7, the size of the loss itself near 0.
-  double sd = 0.0;
-#pragma omp simd reduction(+ : s, sd)
-  for (int64_t i = 0; i < c; ++i) {
+  float s[kSumLanes] = {};
+  double sd[kSumLanes] = {};
+  forEachLane(0, c, [&](int64_t i, int64_t l) {
     float e = vexp(x[i] - m);
     p[i] = e;
-    s += e;
-    sd += double(e);
-  }
-  const float inv = 1.0f / s;
+    s[l] += e;
+    sd[l] += double(e);
+  });
+  const float inv = 1.0f / laneTotal(s);
 #pragma omp simd
   for (int64_t i = 0; i < c; ++i)
     p[i] *= inv;
   // -log(e^(x_l - m) / s) = log(s) - (x_l - m).
-  return std::log(sd) - (double(xLabel) - double(m));
+  return std::log(laneTotal(sd)) - (double(xLabel) - double(m));
 }
 
 } // namespace
@@ -98,13 +97,12 @@ extern "C" void otck_mse_f32(int64_t n, const float *pred, const float *target,
         double acc = 0.0;
         for (int64_t b = begin; b < end; b += kBlock) {
           const int64_t e = std::min(end, b + kBlock);
-          float s = 0.0f;
-#pragma omp simd reduction(+ : s)
-          for (int64_t i = b; i < e; ++i) {
+          float s[kSumLanes] = {};
+          forEachLane(b, e, [&](int64_t i, int64_t l) {
             float d = pred[i] - target[i];
-            s += d * d;
-          }
-          acc += s;
+            s[l] += d * d;
+          });
+          acc += laneTotal(s);
         }
         return acc;
       });

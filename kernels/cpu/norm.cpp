@@ -34,13 +34,12 @@ double sumSqDev(const float *x, int64_t n, float m) {
   double acc = 0.0;
   for (int64_t b = 0; b < n; b += kBlock) {
     const int64_t e = std::min(n, b + kBlock);
-    float s = 0.0f;
-#pragma omp simd reduction(+ : s)
-    for (int64_t i = b; i < e; ++i) {
+    float s[kSumLanes] = {};
+    forEachLane(b, e, [&](int64_t i, int64_t l) {
       const float d = x[i] - m;
-      s += d * d;
-    }
-    acc += s;
+      s[l] += d * d;
+    });
+    acc += laneTotal(s);
   }
   return acc;
 }
@@ -52,23 +51,21 @@ Sums2 sumGrad(const float *dy, const float *x, const float *scale, int64_t n,
   Sums2 acc;
   for (int64_t b = 0; b < n; b += kBlock) {
     const int64_t e = std::min(n, b + kBlock);
-    float sa = 0.0f, sb = 0.0f;
+    float sa[kSumLanes] = {}, sb[kSumLanes] = {};
     if (scale) {
-#pragma omp simd reduction(+ : sa, sb)
-      for (int64_t i = b; i < e; ++i) {
+      forEachLane(b, e, [&](int64_t i, int64_t l) {
         const float g = dy[i] * scale[i];
-        sa += g;
-        sb += g * (x[i] - m);
-      }
+        sa[l] += g;
+        sb[l] += g * (x[i] - m);
+      });
     } else {
-#pragma omp simd reduction(+ : sa, sb)
-      for (int64_t i = b; i < e; ++i) {
-        sa += dy[i];
-        sb += dy[i] * (x[i] - m);
-      }
+      forEachLane(b, e, [&](int64_t i, int64_t l) {
+        sa[l] += dy[i];
+        sb[l] += dy[i] * (x[i] - m);
+      });
     }
-    acc.a += sa;
-    acc.b += sb;
+    acc.a += laneTotal(sa);
+    acc.b += laneTotal(sb);
   }
   return acc;
 }

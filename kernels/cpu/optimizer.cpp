@@ -290,9 +290,8 @@ extern "C" void otck_lamb_f32(int64_t n, float *w, const float *g, float *m,
   // Pass 1: the moments, ||w||^2 (w before the update) and ||u||^2.
   const SquareSums sums =
       deterministicSum(n, 1, kParallelGrain, [&](int64_t begin, int64_t end) {
-        double sw = 0.0, su = 0.0;
-#pragma omp simd reduction(+ : sw, su)
-        for (int64_t i = begin; i < end; ++i) {
+        double sw[kSumLanes] = {}, su[kSumLanes] = {};
+        forEachLane(begin, end, [&](int64_t i, int64_t l) {
           const float wi = w[i];
           // m = b1*m + (1-b1)*g; v = b2*v + (1-b2)*g*g (as Adam)
           const float mi = fusedMulAdd(oneMinusB1, g[i], m[i] * beta1);
@@ -300,12 +299,12 @@ extern "C" void otck_lamb_f32(int64_t n, float *w, const float *g, float *m,
           m[i] = mi;
           v[i] = vi;
           const float u = direction(mi, vi, wi);
-          sw += double(wi) * double(wi);
-          su += double(u) * double(u);
-        }
+          sw[l] += double(wi) * double(wi);
+          su[l] += double(u) * double(u);
+        });
         SquareSums s;
-        s.w = sw;
-        s.u = su;
+        s.w = laneTotal(sw);
+        s.u = laneTotal(su);
         return s;
       });
   // DeepSpeed's lamb_coeff: the ratio clamped to [min_coeff, max_coeff]

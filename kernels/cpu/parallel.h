@@ -90,22 +90,46 @@ auto deterministicSum(int64_t n, int64_t cost, int64_t grain, F f)
   return sum;
 }
 
-/// Sum of x[0, n) in 8 float lanes, accumulated per block in double. The
-/// lanes are explicit, not left to the vectoriser: how many partial sums a
-/// block gets decides its rounding (a scalar float sum of 200 values near 50
-/// moved LayerNorm's outputs by 1e-4), which must not change with the flags.
+/// Partial sums a reduction keeps: the kernels' float reductions run
+/// body(i, l) for lane l = (i - begin) % kSumLanes and add the lanes in order
+/// at the end. The lanes are explicit, not left to the vectoriser: how many
+/// partial sums a loop gets decides its rounding (a scalar float sum of 200
+/// values near 50 moved LayerNorm's outputs by 1e-4), which must not change
+/// with the ISA, the flags or a sanitizer build. 8: two SSE2 accumulators,
+/// a short tail on rows of a few dozen.
+constexpr int64_t kSumLanes = 8;
+
+/// Calls body(i, lane) for i in [begin, end); see kSumLanes. Each lane's
+/// accumulator sees its elements in increasing i.
+template <typename Body>
+inline void forEachLane(int64_t begin, int64_t end, Body body) {
+  int64_t i = begin;
+  for (; i + kSumLanes <= end; i += kSumLanes) {
+#pragma omp simd
+    for (int64_t l = 0; l < kSumLanes; ++l)
+      body(i + l, l);
+  }
+  for (int64_t l = 0; i < end; ++i, ++l)
+    body(i, l);
+}
+
+/// The lanes of a forEachLane reduction added in lane order.
+template <typename T> inline T laneTotal(const T (&lane)[kSumLanes]) {
+  T s = lane[0];
+  for (int64_t l = 1; l < kSumLanes; ++l)
+    s += lane[l];
+  return s;
+}
+
+/// Sum of x[0, n) in kSumLanes float lanes, accumulated per block of 1024 in
+/// double.
 inline double sumContiguous(const float *x, int64_t n) {
-  constexpr int64_t kBlock = 1024, kLanes = 8;
+  constexpr int64_t kBlock = 1024;
   double acc = 0.0;
   for (int64_t b = 0; b < n; b += kBlock) {
-    const int64_t e = std::min(n, b + kBlock);
-    float lane[kLanes] = {};
-    int64_t i = b;
-    for (; i + kLanes <= e; i += kLanes)
-      for (int64_t l = 0; l < kLanes; ++l)
-        lane[l] += x[i + l];
-    for (int64_t l = 0; i < e; ++i, ++l)
-      lane[l] += x[i];
+    float lane[kSumLanes] = {};
+    forEachLane(b, std::min(n, b + kBlock),
+                [&](int64_t i, int64_t l) { lane[l] += x[i]; });
     for (float s : lane)
       acc += s;
   }

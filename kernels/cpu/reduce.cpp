@@ -203,11 +203,9 @@ template <int Kind> struct SumAcc {
   static double merge(double a, double b) { return a + b; }
   static double run(const float *x, int64_t n, int64_t s, float c, double a) {
     if (s == 1) {
-      double acc = 0.0;
-#pragma omp simd reduction(+ : acc)
-      for (int64_t i = 0; i < n; ++i)
-        acc += map(x[i], c);
-      return a + acc;
+      double acc[kSumLanes] = {};
+      forEachLane(0, n, [&](int64_t i, int64_t l) { acc[l] += map(x[i], c); });
+      return a + laneTotal(acc);
     }
     for (int64_t i = 0; i < n; ++i)
       a += map(x[i * s], c);
@@ -222,11 +220,13 @@ struct ProdAcc {
   static double merge(double a, double b) { return a * b; }
   static double run(const float *x, int64_t n, int64_t s, float, double a) {
     if (s == 1) {
-      double acc = 1.0;
-#pragma omp simd reduction(* : acc)
-      for (int64_t i = 0; i < n; ++i)
-        acc *= double(x[i]);
-      return a * acc;
+      double acc[kSumLanes];
+      std::fill_n(acc, kSumLanes, 1.0);
+      forEachLane(0, n, [&](int64_t i, int64_t l) { acc[l] *= double(x[i]); });
+      double p = acc[0];
+      for (int64_t l = 1; l < kSumLanes; ++l)
+        p *= acc[l];
+      return a * p;
     }
     for (int64_t i = 0; i < n; ++i)
       a *= double(x[i * s]);

@@ -24,24 +24,21 @@ constexpr float kNegInf = -std::numeric_limits<float>::infinity();
 
 void softmaxRow(const float *x, float *y, int64_t n, bool logSoftmax) {
   const float m = rowMax(x, n);
-  float s = 0.0f;
+  float s[kSumLanes] = {};
   if (logSoftmax) {
-#pragma omp simd reduction(+ : s)
-    for (int64_t i = 0; i < n; ++i)
-      s += vexp(x[i] - m);
-    const float ls = std::log(s);
+    forEachLane(0, n, [&](int64_t i, int64_t l) { s[l] += vexp(x[i] - m); });
+    const float ls = std::log(laneTotal(s));
 #pragma omp simd
     for (int64_t i = 0; i < n; ++i)
       y[i] = (x[i] - m) - ls;
     return;
   }
-#pragma omp simd reduction(+ : s)
-  for (int64_t i = 0; i < n; ++i) {
+  forEachLane(0, n, [&](int64_t i, int64_t l) {
     float e = vexp(x[i] - m);
     y[i] = e;
-    s += e;
-  }
-  const float inv = 1.0f / s;
+    s[l] += e;
+  });
+  const float inv = 1.0f / laneTotal(s);
 #pragma omp simd
   for (int64_t i = 0; i < n; ++i)
     y[i] *= inv;
@@ -101,21 +98,19 @@ void softmaxCols(const float *x, float *y, int64_t n, int64_t inner, int64_t w,
 
 void softmaxGradRow(const float *y, const float *dy, float *dx, int64_t n,
                     bool logSoftmax) {
-  float s = 0.0f;
+  float lane[kSumLanes] = {};
   if (logSoftmax) {
     // dx = dy - softmax * sum(dy), softmax = exp(log_softmax).
-#pragma omp simd reduction(+ : s)
-    for (int64_t i = 0; i < n; ++i)
-      s += dy[i];
+    forEachLane(0, n, [&](int64_t i, int64_t l) { lane[l] += dy[i]; });
+    const float s = laneTotal(lane);
 #pragma omp simd
     for (int64_t i = 0; i < n; ++i)
       dx[i] = dy[i] - vexp(y[i]) * s;
     return;
   }
   // dx = y * (dy - sum(dy * y)).
-#pragma omp simd reduction(+ : s)
-  for (int64_t i = 0; i < n; ++i)
-    s += dy[i] * y[i];
+  forEachLane(0, n, [&](int64_t i, int64_t l) { lane[l] += dy[i] * y[i]; });
+  const float s = laneTotal(lane);
 #pragma omp simd
   for (int64_t i = 0; i < n; ++i)
     dx[i] = y[i] * (dy[i] - s);
