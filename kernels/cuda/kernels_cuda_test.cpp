@@ -546,6 +546,60 @@ TEST_F(KernelsCuda, CumSumMatchesCpuExactly) {
       }
 }
 
+TEST_F(KernelsCuda, TriluMatchesCpuExactly) {
+  struct C {
+    int64_t batch, rows, cols, elem;
+  };
+  // Wide and tall matrices, 1-wide ones, elements of 1, 2, 4, 8 and 12 bytes.
+  for (C c : {C{1, 1, 1, 4}, C{3, 5, 7, 4}, C{2, 9, 4, 8}, C{1, 33, 65, 1},
+              C{4, 6, 6, 2}, C{2, 7, 3, 12}, C{1, 1, 40, 4}, C{2, 40, 1, 4}})
+    for (int64_t k : {int64_t(-50), int64_t(-2), int64_t(0), int64_t(1),
+                      int64_t(3), int64_t(50)})
+      for (int upper = 0; upper < 2; ++upper) {
+        const size_t n = sz(c.batch * c.rows * c.cols * c.elem);
+        const auto x = randomBytes(n, unsigned(n + k));
+        std::vector<uint8_t> want(n);
+        otck_trilu(c.batch, c.rows, c.cols, k, upper, x.data(), want.data(),
+                   c.elem);
+        Dev<uint8_t> dx(x), dy{std::vector<uint8_t>(n, 0xAB)};
+        otckd_trilu(c.batch, c.rows, c.cols, k, upper, dx.get(), dy.get(),
+                    c.elem);
+        EXPECT_EQ(dy.host(), want)
+            << c.rows << "x" << c.cols << " k " << k << " upper " << upper;
+        // In place, as the CPU allows.
+        otckd_trilu(c.batch, c.rows, c.cols, k, upper, dx.get(), dx.get(),
+                    c.elem);
+        EXPECT_EQ(dx.host(), want) << "in place " << c.rows << "x" << c.cols;
+      }
+  EXPECT_EQ(otckd_take_status(), OTCK_OK) << otckd_status_message();
+}
+
+TEST_F(KernelsCuda, OneHotMatchesCpuExactly) {
+  struct C {
+    int64_t outer, depth, inner;
+  };
+  std::mt19937_64 rng(13);
+  for (C c : {C{1, 1, 1}, C{2, 3, 3}, C{7, 10, 1}, C{1, 5, 40}, C{50, 13, 4}}) {
+    const size_t count = sz(c.outer * c.inner);
+    // In range, negative (from the end) and out of range on both sides.
+    std::uniform_int_distribution<int64_t> pick(-c.depth - 2, c.depth + 1);
+    std::vector<int64_t> ind(count);
+    for (auto &i : ind)
+      i = pick(rng);
+    std::vector<float> want(sz(c.outer * c.depth * c.inner));
+    ASSERT_EQ(otck_one_hot_f32(c.outer, c.depth, c.inner, ind.data(), -0.5f,
+                               3.0f, want.data()),
+              OTCK_OK);
+    Dev<int64_t> di(ind);
+    Dev<float> dy{std::vector<float>(want.size(), 9.0f)};
+    EXPECT_EQ(otckd_one_hot_f32(c.outer, c.depth, c.inner, di.get(), -0.5f,
+                                3.0f, dy.get()),
+              OTCK_OK);
+    EXPECT_EQ(dy.host(), want) << c.outer << "x" << c.depth << "x" << c.inner;
+  }
+  EXPECT_EQ(otckd_take_status(), OTCK_OK) << otckd_status_message();
+}
+
 TEST_F(KernelsCuda, ArgReduceMatchesCpuExactly) {
   struct C {
     int64_t outer, n, inner;

@@ -1,4 +1,4 @@
-//===- movement.cu - Transpose, copies, fills and sums to a shape ---------===//
+//===- movement.cu - Transpose, copies, fills, sums to a shape, Trilu -----===//
 //
 // The CUDA twins of the data-movement kernels of cpu/layout.cpp,
 // cpu/movement.cpp and cpu/reduce.cpp:
@@ -10,7 +10,9 @@
 //    argument is written in pieces;
 //  - strided_add and reduce_sum_to give each destination element to one
 //    thread (a warp when it sums many elements), which sums its elements in
-//    double in a fixed order: deterministic, no atomics.
+//    double in a fixed order: deterministic, no atomics;
+//  - trilu and one_hot (cpu/movement.cpp, cpu/indexing.cpp) write each
+//    output unit from one thread.
 //
 //===----------------------------------------------------------------------===//
 
@@ -231,6 +233,39 @@ void runSum(const SumPlan &p, const float *src, float *dst, const char *what) {
   checkLaunch(what);
 }
 
+//===----------------------------------------------------------------------===//
+// Trilu and OneHot
+//===----------------------------------------------------------------------===//
+
+/// One thread per unit of y viewed as [batch * rows, cols * per]: the CPU's
+/// kept columns of a row copied, the others zero. x and y may alias (each
+/// unit is read and written by the same thread).
+template <class T>
+__global__ void triluKernel(int64_t total, int64_t rows, int64_t cols,
+                            int64_t per, int64_t k, int upper, const T *x,
+                            T *y) {
+  for (int64_t u = globalThread(); u < total; u += gridThreads()) {
+    const int64_t c = (u / per) % cols, i = (u / (per * cols)) % rows;
+    const bool keep = upper ? c - i >= k : c - i <= k;
+    y[u] = keep ? x[u] : T(0);
+  }
+}
+
+/// One thread per y element: on where the normalised index equals the depth
+/// position (an index out of range gives off everywhere, as on the CPU).
+__global__ void oneHotKernel(int64_t total, int64_t depth, int64_t inner,
+                             const int64_t *indices, float off, float on,
+                             float *y) {
+  for (int64_t e = globalThread(); e < total; e += gridThreads()) {
+    const int64_t j = e % inner, d = (e / inner) % depth,
+                  o = e / (inner * depth);
+    int64_t i = indices[o * inner + j];
+    if (i < 0)
+      i += depth;
+    y[e] = i == d ? on : off;
+  }
+}
+
 } // namespace
 } // namespace otc::kernels::cuda
 
@@ -346,4 +381,33 @@ extern "C" void otckd_reduce_sum_to_f32(int rank, const int64_t *in_shape,
     return;
   runSum<false>(planSum(rank, in_shape, xStride, y_strides), x, y,
                 "otckd_reduce_sum_to_f32");
+}
+
+extern "C" void otckd_trilu(int64_t batch, int64_t rows, int64_t cols,
+                            int64_t k, int upper, const void *x, void *y,
+                            int64_t elem_size) {
+  if (batch <= 0 || rows <= 0 || cols <= 0 || elem_size <= 0)
+    return;
+  const int64_t unit = moveUnit(elem_size), per = elem_size / unit;
+  const int64_t total = batch * rows * cols * per;
+  cudaStream_t stream = currentStream();
+  withUnitType(unit, [&](auto word) {
+    using T = decltype(word);
+    triluKernel<<<gridFor(total), kThreads, 0, stream>>>(
+        total, rows, cols, per, k, upper, static_cast<const T *>(x),
+        static_cast<T *>(y));
+  });
+  checkLaunch("otckd_trilu");
+}
+
+extern "C" int otckd_one_hot_f32(int64_t outer, int64_t depth, int64_t inner,
+                                 const int64_t *indices, float off_value,
+                                 float on_value, float *y) {
+  if (outer <= 0 || depth <= 0 || inner <= 0)
+    return OTCK_OK;
+  const int64_t total = outer * depth * inner;
+  oneHotKernel<<<gridFor(total), kThreads, 0, currentStream()>>>(
+      total, depth, inner, indices, off_value, on_value, y);
+  checkLaunch("otckd_one_hot_f32");
+  return OTCK_OK;
 }

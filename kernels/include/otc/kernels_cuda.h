@@ -122,6 +122,13 @@ void otckd_strided_add_f32(int rank, const int64_t *shape, const float *src,
 void otckd_reduce_sum_to_f32(int rank, const int64_t *in_shape, const float *x,
                              const int64_t *y_strides, int64_t y_size,
                              float *y);
+/* Twins of otck_trilu and otck_one_hot_f32 (indices on the device); x and y
+ * of trilu may alias. */
+void otckd_trilu(int64_t batch, int64_t rows, int64_t cols, int64_t k,
+                 int upper, const void *x, void *y, int64_t elem_size);
+int otckd_one_hot_f32(int64_t outer, int64_t depth, int64_t inner,
+                      const int64_t *indices, float off_value, float on_value,
+                      float *y);
 /* Twins of otck_cumsum_f32/_i64: one thread per line, the CPU's order of
  * additions (float accumulated in double). x and y may alias. */
 void otckd_cumsum_f32(int64_t outer, int64_t n, int64_t inner, int exclusive,

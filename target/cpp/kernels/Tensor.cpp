@@ -193,10 +193,10 @@ LogicalResult KernelEmitter::padGrad() {
 LogicalResult KernelEmitter::trilu() {
   ArrayRef<int64_t> s = shapeOf(ins[0]);
   int64_t r = s.size(), rows = s[r - 2], cols = s[r - 1];
-  os << "    otck_trilu(" << numel(ins[0]) / std::max<int64_t>(rows * cols, 1)
-     << ", " << rows << ", " << cols << ", " << i64("k") << ", "
-     << flag("upper") << ", " << in(0) << ", " << out(0) << ", "
-     << elemSize(ins[0]) << ");\n";
+  os << "    " << fn("trilu") << "("
+     << numel(ins[0]) / std::max<int64_t>(rows * cols, 1) << ", " << rows
+     << ", " << cols << ", " << i64("k") << ", " << flag("upper") << ", "
+     << in(0) << ", " << out(0) << ", " << elemSize(ins[0]) << ");\n";
   return success();
 }
 
@@ -297,8 +297,8 @@ LogicalResult KernelEmitter::oneHot() {
   ArrayRef<int64_t> y = shapeOf(outs[0]);
   int64_t axis = axisOf(y.size());
   auto [outer, depth, inner] = around(y, axis);
-  os << "    otck_one_hot_f32(" << outer << ", " << depth << ", " << inner
-     << ", " << in(0) << ", " << floatLiteral(f32("off_value")) << ", "
+  os << "    " << fn("one_hot_f32") << "(" << outer << ", " << depth << ", "
+     << inner << ", " << in(0) << ", " << floatLiteral(f32("off_value")) << ", "
      << floatLiteral(f32("on_value")) << ", " << out(0) << ");\n";
   return success();
 }
