@@ -42,8 +42,6 @@ MISSING = {
     "gather_elements_grad": ["gather_elements_grad_f32"],
     "instance_norm": ["instance_norm_f32"],
     "instance_norm_grad": ["instance_norm_grad_f32"],
-    "pad": ["pad"],
-    "pad_grad": ["pad_grad_f32"],
     "resize": ["resize_f32"],
     "resize_grad": ["resize_grad_f32"],
     "scatter_elements": ["scatter_elements_f32"],

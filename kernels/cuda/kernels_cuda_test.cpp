@@ -546,6 +546,72 @@ TEST_F(KernelsCuda, CumSumMatchesCpuExactly) {
       }
 }
 
+/// Pad cases: growing, cropping (negative pads) and both at once, pads
+/// beyond the size (reflect repeats), 1-wide and empty dimensions.
+struct PadCase {
+  std::vector<int64_t> shape, begin, end;
+};
+const PadCase kPadCases[] = {
+    {{5}, {2}, {3}},
+    {{1}, {4}, {2}},
+    {{3, 4}, {1, 0}, {2, 3}},
+    {{3, 4}, {-1, 2}, {0, -2}},
+    {{2, 3, 5}, {0, 7, 1}, {1, 9, -3}},
+    {{2, 1, 4, 3}, {1, 2, 0, 3}, {0, 1, 5, 2}},
+    {{4, 0}, {1, 1}, {1, 1}},
+    {{2, 3}, {0, -3}, {0, 2}},
+};
+
+TEST_F(KernelsCuda, PadMatchesCpuExactly) {
+  for (const PadCase &c : kPadCases)
+    for (int mode : {OTCK_PAD_CONSTANT, OTCK_PAD_REFLECT, OTCK_PAD_EDGE})
+      for (int64_t elem : {int64_t(1), int64_t(4), int64_t(8), int64_t(12)}) {
+        const int rank = int(c.shape.size());
+        int64_t in = 1, out = 1;
+        for (int d = 0; d < rank; ++d) {
+          in *= c.shape[sz(d)];
+          out *= c.shape[sz(d)] + c.begin[sz(d)] + c.end[sz(d)];
+        }
+        const auto x = randomBytes(std::max<int64_t>(in * elem, 1), 7);
+        const auto value = randomBytes(elem, 8);
+        std::vector<uint8_t> want(sz(out * elem), 0xCD);
+        otck_pad(rank, c.shape.data(), c.begin.data(), c.end.data(), mode,
+                 value.data(), x.data(), want.data(), elem);
+        Dev<uint8_t> dx(x), dy{std::vector<uint8_t>(want.size(), 0xCD)};
+        otckd_pad(rank, c.shape.data(), c.begin.data(), c.end.data(), mode,
+                  value.data(), dx.get(), dy.get(), elem);
+        EXPECT_EQ(dy.host(), want)
+            << "mode " << mode << " rank " << rank << " elem " << elem;
+      }
+  EXPECT_EQ(otckd_take_status(), OTCK_OK) << otckd_status_message();
+}
+
+TEST_F(KernelsCuda, PadGradMatchesCpuExactly) {
+  std::mt19937_64 rng(14);
+  std::uniform_real_distribution<float> u(-1.0f, 1.0f);
+  for (const PadCase &c : kPadCases)
+    for (int mode : {OTCK_PAD_CONSTANT, OTCK_PAD_REFLECT, OTCK_PAD_EDGE}) {
+      const int rank = int(c.shape.size());
+      int64_t in = 1, out = 1;
+      for (int d = 0; d < rank; ++d) {
+        in *= c.shape[sz(d)];
+        out *= c.shape[sz(d)] + c.begin[sz(d)] + c.end[sz(d)];
+      }
+      std::vector<float> dyv(sz(out));
+      for (float &v : dyv)
+        v = u(rng);
+      std::vector<float> want(sz(in), 7.0f);
+      otck_pad_grad_f32(rank, c.shape.data(), c.begin.data(), c.end.data(),
+                        mode, dyv.data(), want.data());
+      Dev<float> ddy(dyv), ddx{std::vector<float>(want.size(), 7.0f)};
+      otckd_pad_grad_f32(rank, c.shape.data(), c.begin.data(), c.end.data(),
+                         mode, ddy.get(), ddx.get());
+      // The CPU's additions in the CPU's order: bitwise.
+      EXPECT_EQ(ddx.host(), want) << "mode " << mode << " rank " << rank;
+    }
+  EXPECT_EQ(otckd_take_status(), OTCK_OK) << otckd_status_message();
+}
+
 TEST_F(KernelsCuda, TriluMatchesCpuExactly) {
   struct C {
     int64_t batch, rows, cols, elem;

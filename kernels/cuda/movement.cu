@@ -1,4 +1,4 @@
-//===- movement.cu - Transpose, copies, fills, sums to a shape, Trilu -----===//
+//===- movement.cu - Transpose, copies, fills, sums to a shape, Pad -------===//
 //
 // The CUDA twins of the data-movement kernels of cpu/layout.cpp,
 // cpu/movement.cpp and cpu/reduce.cpp:
@@ -11,12 +11,15 @@
 //  - strided_add and reduce_sum_to give each destination element to one
 //    thread (a warp when it sums many elements), which sums its elements in
 //    double in a fixed order: deterministic, no atomics;
-//  - trilu and one_hot (cpu/movement.cpp, cpu/indexing.cpp) write each
-//    output unit from one thread.
+//  - pad, trilu and one_hot (cpu/movement.cpp, cpu/indexing.cpp) write each
+//    output unit from one thread (pad: the CPU's index rule, shared/pad.h);
+//    pad_grad gives each dx element to one thread, which adds the dy
+//    elements that copied it in the CPU's order: bit for bit, no atomics.
 //
 //===----------------------------------------------------------------------===//
 
 #include "cuda_common.h"
+#include "pad.h"
 
 #include <cstring>
 
@@ -234,6 +237,93 @@ void runSum(const SumPlan &p, const float *src, float *dst, const char *what) {
 }
 
 //===----------------------------------------------------------------------===//
+// Pad and its gradient
+//===----------------------------------------------------------------------===//
+
+struct PadPlan {
+  int rank;
+  PadDim dims[OTCK_MAX_RANK];
+};
+
+/// Bytes of a constant pad value a kernel argument carries (ONNX elements
+/// are at most 16).
+constexpr int kPadValueBytes = 32;
+template <class T> struct PadValue { T word[kPadValueBytes / sizeof(T)]; };
+
+/// One thread per unit of y: the unit of the input element padSource picks
+/// along every dimension (the CPU's rule), or of the constant value.
+template <class T>
+__global__ void padKernel(PadPlan p, int mode, int64_t total, int64_t per,
+                          PadValue<T> value, const T *x, T *y) {
+  for (int64_t u = globalThread(); u < total; u += gridThreads()) {
+    int64_t rem = u / per, src = 0, stride = 1;
+    bool inside = true;
+    for (int d = p.rank - 1; d >= 0; --d) {
+      const int64_t o = rem % p.dims[d].out;
+      rem /= p.dims[d].out;
+      const int64_t s = padSource(p.dims[d], mode, o);
+      inside = inside && s >= 0;
+      src += s * stride;
+      stride *= p.dims[d].n;
+    }
+    const int64_t q = u % per;
+    y[u] = inside ? x[src * per + q] : value.word[q];
+  }
+}
+
+/// One thread per dx element: the sum of the dy elements that copied it, in
+/// the CPU's order (padBackward): the outer dimensions' preimages as an
+/// odometer, and for each the interior element before the padded ones in
+/// increasing output index, accumulated in float from 0.
+__global__ void padGradKernel(PadPlan p, int mode, int64_t total,
+                              const float *dy, float *dx) {
+  const int last = p.rank - 1;
+  const PadDim &ld = p.dims[last];
+  for (int64_t e = globalThread(); e < total; e += gridThreads()) {
+    int64_t idx[OTCK_MAX_RANK], o[OTCK_MAX_RANK], outStride[OTCK_MAX_RANK];
+    int64_t rem = e, s = 1;
+    for (int d = last; d >= 0; --d) {
+      idx[d] = rem % p.dims[d].n;
+      rem /= p.dims[d].n;
+      outStride[d] = s;
+      s *= p.dims[d].out;
+    }
+    const int64_t j = idx[last];
+    float acc = 0.0f;
+    bool any = true;
+    for (int d = 0; d < last; ++d) {
+      o[d] = nextPreimage(p.dims[d], mode, idx[d], 0);
+      any = any && o[d] < p.dims[d].out;
+    }
+    while (any) {
+      int64_t off = 0;
+      for (int d = 0; d < last; ++d)
+        off += o[d] * outStride[d];
+      const float *g = dy + off;
+      if (ld.m > 0 && j >= ld.lo && j < ld.lo + ld.m)
+        acc += g[j - ld.lo + ld.before];
+      for (int64_t k = 0; k < ld.out; ++k) {
+        if (k == ld.before && ld.m > 0)
+          k += ld.m;
+        if (k >= ld.out)
+          break;
+        if (padSource(ld, mode, k) == j)
+          acc += g[k];
+      }
+      int d = last - 1;
+      for (; d >= 0; --d) {
+        o[d] = nextPreimage(p.dims[d], mode, idx[d], o[d] + 1);
+        if (o[d] < p.dims[d].out)
+          break;
+        o[d] = nextPreimage(p.dims[d], mode, idx[d], 0);
+      }
+      any = d >= 0;
+    }
+    dx[e] = acc;
+  }
+}
+
+//===----------------------------------------------------------------------===//
 // Trilu and OneHot
 //===----------------------------------------------------------------------===//
 
@@ -410,4 +500,61 @@ extern "C" int otckd_one_hot_f32(int64_t outer, int64_t depth, int64_t inner,
       total, depth, inner, indices, off_value, on_value, y);
   checkLaunch("otckd_one_hot_f32");
   return OTCK_OK;
+}
+
+extern "C" void otckd_pad(int rank, const int64_t *in_shape,
+                          const int64_t *pads_begin, const int64_t *pads_end,
+                          int mode, const void *value, const void *x, void *y,
+                          int64_t elem_size) {
+  if (rank < 0 || rank > OTCK_MAX_RANK || elem_size <= 0)
+    return;
+  if (rank == 0) {
+    otckd_copy(elem_size, x, y);
+    return;
+  }
+  if (mode == OTCK_PAD_CONSTANT && elem_size > kPadValueBytes) {
+    recordFailure("otckd_pad", "a constant pad value wider than 32 bytes");
+    return;
+  }
+  PadPlan p;
+  p.rank = rank;
+  int64_t outTotal, inTotal;
+  if (!makePadDims(rank, in_shape, pads_begin, pads_end, p.dims, outTotal,
+                   inTotal) ||
+      outTotal <= 0)
+    return;
+  const int64_t unit = moveUnit(elem_size), per = elem_size / unit;
+  cudaStream_t stream = currentStream();
+  withUnitType(unit, [&](auto word) {
+    using T = decltype(word);
+    PadValue<T> v = {};
+    if (mode == OTCK_PAD_CONSTANT)
+      std::memcpy(v.word, value, size_t(elem_size));
+    padKernel<<<gridFor(outTotal * per), kThreads, 0, stream>>>(
+        p, mode, outTotal * per, per, v, static_cast<const T *>(x),
+        static_cast<T *>(y));
+  });
+  checkLaunch("otckd_pad");
+}
+
+extern "C" void otckd_pad_grad_f32(int rank, const int64_t *in_shape,
+                                   const int64_t *pads_begin,
+                                   const int64_t *pads_end, int mode,
+                                   const float *dy, float *dx) {
+  if (rank < 0 || rank > OTCK_MAX_RANK)
+    return;
+  if (rank == 0) {
+    otckd_copy(sizeof(float), dy, dx);
+    return;
+  }
+  PadPlan p;
+  p.rank = rank;
+  int64_t outTotal, inTotal;
+  if (!makePadDims(rank, in_shape, pads_begin, pads_end, p.dims, outTotal,
+                   inTotal) ||
+      inTotal <= 0)
+    return;
+  padGradKernel<<<gridFor(inTotal), kThreads, 0, currentStream()>>>(
+      p, mode, inTotal, dy, dx);
+  checkLaunch("otckd_pad_grad_f32");
 }

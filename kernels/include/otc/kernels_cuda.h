@@ -122,6 +122,14 @@ void otckd_strided_add_f32(int rank, const int64_t *shape, const float *src,
 void otckd_reduce_sum_to_f32(int rank, const int64_t *in_shape, const float *x,
                              const int64_t *y_strides, int64_t y_size,
                              float *y);
+/* Twins of otck_pad and otck_pad_grad_f32 (shapes, pads and the constant
+ * value on the host, as for otck_pad; a value of at most 32 bytes). */
+void otckd_pad(int rank, const int64_t *in_shape, const int64_t *pads_begin,
+               const int64_t *pads_end, int mode, const void *value,
+               const void *x, void *y, int64_t elem_size);
+void otckd_pad_grad_f32(int rank, const int64_t *in_shape,
+                        const int64_t *pads_begin, const int64_t *pads_end,
+                        int mode, const float *dy, float *dx);
 /* Twins of otck_trilu and otck_one_hot_f32 (indices on the device); x and y
  * of trilu may alias. */
 void otckd_trilu(int64_t batch, int64_t rows, int64_t cols, int64_t k,

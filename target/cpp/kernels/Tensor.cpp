@@ -173,9 +173,9 @@ LogicalResult KernelEmitter::pad() {
       os << "    static const uint8_t value = " << (v != 0) << ";\n";
     value = "&value";
   }
-  os << "    otck_pad(" << x.size() << ", " << sh << ", " << pb << ", " << pe
-     << ", " << padMode(str("mode")) << ", " << value << ", " << in(0) << ", "
-     << out(0) << ", " << elemSize(ins[0]) << ");\n";
+  os << "    " << fn("pad") << "(" << x.size() << ", " << sh << ", " << pb
+     << ", " << pe << ", " << padMode(str("mode")) << ", " << value << ", "
+     << in(0) << ", " << out(0) << ", " << elemSize(ins[0]) << ");\n";
   return success();
 }
 
@@ -184,9 +184,9 @@ LogicalResult KernelEmitter::padGrad() {
   std::string sh = array("shape", x);
   std::string pb = array("pb", i64s("pads_begin"));
   std::string pe = array("pe", i64s("pads_end"));
-  os << "    otck_pad_grad_f32(" << x.size() << ", " << sh << ", " << pb << ", "
-     << pe << ", " << padMode(str("mode")) << ", " << in(0) << ", " << out(0)
-     << ");\n";
+  os << "    " << fn("pad_grad_f32") << "(" << x.size() << ", " << sh << ", "
+     << pb << ", " << pe << ", " << padMode(str("mode")) << ", " << in(0)
+     << ", " << out(0) << ");\n";
   return success();
 }
 
