@@ -5,56 +5,27 @@
 // verifies must print as text that parses and verifies again, and goes
 // through otc-verify-plan, the memory-plan checker (which refuses, with an
 // error, a module that is not planned). Text nested deeper than MLIR's
-// recursive parser can take is left out (kMaxNesting).
+// recursive parser can take is left out (dialects/TextNesting.h; otc-opt
+// refuses it).
 //
 //===----------------------------------------------------------------------===//
 
 #include "fuzz_util.h"
 #include "mlir_fuzz_util.h"
 
+#include "dialects/TextNesting.h"
 #include "passes/Passes.h"
 
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/Parser/Parser.h"
 #include "mlir/Pass/PassManager.h"
-#include "llvm/ADT/SmallVector.h"
 #include "llvm/ADT/StringRef.h"
 #include "llvm/Support/raw_ostream.h"
 
-#include <algorithm>
-
-namespace {
-
-/// How deeply brackets nest in `text` (a closer that does not match the
-/// innermost opener is ignored, so this is at least the parser's depth).
-size_t nesting(llvm::StringRef text) {
-  llvm::SmallVector<char> open;
-  size_t deepest = 0;
-  for (char c : text) {
-    if (c == '(' || c == '[' || c == '{' || c == '<') {
-      open.push_back(c);
-      deepest = std::max(deepest, open.size());
-    } else if (!open.empty() && ((c == ')' && open.back() == '(') ||
-                                 (c == ']' && open.back() == '[') ||
-                                 (c == '}' && open.back() == '{') ||
-                                 (c == '>' && open.back() == '<'))) {
-      open.pop_back();
-    }
-  }
-  return deepest;
-}
-
-/// MLIR's parser recurses once or more per nesting level without a limit:
-/// about 20000 levels overflow the stack of mlir-opt and otc-opt alike (an
-/// upstream limitation, not OTC's code). Deeper inputs are left out.
-constexpr size_t kMaxNesting = 4096;
-
-} // namespace
-
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
-  if (nesting(llvm::StringRef(reinterpret_cast<const char *>(data), size)) >
-      kMaxNesting)
+  if (otc::textNesting(llvm::StringRef(reinterpret_cast<const char *>(data),
+                                       size)) > otc::kMaxTextNesting)
     return 0;
   // A std::string ends in NUL, as MLIR's lexer expects of its buffer.
   std::string text(reinterpret_cast<const char *>(data), size);
