@@ -27,7 +27,7 @@ __all__ = ["Error", "Program", "Session", "compile", "load",
 
 def load(path):
     """Loads a program built with `otc-compile --emit=lib`."""
-    return Program.load(os.fspath(path))
+    return Program.load(os.path.abspath(os.fspath(path)))
 
 
 def _error(message, code):
