@@ -116,6 +116,43 @@ py::dict specDict(const TensorSpec &s) {
   return d;
 }
 
+//--- Manifests ---------------------------------------------------------------
+
+py::object parseManifest(const char *json) {
+  return py::module_::import("json").attr("loads")(json);
+}
+
+py::object deepCopy(py::handle value) {
+  return py::module_::import("copy").attr("deepcopy")(value);
+}
+
+// The per-rank memory plan (bytes by category).
+py::dict memoryOf(py::handle manifest) {
+  if (!manifest.contains("memory"))
+    return py::dict();
+  return py::dict(deepCopy(manifest["memory"]));
+}
+
+otc_dtype_t dtypeFromName(const std::string &name) {
+  for (int d = OTC_DTYPE_F32; d <= OTC_DTYPE_BF16; ++d)
+    if (name == otc_dtype_name(otc_dtype_t(d)))
+      return otc_dtype_t(d);
+  raiseError(OTC_DATA_LOSS,
+             "the manifest names an unknown dtype '" + name + "'");
+}
+
+std::vector<TensorSpec> paramSpecs(py::handle manifest) {
+  std::vector<TensorSpec> specs;
+  for (py::handle t : manifest["params"]) {
+    TensorSpec s;
+    s.name = t["name"].cast<std::string>();
+    s.dtype = dtypeFromName(t["dtype"].cast<std::string>());
+    s.shape = t["shape"].cast<std::vector<int64_t>>();
+    specs.push_back(std::move(s));
+  }
+  return specs;
+}
+
 //--- Programs ----------------------------------------------------------------
 
 struct ProgramHandle {
@@ -143,15 +180,7 @@ public:
       otc_status_free(s); // NOT_FOUND: a program without an eval step
     else
       p.evalOutput_ = TensorSpec::fromInfo(info);
-    py::object json = py::module_::import("json");
-    p.manifest_ = json.attr("loads")(otc_program_manifest(prog));
-    for (py::handle t : p.manifest_["params"]) {
-      TensorSpec s;
-      s.name = t["name"].cast<std::string>();
-      s.dtype = dtypeFromName(t["dtype"].cast<std::string>());
-      s.shape = t["shape"].cast<std::vector<int64_t>>();
-      p.params_.push_back(std::move(s));
-    }
+    p.manifest_ = parseManifest(otc_program_manifest(prog));
     return p;
   }
 
@@ -160,15 +189,8 @@ public:
   const std::string &path() const { return path_; }
   const std::vector<TensorSpec> &inputs() const { return inputs_; }
   const std::optional<TensorSpec> &evalOutput() const { return evalOutput_; }
-  const std::vector<TensorSpec> &params() const { return params_; }
-  py::object manifest() const {
-    return py::module_::import("copy").attr("deepcopy")(manifest_);
-  }
-  py::dict memoryReport() const {
-    if (!manifest_.contains("memory"))
-      return py::dict();
-    return py::dict(manifest_["memory"]);
-  }
+  py::object manifest() const { return deepCopy(manifest_); }
+  py::dict memoryReport() const { return memoryOf(manifest_); }
 
   py::list inputList() const {
     py::list l;
@@ -195,25 +217,10 @@ public:
     return l;
   }
 
-  const TensorSpec &param(const std::string &name) const {
-    for (const TensorSpec &s : params_)
-      if (s.name == name)
-        return s;
-    raiseError(OTC_NOT_FOUND, "the program has no parameter '" + name + "'");
-  }
-
 private:
-  static otc_dtype_t dtypeFromName(const std::string &name) {
-    for (int d = OTC_DTYPE_F32; d <= OTC_DTYPE_BF16; ++d)
-      if (name == otc_dtype_name(otc_dtype_t(d)))
-        return otc_dtype_t(d);
-    raiseError(OTC_DATA_LOSS,
-               "the manifest names an unknown dtype '" + name + "'");
-  }
-
   std::string path_;
   std::shared_ptr<ProgramHandle> h_;
-  std::vector<TensorSpec> inputs_, params_;
+  std::vector<TensorSpec> inputs_;
   std::optional<TensorSpec> evalOutput_;
   py::object manifest_;
 };
@@ -370,6 +377,9 @@ public:
       options.num_threads = *threads;
     checkOrRelease(
         otc_session_create(program_.get(), comm_, &options, &session_));
+    // SDP: this rank's subnetwork, with its own parameter shapes and plan.
+    manifest_ = parseManifest(otc_session_manifest(session_));
+    params_ = paramSpecs(manifest_);
   }
   ~Session() { release(); }
 
@@ -415,7 +425,7 @@ public:
 
   py::dict parameters(bool ema) const {
     py::dict d;
-    for (const TensorSpec &s : program_.params()) {
+    for (const TensorSpec &s : params_) {
       py::array a = newArray(s);
       otc_status_t st =
           ema ? otc_session_get_ema_param(session(), s.name.c_str(),
@@ -433,7 +443,7 @@ public:
     std::vector<std::pair<const TensorSpec *, HostTensor>> bound;
     for (auto [key, value] : py::reinterpret_borrow<py::dict>(
              py::module_::import("builtins").attr("dict")(values))) {
-      const TensorSpec &s = program_.param(py::str(key));
+      const TensorSpec &s = param(py::str(key));
       bound.emplace_back(&s, HostTensor::from(value, s, "parameter"));
     }
     for (auto &[spec, t] : bound)
@@ -469,8 +479,8 @@ public:
     return scheduleDict(s);
   }
 
-  void saveCheckpoint(const std::string &path, py::bytes extra) const {
-    std::string data = extra;
+  void saveCheckpoint(const std::string &pattern, py::bytes extra) const {
+    std::string path = checkpointPath(pattern), data = extra;
     otc_status_t st;
     {
       py::gil_scoped_release nogil;
@@ -479,8 +489,8 @@ public:
     }
     check(st);
   }
-  py::bytes loadCheckpoint(const std::string &path) {
-    std::string extra(4096, '\0');
+  py::bytes loadCheckpoint(const std::string &pattern) {
+    std::string path = checkpointPath(pattern), extra(4096, '\0');
     size_t size = 0;
     for (;;) {
       otc_status_t st;
@@ -529,7 +539,8 @@ public:
     return {sent, received};
   }
   int64_t lastInputCopies() const { return lastInputCopies_; }
-  const Program &program() const { return program_; }
+  py::object manifest() const { return deepCopy(manifest_); }
+  py::dict memoryReport() const { return memoryOf(manifest_); }
 
 private:
   void release() {
@@ -547,6 +558,32 @@ private:
     if (!session_)
       raiseError(OTC_FAILED_PRECONDITION, "the session is closed");
     return session_;
+  }
+  // Every rank's own file where ranks hold different state: "{rank}" in
+  // the path becomes the rank.
+  std::string checkpointPath(const std::string &pattern) const {
+    static const std::string key = "{rank}";
+    std::string path = pattern;
+    size_t at = path.find(key);
+    if (at == std::string::npos) {
+      if ((otc_program_features(program_.get()) & OTC_PROGRAM_PER_RANK_STATE) &&
+          worldSize() > 1)
+        raiseError(OTC_INVALID_ARGUMENT,
+                   "checkpoint '" + pattern +
+                       "': this program's ranks hold different state (SDP "
+                       "subnetworks or error-feedback residuals), so each "
+                       "writes its own file: put {rank} in the path");
+      return path;
+    }
+    for (; at != std::string::npos; at = path.find(key, at))
+      path.replace(at, key.size(), std::to_string(rank()));
+    return path;
+  }
+  const TensorSpec &param(const std::string &name) const {
+    for (const TensorSpec &s : params_)
+      if (s.name == name)
+        return s;
+    raiseError(OTC_NOT_FOUND, "the program has no parameter '" + name + "'");
   }
   otc_comm_t *comm() const {
     if (!comm_)
@@ -657,6 +694,8 @@ private:
   }
 
   Program program_;
+  py::object manifest_;            // this rank's (otc_session_manifest)
+  std::vector<TensorSpec> params_; // its parameters
   otc_comm_t *comm_ = nullptr;
   otc_session_t *session_ = nullptr;
   int64_t lastInputCopies_ = 0;
@@ -738,7 +777,8 @@ PYBIND11_MODULE(_otc, m) {
       .def(
           "parameters",
           [](const Session &s) { return s.parameters(/*ema=*/false); },
-          "The parameters by ONNX initializer name, as NumPy arrays (copies).")
+          "The parameters by ONNX initializer name, as NumPy arrays "
+          "(copies; with SDP, this rank's parts).")
       .def(
           "ema_parameters",
           [](const Session &s) { return s.parameters(/*ema=*/true); },
@@ -760,14 +800,19 @@ PYBIND11_MODULE(_otc, m) {
            "total_steps, lr_min, ...).")
       .def_property_readonly("lr_schedule", &Session::lrSchedule)
       .def("save_checkpoint", &Session::saveCheckpoint, py::arg("path"),
-           py::arg("extra") = py::bytes())
+           py::arg("extra") = py::bytes(),
+           "Writes a checkpoint ('{rank}' in the path becomes the rank; "
+           "needed when ranks hold different state, 'per_rank_state').")
       .def("load_checkpoint", &Session::loadCheckpoint, py::arg("path"),
            "Restores a checkpoint; returns the extra bytes saved with it.")
       .def("export", &Session::exportOnnx, py::arg("path"), py::kw_only(),
            py::arg("ema") = false,
            "Writes the ONNX model with the trained (or EMA) weights.")
-      .def("memory_report",
-           [](const Session &s) { return s.program().memoryReport(); })
+      .def("memory_report", &Session::memoryReport,
+           "This rank's memory plan in bytes (with SDP, its subnetwork's).")
+      .def_property_readonly("manifest", &Session::manifest,
+                             "This rank's manifest (with SDP, its "
+                             "subnetwork's).")
       .def_property_readonly("rank", &Session::rank)
       .def_property_readonly("world_size", &Session::worldSize)
       .def_property_readonly("step", &Session::step)

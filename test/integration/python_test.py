@@ -17,7 +17,10 @@
 #   fashion_mnist_test.py).
 # - 2 ranks under mpirun (Program.session() picks MPI up): 20 steps of
 #   2 x 64 through ShuffleSampler(world_size=2, rank=r) equal the command
-#   line's `mpirun -np 2 ./train --steps 20` bit for bit.
+#   line's `mpirun -np 2 ./train --steps 20` bit for bit. With SDP
+#   (neuron), each rank's parameters() are its subnetwork's, its checkpoint
+#   ('{rank}' in the path, a shared path refused) round-trips, and the
+#   export is the whole model.
 # - Errors: a wrong input name, shape or dtype, a missing input, an lr out
 #   of range, a corrupt checkpoint, an otc-compile failure and world=2
 #   without mpirun raise otc.Error with the message and code.
@@ -210,11 +213,37 @@ def mpi_worker(args):
         session.train_step({"input": x, "labels": y})
     if session.rank == 0:
         np.savez(args.worker + ".npz", **session.parameters())
+    # SDP: each rank trains its subnetwork and checkpoints it; the export
+    # is the whole model.
+    sdp = otc.load(args.worker.replace(".so", "-sdp.so"))
+    session = sdp.session()
+    x, y = xtr[:64], ytr[:64]
+    for _ in range(3):
+        session.train_step({"input": x, "labels": y})
+    params = session.parameters()
+    want = {t["name"]: tuple(t["shape"])
+            for t in session.manifest["params"]}
+    assert {k: v.shape for k, v in params.items()} == want, (params, want)
+    assert params["0.weight"].shape[0] < 256, params["0.weight"].shape
+    stem = args.worker.replace(".so", "-sdp")
+    try:
+        session.save_checkpoint(stem + ".otcc")
+        raise AssertionError("a shared checkpoint path was accepted")
+    except otc.Error as e:
+        assert "{rank}" in str(e), str(e)
+    session.save_checkpoint(stem + ".rank{rank}.otcc")
+    session.train_step({"input": x, "labels": y})
+    session.load_checkpoint(stem + ".rank{rank}.otcc")
+    assert all(np.array_equal(v, session.parameters()[k])
+               for k, v in params.items())
+    session.export(stem + ".onnx")
 
 
 def check_mpi(checks, ctx, args, otc, onnx_path):
     lib, exe = ctx.path("mlp2.so"), ctx.path("train2")
     otc.compile(onnx_path, lib, batch=64, world_size=2, **RECIPE)
+    otc.compile(onnx_path, lib.replace(".so", "-sdp.so"), batch=64,
+                world_size=2, sdp="neuron", **RECIPE)
     if not T.require_ok(checks, "otc-compile (2 ranks x batch 64)",
                         T.compile_model(ctx, onnx_path, exe, batch=64,
                                         world_size=2, **RECIPE)):
@@ -237,6 +266,15 @@ def check_mpi(checks, ctx, args, otc, onnx_path):
     checks.check("2 ranks under mpirun equal the command line bit for bit",
                  all(same.values()),
                  "differ: %s" % [k for k, v in same.items() if not v])
+    stem = lib.replace(".so", "-sdp")
+    checks.check("SDP: each rank's parameters are its subnetwork's, its "
+                 "checkpoint its own file (round trip in the worker)",
+                 all(os.path.exists("%s.rank%d.otcc" % (stem, r))
+                     for r in (0, 1)))
+    w = T.read_onnx_weights(stem + ".onnx")
+    checks.check("SDP: the export is the whole model",
+                 w["0.weight"].shape == (256, 784),
+                 "0.weight %s" % (w["0.weight"].shape,))
 
 
 def check_api(checks, ctx, otc, data, onnx_path):
