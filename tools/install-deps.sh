@@ -13,7 +13,7 @@ packages=(
   llvm-19-dev llvm-19-tools libmlir-19-dev mlir-19-tools
   libonnx-dev libprotobuf-dev protobuf-compiler
   libopenmpi-dev openmpi-bin libdnnl-dev libopenblas-openmp-dev zlib1g-dev nlohmann-json3-dev
-  libgtest-dev
+  libgtest-dev pybind11-dev
   # tests, demo, benchmarks
   python3-torch python3-torchvision python3-onnx python3-numpy
   dataset-fashion-mnist libonnx-testdata iproute2 python3-venv

@@ -259,6 +259,12 @@ int64_t otc_session_step(const otc_session_t *session);
 void otc_session_step_bytes(const otc_session_t *session, uint64_t *out_sent,
                             uint64_t *out_received);
 
+/* The manifest (JSON) of what this session's rank runs: the program's own,
+ * or with SDP (OTC_PROGRAM_SDP) its rank's subnetwork, whose parameters
+ * (otc_session_get_param, otc_session_set_param), state and memory plan
+ * are that subnetwork's; valid while the session lives. "" for NULL. */
+const char *otc_session_manifest(const otc_session_t *session);
+
 /*--- Hyperparameters and the learning-rate schedule ------------------------*/
 
 /* A training step reads the optimizer's hyperparameters at run time; they

@@ -530,6 +530,10 @@ void otc_session_step_bytes(const otc_session_t *session, uint64_t *out_sent,
     *out_received = session ? session->stepBytesReceived : 0;
 }
 
+const char *otc_session_manifest(const otc_session_t *session) {
+  return session && session->entry ? session->entry->manifest_json : "";
+}
+
 otc_status_t otc_session_get_param(const otc_session_t *session,
                                    const char *name, void *out,
                                    size_t out_bytes) {

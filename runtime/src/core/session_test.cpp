@@ -161,6 +161,8 @@ TEST_F(SessionTest, LoadsInitialParametersFromTheModel) {
   EXPECT_EQ(otc_program_world_size(h->program), 1);
   EXPECT_NE(std::string(otc_program_manifest(h->program)).find("fc.weight"),
             std::string::npos);
+  EXPECT_STREQ(otc_session_manifest(h->session),
+               otc_program_manifest(h->program));
 }
 
 TEST_F(SessionTest, CreateErrors) {
@@ -776,6 +778,9 @@ TEST_F(SessionTest, FullModelIsAssembledAndCalibrated) {
   ASSERT_OK(otc_session_create(program, comm, nullptr, &session));
   std::unique_ptr<otc_session_t, void (*)(otc_session_t *)> sessionOwner(
       session, otc_session_release);
+  // The session's manifest is its rank's variant, not the whole model.
+  EXPECT_STREQ(otc_session_manifest(session), sdp.variant.entry.manifest_json);
+  EXPECT_STREQ(otc_session_manifest(nullptr), "");
   trainSteps(session, batch, 3, 0);
   std::vector<float> trained = param(session, "fc.weight", kC * kD);
 
