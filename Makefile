@@ -5,7 +5,7 @@ PYTHON ?= /usr/bin/python3
 CMAKE_FLAGS ?=
 
 .PHONY: all deps build test demo bench format clean conformance fuzz-diff zoo \
-	sdp-accuracy fuzz compress-twin test-asan
+	sdp-accuracy fuzz compress-twin test-asan install package
 
 all: build
 
@@ -22,6 +22,15 @@ build: deps $(BUILD)/build.ninja
 
 test: build
 	cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
+
+# PREFIX: where `make install` puts OTC (tools, libraries, headers,
+# OTCConfig.cmake, otc.pc, the Python package); `make package`: a .deb.
+PREFIX ?= /usr/local
+install: build
+	cmake --install $(BUILD) --prefix $(PREFIX)
+
+package: build
+	cmake --build $(BUILD) --target package
 
 demo: build
 	tools/demo.sh $(BUILD)

@@ -3,6 +3,7 @@
 #include "compiler/Pipeline.h"
 
 #include "compiler/Config.h"
+#include "compiler/ModelCopy.h"
 #include "dialects/Attributes.h"
 #include "dialects/dist/DistDialect.h"
 #include "dialects/dist/SdpAttributes.h"
@@ -213,6 +214,40 @@ void printReport(ArrayRef<ModuleOp> perRank, int64_t world) {
   }
 }
 
+/// The headers and libraries compiled programs build against. They are
+/// found from otc-compile's own place: bin/ beside include/ and the library
+/// folder, the same in the build tree and in an installed tree, so the
+/// tool names neither and an install can move.
+struct ProgramDeps {
+  std::string include, lib;
+};
+
+FailureOr<ProgramDeps> findProgramDeps() {
+  static int anchor;
+  SmallString<256> bin(llvm::sys::fs::getMainExecutable(nullptr, &anchor));
+  llvm::sys::path::remove_filename(bin);
+  auto under = [&](StringRef rel, StringRef file, std::string &out) {
+    SmallString<256> dir(bin), real;
+    llvm::sys::path::append(dir, rel);
+    SmallString<256> probe(dir);
+    llvm::sys::path::append(probe, file);
+    if (!llvm::sys::fs::exists(probe) || llvm::sys::fs::real_path(dir, real))
+      return false;
+    out = real.str().str();
+    return true;
+  };
+  ProgramDeps deps;
+  if (under(OTC_INCLUDE_DIR_FROM_BIN, "otc/runtime.h", deps.include) &&
+      (under(OTC_LIBDIR_FROM_BIN, "libotc_runtime.so", deps.lib) ||
+       under("../lib", "libotc_runtime.so", deps.lib)))
+    return deps;
+  llvm::errs() << "otc-compile: cannot find OTC's headers ("
+               << OTC_INCLUDE_DIR_FROM_BIN << "/otc/runtime.h) and libraries ("
+               << OTC_LIBDIR_FROM_BIN << "/libotc_runtime.so) beside " << bin
+               << ": is the installation complete?\n";
+  return failure();
+}
+
 LogicalResult hostCompile(StringRef source, const CompileOptions &options) {
   std::string cxx = OTC_HOST_CXX;
   if (const char *env = getenv("OTC_CXX"))
@@ -223,13 +258,11 @@ LogicalResult hostCompile(StringRef source, const CompileOptions &options) {
                  << "' not found (set OTC_CXX)\n";
     return failure();
   }
-  std::string rpath = std::string("-Wl,-rpath,") + OTC_LIBRARY_DIR;
-  SmallVector<std::string> args{*program,
-                                "-O2",
-                                "-std=c++17",
-                                "-fPIC",
-                                "-I" OTC_KERNELS_INCLUDE_DIR,
-                                "-I" OTC_RUNTIME_INCLUDE_DIR};
+  FailureOr<ProgramDeps> deps = findProgramDeps();
+  if (failed(deps))
+    return failure();
+  SmallVector<std::string> args{*program, "-O2", "-std=c++17", "-fPIC",
+                                "-I" + deps->include};
   SmallVector<StringRef> buildFlags;
   StringRef(OTC_HOST_CXXFLAGS).split(buildFlags, ' ', -1, false);
   for (StringRef flag : buildFlags)
@@ -239,13 +272,13 @@ LogicalResult hostCompile(StringRef source, const CompileOptions &options) {
     args.push_back("-I" OTC_CUDA_INCLUDE_DIR);
   if (options.emit == Stage::Lib)
     args.push_back("-shared");
-  args.append({source.str(), "-o", options.output, "-L" OTC_LIBRARY_DIR,
-               "-lotc_runtime"});
+  args.append(
+      {source.str(), "-o", options.output, "-L" + deps->lib, "-lotc_runtime"});
   // A CUDA program's kernels are host calls into otc_kernels_cuda.
   if (cuda)
     args.append({"-lotc_kernels_cuda", "-L" OTC_CUDA_LIBRARY_DIR, "-lcudart",
                  "-Wl,-rpath," OTC_CUDA_LIBRARY_DIR});
-  args.append({"-lotc_kernels", rpath});
+  args.append({"-lotc_kernels", "-Wl,-rpath," + deps->lib});
   SmallVector<StringRef> argRefs(args.begin(), args.end());
   SmallString<128> log;
   llvm::sys::fs::createTemporaryFile("otc-cxx", "log", log);
@@ -296,6 +329,16 @@ int otc::compile(const CompileOptions &options, MLIRContext &context,
       importOnnxFile(options.input, &context, options.import);
   if (!module)
     return 1;
+  // A built program names its model copy relative to itself.
+  std::string sourceModel;
+  bool built = options.emit == Stage::Lib || options.emit == Stage::Exe;
+  if (auto path = (*module)->getAttrOfType<StringAttr>(attr::kModelPath);
+      path && built) {
+    sourceModel = path.getValue().str();
+    (*module)->setAttr(
+        attr::kModelPath,
+        StringAttr::get(&context, modelCopyName(options.output)));
+  }
   auto run = [&]() {
     PassManager pm(&context);
     if (configurePassManager)
@@ -369,7 +412,16 @@ int otc::compile(const CompileOptions &options, MLIRContext &context,
   }
   if (failed(writeFile(cpp, [&](raw_ostream &out) { out << source; })))
     return 1;
-  LogicalResult built = hostCompile(cpp, options);
+  LogicalResult compiled = hostCompile(cpp, options);
   llvm::sys::fs::remove(cpp);
-  return failed(built) ? 1 : 0;
+  if (failed(compiled))
+    return 1;
+  if (!sourceModel.empty()) {
+    SmallString<256> copy(options.output);
+    llvm::sys::path::remove_filename(copy);
+    llvm::sys::path::append(copy, modelCopyName(options.output));
+    if (failed(writeModelCopy(sourceModel, copy)))
+      return 1;
+  }
+  return 0;
 }

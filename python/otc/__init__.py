@@ -76,10 +76,11 @@ def compile(model, output=None, *, batch=None, loss=None, optimizer=None,
             **options):
     """Compiles an ONNX model into a training program and loads it.
 
-    model: a path, or an onnx.ModelProto (saved beside the program as
-    <output without .so>.onnx, which sessions read the initial weights from
-    and export writes over). output: the shared library to write (default:
-    a temporary folder that lives as long as the Program). The keywords are
+    model: a path, or an onnx.ModelProto. otc-compile keeps the model
+    beside the program as <output>.model.onnx (a ModelProto is saved
+    there), which sessions read the initial weights from and export writes
+    over: move the two together. output: the shared library to write
+    (default: a temporary folder that lives as long as the Program). The keywords are
     otc-compile's flags (batch=64 -> --batch=64, clip_grad_norm=1.0,
     nesterov=True, ...). Raises otc.Error with otc-compile's message when it
     fails."""
@@ -90,7 +91,7 @@ def compile(model, output=None, *, batch=None, loss=None, optimizer=None,
     output = os.path.abspath(os.fspath(output))
     if hasattr(model, "SerializeToString"):  # an onnx.ModelProto
         import onnx
-        path = os.path.splitext(output)[0] + ".onnx"
+        path = output + ".model.onnx"
         onnx.save(model, path)
     else:
         path = os.fspath(model)

@@ -61,6 +61,13 @@ void otc_program_release(otc_program_t *program);
 
 /* The program's manifest (JSON); valid while the program lives. */
 const char *otc_program_manifest(const otc_program_t *program);
+/* The source model the program reads its initial weights from and export
+ * writes back with the trained values: the copy otc-compile keeps beside
+ * the program (<program>.model.onnx). The manifest names it relative to the
+ * file holding the entry table (the library, or the executable); an entry
+ * table in no file (built at run time) leaves it relative to the working
+ * folder. "" if the program names none. */
+const char *otc_program_model_path(const otc_program_t *program);
 int32_t otc_program_world_size(const otc_program_t *program);
 /* FAILED_PRECONDITION, naming the `mpirun -np` to use, when `world_size`
  * differs from the compiled world size. */

@@ -32,8 +32,11 @@ onnx::ModelProto readModel(const std::string &path) {
                 "the program's manifest names no source model (model_path)");
   std::ifstream in(path, std::ios::binary);
   if (!in)
-    throw Error(OTC_NOT_FOUND, "cannot open the source model '" + path +
-                                   "': " + std::strerror(errno));
+    throw Error(OTC_NOT_FOUND,
+                "cannot open the source model '" + path +
+                    "': " + std::strerror(errno) +
+                    " (otc-compile keeps it beside the program as "
+                    "<program>.model.onnx: move the two together)");
   onnx::ModelProto model;
   if (!model.ParseFromIstream(&in))
     throw Error(OTC_DATA_LOSS,
@@ -241,6 +244,15 @@ void exportOnnx(const Manifest &m, const uint8_t *arena,
     throw Error(OTC_FAILED_PRECONDITION,
                 "the program keeps no EMA of its weights (compile with "
                 "otc-compile --ema DECAY)");
+  // The next session would start from the trained weights.
+  char exportReal[PATH_MAX], modelReal[PATH_MAX];
+  if (realpath(path.c_str(), exportReal) &&
+      realpath(m.modelPath.c_str(), modelReal) &&
+      std::strcmp(exportReal, modelReal) == 0)
+    throw Error(OTC_INVALID_ARGUMENT,
+                "refusing to export over '" + path +
+                    "': it is the program's source model, which every new "
+                    "session reads its initial weights from");
   onnx::ModelProto model = readModel(m.modelPath);
   std::map<std::string, onnx::TensorProto *> byName;
   for (onnx::TensorProto &t : *model.mutable_graph()->mutable_initializer())

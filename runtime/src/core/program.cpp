@@ -9,7 +9,10 @@
 #include <nlohmann/json.hpp>
 
 #include <dlfcn.h>
+#include <link.h>
+#include <unistd.h>
 
+#include <climits>
 #include <cmath>
 #include <cstring>
 #include <functional>
@@ -387,6 +390,39 @@ using namespace otc;
 
 namespace {
 
+/// The folder of the executable or shared library that holds `addr`, or ""
+/// when it cannot be told.
+std::string folderOfObject(const void *addr) {
+  Dl_info info;
+  struct link_map *map = nullptr;
+  if (!addr ||
+      !dladdr1(addr, &info, reinterpret_cast<void **>(&map), RTLD_DL_LINKMAP) ||
+      !map)
+    return "";
+  char path[PATH_MAX];
+  // The main program's link map has no name.
+  if (map->l_name && map->l_name[0]) {
+    if (!realpath(map->l_name, path))
+      return "";
+  } else {
+    ssize_t n = readlink("/proc/self/exe", path, sizeof(path) - 1);
+    if (n <= 0)
+      return "";
+    path[n] = '\0';
+  }
+  std::string p(path);
+  size_t slash = p.rfind('/');
+  return slash == std::string::npos ? "" : p.substr(0, slash);
+}
+
+/// otc-compile names the model copy relative to the program: resolved
+/// against the folder the program is in, so that a moved program still finds
+/// it.
+void resolveModelPath(Manifest &m, const std::string &folder) {
+  if (!m.modelPath.empty() && m.modelPath[0] != '/' && !folder.empty())
+    m.modelPath = folder + "/" + m.modelPath;
+}
+
 void initProgram(otc_program *program, const otc_program_entry_t *entry) {
   if (!entry)
     throw Error(OTC_INVALID_ARGUMENT, "program entry table is NULL");
@@ -404,6 +440,8 @@ void initProgram(otc_program *program, const otc_program_entry_t *entry) {
                 "cannot run it");
   program->entry = entry;
   program->manifest = parseManifest(entry->manifest_json, entry->arena_bytes);
+  const std::string folder = folderOfObject(entry);
+  resolveModelPath(program->manifest, folder);
   // SDP: the whole model evaluates; each rank trains its variant.
   if (entry->num_variants > 0) {
     const Manifest &m = program->manifest;
@@ -424,6 +462,7 @@ void initProgram(otc_program *program, const otc_program_entry_t *entry) {
                     "SDP variant " + std::to_string(v) + " is malformed");
       program->variants.push_back(
           parseManifest(e->manifest_json, e->arena_bytes));
+      resolveModelPath(program->variants.back(), folder);
     }
   }
 }
@@ -460,7 +499,9 @@ otc_status_t otc_program_load(const char *path, otc_program_t **out_program) {
     if (!out_program || !path)
       throw Error(OTC_INVALID_ARGUMENT, "path or out_program is NULL");
     *out_program = nullptr;
-    void *handle = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+    // A file path, never a name for the loader to search its folders for.
+    std::string file = std::strchr(path, '/') ? path : std::string("./") + path;
+    void *handle = dlopen(file.c_str(), RTLD_NOW | RTLD_LOCAL);
     if (!handle) {
       const char *why = dlerror();
       throw Error(OTC_NOT_FOUND, std::string("cannot load program '") + path +
@@ -492,6 +533,10 @@ void otc_program_release(otc_program_t *program) {
   if (program->handle)
     dlclose(program->handle);
   delete program;
+}
+
+const char *otc_program_model_path(const otc_program_t *program) {
+  return program ? program->manifest.modelPath.c_str() : "";
 }
 
 const char *otc_program_manifest(const otc_program_t *program) {

@@ -4,6 +4,10 @@
 
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
+#include <climits>
+
 #include <string>
 #include <vector>
 
@@ -145,7 +149,37 @@ TEST_F(ProgramTest, SdpFeatures) {
             expected | uint32_t(OTC_PROGRAM_CALIBRATE_STEP));
 }
 
+TEST_F(ProgramTest, RelativeModelPathIsBesideTheProgram) {
+  // An entry table in this executable's data: a relative model path is the
+  // file of that name in the executable's folder.
+  LinearProgram relative(0, "copy.model.onnx", 8, 3, 16, 1);
+  static otc_program_entry_t inData;
+  inData = relative.entry;
+  load(inData);
+  char exe[PATH_MAX];
+  ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+  ASSERT_GT(n, 0);
+  exe[n] = '\0';
+  std::string folder(exe);
+  folder.resize(folder.rfind('/'));
+  EXPECT_EQ(std::string(otc_program_model_path(program)),
+            folder + "/copy.model.onnx");
+  otc_program_release(program);
+  program = nullptr;
+  // One built at run time (here on the stack) lies in no file: relative to
+  // the working folder, as given.
+  load(relative.entry);
+  EXPECT_STREQ(otc_program_model_path(program), "copy.model.onnx");
+  otc_program_release(program);
+  program = nullptr;
+  LinearProgram absolute(1, "/elsewhere/m.onnx", 8, 3, 16, 1);
+  inData = absolute.entry;
+  load(inData);
+  EXPECT_STREQ(otc_program_model_path(program), "/elsewhere/m.onnx");
+}
+
 TEST(Program, NullIsSafe) {
+  EXPECT_STREQ(otc_program_model_path(nullptr), "");
   EXPECT_EQ(otc_program_batch(nullptr), 0);
   EXPECT_EQ(otc_program_seed(nullptr), 0u);
   EXPECT_STREQ(otc_program_loss(nullptr), "none");

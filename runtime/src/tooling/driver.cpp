@@ -22,6 +22,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <climits>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -499,6 +500,18 @@ void checkOutputPath(const std::string &flag, const std::string &path) {
   if (::access(dir.c_str(), W_OK) != 0)
     throw UsageError(flag + " " + path + ": the folder '" + dir +
                      "' is not writable: " + std::strerror(errno));
+}
+
+/// Export over the program's own model would make the next run start from
+/// the trained weights: refused before training rather than after.
+void checkNotModel(const std::string &flag, const std::string &path,
+                   const otc_program_t *program) {
+  char a[PATH_MAX], b[PATH_MAX];
+  if (!path.empty() && realpath(path.c_str(), a) &&
+      realpath(otc_program_model_path(program), b) && std::strcmp(a, b) == 0)
+    throw UsageError(flag + " " + path +
+                     ": it is the program's source model, which every run "
+                     "reads its initial weights from; export elsewhere");
 }
 
 /// Temporaries a killed checkpoint write left behind (name.otcc.tmp): the
@@ -1218,6 +1231,8 @@ int Run::run() {
   if (!allRanks(comm_, exitCode, [&] {
         checkOutputPath("--export", o_.exportPath);
         checkOutputPath("--export-ema", o_.exportEmaPath);
+        checkNotModel("--export", o_.exportPath, program_);
+        checkNotModel("--export-ema", o_.exportEmaPath, program_);
         checkOutputPath("--metrics", o_.metricsPath);
         if (rank_ == 0 && !o_.tensorboardDir.empty()) {
           makeDirs("--tensorboard", o_.tensorboardDir);
