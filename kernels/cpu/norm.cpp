@@ -21,7 +21,6 @@ using namespace otc::kernels;
 
 namespace {
 
-constexpr int64_t kBlock = 1024;
 /// Columns of LayerNorm's dscale/dbias accumulated together.
 constexpr int64_t kCols = 64;
 
@@ -32,8 +31,8 @@ struct Sums2 {
 /// Sum of (x[i] - m)^2 over [0, n).
 double sumSqDev(const float *x, int64_t n, float m) {
   double acc = 0.0;
-  for (int64_t b = 0; b < n; b += kBlock) {
-    const int64_t e = std::min(n, b + kBlock);
+  for (int64_t b = 0; b < n; b += kSumBlock) {
+    const int64_t e = std::min(n, b + kSumBlock);
     float s[kSumLanes] = {};
     forEachLane(b, e, [&](int64_t i, int64_t l) {
       const float d = x[i] - m;
@@ -49,8 +48,8 @@ double sumSqDev(const float *x, int64_t n, float m) {
 Sums2 sumGrad(const float *dy, const float *x, const float *scale, int64_t n,
               float m) {
   Sums2 acc;
-  for (int64_t b = 0; b < n; b += kBlock) {
-    const int64_t e = std::min(n, b + kBlock);
+  for (int64_t b = 0; b < n; b += kSumBlock) {
+    const int64_t e = std::min(n, b + kSumBlock);
     float sa[kSumLanes] = {}, sb[kSumLanes] = {};
     if (scale) {
       forEachLane(b, e, [&](int64_t i, int64_t l) {
@@ -73,16 +72,15 @@ Sums2 sumGrad(const float *dy, const float *x, const float *scale, int64_t n,
 /// deterministicSum (parallel.h) for two sums at once: f(begin, end) returns
 /// the pair over rows [begin, end); the chunking depends on n only.
 template <typename F> Sums2 deterministicSum2(int64_t n, int64_t cost, F f) {
-  constexpr int kChunks = 64;
   if (n <= 0)
     return Sums2();
-  if (n < kChunks || n * cost <= kParallelGrain)
+  if (!sumsInChunks(n, cost, kParallelGrain))
     return f(int64_t(0), n);
-  Sums2 parts[kChunks];
+  Sums2 parts[kSumChunks];
 #pragma omp parallel for schedule(                                             \
     static) if (shouldParallelize(n * cost, kParallelGrain))
-  for (int c = 0; c < kChunks; ++c)
-    parts[c] = f(n * c / kChunks, n * (c + 1) / kChunks);
+  for (int c = 0; c < kSumChunks; ++c)
+    parts[c] = f(sumChunkBegin(n, c), sumChunkBegin(n, c + 1));
   Sums2 sum;
   for (const Sums2 &p : parts) {
     sum.a += p.a;

@@ -12,6 +12,7 @@
 #define OTC_KERNELS_CPU_PARALLEL_H
 
 #include "isa.h"
+#include "sums.h"
 
 #include <omp.h>
 
@@ -22,12 +23,8 @@
 namespace otc::kernels {
 inline namespace OTCK_ISA {
 
-/// Elements of cheap elementwise work (a load, an add, a store) below which a
-/// kernel stays on the calling thread: a parallel region costs a few
-/// microseconds.
-constexpr int64_t kParallelGrain = int64_t(1) << 15;
-/// The same for elementwise work that evaluates a transcendental function.
-constexpr int64_t kParallelGrainHeavy = int64_t(1) << 12;
+// kParallelGrain, kParallelGrainHeavy, kSumLanes, kSumBlock and the
+// chunking of deterministicSum: shared/sums.h.
 
 /// Most threads a kernel uses when it keeps per-thread partial results.
 constexpr int kMaxThreads = 64;
@@ -74,30 +71,20 @@ template <typename F>
 auto deterministicSum(int64_t n, int64_t cost, int64_t grain, F f)
     -> decltype(f(int64_t(0), int64_t(0))) {
   using T = decltype(f(int64_t(0), int64_t(0)));
-  constexpr int kChunks = 64;
   if (n <= 0)
     return T{};
-  if (n < kChunks || n * cost <= grain)
+  if (!sumsInChunks(n, cost, grain))
     return f(int64_t(0), n);
-  T parts[kChunks];
+  T parts[kSumChunks];
 #pragma omp parallel for schedule(                                             \
     static) if (shouldParallelize(n * cost, grain))
-  for (int c = 0; c < kChunks; ++c)
-    parts[c] = f(n * c / kChunks, n * (c + 1) / kChunks);
+  for (int c = 0; c < kSumChunks; ++c)
+    parts[c] = f(sumChunkBegin(n, c), sumChunkBegin(n, c + 1));
   T sum{};
   for (const T &p : parts)
     sum += p;
   return sum;
 }
-
-/// Partial sums a reduction keeps: the kernels' float reductions run
-/// body(i, l) for lane l = (i - begin) % kSumLanes and add the lanes in order
-/// at the end. The lanes are explicit, not left to the vectoriser: how many
-/// partial sums a loop gets decides its rounding (a scalar float sum of 200
-/// values near 50 moved LayerNorm's outputs by 1e-4), which must not change
-/// with the ISA, the flags or a sanitizer build. 8: two SSE2 accumulators,
-/// a short tail on rows of a few dozen.
-constexpr int64_t kSumLanes = 8;
 
 /// Calls body(i, lane) for i in [begin, end); see kSumLanes. Each lane's
 /// accumulator sees its elements in increasing i.
@@ -121,14 +108,13 @@ template <typename T> inline T laneTotal(const T (&lane)[kSumLanes]) {
   return s;
 }
 
-/// Sum of x[0, n) in kSumLanes float lanes, accumulated per block of 1024 in
-/// double.
+/// Sum of x[0, n) in kSumLanes float lanes, accumulated per block of
+/// kSumBlock in double.
 inline double sumContiguous(const float *x, int64_t n) {
-  constexpr int64_t kBlock = 1024;
   double acc = 0.0;
-  for (int64_t b = 0; b < n; b += kBlock) {
+  for (int64_t b = 0; b < n; b += kSumBlock) {
     float lane[kSumLanes] = {};
-    forEachLane(b, std::min(n, b + kBlock),
+    forEachLane(b, std::min(n, b + kSumBlock),
                 [&](int64_t i, int64_t l) { lane[l] += x[i]; });
     for (float s : lane)
       acc += s;

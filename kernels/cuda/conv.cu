@@ -1,14 +1,15 @@
 //===- conv.cu - Convolution forward and backward on CUDA -----------------===//
 //
-// The CUDA twins of cpu/conv.cpp (otck_conv_transpose_f32 excepted): NCHW
-// with 1 to 3 spatial dimensions, held right-aligned in 3 slots as on the
-// CPU, groups, strides, dilations and begin pads. Direct kernels that need
+// The CUDA twins of cpu/conv.cpp: NCHW with 1 to 3 spatial dimensions,
+// held right-aligned in 3 slots as on the CPU, groups, strides, dilations
+// and begin pads. Direct kernels that need
 // no workspace (the compiler sizes the workspace with the CPU's
 // otck_conv_workspace_bytes; these twins ignore it):
 //  - forward: one thread per output element, summing its group's input
 //    channels and taps in float;
 //  - input gradient: one thread per input element, gathering the outputs
-//    whose taps read it (no atomics);
+//    whose taps read it (no atomics); the transposed convolution is this
+//    kernel on x, its bias added to each sum as the CPU adds it afterwards;
 //  - weight gradient: one block per weight element, summing over batch and
 //    output positions (float per thread, double across the block);
 //  - bias gradient: one block per output channel, likewise.
@@ -74,8 +75,10 @@ __global__ void convForwardKernel(ConvGeom g, const float *x, const float *w,
   }
 }
 
+/// dx = the adjoint of the convolution applied to dy, plus bias[c]
+/// (nullable).
 __global__ void convGradInputKernel(ConvGeom g, const float *dy, const float *w,
-                                    float *dx) {
+                                    const float *bias, float *dx) {
   const int64_t total = g.n * g.c * g.inSize;
   for (int64_t i = globalThread(); i < total; i += gridThreads()) {
     const int64_t p = i % g.inSize, nc = i / g.inSize;
@@ -106,7 +109,7 @@ __global__ void convGradInputKernel(ConvGeom g, const float *dy, const float *w,
         }
       }
     }
-    dx[i] = acc;
+    dx[i] = bias ? acc + bias[c] : acc;
   }
 }
 
@@ -196,9 +199,23 @@ extern "C" void otckd_conv_grad_input_f32(const otck_conv_desc *d,
   const int64_t total = g.n * g.c * g.inSize;
   if (total == 0)
     return;
-  convGradInputKernel<<<gridFor(total), kThreads, 0, currentStream()>>>(g, dy,
-                                                                        w, dx);
+  convGradInputKernel<<<gridFor(total), kThreads, 0, currentStream()>>>(
+      g, dy, w, nullptr, dx);
   checkLaunch("otckd_conv_grad_input_f32");
+}
+
+extern "C" void otckd_conv_transpose_f32(const otck_conv_desc *d,
+                                         const float *x, const float *w,
+                                         const float *bias, float *y, void *) {
+  ConvGeom g;
+  if (!geomOrFail(d, g, "otckd_conv_transpose_f32"))
+    return;
+  const int64_t total = g.n * g.c * g.inSize;
+  if (total == 0)
+    return;
+  convGradInputKernel<<<gridFor(total), kThreads, 0, currentStream()>>>(
+      g, x, w, bias, y);
+  checkLaunch("otckd_conv_transpose_f32");
 }
 
 extern "C" void otckd_conv_grad_weight_f32(const otck_conv_desc *d,

@@ -206,6 +206,23 @@ inline void expectClose(const std::vector<float> &want,
   expectClose(want, got, kRel, kAbs, what);
 }
 
+/// Bitwise equality of two byte images, reporting the first difference.
+template <class T>
+void expectSameBits(const std::vector<T> &want, const std::vector<T> &got,
+                    const std::string &what) {
+  ASSERT_EQ(want.size(), got.size()) << what;
+  const size_t bytes = want.size() * sizeof(T);
+  const auto *a = reinterpret_cast<const unsigned char *>(want.data());
+  const auto *b = reinterpret_cast<const unsigned char *>(got.data());
+  for (size_t i = 0; i < bytes; ++i)
+    if (a[i] != b[i]) {
+      ADD_FAILURE() << what << ": byte " << i << " of " << bytes
+                    << " differs (want " << int(a[i]) << ", got " << int(b[i])
+                    << ")";
+      return;
+    }
+}
+
 /// got[i] within tol[i] of want[i] (NaN matches NaN, an infinity only
 /// itself); reports the first few differences.
 template <class Tol>

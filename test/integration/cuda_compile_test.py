@@ -3,8 +3,9 @@
 # Compiles the example MLP (batch 32, Adam) for CUDA as an executable and as
 # a library, model_parity_test's GPT-style decoder (embeddings: gather;
 # LayerNorm; causal masking: where) and a residual CNN (convolutions,
-# BatchNorm, ReLU, max pooling, global average pooling, a linear head) as
-# executables, an MLP with training-mode dropout, and text classifiers on
+# BatchNorm, ReLU, max pooling, global average pooling, a linear head) and a
+# UNet (transposed convolution, InstanceNorm, nn.Upsample) as executables,
+# an MLP with training-mode dropout, and text classifiers on
 # 2-layer bidirectional LSTM, GRU and RNN: all must build here (no GPU needed) and need the CUDA kernel
 # library. Nothing is run: programs on a GPU are tested by the runtime's
 # `gpu` tests and integration.cuda_train. Skips (exit 77) when otc-compile
@@ -41,6 +42,40 @@ def residual_cnn():
             y = self.pool(F.relu(self.bn1(self.stem(x))))
             y = F.relu(y + self.bn2(self.conv(y)))
             y = F.adaptive_avg_pool2d(y, 1)  # GlobalAveragePool
+            return self.fc(torch.flatten(y, 1))
+
+    torch.manual_seed(0)
+    return Net()
+
+
+def unet():
+    """A small UNet: strided convolutions down, a transposed convolution
+    and nn.Upsample (nearest and bilinear) up, InstanceNorm, a skip
+    connection, a linear head."""
+    import torch
+    import torch.nn as nn
+    import torch.nn.functional as F
+
+    class Net(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.down = nn.Conv2d(1, 8, 3, 2, 1)
+            self.norm1 = nn.InstanceNorm2d(8, affine=True)
+            self.bottom = nn.Conv2d(8, 8, 3, 2, 1)
+            self.up = nn.ConvTranspose2d(8, 8, 3, 2, 1, output_padding=1)
+            self.norm2 = nn.InstanceNorm2d(8, affine=True)
+            self.nearest = nn.Upsample(scale_factor=2, mode="nearest")
+            self.bilinear = nn.Upsample(scale_factor=2, mode="bilinear",
+                                        align_corners=False)
+            self.head = nn.Conv2d(16, 4, 3, 1, 1)
+            self.fc = nn.Linear(4, 10)
+
+        def forward(self, x):
+            d = F.relu(self.norm1(self.down(x)))       # 14 x 14
+            b = F.relu(self.bottom(d))                  # 7 x 7
+            u = F.relu(self.norm2(self.up(b)))          # 14 x 14
+            y = torch.cat([self.nearest(u), self.bilinear(d)], 1)  # 28 x 28
+            y = F.adaptive_avg_pool2d(F.relu(self.head(y)), 1)
             return self.fc(torch.flatten(y, 1))
 
     torch.manual_seed(0)
@@ -179,6 +214,29 @@ def main():
                          "max_pool_grad_f32", "reduce_f32",
                          "reduce_grad_f32")),
                      nm.strip()[-400:])
+
+    # A UNet: transposed convolutions, InstanceNorm and Resize have twins.
+    unet_onnx = ctx.path("unet.onnx")
+    torch.onnx.export(unet().train(), (torch.zeros(2, 1, 28, 28),),
+                      unet_onnx, input_names=["input"],
+                      output_names=["logits"],
+                      training=torch.onnx.TrainingMode.TRAINING,
+                      do_constant_folding=False, opset_version=15)
+    out = ctx.path("unet")
+    r = T.compile_model(ctx, unet_onnx, out, emit="exe", batch=2,
+                        optimizer="adam", target="cuda")
+    if T.require_ok(checks, "UNet compiled for CUDA", r):
+        check_program(checks, "UNet", out, True)
+        nm = subprocess.run(["nm", "-D", "--undefined-only", out],
+                            capture_output=True, text=True).stdout
+        wanted = ["otckd_conv_transpose_f32", "otckd_instance_norm_f32",
+                  "otckd_instance_norm_grad_f32", "otckd_resize_f32",
+                  "otckd_resize_grad_f32"]
+        checks.check("UNet: calls the ConvTranspose, InstanceNorm and Resize "
+                     "twins",
+                     all(re.search(r"\b%s\b" % f, nm) for f in wanted),
+                     "missing: %s" % [f for f in wanted
+                                      if not re.search(r"\b%s\b" % f, nm)])
 
     # Dropout in training mode: the twin draws the CPU's mask.
     torch.manual_seed(0)

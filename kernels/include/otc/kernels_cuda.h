@@ -130,6 +130,18 @@ void otckd_pad(int rank, const int64_t *in_shape, const int64_t *pads_begin,
 void otckd_pad_grad_f32(int rank, const int64_t *in_shape,
                         const int64_t *pads_begin, const int64_t *pads_end,
                         int mode, const float *dy, float *dx);
+/* Twins of otck_resize_f32 and otck_resize_grad_f32 (shapes and scales on
+ * the host), bit for bit: the CPU's sampling rule (both libraries share it),
+ * one thread per y element (forward) or per dx element (gradient, adding the
+ * dy elements that read it in the CPU's order: no atomics). */
+void otckd_resize_f32(int rank, const int64_t *in_shape,
+                      const int64_t *out_shape, const float *scales, int mode,
+                      int coord_mode, int nearest_mode, const float *x,
+                      float *y);
+void otckd_resize_grad_f32(int rank, const int64_t *in_shape,
+                           const int64_t *out_shape, const float *scales,
+                           int mode, int coord_mode, int nearest_mode,
+                           const float *dy, float *dx);
 /* Twins of otck_trilu and otck_one_hot_f32 (indices on the device); x and y
  * of trilu may alias. */
 void otckd_trilu(int64_t batch, int64_t rows, int64_t cols, int64_t k,
@@ -249,7 +261,7 @@ void otckd_reduce_grad_f32(otck_reduce_op op, int rank, const int64_t *in_shape,
                            const uint8_t *reduced, const float *x,
                            const float *y, const float *dy, float *dx);
 
-/*--- Convolution, pooling, batch normalization (CNNs) ----------------------*/
+/*--- Convolution, pooling, normalization (CNNs) ----------------------------*/
 
 /* Descriptors are host structs. The conv twins use no workspace (the
  * argument is accepted for the CPU signature and may be null): direct
@@ -267,6 +279,11 @@ void otckd_conv_grad_weight_f32(const otck_conv_desc *d, const float *dy,
                                 const float *x, float *dw, void *workspace);
 void otckd_conv_grad_bias_f32(const otck_conv_desc *d, const float *dy,
                               float *db);
+/* ConvTranspose (the descriptor as for otck_conv_transpose_f32): the
+ * grad_input kernel on x plus the bias, one thread per y element. */
+void otckd_conv_transpose_f32(const otck_conv_desc *d, const float *x,
+                              const float *w, const float *bias, float *y,
+                              void *workspace);
 /* Pooling: one thread per output (forward) or input element (backward,
  * gathering the outputs whose windows reach it: no atomics).
  * otckd_max_pool_grad_f32 expects the indices of otckd_max_pool_f32 (each
@@ -294,6 +311,17 @@ void otckd_batch_norm_grad_f32(int64_t N, int64_t C, int64_t S, const float *dy,
                                const float *saved_mean,
                                const float *saved_invstd, float *dx,
                                float *dscale, float *dbias);
+/* InstanceNorm, bit for bit: one block per (n, c) row adds in the CPU's
+ * float lanes and blocks; the gradient's dscale/dbias add the rows' sums per
+ * channel in the CPU's order (through scratch). */
+void otckd_instance_norm_f32(int64_t N, int64_t C, int64_t S, const float *x,
+                             const float *scale, const float *bias, float eps,
+                             float *y, float *mean, float *invstd);
+void otckd_instance_norm_grad_f32(int64_t N, int64_t C, int64_t S,
+                                  const float *dy, const float *x,
+                                  const float *scale, const float *mean,
+                                  const float *invstd, float *dx, float *dscale,
+                                  float *dbias);
 
 #ifdef __cplusplus
 }

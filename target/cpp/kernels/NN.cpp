@@ -55,8 +55,9 @@ LogicalResult KernelEmitter::conv() {
     os << "    " << fn("conv_f32") << "(" << desc << ", " << in(0) << ", "
        << in(1) << ", " << bias << ", " << out(0) << ", " << ws << ");\n";
   else if (kn == "conv_transpose")
-    os << "    otck_conv_transpose_f32(" << desc << ", " << in(0) << ", "
-       << in(1) << ", " << bias << ", " << out(0) << ", " << ws << ");\n";
+    os << "    " << fn("conv_transpose_f32") << "(" << desc << ", " << in(0)
+       << ", " << in(1) << ", " << bias << ", " << out(0) << ", " << ws
+       << ");\n";
   else if (kn == "conv_grad_input")
     os << "    " << fn("conv_grad_input_f32") << "(" << desc << ", " << in(0)
        << ", " << in(1) << ", " << out(0) << ", " << ws << ");\n";
@@ -146,7 +147,7 @@ LogicalResult KernelEmitter::normGrad() {
   } else {
     os << "    "
        << (kn == "batch_norm_grad" ? fn("batch_norm_grad_f32")
-                                   : "otck_instance_norm_grad_f32")
+                                   : fn("instance_norm_grad_f32"))
        << "(" << ncs(x) << ", " << args << ");\n";
   }
   return success();
@@ -169,8 +170,9 @@ LogicalResult KernelEmitter::layerNorm() {
 LogicalResult KernelEmitter::instanceNorm() {
   if (failed(requireF32()))
     return failure();
-  os << "    otck_instance_norm_f32(" << ncs(shapeOf(ins[0])) << ", " << in(0)
-     << ", " << in(1) << ", " << in(2) << ", " << floatLiteral(f32("epsilon"))
-     << ", " << out(0) << ", " << out(1) << ", " << out(2) << ");\n";
+  os << "    " << fn("instance_norm_f32") << "(" << ncs(shapeOf(ins[0])) << ", "
+     << in(0) << ", " << in(1) << ", " << in(2) << ", "
+     << floatLiteral(f32("epsilon")) << ", " << out(0) << ", " << out(1) << ", "
+     << out(2) << ");\n";
   return success();
 }

@@ -215,7 +215,7 @@ LogicalResult KernelEmitter::resize() {
   std::string coord =
       "OTCK_RESIZE_" + str("coordinate_transformation_mode").upper();
   std::string nearest = "OTCK_RESIZE_" + str("nearest_mode").upper();
-  os << "    otck_resize" << (grad ? "_grad" : "") << "_f32("
+  os << "    " << fn(grad ? "resize_grad_f32" : "resize_f32") << "("
      << shapeOf(x).size() << ", " << is << ", " << ys << ", scales, " << mode
      << ", " << coord << ", " << nearest << ", " << in(0) << ", " << out(0)
      << ");\n";

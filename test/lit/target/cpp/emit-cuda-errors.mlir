@@ -2,15 +2,13 @@
 
 // A kernel without a CUDA twin is an error on its op, naming the kernel and
 // what --target cuda supports, rather than C++ the host compiler rejects.
-// (Convolutions have twins; the transposed convolution has none yet.)
-// CHECK: error: 'conv_transpose' has no CUDA kernel yet (--target cuda supports: abs, acos, acosh, adagrad_update, adam_update, {{.*}}, conv, conv_grad_input, conv_grad_weight, {{.*}}, gather, gather_grad, {{.*}}, gemm, {{.*}}, layer_norm, layer_norm_grad, {{.*}}, unpack, where)
+// (Convolutions, transposed ones included, have twins; TopK has none yet.)
+// CHECK: error: 'topk' has no CUDA kernel yet (--target cuda supports: abs, acos, acosh, adagrad_update, adam_update, {{.*}}, conv, conv_grad_input, conv_grad_weight, conv_transpose, {{.*}}, gather, gather_grad, {{.*}}, gemm, {{.*}}, layer_norm, layer_norm_grad, {{.*}}, unpack, where)
 module {
-  func.func @eval_step(%x: tensor<1x1x3x3xf32> {otc.input = "x", otc.role = "data"},
-                       %w: tensor<1x2x3x3xf32> {otc.param = "w"})
-      -> (tensor<1x2x7x7xf32> {otc.output = "y"}) {
-    %y = graph.conv_transpose %x, %w {strides = array<i64: 2, 2>, dilations = array<i64: 1, 1>,
-        pads_begin = array<i64: 0, 0>, pads_end = array<i64: 0, 0>, group = 1 : i64}
-        : (tensor<1x1x3x3xf32>, tensor<1x2x3x3xf32>) -> tensor<1x2x7x7xf32>
-    return %y : tensor<1x2x7x7xf32>
+  func.func @eval_step(%x: tensor<4x8xf32> {otc.input = "x", otc.role = "data"})
+      -> (tensor<4x3xf32> {otc.output = "v"}, tensor<4x3xi64> {otc.output = "i"}) {
+    %v, %i = graph.topk %x {axis = 1 : i64, k = 3 : i64, largest = true}
+        : tensor<4x8xf32> -> (tensor<4x3xf32>, tensor<4x3xi64>)
+    return %v, %i : tensor<4x3xf32>, tensor<4x3xi64>
   }
 }
