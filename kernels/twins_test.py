@@ -38,14 +38,10 @@ CPU_ONLY = {
 # Table kernels (and their C entry points) without a CUDA twin yet.
 MISSING = {
     "conv_transpose": ["conv_transpose_f32"],
-    "gather_elements": ["gather_elements"],
-    "gather_elements_grad": ["gather_elements_grad_f32"],
     "instance_norm": ["instance_norm_f32"],
     "instance_norm_grad": ["instance_norm_grad_f32"],
     "resize": ["resize_f32"],
     "resize_grad": ["resize_grad_f32"],
-    "scatter_elements": ["scatter_elements_f32"],
-    "topk": ["topk_f32"],
 }
 
 KERNEL = re.compile(r'OTC_KERNEL\(\s*"([^"]+)",\s*\w+,\s*\d+,\s*\d+,\s*\d+,'

@@ -49,6 +49,13 @@ __device__ inline void recordStatus(int *status, int code) {
     atomicCAS(status, 0, code);
 }
 
+/// Enqueues a check of indices[0, count) on `stream` that records
+/// OTCK_ERR_INDEX_OUT_OF_RANGE in the status word if one is outside [-n, n)
+/// (the CPU's rule; negative ones count from the end). False (and a
+/// recorded CUDA error) when the status word cannot be had.
+bool checkIndices(int64_t count, const int64_t *indices, int64_t n,
+                  cudaStream_t stream, const char *what);
+
 /// Blocks for a grid-stride loop over n items with one item per thread:
 /// enough to fill a large GPU, never more than needed.
 inline unsigned gridFor(int64_t n) {

@@ -306,6 +306,20 @@ void runWhere(const WherePlan &p, const uint8_t *cond, const void *a,
 }
 
 } // namespace
+
+bool checkIndices(int64_t count, const int64_t *indices, int64_t n,
+                  cudaStream_t stream, const char *what) {
+  int *status = deviceStatusWord();
+  if (!status)
+    return false;
+  if (count > 0) {
+    checkIndicesKernel<<<gridFor(count), kThreads, 0, stream>>>(count, indices,
+                                                                n, status);
+    checkLaunch(what);
+  }
+  return true;
+}
+
 } // namespace otc::kernels::cuda
 
 using namespace otc::kernels;
