@@ -277,7 +277,8 @@ TEST_F(TransformerCuda, TopKOfNothingWritesNothing) {
 
 /// Index shapes at most the data's off the axis (equal, smaller, empty),
 /// longer or shorter along it (repeats), every axis and negative axes,
-/// ranks 1 to 4.
+/// ranks 1 to 4; few columns with a long axis take the scatters' sorted
+/// path.
 struct ElementsCase {
   Shape x, idx;
   int axis;
@@ -299,6 +300,9 @@ const ElementsCase kElementsCases[] = {
     {{2, 1, 4, 3}, {1, 1, 4, 3}, 0},
     {{2, 1, 4, 3}, {2, 1, 3, 3}, -1},
     {{64, 5, 33}, {64, 5, 33}, 1},
+    {{5000}, {6000}, 0},
+    {{2, 70, 3}, {2, 100, 3}, 1},
+    {{4, 90, 5}, {3, 80, 2}, -2},
     {{4, 0, 3}, {4, 0, 3}, 0},
     {{4, 3}, {0, 3}, 0},
     {{4, 3}, {4, 0}, 0},

@@ -161,7 +161,9 @@ void otckd_topk_f32(int64_t outer, int64_t n, int64_t inner, int64_t k,
  * index outside [-axis_dim, axis_dim) records OTCK_ERR_INDEX_OUT_OF_RANGE
  * (y, or dx, unspecified). Repeated indices combine in the CPU's order
  * (increasing position), bit for bit, without atomics (a NaN that a sum or
- * product makes is the GPU's canonical NaN); y of the scatter may alias
+ * product makes is the GPU's canonical NaN); with few index columns and a
+ * long axis, the gradient and the scatter sort the positions through
+ * stream-ordered scratch (CUB radix sort). y of the scatter may alias
  * data. */
 int otckd_gather_elements(int rank, const int64_t *x_shape,
                           const int64_t *idx_shape, int axis, const void *x,
