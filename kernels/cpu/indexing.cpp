@@ -15,6 +15,7 @@
 
 #include "otc/kernels.h"
 
+#include "axis_view.h"
 #include "int_ops.h"
 #include "parallel.h"
 
@@ -66,65 +67,6 @@ inline void copyElem(char *dst, const char *src, int64_t es) {
 //===----------------------------------------------------------------------===//
 // Axis views of GatherElements / ScatterElements
 //===----------------------------------------------------------------------===//
-
-/// Indices shaped idx_shape, addressing a tensor shaped x_shape along `axis`:
-/// positions are [outer, m, inner] of idx_shape; `outer` and `inner` index
-/// the other dimensions, whose x offsets come from walkers.
-struct AxisView {
-  int rank = 0, axis = 0;
-  int64_t xShape[OTCK_MAX_RANK], iShape[OTCK_MAX_RANK];
-  int64_t xStride[OTCK_MAX_RANK];
-  int64_t outer = 1, m = 1, inner = 1, axisDim = 1, axisStride = 1;
-  int64_t idxTotal = 1, xTotal = 1;
-  /// True when idx_shape equals x_shape off the axis (inner offsets are the
-  /// inner index itself).
-  bool innerDense = true;
-};
-
-bool makeAxisView(int rank, const int64_t *xShape, const int64_t *iShape,
-                  int axis, AxisView &v) {
-  if (rank < 1 || rank > OTCK_MAX_RANK)
-    return false;
-  if (axis < 0)
-    axis += rank;
-  if (axis < 0 || axis >= rank)
-    return false;
-  v.rank = rank;
-  v.axis = axis;
-  int64_t s = 1;
-  for (int d = rank - 1; d >= 0; --d) {
-    v.xShape[d] = xShape[d];
-    v.iShape[d] = iShape[d];
-    v.xStride[d] = s;
-    s *= xShape[d];
-    v.idxTotal *= iShape[d];
-    if (d < axis)
-      v.outer *= iShape[d];
-    else if (d > axis)
-      v.inner *= iShape[d];
-    if (d != axis && iShape[d] != xShape[d])
-      v.innerDense = false;
-  }
-  v.xTotal = s;
-  v.m = iShape[axis];
-  v.axisDim = xShape[axis];
-  v.axisStride = v.xStride[axis];
-  return true;
-}
-
-/// x offset of idx position (outer o, axis 0, inner j).
-int64_t axisBase(const AxisView &v, int64_t o, int64_t j) {
-  int64_t off = 0;
-  for (int d = v.rank - 1; d > v.axis; --d) {
-    off += (j % v.iShape[d]) * v.xStride[d];
-    j /= v.iShape[d];
-  }
-  for (int d = v.axis - 1; d >= 0; --d) {
-    off += (o % v.iShape[d]) * v.xStride[d];
-    o /= v.iShape[d];
-  }
-  return off;
-}
 
 /// Calls fn(xBase, idxBase, w) for blocks of up to kCols inner columns of
 /// every outer index, where column c of the block has x offset
@@ -478,20 +420,20 @@ extern "C" int otck_scatter_elements_f32(int rank, const int64_t *data_shape,
   };
   switch (reduction) {
   case OTCK_SCATTER_ADD:
-    scatter([](float t, float u) { return t + u; });
+    scatter(ScatterCombine<OTCK_SCATTER_ADD>());
     break;
   case OTCK_SCATTER_MUL:
-    scatter([](float t, float u) { return t * u; });
+    scatter(ScatterCombine<OTCK_SCATTER_MUL>());
     break;
   case OTCK_SCATTER_MAX:
-    scatter([](float t, float u) { return (u > t || u != u) ? u : t; });
+    scatter(ScatterCombine<OTCK_SCATTER_MAX>());
     break;
   case OTCK_SCATTER_MIN:
-    scatter([](float t, float u) { return (u < t || u != u) ? u : t; });
+    scatter(ScatterCombine<OTCK_SCATTER_MIN>());
     break;
   case OTCK_SCATTER_NONE:
   default:
-    scatter([](float, float u) { return u; });
+    scatter(ScatterCombine<OTCK_SCATTER_NONE>());
     break;
   }
   return OTCK_OK;

@@ -22,6 +22,7 @@
 #include "otc/kernels.h"
 
 #include "parallel.h"
+#include "topk.h"
 #include "vmath.h"
 
 #include <cmath>
@@ -585,26 +586,6 @@ float emptyValue(otck_reduce_op op) {
     return 0.0f;
   }
 }
-
-/// ONNX TopK order: is element i ranked before element j? NaN ranks above
-/// every number; equal values rank by index.
-struct TopKOrder {
-  const float *x;
-  int64_t stride;
-  bool largest;
-  bool operator()(int64_t i, int64_t j) const {
-    const float a = x[i * stride], b = x[j * stride];
-    const bool an = a != a, bn = b != b;
-    if (an || bn) {
-      if (an && bn)
-        return i < j;
-      return largest ? an : bn;
-    }
-    if (a != b)
-      return largest ? a > b : a < b;
-    return i < j;
-  }
-};
 
 /// Restores the heap below `pos` of a heap whose root is the lowest-ranked
 /// element (slots of stride `s`).

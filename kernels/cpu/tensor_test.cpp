@@ -13,6 +13,7 @@
 #include "otc/kernels.h"
 
 #include "kernels_test_util.h"
+#include "topk.h"
 
 #include <gtest/gtest.h>
 
@@ -20,6 +21,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <limits>
 #include <numeric>
 #include <random>
 #include <string>
@@ -1062,6 +1064,42 @@ TEST(TopK, AgainstStableSortWithTiesAndNaN) {
           }
         }
     }
+}
+
+TEST(TopK, RadixKeyOrdersAsTheKernel) {
+  // The CUDA twin sorts long slices stably by topkKey: that order must be
+  // TopKOrder's on every pair of special and ordinary values.
+  const float vals[] = {kNaN,
+                        -kNaN,
+                        kInf,
+                        -kInf,
+                        0.0f,
+                        -0.0f,
+                        1.0f,
+                        -1.0f,
+                        0.5f,
+                        -2.5f,
+                        std::numeric_limits<float>::max(),
+                        std::numeric_limits<float>::lowest(),
+                        std::numeric_limits<float>::min(),
+                        -std::numeric_limits<float>::min(),
+                        std::numeric_limits<float>::denorm_min(),
+                        -std::numeric_limits<float>::denorm_min(),
+                        1.0f,
+                        kNaN,
+                        -0.0f};
+  const int64_t n = int64_t(sizeof vals / sizeof vals[0]);
+  for (bool largest : {false, true}) {
+    const otc::kernels::TopKOrder before{vals, 1, largest};
+    for (int64_t i = 0; i < n; ++i)
+      for (int64_t j = 0; j < n; ++j) {
+        const uint32_t ki = otc::kernels::topkKey(vals[i], largest);
+        const uint32_t kj = otc::kernels::topkKey(vals[j], largest);
+        EXPECT_EQ(before(i, j), ki < kj || (ki == kj && i < j))
+            << vals[i] << " (" << i << ") and " << vals[j] << " (" << j
+            << "), largest " << largest;
+      }
+  }
 }
 
 TEST(TopK, BackwardIsGatherElementsGrad) {

@@ -49,6 +49,27 @@ __device__ inline void recordStatus(int *status, int code) {
     atomicCAS(status, 0, code);
 }
 
+/// Enqueues a check of indices[0, count) on `stream` that records
+/// OTCK_ERR_INDEX_OUT_OF_RANGE in the status word if one is outside [-n, n)
+/// (the CPU's rule; negative ones count from the end). False (and a
+/// recorded CUDA error) when the status word cannot be had.
+bool checkIndices(int64_t count, const int64_t *indices, int64_t n,
+                  cudaStream_t stream, const char *what);
+
+/// First position of sorted keys[0, n) not below `key`.
+__device__ inline int64_t lowerBound(const uint64_t *keys, int64_t n,
+                                     uint64_t key) {
+  int64_t lo = 0, hi = n;
+  while (lo < hi) {
+    const int64_t mid = lo + (hi - lo) / 2;
+    if (keys[mid] < key)
+      lo = mid + 1;
+    else
+      hi = mid;
+  }
+  return lo;
+}
+
 /// Blocks for a grid-stride loop over n items with one item per thread:
 /// enough to fill a large GPU, never more than needed.
 inline unsigned gridFor(int64_t n) {

@@ -15,12 +15,22 @@
 // the zero count and product of the non-zero inputs) into a stream-ordered
 // scratch buffer.
 //
+// TopK (otck_topk_f32) ranks by the CPU's order (shared/topk.h), a strict
+// total order (ties to the lower index, NaN above every number), so the k
+// best and their order are unique: short slices count, for each element,
+// the elements ranked before it; long ones are sorted with CUB's stable
+// radix sort on (slice, an unsigned key of the same order). Both give the
+// CPU's values and indices bit for bit.
+//
 //===----------------------------------------------------------------------===//
 
 #include "cuda_common.h"
+#include "topk.h"
 
+#include <cub/device/device_radix_sort.cuh>
 #include <math_constants.h>
 
+#include <climits>
 #include <limits>
 
 namespace otc::kernels::cuda {
@@ -449,6 +459,114 @@ bool validShape(int rank, const int64_t *shape) {
   return true;
 }
 
+//===----------------------------------------------------------------------===//
+// TopK
+//===----------------------------------------------------------------------===//
+
+/// Slices at most this long rank each element by comparing it with the
+/// whole slice; longer ones are radix sorted.
+constexpr int64_t kTopKCompareMax = 256;
+
+/// One thread per element (o, i, j) of x [outer, n, inner]: its rank is the
+/// number of elements of its slice that TopKOrder (the CPU's order, a
+/// strict total order) puts before it; the k best go to their rank's slot.
+__global__ void topkCompareKernel(int64_t outer, int64_t n, int64_t inner,
+                                  int64_t k, bool largest, const float *x,
+                                  float *values, int64_t *indices) {
+  const int64_t total = outer * n * inner;
+  for (int64_t e = globalThread(); e < total; e += gridThreads()) {
+    const int64_t j = e % inner, r = e / inner;
+    const int64_t i = r % n, o = r / n;
+    const TopKOrder before{x + o * n * inner + j, inner, largest};
+    int64_t rank = 0;
+    for (int64_t t = 0; t < n && rank < k; ++t)
+      rank += before(t, i) ? 1 : 0;
+    if (rank < k) {
+      const int64_t out = (o * k + rank) * inner + j;
+      indices[out] = i;
+      values[out] = x[e];
+    }
+  }
+}
+
+/// Sort item p = slice * n + i (slice = o * inner + j): the key (slice,
+/// topkKey of x[o, i, j]) and the value i, in increasing i within a slice so
+/// that a stable sort breaks ties by the lower index.
+__global__ void topkKeysKernel(int64_t outer, int64_t n, int64_t inner,
+                               bool largest, const float *x, uint64_t *keys,
+                               int32_t *vals) {
+  const int64_t total = outer * n * inner;
+  for (int64_t p = globalThread(); p < total; p += gridThreads()) {
+    const int64_t slice = p / n, i = p % n;
+    const int64_t o = slice / inner, j = slice % inner;
+    keys[p] = (uint64_t(slice) << 32) |
+              uint64_t(topkKey(x[(o * n + i) * inner + j], largest));
+    vals[p] = int32_t(i);
+  }
+}
+
+/// values/indices [outer, k, inner] from the first k sorted items of every
+/// slice.
+__global__ void topkTakeKernel(int64_t outer, int64_t n, int64_t inner,
+                               int64_t k, const int32_t *sorted, const float *x,
+                               float *values, int64_t *indices) {
+  const int64_t total = outer * k * inner;
+  for (int64_t e = globalThread(); e < total; e += gridThreads()) {
+    const int64_t j = e % inner, r = e / inner;
+    const int64_t q = r % k, o = r / k;
+    const int64_t i = sorted[(o * inner + j) * n + q];
+    indices[e] = i;
+    values[e] = x[(o * n + i) * inner + j];
+  }
+}
+
+/// TopK of slices too long to compare: one stable radix sort of every
+/// element by (slice, key) through stream-ordered scratch.
+void topkSorted(int64_t outer, int64_t n, int64_t inner, int64_t k,
+                bool largest, const float *x, float *values, int64_t *indices,
+                cudaStream_t stream) {
+  const int64_t total = outer * n * inner, slices = outer * inner;
+  if (total > INT_MAX) {
+    recordFailure("otckd_topk_f32", "more than INT_MAX elements to sort");
+    return;
+  }
+  const int count = int(total);
+  StreamScratch keys(size_t(count) * sizeof(uint64_t), stream);
+  StreamScratch sortedKeys(size_t(count) * sizeof(uint64_t), stream);
+  StreamScratch vals(size_t(count) * sizeof(int32_t), stream);
+  StreamScratch sortedVals(size_t(count) * sizeof(int32_t), stream);
+  if (!keys.ok() || !sortedKeys.ok() || !vals.ok() || !sortedVals.ok())
+    return;
+  topkKeysKernel<<<gridFor(total), kThreads, 0, stream>>>(
+      outer, n, inner, largest, x, keys.as<uint64_t>(), vals.as<int32_t>());
+  checkLaunch("otckd_topk_f32: keys");
+  int endBit = 32;
+  while (endBit < 64 && (uint64_t(slices - 1) >> (endBit - 32)) != 0)
+    ++endBit;
+  size_t tempBytes = 0;
+  cudaError_t err = cub::DeviceRadixSort::SortPairs(
+      nullptr, tempBytes, keys.as<uint64_t>(), sortedKeys.as<uint64_t>(),
+      vals.as<int32_t>(), sortedVals.as<int32_t>(), count, 0, endBit, stream);
+  if (err != cudaSuccess) {
+    recordCuda(err, "otckd_topk_f32: radix sort size");
+    return;
+  }
+  StreamScratch temp(tempBytes > 0 ? tempBytes : 1, stream);
+  if (!temp.ok())
+    return;
+  err = cub::DeviceRadixSort::SortPairs(
+      temp.as<void>(), tempBytes, keys.as<uint64_t>(),
+      sortedKeys.as<uint64_t>(), vals.as<int32_t>(), sortedVals.as<int32_t>(),
+      count, 0, endBit, stream);
+  if (err != cudaSuccess) {
+    recordCuda(err, "otckd_topk_f32: radix sort");
+    return;
+  }
+  topkTakeKernel<<<gridFor(outer * k * inner), kThreads, 0, stream>>>(
+      outer, n, inner, k, sortedVals.as<int32_t>(), x, values, indices);
+  checkLaunch("otckd_topk_f32");
+}
+
 } // namespace
 } // namespace otc::kernels::cuda
 
@@ -551,4 +669,21 @@ extern "C" void otckd_arg_reduce_i64(int is_max, int64_t outer, int64_t n,
                                      const int64_t *x, int64_t *y) {
   runArgReduce(is_max, outer, n, inner, select_last_index, x, y,
                "otckd_arg_reduce_i64");
+}
+
+extern "C" void otckd_topk_f32(int64_t outer, int64_t n, int64_t inner,
+                               int64_t k, int largest, int sorted,
+                               const float *x, float *values,
+                               int64_t *indices) {
+  (void)sorted; // Always sorted, as the CPU's.
+  if (outer <= 0 || inner <= 0 || k <= 0 || k > n)
+    return;
+  cudaStream_t stream = currentStream();
+  if (n > kTopKCompareMax) {
+    topkSorted(outer, n, inner, k, largest != 0, x, values, indices, stream);
+    return;
+  }
+  topkCompareKernel<<<gridFor(outer * n * inner), kThreads, 0, stream>>>(
+      outer, n, inner, k, largest != 0, x, values, indices);
+  checkLaunch("otckd_topk_f32");
 }

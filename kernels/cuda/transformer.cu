@@ -86,20 +86,6 @@ __global__ void gatherKeysKernel(int64_t count, const int64_t *idx,
   }
 }
 
-/// First position of sorted keys[0, n) not below `key`.
-__device__ inline int64_t lowerBound(const uint64_t *keys, int64_t n,
-                                     uint64_t key) {
-  int64_t lo = 0, hi = n;
-  while (lo < hi) {
-    const int64_t mid = lo + (hi - lo) / 2;
-    if (keys[mid] < key)
-      lo = mid + 1;
-    else
-      hi = mid;
-  }
-  return lo;
-}
-
 /// dx [outer, axisDim, inner]: element (o, i, j) = sum of dy[o, q, j] over
 /// the positions q whose index is i, in increasing q (their order in the
 /// stably sorted pairs), from 0 in float.
@@ -306,6 +292,20 @@ void runWhere(const WherePlan &p, const uint8_t *cond, const void *a,
 }
 
 } // namespace
+
+bool checkIndices(int64_t count, const int64_t *indices, int64_t n,
+                  cudaStream_t stream, const char *what) {
+  int *status = deviceStatusWord();
+  if (!status)
+    return false;
+  if (count > 0) {
+    checkIndicesKernel<<<gridFor(count), kThreads, 0, stream>>>(count, indices,
+                                                                n, status);
+    checkLaunch(what);
+  }
+  return true;
+}
+
 } // namespace otc::kernels::cuda
 
 using namespace otc::kernels;

@@ -1,9 +1,11 @@
 //===- transformer_cuda_test.cpp - Gather, LayerNorm, Where, Reduce twins -===//
 //
-// The otckd_ twins of transformer.cu and reduce.cu against their otck_ CPU
-// twins on random data (fixed seeds) with odd sizes: gather and where
-// exactly (they move bytes), gather_grad exactly too (the same float adds
-// in the same order) and run to run bit for bit, LayerNorm and the
+// The otckd_ twins of transformer.cu, indexing.cu and reduce.cu against
+// their otck_ CPU twins on random data (fixed seeds) with odd sizes: gather,
+// gather_elements and where exactly (they move bytes), gather_grad,
+// gather_elements_grad and scatter_elements exactly too (the same float
+// operations in the same order, repeated indices included) and run to run
+// bit for bit, topk exactly (ties, NaN, both zeros), LayerNorm and the
 // reductions within float rounding. Out-of-range indices must record
 // OTCK_ERR_INDEX_OUT_OF_RANGE for otckd_take_status. Every test is skipped
 // when no CUDA device is visible; listing the tests touches no CUDA API.
@@ -172,6 +174,290 @@ TEST_F(TransformerCuda, OutOfRangeIndicesAreRecorded) {
   Dev<float> dy(3), ddx(1);
   EXPECT_EQ(otckd_gather(1, 0, 3, ddx.get(), 1, zero.get(), dy.get(), 4), 0);
   EXPECT_EQ(otckd_take_status(), OTCK_ERR_INDEX_OUT_OF_RANGE) << "axis_dim 0";
+}
+
+//===----------------------------------------------------------------------===//
+// TopK
+//===----------------------------------------------------------------------===//
+
+/// x with the values TopK must order exactly sprinkled in: NaN, both zeros,
+/// both infinities, and the largest and smallest finite numbers.
+std::vector<float> adversarial(std::vector<float> x, unsigned seed) {
+  const float specials[] = {kNaN,
+                            -kNaN,
+                            0.0f,
+                            -0.0f,
+                            kInf,
+                            -kInf,
+                            std::numeric_limits<float>::max(),
+                            std::numeric_limits<float>::lowest(),
+                            std::numeric_limits<float>::denorm_min()};
+  std::mt19937 rng(seed);
+  for (size_t i = 0; i < x.size(); ++i)
+    if (rng() % 4 == 0)
+      x[i] = specials[rng() % (sizeof specials / sizeof specials[0])];
+  return x;
+}
+
+/// Bitwise equality, except that a NaN matches any NaN: a sum or product
+/// that makes a NaN gives the GPU's canonical one, the CPU's another.
+void expectSameBitsOrNaN(const std::vector<float> &want,
+                         const std::vector<float> &got,
+                         const std::string &what) {
+  ASSERT_EQ(want.size(), got.size()) << what;
+  for (size_t i = 0; i < want.size(); ++i) {
+    if (std::isnan(want[i]) && std::isnan(got[i]))
+      continue;
+    uint32_t a, b;
+    std::memcpy(&a, &want[i], 4);
+    std::memcpy(&b, &got[i], 4);
+    if (a != b) {
+      ADD_FAILURE() << what << ": element " << i << " want "
+                    << std::setprecision(9) << want[i] << " got " << got[i];
+      return;
+    }
+  }
+}
+
+struct TopKCase {
+  int64_t outer, n, inner, k;
+};
+
+// n <= 256 compares; longer slices are radix sorted (k = n included).
+const TopKCase kTopKCases[] = {
+    {1, 1, 1, 1},       {1, 7, 1, 3},     {3, 5, 7, 5},    {2, 10, 3, 0},
+    {5, 33, 65, 4},     {1, 256, 2, 256}, {4, 257, 5, 10}, {1, 300, 1, 17},
+    {2, 1000, 3, 1000}, {1, 5000, 1, 64}, {3, 2, 1, 2},    {1, 12, 40, 12},
+};
+
+TEST_F(TransformerCuda, TopKMatchesCpuExactly) {
+  unsigned seed = 900;
+  for (const TopKCase &c : kTopKCases)
+    for (int data = 0; data < 3; ++data)
+      for (int largest : {1, 0}) {
+        const int64_t count = c.outer * c.n * c.inner;
+        // Uniform, many ties, ties plus NaN and the other special values.
+        std::vector<float> x = data == 0 ? uniform(count, -1.0f, 1.0f, seed)
+                                         : ties(count, 5, seed);
+        if (data == 2)
+          x = adversarial(x, seed + 1);
+        ++seed;
+        const std::string what =
+            "topk [" + std::to_string(c.outer) + "," + std::to_string(c.n) +
+            "," + std::to_string(c.inner) + "] k " + std::to_string(c.k) +
+            " data " + std::to_string(data) + " largest " +
+            std::to_string(largest);
+        const size_t outCount = sz(c.outer * c.k * c.inner);
+        std::vector<float> wantV(outCount, 7.0f);
+        std::vector<int64_t> wantI(outCount, -7);
+        otck_topk_f32(c.outer, c.n, c.inner, c.k, largest, 1, x.data(),
+                      wantV.data(), wantI.data());
+        Dev<float> dx(x), dv(std::vector<float>(outCount, 7.0f));
+        Dev<int64_t> di(std::vector<int64_t>(outCount, -7));
+        otckd_topk_f32(c.outer, c.n, c.inner, c.k, largest, 1, dx.get(),
+                       dv.get(), di.get());
+        expectSameBits(wantI, di.host(), what + ": indices");
+        expectSameBits(wantV, dv.host(), what + ": values");
+      }
+}
+
+TEST_F(TransformerCuda, TopKOfNothingWritesNothing) {
+  Dev<float> dx(std::vector<float>(6, 1.0f)), dv(std::vector<float>(6, 7.0f));
+  Dev<int64_t> di(std::vector<int64_t>(6, -7));
+  otckd_topk_f32(0, 3, 2, 1, 1, 1, dx.get(), dv.get(), di.get());
+  otckd_topk_f32(2, 3, 0, 1, 1, 1, dx.get(), dv.get(), di.get());
+  otckd_topk_f32(1, 3, 2, 4, 1, 1, dx.get(), dv.get(), di.get()); // k > n
+  EXPECT_EQ(dv.host(), std::vector<float>(6, 7.0f));
+  EXPECT_EQ(di.host(), std::vector<int64_t>(6, -7));
+}
+
+//===----------------------------------------------------------------------===//
+// GatherElements, ScatterElements
+//===----------------------------------------------------------------------===//
+
+/// Index shapes at most the data's off the axis (equal, smaller, empty),
+/// longer or shorter along it (repeats), every axis and negative axes,
+/// ranks 1 to 4; few columns with a long axis take the scatters' sorted
+/// path.
+struct ElementsCase {
+  Shape x, idx;
+  int axis;
+};
+
+const ElementsCase kElementsCases[] = {
+    {{7}, {5}, 0},
+    {{7}, {12}, -1},
+    {{1}, {9}, 0},
+    {{3, 4}, {3, 4}, 1},
+    {{3, 4}, {2, 4}, 0},
+    {{3, 4}, {5, 2}, 0},
+    {{3, 2}, {3, 300}, 1},
+    {{1, 1000}, {1, 2000}, -1},
+    {{2, 3, 5}, {2, 7, 4}, 1},
+    {{2, 3, 5}, {1, 3, 9}, -1},
+    {{2, 3, 5}, {2, 3, 5}, 0},
+    {{2, 1, 4, 3}, {2, 1, 6, 2}, 2},
+    {{2, 1, 4, 3}, {1, 1, 4, 3}, 0},
+    {{2, 1, 4, 3}, {2, 1, 3, 3}, -1},
+    {{64, 5, 33}, {64, 5, 33}, 1},
+    {{5000}, {6000}, 0},
+    {{2, 70, 3}, {2, 100, 3}, 1},
+    {{4, 90, 5}, {3, 80, 2}, -2},
+    {{4, 0, 3}, {4, 0, 3}, 0},
+    {{4, 3}, {0, 3}, 0},
+    {{4, 3}, {4, 0}, 0},
+};
+
+std::string elementsName(const char *kernel, const ElementsCase &c) {
+  return std::string(kernel) + " x " + shapeName(c.x) + " indices " +
+         shapeName(c.idx) + " axis " + std::to_string(c.axis);
+}
+
+/// Indices of case c in [-dim, dim) of its axis, one in three the axis'
+/// first or last element (written both ways): many repeats.
+std::vector<int64_t> elementsIndices(const ElementsCase &c, unsigned seed) {
+  const int rank = int(c.x.size());
+  const int64_t dim = c.x[sz(c.axis < 0 ? c.axis + rank : c.axis)];
+  std::vector<int64_t> idx = randomIndices(numel(c.idx), dim, seed);
+  for (size_t q = 0; q < idx.size(); q += 3)
+    idx[q] = q % 2 ? dim - 1 : -dim;
+  return idx;
+}
+
+TEST_F(TransformerCuda, GatherElementsMatchesCpuExactly) {
+  unsigned seed = 1000;
+  for (const ElementsCase &c : kElementsCases)
+    for (int64_t es : {4, 8, 1, 2, 12}) {
+      const int rank = int(c.x.size());
+      const auto idx = elementsIndices(c, seed++);
+      const auto x = randomBytes(numel(c.x) * es, seed++);
+      std::vector<uint8_t> want(sz(numel(c.idx) * es), 0xAB);
+      ASSERT_EQ(otck_gather_elements(rank, c.x.data(), c.idx.data(), c.axis,
+                                     x.data(), idx.data(), want.data(), es),
+                OTCK_OK);
+      Dev<uint8_t> dx(x), dy(std::vector<uint8_t>(want.size(), 0xAB));
+      Dev<int64_t> di(idx);
+      EXPECT_EQ(otckd_gather_elements(rank, c.x.data(), c.idx.data(), c.axis,
+                                      dx.get(), di.get(), dy.get(), es),
+                0);
+      expectSameBits(want, dy.host(),
+                     elementsName("gather_elements", c) + " elem " +
+                         std::to_string(es));
+    }
+}
+
+TEST_F(TransformerCuda, GatherElementsGradMatchesCpuExactly) {
+  unsigned seed = 1100;
+  for (const ElementsCase &c : kElementsCases) {
+    const int rank = int(c.x.size());
+    const std::string what = elementsName("gather_elements_grad", c);
+    const auto idx = elementsIndices(c, seed++);
+    // -0 and large and small magnitudes make the order of the sums show.
+    auto dyv = uniform(numel(c.idx), -1.0f, 1.0f, seed++);
+    for (size_t q = 0; q < dyv.size(); q += 5)
+      dyv[q] = q % 2 ? -0.0f : dyv[q] * 1e7f;
+    std::vector<float> want(sz(numel(c.x)), kNaN);
+    ASSERT_EQ(otck_gather_elements_grad_f32(rank, c.x.data(), c.idx.data(),
+                                            c.axis, idx.data(), dyv.data(),
+                                            want.data()),
+              OTCK_OK);
+    Dev<float> ddy(dyv), ddx(std::vector<float>(want.size(), kNaN));
+    Dev<int64_t> di(idx);
+    EXPECT_EQ(otckd_gather_elements_grad_f32(rank, c.x.data(), c.idx.data(),
+                                             c.axis, di.get(), ddy.get(),
+                                             ddx.get()),
+              0);
+    const auto got = ddx.host();
+    expectSameBits(want, got, what);
+    ddx.put(std::vector<float>(want.size(), kNaN));
+    otckd_gather_elements_grad_f32(rank, c.x.data(), c.idx.data(), c.axis,
+                                   di.get(), ddy.get(), ddx.get());
+    expectSameBits(got, ddx.host(), what + " (second run)");
+  }
+}
+
+TEST_F(TransformerCuda, ScatterElementsMatchesCpuExactlyForEveryReduction) {
+  unsigned seed = 1200;
+  for (const ElementsCase &c : kElementsCases)
+    for (int red : {OTCK_SCATTER_NONE, OTCK_SCATTER_ADD, OTCK_SCATTER_MUL,
+                    OTCK_SCATTER_MAX, OTCK_SCATTER_MIN})
+      for (bool inPlace : {false, true}) {
+        const int rank = int(c.x.size());
+        const std::string what = elementsName("scatter_elements", c) +
+                                 " reduction " + std::to_string(red) +
+                                 (inPlace ? " in place" : "");
+        const auto idx = elementsIndices(c, seed++);
+        const auto data =
+            adversarial(uniform(numel(c.x), 0.5f, 2.0f, seed), seed + 1);
+        const auto upd =
+            adversarial(uniform(numel(c.idx), 0.5f, 2.0f, seed + 2), seed + 3);
+        seed += 4;
+        std::vector<float> want(data.size(), 7.0f);
+        ASSERT_EQ(otck_scatter_elements_f32(
+                      rank, c.x.data(), c.idx.data(), c.axis, red, data.data(),
+                      idx.data(), upd.data(), want.data()),
+                  OTCK_OK);
+        Dev<float> dd(data), du(upd), dy(std::vector<float>(data.size(), 7.0f));
+        Dev<int64_t> di(idx);
+        float *y = inPlace ? dd.get() : dy.get();
+        EXPECT_EQ(otckd_scatter_elements_f32(rank, c.x.data(), c.idx.data(),
+                                             c.axis, red, dd.get(), di.get(),
+                                             du.get(), y),
+                  0);
+        const auto got = inPlace ? dd.host() : dy.host();
+        if (red == OTCK_SCATTER_ADD || red == OTCK_SCATTER_MUL)
+          expectSameBitsOrNaN(want, got, what);
+        else
+          expectSameBits(want, got, what);
+      }
+}
+
+TEST_F(TransformerCuda, ElementsOutOfRangeIndicesAreRecorded) {
+  const Shape xs = {3, 4}, is = {2, 4};
+  const auto x = uniform(12, -1.0f, 1.0f, 1);
+  const auto g = uniform(8, -1.0f, 1.0f, 2);
+  for (int64_t bad : {int64_t(3), int64_t(-4), int64_t(1) << 40}) {
+    auto idx = randomIndices(8, 3, 3);
+    idx[5] = bad;
+    // The CPU kernels agree that this is an error.
+    std::vector<float> scratch(12);
+    ASSERT_EQ(otck_gather_elements(2, xs.data(), is.data(), 0, x.data(),
+                                   idx.data(), scratch.data(), 4),
+              OTCK_ERR_INDEX_OUT_OF_RANGE);
+    ASSERT_EQ(otck_gather_elements_grad_f32(2, xs.data(), is.data(), 0,
+                                            idx.data(), g.data(),
+                                            scratch.data()),
+              OTCK_ERR_INDEX_OUT_OF_RANGE);
+    ASSERT_EQ(otck_scatter_elements_f32(2, xs.data(), is.data(), 0,
+                                        OTCK_SCATTER_ADD, x.data(), idx.data(),
+                                        g.data(), scratch.data()),
+              OTCK_ERR_INDEX_OUT_OF_RANGE);
+    Dev<float> dx(x), dg(g), dout(12);
+    Dev<int64_t> di(idx);
+    const std::string what = "index " + std::to_string(bad);
+    EXPECT_EQ(otckd_gather_elements(2, xs.data(), is.data(), 0, dx.get(),
+                                    di.get(), dout.get(), 4),
+              0);
+    EXPECT_EQ(otckd_take_status(), OTCK_ERR_INDEX_OUT_OF_RANGE)
+        << "gather_elements, " << what;
+    EXPECT_NE(std::string(otckd_status_message()).find("index"),
+              std::string::npos)
+        << otckd_status_message();
+    EXPECT_EQ(otckd_take_status(), OTCK_OK) << "cleared by the first call";
+    EXPECT_EQ(otckd_gather_elements_grad_f32(2, xs.data(), is.data(), 0,
+                                             di.get(), dg.get(), dout.get()),
+              0);
+    EXPECT_EQ(otckd_take_status(), OTCK_ERR_INDEX_OUT_OF_RANGE)
+        << "gather_elements_grad, " << what;
+    for (int red : {OTCK_SCATTER_NONE, OTCK_SCATTER_MAX}) {
+      EXPECT_EQ(otckd_scatter_elements_f32(2, xs.data(), is.data(), 0, red,
+                                           dx.get(), di.get(), dg.get(),
+                                           dout.get()),
+                0);
+      EXPECT_EQ(otckd_take_status(), OTCK_ERR_INDEX_OUT_OF_RANGE)
+          << "scatter_elements reduction " << red << ", " << what;
+    }
+  }
 }
 
 //===----------------------------------------------------------------------===//

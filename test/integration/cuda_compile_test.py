@@ -5,7 +5,8 @@
 # LayerNorm; causal masking: where) and a residual CNN (convolutions,
 # BatchNorm, ReLU, max pooling, global average pooling, a linear head) and a
 # UNet (transposed convolution, InstanceNorm, nn.Upsample) as executables,
-# an MLP with training-mode dropout, and text classifiers on
+# an MLP with training-mode dropout, an MLP through TopK, GatherElements and
+# ScatterElements, and text classifiers on
 # 2-layer bidirectional LSTM, GRU and RNN: all must build here (no GPU needed) and need the CUDA kernel
 # library. Nothing is run: programs on a GPU are tested by the runtime's
 # `gpu` tests and integration.cuda_train. Skips (exit 77) when otc-compile
@@ -77,6 +78,29 @@ def unet():
             y = torch.cat([self.nearest(u), self.bilinear(d)], 1)  # 28 x 28
             y = F.adaptive_avg_pool2d(F.relu(self.head(y)), 1)
             return self.fc(torch.flatten(y, 1))
+
+    torch.manual_seed(0)
+    return Net()
+
+
+def topk_gather_scatter():
+    """An MLP whose hidden layer goes through TopK, GatherElements and
+    ScatterElements: training needs gather_elements_grad too."""
+    import torch
+    import torch.nn as nn
+    import torch.nn.functional as F
+
+    class Net(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.fc1 = nn.Linear(20, 16)
+            self.fc2 = nn.Linear(16, 5)
+
+        def forward(self, x):
+            h = F.relu(self.fc1(x))
+            v, i = torch.topk(h, 4, dim=1)
+            g = torch.gather(h, 1, i.flip(1))
+            return self.fc2(torch.scatter(h, 1, i, v * g))
 
     torch.manual_seed(0)
     return Net()
@@ -256,6 +280,28 @@ def main():
                             capture_output=True, text=True).stdout
         checks.check("MLP with dropout: calls otckd_dropout_f32",
                      re.search(r"\botckd_dropout_f32\b", nm) is not None)
+
+    # TopK, GatherElements and ScatterElements, and their gradients.
+    tgs_onnx = ctx.path("topk_gather_scatter.onnx")
+    torch.onnx.export(topk_gather_scatter().train(), (torch.zeros(8, 20),),
+                      tgs_onnx, input_names=["input"], output_names=["logits"],
+                      training=torch.onnx.TrainingMode.TRAINING,
+                      do_constant_folding=False, opset_version=15)
+    out = ctx.path("topk_gather_scatter")
+    r = T.compile_model(ctx, tgs_onnx, out, emit="exe", batch=8,
+                        optimizer="adam", target="cuda")
+    if T.require_ok(checks, "MLP with topk, gather and scatter compiled for "
+                    "CUDA", r):
+        check_program(checks, "MLP with topk, gather and scatter", out, True)
+        nm = subprocess.run(["nm", "-D", "--undefined-only", out],
+                            capture_output=True, text=True).stdout
+        wanted = ["otckd_topk_f32", "otckd_gather_elements",
+                  "otckd_gather_elements_grad_f32",
+                  "otckd_scatter_elements_f32"]
+        checks.check("MLP with topk, gather and scatter: calls their twins",
+                     all(re.search(r"\b%s\b" % f, nm) for f in wanted),
+                     "missing: %s" % [f for f in wanted
+                                      if not re.search(r"\b%s\b" % f, nm)])
 
     # Recurrent layers unroll into ops that all have CUDA twins.
     import recurrent_test as RT

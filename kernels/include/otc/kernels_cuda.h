@@ -161,6 +161,34 @@ void otckd_arg_reduce_f32(int is_max, int64_t outer, int64_t n, int64_t inner,
                           int select_last_index, const float *x, int64_t *y);
 void otckd_arg_reduce_i64(int is_max, int64_t outer, int64_t n, int64_t inner,
                           int select_last_index, const int64_t *x, int64_t *y);
+/* Twin of otck_topk_f32: the CPU's order (ties to the lower index, NaN
+ * above every number, -0 equal to +0), so the same values and indices bit
+ * for bit; slices longer than 256 are radix sorted through stream-ordered
+ * scratch (at most INT_MAX elements). */
+void otckd_topk_f32(int64_t outer, int64_t n, int64_t inner, int64_t k,
+                    int largest, int sorted, const float *x, float *values,
+                    int64_t *indices);
+/* Twins of otck_gather_elements, otck_gather_elements_grad_f32 and
+ * otck_scatter_elements_f32 (shapes on the host, indices on the device): an
+ * index outside [-axis_dim, axis_dim) records OTCK_ERR_INDEX_OUT_OF_RANGE
+ * (y, or dx, unspecified). Repeated indices combine in the CPU's order
+ * (increasing position), bit for bit, without atomics (a NaN that a sum or
+ * product makes is the GPU's canonical NaN); with few index columns and a
+ * long axis, the gradient and the scatter sort the positions through
+ * stream-ordered scratch (CUB radix sort). y of the scatter may alias
+ * data. */
+int otckd_gather_elements(int rank, const int64_t *x_shape,
+                          const int64_t *idx_shape, int axis, const void *x,
+                          const int64_t *indices, void *y, int64_t elem_size);
+int otckd_gather_elements_grad_f32(int rank, const int64_t *x_shape,
+                                   const int64_t *idx_shape, int axis,
+                                   const int64_t *indices, const float *dy,
+                                   float *dx);
+int otckd_scatter_elements_f32(int rank, const int64_t *data_shape,
+                               const int64_t *idx_shape, int axis,
+                               int reduction, const float *data,
+                               const int64_t *indices, const float *updates,
+                               float *y);
 
 /*--- Softmax and losses ----------------------------------------------------*/
 

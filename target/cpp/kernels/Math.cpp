@@ -332,8 +332,8 @@ LogicalResult KernelEmitter::cumsum() {
 LogicalResult KernelEmitter::topk() {
   ArrayRef<int64_t> x = shapeOf(ins[0]);
   auto [outer, n, inner] = around(x, axisOf(x.size()));
-  os << "    otck_topk_f32(" << outer << ", " << n << ", " << inner << ", "
-     << i64("k") << ", " << flag("largest") << ", 1, " << in(0) << ", "
+  os << "    " << fn("topk_f32") << "(" << outer << ", " << n << ", " << inner
+     << ", " << i64("k") << ", " << flag("largest") << ", 1, " << in(0) << ", "
      << out(0) << ", " << out(1) << ");\n";
   return success();
 }

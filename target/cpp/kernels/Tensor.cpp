@@ -256,10 +256,9 @@ LogicalResult KernelEmitter::gatherElements() {
   ArrayRef<int64_t> x = shapeOf(ins[0]);
   std::string xs = array("xs", x);
   std::string is = array("is", shapeOf(ins[1]));
-  checkIndices(llvm::formatv("otck_gather_elements({0}, {1}, {2}, {3}, {4}, "
-                             "{5}, {6}, {7})",
+  checkIndices(llvm::formatv("{8}({0}, {1}, {2}, {3}, {4}, {5}, {6}, {7})",
                              x.size(), xs, is, axisOf(x.size()), in(0), in(1),
-                             out(0), elemSize(ins[0]))
+                             out(0), elemSize(ins[0]), fn("gather_elements"))
                    .str());
   return success();
 }
@@ -268,10 +267,9 @@ LogicalResult KernelEmitter::gatherElementsGrad() {
   ArrayRef<int64_t> x = shapeOf(outs[0]);
   std::string xs = array("xs", x);
   std::string is = array("is", shapeOf(ins[1]));
-  checkIndices(llvm::formatv("otck_gather_elements_grad_f32({0}, {1}, {2}, "
-                             "{3}, {4}, {5}, {6})",
-                             x.size(), xs, is, axisOf(x.size()), in(1), in(0),
-                             out(0))
+  checkIndices(llvm::formatv("{7}({0}, {1}, {2}, {3}, {4}, {5}, {6})", x.size(),
+                             xs, is, axisOf(x.size()), in(1), in(0), out(0),
+                             fn("gather_elements_grad_f32"))
                    .str());
   return success();
 }
@@ -283,10 +281,9 @@ LogicalResult KernelEmitter::scatterElements() {
   std::string xs = array("xs", x);
   std::string is = array("is", shapeOf(ins[1]));
   std::string red = "OTCK_SCATTER_" + str("reduction").upper();
-  checkIndices(llvm::formatv("otck_scatter_elements_f32({0}, {1}, {2}, {3}, "
-                             "{4}, {5}, {6}, {7}, {8})",
+  checkIndices(llvm::formatv("{9}({0}, {1}, {2}, {3}, {4}, {5}, {6}, {7}, {8})",
                              x.size(), xs, is, axisOf(x.size()), red, in(0),
-                             in(1), in(2), out(0))
+                             in(1), in(2), out(0), fn("scatter_elements_f32"))
                    .str());
   return success();
 }
