@@ -207,7 +207,8 @@ inline void expectClose(const std::vector<float> &want,
   expectClose(want, got, kRel, kAbs, what);
 }
 
-/// Bitwise equality of two byte images, reporting the first difference.
+/// Bitwise equality of two arrays (NaN payloads and -0 included), reporting
+/// the first differing byte.
 template <class T>
 void expectSameBits(const std::vector<T> &want, const std::vector<T> &got,
                     const std::string &what) {
@@ -243,24 +244,6 @@ void expectWithin(const std::vector<float> &want, const std::vector<float> &got,
   }
   EXPECT_EQ(bad, 0u) << what << ": " << bad << " of " << want.size()
                      << " elements differ";
-}
-
-/// Bitwise equality of two arrays (NaN payloads and -0 included), reporting
-/// the first differing byte.
-template <class T>
-void expectSameBits(const std::vector<T> &want, const std::vector<T> &got,
-                    const std::string &what) {
-  ASSERT_EQ(want.size(), got.size()) << what;
-  const size_t bytes = want.size() * sizeof(T);
-  const auto *a = reinterpret_cast<const unsigned char *>(want.data());
-  const auto *b = reinterpret_cast<const unsigned char *>(got.data());
-  for (size_t i = 0; i < bytes; ++i)
-    if (a[i] != b[i]) {
-      ADD_FAILURE() << what << ": byte " << i << " of " << bytes
-                    << " differs (want " << int(a[i]) << ", got " << int(b[i])
-                    << ")";
-      return;
-    }
 }
 
 } // namespace otc::kernels::cuda::test
