@@ -5,7 +5,7 @@ PYTHON ?= /usr/bin/python3
 CMAKE_FLAGS ?=
 
 .PHONY: all deps build test demo bench format clean conformance fuzz-diff zoo \
-	sdp-accuracy fuzz compress-twin test-asan install package
+	sdp-accuracy fuzz compress-twin test-asan install package zoo-cuda
 
 all: build
 
@@ -80,6 +80,16 @@ else
 	OTC_VERIFY_PLAN=1 $(EXPORTER_PYTHON) test/zoo/zoo_test.py --build-dir $(BUILD) \
 	  --exporter $(EXPORTER)
 endif
+
+# Every architecture of the model zoo compiled for the CPU and for CUDA
+# (compile and link only): any model that compiles for the CPU but not for
+# CUDA fails. Both pythons, as `make zoo`.
+zoo-cuda: build
+	$(PYTHON) test/integration/cuda_compile_test.py --build-dir $(BUILD) \
+	  --zoo all; a=$$?; \
+	$(BUILD)/pyenv/bin/python test/integration/cuda_compile_test.py \
+	  --build-dir $(BUILD) --zoo all --zoo-only timm,transformers; b=$$?; \
+	exit $$((a || b))
 
 # topk-int8 (at each of TWIN_RATIOS) and dense under SGD, momentum (also with
 # DGC's momentum correction and factor masking) and Adam on Fashion-MNIST,

@@ -6,9 +6,12 @@
 # BatchNorm, ReLU, max pooling, global average pooling, a linear head) and a
 # UNet (transposed convolution, InstanceNorm, nn.Upsample) as executables,
 # an MLP with training-mode dropout, an MLP through TopK, GatherElements and
-# ScatterElements, and text classifiers on
-# 2-layer bidirectional LSTM, GRU and RNN: all must build here (no GPU needed) and need the CUDA kernel
-# library. Nothing is run: programs on a GPU are tested by the runtime's
+# ScatterElements, and text classifiers on 2-layer bidirectional LSTM, GRU
+# and RNN: all must build here (no GPU needed) and need the CUDA kernel
+# library. Then the model zoo (test/zoo: a slice, --zoo all for every model
+# this python can build, `make zoo-cuda`): each model compiled for the CPU
+# must compile for CUDA and call no CPU kernel; the table says how long
+# each took. Nothing is run: programs on a GPU are tested by the runtime's
 # `gpu` tests and integration.cuda_train. Skips (exit 77) when otc-compile
 # was built without CUDA.
 #
@@ -22,6 +25,13 @@ import sys
 import otc_testlib as T
 
 SKIP = 77
+
+# The zoo's models compiled in `make test` (--zoo all: every model this
+# python can build; `make zoo-cuda`): the ones --target cuda once refused
+# for dropout (MobileNet v3, SqueezeNet, GoogLeNet, MNASNet, ViT) and pad
+# (DenseNet), and a recurrent one.
+ZOO_SLICE = ("squeezenet1_1,mobilenet_v3_small,mnasnet0_5,googlenet,"
+             "densenet121,vit_b_16,lstm_2layer_bidir")
 
 
 def residual_cnn():
@@ -158,12 +168,89 @@ def check_program(checks, what, path, executable):
                  line[0].strip() if line else "not listed")
 
 
+def zoo(ctx, checks, names, libraries=None):
+    """Each zoo model compiled (--emit=lib, momentum SGD as the zoo trains
+    it) for the CPU and for CUDA: a model that compiles for the CPU must
+    compile for CUDA. Prints the table."""
+    import numpy as np
+    sys.path.insert(0, os.path.join(T.SOURCE_DIR, "test", "zoo"))
+    import model_parity_test as M
+    import zoo_test as Z
+    names = list(Z.MODELS) if names == "all" else names.split(",")
+    rows = []
+    for name in names:
+        if name not in Z.MODELS:
+            checks.check("zoo model %s exists" % name, False,
+                         "known: %s" % ", ".join(Z.MODELS))
+            continue
+        lib = Z.library(name)
+        if libraries and lib not in libraries:
+            continue
+        if lib in ("timm", "transformers"):
+            try:
+                __import__(lib)
+            except ImportError:
+                print("SKIP: %s needs %s (PyPI: build/pyenv's python)" %
+                      (name, lib))
+                continue
+        rng = np.random.RandomState(0)
+        x = Z.input_batch(name, rng)
+        path = ctx.path("zoo", name + ".onnx")
+        try:
+            M.export_training(Z.build(name).train(), x, path, 16)
+        except Exception as e:  # the exporter, not OTC
+            checks.check("zoo %s: exported" % name, False,
+                         "%s: %s" % (type(e).__name__, str(e)[:200]))
+            continue
+        flags = dict(emit="lib", batch=x.shape[0], loss="cross-entropy",
+                     label="labels", optimizer="momentum", momentum=0.9,
+                     lr=0.01)
+        cpu, cuda = T.compile_many(ctx, [
+            (path, ctx.path("zoo", name + "-cpu.so"), flags),
+            (path, ctx.path("zoo", name + "-cuda.so"),
+             dict(flags, target="cuda"))])
+        if not cpu.ok:
+            print(cpu.describe())
+        ok = checks.check("zoo %s: compiles for CUDA as for the CPU" % name,
+                          cuda.ok or not cpu.ok,
+                          "%.1f s" % cuda.seconds if cuda.ok else
+                          (cuda.stderr.strip().splitlines() or ["?"])[-1])
+        if cuda.ok:
+            nm = subprocess.run(["nm", "-D", "--undefined-only",
+                                 ctx.path("zoo", name + "-cuda.so")],
+                                capture_output=True, text=True).stdout
+            ok &= checks.check("zoo %s: the CUDA program calls CUDA "
+                               "kernels, no CPU kernel" % name,
+                               "otckd_take_status" in nm and
+                               not re.search(r"\botck_[a-z]", nm))
+        rows.append((name, cpu, cuda, ok))
+    print("\n| model | CPU compile s | CUDA compile s | CUDA |\n"
+          "|---|---|---|---|")
+    for name, cpu, cuda, ok in rows:
+        print("| %s | %s | %s | %s |" % (
+            name, "%.1f" % cpu.seconds if cpu.ok else "fails",
+            "%.1f" % cuda.seconds if cuda.ok else "fails",
+            "ok" if ok else "FAIL"))
+
+
 def main():
     args, ctx = T.parse_args(
         "cuda_compile",
-        "otc-compile --target cuda builds the MLP (exe and lib) and a GPT "
-        "(exe) and names the kernels it cannot emit for CUDA.")
+        "otc-compile --target cuda builds the MLP (exe and lib), a GPT, a "
+        "CNN, a UNet, recurrent classifiers and a slice of the model zoo.",
+        extra=lambda p: (
+            p.add_argument("--zoo", default=ZOO_SLICE,
+                           help="zoo models to compile for the CPU and CUDA "
+                           "(comma-separated, 'all', or '' for none; "
+                           "default: %s)" % ZOO_SLICE),
+            p.add_argument("--zoo-only", default="",
+                           help="only the zoo models of these packages "
+                           "(comma-separated: torchvision, torch, timm, "
+                           "transformers), nothing else")))
     checks = T.Checks("cuda_compile")
+    if args.zoo_only:
+        zoo(ctx, checks, args.zoo, args.zoo_only.split(","))
+        return checks.finish()
 
     mlp = ctx.path("mlp.onnx")
     T.gen_mlp(mlp)
@@ -319,6 +406,8 @@ def main():
                             optimizer="adamw", target="cuda")
         if T.require_ok(checks, "%s classifier compiled for CUDA" % name, r):
             check_program(checks, name, out, True)
+    if args.zoo:
+        zoo(ctx, checks, args.zoo)
     return checks.finish()
 
 

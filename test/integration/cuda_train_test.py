@@ -15,7 +15,12 @@
 #     so more ranks need more devices): the compressed MLP again;
 #   - model_parity_test's GPT-style decoder (gather, LayerNorm, attention,
 #     GELU) and cuda_compile_test's residual CNN (convolutions, BatchNorm,
-#     pooling), 1 rank, Adam: within 2e-3 (more kernels, longer sums).
+#     pooling), 1 rank, Adam: within 2e-3 (more kernels, longer sums);
+#   - cuda_compile_test's UNet (transposed convolution, InstanceNorm,
+#     Resize) and its MLP through TopK, GatherElements and ScatterElements,
+#     Adam; and the zoo's SqueezeNet 1.1 (dropout at ratio 0) and 2-layer
+#     bidirectional LSTM classifier at batch 2, momentum SGD (0.9, lr 0.01,
+#     as the zoo trains them): within 2e-3.
 # Needs a CUDA device: exits 77 (CTest: skipped) with the reason without one
 # or when OTC was built without CUDA. For a device machine that cannot build,
 # --stage compile makes the models, data and programs here (no device
@@ -34,12 +39,15 @@ import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import otc_testlib as T  # noqa: E402
-from cuda_compile_test import residual_cnn  # noqa: E402
+from cuda_compile_test import residual_cnn, topk_gather_scatter, unet  # noqa: E402
 from model_parity_test import gpt  # noqa: E402
 from sdp_test import residual_mlp  # noqa: E402
 
 SKIP = 77
 STEPS = 8
+# The zoo's models (test/zoo) trained on the device against the CPU: small
+# ones, so that the device bundle stays small.
+ZOO = ("squeezenet1_1", "lstm_2layer_bidir")
 
 
 def device_visible():
@@ -124,6 +132,31 @@ def make_inputs(w):
     T.make_classification(os.path.join(w, "images"), 4 * STEPS, seed=5,
                           shape=(1, 28, 28))
     make_gpt(os.path.join(w, "gpt.onnx"), os.path.join(w, "gpt-data"))
+    export = dict(input_names=["input"], output_names=["logits"],
+                  training=torch.onnx.TrainingMode.TRAINING,
+                  do_constant_folding=False, opset_version=15)
+    torch.onnx.export(unet().train(), (torch.zeros(2, 1, 28, 28),),
+                      os.path.join(w, "unet.onnx"), **export)
+    T.make_classification(os.path.join(w, "unet-data"), 2 * STEPS, seed=6,
+                          shape=(1, 28, 28))
+    torch.onnx.export(topk_gather_scatter().train(), (torch.zeros(8, 20),),
+                      os.path.join(w, "tgs.onnx"), **export)
+    T.make_classification(os.path.join(w, "tgs-data"), 8 * STEPS, seed=8,
+                          shape=(20,), classes=5)
+    sys.path.insert(0, os.path.join(T.SOURCE_DIR, "test", "zoo"))
+    import model_parity_test as M
+    import zoo_test as Z
+    for name in ZOO:
+        rng = np.random.RandomState(0)
+        x = Z.input_batch(name, rng)
+        M.export_training(Z.build(name).train(), x,
+                          os.path.join(w, name + ".onnx"), 16)
+        d = os.path.join(w, name + "-data")
+        os.makedirs(d, exist_ok=True)
+        batches = [Z.input_batch(name, rng) for _ in range(STEPS)]
+        np.save(os.path.join(d, "input.npy"), np.concatenate(batches))
+        np.save(os.path.join(d, "labels.npy"), rng.randint(
+            0, 10, size=(x.shape[0] * STEPS,)).astype(np.int64))
 
 
 def main():
@@ -163,7 +196,18 @@ def main():
         "cnn": (cnn, dict(adam, world_size=1, batch=4), 2e-3, {}, images),
         "gpt": (decoder, dict(adam, world_size=1, batch=4), 2e-3, {},
                 tokens),
+        "unet": (os.path.join(w, "unet.onnx"), dict(adam, world_size=1,
+                                                    batch=2), 2e-3, {},
+                 npy_pair(os.path.join(w, "unet-data"))),
+        "tgs": (os.path.join(w, "tgs.onnx"), dict(adam, world_size=1,
+                                                  batch=8), 2e-3, {},
+                npy_pair(os.path.join(w, "tgs-data"))),
     }
+    sgd = dict(loss="cross-entropy", label="labels", optimizer="momentum",
+               momentum=0.9, lr=0.01, seed=3, world_size=1, batch=2)
+    for name in ZOO:
+        cases["zoo_" + name] = (os.path.join(w, name + ".onnx"), sgd, 2e-3,
+                                {}, npy_pair(os.path.join(w, name + "-data")))
     if args.stage != "run":
         make_inputs(w)
         jobs = []
