@@ -503,21 +503,7 @@ extern "C" void otck_resize_f32(int rank, const int64_t *in_shape,
             const Tap t = j < cached ? taps[j]
                                      : resizeTap(dims[last], j, mode,
                                                  coord_mode, nearest_mode);
-            // Zero weights skip their sample: an infinite neighbour must not
-            // turn the result into NaN.
-            float acc = 0.0f;
-            if (t.w1 == 0.0f) {
-              for (int k = 0; k < count; ++k)
-                acc += c[k].w * x[c[k].off + t.i0];
-            } else {
-              for (int k = 0; k < count; ++k) {
-                const float *xr = x + c[k].off;
-                acc += c[k].w * ((1.0f - t.w1) * xr[t.i0] + t.w1 * xr[t.i1]);
-              }
-            }
-            yr[j] = count == 1 && c[0].w == 1.0f && t.w1 == 0.0f
-                        ? x[c[0].off + t.i0]
-                        : acc;
+            yr[j] = resizeSample(x, c, count, t);
           }
           for (int d = last - 1; d >= 0; --d) {
             if (++idx[d] < dims[d].m)

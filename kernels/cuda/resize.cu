@@ -46,20 +46,7 @@ __global__ void resizeKernel(ResizePlan p, int64_t total, const float *x,
     const int count = rowCorners(p.dims, 0, last, idx, p.inStride, p.mode,
                                  p.coord, p.nearest, c);
     const Tap t = tapOf(p, last, idx[last]);
-    // Zero weights skip their sample: an infinite neighbour must not turn
-    // the result into NaN.
-    float acc = 0.0f;
-    if (t.w1 == 0.0f) {
-      for (int k = 0; k < count; ++k)
-        acc += c[k].w * x[c[k].off + t.i0];
-    } else {
-      for (int k = 0; k < count; ++k) {
-        const float *xr = x + c[k].off;
-        acc += c[k].w * ((1.0f - t.w1) * xr[t.i0] + t.w1 * xr[t.i1]);
-      }
-    }
-    y[u] =
-        count == 1 && c[0].w == 1.0f && t.w1 == 0.0f ? x[c[0].off + t.i0] : acc;
+    y[u] = resizeSample(x, c, count, t);
   }
 }
 

@@ -136,6 +136,27 @@ OTCK_HD bool makeResizeDims(int rank, const int64_t *inShape,
   return inTotal > 0 && outTotal > 0;
 }
 
+/// One output element: the row corners' samples at tap t, weighted and
+/// added in order; a sole sample of weight 1 is copied (its bits kept: -0,
+/// NaN payloads). Zero weights skip their sample: an infinite neighbour
+/// must not turn the result into NaN.
+OTCK_HD float resizeSample(const float *x, const Corner *c, int count,
+                           const Tap &t) {
+  if (count == 1 && c[0].w == 1.0f && t.w1 == 0.0f)
+    return x[c[0].off + t.i0];
+  float acc = 0.0f;
+  if (t.w1 == 0.0f) {
+    for (int k = 0; k < count; ++k)
+      acc += c[k].w * x[c[k].off + t.i0];
+  } else {
+    for (int k = 0; k < count; ++k) {
+      const float *xr = x + c[k].off;
+      acc += c[k].w * ((1.0f - t.w1) * xr[t.i0] + t.w1 * xr[t.i1]);
+    }
+  }
+  return acc;
+}
+
 /// True when output index o reads input index o alone for every o.
 OTCK_HD bool isIdentityDim(const ResizeDim &d, int mode, int coord,
                            int nearest) {

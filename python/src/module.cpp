@@ -744,6 +744,13 @@ PYBIND11_MODULE(_otc, m) {
                              "('data', 'label' or ''), dtype and shape.")
       .def_property_readonly("eval_output", &Program::evalOutputDict)
       .def_property_readonly("manifest", &Program::manifest)
+      .def_property_readonly(
+          "model_path",
+          [](const Program &p) {
+            return std::string(otc_program_model_path(p.get()));
+          },
+          "The source model sessions start from and export writes back: "
+          "the copy beside the program (<program>.model.onnx).")
       .def("memory_report", &Program::memoryReport,
            "The per-rank memory plan in bytes (params, grads, optimizer, "
            "activations, inputs, outputs, comm_buffers, frozen, peak).")

@@ -69,6 +69,9 @@ import numpy as np
 import otc
 prog = otc.compile("mlp.onnx", batch=16, loss="cross-entropy",
                    optimizer="sgd", lr=0.1, label="labels")
+import os
+assert prog.model_path.endswith(".so.model.onnx") and \
+    os.path.exists(prog.model_path), prog.model_path
 s = prog.session()
 x = np.load("data/input.npy")[:16]
 y = np.load("data/labels.npy")[:16]
