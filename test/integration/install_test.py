@@ -122,6 +122,9 @@ def run_checks(checks, ctx, source, build, top):
                  "and pkg-config files and the Python package", not missing,
                  "missing: %s" % missing if missing else
                  "%d files" % len(names))
+    internal = [n for n in names if n.endswith(".a")]
+    checks.check("no compiler-internal static library is installed",
+                 not internal, ", ".join(internal))
     naming = []
     for n in names:
         with open(os.path.join(prefix, n), "rb") as f:
