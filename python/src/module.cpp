@@ -10,7 +10,6 @@
 
 #include "otcpy.h"
 #include "tensor.h"
-#include "tooling/loader.h"
 
 #include <mpi.h>
 #include <pybind11/numpy.h>
@@ -856,10 +855,9 @@ PYBIND11_MODULE(_otc, m) {
   m.def(
       "epoch_permutation",
       [](int64_t n, uint64_t seed, int64_t epoch) {
-        if (n < 0)
-          raiseError(OTC_INVALID_ARGUMENT, "n must be >= 0");
-        std::vector<int64_t> p = otc::epochPermutation(n, seed, epoch);
-        return py::array_t<int64_t>(py::ssize_t(p.size()), p.data());
+        py::array_t<int64_t> p(py::ssize_t(n < 0 ? 0 : n));
+        check(otc_epoch_permutation(n, seed, epoch, p.mutable_data()));
+        return p;
       },
       py::arg("n"), py::arg("seed"), py::arg("epoch"),
       "The command line's data order: the permutation of range(n) the "

@@ -430,6 +430,13 @@ otc_status_t otc_session_get_ema_param(const otc_session_t *session,
 
 /*--- Driver ----------------------------------------------------------------*/
 
+/* The training executable's data order: the permutation of 0..n-1 it
+ * draws for data seed `seed` and 0-based epoch `epoch` (`--seed`), written
+ * to out[0..n). An embedder feeding batches in this order trains exactly as
+ * the executable does. INVALID_ARGUMENT for n < 0 or a NULL out with n > 0. */
+otc_status_t otc_epoch_permutation(int64_t n, uint64_t seed, int64_t epoch,
+                                   int64_t *out);
+
 /* The training executable's main: parses flags (--steps, --epochs, --data,
  * --dataset, --eval-data, --checkpoint-dir, --resume, --export, --metrics,
  * ...), runs the loop and returns the process exit code. */

@@ -3,6 +3,7 @@
 #include "tooling/loader.h"
 #include "core/status.h"
 
+#include <algorithm>
 #include <random>
 #include <string>
 
@@ -106,3 +107,18 @@ void Loader::restore(const State &s) {
 }
 
 } // namespace otc
+
+extern "C" otc_status_t otc_epoch_permutation(int64_t n, uint64_t seed,
+                                              int64_t epoch, int64_t *out) {
+  return otc::guard([&] {
+    if (n < 0)
+      throw otc::Error(OTC_INVALID_ARGUMENT,
+                       "otc_epoch_permutation: n must be >= 0, got " +
+                           std::to_string(n));
+    if (n > 0 && !out)
+      throw otc::Error(OTC_INVALID_ARGUMENT, "otc_epoch_permutation: out is "
+                                             "NULL");
+    std::vector<int64_t> perm = otc::epochPermutation(n, seed, epoch);
+    std::copy(perm.begin(), perm.end(), out);
+  });
+}

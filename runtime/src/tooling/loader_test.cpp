@@ -29,6 +29,19 @@ TEST(Loader, PermutationIsAPermutationAndPinned) {
   EXPECT_EQ(small, (std::vector<int64_t>{9, 6, 2, 0, 1, 4, 3, 8, 5, 7}));
 }
 
+TEST(Loader, CApiPermutationIsTheDriversOrder) {
+  std::vector<int64_t> p(10);
+  ASSERT_EQ(otc_epoch_permutation(10, 42, 0, p.data()), nullptr);
+  EXPECT_EQ(p, otc::epochPermutation(10, 42, 0));
+  EXPECT_EQ(otc_epoch_permutation(0, 1, 0, nullptr), nullptr);
+  for (otc_status_t st : {otc_epoch_permutation(-1, 1, 0, p.data()),
+                          otc_epoch_permutation(3, 1, 0, nullptr)}) {
+    ASSERT_NE(st, nullptr);
+    EXPECT_EQ(otc_status_code(st), OTC_INVALID_ARGUMENT);
+    otc_status_free(st);
+  }
+}
+
 // W ranks x batch B see exactly what 1 rank x batch W*B sees, step by step,
 // across epoch boundaries.
 TEST(Loader, ShardingMatchesBigBatch) {
