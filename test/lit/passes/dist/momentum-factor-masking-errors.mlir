@@ -1,6 +1,7 @@
 // RUN: otc-opt %s --split-input-file --otc-insert-compressed-allreduce --verify-diagnostics
 // RUN: not otc-opt %S/sdp-compress.mlir --otc-sdp="world-size=4 active=0.25 masking=backward" --otc-build-training="loss=mse optimizer=momentum" --otc-momentum-correction 2>&1 | FileCheck %s --check-prefix=SDP
 // RUN: otc-opt %S/sdp-compress.mlir --otc-sdp="world-size=4 active=0.25 masking=backward" --otc-build-training="loss=mse optimizer=momentum" --otc-momentum-correction="factor-masking=false" -o /dev/null
+// RUN: not otc-opt %S/sdp-compress.mlir --otc-sdp="world-size=4 active=0.25 masking=backward" --otc-build-training="loss=mse optimizer=adam" --otc-momentum-correction 2>&1 | FileCheck %s --check-prefix=SDP
 
 // A bucket keeps one velocity for all its gradients: a function whose
 // updates take their momentum from the exchange only in part is refused.
@@ -41,6 +42,7 @@ func.func @not_unit(%w: tensor<4xf32>, %g: tensor<4xf32>) -> tensor<4xf32> {
 }
 
 // SDP with one owner per block: that part is never exchanged, so masking
-// (which keeps the velocity in the exchange) is refused; without masking
-// the velocity stays in the graph and it compiles.
+// (which keeps the velocity in the exchange) is refused, for Adam's first
+// moment too; without masking the velocity stays in the graph and it
+// compiles.
 // SDP: error: momentum-factor masking keeps the velocity in the compressed all-reduce, but a part of this parameter has a single SDP owner and is never exchanged; use momentum correction without factor masking (--no-factor-masking)
