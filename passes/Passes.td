@@ -320,7 +320,9 @@ def MomentumCorrection : Pass<"otc-momentum-correction", "mlir::ModuleOp"> {
     update's `m` is `d` whatever it was: the `exp_avg` states leave the
     step and each update takes its gradient for `m` (otc-bucket-gradients
     gives it the average there too, computed in place). Without factor
-    masking they are refused.
+    masking they are refused. The states that leave the update steps
+    (velocities, exp_avg) leave `@accumulate_step` too (`--accumulate`),
+    which only carries them through.
   }];
   let dependentDialects = ["::otc::graph::GraphDialect"];
   let options = [

@@ -8,6 +8,7 @@
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
 #include "llvm/ADT/BitVector.h"
+#include "llvm/ADT/StringSet.h"
 
 namespace otc {
 #define GEN_PASS_DEF_MOMENTUMCORRECTION
@@ -30,7 +31,23 @@ struct MomentumCorrection
           fn.getSymName().starts_with(attr::kTrainRankPrefix))
         if (failed(correctAdam(fn)) || failed(correct(fn)))
           return signalPassFailure();
+    // --accumulate: @accumulate_step carries the optimizer state through
+    // unchanged; what left the update step leaves it too.
+    if (auto acc =
+            getOperation().lookupSymbol<func::FuncOp>(attr::kAccumulateFn)) {
+      SmallVector<BlockArgument> gone;
+      for (BlockArgument arg : acc.getArguments())
+        if (auto name = acc.getArgAttrOfType<StringAttr>(arg.getArgNumber(),
+                                                         attr::kState))
+          if (dropped.contains(name.getValue()))
+            gone.push_back(arg);
+      if (failed(dropStates(acc, gone)))
+        return signalPassFailure();
+    }
   }
+
+  /// The otc.state names of the states dropped from the update steps.
+  llvm::StringSet<> dropped;
 
   /// SDP: a part with one owner is never exchanged, so the exchange could
   /// not keep its momentum.
@@ -163,7 +180,8 @@ struct MomentumCorrection
   }
 
   /// Removes the momentum states `gone` (now returned unchanged) from the
-  /// step: their arguments and the results that update them, renumbering
+  /// step (recording their names in `dropped`): their arguments and the
+  /// results that update them, renumbering
   /// what refers to arguments by index (`otc.updates`, dist.sdp_part_of).
   LogicalResult dropStates(func::FuncOp fn, ArrayRef<BlockArgument> gone) {
     if (gone.empty())
@@ -171,8 +189,12 @@ struct MomentumCorrection
     auto ret = llvm::cast<func::ReturnOp>(fn.front().getTerminator());
     unsigned numArgs = fn.getNumArguments();
     llvm::BitVector args(numArgs), results(fn.getNumResults());
-    for (BlockArgument arg : gone)
+    for (BlockArgument arg : gone) {
       args.set(arg.getArgNumber());
+      if (auto name =
+              fn.getArgAttrOfType<StringAttr>(arg.getArgNumber(), attr::kState))
+        dropped.insert(name.getValue());
+    }
     for (unsigned i = 0; i < fn.getNumResults(); ++i) {
       auto updates = fn.getResultAttrOfType<IntegerAttr>(i, attr::kUpdates);
       if (updates && args.test(updates.getInt())) {

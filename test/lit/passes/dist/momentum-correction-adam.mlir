@@ -66,3 +66,29 @@ func.func @train_step(%w: tensor<4xf32> {otc.param = "w"}, %g: tensor<4xf32> {ot
   %w2, %m2, %v2 = graph.adamw_update %w, %g, %m, %v : tensor<4xf32>
   return %w2, %m2, %v2 : tensor<4xf32>, tensor<4xf32>, tensor<4xf32>
 }
+
+// -----
+
+// --accumulate: @accumulate_step carries the optimizer state through
+// unchanged; the exp_avg states leave it as they leave @train_step.
+// CHECK-LABEL: func.func @accumulate_step(
+// CHECK-SAME: %{{[^:]*}}: tensor<4xf32> {otc.state = "w.exp_avg_sq"}, %{{[^:]*}}: tensor<4xf32> {otc.state = "w.grad_accum"})
+// CHECK-SAME: -> (tensor<4xf32> {otc.updates = 3 : i64})
+// CHECK-LABEL: func.func @train_step(
+// CHECK-NOT: exp_avg"
+// CHECK: graph.adam_update
+// BUCKET-LABEL: func.func @accumulate_step(
+// PLAN-LABEL: func.func @accumulate_step(
+func.func @accumulate_step(%w: tensor<4xf32> {otc.param = "w"}, %g: tensor<4xf32> {otc.input = "g", otc.role = "data"},
+                           %m: tensor<4xf32> {otc.state = "w.exp_avg"}, %v: tensor<4xf32> {otc.state = "w.exp_avg_sq"},
+                           %acc: tensor<4xf32> {otc.state = "w.grad_accum"})
+    -> (tensor<4xf32> {otc.updates = 4 : i64}) {
+  %a = graph.add %acc, %g : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>
+  return %a : tensor<4xf32>
+}
+func.func @train_step(%w: tensor<4xf32> {otc.param = "w"}, %g: tensor<4xf32> {otc.input = "g", otc.role = "data"},
+                      %m: tensor<4xf32> {otc.state = "w.exp_avg"}, %v: tensor<4xf32> {otc.state = "w.exp_avg_sq"})
+    -> (tensor<4xf32> {otc.updates = 0 : i64}, tensor<4xf32> {otc.updates = 2 : i64}, tensor<4xf32> {otc.updates = 3 : i64}) {
+  %w2, %m2, %v2 = graph.adam_update %w, %g, %m, %v : tensor<4xf32>
+  return %w2, %m2, %v2 : tensor<4xf32>, tensor<4xf32>, tensor<4xf32>
+}
