@@ -91,11 +91,12 @@ zoo-cuda: build
 	  --build-dir $(BUILD) --zoo all --zoo-only timm,transformers; b=$$?; \
 	exit $$((a || b))
 
-# topk-int8 (at each of TWIN_RATIOS) and dense under SGD, momentum (also with
-# DGC's momentum correction and factor masking) and Adam on Fashion-MNIST,
-# OTC next to its PyTorch DDP comm-hook twin: test accuracy after
-# TWIN_EPOCHS, the mean over TWIN_SEEDS initial weights; TWIN_OPTIMIZERS
-# picks some of sgd, momentum, adam.
+# topk-int8 (at each of TWIN_RATIOS) and dense under SGD, momentum and Adam
+# (both also with DGC's momentum correction and factor masking) on
+# Fashion-MNIST, OTC next to its PyTorch DDP comm-hook twin: test accuracy
+# after TWIN_EPOCHS, the mean over TWIN_SEEDS initial weights;
+# TWIN_OPTIMIZERS picks some of sgd, momentum, adam, adamw (AdamW, weight
+# decay 0.01: not in the default set).
 TWIN_EPOCHS ?= 1
 TWIN_SEEDS ?= 3
 TWIN_RATIOS ?= 0.1

@@ -43,7 +43,8 @@ inline constexpr llvm::StringLiteral kSdpPartOf = "dist.sdp_part_of";
 // On an optimizer update (otc-momentum-correction with factor masking): its
 // gradient is the ranks' mean of their masked momenta, which the compressed
 // all-reduce keeps (otc-insert-compressed-allreduce gives every bucket of
-// the function a velocity). A unit attribute.
+// the function a velocity, decayed by momentum for sgd_update and by beta1
+// for adam_update/adamw_update, whose first moment it is). A unit attribute.
 inline constexpr llvm::StringLiteral kMomentumInExchange =
     "dist.momentum_in_exchange";
 // Function results.

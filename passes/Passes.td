@@ -310,6 +310,19 @@ def MomentumCorrection : Pass<"otc-momentum-correction", "mlir::ModuleOp"> {
     otc-insert-compressed-allreduce gives every bucket a velocity that the
     compressed all-reduce accumulates (`u = momentum * u + g`), compresses
     and zeroes where it sent (see `dist.compressed_all_reduce`).
+
+    `graph.adam_update` and `graph.adamw_update` (factor masking only) keep
+    their first moment in the exchange the same way: each is marked
+    `dist.momentum_in_exchange` and gets `first_moment = false`, so it runs
+    with beta1 = 0 on the averaged `u = beta1 * u + g` (the exchange decays
+    it with the run-time `beta1`); weight decay stays the update's (L2 for
+    Adam, decoupled for AdamW), applied after the exchange. With beta1 0 an
+    update's `m` is `d` whatever it was: the `exp_avg` states leave the
+    step and each update takes its gradient for `m` (otc-bucket-gradients
+    gives it the average there too, computed in place). Without factor
+    masking they are refused. The states that leave the update steps
+    (velocities, exp_avg) leave `@accumulate_step` too (`--accumulate`),
+    which only carries them through.
   }];
   let dependentDialects = ["::otc::graph::GraphDialect"];
   let options = [
@@ -330,8 +343,9 @@ def InsertCompressedAllReduce
     function's updates are marked `dist.momentum_in_exchange`
     (otc-momentum-correction with factor masking), every bucket also gets
     this rank's velocity (`otc.state = "bucket<i>.velocity"`,
-    `otc.role = "per-rank"`); marked and unmarked updates in one function
-    are refused.
+    `otc.role = "per-rank"`), decayed by `momentum` for SGD updates and by
+    `beta1` for Adam's (`velocity_decay`); marked and unmarked updates in
+    one function, or both kinds, are refused.
   }];
   let dependentDialects = ["::otc::dist::DistDialect"];
   let options = [

@@ -116,12 +116,14 @@ void TrainingPipelineOptions::bind(OptionBinder &b) {
   b.bind("bucket-mb", bucketMb,
          "Largest gradient bucket in MiB (with compress)");
   b.bind("momentum-correction", momentumCorrection,
-         "With compress and optimizer momentum: compress each rank's "
-         "accumulated momentum instead of its gradient, zeroing it where it "
-         "was sent (DGC's momentum correction and momentum-factor masking)");
+         "With compress and optimizer momentum, adam or adamw: compress each "
+         "rank's accumulated momentum instead of its gradient, zeroing it "
+         "where it was sent (DGC's momentum correction and momentum-factor "
+         "masking); adam/adamw keep their first moment (beta1) there and "
+         "update with beta1 0 on its average");
   b.bind("no-factor-masking", noFactorMasking,
-         "With momentum-correction: keep the whole velocity after each "
-         "exchange (no momentum-factor masking)");
+         "With momentum-correction and optimizer momentum: keep the whole "
+         "velocity after each exchange (no momentum-factor masking)");
   b.bind("clip-grad-norm", clipGradNorm,
          "Scale the averaged gradients so their global 2-norm is at most "
          "this (torch clip_grad_norm_; 0: off)");
@@ -168,12 +170,19 @@ TrainingPipelineOptions::conflicts(llvm::function_ref<bool(StringRef)> given,
       anyGiven({"compress-ratio", "compress-ratio-min", "compress-block",
                 "no-error-feedback", "adaptive", "compress-warmup"}))
     return "compression options need " + f("compress") + " METHOD";
+  bool adam = training.optimizer == "adam" || training.optimizer == "adamw";
   if (momentumCorrection &&
-      (compress.empty() || training.optimizer != "momentum"))
+      (compress.empty() || (training.optimizer != "momentum" && !adam)))
     return f("momentum-correction") + " needs " + f("compress") + " and " +
-           f("optimizer") + " momentum";
+           f("optimizer") + " momentum, adam or adamw";
   if (noFactorMasking && !momentumCorrection)
     return f("no-factor-masking") + " needs " + f("momentum-correction");
+  if (noFactorMasking && adam)
+    return f("no-factor-masking") + " is for " + f("optimizer") +
+           " momentum: " + f("momentum-correction") + " with " +
+           training.optimizer +
+           " keeps the first moment in the compressed exchange "
+           "(momentum-factor masking)";
   if (momentumCorrection && !noFactorMasking &&
       llvm::is_contained(ArrayRef<StringRef>{"none", "fp16", "bf16", "int8"},
                          compress))

@@ -101,6 +101,9 @@ LogicalResult CompressedAllReduceOp::verify() {
     return emitOpError("velocity must have the bucket's type");
   if (getResult().getType() != getInput().getType())
     return emitOpError("result must have the bucket's type");
+  if (getVelocityDecay() != "momentum" && getVelocityDecay() != "beta1")
+    return emitOpError("velocity_decay must be 'momentum' or 'beta1', got '")
+           << getVelocityDecay() << "'";
   if (!lossy && hasErrorFeedback())
     return emitOpError("error feedback needs a lossy method; 'none' sends "
                        "the gradient exactly");

@@ -140,8 +140,10 @@ def Dist_CompressedAllReduceOp : Dist_Op<"compressed_all_reduce",
 
     With a `velocity` (Deep Gradient Compression's momentum correction with
     momentum-factor masking) the op keeps this rank's momentum of the
-    bucket: `u = momentum * u + input` (the step's run-time hyperparameter
-    `momentum`) is what gets compressed, with the residual, and
+    bucket: `u = decay * u + input` is what gets compressed, with the
+    residual, where `decay` is the step's run-time hyperparameter that
+    `velocity_decay` names (`momentum` for momentum SGD, `beta1` for Adam
+    and AdamW, whose first moment the velocity then is), and
     `new_velocity` is `u` with every element this rank sent set to zero
     (each block's kept indices; all of them for a dense method or a dense
     warm-up step, which leaves no momentum). The result is still the mean
@@ -167,7 +169,8 @@ def Dist_CompressedAllReduceOp : Dist_Op<"compressed_all_reduce",
                        DefaultValuedAttr<BoolAttr, "false">:$adaptive,
                        DefaultValuedAttr<I64Attr, "0">:$warmup_steps,
                        DefaultValuedAttr<I64Attr, "0">:$bucket,
-                       OptionalAttr<DenseI64ArrayAttr>:$ranks);
+                       OptionalAttr<DenseI64ArrayAttr>:$ranks,
+                       DefaultValuedAttr<StrAttr, "\"momentum\"">:$velocity_decay);
   let results = (outs StaticShapeTensorOf<[F32]>:$result,
                       Optional<StaticShapeTensorOf<[F32]>>:$new_residual,
                       Optional<StaticShapeTensorOf<[F32]>>:$new_velocity);

@@ -113,6 +113,14 @@ LogicalResult AllReduceOp::verify() {
   return success();
 }
 
+LogicalResult CompressedAllReduceOp::verify() {
+  // The emitter reads the step's hyperparameter of that name.
+  if (getVelocityDecay() != "momentum" && getVelocityDecay() != "beta1")
+    return emitOpError("velocity_decay must be 'momentum' or 'beta1', got '")
+           << getVelocityDecay() << "'";
+  return success();
+}
+
 #include "dialects/exec/ExecEnums.cpp.inc"
 
 #define GET_OP_CLASSES

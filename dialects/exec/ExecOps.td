@@ -141,7 +141,8 @@ def Exec_CompressedAllReduceOp : Exec_Op<"compressed_all_reduce",
     the average; `residual`, when present, is this rank's error-feedback
     state, read and updated in place; `velocity`, when present, this rank's
     momentum (factor masking), read and updated in place with the step's
-    `momentum` hyperparameter. Attributes as on the dist op.
+    hyperparameter that `velocity_decay` names. Attributes as on the dist
+    op.
 
     ```mlir
     exec.compressed_all_reduce %bucket, %residual velocity %u
@@ -155,11 +156,13 @@ def Exec_CompressedAllReduceOp : Exec_Op<"compressed_all_reduce",
                        StrAttr:$method, F32Attr:$ratio, F32Attr:$ratio_min,
                        I64Attr:$block_size, BoolAttr:$adaptive,
                        I64Attr:$warmup_steps, I64Attr:$bucket,
-                       OptionalAttr<I64Attr>:$group);
+                       OptionalAttr<I64Attr>:$group,
+                       DefaultValuedAttr<StrAttr, "\"momentum\"">:$velocity_decay);
   let assemblyFormat = [{
     $buffer (`,` $residual^)? (`velocity` $velocity^)? attr-dict `:`
     type($buffer) (`,` type($residual)^)? (`velocity` type($velocity)^)?
   }];
+  let hasVerifier = 1;
 }
 
 //===----------------------------------------------------------------------===//

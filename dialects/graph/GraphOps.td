@@ -621,17 +621,24 @@ class Graph_AdamBase<string mnemonic, string decay>
   let summary = "Adam update with " # decay # " weight decay";
   let description = [{
     torch.optim semantics; bias correction uses the optimizer step count
-    that the runtime keeps (and checkpoints).
+    that the runtime keeps (and checkpoints). With `first_moment = false`
+    the update runs with beta1 = 0 whatever the step's beta1 (torch's
+    `betas=(0.0, beta2)`: `m = d` and no first bias correction): its
+    gradient already is the first moment, which otc-momentum-correction
+    keeps in the compressed all-reduce (`u = beta1 * u + g`, averaged).
 
     ```mlir
     %w2, %m2, %v2 = graph.}] # mnemonic # [{ %w, %g, %m, %v {wd_scale = 0.0 : f32}
+        : tensor<10xf32>
+    %w3, %m3, %v3 = graph.}] # mnemonic # [{ %w, %u, %m, %v {first_moment = false}
         : tensor<10xf32>
     ```
   }];
   let arguments = (ins Graph_F32Tensor:$param, Graph_F32Tensor:$grad,
                        Graph_F32Tensor:$m, Graph_F32Tensor:$v,
                        DefaultValuedAttr<F32Attr, "1.0">:$lr_scale,
-                       DefaultValuedAttr<F32Attr, "1.0">:$wd_scale);
+                       DefaultValuedAttr<F32Attr, "1.0">:$wd_scale,
+                       DefaultValuedAttr<BoolAttr, "true">:$first_moment);
   let results = (outs Graph_F32Tensor:$new_param, Graph_F32Tensor:$new_m,
                       Graph_F32Tensor:$new_v);
   let assemblyFormat = "$param `,` $grad `,` $m `,` $v attr-dict `:` type($param)";

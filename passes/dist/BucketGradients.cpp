@@ -173,19 +173,23 @@ LogicalResult BucketGradients::bucket(func::FuncOp fn, bool sdp) {
     b.setInsertionPoint(firstUpdate);
     auto unbucket = b.create<dist::UnbucketOp>(
         fn.getLoc(), ValueRange(grads).getTypes(), bucket);
+    // Every operand that is the gradient reads the average (Adam under
+    // momentum correction takes it for its m as well).
     for (auto [m, g] : llvm::zip(bk.members, unbucket.getResults())) {
       if (m.tile >= 0)
         tilesOf[m.update][m.tile] = g;
       else
-        m.update->setOperand(1, g);
+        m.update->replaceUsesOfWith(m.update->getOperand(1), g);
     }
   }
   // Tiled gradients back together, in update order.
   b.setInsertionPoint(firstUpdate);
   for (Operation *u : updates)
     if (auto it = tilesOf.find(u); it != tilesOf.end())
-      u->setOperand(1, sdp::joinTiles(b, u->getLoc(), it->second,
-                                      dist::ownerTiles(dist::updatedParam(u))));
+      u->replaceUsesOfWith(
+          u->getOperand(1),
+          sdp::joinTiles(b, u->getLoc(), it->second,
+                         dist::ownerTiles(dist::updatedParam(u))));
   return success();
 }
 

@@ -43,27 +43,48 @@ struct InsertCompressedAllReduce
 
 private:
   /// Whether the function's updates take their momentum from the exchange
-  /// (all marked dist.momentum_in_exchange); mixed is an error.
-  FailureOr<bool> momentumInExchange(func::FuncOp fn) {
+  /// (all marked dist.momentum_in_exchange; mixed is an error), and then
+  /// the hyperparameter that decays the velocity: momentum for SGD updates,
+  /// beta1 for Adam's (the velocity is their first moment). Empty when
+  /// none is marked.
+  FailureOr<StringRef> momentumInExchange(func::FuncOp fn) {
     int64_t marked = 0, total = 0;
-    for (Operation &op : fn.front())
-      if (graph::isOptimizerUpdate(&op)) {
-        ++total;
-        marked += op.hasAttr(attr::kMomentumInExchange);
-      }
+    StringRef decay;
+    for (Operation &op : fn.front()) {
+      if (!graph::isOptimizerUpdate(&op))
+        continue;
+      ++total;
+      if (!op.hasAttr(attr::kMomentumInExchange))
+        continue;
+      ++marked;
+      StringRef mine;
+      if (llvm::isa<graph::SgdUpdateOp>(op))
+        mine = "momentum";
+      else if (llvm::isa<graph::AdamUpdateOp, graph::AdamWUpdateOp>(op))
+        mine = "beta1";
+      else
+        return op.emitError("only sgd_update, adam_update and adamw_update "
+                            "can take their momentum from the compressed "
+                            "all-reduce (dist.momentum_in_exchange)");
+      if (!decay.empty() && decay != mine)
+        return op.emitError("optimizer updates that take their momentum from "
+                            "the compressed all-reduce decay it with both "
+                            "momentum and beta1: a bucket's velocity has one");
+      decay = mine;
+    }
     if (marked != 0 && marked != total)
       return mlir::emitError(fn.getLoc(), "only ")
              << marked << " of " << total
              << " optimizer updates take their momentum from the compressed "
                 "all-reduce (dist.momentum_in_exchange): a bucket cannot "
                 "keep a velocity for some of its gradients only";
-    return marked != 0;
+    return decay;
   }
 
   LogicalResult insert(func::FuncOp fn) {
     OpBuilder b(&getContext());
     bool feedback = errorFeedback && method != "none";
-    FailureOr<bool> momentum = momentumInExchange(fn);
+    FailureOr<StringRef> momentum = momentumInExchange(fn);
     if (failed(momentum))
       return failure();
     auto ret = llvm::cast<func::ReturnOp>(fn.front().getTerminator());
@@ -86,7 +107,7 @@ private:
       Value residual, velocity;
       if (feedback)
         residual = addState("residual", "residual");
-      if (*momentum)
+      if (!momentum->empty())
         velocity = addState("velocity", "per-rank");
       b.setInsertionPointAfter(bucket);
       auto reduce = b.create<dist::CompressedAllReduceOp>(
@@ -96,7 +117,8 @@ private:
           b.getF32FloatAttr(static_cast<float>(ratioMin)),
           b.getI64IntegerAttr(blockSize), b.getBoolAttr(adaptive),
           b.getI64IntegerAttr(warmupSteps), b.getI64IntegerAttr(i),
-          bucket->getAttrOfType<DenseI64ArrayAttr>("ranks"));
+          bucket->getAttrOfType<DenseI64ArrayAttr>("ranks"),
+          b.getStringAttr(velocity ? *momentum : StringRef("momentum")));
       if (failed(mlir::verify(reduce)))
         return failure();
       bucket.getResult().replaceAllUsesExcept(reduce.getResult(), reduce);

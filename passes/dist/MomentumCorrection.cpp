@@ -8,6 +8,7 @@
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
 #include "llvm/ADT/BitVector.h"
+#include "llvm/ADT/StringSet.h"
 
 namespace otc {
 #define GEN_PASS_DEF_MOMENTUMCORRECTION
@@ -28,8 +29,77 @@ struct MomentumCorrection
     for (auto fn : getOperation().getOps<func::FuncOp>())
       if (fn.getSymName() == attr::kTrainFn ||
           fn.getSymName().starts_with(attr::kTrainRankPrefix))
-        if (failed(correct(fn)))
+        if (failed(correctAdam(fn)) || failed(correct(fn)))
           return signalPassFailure();
+    // --accumulate: @accumulate_step carries the optimizer state through
+    // unchanged; what left the update step leaves it too.
+    if (auto acc =
+            getOperation().lookupSymbol<func::FuncOp>(attr::kAccumulateFn)) {
+      SmallVector<BlockArgument> gone;
+      for (BlockArgument arg : acc.getArguments())
+        if (auto name = acc.getArgAttrOfType<StringAttr>(arg.getArgNumber(),
+                                                         attr::kState))
+          if (dropped.contains(name.getValue()))
+            gone.push_back(arg);
+      if (failed(dropStates(acc, gone)))
+        return signalPassFailure();
+    }
+  }
+
+  /// The otc.state names of the states dropped from the update steps.
+  llvm::StringSet<> dropped;
+
+  /// SDP: a part with one owner is never exchanged, so the exchange could
+  /// not keep its momentum.
+  LogicalResult checkExchanged(Operation *op) {
+    for (DenseI64ArrayAttr owners : dist::ownerSets(dist::updatedParam(op)))
+      if (owners.size() == 1)
+        return mlir::emitError(op->getLoc(),
+                               "momentum-factor masking keeps the velocity "
+                               "in the compressed all-reduce, but a part "
+                               "of this parameter has a single SDP owner "
+                               "and is never exchanged; use momentum "
+                               "correction without factor masking "
+                               "(--no-factor-masking)");
+    return success();
+  }
+
+  /// Adam and AdamW: the first moment moves into the exchange, as momentum
+  /// SGD's velocity does with factor masking. The exchange keeps
+  /// u = beta1 * u + g per bucket and zeroes it where it was sent; the
+  /// update, marked dist.momentum_in_exchange, runs with beta1 = 0 on the
+  /// average (first_moment = false: its second moment and bias correction
+  /// are Adam's with beta1 0). Weight decay stays the update's (Adam's L2
+  /// term is added to the averaged first moment, AdamW's is decoupled), as
+  /// torch.optim.Adam with betas (0, beta2) after a compressing DDP hook
+  /// has it. With beta1 = 0 the update's m is d whatever it was: its state
+  /// leaves the step and the update takes its gradient for m (computed in
+  /// place in the gradient's buffer, which it reads last).
+  LogicalResult correctAdam(func::FuncOp fn) {
+    SmallVector<BlockArgument> gone;
+    for (Operation &op : fn.front()) {
+      if (!llvm::isa<graph::AdamUpdateOp, graph::AdamWUpdateOp>(op))
+        continue;
+      if (!factorMasking)
+        return mlir::emitError(op.getLoc(),
+                               "momentum correction of Adam keeps its first "
+                               "moment in the compressed all-reduce "
+                               "(momentum-factor masking); without factor "
+                               "masking (--no-factor-masking) it is for "
+                               "momentum SGD only");
+      if (failed(checkExchanged(&op)))
+        return failure();
+      auto m = llvm::dyn_cast<BlockArgument>(op.getOperand(2));
+      if (!m)
+        return mlir::emitError(op.getLoc(),
+                               "expects the first moment to be state");
+      op.setAttr("first_moment", BoolAttr::get(&getContext(), false));
+      op.setAttr(attr::kMomentumInExchange, UnitAttr::get(&getContext()));
+      op.setOperand(2, op.getOperand(1));
+      op.getResult(1).replaceAllUsesWith(m);
+      gone.push_back(m);
+    }
+    return dropStates(fn, gone);
   }
 
   LogicalResult correct(func::FuncOp fn) {
@@ -62,17 +132,8 @@ struct MomentumCorrection
       if (!factorMasking)
         fn.setArgAttr(velocity.getArgNumber(), attr::kRole,
                       b.getStringAttr("per-rank"));
-      // SDP: a part with one owner is never exchanged, so the exchange
-      // could not keep its momentum.
-      for (DenseI64ArrayAttr owners : dist::ownerSets(dist::updatedParam(op)))
-        if (factorMasking && owners.size() == 1)
-          return mlir::emitError(op.getLoc(),
-                                 "momentum-factor masking keeps the velocity "
-                                 "in the compressed all-reduce, but a part "
-                                 "of this parameter has a single SDP owner "
-                                 "and is never exchanged; use momentum "
-                                 "correction without factor masking "
-                                 "(--no-factor-masking)");
+      if (factorMasking && failed(checkExchanged(op)))
+        return failure();
       // v' = momentum * v + g + weight_decay * w, on this rank; momentum
       // and weight decay are run-time values. With factor masking the
       // exchange keeps v: what is averaged is g + weight_decay * w.
@@ -118,8 +179,9 @@ struct MomentumCorrection
     return dropStates(fn, gone);
   }
 
-  /// Removes the velocity states `gone` (now returned unchanged) from the
-  /// step: their arguments and the results that update them, renumbering
+  /// Removes the momentum states `gone` (now returned unchanged) from the
+  /// step (recording their names in `dropped`): their arguments and the
+  /// results that update them, renumbering
   /// what refers to arguments by index (`otc.updates`, dist.sdp_part_of).
   LogicalResult dropStates(func::FuncOp fn, ArrayRef<BlockArgument> gone) {
     if (gone.empty())
@@ -127,15 +189,19 @@ struct MomentumCorrection
     auto ret = llvm::cast<func::ReturnOp>(fn.front().getTerminator());
     unsigned numArgs = fn.getNumArguments();
     llvm::BitVector args(numArgs), results(fn.getNumResults());
-    for (BlockArgument arg : gone)
+    for (BlockArgument arg : gone) {
       args.set(arg.getArgNumber());
+      if (auto name =
+              fn.getArgAttrOfType<StringAttr>(arg.getArgNumber(), attr::kState))
+        dropped.insert(name.getValue());
+    }
     for (unsigned i = 0; i < fn.getNumResults(); ++i) {
       auto updates = fn.getResultAttrOfType<IntegerAttr>(i, attr::kUpdates);
       if (updates && args.test(updates.getInt())) {
         if (ret.getOperand(i) != fn.getArgument(updates.getInt()))
-          return mlir::emitError(fn.getLoc(), "a velocity state is updated "
+          return mlir::emitError(fn.getLoc(), "a momentum state is updated "
                                               "by something other than its "
-                                              "momentum update");
+                                              "optimizer update");
         results.set(i);
       }
     }
@@ -143,8 +209,8 @@ struct MomentumCorrection
       for (OpOperand &use : arg.getUses())
         if (use.getOwner() != ret)
           return mlir::emitError(use.getOwner()->getLoc(),
-                                 "a velocity state is read by something "
-                                 "other than its momentum update");
+                                 "a momentum state is read by something "
+                                 "other than its optimizer update");
     // Old argument index -> new.
     SmallVector<int64_t> renumbered(numArgs, -1);
     for (unsigned i = 0, next = 0; i < numArgs; ++i)

@@ -864,13 +864,14 @@ LogicalResult BuildTraining::buildTrainStep(ModuleOp module,
                                            wdScale, b.getBoolAttr(nesterov));
       next.append(op->result_begin(), op->result_end());
     } else if (optimizer == "adam" || optimizer == "adamw") {
-      Operation *op = optimizer == "adam"
-                          ? b.create<AdamUpdateOp>(loc, w, g, state[0],
-                                                   state[1], lrScale, wdScale)
-                                .getOperation()
-                          : b.create<AdamWUpdateOp>(loc, w, g, state[0],
-                                                    state[1], lrScale, wdScale)
-                                .getOperation();
+      Operation *op =
+          optimizer == "adam"
+              ? b.create<AdamUpdateOp>(loc, w, g, state[0], state[1], lrScale,
+                                       wdScale, b.getBoolAttr(true))
+                    .getOperation()
+              : b.create<AdamWUpdateOp>(loc, w, g, state[0], state[1], lrScale,
+                                        wdScale, b.getBoolAttr(true))
+                    .getOperation();
       next.append(op->result_begin(), op->result_end());
     } else if (optimizer == "lamb") {
       auto op = b.create<LambUpdateOp>(loc, w, g, state[0], state[1], lrScale,

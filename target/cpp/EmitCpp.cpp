@@ -232,9 +232,11 @@ LogicalResult Emitter::emitCompressedAllReduce(exec::CompressedAllReduceOp op) {
   os << name(op.getBuffer()) << ", "
      << op.getBuffer().getType().getNumElements() << ", "
      << (op.getResidual() ? name(op.getResidual()) : "nullptr") << ", ";
-  // The velocity's momentum is the step's hyperparameter.
+  // The velocity's decay is the step's hyperparameter that the op names
+  // (momentum, or Adam's beta1).
   if (op.getVelocity())
-    os << name(op.getVelocity()) << ", (float)(ctx->hyper->momentum), ";
+    os << name(op.getVelocity()) << ", (float)(ctx->hyper->"
+       << op.getVelocityDecay() << "), ";
   else
     os << "nullptr, 0.0f, ";
   os << op.getBucket() << ");\n"

@@ -15,7 +15,11 @@
 #    of dense after 20 steps (not bitwise: the sums run in another order);
 #  - --momentum-correction (with momentum-factor masking) and topk-int8
 #    trains, and its per-bucket velocities are checkpointed with the
-#    residuals: 20 straight steps equal 10 + --resume 10 bitwise.
+#    residuals: 20 straight steps equal 10 + --resume 10 bitwise; the same
+#    under Adam (lr 1e-3), whose first moment the velocities then are;
+#  - the exchange decays that first moment with the run-time beta1: with
+#    --beta1 0 (u = g) the masked Adam run equals plain topk-int8 Adam at
+#    --beta1 0 bitwise after 20 steps, and --beta1 0.5 changes it.
 #
 #   /usr/bin/python3 test/integration/compress_test.py --build-dir build
 #
@@ -55,8 +59,16 @@ def main():
     jobs.append((onnx_path, ctx.path("topk-int8-mc", "train"),
                  dict(common, compress="topk-int8", compress_ratio=0.1,
                       momentum_correction=True)))
+    adam = {k: v for k, v in common.items() if k != "momentum"}
+    jobs.append((onnx_path, ctx.path("topk-int8-adam-mc", "train"),
+                 dict(adam, optimizer="adam", lr=1e-3, compress="topk-int8",
+                      compress_ratio=0.1, momentum_correction=True)))
+    jobs.append((onnx_path, ctx.path("topk-int8-adam", "train"),
+                 dict(adam, optimizer="adam", lr=1e-3, compress="topk-int8",
+                      compress_ratio=0.1)))
     results = T.compile_many(ctx, jobs)
-    names = ["dense"] + METHODS + ["none-mc", "topk-int8-mc"]
+    names = ["dense"] + METHODS + ["none-mc", "topk-int8-mc",
+                                   "topk-int8-adam-mc", "topk-int8-adam"]
     ok = {n: T.require_ok(checks, "otc-compile %s" % n, r)
           for n, r in zip(names, results)}
 
@@ -113,10 +125,36 @@ def main():
     except (OSError, ValueError, KeyError) as e:
         checks.check("report.json readable", False, str(e))
 
+    # Adam's first moment in the exchange, decayed by the run-time beta1.
+    beta1 = {}
+    for n, b1 in (("topk-int8-adam-mc", 0.0), ("topk-int8-adam", 0.0),
+                  ("topk-int8-adam-mc", 0.5)):
+        if not ok[n]:
+            continue
+        out = ctx.path("beta1-%s-%g.onnx" % (n, b1))
+        r = T.run(T.train_cmd(ctx.path(n, "train"), data, ranks=2,
+                              steps=STEPS, export=out, beta1=b1, threads=1),
+                  timeout=180)
+        if T.require_ok(checks, "%s --beta1 %g" % (n, b1), r):
+            beta1[n, b1] = T.read_onnx_weights(out)
+    if ("topk-int8-adam-mc", 0.0) in beta1 and \
+            ("topk-int8-adam", 0.0) in beta1:
+        a, b = beta1["topk-int8-adam-mc", 0.0], beta1["topk-int8-adam", 0.0]
+        checks.check("Adam --momentum-correction --beta1 0 equals plain "
+                     "topk-int8 Adam --beta1 0 bitwise after %d steps" %
+                     STEPS, all((a[k] == b[k]).all() for k in a))
+    if ("topk-int8-adam-mc", 0.5) in beta1 and \
+            "topk-int8-adam-mc" in weights:
+        a, b = beta1["topk-int8-adam-mc", 0.5], weights["topk-int8-adam-mc"]
+        checks.check("Adam --momentum-correction: --beta1 0.5 changes the "
+                     "run (the exchange reads the run-time beta1)",
+                     any((a[k] != b[k]).any() for k in a))
+
     # Resume with error-feedback residuals (and, masked, the exchange's
     # velocities) in the checkpoint.
     for n, what in (("topk-int8", "with error feedback"),
-                    ("topk-int8-mc", "with momentum-factor masking")):
+                    ("topk-int8-mc", "with momentum-factor masking"),
+                    ("topk-int8-adam-mc", "with Adam's masked first moment")):
         if not ok[n]:
             continue
         prog = ctx.path(n, "train")

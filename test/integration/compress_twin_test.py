@@ -7,11 +7,13 @@
 # the MLP 784-512-10 on Fashion-MNIST (the same .npy files for both), 2 ranks
 # x batch 64, the data in file order (--no-shuffle: both see the same
 # batches), the same initial weights; plain SGD (lr 0.1), momentum SGD (0.9,
-# lr 0.05) and Adam (lr 1e-3), dense and --compress topk-int8
-# --compress-ratio 0.1 (error feedback); momentum SGD also with Deep
-# Gradient Compression's momentum correction and momentum-factor masking
-# (OTC's --momentum-correction, the twin's --momentum-correction
-# --factor-masking: "dgc").
+# lr 0.05), Adam (lr 1e-3) and AdamW (lr 1e-3, weight decay 0.01), dense
+# and --compress topk-int8 --compress-ratio 0.1 (error feedback); momentum
+# SGD, Adam and AdamW also with Deep Gradient Compression's momentum
+# correction and momentum-factor masking (OTC's --momentum-correction, the
+# twin's --momentum-correction --factor-masking: "dgc"; for Adam the
+# masked velocity is the first moment, beta1 = 0.9 = the twin's
+# --momentum, and the optimizer runs with beta1 0 on its average).
 #
 # Checked (make test): after --steps (20) steps, each tensor's change from
 # the initial weights is OTC's twin's within --tol (relative L2): OTC's
@@ -39,7 +41,8 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 REFERENCE = os.path.join(os.path.dirname(HERE), "bench", "ddp_reference.py")
 OPTIMIZERS = {"sgd": dict(optimizer="sgd", lr=0.1),
               "momentum": dict(optimizer="momentum", lr=0.05, momentum=0.9),
-              "adam": dict(optimizer="adam", lr=1e-3)}
+              "adam": dict(optimizer="adam", lr=1e-3),
+              "adamw": dict(optimizer="adamw", lr=1e-3, weight_decay=0.01)}
 HIDDEN = (512,)
 SEED = 5
 
@@ -47,7 +50,8 @@ SEED = 5
 def methods(ratios):
     """The compressions of a run by name, each with the optimizers it
     applies to (None: all): dense, topk-int8 at each ratio, and for
-    momentum SGD topk-int8 with DGC's momentum correction and masking."""
+    momentum SGD, Adam and AdamW topk-int8 with DGC's momentum correction
+    and masking."""
     out = {"dense": ({}, None)}
     for r in ratios:
         out["topk-int8 %g" % r] = (dict(compress="topk-int8",
@@ -55,7 +59,7 @@ def methods(ratios):
         out["topk-int8 %g dgc" % r] = (dict(compress="topk-int8",
                                             compress_ratio=r,
                                             momentum_correction=True),
-                                       ("momentum",))
+                                       ("momentum", "adam", "adamw"))
     return out
 
 
@@ -144,10 +148,15 @@ def twin_run(ctx, data, opt, method, seed, name, steps=None, epochs=None,
         cmd += ["--steps", str(steps), "--warmup", "0"]
     if "momentum" in opt:
         cmd += ["--momentum", str(opt["momentum"])]
+    if "weight_decay" in opt:
+        cmd += ["--weight-decay", str(opt["weight_decay"])]
     if method:
         cmd += ["--compress-ratio", str(method["compress_ratio"])]
         if method.get("momentum_correction"):
             cmd += ["--momentum-correction", "--factor-masking"]
+            if "momentum" not in opt:
+                # Adam's: the hook's velocity decay is OTC's beta1 (0.9).
+                cmd += ["--momentum", "0.9"]
         if order:
             cmd += ["--bucket-order", ",".join(order)]
     r = T.run(cmd, timeout=960)
@@ -175,7 +184,7 @@ def main():
                        ", ".join(OPTIMIZERS))
     args, ctx = T.parse_args(
         "compress_twin", "topk-int8 compression against its PyTorch DDP "
-        "comm-hook twin, under SGD, momentum and Adam.", extra)
+        "comm-hook twin, under SGD, momentum, Adam and AdamW.", extra)
     checks = T.Checks("compress_twin")
     if not os.path.isdir(os.environ.get("OTC_DATASET_DIR") or
                          T.FASHION_MNIST_DIR):

@@ -100,11 +100,13 @@ LogicalResult KernelEmitter::optimizer() {
        << hyper("momentum", 1) << ", " << wd << ", " << flag("nesterov")
        << ");\n";
   } else if (kn == "adam_update" || kn == "adamw_update") {
+    // Without a first moment (momentum correction keeps it in the
+    // exchange) the update runs with beta1 = 0.
+    std::string beta1 = flag("first_moment") ? hyper("beta1", 1) : "0.0f";
     os << "    " << fn("adam_f32") << "(" << numel(outs[0]) << ", " << out(0)
        << ", " << in(0) << ", " << out(1) << ", " << out(2) << ", " << lr
-       << ", " << hyper("beta1", 1) << ", " << hyper("beta2", 1) << ", "
-       << hyper("eps", 1) << ", " << wd << ", ctx->step, "
-       << (kn == "adamw_update") << ");\n";
+       << ", " << beta1 << ", " << hyper("beta2", 1) << ", " << hyper("eps", 1)
+       << ", " << wd << ", ctx->step, " << (kn == "adamw_update") << ");\n";
   } else if (kn == "lamb_update") {
     // The trust ratio is not kept (out_trust_ratio NULL).
     os << "    " << fn("lamb_f32") << "(" << numel(outs[0]) << ", " << out(0)

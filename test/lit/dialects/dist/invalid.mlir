@@ -104,6 +104,14 @@ func.func @velocity_result(%g: tensor<4xf32>, %u: tensor<4xf32>) {
 
 // -----
 
+func.func @velocity_decay(%g: tensor<4xf32>, %u: tensor<4xf32>) {
+  // expected-error @+1 {{velocity_decay must be 'momentum' or 'beta1', got 'beta2'}}
+  %0, %1 = dist.compressed_all_reduce %g velocity %u {method = "topk", velocity_decay = "beta2"} : tensor<4xf32> velocity tensor<4xf32> -> tensor<4xf32> velocity tensor<4xf32>
+  return
+}
+
+// -----
+
 func.func @bucket_beyond_int64(%a: tensor<4611686018427387904xf32>) {
   // expected-error @+1 {{the gradients hold more than 2^63 - 1 elements}}
   %0 = dist.bucket %a, %a : tensor<4611686018427387904xf32>, tensor<4611686018427387904xf32> -> tensor<4xf32>
