@@ -30,6 +30,9 @@ namespace otc::importer {
 namespace {
 
 constexpr int64_t kLibraryIrVersion = 8;
+// Where ONNX's messages say a schema was defined: this file, not the folder
+// it was built in (an install names neither tree).
+constexpr char kSchemaFile[] = "compiler/import/OpsetAdapter.cpp";
 
 void registerCompatSchemas() {
   static std::once_flag once;
@@ -37,7 +40,7 @@ void registerCompatSchemas() {
     onnx::OpSchemaRegistry::DomainToVersionRange::Instance().AddDomainToVersion(
         kCompatDomain, 1, 1);
     auto define = [](const char *name, const char *doc) {
-      onnx::OpSchema s(name, __FILE__, __LINE__);
+      onnx::OpSchema s(name, kSchemaFile, __LINE__);
       s.SetDomain(kCompatDomain)
           .SinceVersion(1)
           .SetDoc(doc)
@@ -60,7 +63,7 @@ void registerCompatSchemas() {
     // the shape of the first input; the importer checks the rest.
     auto defineLike = [](const char *name, const char *doc, int minIn,
                          int maxIn) {
-      onnx::OpSchema s(name, __FILE__, __LINE__);
+      onnx::OpSchema s(name, kSchemaFile, __LINE__);
       s.SetDomain(kCompatDomain)
           .SinceVersion(1)
           .SetDoc(doc)
@@ -83,7 +86,7 @@ void registerCompatSchemas() {
 
     // Attention (23): Y, and the present key and value; the shapes are the
     // importer's to work out (GQA, 3-D inputs with head counts).
-    onnx::OpSchema attention("Attention", __FILE__, __LINE__);
+    onnx::OpSchema attention("Attention", kSchemaFile, __LINE__);
     attention.SetDomain(kCompatDomain)
         .SinceVersion(1)
         .SetDoc("ONNX Attention (opset 23)")
@@ -110,7 +113,7 @@ void registerCompatSchemas() {
 
     // Split-18 by num_outputs: equal parts, the last one smaller (Split-13
     // refuses parts that do not divide the axis).
-    onnx::OpSchema split("Split", __FILE__, __LINE__);
+    onnx::OpSchema split("Split", kSchemaFile, __LINE__);
     split.SetDomain(kCompatDomain)
         .SinceVersion(1)
         .SetDoc("ONNX Split (opset 18) by num_outputs")
@@ -149,7 +152,7 @@ void registerCompatSchemas() {
 
     // Pad-18 with its axes input: the output's shape when pads and axes are
     // initializers (the importer checks the rest).
-    onnx::OpSchema pad("Pad", __FILE__, __LINE__);
+    onnx::OpSchema pad("Pad", kSchemaFile, __LINE__);
     pad.SetDomain(kCompatDomain)
         .SinceVersion(1)
         .SetDoc("ONNX Pad (opset 18) with axes")

@@ -53,12 +53,13 @@ void throwMpi(int rc, const char *call, const char *file, int line) {
 }
 
 // Every MPI call goes through this macro so a failure becomes an error
-// carrying the call, the place and MPI's own explanation.
+// carrying the call, the place and MPI's own explanation. The place names
+// this file, not the folder it was built in (an install names neither tree).
 #define OTC_MPI_CHECK(call)                                                    \
   do {                                                                         \
     int otcMpiRc = (call);                                                     \
     if (otcMpiRc != MPI_SUCCESS)                                               \
-      throwMpi(otcMpiRc, #call, __FILE__, __LINE__);                           \
+      throwMpi(otcMpiRc, #call, "comm_mpi.cpp", __LINE__);                     \
   } while (false)
 
 std::once_flag finalizeOnce;
