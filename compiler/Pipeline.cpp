@@ -44,14 +44,38 @@ LogicalResult writeFile(StringRef path,
   return success();
 }
 
-/// Each compressed bucket: its payload bytes, its element count, whether
-/// it is sent dense (method none) and whether its ratio is adaptive.
+/// The bytes one rank sends in a mean all-reduce of `bytes` over `ranks`,
+/// as the runtime counts them (comm.h, allReduceBytes): 2 (W - 1) / W of
+/// them, a bandwidth-optimal all-reduce's.
+int64_t allReduceBytes(int64_t bytes, int64_t ranks) {
+  return ranks <= 1 ? 0 : 2 * (ranks - 1) * bytes / ranks;
+}
+
+/// The ranks of a collective: SDP owner group `group`'s, or the world's;
+/// with `rank`, that rank's index among them.
+int64_t ranksOf(ModuleOp module, std::optional<int64_t> group, int64_t world,
+                int64_t *rank = nullptr) {
+  if (group)
+    if (auto sdp = module->getAttrOfType<DictionaryAttr>(attr::kSdp)) {
+      auto members = llvm::cast<DenseI64ArrayAttr>(
+                         sdp.getAs<ArrayAttr>("groups")[*group])
+                         .asArrayRef();
+      if (rank)
+        *rank = llvm::find(members, *rank) - members.begin();
+      return members.size();
+    }
+  return world;
+}
+
+/// Each compressed bucket: the bytes its exchange sends and receives per
+/// step on rank `rank` as the runtime counts them
+/// (src/comm/compressed.cpp), and the scratch the runtime keeps for it.
 struct BucketComm {
-  int64_t payload, elements;
-  bool dense, adaptive;
+  int64_t sent, received, scratch;
 };
 
-SmallVector<BucketComm> compressedBuckets(ModuleOp module) {
+SmallVector<BucketComm> compressedBuckets(ModuleOp module, int64_t world,
+                                          int64_t rank) {
   SmallVector<BucketComm> buckets;
   module.walk([&](exec::CompressedAllReduceOp op) {
     otck_compress_config config{};
@@ -67,61 +91,98 @@ SmallVector<BucketComm> compressedBuckets(ModuleOp module) {
     config.block_size = op.getBlockSize();
     config.ratio = op.getRatio().convertToFloat();
     int64_t n = op.getBuffer().getType().getNumElements();
-    buckets.push_back({otck_compress_payload_bytes(&config, n), n,
-                       op.getMethod() == "none", op.getAdaptive()});
+    int64_t me = rank;
+    const int64_t w = ranksOf(module, op.getGroup(), world, &me);
+    if (op.getExchange() == "all-reduce") {
+      int64_t bytes = allReduceBytes(n * 4, w);
+      buckets.push_back({bytes, bytes, 0});
+      return;
+    }
+    const int64_t flags = w > 1 ? 4 + (op.getAdaptive() ? 8 : 0) : 0;
+    const int64_t payload = otck_compress_payload_bytes(&config, n);
+    if (op.getExchange() == "reduce-scatter" && w > 1) {
+      // Rank me sends the others' shards of its payload and its owner's
+      // block (flag and payload) to each of them, and receives the reverse.
+      int64_t begin = 0, others = 0, blocks = 0;
+      auto shardBytes = [&](int64_t s) {
+        return otck_compress_payload_bytes(
+            &config, otck_compress_shard(&config, n, w, s, &begin));
+      };
+      for (int64_t s = 0; s < w; ++s) {
+        blocks += 4 + (shardBytes(s) + 3) / 4 * 4;
+        if (s != me)
+          others += 4 + shardBytes(s);
+      }
+      const int64_t mine = shardBytes(me);
+      buckets.push_back({payload - mine + (4 + mine) * (w - 1) + flags,
+                         mine * (w - 1) + others + flags,
+                         payload * (w + 1) + blocks + n * 4});
+      return;
+    }
+    const int64_t sent = payload * (w - 1) + flags;
+    buckets.push_back({sent, sent, (w + 1) * payload});
   });
   return buckets;
 }
 
 /// What the report states per rank: the planner's arena breakdown plus the
-/// runtime's all-gather buffers ((W + 1) payloads per compressed bucket),
-/// and the bytes one rank hands to the collectives per step, counted as the
-/// runtime's metrics count them: the gradients of a plain (or `none`)
-/// all-reduce; for a compressed bucket its payload reaching the W - 1 other
-/// ranks, plus the 4-byte finiteness flag (and 8 for the adaptive norm).
+/// runtime's exchange buffers (an all-gather's W + 1 payloads per
+/// compressed bucket; the reduce-scatter's shard slots and a bucket of
+/// floats), and the bytes one rank hands to the collectives per step,
+/// counted as the runtime's metrics count them: allReduceBytes of the
+/// gradients of a plain (or `none`) all-reduce; for a compressed bucket
+/// its exchange's payloads, plus the 4-byte finiteness flag (and 8 for the
+/// adaptive norm).
 struct RankReport {
   llvm::json::Object memory;
-  int64_t commBytes = 0;
+  int64_t sent = 0, received = 0;
 };
 
-RankReport rankReport(ModuleOp module, int64_t world) {
+RankReport rankReport(ModuleOp module, int64_t world, int64_t rank) {
   RankReport r;
   auto memory = module->getAttrOfType<DictionaryAttr>(attr::kMemory);
   for (NamedAttribute a : memory)
     r.memory[a.getName().getValue()] =
         llvm::cast<IntegerAttr>(a.getValue()).getInt();
-  SmallVector<BucketComm> buckets = compressedBuckets(module);
+  SmallVector<BucketComm> buckets = compressedBuckets(module, world, rank);
   int64_t scratch = 0;
   for (const BucketComm &b : buckets) {
-    if (b.dense) {
-      r.commBytes += b.elements * 4;
-      continue;
-    }
-    scratch += (world + 1) * b.payload;
-    r.commBytes += b.payload * (world - 1) + 4 + (b.adaptive ? 8 : 0);
+    scratch += b.scratch;
+    r.sent += b.sent;
+    r.received += b.received;
   }
-  if (buckets.empty())
-    r.commBytes = memory.getAs<IntegerAttr>("grads").getInt();
-  // SDP: only gradients with other owners travel (within their group), and
-  // with backward masking the owners' new values.
-  if (module->hasAttr(attr::kSdp)) {
-    r.commBytes = 0;
-    module.walk([&](Operation *op) {
-      if (auto ar = llvm::dyn_cast<exec::AllReduceOp>(op); ar && ar.getRange())
-        r.commBytes += ((*ar.getRange())[1] - (*ar.getRange())[0]) * 4;
-      else if (llvm::isa<exec::AllReduceOp, exec::BroadcastOp>(op))
-        r.commBytes += llvm::cast<MemRefType>(op->getOperand(0).getType())
-                           .getNumElements() *
-                       4;
-    });
-  }
-  if (world <= 1)
-    r.commBytes = 0;
   auto add = [&](StringRef key, int64_t v) {
     r.memory[key] = *r.memory.getInteger(key) + v;
   };
   add("comm_buffers", scratch);
   add("peak", scratch);
+  if (world <= 1) {
+    r.sent = r.received = 0;
+    return r;
+  }
+  if (!module->hasAttr(attr::kSdp)) {
+    if (buckets.empty()) // the plain all-reduce of the gradients
+      r.sent = r.received = allReduceBytes(
+          memory.getAs<IntegerAttr>("grads").getInt(), world);
+    return r;
+  }
+  // SDP: only gradients with other owners travel (within their group), and
+  // with backward masking the owners' new values.
+  module.walk([&](Operation *op) {
+    if (auto ar = llvm::dyn_cast<exec::AllReduceOp>(op)) {
+      int64_t n = ar.getBuffer().getType().getNumElements();
+      if (ar.getRange())
+        n = (*ar.getRange())[1] - (*ar.getRange())[0];
+      int64_t bytes =
+          allReduceBytes(n * 4, ranksOf(module, ar.getGroup(), world));
+      r.sent += bytes;
+      r.received += bytes;
+    } else if (auto bc = llvm::dyn_cast<exec::BroadcastOp>(op)) {
+      int64_t bytes = bc.getBuffer().getType().getNumElements() * 4;
+      (bc.getRoot() == uint64_t(rank) ? r.sent : r.received) += bytes;
+    }
+  });
+  return r;
   return r;
 }
 
@@ -142,12 +203,12 @@ llvm::json::Value reportJson(ArrayRef<ModuleOp> perRank, int64_t world,
                              ModuleOp full) {
   llvm::json::Array ranks;
   for (int64_t rank = 0; rank < world; ++rank) {
-    RankReport r = rankReport(perRank[rank], world);
+    RankReport r = rankReport(perRank[rank], world, rank);
     llvm::json::Object o{
         {"rank", rank},
         {"memory", llvm::json::Object(r.memory)},
-        {"comm", llvm::json::Object{{"bytes_sent_per_step", r.commBytes},
-                                    {"bytes_received_per_step", r.commBytes}}}};
+        {"comm", llvm::json::Object{{"bytes_sent_per_step", r.sent},
+                                    {"bytes_received_per_step", r.received}}}};
     if (perRank[rank]->hasAttr(attr::kSdp))
       o["components"] = ownedComponents(perRank[rank], rank);
     ranks.push_back(std::move(o));
@@ -184,7 +245,15 @@ void printReport(ArrayRef<ModuleOp> perRank, int64_t world) {
     ModuleOp m = perRank[rank];
     if (llvm::is_contained(perRank.take_front(rank), m))
       continue;
-    RankReport r = rankReport(m, world);
+    RankReport r = rankReport(m, world, rank);
+    // The ranks of one program can differ in their shards of a
+    // reduce-scatter exchange: the most any of them moves.
+    for (int64_t q = rank + 1; q < world; ++q)
+      if (perRank[q] == m) {
+        RankReport o = rankReport(m, world, q);
+        r.sent = std::max(r.sent, o.sent);
+        r.received = std::max(r.received, o.received);
+      }
     std::string ranks;
     for (int64_t q = rank; q < world; ++q)
       if (perRank[q] == m)
@@ -208,9 +277,11 @@ void printReport(ArrayRef<ModuleOp> perRank, int64_t world) {
       if (k == "params" && r.memory.getInteger("frozen").value_or(0))
         row("  frozen", *r.memory.getInteger("frozen"));
     }
-    llvm::outs() << "communication per step per rank:\n";
-    row("sent", r.commBytes);
-    row("received", r.commBytes);
+    llvm::outs() << "communication per step per rank"
+                 << (alike && world > 1 ? " (the most of any rank)" : "")
+                 << ":\n";
+    row("sent", r.sent);
+    row("received", r.received);
   }
 }
 

@@ -32,6 +32,7 @@ CPU_ONLY = {
     "compare_i64": "typed form of compare (its twin: otckd_compare)",
     "compress_k": "the payload's size arithmetic, shared by both targets",
     "compress_payload_bytes": "the payload's size arithmetic, shared",
+    "compress_shard": "the reduce-scatter's shard arithmetic, shared",
     "compress_saving_f32": "the payload's size arithmetic, shared",
 }
 

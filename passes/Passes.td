@@ -346,6 +346,15 @@ def InsertCompressedAllReduce
     `otc.role = "per-rank"`), decayed by `momentum` for SGD updates and by
     `beta1` for Adam's (`velocity_decay`); marked and unmarked updates in
     one function, or both kinds, are refused.
+
+    `exchange=auto` picks each bucket's exchange by the bytes a rank sends
+    per step (its owner group's size for an SDP bucket): `reduce-scatter`
+    when its (S + 4 + S') (W - 1) bytes are fewer than `all-gather`'s
+    P (W - 1), P being the bucket's payload, S its largest shard's and S'
+    that rounded up to 4 bytes (so from three ranks on), `all-gather`
+    otherwise; method `none` takes a plain fp32 `all-reduce`. Given
+    explicitly, `all-gather` and `reduce-scatter` apply to `none` too
+    (its payload is the fp32 gradient).
   }];
   let dependentDialects = ["::otc::dist::DistDialect"];
   let options = [
@@ -365,6 +374,10 @@ def InsertCompressedAllReduce
            "Let the ratio follow the gradient norm (see the README)">,
     Option<"warmupSteps", "warmup-steps", "int64_t", "0",
            "First steps sent dense">,
+    Option<"exchange", "exchange", "std::string", "\"auto\"",
+           "auto, all-gather or reduce-scatter: how the ranks combine their "
+           "payloads (auto: the one that sends fewer bytes; method none "
+           "then takes a plain fp32 all-reduce)">,
   ];
 }
 

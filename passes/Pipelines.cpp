@@ -113,6 +113,14 @@ void TrainingPipelineOptions::bind(OptionBinder &b) {
          "Let the kept ratio follow the gradient norm");
   b.bind("compress-warmup", compression.warmupSteps,
          "First steps sent uncompressed");
+  b.bind("compress-exchange", compression.exchange,
+         "How the ranks combine their compressed buckets: every payload to "
+         "every rank (all-gather: bytes grow with the world size), or each "
+         "rank reduces a shard and the shards are all-gathered "
+         "(reduce-scatter: about twice a payload whatever the world size); "
+         "auto picks the one that sends fewer bytes (reduce-scatter from 3 "
+         "ranks on)",
+         {"auto", "all-gather", "reduce-scatter"});
   b.bind("bucket-mb", bucketMb,
          "Largest gradient bucket in MiB (with compress)");
   b.bind("momentum-correction", momentumCorrection,
@@ -168,7 +176,8 @@ TrainingPipelineOptions::conflicts(llvm::function_ref<bool(StringRef)> given,
            f("compress");
   if (compress.empty() &&
       anyGiven({"compress-ratio", "compress-ratio-min", "compress-block",
-                "no-error-feedback", "adaptive", "compress-warmup"}))
+                "no-error-feedback", "adaptive", "compress-warmup",
+                "compress-exchange"}))
     return "compression options need " + f("compress") + " METHOD";
   bool adam = training.optimizer == "adam" || training.optimizer == "adamw";
   if (momentumCorrection &&

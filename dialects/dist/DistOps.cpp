@@ -79,6 +79,16 @@ LogicalResult CompressedAllReduceOp::verify() {
     return emitOpError("unknown method '")
            << method
            << "' (expected none, fp16, bf16, int8, topk, topk-int8 or randomk)";
+  StringRef exchange = getExchange();
+  if (exchange != "all-gather" && exchange != "reduce-scatter" &&
+      exchange != "all-reduce")
+    return emitOpError("exchange must be all-gather, reduce-scatter or "
+                       "all-reduce, got '")
+           << exchange << "'";
+  if (exchange == "all-reduce" && method != "none")
+    return emitOpError("exchange 'all-reduce' sends fp32 and takes method "
+                       "'none', not '")
+           << method << "'";
   if (getInput().getType().getRank() != 1)
     return emitOpError("expects a flat gradient bucket (rank 1), got ")
            << getInput().getType();

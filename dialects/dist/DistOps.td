@@ -138,6 +138,14 @@ def Dist_CompressedAllReduceOp : Dist_Op<"compressed_all_reduce",
     `bucket` numbers the step's buckets (runtime state is per bucket).
     With `ranks`, over that SDP owner group only (as `dist.all_reduce`).
 
+    `exchange` is how the ranks combine their payloads: `all-gather` (every
+    rank receives every payload: P * (W - 1) bytes sent per rank),
+    `reduce-scatter` (rank s owns shard s of the bucket's blocks: an
+    all-to-all brings it every rank's payload of that shard, it sums them,
+    compresses the sum again, adding that error to its residual, and the
+    owners' payloads are all-gathered: about 2 P (W - 1) / W bytes, whatever
+    W), or `all-reduce` (method `none` only: a plain fp32 all-reduce).
+
     With a `velocity` (Deep Gradient Compression's momentum correction with
     momentum-factor masking) the op keeps this rank's momentum of the
     bucket: `u = decay * u + input` is what gets compressed, with the
@@ -170,7 +178,8 @@ def Dist_CompressedAllReduceOp : Dist_Op<"compressed_all_reduce",
                        DefaultValuedAttr<I64Attr, "0">:$warmup_steps,
                        DefaultValuedAttr<I64Attr, "0">:$bucket,
                        OptionalAttr<DenseI64ArrayAttr>:$ranks,
-                       DefaultValuedAttr<StrAttr, "\"momentum\"">:$velocity_decay);
+                       DefaultValuedAttr<StrAttr, "\"momentum\"">:$velocity_decay,
+                       DefaultValuedAttr<StrAttr, "\"all-gather\"">:$exchange);
   let results = (outs StaticShapeTensorOf<[F32]>:$result,
                       Optional<StaticShapeTensorOf<[F32]>>:$new_residual,
                       Optional<StaticShapeTensorOf<[F32]>>:$new_velocity);

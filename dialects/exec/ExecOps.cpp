@@ -118,6 +118,16 @@ LogicalResult CompressedAllReduceOp::verify() {
   if (getVelocityDecay() != "momentum" && getVelocityDecay() != "beta1")
     return emitOpError("velocity_decay must be 'momentum' or 'beta1', got '")
            << getVelocityDecay() << "'";
+  // The emitter names the runtime's exchange.
+  StringRef exchange = getExchange();
+  if (exchange != "all-gather" && exchange != "reduce-scatter" &&
+      exchange != "all-reduce")
+    return emitOpError("exchange must be all-gather, reduce-scatter or "
+                       "all-reduce, got '")
+           << exchange << "'";
+  if (exchange == "all-reduce" && getMethod() != "none")
+    return emitOpError("exchange 'all-reduce' takes method 'none', not '")
+           << getMethod() << "'";
   return success();
 }
 

@@ -12,6 +12,8 @@
 #include "compress_format.h"
 #include "conv_plan.h"
 
+#include <algorithm>
+
 using namespace otc::kernels;
 using namespace otc::kernels::conv;
 
@@ -34,4 +36,20 @@ otck_compress_payload_bytes(const otck_compress_config *config, int64_t n) {
   if (!compress::makeLayout(config, &l) || n < 0)
     return -1;
   return l.bytes(n);
+}
+
+extern "C" int64_t otck_compress_shard(const otck_compress_config *config,
+                                       int64_t n, int64_t shards, int64_t s,
+                                       int64_t *begin) {
+  compress::Layout l;
+  if (!compress::makeLayout(config, &l) || n < 0 || shards < 1 || s < 0 ||
+      s >= shards || !begin)
+    return -1;
+  const int64_t block = config->block_size;
+  const int64_t blocks = (n + block - 1) / block;
+  const int64_t each = blocks / shards, extra = blocks % shards;
+  const int64_t first = s * each + std::min(s, extra);
+  const int64_t last = first + each + (s < extra ? 1 : 0);
+  *begin = std::min(n, first * block);
+  return std::min(n, last * block) - *begin;
 }

@@ -6,9 +6,12 @@
 #include "passes/Passes.h"
 #include "passes/dist/SdpTiles.h"
 
+#include "otc/compress.h"
+
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/Verifier.h"
+#include "llvm/ADT/StringSwitch.h"
 
 namespace otc {
 #define GEN_PASS_DEF_INSERTCOMPRESSEDALLREDUCE
@@ -81,6 +84,35 @@ private:
     return decay;
   }
 
+  /// The exchange of a bucket of `n` floats over `world` ranks: the
+  /// option, or with auto the one that sends fewer bytes (Passes.td).
+  StringRef exchangeFor(int64_t n, int64_t world) {
+    if (exchange != "auto")
+      return exchange;
+    if (method == "none")
+      return "all-reduce";
+    otck_compress_config cfg{};
+    cfg.method = static_cast<otck_compress_method>(
+        llvm::StringSwitch<int>(method)
+            .Case("fp16", OTCK_COMPRESS_FP16)
+            .Case("bf16", OTCK_COMPRESS_BF16)
+            .Case("int8", OTCK_COMPRESS_INT8)
+            .Case("topk", OTCK_COMPRESS_TOPK)
+            .Case("topk-int8", OTCK_COMPRESS_TOPK_INT8)
+            .Default(OTCK_COMPRESS_RANDOMK));
+    cfg.block_size = blockSize;
+    cfg.ratio = static_cast<float>(ratio);
+    int64_t begin = 0;
+    int64_t shard = otck_compress_shard(&cfg, n, std::max<int64_t>(world, 1),
+                                        0, &begin);
+    int64_t whole = otck_compress_payload_bytes(&cfg, n);
+    int64_t slot = otck_compress_payload_bytes(&cfg, shard);
+    if (shard < 0 || whole < 0 || slot < 0 || world < 2)
+      return "all-gather"; // the verifier names a bad configuration
+    return slot + 4 + (slot + 3) / 4 * 4 < whole ? "reduce-scatter"
+                                                 : "all-gather";
+  }
+
   LogicalResult insert(func::FuncOp fn) {
     OpBuilder b(&getContext());
     bool feedback = errorFeedback && method != "none";
@@ -110,6 +142,7 @@ private:
       if (!momentum->empty())
         velocity = addState("velocity", "per-rank");
       b.setInsertionPointAfter(bucket);
+      auto ranks = bucket->getAttrOfType<DenseI64ArrayAttr>("ranks");
       auto reduce = b.create<dist::CompressedAllReduceOp>(
           bucket.getLoc(), type, feedback ? type : Type(),
           velocity ? type : Type(), bucket.getResult(), residual, velocity,
@@ -117,8 +150,11 @@ private:
           b.getF32FloatAttr(static_cast<float>(ratioMin)),
           b.getI64IntegerAttr(blockSize), b.getBoolAttr(adaptive),
           b.getI64IntegerAttr(warmupSteps), b.getI64IntegerAttr(i),
-          bucket->getAttrOfType<DenseI64ArrayAttr>("ranks"),
-          b.getStringAttr(velocity ? *momentum : StringRef("momentum")));
+          ranks,
+          b.getStringAttr(velocity ? *momentum : StringRef("momentum")),
+          b.getStringAttr(exchangeFor(
+              llvm::cast<RankedTensorType>(type).getNumElements(),
+              ranks ? int64_t(ranks.size()) : int64_t(worldSize))));
       if (failed(mlir::verify(reduce)))
         return failure();
       bucket.getResult().replaceAllUsesExcept(reduce.getResult(), reduce);

@@ -293,7 +293,7 @@ struct CompressedAllReducePattern
         op.getLoc(), buffer, residual, velocity, op.getMethodAttr(),
         op.getRatioAttr(), op.getRatioMinAttr(), op.getBlockSizeAttr(),
         op.getAdaptiveAttr(), op.getWarmupStepsAttr(), op.getBucketAttr(),
-        *group, op.getVelocityDecayAttr());
+        *group, op.getVelocityDecayAttr(), op.getExchangeAttr());
     SmallVector<Value> results{buffer};
     if (residual)
       results.push_back(residual);

@@ -216,11 +216,18 @@ LogicalResult Emitter::emitCompressedAllReduce(exec::CompressedAllReduceOp op) {
                            .Default("");
   if (method.empty())
     return op.emitOpError("unknown method '") << op.getMethod() << "'";
+  std::string exchange = llvm::StringSwitch<std::string>(op.getExchange())
+                             .Case("all-gather", "OTC_EXCHANGE_ALL_GATHER")
+                             .Case("reduce-scatter", "OTC_EXCHANGE_REDUCE_SCATTER")
+                             .Case("all-reduce", "OTC_EXCHANGE_ALL_REDUCE")
+                             .Default("");
+  if (exchange.empty())
+    return op.emitOpError("unknown exchange '") << op.getExchange() << "'";
   float ratio = op.getRatio().convertToFloat();
   os << "  { // compressed all-reduce, bucket " << op.getBucket() << "\n"
      << "    static const otc_compress_desc_t desc = {" << method << ", "
      << static_cast<bool>(op.getResidual()) << ", " << op.getAdaptive()
-     << ", 0, " << op.getBlockSize() << ", " << floatLiteral(ratio) << ", "
+     << ", " << exchange << ", " << op.getBlockSize() << ", " << floatLiteral(ratio) << ", "
      << floatLiteral(op.getRatioMin().convertToFloat()) << ", "
      << floatLiteral(ratio) << ", " << op.getWarmupSteps() << "};\n"
      << "    int rc = ";

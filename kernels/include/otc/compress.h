@@ -63,6 +63,15 @@ int64_t otck_compress_k(const otck_compress_config *config);
 int64_t otck_compress_payload_bytes(const otck_compress_config *config,
                                     int64_t n);
 
+/* The reduce-scatter exchange's cut of a bucket of n floats into `shards`
+ * ranges of whole blocks, as even as the blocks allow (the first
+ * blocks % shards shards get one block more, so shard 0's payload is the
+ * largest): shard s starts at element *begin and holds the returned count
+ * of floats (0 when there are fewer blocks than shards). -1 for an
+ * invalid config, n < 0, s outside [0, shards) or a NULL `begin`. */
+int64_t otck_compress_shard(const otck_compress_config *config, int64_t n,
+                            int64_t shards, int64_t s, int64_t *begin);
+
 /* Compresses g (n floats) into `payload`. With error feedback (`residual`
  * not NULL) it compresses g + residual and then sets
  * residual = (g + residual) - decompress(payload), so that

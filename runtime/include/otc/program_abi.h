@@ -18,7 +18,7 @@
 extern "C" {
 #endif
 
-#define OTC_PROGRAM_ABI_VERSION 8
+#define OTC_PROGRAM_ABI_VERSION 9
 
 /* Status codes a step returns (0 = success). */
 #define OTC_STEP_OK 0
@@ -39,12 +39,27 @@ extern "C" {
 #define OTC_DEVICE_CPU 0
 #define OTC_DEVICE_CUDA 1
 
+/* How a compressed all-reduce's ranks exchange their payloads
+ * (otc_compress_desc_t::exchange; src/comm/compressed.cpp has the details):
+ *  ALL_GATHER      every rank all-gathers every payload (P * (W - 1) bytes
+ *                  sent per rank) and sums their decompressions;
+ *  REDUCE_SCATTER  rank s owns shard s of the bucket (otck_compress_shard):
+ *                  an all-to-all gives it every rank's payload of its shard,
+ *                  it sums them, compresses the sum again (its error goes to
+ *                  the owner's residual) and all-gathers it: about
+ *                  2 P (W - 1) / W bytes sent per rank, whatever W;
+ *  ALL_REDUCE      method NONE only: a plain fp32 mean all-reduce.
+ * ABI 9: the field was reserved (0) before. */
+#define OTC_EXCHANGE_ALL_GATHER 0
+#define OTC_EXCHANGE_REDUCE_SCATTER 1
+#define OTC_EXCHANGE_ALL_REDUCE 2
+
 /* A compressed all-reduce as the compiler configured it (DESIGN §8). */
 typedef struct otc_compress_desc {
   int32_t method;         /* otck_compress_method (otc/compress.h) */
   int32_t error_feedback; /* 1: `residual` holds this rank's error */
   int32_t adaptive;       /* 1: ratio follows the gradient norm */
-  int32_t reserved;
+  int32_t exchange;       /* OTC_EXCHANGE_* */
   int64_t block_size; /* elements per block */
   float ratio;        /* kept fraction (unused when adaptive: the
                          adaptive ratio starts at ratio_max) */

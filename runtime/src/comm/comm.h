@@ -67,7 +67,8 @@ void leaveStep(otc_comm_t *comm);
 /// (device_comm.cpp); `ctx.comm` must be a StepComm with a device.
 void useStagedCollectives(otc_step_context_t &ctx);
 
-/// Averages `count` floats in place over all ranks and counts the bytes.
+/// Averages `count` floats in place over all ranks and counts the bytes
+/// (allReduceBytes).
 void allReduceMeanF32(otc_comm_t *comm, float *data, int64_t count);
 /// Sums doubles over all ranks; counted in the step's bytes only when
 /// `counted` (the adaptive ratio's norm, not the runtime's bookkeeping).
@@ -79,6 +80,26 @@ void allReduceSumF64(otc_comm_t *comm, double *data, int64_t count,
 /// peers.
 void allGatherInPlace(otc_comm_t *comm, void *recv, int64_t bytes,
                       bool counted = true);
+/// All-to-all over the world (`group` NULL) or an SDP owner group (split
+/// before; this rank a member), blocks of any size: send[sendOffset[r],
+/// + sendBytes[r]) goes to rank r of it, recv[recvOffset[r], +
+/// recvBytes[r]) comes from rank r (this rank's own block is copied).
+/// Counted: the blocks to and from the others.
+void allToAllV(otc_comm_t *comm, const std::vector<int64_t> *group,
+               const uint8_t *send, const int64_t *sendBytes,
+               const int64_t *sendOffset, uint8_t *recv,
+               const int64_t *recvBytes, const int64_t *recvOffset);
+/// In-place all-gather of blocks of any size over the world (`group` NULL)
+/// or an SDP owner group: rank r's block is buf[offset[r], + bytes[r]).
+/// Counted: this rank's block once per other rank sent, theirs received.
+void allGatherVInPlace(otc_comm_t *comm, const std::vector<int64_t> *group,
+                       uint8_t *buf, const int64_t *bytes,
+                       const int64_t *offset);
+/// The bytes one rank sends (and receives) in a mean all-reduce of `bytes`
+/// over `ranks`: 2 (W - 1) / W of them, what a bandwidth-optimal
+/// (reduce-scatter + all-gather, or ring) all-reduce moves; 0 for one rank.
+/// The dense all-reduces count this.
+uint64_t allReduceBytes(uint64_t bytes, int64_t ranks);
 /// True on every rank iff `flag` is true on some rank (an int MAX
 /// all-reduce, counted as 4 bytes each way when W > 1).
 bool anyRank(otc_comm_t *comm, bool flag);
@@ -126,6 +147,7 @@ void groupAllGatherInPlace(otc_comm_t *comm, const std::vector<int64_t> &group,
                            void *recv, int64_t bytes);
 void groupAllReduceSumF64(otc_comm_t *comm, const std::vector<int64_t> &group,
                           double *data, int64_t count);
+
 /// Every rank receives `root`'s `count` floats; counted as sent by the
 /// root and received by the others.
 void broadcastF32(otc_comm_t *comm, int64_t root, float *data, int64_t count);

@@ -158,8 +158,9 @@ void allReduceMeanF32(otc_comm_t *comm, float *data, int64_t count) {
   float scale = 1.0f / float(comm->size);
   for (int64_t i = 0; i < count; ++i)
     data[i] *= scale;
-  comm->bytesSent += uint64_t(count) * sizeof(float);
-  comm->bytesReceived += uint64_t(count) * sizeof(float);
+  const uint64_t bytes = allReduceBytes(uint64_t(count) * 4, comm->size);
+  comm->bytesSent += bytes;
+  comm->bytesReceived += bytes;
 }
 
 void allReduceSumF64(otc_comm_t *comm, double *data, int64_t count,
@@ -195,6 +196,83 @@ void allGatherInPlace(otc_comm_t *comm, void *recv, int64_t bytes,
   uint64_t peers = uint64_t(comm->size - 1);
   comm->bytesSent += uint64_t(bytes) * peers;
   comm->bytesReceived += uint64_t(bytes) * peers;
+}
+
+uint64_t allReduceBytes(uint64_t bytes, int64_t ranks) {
+  if (ranks <= 1)
+    return 0;
+  return 2 * uint64_t(ranks - 1) * bytes / uint64_t(ranks);
+}
+
+namespace {
+
+/// MPI's int counts and displacements of per-rank blocks; throws for a
+/// block beyond them.
+std::vector<int> mpiCounts(const int64_t *v, size_t n) {
+  std::vector<int> out(n);
+  for (size_t i = 0; i < n; ++i) {
+    if (v[i] < 0 || v[i] > std::numeric_limits<int>::max())
+      throw Error(OTC_INVALID_ARGUMENT,
+                  "a compressed shard exchange of " + std::to_string(v[i]) +
+                      " bytes exceeds MPI's 2 GiB limit; use smaller buckets");
+    out[i] = int(v[i]);
+  }
+  return out;
+}
+
+/// The communicator of `group` (NULL: the world) and this rank's index in
+/// it.
+std::pair<MPI_Comm, int> onGroup(otc_comm_t *comm,
+                                 const std::vector<int64_t> *group);
+
+} // namespace
+
+void allToAllV(otc_comm_t *comm, const std::vector<int64_t> *group,
+               const uint8_t *send, const int64_t *sendBytes,
+               const int64_t *sendOffset, uint8_t *recv,
+               const int64_t *recvBytes, const int64_t *recvOffset) {
+  const size_t w = group ? group->size() : size_t(comm->size);
+  if (!comm->isMpi || w <= 1) {
+    if (w == 1)
+      std::memmove(recv + recvOffset[0], send + sendOffset[0],
+                   size_t(std::min(sendBytes[0], recvBytes[0])));
+    return;
+  }
+  auto [on, me] = onGroup(comm, group);
+  std::vector<int> sc = mpiCounts(sendBytes, w), sd = mpiCounts(sendOffset, w),
+                   rc = mpiCounts(recvBytes, w), rd = mpiCounts(recvOffset, w);
+  int64_t most = 0;
+  for (size_t r = 0; r < w; ++r)
+    most = std::max(most, sendBytes[r]);
+  run(comm, {"all-to-all", most, "bytes per rank at most", group},
+      [&](MPI_Request *r) {
+        OTC_MPI_CHECK(MPI_Ialltoallv(send, sc.data(), sd.data(), MPI_BYTE, recv,
+                                     rc.data(), rd.data(), MPI_BYTE, on, r));
+      });
+  for (size_t r = 0; r < w; ++r)
+    if (int(r) != me) {
+      comm->bytesSent += uint64_t(sendBytes[r]);
+      comm->bytesReceived += uint64_t(recvBytes[r]);
+    }
+}
+
+void allGatherVInPlace(otc_comm_t *comm, const std::vector<int64_t> *group,
+                       uint8_t *buf, const int64_t *bytes,
+                       const int64_t *offset) {
+  const size_t w = group ? group->size() : size_t(comm->size);
+  if (!comm->isMpi || w <= 1)
+    return;
+  auto [on, me] = onGroup(comm, group);
+  std::vector<int> c = mpiCounts(bytes, w), d = mpiCounts(offset, w);
+  run(comm, {"all-gather", bytes[me], "bytes from this rank", group},
+      [&](MPI_Request *r) {
+        OTC_MPI_CHECK(MPI_Iallgatherv(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, buf,
+                                      c.data(), d.data(), MPI_BYTE, on, r));
+      });
+  for (size_t r = 0; r < w; ++r)
+    if (int(r) != me)
+      comm->bytesReceived += uint64_t(bytes[r]);
+  comm->bytesSent += uint64_t(bytes[me]) * (w - 1);
 }
 
 bool anyRank(otc_comm_t *comm, bool flag) {
@@ -330,8 +408,10 @@ void groupAllReduceMeanF32(otc_comm_t *comm, const std::vector<int64_t> &group,
   float scale = 1.0f / float(group.size());
   for (int64_t i = 0; i < count; ++i)
     data[i] *= scale;
-  comm->bytesSent += uint64_t(count) * sizeof(float);
-  comm->bytesReceived += uint64_t(count) * sizeof(float);
+  const uint64_t bytes =
+      allReduceBytes(uint64_t(count) * 4, int64_t(group.size()));
+  comm->bytesSent += bytes;
+  comm->bytesReceived += bytes;
 }
 
 namespace {
@@ -341,6 +421,17 @@ MPI_Comm groupComm(otc_comm_t *comm, const std::vector<int64_t> &group) {
   if (it == comm->groups.end() || it->second == MPI_COMM_NULL)
     throw Error(OTC_INTERNAL, "no communicator for this SDP owner group");
   return it->second;
+}
+
+std::pair<MPI_Comm, int> onGroup(otc_comm_t *comm,
+                                 const std::vector<int64_t> *group) {
+  if (!group)
+    return {comm->comm, comm->rank};
+  auto it = std::find(group->begin(), group->end(), int64_t(comm->rank));
+  if (it == group->end())
+    throw Error(OTC_INTERNAL, "a collective over an SDP owner group this "
+                              "rank is not a member of");
+  return {groupComm(comm, *group), int(it - group->begin())};
 }
 } // namespace
 

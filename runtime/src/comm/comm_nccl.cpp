@@ -18,8 +18,10 @@
 //    gather buffer and its non-finite flag, an int MAX all-reduce of the
 //    flag (not in an owner group: agree_finite decides there, as on the
 //    CPU), an in-place ncclAllGather of the fixed-size payloads, and
-//    otck_cuda_decompress_sum_f32 scaled by 1/W. The adaptive ratio's norm
-//    is summed in double on the device and all-reduced over MPI.
+//    otck_cuda_decompress_sum_f32 scaled by 1/W. The reduce-scatter
+//    exchange runs its two stages as grouped ncclSend/ncclRecv. The
+//    adaptive ratio's norm is summed in double on the device and
+//    all-reduced over MPI.
 //  - wait_collectives reads the step's flags: a non-finite one over the
 //    world skips the step on every rank (the flags were all-reduced; the
 //    means are identical). In an SDP owner group it is remembered instead,
@@ -109,6 +111,15 @@ struct Scratch {
   int64_t savedCount = 0;
   float *savedVelocity = nullptr; ///< the velocity before this step's update
   int64_t savedVelocityCount = 0;
+  // The reduce-scatter exchange's: this rank's shard from every rank, the
+  // owners' blocks (flag and payload), this rank's second compression's
+  // error (compressed.cpp, reduceScatter).
+  uint8_t *received = nullptr;
+  int64_t receivedBytes = 0;
+  uint8_t *blocks = nullptr;
+  int64_t blocksBytes = 0;
+  float *error = nullptr;
+  int64_t errorCount = 0;
 };
 
 /// Finiteness flags one step can hold.
@@ -269,6 +280,9 @@ private:
       cudaFree(s.gathered);
       cudaFree(s.saved);
       cudaFree(s.savedVelocity);
+      cudaFree(s.received);
+      cudaFree(s.blocks);
+      cudaFree(s.error);
     }
     scratch.clear();
     cudaFree(dFlags);
@@ -520,7 +534,11 @@ private:
       changed.push_back({residual, s.saved, n});
     }
     int *flag = newFlag(o.group);
-    uint8_t *mine = s.gathered + size_t(o.rank) * size_t(p);
+    // The all-gather's slot of this rank; the two-stage exchange sends
+    // pieces of the payload from the buffer's start.
+    const bool twoStage =
+        desc.exchange == OTC_EXCHANGE_REDUCE_SCATTER && o.size > 1;
+    uint8_t *mine = s.gathered + (twoStage ? 0 : size_t(o.rank) * size_t(p));
     checkCuda(otck_cuda_compress_f32(&cfg, n, src,
                                      feedback ? residual : nullptr, mine, flag,
                                      side),
@@ -534,14 +552,19 @@ private:
     if (!o.group)
       checkNccl(ncclAllReduce(flag, flag, 1, ncclInt32, ncclMax, nccl, side),
                 "ncclAllReduce");
-    if (peers)
-      count(flagBytes + uint64_t(p) * peers, flagBytes + uint64_t(p) * peers);
-    checkNccl(
-        ncclAllGather(mine, s.gathered, size_t(p), ncclUint8, o.comm, side),
-        "ncclAllGather");
-    checkCuda(otck_cuda_decompress_sum_f32(&cfg, n, s.gathered, o.size,
-                                           1.0f / float(o.size), data, side),
-              "otck_cuda_decompress_sum_f32");
+    if (twoStage) {
+      count(flagBytes, flagBytes);
+      reduceScatter(o, cfg, data, n, feedback ? residual : nullptr, s, bucket);
+    } else {
+      if (peers)
+        count(flagBytes + uint64_t(p) * peers, flagBytes + uint64_t(p) * peers);
+      checkNccl(
+          ncclAllGather(mine, s.gathered, size_t(p), ncclUint8, o.comm, side),
+          "ncclAllGather");
+      checkCuda(otck_cuda_decompress_sum_f32(&cfg, n, s.gathered, o.size,
+                                             1.0f / float(o.size), data, side),
+                "otck_cuda_decompress_sum_f32");
+    }
     // Finite gradients can give a mean that is not (fp16 and bf16 decode
     // values beyond their range as infinities; the sum of the payloads can
     // overflow): every member decoded the same.
@@ -550,6 +573,105 @@ private:
     b.ratio = cfg.ratio;
     ++b.steps;
     return OTC_STEP_OK;
+  }
+
+  /// The two-stage exchange of compressed.cpp's reduceScatter on the
+  /// communication stream, this rank's payload at the start of
+  /// `s.gathered`: grouped sends and receives carry the all-to-all of the
+  /// shards and the all-gather of the owners' blocks. The owners' flags
+  /// (written by the second compression, which leaves its error at zero and
+  /// the block's payload at zero bytes for a sum that is not finite) become
+  /// this step's checks, so the step is skipped on every member as on the
+  /// CPU.
+  void reduceScatter(const On &o, const otck_compress_config &cfg, float *data,
+                     int64_t n, float *residual, Scratch &s, int64_t bucket) {
+    const Shards sh = cutShards(cfg, n, o.size, bucket);
+    const size_t w = size_t(o.size), me = size_t(o.rank);
+    const int64_t mine = sh.size[me], p = sh.bytes[me];
+    growBytes(s.received, s.receivedBytes, p * int64_t(w),
+              "cudaMalloc of a compressed bucket's shards");
+    growBytes(s.blocks, s.blocksBytes, sh.regionTotal,
+              "cudaMalloc of a compressed bucket's shard blocks");
+    if (residual)
+      growFloats(s.error, s.errorCount, std::max<int64_t>(mine, 1),
+                 "cudaMalloc of a shard's compression error");
+    uint64_t sent = 0, received = 0;
+    checkNccl(ncclGroupStart(), "ncclGroupStart");
+    for (size_t r = 0; r < w; ++r) {
+      if (r == me)
+        continue;
+      checkNccl(ncclSend(s.gathered + sh.offset[r], size_t(sh.bytes[r]),
+                         ncclUint8, int(r), o.comm, side),
+                "ncclSend");
+      checkNccl(ncclRecv(s.received + r * size_t(p), size_t(p), ncclUint8,
+                         int(r), o.comm, side),
+                "ncclRecv");
+      sent += uint64_t(sh.bytes[r]);
+      received += uint64_t(p);
+    }
+    checkNccl(ncclGroupEnd(), "ncclGroupEnd");
+    if (p > 0)
+      checkCuda(cudaMemcpyAsync(s.received + me * size_t(p),
+                                s.gathered + sh.offset[me], size_t(p),
+                                cudaMemcpyDeviceToDevice, side),
+                "cudaMemcpyAsync");
+    float *sum = data + sh.begin[me];
+    checkCuda(otck_cuda_decompress_sum_f32(&cfg, mine, s.received, o.size,
+                                           1.0f, sum, side),
+              "otck_cuda_decompress_sum_f32");
+    uint8_t *block = s.blocks + sh.regionOffset[me];
+    checkCuda(cudaMemsetAsync(block, 0, size_t(sh.region[me]), side),
+              "cudaMemsetAsync");
+    if (residual)
+      checkCuda(cudaMemsetAsync(s.error, 0, size_t(mine) * 4, side),
+                "cudaMemsetAsync");
+    checkCuda(otck_cuda_compress_f32(&cfg, mine, sum,
+                                     residual ? s.error : nullptr, block + 4,
+                                     reinterpret_cast<int *>(block), side),
+              "otck_cuda_compress_f32");
+    if (residual)
+      checkCuda(otck_cuda_compress_accumulate_f32(mine, 1.0f, s.error,
+                                                  residual + sh.begin[me],
+                                                  nullptr, side),
+                "otck_cuda_compress_accumulate_f32");
+    checkNccl(ncclGroupStart(), "ncclGroupStart");
+    for (size_t r = 0; r < w; ++r) {
+      if (r == me)
+        continue;
+      checkNccl(ncclSend(block, size_t(4 + sh.bytes[me]), ncclUint8, int(r),
+                         o.comm, side),
+                "ncclSend");
+      checkNccl(ncclRecv(s.blocks + sh.regionOffset[r],
+                         size_t(4 + sh.bytes[r]), ncclUint8, int(r), o.comm,
+                         side),
+                "ncclRecv");
+      sent += uint64_t(4 + sh.bytes[me]);
+      received += uint64_t(4 + sh.bytes[r]);
+    }
+    checkNccl(ncclGroupEnd(), "ncclGroupEnd");
+    count(sent, received);
+    for (size_t r = 0; r < w; ++r) {
+      checkCuda(cudaMemcpyAsync(newFlag(o.group), s.blocks + sh.regionOffset[r],
+                                4, cudaMemcpyDeviceToDevice, side),
+                "cudaMemcpyAsync");
+      checkCuda(otck_cuda_decompress_sum_f32(
+                    &cfg, sh.size[r], s.blocks + sh.regionOffset[r] + 4, 1,
+                    1.0f / float(o.size), data + sh.begin[r], side),
+                "otck_cuda_decompress_sum_f32");
+    }
+  }
+
+  /// `buf` holds at least `bytes` bytes (its old contents are dropped).
+  void growBytes(uint8_t *&buf, int64_t &have, int64_t bytes,
+                 const char *what) {
+    if (have >= bytes)
+      return;
+    waitSide("the collectives' stream");
+    cudaFree(buf);
+    buf = nullptr;
+    have = 0;
+    checkCuda(cudaMalloc(&buf, size_t(bytes)), what);
+    have = bytes;
   }
 
   Scratch &scratchOf(int64_t bucket, const otc_compress_desc_t &desc,

@@ -3,10 +3,11 @@
 // compressed_all_reduce_mean_f32(comm, desc, g, n, r, bucket) on W ranks, at
 // optimizer step t (1-based; a skipped step does not advance t):
 //
-//  * Dense steps: t <= desc.warmup_steps, or method NONE. A plain fp32 mean
-//    all-reduce (n * 4 bytes counted each way, as all_reduce_mean_f32); the
-//    residual is not touched. The mean is identical on every rank, so a
-//    non-finite mean is detected locally and skips the step everywhere.
+//  * Dense steps: t <= desc.warmup_steps, or exchange ALL_REDUCE (method
+//    NONE). A plain fp32 mean all-reduce (counted as all_reduce_mean_f32:
+//    allReduceBytes of n * 4, each way); the residual is not touched. The
+//    mean is identical on every rank, so a non-finite mean is detected
+//    locally and skips the step everywhere.
 //
 //  * Compressed steps, in this order:
 //     1. Adaptive ratio (desc.adaptive and a method with a ratio: TOPK,
@@ -35,6 +36,10 @@
 //        the W decoded payloads overflows where |g| > FLT_MAX / W. Every
 //        rank sees the same sum (the kernel reports it) and skips the step
 //        (OTC_STEP_SKIPPED_NONFINITE).
+//    With exchange REDUCE_SCATTER, step 4 is two-staged instead
+//    (reduceScatter below): an all-to-all of the ranks' shards of the
+//    payload, each owner's sum compressed again (its error added to the
+//    owner's residual), and an all-gather of those.
 //    W == 1 runs the same compress/decompress (same numerics as W ranks),
 //    but no collective runs and nothing is counted.
 //
@@ -48,7 +53,9 @@
 //    skipped step has gathered the payloads (P * (W - 1) + 4 bytes).
 //
 //  So a compressed step counts P * (W - 1) + 4 (+ 8 adaptive) bytes sent
-//  and as many received per bucket when W > 1, and 0 when W == 1.
+//  and as many received per bucket when W > 1, and 0 when W == 1; with the
+//  reduce-scatter exchange, rank r sends P - S_r + (S_r + 4) * (W - 1) + 4
+//  (+ 8), S_r being its shard's payload (about P / W).
 //
 // Momentum correction with factor masking (Deep Gradient Compression; a
 // `velocity` u, this rank's, and the step's momentum m): before anything
@@ -124,6 +131,14 @@ bool compressUsesRatio(int32_t method) {
 void checkCompressDesc(const otc_compress_desc_t &d, int64_t bucket) {
   if (d.method < OTCK_COMPRESS_NONE || d.method > OTCK_COMPRESS_RANDOMK)
     badDesc(bucket, "unknown method " + std::to_string(d.method));
+  if (d.exchange != OTC_EXCHANGE_ALL_GATHER &&
+      d.exchange != OTC_EXCHANGE_REDUCE_SCATTER &&
+      d.exchange != OTC_EXCHANGE_ALL_REDUCE)
+    badDesc(bucket, "unknown exchange " + std::to_string(d.exchange));
+  if (d.exchange == OTC_EXCHANGE_ALL_REDUCE && d.method != OTCK_COMPRESS_NONE)
+    badDesc(bucket, "the plain all-reduce exchange sends fp32 only (method "
+                    "none), not method " +
+                        std::to_string(d.method));
   if (d.warmup_steps < 0)
     badDesc(bucket, "negative warmup_steps");
   if (!compressUsesRatio(d.method))
@@ -244,12 +259,13 @@ static bool agreeToSkip(StepComm &sc, BucketState &b, const BucketUndo &undo,
   return true;
 }
 
-/// data = the mean of the `world` payloads; true when some of it is not
-/// finite.
+/// data = the sum of `count` payloads divided by `world` (the mean of the
+/// all-gather's W payloads, or one owner's sum of a shard); true when some of
+/// it is not finite.
 static bool decompressMean(const otck_compress_config &cfg, int64_t n,
-                           const uint8_t *payloads, int world, float *data,
-                           int64_t bucket) {
-  const int rc = otck_decompress_sum_f32(&cfg, n, payloads, world,
+                           const uint8_t *payloads, int count, int world,
+                           float *data, int64_t bucket) {
+  const int rc = otck_decompress_sum_f32(&cfg, n, payloads, count,
                                          1.0f / float(world), data);
   if (rc < 0) // the config was accepted before; a kernel/ABI mismatch
     badDesc(bucket, "the decompression kernel refused the configuration");
@@ -341,7 +357,7 @@ static int exchangeInPieces(StepComm &sc, const otck_compress_config &cfg,
       else
         allGatherInPlace(scp->comm, payloads, p);
       const bool meanBad =
-          decompressMean(cfg, n, payloads, world, data + begin, bucket);
+          decompressMean(cfg, n, payloads, world, world, data + begin, bucket);
       bp->meanNonfinite |= meanBad;
       if (!last)
         return int(OTC_STEP_OK);
@@ -356,6 +372,119 @@ static int exchangeInPieces(StepComm &sc, const otck_compress_config &cfg,
     offset += size_t(p) * size_t(world);
   }
   return OTC_STEP_OK;
+}
+
+Shards cutShards(const otck_compress_config &cfg, int64_t count, int world,
+                 int64_t bucket) {
+  Shards s;
+  const size_t w = size_t(world);
+  for (auto *v : {&s.begin, &s.size, &s.offset, &s.bytes, &s.region,
+                  &s.regionOffset})
+    v->resize(w);
+  for (size_t i = 0; i < w; ++i) {
+    s.size[i] = otck_compress_shard(&cfg, count, world, int64_t(i),
+                                    &s.begin[i]);
+    if (s.size[i] < 0)
+      badDesc(bucket, "the kernels refuse to cut the bucket into shards");
+    s.offset[i] = compressPayloadBytes(cfg, s.begin[i], bucket);
+    s.bytes[i] = compressPayloadBytes(cfg, s.size[i], bucket);
+    // The pieces must tile the bucket's payload (a block-wise layout).
+    const int64_t next = compressPayloadBytes(cfg, s.begin[i] + s.size[i],
+                                              bucket);
+    if (s.offset[i] + s.bytes[i] != next)
+      badDesc(bucket, "the method's payload does not cut at block "
+                      "boundaries");
+    s.region[i] = 4 + (s.bytes[i] + 3) / 4 * 4;
+    s.regionOffset[i] = s.regionTotal;
+    s.regionTotal += s.region[i];
+  }
+  return s;
+}
+
+/// compressAndExchange's step 4 with the two-stage exchange
+/// (OTC_EXCHANGE_REDUCE_SCATTER), `payload` being this rank's compressed
+/// bucket (step 2, as for the all-gather) and `bad` its verdict:
+///  a. after the finiteness flag, an all-to-all gives rank s every rank's
+///     bytes of shard s, and it sums their decompressions (rank order,
+///     scale 1: bitwise the all-gather's sum before its 1/W);
+///  b. rank s compresses that sum again into its block of `shardBlocks`,
+///     after a 4-byte flag that says whether the sum was not finite; with
+///     error feedback the second compression's error is added to rank s's
+///     own residual over its shard, so that a later step sends it as every
+///     rank's own error is (the error of a sum, which the owner's 1/W share
+///     of the next mean brings back at the mean's scale);
+///  c. an all-gather of the owners' blocks; every rank decodes each shard's
+///     payload scaled by 1/W into `data`. A flag set by any owner, or a
+///     mean that is not finite, skips the step on every rank (all decode
+///     the same bytes).
+/// Bytes counted: this rank's payload less its own shard's (to the owners)
+/// and its block once per other rank, plus the 4-byte flag: about
+/// 2 P (W - 1) / W against the all-gather's P (W - 1).
+static int reduceScatter(StepComm &sc, const otck_compress_config &cfg,
+                         float *data, int64_t count, float *residual,
+                         BucketState &b, const BucketUndo &undo,
+                         const std::vector<int64_t> *members, int world,
+                         int rank, bool bad) {
+  const int64_t bucket = undo.bucket;
+  if (agreeToSkip(sc, b, undo, members, bad))
+    return OTC_STEP_SKIPPED_NONFINITE;
+  // From here on the bucket's update stands unless a later bucket of the
+  // same step is skipped; the session then calls undoStep.
+  sc.compress->touched.push_back(undo);
+  const Shards sh = cutShards(cfg, count, world, bucket);
+  const size_t w = size_t(world), me = size_t(rank);
+  const int64_t mine = sh.size[me], p = sh.bytes[me];
+  if (b.received.size() < size_t(p) * w)
+    b.received.resize(size_t(p) * w);
+  if (b.shardBlocks.size() < size_t(sh.regionTotal))
+    b.shardBlocks.resize(size_t(sh.regionTotal));
+  if (residual && b.shardError.size() < size_t(mine))
+    b.shardError.resize(size_t(mine));
+  std::vector<int64_t> recvBytes(w, p), recvOffset(w);
+  for (size_t r = 0; r < w; ++r)
+    recvOffset[r] = int64_t(r) * p;
+  allToAllV(sc.comm, members, b.gathered.data(), sh.bytes.data(),
+            sh.offset.data(), b.received.data(), recvBytes.data(),
+            recvOffset.data());
+
+  float *sum = data + sh.begin[me]; // compressed already: takes the result
+  int32_t flag =
+      otck_decompress_sum_f32(&cfg, mine, b.received.data(), world, 1.0f,
+                              sum) != 0;
+  uint8_t *block = b.shardBlocks.data() + sh.regionOffset[me];
+  if (!flag) {
+    float *err = residual ? b.shardError.data() : nullptr;
+    if (err)
+      std::fill(err, err + mine, 0.0f);
+    const int rc = otck_compress_f32(&cfg, mine, sum, err, block + 4);
+    if (rc < 0)
+      badDesc(bucket, "the compression kernel refused the configuration");
+    flag = rc != 0;
+    // residual = 1 * residual + err (exact): the owner carries the error
+    // of the sum it sent; restored with the residual if the step is
+    // skipped.
+    if (!flag && err &&
+        otck_compress_accumulate_f32(mine, 1.0f, err, residual + sh.begin[me],
+                                     nullptr) != 0)
+      badDesc(bucket, "bad residual buffer");
+  }
+  std::memcpy(block, &flag, 4);
+  std::vector<int64_t> sent(w);
+  for (size_t r = 0; r < w; ++r)
+    sent[r] = 4 + sh.bytes[r];
+  allGatherVInPlace(sc.comm, members, b.shardBlocks.data(), sent.data(),
+                    sh.regionOffset.data());
+
+  bool meanBad = false;
+  for (size_t s = 0; s < w; ++s) {
+    std::memcpy(&flag, b.shardBlocks.data() + sh.regionOffset[s], 4);
+    meanBad |= flag != 0;
+  }
+  for (size_t s = 0; s < w && !meanBad; ++s)
+    meanBad |= decompressMean(
+        cfg, sh.size[s], b.shardBlocks.data() + sh.regionOffset[s] + 4, 1,
+        world, data + sh.begin[s], bucket);
+  return settle(sc, b, cfg, meanBad, members);
 }
 
 /// Steps 2-4 of a compressed step at `ratio`: compresses `src` (the
@@ -384,11 +513,15 @@ static int compressAndExchange(StepComm &sc, const otc_compress_desc_t &desc,
   }
   if (feedback && b.savedResidual.size() < size_t(count))
     b.savedResidual.resize(size_t(count));
-  if (queue && cutsIntoPieces(cfg, count, p))
+  const bool twoStage = desc.exchange == OTC_EXCHANGE_REDUCE_SCATTER &&
+                        world > 1;
+  if (queue && !twoStage && cutsIntoPieces(cfg, count, p))
     return exchangeInPieces(sc, cfg, src, data, count,
                             feedback ? residual : nullptr, b, undo, members,
                             world, rank);
-  uint8_t *mine = b.gathered.data() + size_t(rank) * size_t(p);
+  // The all-gather's slot of this rank; the two-stage exchange sends
+  // pieces of the payload from the buffer's start.
+  uint8_t *mine = b.gathered.data() + (twoStage ? 0 : size_t(rank) * size_t(p));
   // The kernel saves the residual as it streams it, for undoStep.
   int rc = otck_compress_saving_f32(
       &cfg, count, src, feedback ? residual : nullptr,
@@ -400,7 +533,11 @@ static int compressAndExchange(StepComm &sc, const otc_compress_desc_t &desc,
   const bool bad = rc != 0;
   BucketState *bp = &b; // stable: CompressState keeps buckets in a deque
   StepComm *scp = &sc;
+  float *res = feedback ? residual : nullptr;
   auto exchange = [=] {
+    if (twoStage)
+      return reduceScatter(*scp, cfg, data, count, res, *bp, undo, members,
+                           world, rank, bad);
     if (agreeToSkip(*scp, *bp, undo, members, bad))
       return int(OTC_STEP_SKIPPED_NONFINITE);
     // From here on the bucket's update stands unless a later bucket of
@@ -411,7 +548,8 @@ static int compressAndExchange(StepComm &sc, const otc_compress_desc_t &desc,
     else
       allGatherInPlace(scp->comm, bp->gathered.data(), p);
     const bool meanBad =
-        decompressMean(cfg, count, bp->gathered.data(), world, data, bucket);
+        decompressMean(cfg, count, bp->gathered.data(), world, world, data,
+                       bucket);
     return settle(*scp, *bp, cfg, meanBad, members);
   };
   return queue ? runCollective(&sc, true, exchange) : exchange();
@@ -460,7 +598,8 @@ int compressedAllReduceMean(StepComm &sc, const otc_compress_desc_t &desc,
   // fixed-ratio bucket and queues its exchange; an adaptive bucket's norm,
   // compression and exchange are queued together. The program goes on.
   StepComm *scp = &sc;
-  if (desc.method == OTCK_COMPRESS_NONE || sc.step <= desc.warmup_steps) {
+  if (desc.exchange == OTC_EXCHANGE_ALL_REDUCE ||
+      sc.step <= desc.warmup_steps) {
     // A dense step sends every element: the velocity goes out whole and is
     // zeroed (the residual is not touched).
     const BucketUndo dense{bucket,  nullptr, velocity, count,

@@ -29,8 +29,15 @@ struct BucketState {
   // Scratch, allocated once per bucket size and reused every step.
   std::vector<uint8_t> gathered;    ///< W payloads; this rank's is compressed
                                     ///< in place at rank * payload bytes
+                                    ///< (reduce-scatter: alone, at 0)
   std::vector<float> savedResidual; ///< residual before this step's update
   std::vector<float> savedVelocity; ///< velocity before this step's update
+  // The reduce-scatter exchange's (compressed.cpp): the payloads of this
+  // rank's shard from every rank, the owners' second-stage blocks (each a
+  // flag and a payload), and this rank's second compression's error.
+  std::vector<uint8_t> received;
+  std::vector<uint8_t> shardBlocks;
+  std::vector<float> shardError;
   bool meanNonfinite = false;       ///< pieces: this step's mean is not finite
 };
 
@@ -74,6 +81,21 @@ otck_compress_config compressConfig(const otc_compress_desc_t &desc,
 /// Payload bytes of `n` elements; throws when the kernels refuse `cfg`.
 int64_t compressPayloadBytes(const otck_compress_config &cfg, int64_t n,
                              int64_t bucket);
+
+/// Where the reduce-scatter exchange cuts a bucket into `world` shards
+/// (otck_compress_shard): shard s is elements [begin[s], + size[s]) and
+/// bytes [offset[s], + bytes[s]) of the bucket's payload (whole blocks, so
+/// its payload is that range), and its owner's second-stage block (a
+/// 4-byte flag, the payload, padding to 4 bytes) is region[s] bytes at
+/// regionOffset[s] of the all-gather, regionTotal in all.
+struct Shards {
+  std::vector<int64_t> begin, size, offset, bytes, region, regionOffset;
+  int64_t regionTotal = 0;
+};
+/// Throws an Error naming `bucket` when the method's payload does not cut
+/// at block boundaries.
+Shards cutShards(const otck_compress_config &cfg, int64_t count, int world,
+                 int64_t bucket);
 
 /// The compressed mean all-reduce of one bucket over all ranks (`group`
 /// -1) or an SDP owner group: with a `velocity` (momentum correction with

@@ -112,6 +112,22 @@ func.func @velocity_decay(%g: tensor<4xf32>, %u: tensor<4xf32>) {
 
 // -----
 
+func.func @unknown_exchange(%g: tensor<4xf32>) {
+  // expected-error @+1 {{exchange must be all-gather, reduce-scatter or all-reduce, got 'ring'}}
+  %0 = dist.compressed_all_reduce %g {method = "topk", exchange = "ring"} : tensor<4xf32> -> tensor<4xf32>
+  return
+}
+
+// -----
+
+func.func @all_reduce_of_a_payload(%g: tensor<4xf32>) {
+  // expected-error @+1 {{exchange 'all-reduce' sends fp32 and takes method 'none', not 'fp16'}}
+  %0 = dist.compressed_all_reduce %g {method = "fp16", exchange = "all-reduce"} : tensor<4xf32> -> tensor<4xf32>
+  return
+}
+
+// -----
+
 func.func @bucket_beyond_int64(%a: tensor<4611686018427387904xf32>) {
   // expected-error @+1 {{the gradients hold more than 2^63 - 1 elements}}
   %0 = dist.bucket %a, %a : tensor<4611686018427387904xf32>, tensor<4611686018427387904xf32> -> tensor<4xf32>

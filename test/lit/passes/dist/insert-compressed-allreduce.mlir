@@ -12,7 +12,7 @@
 // CHECK-NEXT: dist.unbucket %[[AVG]]
 // CHECK: return %{{.*}}, %[[R2]]
 // NONE-NOT: residual
-// NONE: dist.compressed_all_reduce %{{.*}} {method = "none"} : tensor<10xf32> -> tensor<10xf32>
+// NONE: dist.compressed_all_reduce %{{.*}} {exchange = "all-reduce", method = "none"} : tensor<10xf32> -> tensor<10xf32>
 // BAD: adaptive ratio applies to topk, topk-int8 and randomk, not 'fp16'
 func.func @train_step(%w: tensor<10xf32> {otc.param = "w"}, %g: tensor<10xf32> {otc.input = "g", otc.role = "data"})
     -> (tensor<10xf32> {otc.updates = 0 : i64}) {
