@@ -47,6 +47,10 @@ inline constexpr llvm::StringLiteral kSdpPartOf = "dist.sdp_part_of";
 // for adam_update/adamw_update, whose first moment it is). A unit attribute.
 inline constexpr llvm::StringLiteral kMomentumInExchange =
     "dist.momentum_in_exchange";
+// With it, on an sgd_update of Nesterov momentum: the exchange sends the
+// look-ahead momentum * u + g rather than u. A unit attribute.
+inline constexpr llvm::StringLiteral kNesterovInExchange =
+    "dist.nesterov_in_exchange";
 // Function results.
 inline constexpr llvm::StringLiteral kOutput = "otc.output";   // output name
 inline constexpr llvm::StringLiteral kUpdates = "otc.updates"; // arg index

@@ -301,7 +301,7 @@ def MomentumCorrection : Pass<"otc-momentum-correction", "mlir::ModuleOp"> {
     averaged gradient; with sparsification and error feedback it keeps the
     momentum from amplifying stale residuals (Deep Gradient Compression's
     momentum correction). The velocity becomes per-rank state
-    (`otc.role = "per-rank"`). Nesterov momentum is refused.
+    (`otc.role = "per-rank"`). Nesterov momentum needs factor masking.
 
     With `factor-masking` (the default) the velocity moves into the
     exchange instead, for DGC's momentum-factor masking: each update becomes
@@ -309,7 +309,10 @@ def MomentumCorrection : Pass<"otc-momentum-correction", "mlir::ModuleOp"> {
     `dist.momentum_in_exchange`, its velocity state leaves the step, and
     otc-insert-compressed-allreduce gives every bucket a velocity that the
     compressed all-reduce accumulates (`u = momentum * u + g`), compresses
-    and zeroes where it sent (see `dist.compressed_all_reduce`).
+    and zeroes where it sent (see `dist.compressed_all_reduce`). A Nesterov
+    update is also marked `dist.nesterov_in_exchange`: the exchange then
+    sends the look-ahead `momentum * u + g` (DGC's Nesterov momentum
+    correction).
 
     `graph.adam_update` and `graph.adamw_update` (factor masking only) keep
     their first moment in the exchange the same way: each is marked

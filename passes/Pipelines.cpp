@@ -127,8 +127,14 @@ void TrainingPipelineOptions::bind(OptionBinder &b) {
          "With compress and optimizer momentum, adam or adamw: compress each "
          "rank's accumulated momentum instead of its gradient, zeroing it "
          "where it was sent (DGC's momentum correction and momentum-factor "
-         "masking); adam/adamw keep their first moment (beta1) there and "
-         "update with beta1 0 on its average");
+         "masking; Nesterov's sends the look-ahead); adam/adamw keep their "
+         "first moment (beta1) there and update with beta1 0 on its "
+         "average. The default with topk, topk-int8 and randomk (not with "
+         "clipping or SDP): plain error feedback loses accuracy under "
+         "momentum");
+  b.bind("no-momentum-correction", noMomentumCorrection,
+         "Compress the gradient itself under momentum, adam or adamw (plain "
+         "error feedback), not the momentum");
   b.bind("no-factor-masking", noFactorMasking,
          "With momentum-correction and optimizer momentum: keep the whole "
          "velocity after each exchange (no momentum-factor masking)");
@@ -180,12 +186,22 @@ TrainingPipelineOptions::conflicts(llvm::function_ref<bool(StringRef)> given,
                 "compress-exchange"}))
     return "compression options need " + f("compress") + " METHOD";
   bool adam = training.optimizer == "adam" || training.optimizer == "adamw";
+  if (momentumCorrection && noMomentumCorrection)
+    return "give either " + f("momentum-correction") + " or " +
+           f("no-momentum-correction") + ", not both";
+  const bool corrected = momentumCorrection ||
+                         (!noMomentumCorrection && correctsByDefault());
   if (momentumCorrection &&
       (compress.empty() || (training.optimizer != "momentum" && !adam)))
     return f("momentum-correction") + " needs " + f("compress") + " and " +
            f("optimizer") + " momentum, adam or adamw";
-  if (noFactorMasking && !momentumCorrection)
+  if (noFactorMasking && !corrected)
     return f("no-factor-masking") + " needs " + f("momentum-correction");
+  if (noFactorMasking && training.nesterov)
+    return f("momentum-correction") + " of " + f("nesterov") +
+           " momentum sends the look-ahead from the compressed exchange "
+           "(momentum-factor masking): it does not combine with " +
+           f("no-factor-masking");
   if (noFactorMasking && adam)
     return f("no-factor-masking") + " is for " + f("optimizer") +
            " momentum: " + f("momentum-correction") + " with " +
@@ -227,8 +243,18 @@ TrainingPipelineOptions::conflicts(llvm::function_ref<bool(StringRef)> given,
   return "";
 }
 
-void TrainingPipelineOptions::applyOptimizerDefaults(
+bool TrainingPipelineOptions::correctsByDefault() const {
+  return llvm::is_contained(ArrayRef<StringRef>{"topk", "topk-int8", "randomk"},
+                            compress) &&
+         llvm::is_contained(ArrayRef<StringRef>{"momentum", "adam", "adamw"},
+                            training.optimizer) &&
+         clipGradNorm == 0 && clipGradValue == 0 && sdp.empty() && !inference;
+}
+
+void TrainingPipelineOptions::applyDefaults(
     llvm::function_ref<bool(StringRef)> given) {
+  if (!momentumCorrection && !noMomentumCorrection && correctsByDefault())
+    momentumCorrection = true;
   std::pair<StringRef, double *> fields[] = {{"beta1", &training.beta1},
                                              {"beta2", &training.beta2},
                                              {"eps", &training.eps},
@@ -381,7 +407,7 @@ struct PipelineOptions : mlir::PassPipelineOptions<PipelineOptions<Values>>,
       std::string why = values.conflicts(given, "");
       if (!why.empty())
         return error(why);
-      values.applyOptimizerDefaults(given);
+      values.applyDefaults(given);
     }
     return success();
   }

@@ -70,7 +70,10 @@ struct TrainingPipelineOptions {
   bool noErrorFeedback = !InsertCompressedAllReduceOptions().errorFeedback;
   double bucketMb = BucketGradientsOptions().bucketMb;
   /// Average each rank's momentum rather than its gradient (with compress).
+  /// applyDefaults turns it on where correctsByDefault, unless
+  /// noMomentumCorrection.
   bool momentumCorrection = false;
+  bool noMomentumCorrection = false;
   /// Momentum correction without DGC's momentum-factor masking (the
   /// velocity stays in the graph and nothing zeroes what was sent).
   bool noFactorMasking = !MomentumCorrectionOptions().factorMasking;
@@ -86,11 +89,17 @@ struct TrainingPipelineOptions {
   /// with `dashes` before them.
   std::string conflicts(llvm::function_ref<bool(llvm::StringRef)> given,
                         llvm::StringRef dashes) const;
-  /// Gives the options the user did not set (`given(flag)` false) the
-  /// optimizer's defaults where they differ from the options' own (lion's
-  /// beta2, lamb's and adagrad's eps, rmsprop's momentum:
-  /// passes/training/Optimizers.h).
-  void applyOptimizerDefaults(llvm::function_ref<bool(llvm::StringRef)> given);
+  /// Gives the options the user did not set (`given(flag)` false) their
+  /// defaults where they depend on others: the optimizer's where they
+  /// differ from the options' own (lion's beta2, lamb's and adagrad's eps,
+  /// rmsprop's momentum: passes/training/Optimizers.h), and momentum
+  /// correction where correctsByDefault.
+  void applyDefaults(llvm::function_ref<bool(llvm::StringRef)> given);
+  /// Whether momentum correction (with factor masking) is the default: a
+  /// sparse compression (topk, topk-int8, randomk) under momentum, adam or
+  /// adamw, without clipping (which it does not combine with) or SDP
+  /// (whose single-owner parts it refuses).
+  bool correctsByDefault() const;
 };
 
 /// From the training step to memory-planned exec kernels.

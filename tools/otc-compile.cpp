@@ -100,7 +100,7 @@ int main(int argc, char **argv) {
     errs() << "otc-compile: " << conflict << "\n";
     return 2;
   }
-  options.pipeline.applyOptimizerDefaults(
+  options.pipeline.applyDefaults(
       [&](StringRef flag) { return flags.given(flag); });
   options.input = input;
   options.output = output;

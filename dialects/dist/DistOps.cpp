@@ -114,6 +114,8 @@ LogicalResult CompressedAllReduceOp::verify() {
   if (getVelocityDecay() != "momentum" && getVelocityDecay() != "beta1")
     return emitOpError("velocity_decay must be 'momentum' or 'beta1', got '")
            << getVelocityDecay() << "'";
+  if (getNesterov() && (!getVelocity() || getVelocityDecay() != "momentum"))
+    return emitOpError("nesterov needs a velocity decayed by momentum");
   if (!lossy && hasErrorFeedback())
     return emitOpError("error feedback needs a lossy method; 'none' sends "
                        "the gradient exactly");

@@ -155,7 +155,10 @@ def Dist_CompressedAllReduceOp : Dist_Op<"compressed_all_reduce",
     `new_velocity` is `u` with every element this rank sent set to zero
     (each block's kept indices; all of them for a dense method or a dense
     warm-up step, which leaves no momentum). The result is still the mean
-    of the ranks' decompressed payloads.
+    of the ranks' decompressed payloads. With `nesterov` (momentum SGD's
+    Nesterov variant, DGC's Nesterov momentum correction) what is
+    compressed is the look-ahead `decay * u + input` of the new `u`; `u` is
+    masked as without.
 
     ```mlir
     %avg, %res2 = dist.compressed_all_reduce %b, %res {method = "topk-int8",
@@ -179,7 +182,8 @@ def Dist_CompressedAllReduceOp : Dist_Op<"compressed_all_reduce",
                        DefaultValuedAttr<I64Attr, "0">:$bucket,
                        OptionalAttr<DenseI64ArrayAttr>:$ranks,
                        DefaultValuedAttr<StrAttr, "\"momentum\"">:$velocity_decay,
-                       DefaultValuedAttr<StrAttr, "\"all-gather\"">:$exchange);
+                       DefaultValuedAttr<StrAttr, "\"all-gather\"">:$exchange,
+                       DefaultValuedAttr<BoolAttr, "false">:$nesterov);
   let results = (outs StaticShapeTensorOf<[F32]>:$result,
                       Optional<StaticShapeTensorOf<[F32]>>:$new_residual,
                       Optional<StaticShapeTensorOf<[F32]>>:$new_velocity);

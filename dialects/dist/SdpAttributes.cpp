@@ -365,7 +365,7 @@ LogicalResult DistDialect::verifyOperationAttribute(Operation *op,
       return op->emitError("'") << name << "' must be an argument index";
     return success();
   }
-  if (name == attr::kMomentumInExchange)
+  if (name == attr::kMomentumInExchange || name == attr::kNesterovInExchange)
     return llvm::isa<UnitAttr>(value)
                ? success()
                : op->emitError("'") << name << "' is a unit attribute";

@@ -118,6 +118,8 @@ LogicalResult CompressedAllReduceOp::verify() {
   if (getVelocityDecay() != "momentum" && getVelocityDecay() != "beta1")
     return emitOpError("velocity_decay must be 'momentum' or 'beta1', got '")
            << getVelocityDecay() << "'";
+  if (getNesterov() && (!getVelocity() || getVelocityDecay() != "momentum"))
+    return emitOpError("nesterov needs a velocity decayed by momentum");
   // The emitter names the runtime's exchange.
   StringRef exchange = getExchange();
   if (exchange != "all-gather" && exchange != "reduce-scatter" &&

@@ -158,7 +158,8 @@ def Exec_CompressedAllReduceOp : Exec_Op<"compressed_all_reduce",
                        I64Attr:$warmup_steps, I64Attr:$bucket,
                        OptionalAttr<I64Attr>:$group,
                        DefaultValuedAttr<StrAttr, "\"momentum\"">:$velocity_decay,
-                       DefaultValuedAttr<StrAttr, "\"all-gather\"">:$exchange);
+                       DefaultValuedAttr<StrAttr, "\"all-gather\"">:$exchange,
+                       DefaultValuedAttr<BoolAttr, "false">:$nesterov);
   let assemblyFormat = [{
     $buffer (`,` $residual^)? (`velocity` $velocity^)? attr-dict `:`
     type($buffer) (`,` type($residual)^)? (`velocity` type($velocity)^)?

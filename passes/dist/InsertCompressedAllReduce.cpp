@@ -49,9 +49,9 @@ private:
   /// (all marked dist.momentum_in_exchange; mixed is an error), and then
   /// the hyperparameter that decays the velocity: momentum for SGD updates,
   /// beta1 for Adam's (the velocity is their first moment). Empty when
-  /// none is marked.
-  FailureOr<StringRef> momentumInExchange(func::FuncOp fn) {
-    int64_t marked = 0, total = 0;
+  /// none is marked. `nesterov`: the updates are Nesterov's (all or none).
+  FailureOr<StringRef> momentumInExchange(func::FuncOp fn, bool &nesterov) {
+    int64_t marked = 0, total = 0, lookahead = 0;
     StringRef decay;
     for (Operation &op : fn.front()) {
       if (!graph::isOptimizerUpdate(&op))
@@ -60,6 +60,7 @@ private:
       if (!op.hasAttr(attr::kMomentumInExchange))
         continue;
       ++marked;
+      lookahead += op.hasAttr(attr::kNesterovInExchange);
       StringRef mine;
       if (llvm::isa<graph::SgdUpdateOp>(op))
         mine = "momentum";
@@ -81,6 +82,13 @@ private:
              << " optimizer updates take their momentum from the compressed "
                 "all-reduce (dist.momentum_in_exchange): a bucket cannot "
                 "keep a velocity for some of its gradients only";
+    if (lookahead != 0 && lookahead != marked)
+      return mlir::emitError(fn.getLoc(), "only ")
+             << lookahead << " of " << marked
+             << " updates that take their momentum from the compressed "
+                "all-reduce are Nesterov's (dist.nesterov_in_exchange): a "
+                "bucket sends one kind of momentum";
+    nesterov = lookahead != 0;
     return decay;
   }
 
@@ -116,7 +124,8 @@ private:
   LogicalResult insert(func::FuncOp fn) {
     OpBuilder b(&getContext());
     bool feedback = errorFeedback && method != "none";
-    FailureOr<StringRef> momentum = momentumInExchange(fn);
+    bool nesterov = false;
+    FailureOr<StringRef> momentum = momentumInExchange(fn, nesterov);
     if (failed(momentum))
       return failure();
     auto ret = llvm::cast<func::ReturnOp>(fn.front().getTerminator());
@@ -154,7 +163,8 @@ private:
           b.getStringAttr(velocity ? *momentum : StringRef("momentum")),
           b.getStringAttr(exchangeFor(
               llvm::cast<RankedTensorType>(type).getNumElements(),
-              ranks ? int64_t(ranks.size()) : int64_t(worldSize))));
+              ranks ? int64_t(ranks.size()) : int64_t(worldSize))),
+          b.getBoolAttr(velocity && nesterov));
       if (failed(mlir::verify(reduce)))
         return failure();
       bucket.getResult().replaceAllUsesExcept(reduce.getResult(), reduce);

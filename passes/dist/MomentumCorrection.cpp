@@ -123,9 +123,12 @@ struct MomentumCorrection
     for (graph::MomentumUpdateOp op : updates) {
       if (factorMasking)
         b.setInsertionPointAfterValue(op.getGrad());
-      if (op.getNesterov())
-        return mlir::emitError(op.getLoc(), "momentum correction does not "
-                                            "support Nesterov momentum");
+      if (op.getNesterov() && !factorMasking)
+        return mlir::emitError(op.getLoc(),
+                               "momentum correction of Nesterov momentum "
+                               "sends the look-ahead from the compressed "
+                               "all-reduce (momentum-factor masking); it "
+                               "does not combine with --no-factor-masking");
       auto velocity = llvm::dyn_cast<BlockArgument>(op.getVelocity());
       if (!velocity)
         return mlir::emitError(op.getLoc(), "expects the velocity to be state");
@@ -168,6 +171,8 @@ struct MomentumCorrection
       sgd->setDiscardableAttrs(op->getDiscardableAttrDictionary());
       if (factorMasking) {
         sgd->setAttr(attr::kMomentumInExchange, b.getUnitAttr());
+        if (op.getNesterov())
+          sgd->setAttr(attr::kNesterovInExchange, b.getUnitAttr());
         gone.push_back(llvm::cast<BlockArgument>(op.getVelocity()));
       }
       Value w = sgd;

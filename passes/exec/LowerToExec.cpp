@@ -293,7 +293,8 @@ struct CompressedAllReducePattern
         op.getLoc(), buffer, residual, velocity, op.getMethodAttr(),
         op.getRatioAttr(), op.getRatioMinAttr(), op.getBlockSizeAttr(),
         op.getAdaptiveAttr(), op.getWarmupStepsAttr(), op.getBucketAttr(),
-        *group, op.getVelocityDecayAttr(), op.getExchangeAttr());
+        *group, op.getVelocityDecayAttr(), op.getExchangeAttr(),
+        op.getNesterovAttr());
     SmallVector<Value> results{buffer};
     if (residual)
       results.push_back(residual);

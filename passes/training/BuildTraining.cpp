@@ -246,7 +246,7 @@ LogicalResult BuildTraining::validateOptions(ModuleOp module,
                                              func::FuncOp forward) {
   // Options left unset take the optimizer's defaults. (A pass built from an
   // options struct has every option set: the pipelines resolve them first,
-  // TrainingPipelineOptions::applyOptimizerDefaults.)
+  // TrainingPipelineOptions::applyDefaults.)
   for (Option<double> *o : {&beta1, &beta2, &eps, &momentum})
     if (!o->hasValue())
       if (std::optional<double> v = optimizerDefault(optimizer, o->ArgStr))

@@ -229,7 +229,8 @@ LogicalResult Emitter::emitCompressedAllReduce(exec::CompressedAllReduceOp op) {
      << static_cast<bool>(op.getResidual()) << ", " << op.getAdaptive()
      << ", " << exchange << ", " << op.getBlockSize() << ", " << floatLiteral(ratio) << ", "
      << floatLiteral(op.getRatioMin().convertToFloat()) << ", "
-     << floatLiteral(ratio) << ", " << op.getWarmupSteps() << "};\n"
+     << floatLiteral(ratio) << ", " << op.getWarmupSteps() << ", "
+     << op.getNesterov() << ", 0};\n"
      << "    int rc = ";
   if (std::optional<int64_t> group = op.getGroup())
     os << "ctx->group_compressed_all_reduce_mean_f32(ctx->comm, " << *group

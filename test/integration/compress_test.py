@@ -16,7 +16,10 @@
 #  - --momentum-correction (with momentum-factor masking) and topk-int8
 #    trains, and its per-bucket velocities are checkpointed with the
 #    residuals: 20 straight steps equal 10 + --resume 10 bitwise; the same
-#    under Adam (lr 1e-3), whose first moment the velocities then are;
+#    under Adam (lr 1e-3), whose first moment the velocities then are, and
+#    with --nesterov (the exchange sends the look-ahead, which changes the
+#    run); it is the default for topk-int8 under momentum (bitwise the
+#    explicit flag), the plain runs above say --no-momentum-correction;
 #  - the exchange decays that first moment with the run-time beta1: with
 #    --beta1 0 (u = g) the masked Adam run equals plain topk-int8 Adam at
 #    --beta1 0 bitwise after 20 steps, and --beta1 0.5 changes it.
@@ -48,10 +51,12 @@ def main():
 
     jobs = [(onnx_path, ctx.path("dense", "train"),
              dict(common, report_json=ctx.path("dense", "report.json")))]
+    # Plain error feedback (under momentum the sparse methods default to
+    # momentum correction, tested below).
     for m in METHODS:
         jobs.append((onnx_path, ctx.path(m, "train"),
                      dict(common, compress=m, compress_ratio=0.1,
-                          compress_block=256,
+                          compress_block=256, no_momentum_correction=True,
                           report_json=ctx.path(m, "report.json"))))
     jobs.append((onnx_path, ctx.path("none-mc", "train"),
                  dict(common, compress="none", momentum_correction=True,
@@ -65,10 +70,17 @@ def main():
                       compress_ratio=0.1, momentum_correction=True)))
     jobs.append((onnx_path, ctx.path("topk-int8-adam", "train"),
                  dict(adam, optimizer="adam", lr=1e-3, compress="topk-int8",
-                      compress_ratio=0.1)))
+                      compress_ratio=0.1, no_momentum_correction=True)))
+    # The default with momentum, and Nesterov's look-ahead.
+    jobs.append((onnx_path, ctx.path("topk-int8-default", "train"),
+                 dict(common, compress="topk-int8", compress_ratio=0.1)))
+    jobs.append((onnx_path, ctx.path("topk-int8-nesterov", "train"),
+                 dict(common, compress="topk-int8", compress_ratio=0.1,
+                      nesterov=True)))
     results = T.compile_many(ctx, jobs)
     names = ["dense"] + METHODS + ["none-mc", "topk-int8-mc",
-                                   "topk-int8-adam-mc", "topk-int8-adam"]
+                                   "topk-int8-adam-mc", "topk-int8-adam",
+                                   "topk-int8-default", "topk-int8-nesterov"]
     ok = {n: T.require_ok(checks, "otc-compile %s" % n, r)
           for n, r in zip(names, results)}
 
@@ -93,6 +105,16 @@ def main():
                    for k in weights["dense"])
         checks.check("--compress none equals the plain all-reduce bitwise "
                      "after %d steps" % STEPS, same)
+    if "topk-int8-default" in weights and "topk-int8-mc" in weights:
+        a, b = weights["topk-int8-default"], weights["topk-int8-mc"]
+        checks.check("topk-int8 under momentum defaults to "
+                     "--momentum-correction (bitwise after %d steps)" % STEPS,
+                     all((a[k] == b[k]).all() for k in a))
+    if "topk-int8-nesterov" in weights and "topk-int8-mc" in weights:
+        a, b = weights["topk-int8-nesterov"], weights["topk-int8-mc"]
+        checks.check("--nesterov changes the corrected run (the exchange "
+                     "sends the look-ahead)",
+                     any((a[k] != b[k]).any() for k in a))
     if "dense" in weights and "none-mc" in weights:
         T.compare_weights(checks, "--compress none --momentum-correction vs "
                           "dense after %d steps" % STEPS, weights["none-mc"],
@@ -154,6 +176,7 @@ def main():
     # velocities) in the checkpoint.
     for n, what in (("topk-int8", "with error feedback"),
                     ("topk-int8-mc", "with momentum-factor masking"),
+                    ("topk-int8-nesterov", "with Nesterov's look-ahead"),
                     ("topk-int8-adam-mc", "with Adam's masked first moment")):
         if not ok[n]:
             continue

@@ -66,6 +66,10 @@ typedef struct otc_compress_desc {
   float ratio_min;    /* adaptive bounds */
   float ratio_max;
   int64_t warmup_steps; /* first steps sent dense (fp32) */
+  /* ABI 9. 1: with a velocity u (momentum correction), Nesterov's: what is
+   * sent is momentum * u + g, the new u's look-ahead, rather than u. */
+  int32_t nesterov;
+  int32_t reserved; /* 0 */
 } otc_compress_desc_t;
 
 /* The optimizer's hyperparameters, which a training step reads at run time
@@ -118,7 +122,9 @@ typedef struct otc_step_context {
    * correction with factor masking: velocity = momentum * velocity + data
    * is what gets compressed (with the residual), then velocity is zeroed at
    * every index this rank sent (all of them on a dense step); a skipped
-   * step restores it as the residual. The exact semantics (warm-up,
+   * step restores it as the residual. ABI 9: with desc->nesterov,
+   * momentum * velocity + data (the new velocity's) is what gets
+   * compressed instead. The exact semantics (warm-up,
    * adaptive ratio formula, bytes counted) are documented in the runtime's
    * src/comm/compressed.cpp. */
   int (*compressed_all_reduce_mean_f32)(void *comm,

@@ -120,6 +120,8 @@ struct Scratch {
   int64_t blocksBytes = 0;
   float *error = nullptr;
   int64_t errorCount = 0;
+  float *lookahead = nullptr; ///< Nesterov: momentum * u + g, sent
+  int64_t lookaheadCount = 0;
 };
 
 /// Finiteness flags one step can hold.
@@ -283,6 +285,7 @@ private:
       cudaFree(s.received);
       cudaFree(s.blocks);
       cudaFree(s.error);
+      cudaFree(s.lookahead);
     }
     scratch.clear();
     cudaFree(dFlags);
@@ -484,10 +487,21 @@ private:
                 "otck_cuda_compress_accumulate_f32");
       changed.push_back({velocity, s.savedVelocity, n});
       src = velocity;
+      if (desc.nesterov) { // the look-ahead momentum * u + g is sent
+        growFloats(s.lookahead, s.lookaheadCount, n,
+                   "cudaMalloc of a bucket's Nesterov look-ahead");
+        checkCuda(cudaMemcpyAsync(s.lookahead, velocity, size_t(n) * 4,
+                                  cudaMemcpyDeviceToDevice, side),
+                  "cudaMemcpyAsync");
+        checkCuda(otck_cuda_compress_accumulate_f32(n, momentum, data,
+                                                    s.lookahead, nullptr, side),
+                  "otck_cuda_compress_accumulate_f32");
+        src = s.lookahead;
+      }
     }
     if (desc.method == OTCK_COMPRESS_NONE || sc.step <= desc.warmup_steps) {
       if (velocity) { // all of it is sent
-        checkCuda(cudaMemcpyAsync(data, velocity, size_t(n) * 4,
+        checkCuda(cudaMemcpyAsync(data, src, size_t(n) * 4,
                                   cudaMemcpyDeviceToDevice, side),
                   "cudaMemcpyAsync");
         checkCuda(cudaMemsetAsync(velocity, 0, size_t(n) * 4, side),

@@ -65,7 +65,9 @@
 // sends (otck_compress_mask_sent_f32: each block's kept indices, or every
 // index for a dense method and on a dense step). The mean is written to
 // g's buffer as without. So the velocity keeps only what was not sent yet,
-// and momentum does not re-send what the others already applied.
+// and momentum does not re-send what the others already applied. With
+// desc.nesterov, m · u + g (the new u's look-ahead, DGC's Nesterov
+// correction) takes g's place instead of u; u is masked the same way.
 //
 // A skipped step leaves no trace: the session undoes every bucket already
 // compressed in that step (residual, velocity, ‖g‖₀) when the program
@@ -141,6 +143,8 @@ void checkCompressDesc(const otc_compress_desc_t &d, int64_t bucket) {
                         std::to_string(d.method));
   if (d.warmup_steps < 0)
     badDesc(bucket, "negative warmup_steps");
+  if (d.nesterov != 0 && d.nesterov != 1)
+    badDesc(bucket, "nesterov must be 0 or 1");
   if (!compressUsesRatio(d.method))
     return;
   if (d.adaptive) {
@@ -584,6 +588,17 @@ int compressedAllReduceMean(StepComm &sc, const otc_compress_desc_t &desc,
       badDesc(bucket, "bad velocity buffer");
   }
   const float *src = velocity ? velocity : data;
+  // Nesterov: the look-ahead momentum * u + g is sent; u keeps the
+  // momentum (and is masked where that was sent).
+  if (velocity && desc.nesterov) {
+    if (b.lookahead.size() < size_t(count))
+      b.lookahead.resize(size_t(count));
+    std::memcpy(b.lookahead.data(), velocity, size_t(count) * sizeof(float));
+    if (otck_compress_accumulate_f32(count, momentum, data,
+                                     b.lookahead.data(), nullptr) != 0)
+      badDesc(bucket, "bad velocity buffer");
+    src = b.lookahead.data();
+  }
 
   // SDP owner group: its members only; a non-finite bucket is remembered
   // for agree_finite rather than ending the step (the others are elsewhere).
@@ -605,7 +620,7 @@ int compressedAllReduceMean(StepComm &sc, const otc_compress_desc_t &desc,
     const BucketUndo dense{bucket,  nullptr, velocity, count,
                            b.norm0, b.ratio, b.steps};
     if (velocity) {
-      std::memcpy(data, velocity, size_t(count) * sizeof(float));
+      std::memcpy(data, src, size_t(count) * sizeof(float));
       std::fill(velocity, velocity + count, 0.0f);
     }
     return runCollective(&sc, true, [=] {

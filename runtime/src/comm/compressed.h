@@ -32,6 +32,7 @@ struct BucketState {
                                     ///< (reduce-scatter: alone, at 0)
   std::vector<float> savedResidual; ///< residual before this step's update
   std::vector<float> savedVelocity; ///< velocity before this step's update
+  std::vector<float> lookahead;     ///< Nesterov: momentum * u + g, sent
   // The reduce-scatter exchange's (compressed.cpp): the payloads of this
   // rank's shard from every rank, the owners' second-stage blocks (each a
   // flag and a payload), and this rank's second compression's error.

@@ -265,7 +265,8 @@ TEST_P(DeviceSessionTest, EveryCompressionBranchEqualsTheCpuProgram) {
   // The other branches of the compressed all-reduce: dense (NONE, and the
   // warm-up steps before compression starts), the dense encodings, sparse
   // selections with and without error feedback, the adaptive ratio (whose
-  // norm the device computes).
+  // norm the device computes), the reduce-scatter exchange (on more than
+  // one rank).
   std::vector<std::pair<const char *, otc_compress_desc_t>> cases = {
       {"none", compressDesc(OTCK_COMPRESS_NONE, 0, 1.f)},
       {"fp16", compressDesc(OTCK_COMPRESS_FP16, 0, 1.f)},
@@ -276,11 +277,15 @@ TEST_P(DeviceSessionTest, EveryCompressionBranchEqualsTheCpuProgram) {
       {"topk-int8 after 2 dense steps",
        compressDesc(OTCK_COMPRESS_TOPK_INT8, 1, 0.25f)},
       {"adaptive topk-int8", compressDesc(OTCK_COMPRESS_TOPK_INT8, 1, 0.5f)},
+      {"topk-int8, reduce-scatter exchange",
+       compressDesc(OTCK_COMPRESS_TOPK_INT8, 1, 0.25f)},
   };
+  cases[0].second.exchange = OTC_EXCHANGE_ALL_REDUCE;
   cases[5].second.warmup_steps = 2;
   cases[6].second.adaptive = 1;
   cases[6].second.ratio_min = 0.125f;
   cases[6].second.ratio_max = 0.5f;
+  cases[7].second.exchange = OTC_EXCHANGE_REDUCE_SCATTER;
   for (const auto &[what, desc] : cases) {
     SCOPED_TRACE(what);
     auto p = open(&desc);
