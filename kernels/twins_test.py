@@ -34,6 +34,8 @@ CPU_ONLY = {
     "compress_payload_bytes": "the payload's size arithmetic, shared",
     "compress_shard": "the reduce-scatter's shard arithmetic, shared",
     "compress_saving_f32": "the payload's size arithmetic, shared",
+    "powersgd_p_floats": "PowerSGD's factor sizes, host arithmetic, shared",
+    "powersgd_q_floats": "PowerSGD's factor sizes, host arithmetic, shared",
 }
 
 # Table kernels (and their C entry points) without a CUDA twin yet: none.
@@ -50,12 +52,13 @@ def table():
 
 
 def declared(header, prefix):
-    """Names after `prefix` of the functions `header` declares (a return
-    type, the name and its parenthesis on one line)."""
+    """Names after `prefix` of the functions `header` declares (the name and
+    its parenthesis on one line, after the return type or, where
+    clang-format broke a long declaration, at the start of the line)."""
     with open(os.path.join(HERE, "include", "otc", header)) as f:
         text = f.read()
-    return set(re.findall(r"^[A-Za-z_][\w \*]*?\b%s(\w+)\(" % prefix, text,
-                          re.M))
+    return set(re.findall(r"^(?:[A-Za-z_][\w \*]*?\b)?%s(\w+)\(" % prefix,
+                          text, re.M))
 
 
 def defined(lib):

@@ -11,6 +11,7 @@
 
 #include "compress_format.h"
 #include "conv_plan.h"
+#include "powersgd_format.h"
 
 #include <algorithm>
 
@@ -52,4 +53,16 @@ extern "C" int64_t otck_compress_shard(const otck_compress_config *config,
   const int64_t last = first + each + (s < extra ? 1 : 0);
   *begin = std::min(n, first * block);
   return std::min(n, last * block) - *begin;
+}
+
+extern "C" int64_t otck_powersgd_p_floats(const otck_powersgd_matrix *mats,
+                                          int64_t num, int64_t rank) {
+  int64_t p, q;
+  return powersgd::checkList(mats, num, rank, &p, &q) ? p : -1;
+}
+
+extern "C" int64_t otck_powersgd_q_floats(const otck_powersgd_matrix *mats,
+                                          int64_t num, int64_t rank) {
+  int64_t p, q;
+  return powersgd::checkList(mats, num, rank, &p, &q) ? q : -1;
 }

@@ -1,9 +1,10 @@
 //===- gemm.cu - Single-precision GEMM through cuBLAS ---------------------===//
 //
-// The CUDA twin of cpu/gemm.cpp. cuBLAS is column-major, so the row-major
-// C[M,N] = op(A) op(B) is computed as C^T[N,M] = op(B)^T op(A)^T: the same
-// buffers, B first, with M and N swapped. Each thread has its own cuBLAS
-// handle per device (created on first use, bound to the current stream at
+// The CUDA twin of cpu/gemm.cpp, and rowMajorSgemm (cublas_gemm.h), which
+// the other twins' products use too. cuBLAS is column-major, so the
+// row-major C[M,N] = op(A) op(B) is computed as C^T[N,M] = op(B)^T op(A)^T:
+// the same buffers, B first, with M and N swapped. Each thread has its own
+// cuBLAS handle per device (created on first use, bound to the stream at
 // every call, never destroyed: handles outlive the threads' last calls and
 // destroying one at process exit can race the CUDA runtime's teardown).
 // Math stays FP32 (CUBLAS_DEFAULT_MATH, no TF32), so results match the CPU
@@ -13,14 +14,12 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "cublas_gemm.h"
 #include "cuda_common.h"
-
-#include <cublas_v2.h>
 
 #include <map>
 
 namespace otc::kernels::cuda {
-namespace {
 
 const char *cublasMessage(cublasStatus_t s) {
   switch (s) {
@@ -48,39 +47,63 @@ const char *cublasMessage(cublasStatus_t s) {
   return "unknown cuBLAS status";
 }
 
+namespace {
+
+/// The calling thread's handle for the current device in FP32 math, bound
+/// to `stream`.
+cublasStatus_t boundHandle(cudaStream_t stream, cublasHandle_t *out) {
+  thread_local std::map<int, cublasHandle_t> handles;
+  int device = 0;
+  if (cudaGetDevice(&device) != cudaSuccess)
+    return CUBLAS_STATUS_NOT_INITIALIZED;
+  cublasHandle_t &h = handles[device];
+  if (!h) {
+    cublasHandle_t created = nullptr;
+    cublasStatus_t s = cublasCreate(&created);
+    if (s != CUBLAS_STATUS_SUCCESS)
+      return s;
+    s = cublasSetMathMode(created, CUBLAS_DEFAULT_MATH);
+    if (s != CUBLAS_STATUS_SUCCESS) {
+      cublasDestroy(created);
+      return s;
+    }
+    h = created;
+  }
+  *out = h;
+  return cublasSetStream(h, stream);
+}
+
+} // namespace
+
+cublasStatus_t rowMajorSgemm(cudaStream_t stream, int transA, int transB,
+                             int64_t M, int64_t N, int64_t K, float alpha,
+                             const float *A, int64_t sA, const float *B,
+                             int64_t sB, float beta, float *C, int64_t sC,
+                             int64_t count) {
+  cublasHandle_t h = nullptr;
+  if (cublasStatus_t s = boundHandle(stream, &h); s != CUBLAS_STATUS_SUCCESS)
+    return s;
+  // Row-major A is [M,K] (lda = K) or, transposed, [K,M] (lda = M); B is
+  // [K,N] (ldb = N) or [N,K] (ldb = K). Read column-major, each is the
+  // transpose of itself, which is what C^T = op(B)^T op(A)^T needs.
+  const cublasOperation_t opA = transA ? CUBLAS_OP_T : CUBLAS_OP_N;
+  const cublasOperation_t opB = transB ? CUBLAS_OP_T : CUBLAS_OP_N;
+  const int64_t lda = transA ? M : K, ldb = transB ? K : N;
+  if (count == 1)
+    return cublasSgemm_64(h, opB, opA, N, M, K, &alpha, B, ldb, A, lda, &beta,
+                          C, N);
+  return cublasSgemmStridedBatched_64(h, opB, opA, N, M, K, &alpha, B, ldb, sB,
+                                      A, lda, sA, &beta, C, N, sC, count);
+}
+
+namespace {
+
 /// Records a failed cuBLAS call; true when `s` is a success.
 bool checkCublas(cublasStatus_t s, const char *what) {
   if (s == CUBLAS_STATUS_SUCCESS)
     return true;
   recordFailure(what, cublasMessage(s));
   return false;
-}
-
-/// The calling thread's handle for the current device, bound to the current
-/// stream in FP32 math; nullptr (and a recorded error) on failure.
-cublasHandle_t handle() {
-  thread_local std::map<int, cublasHandle_t> handles;
-  int device = 0;
-  cudaError_t err = cudaGetDevice(&device);
-  if (err != cudaSuccess) {
-    recordCuda(err, "cudaGetDevice");
-    return nullptr;
-  }
-  cublasHandle_t &h = handles[device];
-  if (!h) {
-    cublasHandle_t created = nullptr;
-    if (!checkCublas(cublasCreate(&created), "cublasCreate"))
-      return nullptr;
-    if (!checkCublas(cublasSetMathMode(created, CUBLAS_DEFAULT_MATH),
-                     "cublasSetMathMode")) {
-      cublasDestroy(created);
-      return nullptr;
-    }
-    h = created;
-  }
-  if (!checkCublas(cublasSetStream(h, currentStream()), "cublasSetStream"))
-    return nullptr;
-  return h;
 }
 
 __global__ void scaleKernel(int64_t n, float beta, float *c) {
@@ -102,38 +125,15 @@ void scaleC(int64_t n, float beta, float *c) {
   checkLaunch("otckd_gemm_f32: scale C");
 }
 
-/// The row-major operands of one product, in cuBLAS's column-major terms.
-struct ColMajor {
-  cublasOperation_t opA, opB;
-  int64_t lda, ldb;
-};
-
-ColMajor colMajor(int transA, int transB, int64_t M, int64_t N, int64_t K) {
-  // Row-major A is [M,K] (lda = K) or, transposed, [K,M] (lda = M); B is
-  // [K,N] (ldb = N) or [N,K] (ldb = K). Read column-major, each is the
-  // transpose of itself, which is what C^T = op(B)^T op(A)^T needs.
-  return {transA ? CUBLAS_OP_T : CUBLAS_OP_N,
-          transB ? CUBLAS_OP_T : CUBLAS_OP_N, transA ? M : K, transB ? K : N};
-}
-
 /// `count` products C[i] = alpha op(A + i sA) op(B + i sB) + beta C[i]
-/// (C + i M N), strides in floats; sA or sB may be 0.
-void stridedGemm(const ColMajor &c, int64_t M, int64_t N, int64_t K,
+/// (C + i M N) on the current stream, strides in floats; sA or sB may be 0.
+void stridedGemm(int transA, int transB, int64_t M, int64_t N, int64_t K,
                  float alpha, const float *A, int64_t sA, const float *B,
                  int64_t sB, float beta, float *C, int64_t count,
                  const char *what) {
-  cublasHandle_t h = handle();
-  if (!h)
-    return;
-  if (count == 1)
-    checkCublas(cublasSgemm_64(h, c.opB, c.opA, N, M, K, &alpha, B, c.ldb, A,
-                               c.lda, &beta, C, N),
-                what);
-  else
-    checkCublas(cublasSgemmStridedBatched_64(h, c.opB, c.opA, N, M, K, &alpha,
-                                             B, c.ldb, sB, A, c.lda, sA, &beta,
-                                             C, N, M * N, count),
-                what);
+  checkCublas(rowMajorSgemm(currentStream(), transA, transB, M, N, K, alpha, A,
+                            sA, B, sB, beta, C, M * N, count),
+              what);
 }
 
 } // namespace
@@ -150,8 +150,8 @@ extern "C" void otckd_gemm_f32(int transA, int transB, int64_t M, int64_t N,
     scaleC(M * N, beta, C);
     return;
   }
-  stridedGemm(colMajor(transA, transB, M, N, K), M, N, K, alpha, A, 0, B, 0,
-              beta, C, 1, "otckd_gemm_f32: cublasSgemm");
+  stridedGemm(transA, transB, M, N, K, alpha, A, 0, B, 0, beta, C, 1,
+              "otckd_gemm_f32: cublasSgemm");
 }
 
 extern "C" void
@@ -197,7 +197,6 @@ otckd_batched_gemm_f32(int batch_rank, const int64_t *batch_shape,
       inner *= shape[split];
     }
   }
-  const ColMajor c = colMajor(transA, transB, M, N, K);
   const int64_t outer = count / inner;
   for (int64_t o = 0; o < outer; ++o) {
     // Offsets (in matrices) of the leading dimensions' index o.
@@ -208,7 +207,7 @@ otckd_batched_gemm_f32(int batch_rank, const int64_t *batch_shape,
       aOff += idx * as[d];
       bOff += idx * bs[d];
     }
-    stridedGemm(c, M, N, K, 1.0f, A + aOff * M * K, sA * M * K,
+    stridedGemm(transA, transB, M, N, K, 1.0f, A + aOff * M * K, sA * M * K,
                 B + bOff * K * N, sB * K * N, 0.0f, C + o * inner * M * N,
                 inner, "otckd_batched_gemm_f32: cublasSgemmStridedBatched");
   }

@@ -27,6 +27,9 @@
 |* 65520). RANDOMK draws its subset by Floyd's algorithm from SplitMix64 of   *|
 |* (seed, block index); kernels/shared/compress_format.h is the reference.    *|
 |*                                                                            *|
+|* PowerSGD, the low-rank method, has kernels of its own (the last section):  *|
+|* its factors are computed, all-reduced and decompressed in several steps.   *|
+|*                                                                            *|
 \*===----------------------------------------------------------------------===*/
 
 #ifndef OTC_COMPRESS_H
@@ -125,6 +128,96 @@ int otck_compress_accumulate_f32(int64_t n, float momentum, const float *g,
  * otherwise. */
 int otck_compress_mask_sent_f32(const otck_compress_config *config, int64_t n,
                                 const void *payload, float *buf);
+
+/*--- PowerSGD: the low-rank method ------------------------------------------*/
+/* PowerSGD (Vogels et al. 2019; torch's powerSGD_hook) approximates each
+ * matrix M_i of a bucket by P_i Q_i^T of rank r_i = min(rank, rows_i,
+ * cols_i). Per step, as torch's hook, with M the error-compensated bucket
+ * (gradient plus residual) and Q the factors kept from the step before:
+ *   init_q (a fresh, all-zero Q_i gets normal values), orthonormalize Q (the
+ *   list with rows and cols swapped), project (P = M Q), all-reduce P (sum),
+ *   orthonormalize P, back_project (Q = M^T P), all-reduce Q (sum),
+ *   decompress (out = P Q^T / ranks, residual = M - out).
+ * (torch divides the Q it keeps by the ranks; orthonormalising it at the
+ * next step makes that moot.) The factors of all matrices lie back to back
+ * in list order, each row-major: P_i (rows_i x r_i) in p, Q_i (cols_i x r_i)
+ * in q; the buckets m, out and residual are flat float buffers holding
+ * every matrix (the caller's to size: offset + rows * cols of the last
+ * matrix at least). p and q must not overlap m, out or residual, nor each
+ * other. Every function checks its list and arguments first: on -1 nothing
+ * was written. */
+
+/* PowerSGD's view of a bucket: a matrix of `rows` x `cols` floats,
+ * row-major, at element `offset` of the bucket. A bucket's matrices are
+ * ascending and disjoint; the elements between them are no matrix's (the
+ * kernels neither read nor write them). */
+typedef struct otck_powersgd_matrix {
+  int64_t offset, rows, cols;
+} otck_powersgd_matrix;
+
+/* Floats of all P_i (the sum of rows_i * r_i) and of all Q_i (the sum of
+ * cols_i * r_i). -1 for an invalid list: rank < 1, num < 0, `mats` NULL with
+ * num > 0, a matrix with rows or cols < 1, an offset that is negative or
+ * falls before the end of the matrix before it, or a size or end beyond
+ * int64. num == 0 is valid (0 floats; `mats` may then be NULL). */
+int64_t otck_powersgd_p_floats(const otck_powersgd_matrix *mats, int64_t num,
+                               int64_t rank);
+int64_t otck_powersgd_q_floats(const otck_powersgd_matrix *mats, int64_t num,
+                               int64_t rank);
+
+/* P_i = M_i Q_i for every matrix, M_i at m + offset_i. Returns -1 for an
+ * invalid list or a NULL buffer (num > 0), 0 otherwise. */
+int otck_powersgd_project_f32(const otck_powersgd_matrix *mats, int64_t num,
+                              int64_t rank, const float *m, const float *q,
+                              float *p);
+
+/* Orthonormalises the columns of every P_i in place, as torch's
+ * _orthogonalize_gram_schmidt (modified Gram-Schmidt): for each column j in
+ * order, col_j /= (||col_j|| + eps), then every later column
+ * col_k -= (col_j . col_k) col_j. The norms and dot products are summed in
+ * double and rounded to float (torch sums in float); the divisions and
+ * updates are float operations, each rounded (no fused multiply-add). A
+ * column whose norm is 0 when its turn comes (all its elements +-0) has its
+ * step skipped, whatever eps: it stays zero (torch divides 0 by 0 into NaN
+ * when eps is 0), and its P_i has fewer than r_i orthonormal columns. NaN and
+ * infinities propagate. The Q_i are orthonormalised by the same call on the
+ * list with every matrix's rows and cols swapped (as valid as the list: the
+ * same offsets and sizes), whose P_i are laid out as the list's Q_i. Returns
+ * -1 for an invalid list, a NULL p (num > 0) or an eps that is negative or
+ * not finite, 0 otherwise. */
+int otck_powersgd_orthonormalize_f32(const otck_powersgd_matrix *mats,
+                                     int64_t num, int64_t rank, float *p,
+                                     float eps);
+
+/* Q_i = M_i^T P_i for every matrix. Returns as otck_powersgd_project_f32. */
+int otck_powersgd_back_project_f32(const otck_powersgd_matrix *mats,
+                                   int64_t num, int64_t rank, const float *m,
+                                   const float *p, float *q);
+
+/* out_i = scale * (P_i Q_i^T), the product rounded to float and then the
+ * scaling (the ranks' mean: scale = 1 / ranks), written at out + offset_i;
+ * the other elements of out are untouched. Then, when `residual` is not
+ * NULL, residual_i -= out_i element-wise in place (residual holds M: it
+ * becomes M - out, the error fed back into the next step); residual must not
+ * overlap out. Returns -1 for an invalid list or a NULL p, q or out
+ * (num > 0), 0 otherwise. */
+int otck_powersgd_decompress_f32(const otck_powersgd_matrix *mats, int64_t num,
+                                 int64_t rank, const float *p, const float *q,
+                                 float scale, float *out, float *residual);
+
+/* Fills every Q_i whose elements are all +0.0 or -0.0 (a fresh state) with
+ * standard normal values; a Q_i that holds any other value (NaN included)
+ * is left as it is. Element j of Q_i (row-major index) is
+ * z = sqrt(-2 ln u1) cos(2 pi u2), evaluated in double and rounded to
+ * float, with key = splitmix64(seed ^ splitmix64(i)),
+ * b1 = splitmix64(key + 2j), b2 = splitmix64(key + 2j + 1),
+ * u1 = ((b1 >> 40) + 1) 2^-24 in (0, 1], u2 = (b2 >> 40) 2^-24 in [0, 1)
+ * (kernels/shared/random.h, whose own ln and cos are within a few double
+ * ulps of the exact values: every target draws the same bits). The same
+ * seed gives the same Q on every rank. Returns the number of Q_i filled, -1
+ * for an invalid list or a NULL q (num > 0). */
+int64_t otck_powersgd_init_q_f32(const otck_powersgd_matrix *mats, int64_t num,
+                                 int64_t rank, uint64_t seed, float *q);
 
 #ifdef __cplusplus
 }

@@ -66,6 +66,56 @@ cudaError_t otck_cuda_compress_mask_sent_f32(const otck_compress_config *config,
                                              int64_t n, const void *d_payload,
                                              float *d_buf, cudaStream_t stream);
 
+/*--- PowerSGD on the device -------------------------------------------------*/
+/* The twins of otc/compress.h's PowerSGD kernels: the matrix list is read on
+ * the host during the call, the buffers are device memory, the work is
+ * enqueued on `stream`. Each returns cudaErrorInvalidValue where the CPU
+ * kernel returns -1 (nothing enqueued), else the status of the enqueueing: a
+ * launch's, or a cuBLAS failure as a CUDA error (cudaErrorMemoryAllocation,
+ * cudaErrorNotSupported, cudaErrorLaunchFailure, cudaErrorUnknown) unless
+ * the CUDA runtime reports one of its own. The products run on cuBLAS in
+ * FP32 math (no TF32), so results match the CPU's to float rounding;
+ * Gram-Schmidt sums in double in another order than the CPU, so its floats
+ * are the CPU's but in rare near-ties; the initial Q is the CPU's bit for
+ * bit. */
+
+/* otck_powersgd_project_f32 on the device: P_i = M_i Q_i. */
+cudaError_t otck_cuda_powersgd_project_f32(const otck_powersgd_matrix *mats,
+                                           int64_t num, int64_t rank,
+                                           const float *d_m, const float *d_q,
+                                           float *d_p, cudaStream_t stream);
+
+/* otck_powersgd_orthonormalize_f32 on the device (one thread block per
+ * matrix). */
+cudaError_t
+otck_cuda_powersgd_orthonormalize_f32(const otck_powersgd_matrix *mats,
+                                      int64_t num, int64_t rank, float *d_p,
+                                      float eps, cudaStream_t stream);
+
+/* otck_powersgd_back_project_f32 on the device: Q_i = M_i^T P_i. */
+cudaError_t otck_cuda_powersgd_back_project_f32(
+    const otck_powersgd_matrix *mats, int64_t num, int64_t rank,
+    const float *d_m, const float *d_p, float *d_q, cudaStream_t stream);
+
+/* otck_powersgd_decompress_f32 on the device: d_out_i = scale * P_i Q_i^T,
+ * then d_residual_i -= d_out_i when d_residual is not NULL. */
+cudaError_t otck_cuda_powersgd_decompress_f32(const otck_powersgd_matrix *mats,
+                                              int64_t num, int64_t rank,
+                                              const float *d_p,
+                                              const float *d_q, float scale,
+                                              float *d_out, float *d_residual,
+                                              cudaStream_t stream);
+
+/* otck_powersgd_init_q_f32 on the device: the same values bit for bit.
+ * *d_filled (device memory; NULL: not counted) becomes the number of Q_i
+ * filled, the CPU kernel's return value; read it after the stream reaches
+ * this point. */
+cudaError_t otck_cuda_powersgd_init_q_f32(const otck_powersgd_matrix *mats,
+                                          int64_t num, int64_t rank,
+                                          uint64_t seed, float *d_q,
+                                          int64_t *d_filled,
+                                          cudaStream_t stream);
+
 #ifdef __cplusplus
 }
 #endif
