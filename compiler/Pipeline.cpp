@@ -18,6 +18,8 @@
 #include "llvm/ADT/StringSwitch.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/FormatVariadic.h"
+
+#include <algorithm>
 #include "llvm/Support/JSON.h"
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/Path.h"
@@ -93,6 +95,23 @@ SmallVector<BucketComm> compressedBuckets(ModuleOp module, int64_t world,
     int64_t n = op.getBuffer().getType().getNumElements();
     int64_t me = rank;
     const int64_t w = ranksOf(module, op.getGroup(), world, &me);
+    if (op.getMethod() == "powersgd") {
+      // Three mean all-reduces: the uncompressed rest, the P and the Q of
+      // every matrix.
+      int64_t rest = n, p = 0, q = 0;
+      if (std::optional<ArrayRef<int64_t>> m = op.getMatrices())
+        for (size_t i = 0; i + 2 < m->size(); i += 3) {
+          int64_t rows = (*m)[i + 1], cols = (*m)[i + 2];
+          int64_t r = std::min<int64_t>({op.getPowersgdRank(), rows, cols});
+          rest -= rows * cols;
+          p += rows * r;
+          q += cols * r;
+        }
+      int64_t bytes = allReduceBytes(rest * 4, w) + allReduceBytes(p * 4, w) +
+                      allReduceBytes(q * 4, w);
+      buckets.push_back({bytes, bytes, p * 4});
+      return;
+    }
     if (op.getExchange() == "all-reduce") {
       int64_t bytes = allReduceBytes(n * 4, w);
       buckets.push_back({bytes, bytes, 0});

@@ -355,7 +355,13 @@ def InsertCompressedAllReduce
     when its (S + 4 + S') (W - 1) bytes are fewer than `all-gather`'s
     P (W - 1), P being the bucket's payload, S its largest shard's and S'
     that rounded up to 4 bytes (so from three ranks on), `all-gather`
-    otherwise; method `none` takes a plain fp32 `all-reduce`. Given
+    otherwise; methods `none` and `powersgd` take `all-reduce`.
+
+    Method `powersgd` gives every bucket the matrices PowerSGD compresses
+    (each gradient of rank 2 or more as [shape[0], rest] whose rank-r
+    factors are smaller than it, as torch's powerSGD_hook picks them) and,
+    when there are any, their Q as per-rank state
+    (`otc.state = "bucket<i>.powersgd_q"`). Given
     explicitly, `all-gather` and `reduce-scatter` apply to `none` too
     (its payload is the fp32 gradient).
   }];
@@ -364,7 +370,7 @@ def InsertCompressedAllReduce
     Option<"worldSize", "world-size", "int64_t", "1",
            "Number of data-parallel ranks">,
     Option<"method", "method", "std::string", "\"topk-int8\"",
-           "none, fp16, bf16, int8, topk, topk-int8 or randomk">,
+           "none, fp16, bf16, int8, topk, topk-int8, randomk or powersgd">,
     Option<"ratio", "ratio", "double", "0.1",
            "Kept fraction per block (top-k and random-k methods)">,
     Option<"ratioMin", "ratio-min", "double", "0.01",
@@ -377,6 +383,8 @@ def InsertCompressedAllReduce
            "Let the ratio follow the gradient norm (see the README)">,
     Option<"warmupSteps", "warmup-steps", "int64_t", "0",
            "First steps sent dense">,
+    Option<"powersgdRank", "powersgd-rank", "int64_t", "4",
+           "Rank of PowerSGD's approximation (method powersgd)">,
     Option<"exchange", "exchange", "std::string", "\"auto\"",
            "auto, all-gather or reduce-scatter: how the ranks combine their "
            "payloads (auto: the one that sends fewer bytes; method none "

@@ -99,7 +99,11 @@ void TrainingPipelineOptions::bind(OptionBinder &b) {
          "output (no loss, optimizer or driver)");
   b.bind("compress", compress,
          "Average gradients in buckets through a compressed all-reduce",
-         {"none", "fp16", "bf16", "int8", "topk", "topk-int8", "randomk"});
+         {"none", "fp16", "bf16", "int8", "topk", "topk-int8", "randomk",
+          "powersgd"});
+  b.bind("powersgd-rank", compression.powersgdRank,
+         "Rank of PowerSGD's approximation of each gradient matrix "
+         "(--compress powersgd; default 4)");
   b.bind("compress-ratio", compression.ratio,
          "Kept fraction per block (top-k, random-k)");
   b.bind("compress-ratio-min", compression.ratioMin,
@@ -183,7 +187,7 @@ TrainingPipelineOptions::conflicts(llvm::function_ref<bool(StringRef)> given,
   if (compress.empty() &&
       anyGiven({"compress-ratio", "compress-ratio-min", "compress-block",
                 "no-error-feedback", "adaptive", "compress-warmup",
-                "compress-exchange"}))
+                "compress-exchange", "powersgd-rank"}))
     return "compression options need " + f("compress") + " METHOD";
   bool adam = training.optimizer == "adam" || training.optimizer == "adamw";
   if (momentumCorrection && noMomentumCorrection)
@@ -208,9 +212,20 @@ TrainingPipelineOptions::conflicts(llvm::function_ref<bool(StringRef)> given,
            training.optimizer +
            " keeps the first moment in the compressed exchange "
            "(momentum-factor masking)";
+  if (given("powersgd-rank") && compress != "powersgd")
+    return f("powersgd-rank") + " needs " + f("compress") + " powersgd";
+  if (compress == "powersgd" && compression.powersgdRank < 1)
+    return f("powersgd-rank") + " must be at least 1";
+  if (compress == "powersgd" &&
+      anyGiven({"compress-exchange", "adaptive", "compress-ratio",
+                "compress-ratio-min", "compress-block"}))
+    return f("compress") +
+           " powersgd all-reduces its low-rank factors: it takes no " +
+           f("compress-exchange") + ", " + f("adaptive") + " or block ratio";
   if (momentumCorrection && !noFactorMasking &&
-      llvm::is_contained(ArrayRef<StringRef>{"none", "fp16", "bf16", "int8"},
-                         compress))
+      llvm::is_contained(
+          ArrayRef<StringRef>{"none", "fp16", "bf16", "int8", "powersgd"},
+          compress))
     return f("momentum-correction") + " with " + f("compress") + " " +
            compress +
            " sends every element each step, so momentum-factor masking "

@@ -7,6 +7,8 @@
 #include "mlir/IR/DialectImplementation.h"
 #include "llvm/Support/MathExtras.h"
 
+#include <algorithm>
+
 using namespace mlir;
 using namespace otc::dist;
 
@@ -73,21 +75,32 @@ LogicalResult CompressedAllReduceOp::verify() {
   bool sparse =
       method == "topk" || method == "topk-int8" || method == "randomk";
   bool lossy = method != "none";
+  bool lowRank = method == "powersgd";
   bool dense = llvm::is_contained(
       ArrayRef<StringRef>{"none", "fp16", "bf16", "int8"}, method);
-  if (!sparse && !dense)
+  if (!sparse && !dense && !lowRank)
     return emitOpError("unknown method '")
            << method
-           << "' (expected none, fp16, bf16, int8, topk, topk-int8 or randomk)";
+           << "' (expected none, fp16, bf16, int8, topk, topk-int8, randomk "
+              "or powersgd)";
+  if (failed(verifyLowRank(getOperation(), lowRank, getPowersgdRank(),
+                           getMatrices(), getInput().getType().getNumElements(),
+                           getState() ? getState().getType().getNumElements()
+                                      : -1,
+                           getExchange(), getVelocity() != nullptr)))
+    return failure();
+  if (static_cast<bool>(getState()) != static_cast<bool>(getNewState()) ||
+      (getState() && getState().getType() != getNewState().getType()))
+    return emitOpError("returns its state updated, of the state's type");
   StringRef exchange = getExchange();
   if (exchange != "all-gather" && exchange != "reduce-scatter" &&
       exchange != "all-reduce")
     return emitOpError("exchange must be all-gather, reduce-scatter or "
                        "all-reduce, got '")
            << exchange << "'";
-  if (exchange == "all-reduce" && method != "none")
+  if (exchange == "all-reduce" && method != "none" && !lowRank)
     return emitOpError("exchange 'all-reduce' sends fp32 and takes method "
-                       "'none', not '")
+                       "'none' or 'powersgd', not '")
            << method << "'";
   if (getInput().getType().getRank() != 1)
     return emitOpError("expects a flat gradient bucket (rank 1), got ")
@@ -130,6 +143,67 @@ LogicalResult CompressedAllReduceOp::verify() {
   if (getWarmupStepsAttr().getInt() < 0)
     return emitOpError("warmup_steps must be non-negative, got ")
            << getWarmupStepsAttr().getInt();
+  return success();
+}
+
+int64_t otc::dist::powersgdStateFloats(ArrayRef<int64_t> matrices,
+                                       int64_t rank) {
+  if (matrices.size() % 3 != 0 || rank < 1)
+    return -1;
+  int64_t total = 0;
+  for (size_t i = 0; i < matrices.size(); i += 3) {
+    int64_t rows = matrices[i + 1], cols = matrices[i + 2];
+    if (rows < 1 || cols < 1)
+      return -1;
+    int64_t r = std::min({rank, rows, cols}), q = 0;
+    if (llvm::MulOverflow(cols, r, q) || llvm::AddOverflow(total, q, total))
+      return -1;
+  }
+  return total;
+}
+
+LogicalResult otc::dist::verifyLowRank(Operation *op, bool lowRank,
+                                       int64_t rank,
+                                       std::optional<ArrayRef<int64_t>> matrices,
+                                       int64_t elements, int64_t stateFloats,
+                                       StringRef exchange, bool velocity) {
+  if (!lowRank) {
+    if (matrices || rank != 0 || stateFloats >= 0)
+      return op->emitOpError("takes matrices, a powersgd_rank and a state "
+                             "with method 'powersgd' only");
+    return success();
+  }
+  if (rank < 1)
+    return op->emitOpError("powersgd_rank must be at least 1, got ") << rank;
+  if (exchange != "all-reduce")
+    return op->emitOpError("method 'powersgd' all-reduces its factors: its "
+                           "exchange is 'all-reduce', not '")
+           << exchange << "'";
+  if (velocity)
+    return op->emitOpError("method 'powersgd' keeps no velocity: it sends "
+                           "every element, which momentum-factor masking "
+                           "would zero");
+  ArrayRef<int64_t> m = matrices.value_or(ArrayRef<int64_t>());
+  int64_t floats = powersgdStateFloats(m, rank);
+  if (floats < 0)
+    return op->emitOpError("matrices must be triples (offset, rows, cols) "
+                           "of positive sizes");
+  int64_t end = 0;
+  for (size_t i = 0; i < m.size(); i += 3) {
+    int64_t size = 0, last = 0;
+    if (m[i] < end || llvm::MulOverflow(m[i + 1], m[i + 2], size) ||
+        llvm::AddOverflow(m[i], size, last) || last > elements)
+      return op->emitOpError("matrix ")
+             << i / 3 << " at " << m[i] << " (" << m[i + 1] << " x "
+             << m[i + 2]
+             << ") is not after the previous one within the bucket of "
+             << elements << " elements";
+    end = last;
+  }
+  if (stateFloats != (floats > 0 ? floats : -1))
+    return op->emitOpError("the matrices' Q take ")
+           << floats << " floats, but the state holds "
+           << (stateFloats < 0 ? 0 : stateFloats);
   return success();
 }
 

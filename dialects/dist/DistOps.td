@@ -160,6 +160,16 @@ def Dist_CompressedAllReduceOp : Dist_Op<"compressed_all_reduce",
     compressed is the look-ahead `decay * u + input` of the new `u`; `u` is
     masked as without.
 
+    Method `powersgd` (PowerSGD, all-reduce based: `exchange = "all-reduce"`)
+    approximates each of the bucket's `matrices` (triples offset, rows,
+    cols, in elements: each gradient of rank 2 or more viewed as rows =
+    its first dimension) with rank r = min(`powersgd_rank`, rows, cols):
+    with M = input + residual, P = M Q is summed over the ranks and
+    orthonormalised, Q = M^T P is summed, the result is P Q^T / W and the
+    new residual M - P Q^T / W. `state` holds every matrix's Q (the sum of
+    cols * r), warm-started across steps (a zero Q starts from a seeded
+    normal). The rest of the bucket is averaged uncompressed.
+
     ```mlir
     %avg, %res2 = dist.compressed_all_reduce %b, %res {method = "topk-int8",
         ratio = 1.000000e-01 : f32, bucket = 0 : i64}
@@ -173,6 +183,7 @@ def Dist_CompressedAllReduceOp : Dist_Op<"compressed_all_reduce",
   let arguments = (ins StaticShapeTensorOf<[F32]>:$input,
                        Optional<StaticShapeTensorOf<[F32]>>:$residual,
                        Optional<StaticShapeTensorOf<[F32]>>:$velocity,
+                       Optional<StaticShapeTensorOf<[F32]>>:$state,
                        StrAttr:$method,
                        DefaultValuedAttr<F32Attr, "0.1">:$ratio,
                        DefaultValuedAttr<F32Attr, "0.01">:$ratio_min,
@@ -183,15 +194,20 @@ def Dist_CompressedAllReduceOp : Dist_Op<"compressed_all_reduce",
                        OptionalAttr<DenseI64ArrayAttr>:$ranks,
                        DefaultValuedAttr<StrAttr, "\"momentum\"">:$velocity_decay,
                        DefaultValuedAttr<StrAttr, "\"all-gather\"">:$exchange,
-                       DefaultValuedAttr<BoolAttr, "false">:$nesterov);
+                       DefaultValuedAttr<BoolAttr, "false">:$nesterov,
+                       DefaultValuedAttr<I64Attr, "0">:$powersgd_rank,
+                       OptionalAttr<DenseI64ArrayAttr>:$matrices);
   let results = (outs StaticShapeTensorOf<[F32]>:$result,
                       Optional<StaticShapeTensorOf<[F32]>>:$new_residual,
-                      Optional<StaticShapeTensorOf<[F32]>>:$new_velocity);
+                      Optional<StaticShapeTensorOf<[F32]>>:$new_velocity,
+                      Optional<StaticShapeTensorOf<[F32]>>:$new_state);
   let assemblyFormat = [{
-    $input (`,` $residual^)? (`velocity` $velocity^)? attr-dict `:`
+    $input (`,` $residual^)? (`velocity` $velocity^)? (`state` $state^)?
+    attr-dict `:`
     type($input) (`,` type($residual)^)? (`velocity` type($velocity)^)?
+    (`state` type($state)^)?
     `->` type($result) (`,` type($new_residual)^)?
-    (`velocity` type($new_velocity)^)?
+    (`velocity` type($new_velocity)^)? (`state` type($new_state)^)?
   }];
   let hasVerifier = 1;
   let extraClassDeclaration = [{

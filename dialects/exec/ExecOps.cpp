@@ -1,6 +1,7 @@
 //===- ExecOps.cpp - exec dialect -----------------------------------------===//
 
 #include "dialects/exec/ExecDialect.h"
+#include "dialects/dist/DistDialect.h"
 #include "dialects/exec/KernelTable.h"
 
 #include "mlir/IR/Builders.h"
@@ -120,6 +121,12 @@ LogicalResult CompressedAllReduceOp::verify() {
            << getVelocityDecay() << "'";
   if (getNesterov() && (!getVelocity() || getVelocityDecay() != "momentum"))
     return emitOpError("nesterov needs a velocity decayed by momentum");
+  if (failed(dist::verifyLowRank(
+          getOperation(), getMethod() == "powersgd", getPowersgdRank(),
+          getMatrices(), getBuffer().getType().getNumElements(),
+          getState() ? getState().getType().getNumElements() : -1,
+          getExchange(), getVelocity() != nullptr)))
+    return failure();
   // The emitter names the runtime's exchange.
   StringRef exchange = getExchange();
   if (exchange != "all-gather" && exchange != "reduce-scatter" &&
@@ -127,8 +134,10 @@ LogicalResult CompressedAllReduceOp::verify() {
     return emitOpError("exchange must be all-gather, reduce-scatter or "
                        "all-reduce, got '")
            << exchange << "'";
-  if (exchange == "all-reduce" && getMethod() != "none")
-    return emitOpError("exchange 'all-reduce' takes method 'none', not '")
+  if (exchange == "all-reduce" && getMethod() != "none" &&
+      getMethod() != "powersgd")
+    return emitOpError("exchange 'all-reduce' takes method 'none' or "
+                       "'powersgd', not '")
            << getMethod() << "'";
   return success();
 }

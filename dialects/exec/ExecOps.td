@@ -141,8 +141,9 @@ def Exec_CompressedAllReduceOp : Exec_Op<"compressed_all_reduce",
     the average; `residual`, when present, is this rank's error-feedback
     state, read and updated in place; `velocity`, when present, this rank's
     momentum (factor masking), read and updated in place with the step's
-    hyperparameter that `velocity_decay` names. Attributes as on the dist
-    op.
+    hyperparameter that `velocity_decay` names; `state`, when present, the
+    method's (PowerSGD's Q matrices), read and updated in place. Attributes
+    as on the dist op.
 
     ```mlir
     exec.compressed_all_reduce %bucket, %residual velocity %u
@@ -153,16 +154,21 @@ def Exec_CompressedAllReduceOp : Exec_Op<"compressed_all_reduce",
   let arguments = (ins MemRefRankOf<[F32], [1]>:$buffer,
                        Optional<MemRefRankOf<[F32], [1]>>:$residual,
                        Optional<MemRefRankOf<[F32], [1]>>:$velocity,
+                       Optional<MemRefRankOf<[F32], [1]>>:$state,
                        StrAttr:$method, F32Attr:$ratio, F32Attr:$ratio_min,
                        I64Attr:$block_size, BoolAttr:$adaptive,
                        I64Attr:$warmup_steps, I64Attr:$bucket,
                        OptionalAttr<I64Attr>:$group,
                        DefaultValuedAttr<StrAttr, "\"momentum\"">:$velocity_decay,
                        DefaultValuedAttr<StrAttr, "\"all-gather\"">:$exchange,
-                       DefaultValuedAttr<BoolAttr, "false">:$nesterov);
+                       DefaultValuedAttr<BoolAttr, "false">:$nesterov,
+                       DefaultValuedAttr<I64Attr, "0">:$powersgd_rank,
+                       OptionalAttr<DenseI64ArrayAttr>:$matrices);
   let assemblyFormat = [{
-    $buffer (`,` $residual^)? (`velocity` $velocity^)? attr-dict `:`
+    $buffer (`,` $residual^)? (`velocity` $velocity^)? (`state` $state^)?
+    attr-dict `:`
     type($buffer) (`,` type($residual)^)? (`velocity` type($velocity)^)?
+    (`state` type($state)^)?
   }];
   let hasVerifier = 1;
 }

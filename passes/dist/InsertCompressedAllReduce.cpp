@@ -97,7 +97,7 @@ private:
   StringRef exchangeFor(int64_t n, int64_t world) {
     if (exchange != "auto")
       return exchange;
-    if (method == "none")
+    if (method == "none" || method == "powersgd")
       return "all-reduce";
     otck_compress_config cfg{};
     cfg.method = static_cast<otck_compress_method>(
@@ -121,9 +121,32 @@ private:
                                                  : "all-gather";
   }
 
+  /// PowerSGD's matrices of `bucket`, as (offset, rows, cols) triples: each
+  /// gradient of rank 2 or more viewed as [shape[0], rest] whose rank-r
+  /// factors (r = min(rank, rows, cols)) hold fewer floats than it does, as
+  /// torch's powerSGD_hook compresses; the other gradients are averaged
+  /// uncompressed.
+  SmallVector<int64_t> lowRankMatrices(dist::BucketOp bucket) {
+    SmallVector<int64_t> out;
+    int64_t offset = 0;
+    for (Type t : bucket.getGrads().getTypes()) {
+      auto shaped = llvm::cast<RankedTensorType>(t);
+      int64_t n = shaped.getNumElements();
+      if (shaped.getRank() >= 2 && n > 0) {
+        int64_t rows = shaped.getDimSize(0), cols = n / rows;
+        int64_t r = std::min<int64_t>({powersgdRank, rows, cols});
+        if ((rows + cols) * r < n)
+          out.append({offset, rows, cols});
+      }
+      offset += n;
+    }
+    return out;
+  }
+
   LogicalResult insert(func::FuncOp fn) {
     OpBuilder b(&getContext());
     bool feedback = errorFeedback && method != "none";
+    const bool lowRank = method == "powersgd";
     bool nesterov = false;
     FailureOr<StringRef> momentum = momentumInExchange(fn, nesterov);
     if (failed(momentum))
@@ -133,10 +156,10 @@ private:
     for (auto [i, bucket] : llvm::enumerate(buckets)) {
       Type type = bucket.getType();
       // A state of this bucket: a new argument, returned updated below.
-      auto addState = [&](StringRef what, StringRef role) {
+      auto addState = [&](StringRef what, StringRef role, Type of) {
         unsigned arg = fn.getNumArguments();
         (void)fn.insertArgument(
-            arg, type,
+            arg, of,
             b.getDictionaryAttr(
                 {b.getNamedAttr(attr::kState,
                                 b.getStringAttr("bucket" + std::to_string(i) +
@@ -145,16 +168,28 @@ private:
             fn.getLoc());
         return fn.getArgument(arg);
       };
-      Value residual, velocity;
+      Value residual, velocity, state;
       if (feedback)
-        residual = addState("residual", "residual");
+        residual = addState("residual", "residual", type);
       if (!momentum->empty())
-        velocity = addState("velocity", "per-rank");
+        velocity = addState("velocity", "per-rank", type);
+      SmallVector<int64_t> matrices;
+      if (lowRank) {
+        matrices = lowRankMatrices(bucket);
+        int64_t floats = dist::powersgdStateFloats(matrices, powersgdRank);
+        // Every rank holds the same Q (it is all-reduced); each checkpoints
+        // its own copy.
+        if (floats > 0)
+          state = addState(
+              "powersgd_q", "per-rank",
+              RankedTensorType::get({floats}, b.getF32Type()));
+      }
       b.setInsertionPointAfter(bucket);
       auto ranks = bucket->getAttrOfType<DenseI64ArrayAttr>("ranks");
       auto reduce = b.create<dist::CompressedAllReduceOp>(
           bucket.getLoc(), type, feedback ? type : Type(),
-          velocity ? type : Type(), bucket.getResult(), residual, velocity,
+          velocity ? type : Type(), state ? state.getType() : Type(),
+          bucket.getResult(), residual, velocity, state,
           b.getStringAttr(method), b.getF32FloatAttr(static_cast<float>(ratio)),
           b.getF32FloatAttr(static_cast<float>(ratioMin)),
           b.getI64IntegerAttr(blockSize), b.getBoolAttr(adaptive),
@@ -164,7 +199,9 @@ private:
           b.getStringAttr(exchangeFor(
               llvm::cast<RankedTensorType>(type).getNumElements(),
               ranks ? int64_t(ranks.size()) : int64_t(worldSize))),
-          b.getBoolAttr(velocity && nesterov));
+          b.getBoolAttr(velocity && nesterov),
+          b.getI64IntegerAttr(lowRank ? powersgdRank : 0),
+          lowRank ? b.getDenseI64ArrayAttr(matrices) : DenseI64ArrayAttr());
       if (failed(mlir::verify(reduce)))
         return failure();
       bucket.getResult().replaceAllUsesExcept(reduce.getResult(), reduce);
@@ -174,7 +211,7 @@ private:
         unsigned result = fn.getNumResults();
         ret->insertOperands(ret.getNumOperands(), next);
         (void)fn.insertResult(
-            result, type,
+            result, state.getType(),
             b.getDictionaryAttr(b.getNamedAttr(
                 attr::kUpdates,
                 b.getI64IntegerAttr(
@@ -184,6 +221,8 @@ private:
         update(residual, reduce.getNewResidual());
       if (velocity)
         update(velocity, reduce.getNewVelocity());
+      if (state)
+        update(state, reduce.getNewState());
     }
     return success();
   }

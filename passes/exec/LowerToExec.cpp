@@ -279,27 +279,31 @@ struct CompressedAllReducePattern
                   ConversionPatternRewriter &rewriter) const override {
     Value buffer =
         writableBuffer(rewriter, op, op.getInput(), adaptor.getInput());
-    Value residual, velocity;
+    Value residual, velocity, state;
     if (op.getResidual())
       residual =
           writableBuffer(rewriter, op, op.getResidual(), adaptor.getResidual());
     if (op.getVelocity())
       velocity =
           writableBuffer(rewriter, op, op.getVelocity(), adaptor.getVelocity());
+    if (op.getState())
+      state = writableBuffer(rewriter, op, op.getState(), adaptor.getState());
     FailureOr<IntegerAttr> group = groupAttr(rewriter, op, op.getRanks());
     if (failed(group))
       return failure();
     rewriter.create<exec::CompressedAllReduceOp>(
-        op.getLoc(), buffer, residual, velocity, op.getMethodAttr(),
+        op.getLoc(), buffer, residual, velocity, state, op.getMethodAttr(),
         op.getRatioAttr(), op.getRatioMinAttr(), op.getBlockSizeAttr(),
         op.getAdaptiveAttr(), op.getWarmupStepsAttr(), op.getBucketAttr(),
         *group, op.getVelocityDecayAttr(), op.getExchangeAttr(),
-        op.getNesterovAttr());
+        op.getNesterovAttr(), op.getPowersgdRankAttr(), op.getMatricesAttr());
     SmallVector<Value> results{buffer};
     if (residual)
       results.push_back(residual);
     if (velocity)
       results.push_back(velocity);
+    if (state)
+      results.push_back(state);
     rewriter.replaceOp(op, results);
     return success();
   }

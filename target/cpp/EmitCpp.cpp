@@ -213,6 +213,7 @@ LogicalResult Emitter::emitCompressedAllReduce(exec::CompressedAllReduceOp op) {
                            .Case("topk", "OTCK_COMPRESS_TOPK")
                            .Case("topk-int8", "OTCK_COMPRESS_TOPK_INT8")
                            .Case("randomk", "OTCK_COMPRESS_RANDOMK")
+                           .Case("powersgd", "OTCK_COMPRESS_POWERSGD")
                            .Default("");
   if (method.empty())
     return op.emitOpError("unknown method '") << op.getMethod() << "'";
@@ -224,13 +225,24 @@ LogicalResult Emitter::emitCompressedAllReduce(exec::CompressedAllReduceOp op) {
   if (exchange.empty())
     return op.emitOpError("unknown exchange '") << op.getExchange() << "'";
   float ratio = op.getRatio().convertToFloat();
-  os << "  { // compressed all-reduce, bucket " << op.getBucket() << "\n"
-     << "    static const otc_compress_desc_t desc = {" << method << ", "
+  os << "  { // compressed all-reduce, bucket " << op.getBucket() << "\n";
+  // PowerSGD's matrices: (offset, rows, cols) triples.
+  ArrayRef<int64_t> matrices;
+  if (std::optional<ArrayRef<int64_t>> m = op.getMatrices())
+    matrices = *m;
+  if (!matrices.empty()) {
+    os << "    static const int64_t matrices[] = {";
+    llvm::interleaveComma(matrices, os);
+    os << "};\n";
+  }
+  os << "    static const otc_compress_desc_t desc = {" << method << ", "
      << static_cast<bool>(op.getResidual()) << ", " << op.getAdaptive()
      << ", " << exchange << ", " << op.getBlockSize() << ", " << floatLiteral(ratio) << ", "
      << floatLiteral(op.getRatioMin().convertToFloat()) << ", "
      << floatLiteral(ratio) << ", " << op.getWarmupSteps() << ", "
-     << op.getNesterov() << ", 0};\n"
+     << op.getNesterov() << ", " << op.getPowersgdRank() << ", "
+     << matrices.size() / 3 << ", "
+     << (matrices.empty() ? "nullptr" : "matrices") << "};\n"
      << "    int rc = ";
   if (std::optional<int64_t> group = op.getGroup())
     os << "ctx->group_compressed_all_reduce_mean_f32(ctx->comm, " << *group
@@ -247,7 +259,8 @@ LogicalResult Emitter::emitCompressedAllReduce(exec::CompressedAllReduceOp op) {
        << op.getVelocityDecay() << "), ";
   else
     os << "nullptr, 0.0f, ";
-  os << op.getBucket() << ");\n"
+  os << (op.getState() ? name(op.getState()) : "nullptr") << ", "
+     << op.getBucket() << ");\n"
      << "    if (rc == OTC_STEP_SKIPPED_NONFINITE)\n      " << target.ret("rc")
      << "\n    if (rc != 0)\n      " << target.ret("OTC_STEP_ERR_COMM")
      << "\n  }\n";

@@ -49,6 +49,9 @@ typedef enum otck_compress_method {
   OTCK_COMPRESS_TOPK = 4,
   OTCK_COMPRESS_TOPK_INT8 = 5,
   OTCK_COMPRESS_RANDOMK = 6,
+  /* Not a block codec (the functions below refuse it): PowerSGD, the
+   * compressed all-reduce's low-rank method (otck_powersgd_*). */
+  OTCK_COMPRESS_POWERSGD = 7,
 } otck_compress_method;
 
 typedef struct otck_compress_config {

@@ -69,7 +69,13 @@ typedef struct otc_compress_desc {
   /* ABI 9. 1: with a velocity u (momentum correction), Nesterov's: what is
    * sent is momentum * u + g, the new u's look-ahead, rather than u. */
   int32_t nesterov;
-  int32_t reserved; /* 0 */
+  /* ABI 9, method OTCK_COMPRESS_POWERSGD (exchange ALL_REDUCE): the rank of
+   * the approximation, and the bucket's matrices as `num_matrices` triples
+   * (offset, rows, cols) in floats, ascending and disjoint; the rest of the
+   * bucket is averaged uncompressed. 0 and NULL otherwise. */
+  int32_t powersgd_rank;
+  int64_t num_matrices;
+  const int64_t *matrices;
 } otc_compress_desc_t;
 
 /* The optimizer's hyperparameters, which a training step reads at run time
@@ -124,14 +130,17 @@ typedef struct otc_step_context {
    * every index this rank sent (all of them on a dense step); a skipped
    * step restores it as the residual. ABI 9: with desc->nesterov,
    * momentum * velocity + data (the new velocity's) is what gets
-   * compressed instead. The exact semantics (warm-up,
+   * compressed instead; `state` is the method's own per-rank state, NULL
+   * but for PowerSGD (its matrices' Q, warm-started; restored too when the
+   * step is skipped). The exact semantics (warm-up,
    * adaptive ratio formula, bytes counted) are documented in the runtime's
    * src/comm/compressed.cpp. */
   int (*compressed_all_reduce_mean_f32)(void *comm,
                                         const otc_compress_desc_t *desc,
                                         float *data, int64_t count,
                                         float *residual, float *velocity,
-                                        float momentum, int64_t bucket);
+                                        float momentum, float *state,
+                                        int64_t bucket);
   /* SDP: averages `count` floats of `data` in place over the ranks of owner
    * group `group` (an index into the manifest's "sdp" "groups"; this rank is
    * a member). Returns 0 on success; overlapped as all_reduce_mean_f32. */
@@ -147,7 +156,8 @@ typedef struct otc_step_context {
                                               const otc_compress_desc_t *desc,
                                               float *data, int64_t count,
                                               float *residual, float *velocity,
-                                              float momentum, int64_t bucket);
+                                              float momentum, float *state,
+                                              int64_t bucket);
   /* SDP: called by every rank before its first optimizer update. Returns
    * OTC_STEP_SKIPPED_NONFINITE on every rank when a group bucket of any
    * rank was not finite, 0 otherwise (or OTC_STEP_ERR_COMM). */

@@ -122,6 +122,10 @@ struct Scratch {
   int64_t errorCount = 0;
   float *lookahead = nullptr; ///< Nesterov: momentum * u + g, sent
   int64_t lookaheadCount = 0;
+  float *lowRankP = nullptr; ///< PowerSGD's P factors
+  int64_t lowRankPCount = 0;
+  float *savedState = nullptr; ///< PowerSGD's Q before this step's update
+  int64_t savedStateCount = 0;
 };
 
 /// Finiteness flags one step can hold.
@@ -152,10 +156,11 @@ public:
     };
     ctx.compressed_all_reduce_mean_f32 =
         [](void *c, const otc_compress_desc_t *desc, float *data, int64_t count,
-           float *residual, float *velocity, float momentum, int64_t bucket) {
+           float *residual, float *velocity, float momentum, float *state,
+           int64_t bucket) {
           return guarded(c, [&](Nccl &n, StepComm &sc) {
             return n.compressed(sc, desc, data, count, residual, velocity,
-                                momentum, bucket, -1);
+                                momentum, state, bucket, -1);
           });
         };
     ctx.group_all_reduce_mean_f32 = [](void *c, int64_t group, float *data,
@@ -167,10 +172,10 @@ public:
     ctx.group_compressed_all_reduce_mean_f32 =
         [](void *c, int64_t group, const otc_compress_desc_t *desc, float *data,
            int64_t count, float *residual, float *velocity, float momentum,
-           int64_t bucket) {
+           float *state, int64_t bucket) {
           return guarded(c, [&](Nccl &n, StepComm &sc) {
             return n.compressed(sc, desc, data, count, residual, velocity,
-                                momentum, bucket, group);
+                                momentum, state, bucket, group);
           });
         };
     ctx.broadcast_f32 = [](void *c, int64_t root, float *data, int64_t count) {
@@ -286,6 +291,8 @@ private:
       cudaFree(s.blocks);
       cudaFree(s.error);
       cudaFree(s.lookahead);
+      cudaFree(s.lowRankP);
+      cudaFree(s.savedState);
     }
     scratch.clear();
     cudaFree(dFlags);
@@ -451,7 +458,7 @@ private:
 
   int compressed(StepComm &sc, const otc_compress_desc_t *descp, float *data,
                  int64_t n, float *residual, float *velocity, float momentum,
-                 int64_t bucket, int64_t group) {
+                 float *state, int64_t bucket, int64_t group) {
     if (!descp)
       throw Error(OTC_INVALID_ARGUMENT, "compressed all-reduce: desc is NULL");
     const otc_compress_desc_t &desc = *descp;
@@ -472,11 +479,23 @@ private:
       throw Error(OTC_INVALID_ARGUMENT, "compressed all-reduce of bucket " +
                                             std::to_string(bucket) +
                                             ": the momentum is not finite");
+    if (velocity && desc.method == OTCK_COMPRESS_POWERSGD)
+      throw Error(OTC_INVALID_ARGUMENT, "compressed all-reduce of bucket " +
+                                            std::to_string(bucket) +
+                                            ": PowerSGD keeps no velocity");
+    checkMatrices(desc, n, bucket);
+    if ((compressStateFloats(desc) > 0) != (state != nullptr))
+      throw Error(OTC_INVALID_ARGUMENT,
+                  "compressed all-reduce of bucket " + std::to_string(bucket) +
+                      ": PowerSGD's state and the method disagree");
     BucketState &b = sc.compress->bucket(bucket);
     const On o = on(group);
     if (n == 0)
       return OTC_STEP_OK;
     startAfterCompute();
+    if (desc.method == OTCK_COMPRESS_POWERSGD && sc.step > desc.warmup_steps)
+      return powerSgd(o, desc, data, n, feedback ? residual : nullptr, state,
+                      b, bucket);
     // Momentum correction: velocity = momentum * velocity + data (saved for
     // an undo) is what gets sent (compressed.cpp).
     const float *src = data;
@@ -499,7 +518,8 @@ private:
         src = s.lookahead;
       }
     }
-    if (desc.method == OTCK_COMPRESS_NONE || sc.step <= desc.warmup_steps) {
+    if (desc.exchange == OTC_EXCHANGE_ALL_REDUCE ||
+        sc.step <= desc.warmup_steps) {
       if (velocity) { // all of it is sent
         checkCuda(cudaMemcpyAsync(data, src, size_t(n) * 4,
                                   cudaMemcpyDeviceToDevice, side),
@@ -673,6 +693,113 @@ private:
                     1.0f / float(o.size), data + sh.begin[r], side),
                 "otck_cuda_decompress_sum_f32");
     }
+  }
+
+  /// compressed.cpp's powerSgd on the communication stream: the device
+  /// kernels of otc/compress_cuda.h, NCCL's average for the uncompressed
+  /// rest (one call per range, grouped), P and Q; each average's
+  /// finiteness is a check of this step, the residual and Q are restored
+  /// when it is skipped.
+  int powerSgd(const On &o, const otc_compress_desc_t &desc, float *data,
+               int64_t n, float *residual, float *q, BucketState &b,
+               int64_t bucket) {
+    if (scratch.size() <= size_t(bucket))
+      scratch.resize(size_t(bucket) + 1);
+    Scratch &s = scratch[size_t(bucket)];
+    std::vector<otck_powersgd_matrix> mats(size_t(desc.num_matrices));
+    for (size_t i = 0; i < mats.size(); ++i)
+      mats[i] = {desc.matrices[3 * i], desc.matrices[3 * i + 1],
+                 desc.matrices[3 * i + 2]};
+    const int64_t num = int64_t(mats.size()), rank = desc.powersgd_rank;
+    const int64_t qFloats = compressStateFloats(desc);
+    const int64_t pFloats =
+        num ? otck_powersgd_p_floats(mats.data(), num, rank) : 0;
+    if (pFloats < 0)
+      throw Error(OTC_INVALID_ARGUMENT, "compressed all-reduce of bucket " +
+                                            std::to_string(bucket) +
+                                            ": bad PowerSGD matrices");
+    auto refused = [&](cudaError_t rc, const char *what) {
+      checkCuda(rc, what);
+    };
+    if (residual) {
+      growFloats(s.saved, s.savedCount, n,
+                 "cudaMalloc of a bucket's saved residual");
+      refused(cudaMemcpyAsync(s.saved, residual, size_t(n) * 4,
+                              cudaMemcpyDeviceToDevice, side),
+              "cudaMemcpyAsync");
+      changed.push_back({residual, s.saved, n});
+    }
+    if (qFloats) {
+      growFloats(s.savedState, s.savedStateCount, qFloats,
+                 "cudaMalloc of a bucket's saved PowerSGD state");
+      refused(cudaMemcpyAsync(s.savedState, q, size_t(qFloats) * 4,
+                              cudaMemcpyDeviceToDevice, side),
+              "cudaMemcpyAsync");
+      changed.push_back({q, s.savedState, qFloats});
+    }
+    // M = g + e on the matrices (in the residual's buffer), else g.
+    float *m = data;
+    if (residual) {
+      for (const otck_powersgd_matrix &x : mats)
+        refused(otck_cuda_compress_accumulate_f32(
+                    x.rows * x.cols, 1.0f, data + x.offset,
+                    residual + x.offset, nullptr, side),
+                "otck_cuda_compress_accumulate_f32");
+      m = residual;
+    }
+    // The uncompressed rest, range by range in one NCCL group.
+    int64_t rest = 0, at = 0;
+    checkNccl(ncclGroupStart(), "ncclGroupStart");
+    auto range = [&](int64_t begin, int64_t end) {
+      if (end <= begin)
+        return;
+      checkNccl(ncclAllReduce(data + begin, data + begin, size_t(end - begin),
+                              ncclFloat, ncclAvg, o.comm, side),
+                "ncclAllReduce");
+      rest += end - begin;
+    };
+    for (const otck_powersgd_matrix &x : mats) {
+      range(at, x.offset);
+      at = x.offset + x.rows * x.cols;
+    }
+    range(at, n);
+    checkNccl(ncclGroupEnd(), "ncclGroupEnd");
+    uint64_t bytes = 0;
+    if (o.size > 1)
+      bytes = allReduceBytes(uint64_t(rest) * 4, o.size) +
+              allReduceBytes(uint64_t(pFloats) * 4, o.size) +
+              allReduceBytes(uint64_t(qFloats) * 4, o.size);
+    count(bytes, bytes);
+    if (num > 0) {
+      growFloats(s.lowRankP, s.lowRankPCount, pFloats,
+                 "cudaMalloc of a bucket's PowerSGD factors");
+      float *p = s.lowRankP;
+      refused(otck_cuda_powersgd_init_q_f32(mats.data(), num, rank,
+                                            uint64_t(bucket), q, nullptr, side),
+              "otck_cuda_powersgd_init_q_f32");
+      refused(otck_cuda_powersgd_project_f32(mats.data(), num, rank, m, q, p,
+                                             side),
+              "otck_cuda_powersgd_project_f32");
+      checkNccl(ncclAllReduce(p, p, size_t(pFloats), ncclFloat, ncclAvg,
+                              o.comm, side),
+                "ncclAllReduce");
+      checkFinite(p, pFloats, o.group);
+      refused(otck_cuda_powersgd_orthonormalize_f32(mats.data(), num, rank, p,
+                                                    0.0f, side),
+              "otck_cuda_powersgd_orthonormalize_f32");
+      refused(otck_cuda_powersgd_back_project_f32(mats.data(), num, rank, m, p,
+                                                  q, side),
+              "otck_cuda_powersgd_back_project_f32");
+      checkNccl(ncclAllReduce(q, q, size_t(qFloats), ncclFloat, ncclAvg,
+                              o.comm, side),
+                "ncclAllReduce");
+      refused(otck_cuda_powersgd_decompress_f32(mats.data(), num, rank, p, q,
+                                                1.0f, data, residual, side),
+              "otck_cuda_powersgd_decompress_f32");
+    }
+    checkFinite(data, n, o.group);
+    ++b.steps;
+    return OTC_STEP_OK;
   }
 
   /// `buf` holds at least `bytes` bytes (its old contents are dropped).

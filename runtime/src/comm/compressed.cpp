@@ -131,15 +131,25 @@ bool compressUsesRatio(int32_t method) {
 }
 
 void checkCompressDesc(const otc_compress_desc_t &d, int64_t bucket) {
-  if (d.method < OTCK_COMPRESS_NONE || d.method > OTCK_COMPRESS_RANDOMK)
+  if (d.method < OTCK_COMPRESS_NONE || d.method > OTCK_COMPRESS_POWERSGD)
     badDesc(bucket, "unknown method " + std::to_string(d.method));
+  const bool lowRank = d.method == OTCK_COMPRESS_POWERSGD;
+  if (lowRank && d.exchange != OTC_EXCHANGE_ALL_REDUCE)
+    badDesc(bucket, "PowerSGD all-reduces its factors: its exchange is the "
+                    "all-reduce");
+  if (lowRank && (d.powersgd_rank < 1 || d.num_matrices < 0 ||
+                  (d.num_matrices > 0 && !d.matrices) || d.adaptive))
+    badDesc(bucket, "bad PowerSGD rank or matrices");
+  if (!lowRank && (d.powersgd_rank != 0 || d.num_matrices != 0))
+    badDesc(bucket, "PowerSGD's rank and matrices with another method");
   if (d.exchange != OTC_EXCHANGE_ALL_GATHER &&
       d.exchange != OTC_EXCHANGE_REDUCE_SCATTER &&
       d.exchange != OTC_EXCHANGE_ALL_REDUCE)
     badDesc(bucket, "unknown exchange " + std::to_string(d.exchange));
-  if (d.exchange == OTC_EXCHANGE_ALL_REDUCE && d.method != OTCK_COMPRESS_NONE)
-    badDesc(bucket, "the plain all-reduce exchange sends fp32 only (method "
-                    "none), not method " +
+  if (d.exchange == OTC_EXCHANGE_ALL_REDUCE && d.method != OTCK_COMPRESS_NONE &&
+      !lowRank)
+    badDesc(bucket, "the plain all-reduce exchange sends fp32 (method none) "
+                    "or PowerSGD's factors, not method " +
                         std::to_string(d.method));
   if (d.warmup_steps < 0)
     badDesc(bucket, "negative warmup_steps");
@@ -181,6 +191,37 @@ int64_t compressPayloadBytes(const otck_compress_config &cfg, int64_t n,
   return p;
 }
 
+int64_t compressStateFloats(const otc_compress_desc_t &d) {
+  if (d.method != OTCK_COMPRESS_POWERSGD || d.powersgd_rank < 1 ||
+      d.num_matrices < 0 || (d.num_matrices > 0 && !d.matrices))
+    return 0;
+  int64_t total = 0;
+  for (int64_t i = 0; i < d.num_matrices; ++i) {
+    const int64_t rows = d.matrices[3 * i + 1], cols = d.matrices[3 * i + 2];
+    if (rows < 1 || cols < 1 || cols > (int64_t(1) << 40))
+      return 0;
+    total += cols * std::min<int64_t>({d.powersgd_rank, rows, cols});
+  }
+  return total;
+}
+
+void checkMatrices(const otc_compress_desc_t &d, int64_t count,
+                   int64_t bucket) {
+  if (d.method != OTCK_COMPRESS_POWERSGD)
+    return;
+  int64_t end = 0;
+  for (int64_t i = 0; i < d.num_matrices; ++i) {
+    const int64_t *m = d.matrices + 3 * i;
+    if (m[0] < end || m[1] < 1 || m[2] < 1 || m[1] > count ||
+        m[2] > count / m[1] || m[0] > count - m[1] * m[2])
+      badDesc(bucket, "PowerSGD matrix " + std::to_string(i) +
+                          " is not after the previous one within the "
+                          "bucket of " +
+                          std::to_string(count) + " floats");
+    end = m[0] + m[1] * m[2];
+  }
+}
+
 float adaptiveRatio(double norm, double norm0, float ratioMin, float ratioMax) {
   if (!(norm0 > 0) || !std::isfinite(norm0))
     return ratioMax;
@@ -211,6 +252,9 @@ void CompressState::undoStep() {
     if (it->velocity)
       std::memcpy(it->velocity, b.savedVelocity.data(),
                   size_t(it->count) * sizeof(float));
+    if (it->state)
+      std::memcpy(it->state, b.savedState.data(),
+                  size_t(it->stateCount) * sizeof(float));
     b.norm0 = it->norm0;
     b.ratio = it->ratio;
     b.steps = it->steps;
@@ -376,6 +420,126 @@ static int exchangeInPieces(StepComm &sc, const otck_compress_config &cfg,
     offset += size_t(p) * size_t(world);
   }
   return OTC_STEP_OK;
+}
+
+/// PowerSGD's matrices of `desc` for the kernels.
+static std::vector<otck_powersgd_matrix>
+lowRankMatrices(const otc_compress_desc_t &desc) {
+  std::vector<otck_powersgd_matrix> mats(size_t(desc.num_matrices));
+  for (size_t i = 0; i < mats.size(); ++i)
+    mats[i] = {desc.matrices[3 * i], desc.matrices[3 * i + 1],
+               desc.matrices[3 * i + 2]};
+  return mats;
+}
+
+/// Calls `fn(begin, end)` for every range of the bucket of `count` floats
+/// outside PowerSGD's matrices, in order.
+template <typename Fn>
+static void forEachUncompressed(const std::vector<otck_powersgd_matrix> &mats,
+                                int64_t count, Fn fn) {
+  int64_t at = 0;
+  for (const otck_powersgd_matrix &m : mats) {
+    if (m.offset > at)
+      fn(at, m.offset);
+    at = m.offset + m.rows * m.cols;
+  }
+  if (count > at)
+    fn(at, count);
+}
+
+/// A PowerSGD step of one bucket (method POWERSGD; Vogels et al. 2019,
+/// torch's powerSGD_hook), as one job on the collectives thread:
+///  1. with error feedback M = g + e on every matrix (in the residual's
+///     buffer), else M = g;
+///  2. the rest of the bucket (gathered) is averaged uncompressed;
+///  3. a Q of zeros (a fresh state) starts from the seeded normal of
+///     otck_powersgd_init_q_f32, seeded by the bucket's index (the same on
+///     every rank, whatever the program's seed, as torch's fixed seed);
+///  4. P = M Q, averaged over the ranks, orthonormalised (Gram-Schmidt);
+///  5. Q = M^T P, averaged over the ranks: the new state (warm start);
+///  6. g = P Q^T on every matrix, e = M - P Q^T.
+/// The averages are mean all-reduces (counted as such); torch sums P, which
+/// the orthonormalisation makes the same, and divides the sum of Q by W.
+/// A P, Q or uncompressed mean that is not finite (the same on every rank)
+/// skips the step; the residual and Q are restored.
+static int powerSgd(StepComm &sc, const otc_compress_desc_t &desc, float *data,
+                    int64_t count, float *residual, float *q, BucketState &b,
+                    int64_t bucket, const std::vector<int64_t> *members) {
+  const int64_t qFloats = compressStateFloats(desc);
+  BucketUndo undo{bucket, residual, nullptr, count, b.norm0, b.ratio, b.steps,
+                  q, qFloats};
+  if (residual && b.savedResidual.size() < size_t(count))
+    b.savedResidual.resize(size_t(count));
+  if (b.savedState.size() < size_t(qFloats))
+    b.savedState.resize(size_t(qFloats));
+  StepComm *scp = &sc;
+  BucketState *bp = &b;
+  const otc_compress_desc_t d = desc;
+  return runCollective(&sc, true, [=] {
+    BucketState &st = *bp;
+    const std::vector<otck_powersgd_matrix> mats = lowRankMatrices(d);
+    const int64_t num = int64_t(mats.size()), rank = d.powersgd_rank;
+    auto mean = [&](float *v, int64_t n) {
+      if (n == 0)
+        return true;
+      if (members)
+        groupAllReduceMeanF32(scp->comm, *members, v, n);
+      else
+        allReduceMeanF32(scp->comm, v, n);
+      return allFinite(v, n);
+    };
+    auto refused = [&] {
+      badDesc(bucket, "the PowerSGD kernels refused the matrices");
+    };
+    if (residual)
+      std::memcpy(st.savedResidual.data(), residual, size_t(count) * 4);
+    if (qFloats)
+      std::memcpy(st.savedState.data(), q, size_t(qFloats) * 4);
+    scp->compress->touched.push_back(undo);
+    float *m = data;
+    if (residual) {
+      for (const otck_powersgd_matrix &x : mats)
+        for (int64_t i = x.offset; i < x.offset + x.rows * x.cols; ++i)
+          residual[i] += data[i];
+      m = residual;
+    }
+    // The rest, averaged as it is (no error feedback, as torch's hook).
+    st.uncompressed.clear();
+    forEachUncompressed(mats, count, [&](int64_t begin, int64_t end) {
+      st.uncompressed.insert(st.uncompressed.end(), data + begin, data + end);
+    });
+    bool finite = mean(st.uncompressed.data(), int64_t(st.uncompressed.size()));
+    int64_t at = 0;
+    forEachUncompressed(mats, count, [&](int64_t begin, int64_t end) {
+      std::copy(st.uncompressed.begin() + at,
+                st.uncompressed.begin() + at + (end - begin), data + begin);
+      at += end - begin;
+    });
+    if (num > 0) {
+      const int64_t pFloats = otck_powersgd_p_floats(mats.data(), num, rank);
+      if (pFloats < 0)
+        refused();
+      st.lowRankP.resize(size_t(pFloats));
+      float *p = st.lowRankP.data();
+      if (otck_powersgd_init_q_f32(mats.data(), num, rank, uint64_t(bucket),
+                                   q) < 0 ||
+          otck_powersgd_project_f32(mats.data(), num, rank, m, q, p) != 0)
+        refused();
+      finite &= mean(p, pFloats);
+      if (otck_powersgd_orthonormalize_f32(mats.data(), num, rank, p, 0.0f) !=
+              0 ||
+          otck_powersgd_back_project_f32(mats.data(), num, rank, m, p, q) != 0)
+        refused();
+      finite &= mean(q, qFloats);
+      if (otck_powersgd_decompress_f32(mats.data(), num, rank, p, q, 1.0f,
+                                       data, residual) != 0)
+        refused();
+    }
+    if (!finite || !allFinite(data, count))
+      return nonfinite(*scp, members);
+    ++st.steps;
+    return int(OTC_STEP_OK);
+  });
 }
 
 Shards cutShards(const otck_compress_config &cfg, int64_t count, int world,
@@ -561,8 +725,8 @@ static int compressAndExchange(StepComm &sc, const otc_compress_desc_t &desc,
 
 int compressedAllReduceMean(StepComm &sc, const otc_compress_desc_t &desc,
                             float *data, int64_t count, float *residual,
-                            float *velocity, float momentum, int64_t bucket,
-                            int64_t group) {
+                            float *velocity, float momentum, float *state,
+                            int64_t bucket, int64_t group) {
   if (!sc.comm || !sc.compress)
     throw Error(OTC_INVALID_ARGUMENT, "compressed all-reduce without a "
                                       "session communicator");
@@ -574,8 +738,13 @@ int compressedAllReduceMean(StepComm &sc, const otc_compress_desc_t &desc,
     badDesc(bucket, "error feedback is on but the residual is NULL");
   if (velocity && !std::isfinite(momentum))
     badDesc(bucket, "the momentum is not finite");
-  CompressState &state = *sc.compress;
-  BucketState &b = state.bucket(bucket);
+  if (velocity && desc.method == OTCK_COMPRESS_POWERSGD)
+    badDesc(bucket, "PowerSGD keeps no velocity");
+  checkMatrices(desc, count, bucket);
+  if ((compressStateFloats(desc) > 0) != (state != nullptr))
+    badDesc(bucket, state ? "a state for a method that keeps none"
+                          : "PowerSGD's state (its matrices' Q) is NULL");
+  BucketState &b = sc.compress->bucket(bucket);
   if (count == 0)
     return OTC_STEP_OK;
   // Momentum correction: the velocity takes this step's gradient first (its
@@ -613,8 +782,11 @@ int compressedAllReduceMean(StepComm &sc, const otc_compress_desc_t &desc,
   // fixed-ratio bucket and queues its exchange; an adaptive bucket's norm,
   // compression and exchange are queued together. The program goes on.
   StepComm *scp = &sc;
-  if (desc.exchange == OTC_EXCHANGE_ALL_REDUCE ||
-      sc.step <= desc.warmup_steps) {
+  const bool denseStep = sc.step <= desc.warmup_steps;
+  if (desc.method == OTCK_COMPRESS_POWERSGD && !denseStep)
+    return powerSgd(sc, desc, data, count, feedback ? residual : nullptr,
+                    state, b, bucket, members);
+  if (desc.exchange == OTC_EXCHANGE_ALL_REDUCE || denseStep) {
     // A dense step sends every element: the velocity goes out whole and is
     // zeroed (the residual is not touched).
     const BucketUndo dense{bucket,  nullptr, velocity, count,
@@ -685,24 +857,26 @@ int compressedAllReduceMean(StepComm &sc, const otc_compress_desc_t &desc,
 
 int compressedAllReduceCallback(void *opaque, const otc_compress_desc_t *desc,
                                 float *data, int64_t count, float *residual,
-                                float *velocity, float momentum,
+                                float *velocity, float momentum, float *state,
                                 int64_t bucket) {
   return groupCompressedAllReduceCallback(opaque, -1, desc, data, count,
-                                          residual, velocity, momentum, bucket);
+                                          residual, velocity, momentum, state,
+                                          bucket);
 }
 
 int groupCompressedAllReduceCallback(void *opaque, int64_t group,
                                      const otc_compress_desc_t *desc,
                                      float *data, int64_t count,
                                      float *residual, float *velocity,
-                                     float momentum, int64_t bucket) {
+                                     float momentum, float *state,
+                                     int64_t bucket) {
   auto *sc = static_cast<StepComm *>(opaque);
   try {
     if (!sc || !desc)
       throw Error(OTC_INVALID_ARGUMENT,
                   "compressed all-reduce: comm or desc is NULL");
     return compressedAllReduceMean(*sc, *desc, data, count, residual, velocity,
-                                   momentum, bucket, group);
+                                   momentum, state, bucket, group);
   } catch (const std::exception &e) {
     if (sc)
       setCommError(sc->comm, e.what());

@@ -33,6 +33,11 @@ struct BucketState {
   std::vector<float> savedResidual; ///< residual before this step's update
   std::vector<float> savedVelocity; ///< velocity before this step's update
   std::vector<float> lookahead;     ///< Nesterov: momentum * u + g, sent
+  // PowerSGD's: its P factors, the bucket's uncompressed rest gathered, and
+  // the state (its Q) before this step's update.
+  std::vector<float> lowRankP;
+  std::vector<float> uncompressed;
+  std::vector<float> savedState;
   // The reduce-scatter exchange's (compressed.cpp): the payloads of this
   // rank's shard from every rank, the owners' second-stage blocks (each a
   // flag and a payload), and this rank's second compression's error.
@@ -52,6 +57,8 @@ struct BucketUndo {
   double norm0 = 0;
   float ratio = 0;
   int64_t steps = 0;
+  float *state = nullptr; ///< PowerSGD's Q, stateCount floats; or NULL
+  int64_t stateCount = 0;
 };
 
 struct CompressState {
@@ -61,8 +68,8 @@ struct CompressState {
   std::vector<BucketUndo> touched; ///< this step's; cleared at its start
 
   BucketState &bucket(int64_t index);
-  /// Restores every bucket this step compressed (residual, velocity and
-  /// adaptive state), so a skipped step leaves no trace.
+  /// Restores every bucket this step compressed (residual, velocity,
+  /// PowerSGD's Q and adaptive state), so a skipped step leaves no trace.
   void undoStep();
 };
 
@@ -72,6 +79,14 @@ float adaptiveRatio(double norm, double norm0, float ratioMin, float ratioMax);
 
 /// True for the methods with a kept ratio (top-k, random-k).
 bool compressUsesRatio(int32_t method);
+/// The floats of the method's state the program passes (`state`): PowerSGD's
+/// Q of every matrix, cols * min(rank, rows, cols); 0 for the other methods
+/// and for a malformed matrix list (checkMatrices names it).
+int64_t compressStateFloats(const otc_compress_desc_t &desc);
+/// Throws an Error naming `bucket` unless PowerSGD's matrices are
+/// ascending, disjoint and within the bucket of `count` floats.
+void checkMatrices(const otc_compress_desc_t &desc, int64_t count,
+                   int64_t bucket);
 /// Throws an Error naming `bucket` for a descriptor no kernel accepts.
 void checkCompressDesc(const otc_compress_desc_t &desc, int64_t bucket);
 /// The kernels' configuration of `bucket` at `ratio` in the step seeded
@@ -110,20 +125,21 @@ Shards cutShards(const otck_compress_config &cfg, int64_t count, int world,
 /// throws an Error for a bad descriptor.
 int compressedAllReduceMean(StepComm &sc, const otc_compress_desc_t &desc,
                             float *data, int64_t count, float *residual,
-                            float *velocity, float momentum, int64_t bucket,
-                            int64_t group = -1);
+                            float *velocity, float momentum, float *state,
+                            int64_t bucket, int64_t group = -1);
 
 /// otc_step_context_t::compressed_all_reduce_mean_f32; `comm` is a StepComm.
 int compressedAllReduceCallback(void *comm, const otc_compress_desc_t *desc,
                                 float *data, int64_t count, float *residual,
-                                float *velocity, float momentum,
+                                float *velocity, float momentum, float *state,
                                 int64_t bucket);
 /// otc_step_context_t::group_compressed_all_reduce_mean_f32.
 int groupCompressedAllReduceCallback(void *comm, int64_t group,
                                      const otc_compress_desc_t *desc,
                                      float *data, int64_t count,
                                      float *residual, float *velocity,
-                                     float momentum, int64_t bucket);
+                                     float momentum, float *state,
+                                     int64_t bucket);
 
 } // namespace otc
 

@@ -115,12 +115,12 @@ int bucketTrainStep(uint8_t *arena, const otc_step_context_t *ctx) {
   if (int rc = ctx->compressed_all_reduce_mean_f32(
           ctx->comm, &gB.desc, reinterpret_cast<float *>(arena + gB.g0), gB.n0,
           ef ? reinterpret_cast<float *>(arena + gB.r0) : nullptr, nullptr, 0.f,
-          0))
+          nullptr, 0))
     return rc;
   if (int rc = ctx->compressed_all_reduce_mean_f32(
           ctx->comm, &gB.desc, reinterpret_cast<float *>(arena + gB.g1), gB.n1,
           ef ? reinterpret_cast<float *>(arena + gB.r1) : nullptr, nullptr, 0.f,
-          1))
+          nullptr, 1))
     return rc;
   return ctx->wait_collectives(ctx->comm);
 }
@@ -386,7 +386,8 @@ TEST(CompressedGroups, BucketOfAGroupWithoutThisRankIsRefused) {
   otc_compress_desc_t d = topkInt8(0.25f, 64, false);
   std::vector<float> data(4096, 1.f);
   EXPECT_EQ(groupCompressedAllReduceCallback(&sc, 0, &d, data.data(), 4096,
-                                             nullptr, nullptr, 0.f, 0),
+                                             nullptr, nullptr, 0.f, nullptr,
+                                             0),
             OTC_STEP_ERR_COMM);
   const std::string why = takeCommError(comm);
   EXPECT_NE(why.find("does not hold rank 0"), std::string::npos) << why;
@@ -437,7 +438,7 @@ TEST(CompressedVelocity, MaskedAndRestoredOnASkippedStep) {
             0);
   std::vector<float> data = g0;
   ASSERT_EQ(compressedAllReduceCallback(&sc, &d, data.data(), n, r0.data(),
-                                        u0.data(), 0.5f, 0),
+                                        u0.data(), 0.5f, nullptr, 0),
             OTC_STEP_OK);
   ASSERT_EQ(waitCollectivesCallback(&sc), OTC_STEP_OK);
   EXPECT_EQ(data, wantMean);
@@ -448,7 +449,7 @@ TEST(CompressedVelocity, MaskedAndRestoredOnASkippedStep) {
   // Bucket 1 is not finite: the step is skipped.
   g1[123] = NAN;
   int rc = compressedAllReduceCallback(&sc, &d, g1.data(), n, r1.data(),
-                                       u1.data(), 0.5f, 1);
+                                       u1.data(), 0.5f, nullptr, 1);
   int waited = waitCollectivesCallback(&sc);
   EXPECT_EQ(rc != OTC_STEP_OK ? rc : waited, OTC_STEP_SKIPPED_NONFINITE);
   EXPECT_EQ(u1, u1Was);
@@ -462,7 +463,7 @@ TEST(CompressedVelocity, MaskedAndRestoredOnASkippedStep) {
   d.ratio_min = 0.1f;
   d.ratio_max = 0.5f;
   rc = compressedAllReduceCallback(&sc, &d, g1.data(), n, r1.data(), u1.data(),
-                                   0.5f, 2);
+                                   0.5f, nullptr, 2);
   waited = waitCollectivesCallback(&sc);
   EXPECT_EQ(rc != OTC_STEP_OK ? rc : waited, OTC_STEP_SKIPPED_NONFINITE);
   EXPECT_EQ(u1, u1Was);
@@ -470,7 +471,7 @@ TEST(CompressedVelocity, MaskedAndRestoredOnASkippedStep) {
 
   // A momentum that is not finite is refused.
   EXPECT_EQ(compressedAllReduceCallback(&sc, &d, g0.data(), n, r0.data(),
-                                        u0.data(), NAN, 0),
+                                        u0.data(), NAN, nullptr, 0),
             OTC_STEP_ERR_COMM);
   const std::string why = takeCommError(comm);
   EXPECT_NE(why.find("momentum is not finite"), std::string::npos) << why;

@@ -59,7 +59,7 @@ uint64_t sentBytes() {
 int reduce(StepComm &sc, const otc_compress_desc_t &d, float *data, int64_t n,
            float *residual, int64_t bucket = 0, int64_t group = -1) {
   int rc = groupCompressedAllReduceCallback(&sc, group, &d, data, n, residual,
-                                            nullptr, 0.f, bucket);
+                                            nullptr, 0.f, nullptr, bucket);
   int waited = waitCollectivesCallback(&sc);
   return rc != OTC_STEP_OK ? rc : waited;
 }
@@ -302,11 +302,13 @@ TEST(Exchange, PlainAllReduceIsForMethodNoneOnly) {
   otc_compress_desc_t d =
       desc(OTCK_COMPRESS_TOPK, 0.5f, 4, false, OTC_EXCHANGE_ALL_REDUCE);
   EXPECT_EQ(groupCompressedAllReduceCallback(&sc, -1, &d, data.data(), 8,
-                                             nullptr, nullptr, 0.f, 0),
+                                             nullptr, nullptr, 0.f, nullptr,
+                                             0),
             OTC_STEP_ERR_COMM);
   d.exchange = 7;
   EXPECT_EQ(groupCompressedAllReduceCallback(&sc, -1, &d, data.data(), 8,
-                                             nullptr, nullptr, 0.f, 0),
+                                             nullptr, nullptr, 0.f, nullptr,
+                                             0),
             OTC_STEP_ERR_COMM);
 }
 

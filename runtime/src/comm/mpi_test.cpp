@@ -46,7 +46,7 @@ int compressedReduce(StepComm &sc, const otc_compress_desc_t &d, float *data,
                      int64_t n, float *residual, int64_t bucket,
                      float *velocity = nullptr, float momentum = 0.f) {
   int rc = compressedAllReduceCallback(&sc, &d, data, n, residual, velocity,
-                                       momentum, bucket);
+                                       momentum, nullptr, bucket);
   int waited = waitCollectivesCallback(&sc);
   return rc != OTC_STEP_OK ? rc : waited;
 }
@@ -406,7 +406,7 @@ TEST(Mpi, GroupBucketInPiecesEqualsWholeReference) {
   uint64_t before = sentBytes();
   ASSERT_EQ(groupCompressedAllReduceCallback(&sc, 0, &b.d, data.data(), b.n,
                                              b.residual.data(), nullptr, 0.f,
-                                             0),
+                                             nullptr, 0),
             OTC_STEP_OK);
   ASSERT_EQ(waitCollectivesCallback(&sc), OTC_STEP_OK);
   EXPECT_EQ(sentBytes() - before, uint64_t(b.p));
@@ -420,7 +420,7 @@ TEST(Mpi, GroupBucketInPiecesEqualsWholeReference) {
     data[size_t(3) << 19] = NAN;
   ASSERT_EQ(groupCompressedAllReduceCallback(&sc, 0, &b.d, data.data(), b.n,
                                              b.residual.data(), nullptr, 0.f,
-                                             0),
+                                             nullptr, 0),
             OTC_STEP_OK);
   ASSERT_EQ(waitCollectivesCallback(&sc), OTC_STEP_OK);
   EXPECT_EQ(sc.pendingNonfinite, b.rank == 1); // agree_finite tells the other
@@ -645,7 +645,7 @@ TEST_F(MpiBucket, OverlapDefersTheResultToTheWait) {
   if (rank == 1)
     data[5] = NAN;
   int rc = compressedAllReduceCallback(&sc, &d, data.data(), n, residual.data(),
-                                       nullptr, 0.f, 0);
+                                       nullptr, 0.f, nullptr, 0);
   if (rc == OTC_STEP_SKIPPED_NONFINITE)
     GTEST_SKIP() << "MPI does not provide MPI_THREAD_SERIALIZED: no overlap";
   EXPECT_EQ(rc, OTC_STEP_OK);
@@ -657,7 +657,8 @@ TEST_F(MpiBucket, OverlapDefersTheResultToTheWait) {
   if (rank == 0)
     data[7] = INFINITY;
   EXPECT_EQ(compressedAllReduceCallback(&sc, &d, data.data(), n,
-                                        residual.data(), nullptr, 0.f, 0),
+                                        residual.data(), nullptr, 0.f,
+                                        nullptr, 0),
             OTC_STEP_SKIPPED_NONFINITE);
   EXPECT_EQ(waitCollectivesCallback(&sc), OTC_STEP_OK);
   otc_comm_set_overlap(gComm, 1);

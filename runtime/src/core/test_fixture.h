@@ -133,7 +133,8 @@ int fixtureTrainStep(uint8_t *arena, const otc_step_context_t *ctx) {
     // Skipped or failed: return before any update.
     if (int rc = ctx->compressed_all_reduce_mean_f32(
             ctx->comm, &l.desc, grads, n,
-            l.desc.error_feedback ? residual : nullptr, nullptr, 0.0f, 0))
+            l.desc.error_feedback ? residual : nullptr, nullptr, 0.0f,
+            nullptr, 0))
       return rc;
   } else if (ctx->all_reduce_mean_f32(ctx->comm, grads, n)) {
     return OTC_STEP_ERR_COMM;

@@ -45,21 +45,24 @@ int groupAllReduce(void *comm, int64_t group, float *data, int64_t count) {
 
 int groupCompressed(void *comm, int64_t group, const otc_compress_desc_t *desc,
                     float *data, int64_t count, float *residual,
-                    float *velocity, float momentum, int64_t bucket) {
+                    float *velocity, float momentum, float *state,
+                    int64_t bucket) {
   return staged(comm, [&](DeviceArena &d) {
     float *hostResidual = residual ? d.stage(residual, count) : nullptr;
     float *hostVelocity = velocity ? d.stage(velocity, count) : nullptr;
+    float *hostState =
+        state && desc ? d.stage(state, compressStateFloats(*desc)) : state;
     return groupCompressedAllReduceCallback(
         comm, group, desc, d.stage(data, count), count, hostResidual,
-        hostVelocity, momentum, bucket);
+        hostVelocity, momentum, hostState, bucket);
   });
 }
 
 int compressed(void *comm, const otc_compress_desc_t *desc, float *data,
                int64_t count, float *residual, float *velocity, float momentum,
-               int64_t bucket) {
+               float *state, int64_t bucket) {
   return groupCompressed(comm, -1, desc, data, count, residual, velocity,
-                         momentum, bucket);
+                         momentum, state, bucket);
 }
 
 int broadcast(void *comm, int64_t root, float *data, int64_t count) {

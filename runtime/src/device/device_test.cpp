@@ -14,6 +14,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "comm/compressed.h"
 #include "core/test_fixture.h"
 
 #include "otc/compress.h"
@@ -60,12 +61,14 @@ int allReduce(void *comm, float *data, int64_t n) {
 
 int compressed(void *comm, const otc_compress_desc_t *desc, float *data,
                int64_t n, float *residual, float *velocity, float momentum,
-               int64_t bucket) {
+               float *state, int64_t bucket) {
   auto *s = static_cast<Staging *>(comm);
   float *r = residual ? toDevice(s, residual, n) : nullptr;
   float *u = velocity ? toDevice(s, velocity, n) : nullptr;
+  float *q = state ? toDevice(s, state, otc::compressStateFloats(*desc))
+                   : nullptr;
   return s->ctx->compressed_all_reduce_mean_f32(
-      s->ctx->comm, desc, toDevice(s, data, n), n, r, u, momentum, bucket);
+      s->ctx->comm, desc, toDevice(s, data, n), n, r, u, momentum, q, bucket);
 }
 
 int wait(void *comm) {

@@ -9,8 +9,8 @@ func.func @kind(%g: tensor<4xf32>) {
 // -----
 
 func.func @method(%g: tensor<4xf32>) {
-  // expected-error @+1 {{unknown method 'powersgd' (expected none, fp16, bf16, int8, topk, topk-int8 or randomk)}}
-  %0 = dist.compressed_all_reduce %g {method = "powersgd"} : tensor<4xf32> -> tensor<4xf32>
+  // expected-error @+1 {{unknown method 'lowrank' (expected none, fp16, bf16, int8, topk, topk-int8, randomk or powersgd)}}
+  %0 = dist.compressed_all_reduce %g {method = "lowrank"} : tensor<4xf32> -> tensor<4xf32>
   return
 }
 
@@ -121,8 +121,40 @@ func.func @unknown_exchange(%g: tensor<4xf32>) {
 // -----
 
 func.func @all_reduce_of_a_payload(%g: tensor<4xf32>) {
-  // expected-error @+1 {{exchange 'all-reduce' sends fp32 and takes method 'none', not 'fp16'}}
+  // expected-error @+1 {{exchange 'all-reduce' sends fp32 and takes method 'none' or 'powersgd', not 'fp16'}}
   %0 = dist.compressed_all_reduce %g {method = "fp16", exchange = "all-reduce"} : tensor<4xf32> -> tensor<4xf32>
+  return
+}
+
+// -----
+
+func.func @powersgd_gathers(%g: tensor<64xf32>, %q: tensor<16xf32>) {
+  // expected-error @+1 {{method 'powersgd' all-reduces its factors: its exchange is 'all-reduce', not 'all-gather'}}
+  %0, %1 = dist.compressed_all_reduce %g state %q {method = "powersgd", powersgd_rank = 2 : i64, matrices = array<i64: 0, 8, 8>} : tensor<64xf32> state tensor<16xf32> -> tensor<64xf32> state tensor<16xf32>
+  return
+}
+
+// -----
+
+func.func @powersgd_state_size(%g: tensor<64xf32>, %q: tensor<8xf32>) {
+  // expected-error @+1 {{the matrices' Q take 16 floats, but the state holds 8}}
+  %0, %1 = dist.compressed_all_reduce %g state %q {method = "powersgd", exchange = "all-reduce", powersgd_rank = 2 : i64, matrices = array<i64: 0, 8, 8>} : tensor<64xf32> state tensor<8xf32> -> tensor<64xf32> state tensor<8xf32>
+  return
+}
+
+// -----
+
+func.func @powersgd_matrix_outside(%g: tensor<64xf32>, %q: tensor<16xf32>) {
+  // expected-error @+1 {{matrix 0 at 8 (8 x 8) is not after the previous one within the bucket of 64 elements}}
+  %0, %1 = dist.compressed_all_reduce %g state %q {method = "powersgd", exchange = "all-reduce", powersgd_rank = 2 : i64, matrices = array<i64: 8, 8, 8>} : tensor<64xf32> state tensor<16xf32> -> tensor<64xf32> state tensor<16xf32>
+  return
+}
+
+// -----
+
+func.func @state_without_powersgd(%g: tensor<64xf32>, %q: tensor<16xf32>) {
+  // expected-error @+1 {{takes matrices, a powersgd_rank and a state with method 'powersgd' only}}
+  %0, %1 = dist.compressed_all_reduce %g state %q {method = "topk"} : tensor<64xf32> state tensor<16xf32> -> tensor<64xf32> state tensor<16xf32>
   return
 }
 

@@ -7,7 +7,7 @@
 // beta1 0 it is d, the first moment lives in the exchange).
 // CHECK-LABEL: static int otc_train_step(
 // CHECK: { // compressed all-reduce, bucket 0
-// CHECK: int rc = ctx->compressed_all_reduce_mean_f32(ctx->comm, &desc, [[B:v[0-9]+]], 4, [[R:v[0-9]+]], [[U:v[0-9]+]], (float)(ctx->hyper->beta1), 0);
+// CHECK: int rc = ctx->compressed_all_reduce_mean_f32(ctx->comm, &desc, [[B:v[0-9]+]], 4, [[R:v[0-9]+]], [[U:v[0-9]+]], (float)(ctx->hyper->beta1), nullptr, 0);
 // CHECK: otck_adam_f32(4, {{[^,]*}}, [[G:[^,]*]], [[G]], {{[^,]*}}, (float)(ctx->hyper->lr), 0.0f, (float)(ctx->hyper->beta2), (float)(ctx->hyper->eps), (float)(ctx->hyper->weight_decay), ctx->step, 0);
 module {
   func.func @train_step(%w: tensor<4xf32> {otc.param = "w"}, %v: tensor<4xf32> {otc.state = "w.exp_avg_sq"},

@@ -4,8 +4,8 @@
 // momentum go to the exchange (CPU and CUDA programs print the same call).
 // CHECK-LABEL: static int otc_train_step(
 // CHECK: { // compressed all-reduce, bucket 0
-// CHECK-NEXT: static const otc_compress_desc_t desc = {OTCK_COMPRESS_TOPK_INT8, 1, 0, OTC_EXCHANGE_ALL_GATHER, 256, 1.000000015e-01f, 9.999999776e-03f, 1.000000015e-01f, 0, 0, 0};
-// CHECK-NEXT: int rc = ctx->compressed_all_reduce_mean_f32(ctx->comm, &desc, [[B:v[0-9]+]], 10, [[R:v[0-9]+]], [[U:v[0-9]+]], (float)(ctx->hyper->momentum), 0);
+// CHECK-NEXT: static const otc_compress_desc_t desc = {OTCK_COMPRESS_TOPK_INT8, 1, 0, OTC_EXCHANGE_ALL_GATHER, 256, 1.000000015e-01f, 9.999999776e-03f, 1.000000015e-01f, 0, 0, 0, 0, nullptr};
+// CHECK-NEXT: int rc = ctx->compressed_all_reduce_mean_f32(ctx->comm, &desc, [[B:v[0-9]+]], 10, [[R:v[0-9]+]], [[U:v[0-9]+]], (float)(ctx->hyper->momentum), nullptr, 0);
 // CHECK-NEXT: if (rc == OTC_STEP_SKIPPED_NONFINITE)
 // CHECK: otck_sgd_f32(
 module {

@@ -3,8 +3,8 @@
 // CHECK: #include "otc/compress.h"
 // CHECK-LABEL: static int otc_train_step(
 // CHECK: { // compressed all-reduce, bucket 0
-// CHECK-NEXT: static const otc_compress_desc_t desc = {OTCK_COMPRESS_TOPK_INT8, 1, 1, OTC_EXCHANGE_ALL_GATHER, 128, 5.000000075e-02f, 9.999999776e-03f, 5.000000075e-02f, 3, 0, 0};
-// CHECK-NEXT: int rc = ctx->compressed_all_reduce_mean_f32(ctx->comm, &desc, [[B:v[0-9]+]], 10, [[R:v[0-9]+]], nullptr, 0.0f, 0);
+// CHECK-NEXT: static const otc_compress_desc_t desc = {OTCK_COMPRESS_TOPK_INT8, 1, 1, OTC_EXCHANGE_ALL_GATHER, 128, 5.000000075e-02f, 9.999999776e-03f, 5.000000075e-02f, 3, 0, 0, 0, nullptr};
+// CHECK-NEXT: int rc = ctx->compressed_all_reduce_mean_f32(ctx->comm, &desc, [[B:v[0-9]+]], 10, [[R:v[0-9]+]], nullptr, 0.0f, nullptr, 0);
 // CHECK-NEXT: if (rc == OTC_STEP_SKIPPED_NONFINITE)
 // CHECK-NEXT: return rc;
 // CHECK-NEXT: if (rc != 0)
