@@ -20,6 +20,9 @@
 #    with --nesterov (the exchange sends the look-ahead, which changes the
 #    run); it is the default for topk-int8 under momentum (bitwise the
 #    explicit flag), the plain runs above say --no-momentum-correction;
+#  - --compress powersgd (rank 4) trains, sends <= 1/15 of dense's bytes as
+#    --report-json states them, and its Q is checkpointed: 20 straight
+#    steps equal 10 + --resume 10 bitwise;
 #  - the exchange decays that first moment with the run-time beta1: with
 #    --beta1 0 (u = g) the masked Adam run equals plain topk-int8 Adam at
 #    --beta1 0 bitwise after 20 steps, and --beta1 0.5 changes it.
@@ -71,6 +74,10 @@ def main():
     jobs.append((onnx_path, ctx.path("topk-int8-adam", "train"),
                  dict(adam, optimizer="adam", lr=1e-3, compress="topk-int8",
                       compress_ratio=0.1, no_momentum_correction=True)))
+    # PowerSGD (its Q is per-rank state of the exchange).
+    jobs.append((onnx_path, ctx.path("powersgd", "train"),
+                 dict(common, compress="powersgd", powersgd_rank=4,
+                      report_json=ctx.path("powersgd", "report.json"))))
     # The default with momentum, and Nesterov's look-ahead.
     jobs.append((onnx_path, ctx.path("topk-int8-default", "train"),
                  dict(common, compress="topk-int8", compress_ratio=0.1)))
@@ -80,7 +87,8 @@ def main():
     results = T.compile_many(ctx, jobs)
     names = ["dense"] + METHODS + ["none-mc", "topk-int8-mc",
                                    "topk-int8-adam-mc", "topk-int8-adam",
-                                   "topk-int8-default", "topk-int8-nesterov"]
+                                   "topk-int8-default", "topk-int8-nesterov",
+                                   "powersgd"]
     ok = {n: T.require_ok(checks, "otc-compile %s" % n, r)
           for n, r in zip(names, results)}
 
@@ -133,6 +141,18 @@ def main():
         checks.check("topk-int8 ratio 0.1 block 256 sends <= 1/15 of dense "
                      "fp32 bytes per step (metrics)", c * 15 <= d,
                      "%d vs %d bytes, ratio 1/%.1f" % (c, d, d / max(c, 1)))
+    if sent.get("powersgd"):
+        try:
+            with open(ctx.path("powersgd", "report.json")) as f:
+                c = json.load(f)["ranks"][0]["comm"]["bytes_sent_per_step"]
+            checks.check("powersgd: --report-json bytes equal the measured "
+                         "bytes", c == max(sent["powersgd"]),
+                         "report %d, metrics %d" % (c, max(sent["powersgd"])))
+            checks.check("powersgd rank 4 sends <= 1/15 of dense's bytes",
+                         15 * c <= max(sent.get("dense", [0])),
+                         "%d vs %d" % (c, max(sent.get("dense", [0]))))
+        except (OSError, ValueError, KeyError) as e:
+            checks.check("powersgd report.json readable", False, str(e))
     try:
         rep = {n: json.load(open(ctx.path(n, "report.json")))
                for n in ("dense", "topk-int8")}
@@ -177,6 +197,7 @@ def main():
     for n, what in (("topk-int8", "with error feedback"),
                     ("topk-int8-mc", "with momentum-factor masking"),
                     ("topk-int8-nesterov", "with Nesterov's look-ahead"),
+                    ("powersgd", "PowerSGD with its warm-started Q"),
                     ("topk-int8-adam-mc", "with Adam's masked first moment")):
         if not ok[n]:
             continue

@@ -16,6 +16,7 @@
 #include <gtest/gtest.h>
 #include <mpi.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -293,6 +294,155 @@ TEST(Exchange, OwnerGroupRunsTheReduceScatterAmongItsMembers) {
   EXPECT_FALSE(sc.pendingNonfinite);
   EXPECT_EQ(data, want);
   EXPECT_EQ(residual, residuals[size_t(gRank - 1)]);
+}
+
+/// PowerSGD of every rank's bucket computed alone (the mean in double),
+/// each rank's residual updated: two matrices with a bias between them.
+struct LowRank {
+  static constexpr int64_t kN = 48 * 20 + 7 + 30 * 12 + 5;
+  const int64_t matrices[6] = {0, 48, 20, 48 * 20 + 7, 30, 12};
+  otc_compress_desc_t desc() const {
+    otc_compress_desc_t d{};
+    d.method = OTCK_COMPRESS_POWERSGD;
+    d.error_feedback = 1;
+    d.exchange = OTC_EXCHANGE_ALL_REDUCE;
+    d.block_size = 256;
+    d.powersgd_rank = 3;
+    d.num_matrices = 2;
+    d.matrices = matrices;
+    return d;
+  }
+  std::vector<otck_powersgd_matrix> mats() const {
+    return {{0, 48, 20}, {48 * 20 + 7, 30, 12}};
+  }
+};
+
+std::vector<float> meanOver(const std::vector<std::vector<float>> &v) {
+  std::vector<float> out(v[0].size());
+  for (size_t i = 0; i < out.size(); ++i) {
+    double s = 0;
+    for (const auto &x : v)
+      s += x[i];
+    out[i] = float(s / double(v.size()));
+  }
+  return out;
+}
+
+TEST(Exchange, PowerSgdEqualsItsReferenceAndCarriesTheErrors) {
+  LowRank lr;
+  const otc_compress_desc_t d = lr.desc();
+  const auto mats = lr.mats();
+  const int64_t n = LowRank::kN;
+  const int64_t pf = otck_powersgd_p_floats(mats.data(), 2, 3);
+  const int64_t qf = otck_powersgd_q_floats(mats.data(), 2, 3);
+  ASSERT_EQ(qf, compressStateFloats(d));
+  CompressState state;
+  std::vector<float> residual(size_t(n), 0.f), q(size_t(qf), 0.f);
+  std::vector<std::vector<float>> refRes(size_t(gWorld),
+                                         std::vector<float>(size_t(n), 0.f));
+  std::vector<float> refQ(size_t(qf), 0.f);
+  const uint64_t before = sentBytes();
+  for (int step = 1; step <= 3; ++step) {
+    std::vector<std::vector<float>> all, ms, ps, qs;
+    for (int r = 0; r < gWorld; ++r)
+      all.push_back(bucketOf(r, step, n));
+    // The reference: M = g + e, P = mean(M Q), orthonormalised, Q =
+    // mean(M^T P), g = P Q^T, e = M - g on the matrices; the rest averaged.
+    ASSERT_GE(otck_powersgd_init_q_f32(mats.data(), 2, 3, 0, refQ.data()), 0);
+    for (int r = 0; r < gWorld; ++r) {
+      std::vector<float> m = refRes[size_t(r)];
+      std::vector<float> p(static_cast<size_t>(pf));
+      for (const auto &x : mats)
+        for (int64_t i = x.offset; i < x.offset + x.rows * x.cols; ++i)
+          m[size_t(i)] += all[size_t(r)][size_t(i)];
+      ASSERT_EQ(otck_powersgd_project_f32(mats.data(), 2, 3, m.data(),
+                                          refQ.data(), p.data()),
+                0);
+      ms.push_back(m);
+      ps.push_back(p);
+    }
+    std::vector<float> p = meanOver(ps);
+    ASSERT_EQ(otck_powersgd_orthonormalize_f32(mats.data(), 2, 3, p.data(),
+                                               0.f),
+              0);
+    for (int r = 0; r < gWorld; ++r) {
+      std::vector<float> qr(static_cast<size_t>(qf));
+      ASSERT_EQ(otck_powersgd_back_project_f32(mats.data(), 2, 3,
+                                               ms[size_t(r)].data(), p.data(),
+                                               qr.data()),
+                0);
+      qs.push_back(qr);
+    }
+    refQ = meanOver(qs);
+    std::vector<float> want = meanOver(all);
+    for (int r = 0; r < gWorld; ++r) {
+      std::vector<float> out = want;
+      ASSERT_EQ(otck_powersgd_decompress_f32(mats.data(), 2, 3, p.data(),
+                                             refQ.data(), 1.f, out.data(),
+                                             ms[size_t(r)].data()),
+                0);
+      for (const auto &x : mats)
+        for (int64_t i = x.offset; i < x.offset + x.rows * x.cols; ++i)
+          refRes[size_t(r)][size_t(i)] = ms[size_t(r)][size_t(i)];
+      if (r == gRank)
+        want = out;
+    }
+    std::vector<float> data = all[size_t(gRank)];
+    StepComm sc{gComm, &state, step, 9};
+    int rc = groupCompressedAllReduceCallback(&sc, -1, &d, data.data(), n,
+                                              residual.data(), nullptr, 0.f,
+                                              q.data(), 0);
+    ASSERT_EQ(rc != OTC_STEP_OK ? rc : waitCollectivesCallback(&sc),
+              OTC_STEP_OK);
+    double worst = 0, scale = 0;
+    for (int64_t i = 0; i < n; ++i) {
+      worst = std::max(worst, std::fabs(double(data[size_t(i)]) -
+                                        want[size_t(i)]));
+      worst = std::max(worst, std::fabs(double(residual[size_t(i)]) -
+                                        refRes[size_t(gRank)][size_t(i)]));
+      scale = std::max(scale, std::fabs(double(want[size_t(i)])));
+    }
+    EXPECT_LT(worst, 1e-4 * scale) << "step " << step;
+    for (int64_t i = 0; i < qf; ++i)
+      ASSERT_NEAR(q[size_t(i)], refQ[size_t(i)],
+                  1e-4 * (1 + std::fabs(refQ[size_t(i)])))
+          << "step " << step << ", Q " << i;
+  }
+  // Three mean all-reduces a step: the rest (12 floats), P and Q.
+  const uint64_t each = allReduceBytes(12 * 4, gWorld) +
+                        allReduceBytes(uint64_t(pf) * 4, gWorld) +
+                        allReduceBytes(uint64_t(qf) * 4, gWorld);
+  EXPECT_EQ(sentBytes() - before, 3 * each);
+}
+
+TEST(Exchange, PowerSgdSkipsANonFiniteStepEverywhereAndRestores) {
+  LowRank lr;
+  const otc_compress_desc_t d = lr.desc();
+  const int64_t n = LowRank::kN, qf = compressStateFloats(d);
+  CompressState state;
+  std::vector<float> residual(size_t(n), 0.f), q(size_t(qf), 0.f);
+  std::vector<float> data = bucketOf(gRank, 1, n);
+  StepComm sc{gComm, &state, 1, 0};
+  ASSERT_EQ(groupCompressedAllReduceCallback(&sc, -1, &d, data.data(), n,
+                                             residual.data(), nullptr, 0.f,
+                                             q.data(), 0),
+            OTC_STEP_OK);
+  ASSERT_EQ(waitCollectivesCallback(&sc), OTC_STEP_OK);
+  const std::vector<float> keptR = residual, keptQ = q;
+  state.touched.clear();
+  sc.step = 2;
+  data = bucketOf(gRank, 2, n);
+  if (gRank == 1)
+    data[40] = NAN; // inside the first matrix
+  int rc = groupCompressedAllReduceCallback(&sc, -1, &d, data.data(), n,
+                                            residual.data(), nullptr, 0.f,
+                                            q.data(), 0);
+  rc = rc != OTC_STEP_OK ? rc : waitCollectivesCallback(&sc);
+  EXPECT_EQ(rc, OTC_STEP_SKIPPED_NONFINITE);
+  if (rc == OTC_STEP_SKIPPED_NONFINITE)
+    state.undoStep();
+  EXPECT_EQ(residual, keptR);
+  EXPECT_EQ(q, keptQ);
 }
 
 TEST(Exchange, PlainAllReduceIsForMethodNoneOnly) {
