@@ -14,7 +14,10 @@
 #              of --compress-block the ceil(ratio * B) largest |g|, int8
 #              with one absmax / 127 scale, error feedback unless
 #              --no-error-feedback; the twin of `--compress topk-int8`, so
-#              that an accuracy figure tells the algorithm from OTC's code
+#              that an accuracy figure tells the algorithm from OTC's code;
+#              --exchange reduce-scatter: the twin of OTC's two-stage
+#              compressed reduce-scatter + all-gather (`--compress-exchange
+#              reduce-scatter`: each shard's owner sums and recompresses it)
 #   powersgd   PowerSGD (Vogels et al., 2019), rank --powersgd-rank (4), with
 #              error feedback and a warm-started Q, run synchronously inside
 #              a custom comm hook (see SyncPowerSGD below): torch 1.13's own
@@ -64,6 +67,7 @@ SOURCE_DIR = os.path.dirname(os.path.dirname(HERE))
 sys.path.insert(0, os.path.join(SOURCE_DIR, "tools"))
 
 VARIANTS = ("dense", "fp16", "topk-int8", "powersgd")
+EXCHANGES = ("all-gather", "reduce-scatter")
 
 
 # ---------------------------------------------------------------------------
@@ -89,13 +93,40 @@ class TopkInt8(object):
     what is compressed is residual + u (the optimizer then takes a plain SGD
     step); `factor_masking` (DGC's momentum factor masking) also zeroes u
     where the block's kept indices were sent.
+
+    `exchange` is how the ranks' `mine` become the average:
+      all-gather      (default) as above: every rank sums every rank's
+                      decoded payload and divides by W
+      reduce-scatter  two-stage (`--compress-exchange reduce-scatter` of
+                      OTC): the nb = ceil(n / B) blocks are cut into W
+                      shards, shard s the q + (1 if s < rem) blocks from
+                      block s q + min(s, rem) (q, rem = divmod(nb, W); empty
+                      when nb < W); its owner, rank s, sums every rank's
+                      `mine` on the shard in rank order from zeros (fp32),
+                      S_s = ((0 + mine_0) + mine_1) + ..., compresses S_s
+                      with the same compressor (its blocks start at the
+                      shard's start, a block boundary) to hat_s; every rank
+                      gets hat_s * float32(1 / W) for shard s. With error
+                      feedback, e_s = S_s - hat_s goes back to the
+                      residuals: every rank adds its own `mine` where hat_s
+                      dropped an index, the owner adds e_s where hat_s kept
+                      one. With W = 1 there is no second stage (as OTC,
+                      all-gather's).
+    The twin all-gathers `mine` and every rank computes every shard's S_s
+    and hat_s itself (the same on every rank; the numerics, not the wire
+    format, are OTC's).
     """
 
     def __init__(self, ratio, block, error_feedback, names=None, order=None,
-                 momentum=0.0, factor_masking=False):
+                 momentum=0.0, factor_masking=False,
+                 exchange="all-gather"):
         import math
         import torch
+        if exchange not in EXCHANGES:
+            raise ValueError("exchange %r is not one of %s" %
+                             (exchange, ", ".join(EXCHANGES)))
         self.torch = torch
+        self.exchange = exchange
         self.block = block
         self.k = max(1, min(block, math.ceil((ratio - 2.0 ** -24) * block)))
         self.error_feedback = error_feedback
@@ -134,6 +165,58 @@ class TopkInt8(object):
             r = self.residual.get(bucket.index())
             if r is not None and r.numel() == n:
                 v.add_(r)
+        mine, idx = self.compress(v)
+        if self.momentum and self.factor_masking:
+            sent = torch.zeros(idx.shape[0], b).scatter_(1, idx, 1.0)
+            self.velocity[bucket.index()].mul_(
+                1.0 - sent.view(-1)[:n])
+        if self.error_feedback:
+            self.residual[bucket.index()] = v - mine
+        parts = [torch.empty_like(mine) for _ in range(world)]
+        dist.all_gather(parts, mine)
+        if self.exchange == "all-gather" or world == 1:
+            # (One rank: OTC runs no exchange, so there is no second stage.)
+            total = parts[0].clone()
+            for p in parts[1:]:
+                total.add_(p)
+            total.div_(world)
+        else:
+            # Every shard's sum at once: the sums are elementwise, and the
+            # shards start at block boundaries, so compressing the whole
+            # of S compresses each shard's S_s with its own blocks.
+            total = torch.zeros(n)
+            for p in parts:
+                total.add_(p)
+            hat, idx2 = self.compress(total)
+            if self.error_feedback:
+                # What the second stage dropped goes back to its senders,
+                # each its own values; the owner keeps its quantisation
+                # error where it kept an index.
+                kept = torch.zeros(idx2.shape[0], b).scatter_(1, idx2, 1.0)
+                kept = kept.view(-1)[:n]
+                self.residual[bucket.index()].add_(mine * (1.0 - kept))
+                begin, end = self.shard(n, world, dist.get_rank())
+                self.residual[bucket.index()][begin:end].add_(
+                    ((total - hat) * kept)[begin:end])
+            total = hat.mul_(torch.tensor(1.0 / world, dtype=torch.float32))
+        if self.order:
+            o = 0
+            for g in laid:
+                g.copy_(total[o:o + g.numel()].view_as(g))
+                o += g.numel()
+            if not all(buf.data_ptr() <= g.data_ptr() <
+                       buf.data_ptr() + buf.numel() * 4 for g in grads):
+                buf.copy_(torch.cat([g.reshape(-1) for g in grads]))
+        else:
+            buf.copy_(total)
+        fut = torch.futures.Future()
+        fut.set_result(buf)
+        return fut
+
+    def compress(self, v):
+        """(decoded, kept indices [nb, k]) of v's per-block top-k int8."""
+        torch = self.torch
+        n, b = v.numel(), self.block
         nb = (n + b - 1) // b
         padded = torch.zeros(nb * b)
         padded[:n] = v
@@ -148,32 +231,15 @@ class TopkInt8(object):
         q = torch.round(kept / safe).clamp_(-127, 127)
         q = torch.where(scale > 0, q, torch.zeros_like(q))
         mine = torch.zeros_like(blocks).scatter_(1, idx, q * scale)
-        mine = mine.view(-1)[:n].contiguous()
-        if self.momentum and self.factor_masking:
-            sent = torch.zeros_like(blocks).scatter_(1, idx, 1.0)
-            self.velocity[bucket.index()].mul_(
-                1.0 - sent.view(-1)[:n])
-        if self.error_feedback:
-            self.residual[bucket.index()] = v - mine
-        parts = [torch.empty_like(mine) for _ in range(world)]
-        dist.all_gather(parts, mine)
-        total = parts[0].clone()
-        for p in parts[1:]:
-            total.add_(p)
-        total.div_(world)
-        if self.order:
-            o = 0
-            for g in laid:
-                g.copy_(total[o:o + g.numel()].view_as(g))
-                o += g.numel()
-            if not all(buf.data_ptr() <= g.data_ptr() <
-                       buf.data_ptr() + buf.numel() * 4 for g in grads):
-                buf.copy_(torch.cat([g.reshape(-1) for g in grads]))
-        else:
-            buf.copy_(total)
-        fut = torch.futures.Future()
-        fut.set_result(buf)
-        return fut
+        return mine.view(-1)[:n].contiguous(), idx
+
+    def shard(self, n, world, s):
+        """[begin, end) elements of shard s of an n-float bucket."""
+        b = self.block
+        q, rem = divmod((n + b - 1) // b, world)
+        first = s * q + min(s, rem)
+        last = first + q + (1 if s < rem else 0)
+        return min(n, first * b), min(n, last * b)
 
 
 def topk_int8_hook(state, bucket):
@@ -352,7 +418,7 @@ def worker(a):
                      {id(p): k for k, p in model.named_parameters()},
                      a.bucket_order.split(",") if a.bucket_order else None,
                      a.momentum if a.momentum_correction else 0.0,
-                     a.factor_masking),
+                     a.factor_masking, a.exchange),
             topk_int8_hook)
     params = ddp.parameters()
     if a.optimizer == "sgd":
@@ -514,6 +580,10 @@ def main():
     p.add_argument("--compress-ratio", type=float, default=0.1)
     p.add_argument("--compress-block", type=int, default=256)
     p.add_argument("--no-error-feedback", action="store_true")
+    p.add_argument("--exchange", choices=EXCHANGES, default="all-gather",
+                   help="topk-int8: all-gather every rank's payload "
+                        "(default) or OTC's two-stage compressed "
+                        "reduce-scatter + all-gather (TopkInt8)")
     p.add_argument("--momentum-correction", action="store_true",
                    help="topk-int8 with --optimizer momentum (or adam, "
                         "adamw: their first moment, beta1 = --momentum): "

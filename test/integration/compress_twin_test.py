@@ -4,16 +4,24 @@
 # OTC's compressed all-reduce against torch DDP over gloo with the same
 # compressor as a comm hook (test/bench/ddp_reference.py --variant
 # topk-int8, TopkInt8), on the recipe of the compression accuracy report:
-# the MLP 784-512-10 on Fashion-MNIST (the same .npy files for both), 2 ranks
-# x batch 64, the data in file order (--no-shuffle: both see the same
-# batches), the same initial weights; plain SGD (lr 0.1), momentum SGD (0.9,
-# lr 0.05), Adam (lr 1e-3) and AdamW (lr 1e-3, weight decay 0.01), dense
-# and --compress topk-int8 --compress-ratio 0.1 (error feedback); momentum
-# SGD, Adam and AdamW also with Deep Gradient Compression's momentum
-# correction and momentum-factor masking (OTC's --momentum-correction, the
-# twin's --momentum-correction --factor-masking: "dgc"; for Adam the
-# masked velocity is the first moment, beta1 = 0.9 = the twin's
-# --momentum, and the optimizer runs with beta1 0 on its average).
+# the MLP 784-512-10 on Fashion-MNIST (the same .npy files for both),
+# --world-size (2) ranks x batch 64, the data in file order (--no-shuffle:
+# both see the same batches), the same initial weights; plain SGD (lr 0.1),
+# momentum SGD (0.9, lr 0.05), Adam (lr 1e-3) and AdamW (lr 1e-3, weight
+# decay 0.01), dense and --compress topk-int8 --compress-ratio 0.1 (error
+# feedback); momentum SGD, Adam and AdamW also with Deep Gradient
+# Compression's momentum correction and momentum-factor masking (OTC's
+# --momentum-correction, the twin's --momentum-correction
+# --factor-masking: "dgc"; for Adam the masked velocity is the first
+# moment, beta1 = 0.9 = the twin's --momentum, and the optimizer runs with
+# beta1 0 on its average).
+# --exchange picks how the compressed runs average: all-gather (default,
+# every rank's payload to every rank) or reduce-scatter (the two-stage
+# compressed reduce-scatter + all-gather): OTC's --compress-exchange, the
+# twin's --exchange, given to both explicitly (OTC's own default, auto,
+# takes reduce-scatter from 3 ranks on). The plain topk-int8 runs under
+# momentum, Adam and AdamW say --no-momentum-correction (OTC's default
+# there is momentum correction; the twin's plain runs have none).
 #
 # Checked (make test): after --steps (20) steps, each tensor's change from
 # the initial weights is OTC's twin's within --tol (relative L2): OTC's
@@ -24,7 +32,8 @@
 # each method's gap to dense, for both.
 #
 #   /usr/bin/python3 test/integration/compress_twin_test.py --build-dir build \
-#       [--epochs 1 --seeds 3] [--ratios 0.1,0.01] [--optimizers momentum]
+#       [--epochs 1 --seeds 3] [--ratios 0.1,0.01] [--optimizers momentum] \
+#       [--exchange all-gather|reduce-scatter] [--world-size 2]
 #
 #===------------------------------------------------------------------------===#
 
@@ -45,20 +54,24 @@ OPTIMIZERS = {"sgd": dict(optimizer="sgd", lr=0.1),
               "adamw": dict(optimizer="adamw", lr=1e-3, weight_decay=0.01)}
 HIDDEN = (512,)
 SEED = 5
+EXCHANGES = ("all-gather", "reduce-scatter")
 
 
-def methods(ratios):
+def methods(ratios, exchange="all-gather"):
     """The compressions of a run by name, each with the optimizers it
     applies to (None: all): dense, topk-int8 at each ratio, and for
     momentum SGD, Adam and AdamW topk-int8 with DGC's momentum correction
-    and masking."""
+    and masking; the compressed ones through `exchange` (otc-compile's
+    --compress-exchange, always given: its default, auto, depends on the
+    world size)."""
+    ex = dict(compress_exchange=exchange)
     out = {"dense": ({}, None)}
     for r in ratios:
         out["topk-int8 %g" % r] = (dict(compress="topk-int8",
-                                        compress_ratio=r), None)
+                                        compress_ratio=r, **ex), None)
         out["topk-int8 %g dgc" % r] = (dict(compress="topk-int8",
                                             compress_ratio=r,
-                                            momentum_correction=True),
+                                            momentum_correction=True, **ex),
                                        ("momentum", "adam", "adamw"))
     return out
 
@@ -111,14 +124,16 @@ def bucket_order(ctx, program_flags, onnx_path):
         shapes.values()) else None
 
 
-def otc_run(ctx, program, data, name, steps=None, epochs=None):
-    """Trains `program` on 2 ranks; (exported weights, test accuracy)."""
+def otc_run(ctx, program, data, name, steps=None, epochs=None, world=2):
+    """Trains `program` on `world` ranks; (exported weights, test
+    accuracy)."""
     out = ctx.path(name + ".onnx")
     metrics = ctx.path(name + ".jsonl")
     r = T.run(T.train_cmd(
         program, {"input": os.path.join(data["train"], "input.npy"),
                   "labels": os.path.join(data["train"], "labels.npy")},
-        ranks=2, steps=steps, epochs=epochs, threads=1, no_shuffle=True,
+        ranks=world, steps=steps, epochs=epochs, threads=1,
+        no_shuffle=True,
         eval_data=["input=" + os.path.join(data["test"], "input.npy"),
                    "labels=" + os.path.join(data["test"], "labels.npy")]
         if epochs else None,
@@ -133,12 +148,12 @@ def otc_run(ctx, program, data, name, steps=None, epochs=None):
 
 
 def twin_run(ctx, data, opt, method, seed, name, steps=None, epochs=None,
-             order=None):
-    """The torch twin; (weights, test accuracy)."""
+             order=None, world=2):
+    """The torch twin on `world` ranks; (weights, test accuracy)."""
     out = ctx.path(name + ".npz")
     cmd = [sys.executable, REFERENCE, "--data-dir", data["train"],
            "--hidden", ",".join(str(h) for h in HIDDEN), "--seed", str(seed),
-           "--batch", "64", "--world-size", "2", "--timeout", "900",
+           "--batch", "64", "--world-size", str(world), "--timeout", "900",
            "--optimizer", opt["optimizer"], "--lr", str(opt["lr"]),
            "--variant", "topk-int8" if method else "dense",
            "--save-weights", out]
@@ -151,7 +166,8 @@ def twin_run(ctx, data, opt, method, seed, name, steps=None, epochs=None,
     if "weight_decay" in opt:
         cmd += ["--weight-decay", str(opt["weight_decay"])]
     if method:
-        cmd += ["--compress-ratio", str(method["compress_ratio"])]
+        cmd += ["--compress-ratio", str(method["compress_ratio"]),
+                "--exchange", method["compress_exchange"]]
         if method.get("momentum_correction"):
             cmd += ["--momentum-correction", "--factor-masking"]
             if "momentum" not in opt:
@@ -182,6 +198,12 @@ def main():
         p.add_argument("--optimizers", default=",".join(OPTIMIZERS),
                        help="comma-separated subset of %s" %
                        ", ".join(OPTIMIZERS))
+        p.add_argument("--exchange", choices=EXCHANGES,
+                       default="all-gather",
+                       help="the compressed runs' exchange (OTC's "
+                            "--compress-exchange, the twin's --exchange)")
+        p.add_argument("--world-size", type=int, default=2,
+                       help="ranks of every run (default 2)")
     args, ctx = T.parse_args(
         "compress_twin", "topk-int8 compression against its PyTorch DDP "
         "comm-hook twin, under SGD, momentum, Adam and AdamW.", extra)
@@ -190,7 +212,12 @@ def main():
                          T.FASHION_MNIST_DIR):
         print("SKIP: no Fashion-MNIST (Debian's dataset-fashion-mnist)")
         checks.finish()
-    METHODS = methods([float(r) for r in args.ratios.split(",")])
+    METHODS = methods([float(r) for r in args.ratios.split(",")],
+                      args.exchange)
+    world = args.world_size
+    if not checks.check("--world-size is at least 1", world >= 1,
+                        str(world)):
+        checks.finish()
     opts = args.optimizers.split(",")
     if not checks.check("--optimizers names known optimizers",
                         all(o in OPTIMIZERS for o in opts), str(opts)):
@@ -207,10 +234,16 @@ def main():
         for o, m in runs:
             programs[seed, o, m] = ctx.path(
                 "train-%d-%s-%s" % (seed, o, m.replace(" ", "-")))
+            flags = dict(METHODS[m][0])
+            if "compress" in flags and o != "sgd" and \
+                    not flags.get("momentum_correction"):
+                # The twin's plain error feedback, not OTC's default there.
+                flags["no_momentum_correction"] = True
             jobs.append((onnx_path, programs[seed, o, m],
-                         dict(world_size=2, batch=64, loss="cross-entropy",
+                         dict(world_size=world, batch=64,
+                              loss="cross-entropy",
                               label="labels", seed=SEED, **OPTIMIZERS[o],
-                              **METHODS[m][0])))
+                              **flags)))
     for job, r in zip(jobs, T.compile_many(ctx, jobs)):
         if not T.require_ok(checks, "otc-compile %s" % job[1], r):
             checks.finish()
@@ -231,10 +264,10 @@ def main():
         for o, m in runs:
             name = "%s-%s" % (o, m.replace(" ", "-"))
             got, _ = otc_run(ctx, programs[0, o, m], data, "otc-" + name,
-                             steps=args.steps)
+                             steps=args.steps, world=world)
             want, _ = twin_run(ctx, data, OPTIMIZERS[o], METHODS[m][0], 0,
                                "twin-" + name, steps=args.steps,
-                               order=orders.get((o, m)))
+                               order=orders.get((o, m)), world=world)
             if not checks.check("%s, %s: both ran" % (o, m),
                                 got is not None and want is not None):
                 continue
@@ -250,17 +283,19 @@ def main():
     for o, m in runs:
         name = "%s-%s" % (o, m.replace(" ", "-"))
         pairs = [(otc_run(ctx, programs[seed, o, m], data,
-                          "otc-%d-%s" % (seed, name), epochs=args.epochs)[1],
+                          "otc-%d-%s" % (seed, name), epochs=args.epochs,
+                          world=world)[1],
                   twin_run(ctx, data, OPTIMIZERS[o], METHODS[m][0], seed,
                            "twin-%d-%s" % (seed, name), epochs=args.epochs,
-                           order=orders.get((o, m)))[1]) for seed in seeds]
+                           order=orders.get((o, m)), world=world)[1])
+                 for seed in seeds]
         if all(a is not None and b is not None for a, b in pairs):
             acc[o, m] = (np.mean([a for a, _ in pairs]),
                          np.mean([b for _, b in pairs]))
         checks.check("%s, %s: OTC and its twin ran %d seeds" %
                      (o, m, len(pairs)), (o, m) in acc, str(pairs))
-    print("\ntest accuracy after %d epoch(s), mean of %d seeds:" %
-          (args.epochs, len(seeds)))
+    print("\ntest accuracy after %d epoch(s), mean of %d seeds, %d ranks, "
+          "%s exchange:" % (args.epochs, len(seeds), world, args.exchange))
     print("| optimizer | method | OTC | torch twin | OTC - dense | "
           "twin - dense |")
     print("|---|---|---|---|---|---|")

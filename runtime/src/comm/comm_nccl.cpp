@@ -120,6 +120,8 @@ struct Scratch {
   int64_t blocksBytes = 0;
   float *error = nullptr;
   int64_t errorCount = 0;
+  float *returned = nullptr; ///< this rank's values the owners dropped
+  int64_t returnedCount = 0;
   float *lookahead = nullptr; ///< Nesterov: momentum * u + g, sent
   int64_t lookaheadCount = 0;
   float *lowRankP = nullptr; ///< PowerSGD's P factors
@@ -290,6 +292,7 @@ private:
       cudaFree(s.received);
       cudaFree(s.blocks);
       cudaFree(s.error);
+      cudaFree(s.returned);
       cudaFree(s.lookahead);
       cudaFree(s.lowRankP);
       cudaFree(s.savedState);
@@ -616,7 +619,8 @@ private:
   /// (written by the second compression, which leaves its error at zero and
   /// the block's payload at zero bytes for a sum that is not finite) become
   /// this step's checks, so the step is skipped on every member as on the
-  /// CPU.
+  /// CPU. With error feedback the owners' errors go back to the residuals
+  /// as compressed.cpp's returnDropped has them.
   void reduceScatter(const On &o, const otck_compress_config &cfg, float *data,
                      int64_t n, float *residual, Scratch &s, int64_t bucket) {
     const Shards sh = cutShards(cfg, n, o.size, bucket);
@@ -663,11 +667,6 @@ private:
                                      residual ? s.error : nullptr, block + 4,
                                      reinterpret_cast<int *>(block), side),
               "otck_cuda_compress_f32");
-    if (residual)
-      checkCuda(otck_cuda_compress_accumulate_f32(mine, 1.0f, s.error,
-                                                  residual + sh.begin[me],
-                                                  nullptr, side),
-                "otck_cuda_compress_accumulate_f32");
     checkNccl(ncclGroupStart(), "ncclGroupStart");
     for (size_t r = 0; r < w; ++r) {
       if (r == me)
@@ -693,6 +692,32 @@ private:
                     1.0f / float(o.size), data + sh.begin[r], side),
                 "otck_cuda_decompress_sum_f32");
     }
+    if (!residual)
+      return;
+    // compressed.cpp's returnDropped: this rank's values the owners
+    // dropped back to its residual, its quantisation error where it kept.
+    // (A skipped step restores the residual.)
+    growFloats(s.returned, s.returnedCount, n,
+               "cudaMalloc of a bucket's dropped values");
+    auto kernel = [&](cudaError_t rc) {
+      checkCuda(rc, "the second stage's error feedback");
+    };
+    kernel(otck_cuda_decompress_sum_f32(&cfg, n, s.gathered, 1, 1.0f,
+                                        s.returned, side));
+    for (size_t r = 0; r < w; ++r)
+      kernel(otck_cuda_compress_mask_sent_f32(
+          &cfg, sh.size[r], s.blocks + sh.regionOffset[r] + 4,
+          s.returned + sh.begin[r], side));
+    kernel(otck_cuda_compress_accumulate_f32(n, 1.0f, s.returned, residual,
+                                             nullptr, side));
+    kernel(cudaMemcpyAsync(s.returned, s.error, size_t(mine) * 4,
+                           cudaMemcpyDeviceToDevice, side));
+    kernel(otck_cuda_compress_mask_sent_f32(&cfg, mine, block + 4, s.returned,
+                                            side));
+    kernel(otck_cuda_compress_accumulate_f32(mine, -1.0f, s.error, s.returned,
+                                             nullptr, side));
+    kernel(otck_cuda_compress_accumulate_f32(
+        mine, 1.0f, s.returned, residual + sh.begin[me], nullptr, side));
   }
 
   /// compressed.cpp's powerSgd on the communication stream: the device

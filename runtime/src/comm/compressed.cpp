@@ -569,6 +569,46 @@ Shards cutShards(const otck_compress_config &cfg, int64_t count, int world,
   return s;
 }
 
+/// Error feedback of the two-stage exchange's second compression: what an
+/// owner's payload dropped returns to the ranks that sent it, each taking
+/// back its own first-stage values at the indices dropped (its decoded
+/// payload, masked by every owner's payload), and the owner adds its
+/// quantisation error at the indices kept. Together that is the owner's
+/// error of the sum, S - decoded, which a later step's mean brings back as
+/// every rank's own error is; spread over the senders, no rank's residual
+/// grows by the world size.
+static void returnDropped(const otck_compress_config &cfg, const Shards &sh,
+                          BucketState &b, float *residual, int64_t count,
+                          int world, int rank, int64_t bucket) {
+  auto kernel = [&](int rc) {
+    if (rc != 0)
+      badDesc(bucket, "a kernel refused the second stage's error feedback");
+  };
+  if (b.returned.size() < size_t(count))
+    b.returned.resize(size_t(count));
+  float *mineBack = b.returned.data();
+  kernel(otck_decompress_sum_f32(&cfg, count, b.gathered.data(), 1, 1.0f,
+                                 mineBack));
+  for (int s = 0; s < world; ++s) {
+    const uint8_t *kept =
+        b.shardBlocks.data() + sh.regionOffset[size_t(s)] + 4;
+    kernel(otck_compress_mask_sent_f32(&cfg, sh.size[size_t(s)], kept,
+                                       mineBack + sh.begin[size_t(s)]));
+  }
+  kernel(otck_compress_accumulate_f32(count, 1.0f, mineBack, residual,
+                                      nullptr));
+  // The owner: err - err at the dropped indices = err at the kept ones.
+  const size_t me = size_t(rank);
+  const int64_t mine = sh.size[me];
+  float *err = b.shardError.data(), *dropped = b.returned.data();
+  std::memcpy(dropped, err, size_t(mine) * sizeof(float));
+  kernel(otck_compress_mask_sent_f32(
+      &cfg, mine, b.shardBlocks.data() + sh.regionOffset[me] + 4, dropped));
+  kernel(otck_compress_accumulate_f32(mine, -1.0f, err, dropped, nullptr));
+  kernel(otck_compress_accumulate_f32(mine, 1.0f, dropped,
+                                      residual + sh.begin[me], nullptr));
+}
+
 /// compressAndExchange's step 4 with the two-stage exchange
 /// (OTC_EXCHANGE_REDUCE_SCATTER), `payload` being this rank's compressed
 /// bucket (step 2, as for the all-gather) and `bad` its verdict:
@@ -576,15 +616,12 @@ Shards cutShards(const otck_compress_config &cfg, int64_t count, int world,
 ///     bytes of shard s, and it sums their decompressions (rank order,
 ///     scale 1: bitwise the all-gather's sum before its 1/W);
 ///  b. rank s compresses that sum again into its block of `shardBlocks`,
-///     after a 4-byte flag that says whether the sum was not finite; with
-///     error feedback the second compression's error is added to rank s's
-///     own residual over its shard, so that a later step sends it as every
-///     rank's own error is (the error of a sum, which the owner's 1/W share
-///     of the next mean brings back at the mean's scale);
+///     after a 4-byte flag that says whether the sum was not finite;
 ///  c. an all-gather of the owners' blocks; every rank decodes each shard's
 ///     payload scaled by 1/W into `data`. A flag set by any owner, or a
 ///     mean that is not finite, skips the step on every rank (all decode
-///     the same bytes).
+///     the same bytes). With error feedback, the second compression's
+///     error goes back to the residuals (returnDropped).
 /// Bytes counted: this rank's payload less its own shard's (to the owners)
 /// and its block once per other rank, plus the 4-byte flag: about
 /// 2 P (W - 1) / W against the all-gather's P (W - 1).
@@ -628,13 +665,6 @@ static int reduceScatter(StepComm &sc, const otck_compress_config &cfg,
     if (rc < 0)
       badDesc(bucket, "the compression kernel refused the configuration");
     flag = rc != 0;
-    // residual = 1 * residual + err (exact): the owner carries the error
-    // of the sum it sent; restored with the residual if the step is
-    // skipped.
-    if (!flag && err &&
-        otck_compress_accumulate_f32(mine, 1.0f, err, residual + sh.begin[me],
-                                     nullptr) != 0)
-      badDesc(bucket, "bad residual buffer");
   }
   std::memcpy(block, &flag, 4);
   std::vector<int64_t> sent(w);
@@ -652,6 +682,8 @@ static int reduceScatter(StepComm &sc, const otck_compress_config &cfg,
     meanBad |= decompressMean(
         cfg, sh.size[s], b.shardBlocks.data() + sh.regionOffset[s] + 4, 1,
         world, data + sh.begin[s], bucket);
+  if (residual && !meanBad)
+    returnDropped(cfg, sh, b, residual, count, world, rank, bucket);
   return settle(sc, b, cfg, meanBad, members);
 }
 

@@ -40,10 +40,12 @@ struct BucketState {
   std::vector<float> savedState;
   // The reduce-scatter exchange's (compressed.cpp): the payloads of this
   // rank's shard from every rank, the owners' second-stage blocks (each a
-  // flag and a payload), and this rank's second compression's error.
+  // flag and a payload), this rank's second compression's error and what
+  // goes back to its residual.
   std::vector<uint8_t> received;
   std::vector<uint8_t> shardBlocks;
   std::vector<float> shardError;
+  std::vector<float> returned; ///< this rank's values the second stage dropped
   bool meanNonfinite = false;       ///< pieces: this step's mean is not finite
 };
 

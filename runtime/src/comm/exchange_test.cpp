@@ -67,8 +67,10 @@ int reduce(StepComm &sc, const otc_compress_desc_t &d, float *data, int64_t n,
 
 /// The two-stage exchange computed alone: every rank's compression (each
 /// with its residual in `residuals`, updated), each owner's sum of its
-/// shard's payloads compressed again with its error added to the owner's
-/// residual, the owners' payloads decoded and scaled by 1/W.
+/// shard's payloads compressed again, the owners' payloads decoded and
+/// scaled by 1/W; the second compression's error goes back to the
+/// residuals: each rank's own decoded values where the owner dropped them,
+/// the owner's quantisation error where it kept them.
 std::vector<float> reference(const otck_compress_config &cfg, int64_t n,
                              const std::vector<std::vector<float>> &buckets,
                              std::vector<std::vector<float>> *residuals) {
@@ -101,9 +103,26 @@ std::vector<float> reference(const otck_compress_config &cfg, int64_t n,
     EXPECT_EQ(otck_compress_f32(&cfg, m, sum.data(),
                                 residuals ? err.data() : nullptr, again.data()),
               0);
-    if (residuals)
+    if (residuals) {
+      // Zero where the owner kept an index, one where it dropped it.
+      std::vector<float> dropped(static_cast<size_t>(m), 1.f);
+      EXPECT_EQ(otck_compress_mask_sent_f32(&cfg, m, again.data(),
+                                            dropped.data()),
+                0);
+      for (int r = 0; r < w; ++r) {
+        std::vector<float> mineBack(static_cast<size_t>(m));
+        EXPECT_EQ(otck_decompress_sum_f32(&cfg, m,
+                                          payloads[size_t(r)].data() + off, 1,
+                                          1.0f, mineBack.data()),
+                  0);
+        for (int64_t i = 0; i < m; ++i)
+          if (dropped[size_t(i)] != 0.f)
+            (*residuals)[size_t(r)][size_t(begin + i)] += mineBack[size_t(i)];
+      }
       for (int64_t i = 0; i < m; ++i)
-        (*residuals)[size_t(s)][size_t(begin + i)] += err[size_t(i)];
+        if (dropped[size_t(i)] == 0.f)
+          (*residuals)[size_t(s)][size_t(begin + i)] += err[size_t(i)];
+    }
     EXPECT_EQ(otck_decompress_sum_f32(&cfg, m, again.data(), 1,
                                       1.0f / float(w), mean.data() + begin),
               0);
