@@ -119,7 +119,7 @@ class TopkInt8(object):
 
     def __init__(self, ratio, block, error_feedback, names=None, order=None,
                  momentum=0.0, factor_masking=False,
-                 exchange="all-gather"):
+                 exchange="all-gather", nesterov=False):
         import math
         import torch
         if exchange not in EXCHANGES:
@@ -127,6 +127,7 @@ class TopkInt8(object):
                              (exchange, ", ".join(EXCHANGES)))
         self.torch = torch
         self.exchange = exchange
+        self.nesterov = nesterov
         self.block = block
         self.k = max(1, min(block, math.ceil((ratio - 2.0 ** -24) * block)))
         self.error_feedback = error_feedback
@@ -160,7 +161,10 @@ class TopkInt8(object):
             if u is None or u.numel() != n:
                 u = torch.zeros(n)
                 self.velocity[bucket.index()] = u
-            v = u.mul_(self.momentum).add_(v).clone()
+            g = v
+            v = u.mul_(self.momentum).add_(g).clone()
+            if self.nesterov:  # DGC's Nesterov: the look-ahead m u + g
+                v = u * self.momentum + g
         if self.error_feedback:
             r = self.residual.get(bucket.index())
             if r is not None and r.numel() == n:
@@ -270,10 +274,14 @@ class SyncPowerSGD(object):
     are the blocking dist.all_reduce, so the collectives of different buckets
     can never interleave; the hook returns an already completed Future.
     Initial Q: standard normal from a generator seeded by (seed, index of the
-    parameter in the model), identical on every rank.
+    parameter in the model), identical on every rank. With `order` (OTC's
+    bucket layout, one bucket, as --bucket-order names it) the initial Q is
+    OTC's instead (otc_q below: matrix i of the bucket's compressed
+    matrices in that order, seeded by the bucket's index 0), so that both
+    start from the same Q.
     """
 
-    def __init__(self, model, rank=4, seed=0):
+    def __init__(self, model, rank=4, seed=0, names=None, order=None):
         import torch
         self.torch = torch
         self.rank = rank
@@ -281,13 +289,27 @@ class SyncPowerSGD(object):
         self.index = {id(p): i for i, p in enumerate(model.parameters())}
         self.q = {}       # id(param) -> Q (m x r), warm start
         self.error = {}   # id(param) -> E (n x m)
+        # OTC's matrix index of each compressed parameter (bucket order).
+        self.otc_index = {}
+        if order:
+            by_name = {names[id(p)]: p for p in model.parameters()}
+            for name in order:
+                p = by_name[name]
+                n = p.shape[0] if p.dim() >= 2 else 0
+                m = p.numel() // n if n else 0
+                r = min(rank, n, m)
+                if p.dim() >= 2 and (n + m) * r < n * m:
+                    self.otc_index[id(p)] = len(self.otc_index)
 
     def _q(self, key, m, r):
         q = self.q.get(key)
         if q is None or q.shape != (m, r):
-            g = self.torch.Generator().manual_seed(
-                self.seed * 1000003 + self.index.get(key, 0))
-            q = self.torch.randn(m, r, generator=g)
+            if key in self.otc_index:
+                q = otc_q(0, self.otc_index[key], m, r)
+            else:
+                g = self.torch.Generator().manual_seed(
+                    self.seed * 1000003 + self.index.get(key, 0))
+                q = self.torch.randn(m, r, generator=g)
             self.q[key] = q
         return q
 
@@ -370,6 +392,34 @@ class SyncPowerSGD(object):
         return fut
 
 
+def _splitmix64(z):
+    z = (z + 0x9e3779b97f4a7c15) & 0xFFFFFFFFFFFFFFFF
+    z = ((z ^ (z >> 30)) * 0xbf58476d1ce4e5b9) & 0xFFFFFFFFFFFFFFFF
+    z = ((z ^ (z >> 27)) * 0x94d049bb133111eb) & 0xFFFFFFFFFFFFFFFF
+    return z ^ (z >> 31)
+
+
+def otc_q(seed, i, m, r):
+    """OTC's fresh Q of matrix i of a bucket (otck_powersgd_init_q_f32, m x
+    r row-major): element j is sqrt(-2 ln u1) cos(2 pi u2) rounded to float,
+    u1 = ((b1 >> 40) + 1) / 2^24, u2 = (b2 >> 40) / 2^24, b1 and b2 =
+    splitmix64(key + 2j) and (key + 2j + 1), key = splitmix64(seed ^
+    splitmix64(i)). (OTC evaluates ln and cos with its own polynomials, a
+    few double ulps from these: the floats agree but in rare ties.)"""
+    import math
+    import torch
+    key = _splitmix64(seed ^ _splitmix64(i))
+    out = []
+    for j in range(m * r):
+        b1 = _splitmix64((key + 2 * j) & 0xFFFFFFFFFFFFFFFF)
+        b2 = _splitmix64((key + 2 * j + 1) & 0xFFFFFFFFFFFFFFFF)
+        u1 = ((b1 >> 40) + 1) / 16777216.0
+        u2 = (b2 >> 40) / 16777216.0
+        out.append(math.sqrt(-2.0 * math.log(u1)) *
+                   math.cos(2.0 * math.pi * u2))
+    return torch.tensor(out, dtype=torch.float32).view(m, r)
+
+
 def sync_powersgd_hook(state, bucket):
     """The DDP comm hook (DDP wants a function): state is a SyncPowerSGD."""
     return state.run(bucket)
@@ -409,8 +459,12 @@ def worker(a):
         from torch.distributed.algorithms.ddp_comm_hooks import default_hooks
         ddp.register_comm_hook(None, default_hooks.fp16_compress_hook)
     elif a.variant == "powersgd":
-        ddp.register_comm_hook(SyncPowerSGD(model, a.powersgd_rank, a.seed),
-                               sync_powersgd_hook)
+        ddp.register_comm_hook(
+            SyncPowerSGD(model, a.powersgd_rank, a.seed,
+                         {id(p): k for k, p in model.named_parameters()},
+                         a.bucket_order.split(",") if a.bucket_order
+                         else None),
+            sync_powersgd_hook)
     elif a.variant == "topk-int8":
         ddp.register_comm_hook(
             TopkInt8(a.compress_ratio, a.compress_block,
@@ -418,7 +472,8 @@ def worker(a):
                      {id(p): k for k, p in model.named_parameters()},
                      a.bucket_order.split(",") if a.bucket_order else None,
                      a.momentum if a.momentum_correction else 0.0,
-                     a.factor_masking, a.exchange),
+                     a.factor_masking, a.exchange,
+                     a.nesterov and a.momentum_correction),
             topk_int8_hook)
     params = ddp.parameters()
     if a.optimizer == "sgd":

@@ -14,7 +14,9 @@
 # --momentum-correction, the twin's --momentum-correction
 # --factor-masking: "dgc"; for Adam the masked velocity is the first
 # moment, beta1 = 0.9 = the twin's --momentum, and the optimizer runs with
-# beta1 0 on its average).
+# beta1 0 on its average); and --compress powersgd --powersgd-rank 4, the
+# twin's --variant powersgd (torch's powerSGD_hook with error feedback and
+# warm start), started from OTC's Q (its seeded normal, the twin's otc_q).
 # --exchange picks how the compressed runs average: all-gather (default,
 # every rank's payload to every rank) or reduce-scatter (the two-stage
 # compressed reduce-scatter + all-gather): OTC's --compress-exchange, the
@@ -50,11 +52,14 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 REFERENCE = os.path.join(os.path.dirname(HERE), "bench", "ddp_reference.py")
 OPTIMIZERS = {"sgd": dict(optimizer="sgd", lr=0.1),
               "momentum": dict(optimizer="momentum", lr=0.05, momentum=0.9),
+              "nesterov": dict(optimizer="momentum", lr=0.05, momentum=0.9,
+                               nesterov=True),
               "adam": dict(optimizer="adam", lr=1e-3),
               "adamw": dict(optimizer="adamw", lr=1e-3, weight_decay=0.01)}
 HIDDEN = (512,)
 SEED = 5
 EXCHANGES = ("all-gather", "reduce-scatter")
+POWERSGD_RANK = 4
 
 
 def methods(ratios, exchange="all-gather"):
@@ -72,7 +77,11 @@ def methods(ratios, exchange="all-gather"):
         out["topk-int8 %g dgc" % r] = (dict(compress="topk-int8",
                                             compress_ratio=r,
                                             momentum_correction=True, **ex),
-                                       ("momentum", "adam", "adamw"))
+                                       ("momentum", "nesterov", "adam",
+                                        "adamw"))
+    out["powersgd %d" % POWERSGD_RANK] = (dict(compress="powersgd",
+                                             powersgd_rank=POWERSGD_RANK),
+                                        None)
     return out
 
 
@@ -155,7 +164,7 @@ def twin_run(ctx, data, opt, method, seed, name, steps=None, epochs=None,
            "--hidden", ",".join(str(h) for h in HIDDEN), "--seed", str(seed),
            "--batch", "64", "--world-size", str(world), "--timeout", "900",
            "--optimizer", opt["optimizer"], "--lr", str(opt["lr"]),
-           "--variant", "topk-int8" if method else "dense",
+           "--variant", method["compress"] if method else "dense",
            "--save-weights", out]
     if epochs:
         cmd += ["--epochs", str(epochs), "--eval-dir", data["test"]]
@@ -163,9 +172,14 @@ def twin_run(ctx, data, opt, method, seed, name, steps=None, epochs=None,
         cmd += ["--steps", str(steps), "--warmup", "0"]
     if "momentum" in opt:
         cmd += ["--momentum", str(opt["momentum"])]
+    if opt.get("nesterov"):
+        cmd += ["--nesterov"]
     if "weight_decay" in opt:
         cmd += ["--weight-decay", str(opt["weight_decay"])]
-    if method:
+    if method and method["compress"] == "powersgd":
+        cmd += ["--powersgd-rank", str(method["powersgd_rank"]),
+                "--bucket-order", ",".join(order)]
+    elif method:
         cmd += ["--compress-ratio", str(method["compress_ratio"]),
                 "--exchange", method["compress_exchange"]]
         if method.get("momentum_correction"):
