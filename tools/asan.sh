@@ -56,11 +56,11 @@ cd "$OUT"
 if [ "$MODE" = unit ]; then
   opts="detect_leaks=1:strict_init_order=1:check_initialization_order=1"
   ASAN_OPTIONS="$opts" ctest --output-on-failure -j "$JOBS" -L unit \
-    -E '^runtime[.]mpi[.]'
+    -E '^runtime[.](mpi|exchange)[.]'
   # Under MPI with the slow unwinder: leak stacks reach the Open MPI library
   # that allocated (lsan.supp), not only its unloaded components.
   ASAN_OPTIONS="$opts:fast_unwind_on_malloc=0" exec ctest \
-    --output-on-failure -j "$JOBS" -L unit -R '^runtime[.]mpi[.]'
+    --output-on-failure -j "$JOBS" -L unit -R '^runtime[.](mpi|exchange)[.]'
 fi
 export ASAN_OPTIONS="detect_leaks=0:strict_init_order=1:check_initialization_order=1"
 # Uninstrumented processes (Python, mpirun) load the instrumented libraries:

@@ -81,6 +81,8 @@ const char *methodName(otck_compress_method m) {
     return "topk_int8";
   case OTCK_COMPRESS_RANDOMK:
     return "randomk";
+  case OTCK_COMPRESS_POWERSGD:
+    return "powersgd";
   }
   return "?";
 }
@@ -119,6 +121,8 @@ int64_t refBytes(const otck_compress_config &c, int64_t n) {
     return blocks * k * (idx + 4);
   case OTCK_COMPRESS_TOPK_INT8:
     return blocks * (4 + k * (idx + 1));
+  case OTCK_COMPRESS_POWERSGD: // not a block codec
+    return -1;
   }
   return -1;
 }
@@ -557,6 +561,7 @@ TEST(Compress, KeptPerBlock) {
   EXPECT_EQ(k(OTCK_COMPRESS_TOPK, 256, 1.5f), -1);
   EXPECT_EQ(k(OTCK_COMPRESS_TOPK, 256, kNaN), -1);
   EXPECT_EQ(k(static_cast<otck_compress_method>(42), 256, 0.1f), -1);
+  EXPECT_EQ(k(OTCK_COMPRESS_POWERSGD, 256, 0.1f), -1); // not a block codec
   EXPECT_EQ(otck_compress_k(nullptr), -1);
 }
 

@@ -600,6 +600,8 @@ static void returnDropped(const otck_compress_config &cfg, const Shards &sh,
   // The owner: err - err at the dropped indices = err at the kept ones.
   const size_t me = size_t(rank);
   const int64_t mine = sh.size[me];
+  if (mine == 0) // more ranks than blocks: this rank owns no shard
+    return;
   float *err = b.shardError.data(), *dropped = b.returned.data();
   std::memcpy(dropped, err, size_t(mine) * sizeof(float));
   kernel(otck_compress_mask_sent_f32(
