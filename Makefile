@@ -91,20 +91,24 @@ zoo-cuda: build
 	  --build-dir $(BUILD) --zoo all --zoo-only timm,transformers; b=$$?; \
 	exit $$((a || b))
 
-# topk-int8 (at each of TWIN_RATIOS) and dense under SGD, momentum and Adam
-# (both also with DGC's momentum correction and factor masking) on
-# Fashion-MNIST, OTC next to its PyTorch DDP comm-hook twin: test accuracy
-# after TWIN_EPOCHS, the mean over TWIN_SEEDS initial weights;
-# TWIN_OPTIMIZERS picks some of sgd, momentum, adam, adamw (AdamW, weight
-# decay 0.01: not in the default set).
+# topk-int8 (at each of TWIN_RATIOS; under momentum, Nesterov, Adam and
+# AdamW also with DGC's momentum correction and factor masking), PowerSGD
+# rank 4 and dense on Fashion-MNIST, OTC next to its PyTorch DDP comm-hook
+# twin: test accuracy after TWIN_EPOCHS, the mean over TWIN_SEEDS initial
+# weights, on TWIN_WORLD ranks through the TWIN_EXCHANGE (all-gather or
+# reduce-scatter); TWIN_OPTIMIZERS picks some of sgd, momentum, nesterov,
+# adam, adamw (AdamW: weight decay 0.01).
 TWIN_EPOCHS ?= 1
 TWIN_SEEDS ?= 3
 TWIN_RATIOS ?= 0.1
 TWIN_OPTIMIZERS ?= sgd,momentum,adam
+TWIN_WORLD ?= 2
+TWIN_EXCHANGE ?= all-gather
 compress-twin: build
 	$(PYTHON) test/integration/compress_twin_test.py --build-dir $(BUILD) \
 	  --epochs $(TWIN_EPOCHS) --seeds $(TWIN_SEEDS) --ratios $(TWIN_RATIOS) \
-	  --optimizers $(TWIN_OPTIMIZERS)
+	  --optimizers $(TWIN_OPTIMIZERS) --world-size $(TWIN_WORLD) \
+	  --exchange $(TWIN_EXCHANGE)
 
 # SDP against data parallelism on Fashion-MNIST, the mean over 4 seeds
 # (make test runs one).

@@ -20,7 +20,8 @@
 #           tools/gen_mlp.py, batch 64 per rank, cross-entropy, plain SGD,
 #           random data (np.random, seeded).
 #   OTC     otc-compile --world-size 2 --compress none | fp16 | topk-int8
-#           (--compress-ratio 0.1 --compress-block 256), run as
+#           (--compress-ratio 0.1 --compress-block 256) | powersgd
+#           (--powersgd-rank, 4), run as
 #           mpirun -np 2 --oversubscribe --bind-to none --mca btl tcp,self
 #             --mca btl_tcp_if_include lo --mca oob_tcp_if_include lo
 #             PROG ... --threads 1 --metrics m.jsonl --log-every 1
@@ -34,7 +35,7 @@
 #           custom hook: torch 1.13's powerSGD_hook aborts under gloo). Step
 #           time = median over the timed steps (rank 0).
 #
-# On the shaped link: OTC none, fp16, topk-int8 (and topk-int8 with
+# On the shaped link: OTC none, fp16, PowerSGD, topk-int8 (and topk-int8 with
 # --no-overlap, the exchange not overlapped with backward), topk-int8 with
 # the adaptive ratio (with and without overlap) and the three DDP variants.
 # On the unshaped loopback (this namespace): OTC none, topk-int8, fp16
@@ -95,7 +96,9 @@ SEED = 0
 FEATURES = 784
 CLASSES = 10
 MIN_PARAMS = 20 * 1000 * 1000
-OTC_METHODS = ("none", "fp16", "topk-int8")
+OTC_METHODS = ("none", "fp16", "topk-int8", "powersgd")
+# Timed on the unshaped loopback too.
+UNSHAPED_METHODS = ("none", "topk-int8", "fp16")
 # topk-int8 with the adaptive ratio (in [ratio / 10, ratio]): shaped link
 # only, with and without overlap (its norm all-reduce precedes compression).
 ADAPTIVE = "topk-int8-adaptive"
@@ -559,6 +562,8 @@ def main():
         if m == ADAPTIVE:
             cmd += ["--adaptive", "--compress-ratio-min",
                     str(a.compress_ratio / 10)]
+        if m == "powersgd":
+            cmd += ["--powersgd-rank", str(a.powersgd_rank)]
         log("$ " + " ".join(cmd))
         try:
             r = subprocess.run(cmd, stdout=subprocess.PIPE,
@@ -607,7 +612,8 @@ def main():
                 log("namespace %s, lo: %s" % (ns.name, qdisc))
                 log("shaped link (%s): OTC" % a.rate)
                 for m in OTC_METHODS:
-                    steps = a.steps_compressed if m == "topk-int8" \
+                    steps = a.steps_compressed if m in ("topk-int8",
+                                                        "powersgd") \
                         else a.steps
                     shaped["otc-" + m] = otc_run(
                         a, programs[m], m, ns, a.warmup, steps, work,
@@ -645,14 +651,14 @@ def main():
 
     # -- The unshaped loopback -------------------------------------------
     log("unshaped loopback: OTC (%d runs each, interleaved)" % a.repeat)
-    runs = {m: [] for m in OTC_METHODS}
+    runs = {m: [] for m in UNSHAPED_METHODS}
     for i in range(a.repeat):
-        for m in ("none", "topk-int8", "fp16"):
+        for m in UNSHAPED_METHODS:
             r = otc_run(a, programs[m], m, None, a.warmup, a.unshaped_steps,
                         work, "unshaped-r%d" % i, errors)
             show_run(r)
             runs[m].append(r)
-    for m in OTC_METHODS:
+    for m in UNSHAPED_METHODS:
         ok = [r for r in runs[m] if r.get("step_s") is not None]
         best = min(ok, key=lambda r: r["step_s"]) if ok else runs[m][0]
         best = dict(best)
@@ -672,6 +678,7 @@ def main():
     labels = [("otc-none", "OTC none"), ("otc-fp16", "OTC fp16"),
               ("otc-topk-int8", "OTC topk-int8 %g" % a.compress_ratio),
               ("otc-topk-int8-sync", "  --no-overlap"),
+              ("otc-powersgd", "OTC PowerSGD r%d" % a.powersgd_rank),
               ("otc-" + ADAPTIVE, "OTC topk-int8 adaptive"),
               ("otc-" + ADAPTIVE + "-sync", "  --no-overlap"),
               ("ddp-dense", "DDP dense"), ("ddp-fp16", "DDP fp16 hook"),
@@ -728,6 +735,8 @@ def main():
          else slowdown <= TARGET_UNSHAPED_SLOWDOWN},
     ]
     extra = {
+        "shaped: DDP PowerSGD / OTC PowerSGD": ratio(
+            psgd_s, step(shaped, "otc-powersgd")),
         "shaped: DDP dense / OTC none": ratio(step(shaped, "ddp-dense"),
                                               none_s),
         "shaped: DDP fp16 / OTC fp16": ratio(step(shaped, "ddp-fp16"),
