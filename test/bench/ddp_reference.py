@@ -47,7 +47,11 @@
 # the layout of OTC's loader with --no-shuffle. With --epochs E the run
 # trains E passes over DIR (--warmup and --steps ignored) with --optimizer
 # (torch.optim semantics) and reports the test accuracy on --eval-dir
-# ("accuracy" in the JSON line).
+# ("accuracy" in the JSON line). --eval-every K (with --eval-dir) also
+# evaluates every K steps: "evals" in the JSON line lists {step, train_s,
+# accuracy}, train_s the summed times of the steps so far (the evaluations
+# are not timed); --target-accuracy A stops after the first at or above A
+# (time to accuracy, bench_compress.py --time-to-accuracy).
 #
 #===------------------------------------------------------------------------===#
 
@@ -499,7 +503,21 @@ def worker(a):
     per_epoch = len(x) // (world * a.batch)
     if a.epochs:
         a.warmup, total = 0, a.epochs * per_epoch
-    times, loss = [], None
+    ex = ey = None
+    if a.eval_dir:
+        ex = torch.from_numpy(np.load(os.path.join(a.eval_dir, "input.npy")))
+        ey = torch.from_numpy(np.load(os.path.join(a.eval_dir, "labels.npy")))
+
+    def test_accuracy():
+        model.eval()
+        with torch.no_grad():
+            right = sum(int((model(ex[i:i + 1000]).argmax(1) ==
+                             ey[i:i + 1000]).sum())
+                        for i in range(0, len(ex), 1000))
+        model.train()
+        return right / len(ex)
+
+    times, loss, evals = [], None, []
     dist.barrier()
     for s in range(total):
         if a.epochs:
@@ -518,17 +536,24 @@ def worker(a):
             print("ddp_reference: rank %d: loss is NaN at step %d" %
                   (rank, s + 1), file=sys.stderr, flush=True)
             os._exit(3)
+        if a.eval_every and ex is not None and (
+                (s + 1) % a.eval_every == 0 or s + 1 == total):
+            # Rank 0 evaluates (not timed); the others wait for its verdict.
+            stop = torch.zeros(1)
+            if rank == 0:
+                acc = test_accuracy()
+                evals.append({"step": s + 1, "train_s": sum(times),
+                              "accuracy": acc})
+                if a.target_accuracy and acc >= a.target_accuracy:
+                    stop[0] = 1
+            dist.broadcast(stop, 0)
+            if stop[0]:
+                break
     dist.barrier()
     accuracy = None
-    if a.eval_dir and rank == 0:
-        ex = torch.from_numpy(np.load(os.path.join(a.eval_dir, "input.npy")))
-        ey = torch.from_numpy(np.load(os.path.join(a.eval_dir, "labels.npy")))
-        model.eval()
-        with torch.no_grad():
-            right = sum(int((model(ex[i:i + 1000]).argmax(1) ==
-                             ey[i:i + 1000]).sum())
-                        for i in range(0, len(ex), 1000))
-        accuracy = right / len(ex)
+    if ex is not None and rank == 0:
+        accuracy = evals[-1]["accuracy"] if evals and \
+            evals[-1]["step"] == len(times) else test_accuracy()
     if a.save_weights and rank == 0:
         np.savez(a.save_weights, **{k: v.detach().numpy() for k, v in
                                      model.state_dict().items()})
@@ -541,7 +566,8 @@ def worker(a):
             "parameters": nparams, "warmup": a.warmup, "steps": a.steps,
             "step_s": med, "mean_s": sum(t) / len(t) if t else None,
             "min_s": t[0] if t else None, "times_s": times[a.warmup:],
-            "loss": loss, "accuracy": accuracy}), flush=True)
+            "loss": loss, "accuracy": accuracy, "evals": evals}),
+            flush=True)
     # No teardown: with a comm hook registered, destroying the process group
     # or the DDP reducer at exit sometimes hangs (torch 1.13, gloo).
     sys.stderr.flush()
@@ -656,6 +682,15 @@ def main():
     p.add_argument("--weight-decay", type=float, default=0.0)
     p.add_argument("--epochs", type=int, default=0,
                    help="train E passes over the data (accuracy mode)")
+    p.add_argument("--eval-every", type=int, default=0,
+                   help="with --eval-dir: rank 0 also evaluates every K "
+                        "steps and after the last (default 0: only at the "
+                        "end); the JSON line's \"evals\" lists {step, "
+                        "train_s (summed step times, evaluation excluded), "
+                        "accuracy}")
+    p.add_argument("--target-accuracy", type=float, default=0.0,
+                   help="with --eval-every: stop after the first "
+                        "evaluation at or above this accuracy")
     p.add_argument("--save-weights", default=None,
                    help="rank 0 writes the trained weights (.npz) here")
     p.add_argument("--eval-dir", default=None,
