@@ -11,7 +11,7 @@
 # (SDP vs data parallelism), bench_recipes.py (the cost of clipping and
 # accumulation), otc-compress-bench (compression kernels vs
 # memcpy), bench_cuda.py (CUDA programs vs their CPU builds; needs a device)
-# and bench_compress.py (compressed all-reduce).
+# and bench_compress.py (compressed all-reduce, 2 and 4 ranks).
 # Results also go to BUILD_DIR/bench/*.json.
 # Run it on an otherwise idle machine: timings share the cores.
 #
@@ -45,5 +45,9 @@ export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 # says it skipped on a machine without a CUDA device.
 /usr/bin/python3 "$ROOT/test/bench/bench_cuda.py" --build-dir "$BUILD"
 # Then the compressed all-reduce on a 1 Gbit/s link vs PyTorch DDP (a netns of
-# its own: root; otherwise its shaped part is skipped): bench_compress.json.
-exec /usr/bin/python3 "$ROOT/test/bench/bench_compress.py" --build-dir "$BUILD"
+# its own: root; otherwise its shaped part is skipped), 2 ranks and 4 ranks:
+# bench_compress.json, bench_compress_w4.json. (Time to accuracy on
+# Fashion-MNIST: make bench-tta.)
+/usr/bin/python3 "$ROOT/test/bench/bench_compress.py" --build-dir "$BUILD"
+exec /usr/bin/python3 "$ROOT/test/bench/bench_compress.py" --build-dir "$BUILD" \
+  --world-size 4
