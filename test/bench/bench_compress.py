@@ -58,9 +58,9 @@
 # topk-int8 0.1, PowerSGD r4; DDP dense, fp16, PowerSGD r4. Evaluation
 # every --tta-eval-every 20 steps; a run stops at the first evaluation at or
 # above --tta-target 0.80, or after S steps ("not reached").
-#   OTC: the drivers evaluate at the end of a run only, so a run is a chain
-#     of mpirun segments of 20 steps, each resuming from the previous one's
-#     checkpoint (--checkpoint-dir --resume: weights, error-feedback
+#   OTC: the driver evaluates at epoch ends and at the end of a run only
+#     (it has no --eval-every), so a run is a chain of mpirun segments of
+#     20 steps, each resuming from the previous one's checkpoint (--checkpoint-dir --resume: weights, error-feedback
 #     residuals, PowerSGD's Q, the loader's position) and evaluating on
 #     --eval-data at its end. Seconds = the sum of the segments' time_s at
 #     their last step (training only; each segment's first step is a cold
@@ -71,7 +71,10 @@
 # Evaluation, start-up and OTC's checkpoints between segments are excluded
 # for both. Reported per method: steps and seconds to the target, s/step,
 # bytes sent/step (OTC's metrics) and each DDP variant's seconds / this
-# method's.
+# method's. With lr 0.1 the dense run first evaluates at >= 0.80 after about
+# 100 steps (DDP PowerSGD r4, 2 ranks: 0.809 at step 100). Cost: about 12
+# minutes at N = 2 and 30 at N = 4 (~5 s start-up, evaluation and
+# checkpoint per OTC segment), hence not part of make bench.
 #
 # Allocator: every child (OTC ranks and DDP ranks alike) runs with
 # MALLOC_MMAP_MAX_=0 MALLOC_TRIM_THRESHOLD_=64G, unless --malloc-plain.
@@ -696,7 +699,7 @@ def tta_report(a, tta, labels):
         {"name": "tta: fastest DDP / fastest OTC, s",
          "value": ahead, "threshold": "> 1",
          "best": best["method"] if best else None,
-         "met": False if best is None or not ddp
+         "met": None if not ddp else False if best is None
          else ahead is None or ahead > 1},
     ]
     return rows, targets
@@ -1085,8 +1088,9 @@ def main():
         labels = dict(method_labels(a))
         tta_rows, more = tta_report(a, tta, labels)
         targets += more
-    elif a.time_to_accuracy:
-        log("SKIP time to accuracy: needs the shaped link")
+    elif a.time_to_accuracy and not any(
+            x.startswith("time to accuracy") for x in skipped):
+        skipped.append("time to accuracy: needs the shaped link")
     log("")
     log("%-42s %10s %10s  %s" % ("target", "measured", "wanted", "status"))
     for t in targets:
