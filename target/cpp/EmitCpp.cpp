@@ -12,6 +12,10 @@
 // kernels recorded. The collectives are called alike on both targets, and
 // so are the waits and checks, printed where otc-place-waits put them.
 //
+// Every kernel and collective call is a profiling site: the step calls
+// ctx->profile around it when the run profiles, and the entry's `sites`
+// table names it (kernel, ONNX node, FLOPs and bytes of one call).
+//
 //===----------------------------------------------------------------------===//
 
 #include "target/cpp/EmitCpp.h"
@@ -22,6 +26,7 @@
 #include "dialects/dist/DistDialect.h"
 #include "dialects/dist/SdpAttributes.h"
 #include "dialects/exec/ExecDialect.h"
+#include "dialects/exec/KernelDescs.h"
 #include "dialects/graph/ElementTypes.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -61,14 +66,82 @@ std::string cString(StringRef s) {
   return out + "\"";
 }
 
+/// The ONNX node a location names (the first name of a fused location), or
+/// "".
+std::string sourceName(Location loc) {
+  if (auto n = llvm::dyn_cast<NameLoc>(loc))
+    return n.getName().str();
+  if (auto f = llvm::dyn_cast<FusedLoc>(loc))
+    for (Location l : f.getLocations())
+      if (std::string n = sourceName(l); !n.empty())
+        return n;
+  if (auto c = llvm::dyn_cast<CallSiteLoc>(loc))
+    return sourceName(c.getCallee());
+  return "";
+}
+
+int64_t bytesOf(Value v) {
+  auto t = llvm::cast<MemRefType>(v.getType());
+  return t.getNumElements() *
+         std::max<int64_t>(t.getElementTypeBitWidth() / 8, 1);
+}
+
+/// Floating-point operations of one call of `k`: the products of the GEMM
+/// and convolution kernels (a multiply-add counts 2); 0 for the others,
+/// which the profiler rates by bytes.
+double kernelFlops(exec::KernelOp k) {
+  StringRef kn = k.getKernel();
+  auto shape = [](Value v) {
+    return llvm::cast<MemRefType>(v.getType()).getShape();
+  };
+  ValueRange ins = k.getIns(), outs = k.getOuts();
+  if ((kn == "gemm" || kn == "matmul") && ins.size() >= 2 && !outs.empty()) {
+    ArrayRef<int64_t> a = shape(ins[0]);
+    if (a.size() < 2)
+      return 0;
+    auto ta = k->getAttrOfType<BoolAttr>("transA");
+    int64_t inner = ta && ta.getValue() ? a[a.size() - 2] : a.back();
+    return 2.0 * double(bytesOf(outs[0]) / 4) * double(inner);
+  }
+  if (kn.starts_with("conv") && !outs.empty()) {
+    otck_conv_desc d{};
+    convDescOf(k, kn, ins, outs[0], d);
+    double f = 2.0 * double(d.batch) * double(d.out_channels) *
+               double(d.groups ? d.in_channels / d.groups : 0);
+    for (int i = 0; i < d.spatial; ++i)
+      f *= double(d.out[i]) * double(d.kernel[i]);
+    return f;
+  }
+  return 0;
+}
+
 class Emitter {
 public:
   Emitter(raw_ostream &os, KernelTarget target) : os(os), target(target) {}
 
   LogicalResult emitFunction(func::FuncOp fn, StringRef cName);
   std::string constants;
+  /// The profiling sites of every function emitted so far, as the
+  /// initializers of an otc_profile_site_t table.
+  std::vector<std::string> sites;
 
 private:
+  /// Opens a profiling site for the call printed next; closeSite() ends it.
+  void openSite(Operation *op, StringRef siteName, double flops, double bytes) {
+    site = sites.size();
+    sites.push_back(
+        llvm::formatv("{{{0}, {1}, {2:e16}, {3:e16}}", cString(siteName),
+                      cString(sourceName(op->getLoc())), flops, bytes)
+            .str());
+    os << "  if (ctx->profile)\n    ctx->profile(ctx->profiler, " << site
+       << ", 1);\n";
+  }
+  void closeSite() {
+    os << "  if (ctx->profile)\n    ctx->profile(ctx->profiler, " << site
+       << ", 0);\n";
+  }
+  size_t site = 0;
+
   LogicalResult emitCompressedAllReduce(exec::CompressedAllReduceOp op);
   std::string name(Value v) { return names.lookup(v); }
   std::string bind(Value v) {
@@ -152,40 +225,59 @@ LogicalResult Emitter::emitFunction(func::FuncOp fn, StringRef cName) {
            << g << ");\n";
       }
     } else if (auto k = llvm::dyn_cast<exec::KernelOp>(op)) {
+      double bytes = 0;
+      for (Value v : k.getIns())
+        bytes += bytesOf(v);
+      for (Value v : k.getOuts()) // not the i8 workspaces
+        if (!llvm::cast<MemRefType>(v.getType()).getElementType().isInteger(8))
+          bytes += bytesOf(v);
+      openSite(k, k.getKernel(), kernelFlops(k), bytes);
       if (failed(emitKernelCall(
               k, os, [&](Value v) { return name(v); }, target)))
         return failure();
+      closeSite();
     } else if (auto ar = llvm::dyn_cast<exec::AllReduceOp>(op)) {
       if (ar.getKind() != exec::ReduceKind::mean)
         return ar.emitError("only mean all-reduce can be emitted");
+      auto [begin, end] = reducedRange(ar);
+      openSite(ar, "all_reduce", 0, 4.0 * double(end - begin));
       if (std::optional<int64_t> group = ar.getGroup())
         os << "  if (ctx->group_all_reduce_mean_f32(ctx->comm, " << *group
            << ", ";
       else
         os << "  if (ctx->all_reduce_mean_f32(ctx->comm, ";
-      auto [begin, end] = reducedRange(ar);
       os << name(ar.getBuffer());
       if (begin != 0)
         os << " + " << begin;
       os << ", " << end - begin << ") != 0)\n    "
          << target.ret("OTC_STEP_ERR_COMM") << "\n";
+      closeSite();
       started = true;
     } else if (auto bc = llvm::dyn_cast<exec::BroadcastOp>(op)) {
+      openSite(bc, "broadcast", 0, double(bytesOf(bc.getBuffer())));
       os << "  if (ctx->broadcast_f32(ctx->comm, " << bc.getRootAttr().getInt()
          << ", " << name(bc.getBuffer()) << ", "
          << bc.getBuffer().getType().getNumElements() << ") != 0)\n    "
          << target.ret("OTC_STEP_ERR_COMM") << "\n";
+      closeSite();
     } else if (auto car = llvm::dyn_cast<exec::CompressedAllReduceOp>(op)) {
+      openSite(car, "compressed_all_reduce", 0,
+               double(bytesOf(car.getBuffer())));
       if (failed(emitCompressedAllReduce(car)))
         return failure();
+      closeSite();
       started = true;
     } else if (llvm::isa<exec::WaitCollectivesOp>(op)) {
+      openSite(&op, "wait_collectives", 0, 0);
       os << "  if (int rc = ctx->wait_collectives(ctx->comm))\n    "
          << target.ret(commError) << "\n";
+      closeSite();
       started = false;
     } else if (llvm::isa<exec::AgreeFiniteOp>(op)) {
+      openSite(&op, "agree_finite", 0, 0);
       os << "  if (int rc = ctx->agree_finite(ctx->comm))\n    "
          << target.ret(commError) << "\n";
+      closeSite();
     } else if (llvm::isa<exec::CheckErrorsOp>(op)) {
       // CPU kernels return as they fail: nothing is left to check.
       if (target.cuda())
@@ -321,14 +413,23 @@ static LogicalResult emitProgram(ModuleOp module, raw_ostream &out,
   out << "namespace " << ns << " {\n"
       << emitter.constants << "\n"
       << "static const char kManifest[] = " << cString(*manifest) << ";\n\n"
-      << body << "static const otc_program_entry_t entry = {\n"
+      << body;
+  if (!emitter.sites.empty()) {
+    out << "static const otc_profile_site_t kSites[] = {\n";
+    for (const std::string &site : emitter.sites)
+      out << "    " << site << ",\n";
+    out << "};\n\n";
+  }
+  out << "static const otc_program_entry_t entry = {\n"
       << "    OTC_PROGRAM_ABI_VERSION, kManifest, "
       << module->getAttrOfType<IntegerAttr>(attr::kArenaBytes).getInt()
       << "ull, " << train << ", " << eval << ", " << variants << ", "
       << calibrate << ", "
       << (options.target == EmitTarget::CUDA ? "OTC_DEVICE_CUDA"
                                              : "OTC_DEVICE_CPU")
-      << ", " << accumulate << ", " << accumulateCount(module) << "};\n"
+      << ", " << accumulate << ", " << accumulateCount(module) << ", "
+      << emitter.sites.size() << ", "
+      << (emitter.sites.empty() ? "nullptr" : "kSites") << "};\n"
       << "} // namespace " << ns << "\n\n";
   return success();
 }

@@ -267,7 +267,8 @@ def main():
         checks.check("CUDA C++: kernels_cuda.h, stream, OTC_DEVICE_CUDA",
                      '#include "otc/kernels_cuda.h"' in text and
                      "otckd_set_stream(ctx->stream);" in text and
-                     "OTC_DEVICE_CUDA, nullptr, 1};" in text and
+                     re.search(r"OTC_DEVICE_CUDA, nullptr, 1, \d+, kSites};",
+                               text) and
                      '\\"device\\":\\"cuda\\"' in text)
         checks.check("CUDA C++: no CPU kernel call",
                      not re.search(r"\botck_[a-z_0-9]+\(", text))

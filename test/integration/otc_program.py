@@ -48,6 +48,9 @@ class StepContext(ctypes.Structure):
         ("agree_finite", ctypes.c_void_p),
         ("wait_collectives", ctypes.c_void_p),
         ("stream", ctypes.c_void_p),
+        ("hyper", ctypes.c_void_p),
+        ("profiler", ctypes.c_void_p),
+        ("profile", ctypes.c_void_p),
     ]
 
 

@@ -18,7 +18,7 @@
 extern "C" {
 #endif
 
-#define OTC_PROGRAM_ABI_VERSION 9
+#define OTC_PROGRAM_ABI_VERSION 10
 
 /* Status codes a step returns (0 = success). */
 #define OTC_STEP_OK 0
@@ -174,7 +174,22 @@ typedef struct otc_step_context {
   void *stream;
   /* This step's hyperparameters (host memory; never NULL in a train_step). */
   const otc_hyperparams_t *hyper;
+  /* ABI 10: the profiler, NULL unless the run profiles this step. Around
+   * every kernel and collective call the step calls profile(profiler, site,
+   * 1) before and profile(profiler, site, 0) after it, `site` indexing the
+   * entry's `sites`. A step that returns early leaves its last site open. */
+  void *profiler;
+  void (*profile)(void *profiler, int32_t site, int32_t begin);
 } otc_step_context_t;
+
+/* A kernel or collective call of a step function, for the profiler. */
+typedef struct otc_profile_site {
+  const char *name;   /* the exec kernel ("gemm") or the collective */
+  const char *source; /* the ONNX node it came from ("/0/Gemm"), or "" */
+  double flops;       /* floating-point operations of one call (0: none
+                       * counted: a memory-bound kernel) */
+  double bytes;       /* bytes of its operands, read and written */
+} otc_profile_site_t;
 
 typedef struct otc_program_entry {
   uint32_t abi_version;      /* OTC_PROGRAM_ABI_VERSION */
@@ -213,6 +228,9 @@ typedef struct otc_program_entry {
    * accumulators zeroed). NULL and 1 otherwise. */
   int (*accumulate_step)(uint8_t *arena, const otc_step_context_t *ctx);
   int32_t accumulate;
+  /* ABI 10: the call sites of every step function, for the profiler. */
+  int32_t num_sites;
+  const otc_profile_site_t *sites;
 } otc_program_entry_t;
 
 /* Symbol every compiled program exports. */

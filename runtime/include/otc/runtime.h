@@ -266,6 +266,22 @@ int64_t otc_session_step(const otc_session_t *session);
 void otc_session_step_bytes(const otc_session_t *session, uint64_t *out_sent,
                             uint64_t *out_received);
 
+/* Profiling: with on != 0, every train step (and accumulated micro-batch)
+ * from now on records the time of each kernel and collective call of the
+ * program and the jobs of the collectives thread; 0 stops recording (what
+ * was recorded stays). A CUDA program waits for its stream around each
+ * kernel while profiled, so that each time is the kernel's own. */
+otc_status_t otc_session_set_profiling(otc_session_t *session, int32_t on);
+/* Writes what the profiled steps recorded: the summary (the kernels by share
+ * of the step time, with calls and GFLOP/s or GB/s, then the busiest call
+ * sites with their ONNX nodes) to `summary_path` ("-": standard output) and
+ * the Chrome trace (chrome://tracing, Perfetto; this rank is process
+ * `rank`, its step and its collectives thread are tracks) to `trace_path`;
+ * either may be NULL. FAILED_PRECONDITION when no step was profiled. */
+otc_status_t otc_session_write_profile(const otc_session_t *session,
+                                       const char *trace_path,
+                                       const char *summary_path);
+
 /* The manifest (JSON) of what this session's rank runs: the program's own,
  * or with SDP (OTC_PROGRAM_SDP) its rank's subnetwork, whose parameters
  * (otc_session_get_param, otc_session_set_param), state and memory plan

@@ -24,6 +24,7 @@ namespace otc {
 struct CompressState;
 class DeviceArena;
 class DeviceCollectives;
+class Profiler;
 
 /// What otc_step_context_t::comm points at during a step: the communicator
 /// plus what the compressed all-reduce needs from the session (its per-bucket
@@ -43,6 +44,8 @@ struct StepComm {
   DeviceArena *device = nullptr;
   /// Its collectives on the device (NCCL), when it has them.
   DeviceCollectives *collectives = nullptr;
+  /// The step's profiler (core/profiler.h), NULL when it is not profiled.
+  Profiler *profiler = nullptr;
 };
 
 /// A collective as the watchdog names it (watchdog.h): "all-reduce of 2048
@@ -122,8 +125,10 @@ int allReduceMeanCallback(void *comm, float *data, int64_t count);
 /// Runs a step collective (`job`, returning an OTC_STEP_* code): on the
 /// communicator's collectives thread when it has one (comm_worker.h) —
 /// queued when `async` (the status then comes from the next drain), else
-/// waited for — and otherwise here.
-int runCollective(StepComm *sc, bool async, std::function<int()> job);
+/// waited for — and otherwise here. `what` names it on the profiler's
+/// collectives track when the step is profiled.
+int runCollective(StepComm *sc, bool async, const char *what,
+                  std::function<int()> job);
 /// Waits for the queued collectives; their combined status (CommWorker::drain).
 int drainCollectives(otc_comm_t *comm);
 /// otc_step_context_t::wait_collectives; `comm` is a StepComm.

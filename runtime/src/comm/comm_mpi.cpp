@@ -3,6 +3,7 @@
 #include "comm/comm.h"
 #include "comm/comm_worker.h"
 #include "comm/watchdog.h"
+#include "core/profiler.h"
 #include "core/status.h"
 
 #include "otc/kernels.h"
@@ -333,15 +334,22 @@ CommWorker *stepWorker(otc_comm_t *comm) {
 
 } // namespace
 
-int runCollective(StepComm *sc, bool async, std::function<int()> job) {
+int runCollective(StepComm *sc, bool async, const char *what,
+                  std::function<int()> job) {
   otc_comm_t *comm = sc ? sc->comm : nullptr;
-  auto guarded = [comm, job = std::move(job)] {
+  Profiler *profiler = sc ? sc->profiler : nullptr;
+  auto guarded = [comm, profiler, what, job = std::move(job)] {
+    const auto begin = Profiler::Clock::now();
+    int rc;
     try {
-      return job();
+      rc = job();
     } catch (const std::exception &e) {
       setCommError(comm, e.what());
-      return OTC_STEP_ERR_COMM;
+      rc = OTC_STEP_ERR_COMM;
     }
+    if (profiler)
+      profiler->collective(what, begin, Profiler::Clock::now());
+    return rc;
   };
   CommWorker *worker = stepWorker(comm);
   if (!worker)
@@ -363,7 +371,7 @@ int waitCollectivesCallback(void *opaque) {
 
 int allReduceMeanCallback(void *opaque, float *data, int64_t count) {
   auto *sc = static_cast<StepComm *>(opaque);
-  return runCollective(sc, true, [=] {
+  return runCollective(sc, true, "all_reduce", [=] {
     allReduceMeanF32(sc ? sc->comm : nullptr, data, count);
     return OTC_STEP_OK;
   });
@@ -459,7 +467,7 @@ void groupAllReduceSumF64(otc_comm_t *comm, const std::vector<int64_t> &group,
 
 int agreeFiniteCallback(void *opaque) {
   auto *sc = static_cast<StepComm *>(opaque);
-  return runCollective(sc, false, [=] {
+  return runCollective(sc, false, "agree_finite", [=] {
     if (!sc)
       throw Error(OTC_INVALID_ARGUMENT, "agree_finite: comm is NULL");
     bool bad = anyRank(sc->comm, sc->pendingNonfinite);
@@ -512,7 +520,7 @@ void broadcastF32(otc_comm_t *comm, int64_t root, float *data, int64_t count) {
 int groupAllReduceMeanCallback(void *opaque, int64_t group, float *data,
                                int64_t count) {
   auto *sc = static_cast<StepComm *>(opaque);
-  return runCollective(sc, true, [=] {
+  return runCollective(sc, true, "group all_reduce", [=] {
     if (!sc || !sc->groups || group < 0 || group >= int64_t(sc->groups->size()))
       throw Error(OTC_INTERNAL, "the program names SDP owner group " +
                                     std::to_string(group) +
@@ -524,7 +532,7 @@ int groupAllReduceMeanCallback(void *opaque, int64_t group, float *data,
 
 int broadcastCallback(void *opaque, int64_t root, float *data, int64_t count) {
   auto *sc = static_cast<StepComm *>(opaque);
-  return runCollective(sc, false, [=] {
+  return runCollective(sc, false, "broadcast", [=] {
     if (!sc)
       throw Error(OTC_INVALID_ARGUMENT, "broadcast: comm is NULL");
     broadcastF32(sc->comm, root, data, count);

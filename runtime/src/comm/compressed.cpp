@@ -414,7 +414,7 @@ static int exchangeInPieces(StepComm &sc, const otck_compress_config &cfg,
       scp->compress->touched.push_back(undo);
       return settle(*scp, *bp, cfg, bp->meanNonfinite, members);
     };
-    rc = runCollective(&sc, true, exchange);
+    rc = runCollective(&sc, true, "compressed exchange", exchange);
     if (rc != OTC_STEP_OK || last) // run here (no collectives thread)
       return rc;
     offset += size_t(p) * size_t(world);
@@ -475,7 +475,7 @@ static int powerSgd(StepComm &sc, const otc_compress_desc_t &desc, float *data,
   StepComm *scp = &sc;
   BucketState *bp = &b;
   const otc_compress_desc_t d = desc;
-  return runCollective(&sc, true, [=] {
+  return runCollective(&sc, true, "powersgd exchange", [=] {
     BucketState &st = *bp;
     const std::vector<otck_powersgd_matrix> mats = lowRankMatrices(d);
     const int64_t num = int64_t(mats.size()), rank = d.powersgd_rank;
@@ -754,7 +754,8 @@ static int compressAndExchange(StepComm &sc, const otc_compress_desc_t &desc,
                        bucket);
     return settle(*scp, *bp, cfg, meanBad, members);
   };
-  return queue ? runCollective(&sc, true, exchange) : exchange();
+  return queue ? runCollective(&sc, true, "compressed exchange", exchange)
+               : exchange();
 }
 
 int compressedAllReduceMean(StepComm &sc, const otc_compress_desc_t &desc,
@@ -829,7 +830,7 @@ int compressedAllReduceMean(StepComm &sc, const otc_compress_desc_t &desc,
       std::memcpy(data, src, size_t(count) * sizeof(float));
       std::fill(velocity, velocity + count, 0.0f);
     }
-    return runCollective(&sc, true, [=] {
+    return runCollective(&sc, true, "all_reduce", [=] {
       if (dense.velocity) // the session restores it if the step is skipped
         scp->compress->touched.push_back(dense);
       if (members)
@@ -862,7 +863,7 @@ int compressedAllReduceMean(StepComm &sc, const otc_compress_desc_t &desc,
     // instead of waiting for the exchanges queued before this one.
     const otc_compress_desc_t d = desc;
     BucketState *bp = &b;
-    return runCollective(&sc, true, [=] {
+    return runCollective(&sc, true, "compressed exchange", [=] {
       double sq = sumSquares(src, count);
       if (members)
         groupAllReduceSumF64(scp->comm, *members, &sq, 1);

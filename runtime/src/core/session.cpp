@@ -12,8 +12,11 @@
 #include <dlfcn.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <cstdlib>
 #include <cstring>
+#include <fstream>
+#include <iostream>
 #include <optional>
 
 using namespace otc;
@@ -104,10 +107,31 @@ otc_step_context_t makeContext(otc_session_t *s, int64_t step) {
       useStagedCollectives(ctx);
   }
   s->stepComm.pendingNonfinite = false;
+  s->stepComm.profiler = nullptr; // a train step's profile() sets it
   if (s->program->manifest.sdp)
     s->stepComm.groups = &s->program->manifest.sdp->groups;
   return ctx;
 }
+
+/// A train step (or micro-batch) of a profiled session: hands `ctx` and the
+/// collectives the profiler and opens the step; the returned guard closes it
+/// however the step ends.
+struct ProfiledStep {
+  Profiler *p = nullptr;
+  ProfiledStep(otc_session_t *s, otc_step_context_t &ctx) {
+    if (!s->profiling)
+      return;
+    p = s->profiler.get();
+    ctx.profiler = p;
+    ctx.profile = &Profiler::callback;
+    s->stepComm.profiler = p;
+    p->stepBegin(ctx.step);
+  }
+  ~ProfiledStep() {
+    if (p)
+      p->stepEnd();
+  }
+};
 
 /// OTC_SDP_CHECK=1 (and debug builds): after every step, the owners of
 /// each SDP component must hold identical values (not its buffers: each
@@ -341,6 +365,7 @@ otc_status_t otc_session_accumulate_step(otc_session_t *session,
     DeviceArena *device = session->device.get();
     if (device)
       device->beforeStep();
+    ProfiledStep profiled(session, ctx);
     enterStep(session->comm, ctx.step);
     int rc = e->accumulate_step(
         device ? device->devicePtr() : session->arena.get(), &ctx);
@@ -350,6 +375,54 @@ otc_status_t otc_session_accumulate_step(otc_session_t *session,
     checkStepResult(session, rc, "accumulate_step");
     ++session->microBatches;
     readLoss(session, out_loss);
+  });
+}
+
+otc_status_t otc_session_set_profiling(otc_session_t *session, int32_t on) {
+  return guard([&] {
+    checkSession(session);
+    if (on && !session->profiler) {
+      std::function<void()> sync;
+      if (DeviceArena *device = session->device.get())
+        sync = [device] { synchronizeStream(device->stream()); };
+      session->profiler =
+          std::make_unique<Profiler>(*session->entry, std::move(sync));
+    }
+    session->profiling = on != 0;
+  });
+}
+
+otc_status_t otc_session_write_profile(const otc_session_t *session,
+                                       const char *trace_path,
+                                       const char *summary_path) {
+  return guard([&] {
+    checkSession(session);
+    const Profiler *p = session->profiler.get();
+    if (!p || p->steps() == 0)
+      throw Error(OTC_FAILED_PRECONDITION,
+                  "no step was profiled (otc_session_set_profiling)");
+    const int rank = otc_comm_rank(session->comm);
+    auto write = [&](const char *path, const char *what, auto &&body) {
+      if (!path)
+        return;
+      if (std::strcmp(path, "-") == 0) {
+        body(std::cout);
+        std::cout.flush();
+        return;
+      }
+      std::ofstream f(path, std::ios::binary | std::ios::trunc);
+      if (f)
+        body(f);
+      f.flush();
+      if (!f)
+        throw Error(OTC_IO_ERROR, std::string("cannot write the ") + what +
+                                      " '" + path +
+                                      "': " + std::strerror(errno));
+    };
+    write(trace_path, "profile trace",
+          [&](std::ostream &os) { p->writeTrace(os, rank); });
+    write(summary_path, "profile summary",
+          [&](std::ostream &os) { p->writeSummary(os, rank); });
   });
 }
 
@@ -374,6 +447,7 @@ otc_status_t otc_session_train_step(otc_session_t *session, float *out_loss) {
     DeviceArena *device = session->device.get();
     if (device)
       device->beforeStep();
+    std::optional<ProfiledStep> profiled(std::in_place, session, ctx);
     enterStep(session->comm, ctx.step);
     int rc = session->entry->train_step(
         device ? device->devicePtr() : session->arena.get(), &ctx);
@@ -383,6 +457,7 @@ otc_status_t otc_session_train_step(otc_session_t *session, float *out_loss) {
     // queued collectives: they finish, on every rank, before anything else.
     int queued = drainCollectives(session->comm);
     leaveStep(session->comm);
+    profiled.reset(); // the step's collectives included
     if (rc == OTC_STEP_OK ||
         (rc == OTC_STEP_SKIPPED_NONFINITE && queued == OTC_STEP_ERR_COMM))
       rc = queued;

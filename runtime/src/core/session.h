@@ -4,6 +4,7 @@
 #define OTC_RUNTIME_CORE_SESSION_H
 
 #include "comm/compressed.h"
+#include "core/profiler.h"
 #include "core/program.h"
 #include "device/device.h"
 
@@ -57,6 +58,10 @@ struct otc_session {
   /// SDP with a CUDA program: the whole model's arena on the device
   /// (mirrored by fullArena), created with it.
   std::unique_ptr<otc::DeviceArena> fullDevice;
+  /// Profiling (otc_session_set_profiling): the record, and whether the
+  /// next train steps add to it.
+  std::unique_ptr<otc::Profiler> profiler;
+  bool profiling = false;
 
   bool isSdp() const { return !program->variants.empty(); }
   const otc::Manifest &manifest() const { return *trainManifest; }

@@ -267,6 +267,39 @@ TEST_F(SessionTest, TrainingReducesLoss) {
   EXPECT_EQ(t.code, OTC_INVALID_ARGUMENT);
 }
 
+TEST_F(SessionTest, ProfilesTheStepsInBetween) {
+  auto h = open(0, 32);
+  std::string trace = dir + "/trace.json", summary = dir + "/summary.txt";
+  StatusText t = take(
+      otc_session_write_profile(h->session, trace.c_str(), summary.c_str()));
+  EXPECT_EQ(t.code, OTC_FAILED_PRECONDITION) << t.message;
+  trainSteps(h->session, 32, 2, 0); // not profiled
+  ASSERT_OK(otc_session_set_profiling(h->session, 1));
+  trainSteps(h->session, 32, 5, 2);
+  ASSERT_OK(otc_session_set_profiling(h->session, 0));
+  trainSteps(h->session, 32, 3, 7);   // not profiled: what was kept stays
+  std::vector<float> logits(32 * kC); // nor are eval steps
+  ASSERT_OK(
+      otc_session_eval_step(h->session, logits.data(), logits.size() * 4));
+  ASSERT_OK(
+      otc_session_write_profile(h->session, trace.c_str(), summary.c_str()));
+  auto j = nlohmann::json::parse(readFile(trace));
+  std::vector<std::string> steps;
+  for (const auto &ev : j["traceEvents"])
+    if (ev["ph"] == "X" && ev["cat"] == "step")
+      steps.push_back(ev["name"]);
+  EXPECT_EQ(steps, (std::vector<std::string>{"step 3", "step 4", "step 5",
+                                             "step 6", "step 7"}));
+  EXPECT_NE(readFile(summary).find("profile (rank 0): 5 steps"),
+            std::string::npos)
+      << readFile(summary);
+  t = take(otc_session_write_profile(
+      h->session, (dir + "/no/such/folder/t.json").c_str(), nullptr));
+  EXPECT_EQ(t.code, OTC_IO_ERROR) << t.message;
+  EXPECT_NE(t.message.find("no/such/folder/t.json"), std::string::npos)
+      << t.message;
+}
+
 TEST_F(SessionTest, CheckpointRoundTrip) {
   auto h = open(0);
   trainSteps(h->session, 16, 5, 0);
@@ -571,6 +604,31 @@ TEST_F(SessionTest, DriverMetricsAndEval) {
   }
   EXPECT_EQ(evals, 2); // after each epoch
   EXPECT_EQ(steps, 7); // steps 10..60 and the last, 64
+}
+
+TEST_F(SessionTest, DriverProfile) {
+  writeDataFiles();
+  LinearProgram p(0, modelPath, kD, kC, 16, 1);
+  std::vector<std::string> data = {"--data",  "x=" + dir + "/x.npy",
+                                   "--data",  "y=" + dir + "/y.npy",
+                                   "--steps", "6"};
+  auto with = [&](std::vector<std::string> more) {
+    more.insert(more.begin(), data.begin(), data.end());
+    return more;
+  };
+  std::string err, trace = dir + "/p.json";
+  ASSERT_EQ(drive(p.entry, with({"--profile", trace}), &err), 0) << err;
+  auto j = nlohmann::json::parse(readFile(trace));
+  int steps = 0;
+  for (const auto &ev : j["traceEvents"])
+    steps += ev["ph"] == "X" && ev["cat"] == "step";
+  EXPECT_EQ(steps, 6);
+  // An output the run cannot write, or the model itself, is refused before
+  // any step.
+  EXPECT_EQ(drive(p.entry, with({"--profile", dir + "/none/p.json"}), &err), 2);
+  EXPECT_NE(err.find("--profile"), std::string::npos) << err;
+  EXPECT_EQ(drive(p.entry, with({"--profile", modelPath}), &err), 2);
+  EXPECT_NE(err.find("--profile"), std::string::npos) << err;
 }
 
 TEST_F(SessionTest, HyperparametersAreReadAtRunTime) {

@@ -83,6 +83,10 @@ private:
   std::vector<std::pair<uint64_t, uint64_t>> staged;
 };
 
+/// Waits for the work enqueued on a CUDA stream (the profiler's timestamps);
+/// a no-op without CUDA.
+void synchronizeStream(void *stream);
+
 /// The message of the CUDA kernel library's last error on this thread
 /// (otckd_status_message), "" without CUDA.
 std::string deviceStatusMessage();

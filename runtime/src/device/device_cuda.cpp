@@ -107,6 +107,11 @@ void DeviceArena::download(uint64_t offset, uint64_t bytes) {
   check(cudaStreamSynchronize(s), "cudaStreamSynchronize");
 }
 
+void synchronizeStream(void *stream) {
+  check(cudaStreamSynchronize(static_cast<cudaStream_t>(stream)),
+        "cudaStreamSynchronize");
+}
+
 void DeviceArena::pull() {
   if (!deviceAhead)
     return;

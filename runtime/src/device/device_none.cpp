@@ -28,6 +28,7 @@ float *DeviceArena::stage(float *p, int64_t) { return p; }
 void DeviceArena::pushStaged() {}
 void DeviceArena::pushHostRange(const void *, uint64_t) {}
 std::string deviceStatusMessage() { return ""; }
+void synchronizeStream(void *) {}
 std::unique_ptr<DeviceCollectives>
 createDeviceCollectives(otc_comm_t *, DeviceArena &,
                         const std::vector<std::vector<int64_t>> &) {

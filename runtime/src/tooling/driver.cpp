@@ -69,6 +69,7 @@ struct Options {
   std::string exportEmaPath;
   std::string metricsPath;
   std::string tensorboardDir;
+  std::string profilePath;
   /// SDP with BatchNorm: training batches per rank that re-estimate the
   /// whole model's running statistics before evaluation and export.
   int64_t sdpCalibrationBatches = 100;
@@ -169,6 +170,11 @@ const char *kUsage =
     "  --metrics FILE.jsonl    JSON lines: one per logged step and per eval\n"
     "  --tensorboard DIR       the same as TensorBoard scalars: a new event\n"
     "                          file in DIR (created) per run\n"
+    "  --profile FILE.json     profile the train steps: print each kernel's\n"
+    "                          share of the step, calls and GFLOP/s or GB/s\n"
+    "                          (rank 0) and write a Chrome trace (Perfetto,\n"
+    "                          chrome://tracing) to FILE.json (rank r > 0:\n"
+    "                          FILE.rank<r>.json)\n"
     "  --log-every N           log every N steps (default 50)\n"
     "  --quiet                 print errors only\n"
     "  --help                  this text\n";
@@ -222,6 +228,7 @@ Options parseOptions(int argc, char **argv) {
                                      "--export",
                                      "--export-ema",
                                      "--metrics",
+                                     "--profile",
                                      "--tensorboard",
                                      "--sdp-calibration-batches",
                                      "--lr",
@@ -316,6 +323,8 @@ Options parseOptions(int argc, char **argv) {
       o.sdpCalibrationBatches = parseInt(arg, value, 0);
     else if (arg == "--metrics")
       o.metricsPath = value;
+    else if (arg == "--profile")
+      o.profilePath = value;
     else if (arg == "--tensorboard")
       o.tensorboardDir = value;
     else if (arg == "--quiet")
@@ -677,6 +686,38 @@ public:
   int run();
 
 private:
+  /// This rank's --profile trace: FILE.json on rank 0, FILE.rank<r>.json
+  /// on rank r; "" without --profile.
+  std::string profileTracePath() const {
+    const std::string &p = o_.profilePath;
+    if (p.empty() || rank_ == 0)
+      return p;
+    const std::string tag = ".rank" + std::to_string(rank_);
+    size_t dot = p.rfind('.'), slash = p.rfind('/');
+    if (dot == std::string::npos || dot == 0 ||
+        (slash != std::string::npos && dot < slash))
+      return p + tag;
+    return p.substr(0, dot) + tag + p.substr(dot);
+  }
+
+  /// After training with --profile: every rank writes its trace, rank 0
+  /// prints the summary.
+  void writeProfile() {
+    if (o_.profilePath.empty())
+      return;
+    otc_status_t st = otc_session_write_profile(
+        session_.get(), profileTracePath().c_str(), nullptr);
+    if (st && otc_status_code(st) == OTC_FAILED_PRECONDITION) {
+      otc_status_free(st); // a run with no step left to take
+      info("--profile: no step ran, so there is no profile");
+      return;
+    }
+    check(st);
+    info("wrote the profile trace to '" + profileTracePath() + "'");
+    if (rank_ == 0)
+      check(otc_session_write_profile(session_.get(), nullptr, "-"));
+  }
+
   void info(const std::string &line) {
     if (rank_ == 0 && !o_.quiet)
       bar_.print(line);
@@ -1234,6 +1275,8 @@ int Run::run() {
         checkNotModel("--export", o_.exportPath, program_);
         checkNotModel("--export-ema", o_.exportEmaPath, program_);
         checkOutputPath("--metrics", o_.metricsPath);
+        checkOutputPath("--profile", profileTracePath());
+        checkNotModel("--profile", profileTracePath(), program_);
         if (rank_ == 0 && !o_.tensorboardDir.empty()) {
           makeDirs("--tensorboard", o_.tensorboardDir);
           if (::access(o_.tensorboardDir.c_str(), W_OK) != 0)
@@ -1259,6 +1302,10 @@ int Run::run() {
     return exitCode;
   if (!allRanks(comm_, exitCode, [&] { applyRecipe(); }))
     return exitCode;
+  if (!o_.profilePath.empty() && !allRanks(comm_, exitCode, [&] {
+        check(otc_session_set_profiling(session_.get(), 1));
+      }))
+    return exitCode;
   if (!allRanks(comm_, exitCode, [&] {
         if (rank_ == 0 && !o_.metricsPath.empty())
           metrics_.open(o_.metricsPath, resumed_);
@@ -1271,6 +1318,7 @@ int Run::run() {
     if (!o_.checkpointDir.empty())
       saveCheckpoint();
     metrics_.close();
+    writeProfile();
   } catch (const AgreedFailure &f) {
     return f.exitCode == kExitUsage ? kExitFailure : f.exitCode;
   } catch (const std::exception &e) {

@@ -27,7 +27,7 @@
 // CPP-LABEL: static int otc_accumulate_step(
 // CPP-NOT: all_reduce
 // CPP: return OTC_STEP_OK;
-// CPP: &otc_train_step, {{.*}}, OTC_DEVICE_CPU, &otc_accumulate_step, 4};
+// CPP: &otc_train_step, {{.*}}, OTC_DEVICE_CPU, &otc_accumulate_step, 4, {{[0-9]+}}, kSites};
 func.func @forward(%x: tensor<4x8xf32> {otc.input = "input", otc.role = "data"},
                    %w: tensor<3x8xf32> {otc.param = "fc.weight"},
                    %b: tensor<3xf32> {otc.param = "fc.bias"}) -> (tensor<4x3xf32> {otc.output = "logits"}) {

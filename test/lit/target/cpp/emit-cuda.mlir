@@ -48,12 +48,14 @@
 // A kernel's recorded error (a bad label) stops the step before any update.
 // CHECK: if (int rc = otc_cuda_status(OTC_STEP_OK))
 // CHECK-NEXT: return otc_cuda_status(rc);
+// CHECK-NEXT: if (ctx->profile)
+// CHECK-NEXT: ctx->profile(ctx->profiler, {{[0-9]+}}, 1);
 // CHECK-NEXT: { // adam_update
 // CHECK: otckd_adam_f32(24, [[W]], [[DW]], {{v[0-9]+}}, {{v[0-9]+}}, (float)(ctx->hyper->lr), (float)(ctx->hyper->beta1), (float)(ctx->hyper->beta2), (float)(ctx->hyper->eps), (float)(ctx->hyper->weight_decay), ctx->step, 0);
 // CHECK: return otc_cuda_status(OTC_STEP_OK);
 // CHECK-NEXT: }
 // CHECK: static const otc_program_entry_t entry = {
-// CHECK-NEXT: OTC_PROGRAM_ABI_VERSION, kManifest, {{[0-9]+}}ull, &otc_train_step, nullptr, 0, nullptr, nullptr, nullptr, OTC_DEVICE_CUDA, nullptr, 1};
+// CHECK-NEXT: OTC_PROGRAM_ABI_VERSION, kManifest, {{[0-9]+}}ull, &otc_train_step, nullptr, 0, nullptr, nullptr, nullptr, OTC_DEVICE_CUDA, nullptr, 1, {{[0-9]+}}, kSites};
 // No call of the CPU library anywhere, and no return in a step that skips
 // the status.
 // NOCPU-NOT: otck_gemm_f32(

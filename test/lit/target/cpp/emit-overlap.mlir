@@ -14,6 +14,10 @@
 // CHECK-NOT: otck_
 // CHECK: if (int rc = ctx->wait_collectives(ctx->comm))
 // CHECK-NEXT: return rc == OTC_STEP_SKIPPED_NONFINITE ? rc : OTC_STEP_ERR_COMM;
+// CHECK-NEXT: if (ctx->profile)
+// CHECK-NEXT: ctx->profile(ctx->profiler, {{[0-9]+}}, 0);
+// CHECK-NEXT: if (ctx->profile)
+// CHECK-NEXT: ctx->profile(ctx->profiler, {{[0-9]+}}, 1);
 // CHECK-NEXT: { // neg
 // CHECK-NEXT: otck_unary_f32(OTCK_NEG, 6, [[G1]],
 // Nothing left to wait for before the updates and the return.

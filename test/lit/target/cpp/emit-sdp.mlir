@@ -19,6 +19,10 @@
 // CHECK: if (ctx->all_reduce_mean_f32(ctx->comm, [[H]] + 4, 8) != 0)
 // CHECK: if (int rc = ctx->agree_finite(ctx->comm))
 // CHECK-NEXT: return rc == OTC_STEP_SKIPPED_NONFINITE ? rc : OTC_STEP_ERR_COMM;
+// CHECK-NEXT: if (ctx->profile)
+// CHECK-NEXT: ctx->profile(ctx->profiler, {{[0-9]+}}, 0);
+// CHECK-NEXT: if (ctx->profile)
+// CHECK-NEXT: ctx->profile(ctx->profiler, {{[0-9]+}}, 1);
 // CHECK-NEXT: { // sgd_update
 // CHECK: if (ctx->broadcast_f32(ctx->comm, 0, {{v[0-9]+}}, 16) != 0)
 // CHECK: if (ctx->broadcast_f32(ctx->comm, 2, {{v[0-9]+}}, 16) != 0)

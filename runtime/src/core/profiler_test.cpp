@@ -1,0 +1,170 @@
+//===- profiler_test.cpp - Profiler: totals, trace and summary ------------===//
+
+#include "core/profiler.h"
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include <sstream>
+#include <thread>
+
+using namespace otc;
+
+namespace {
+
+// Three sites: a product, a memory-bound kernel, a source that needs
+// escaping in JSON.
+const otc_profile_site_t kSites[] = {
+    {"gemm", "/0/Gemm", 2e9, 1e6},
+    {"relu", "/1/Relu", 0, 4e6},
+    {"add", "a \"quoted\"\\node", 0, 0},
+};
+
+otc_program_entry_t entryWithSites() {
+  otc_program_entry_t e{};
+  e.num_sites = 3;
+  e.sites = kSites;
+  return e;
+}
+
+void call(Profiler &p, int32_t site, std::chrono::milliseconds busy) {
+  Profiler::callback(&p, site, 1);
+  std::this_thread::sleep_for(busy);
+  Profiler::callback(&p, site, 0);
+}
+
+} // namespace
+
+TEST(Profiler, CountsCallsPerSiteAndStep) {
+  otc_program_entry_t e = entryWithSites();
+  int syncs = 0;
+  Profiler p(e, [&] { ++syncs; });
+  for (int64_t step = 1; step <= 3; ++step) {
+    p.stepBegin(step);
+    call(p, 0, std::chrono::milliseconds(20));
+    call(p, 1, std::chrono::milliseconds(0));
+    call(p, 1, std::chrono::milliseconds(0));
+    p.stepEnd();
+  }
+  EXPECT_EQ(p.steps(), 3);
+  // Every timestamp of the step thread waits for the device first.
+  EXPECT_EQ(syncs, 3 * (2 + 3 * 2));
+
+  std::ostringstream trace;
+  p.writeTrace(trace, 1);
+  nlohmann::json j = nlohmann::json::parse(trace.str());
+  int steps = 0, gemms = 0, relus = 0;
+  for (const auto &ev : j["traceEvents"]) {
+    if (ev["ph"] == "M")
+      continue;
+    EXPECT_EQ(ev["pid"], 1);
+    EXPECT_EQ(ev["ph"], "X");
+    EXPECT_GE(ev["dur"].get<double>(), 0.0);
+    if (ev["cat"] == "step")
+      ++steps;
+    else if (ev["name"] == "gemm") {
+      ++gemms;
+      EXPECT_EQ(ev["args"]["source"], "/0/Gemm");
+      EXPECT_EQ(ev["cat"], "kernel,compute");
+      EXPECT_GE(ev["dur"].get<double>(), 20e3); // microseconds
+    } else if (ev["name"] == "relu")
+      ++relus;
+  }
+  EXPECT_EQ(steps, 3);
+  EXPECT_EQ(gemms, 3);
+  EXPECT_EQ(relus, 6);
+
+  std::ostringstream summary;
+  p.writeSummary(summary, 1);
+  std::string s = summary.str();
+  EXPECT_NE(s.find("profile (rank 1): 3 steps"), std::string::npos) << s;
+  // The gemm's 20 ms dominate: it is the first row, rated in GFLOP/s; relu
+  // in GB/s.
+  size_t gemm = s.find("  gemm "), relu = s.find("  relu ");
+  ASSERT_NE(gemm, std::string::npos) << s;
+  ASSERT_NE(relu, std::string::npos) << s;
+  EXPECT_LT(gemm, relu) << s;
+  EXPECT_NE(s.find("GFLOP/s", gemm), std::string::npos) << s;
+  EXPECT_NE(s.find("GB/s", relu), std::string::npos) << s;
+  EXPECT_NE(s.find(" 2.0  "), std::string::npos) << s; // relu: 2 calls/step
+}
+
+TEST(Profiler, UnmatchedAndForeignSitesAreDropped) {
+  otc_program_entry_t e = entryWithSites();
+  Profiler p(e, nullptr);
+  p.stepBegin(1);
+  Profiler::callback(&p, 0, 1); // a step that returned inside a site
+  Profiler::callback(&p, 7, 1); // not a site of this entry
+  Profiler::callback(&p, -1, 0);
+  Profiler::callback(&p, 1, 0); // an end without its begin
+  call(p, 2, std::chrono::milliseconds(0));
+  p.stepEnd();
+  std::ostringstream trace;
+  p.writeTrace(trace, 0);
+  nlohmann::json j = nlohmann::json::parse(trace.str());
+  std::vector<std::string> names;
+  for (const auto &ev : j["traceEvents"])
+    if (ev["ph"] == "X")
+      names.push_back(ev["name"]);
+  EXPECT_EQ(names, (std::vector<std::string>{"add", "step 1"}));
+  // The source with quotes and a backslash survives the JSON.
+  for (const auto &ev : j["traceEvents"])
+    if (ev["ph"] == "X" && ev["name"] == "add")
+      EXPECT_EQ(ev["args"]["source"], "a \"quoted\"\\node");
+}
+
+TEST(Profiler, CollectivesHaveTheirOwnTrack) {
+  otc_program_entry_t e = entryWithSites();
+  Profiler p(e, nullptr);
+  p.stepBegin(4);
+  std::thread t([&] {
+    auto begin = Profiler::Clock::now();
+    p.collective("compressed exchange", begin,
+                 begin + std::chrono::milliseconds(3));
+  });
+  t.join();
+  p.stepEnd();
+  std::ostringstream trace;
+  p.writeTrace(trace, 2);
+  nlohmann::json j = nlohmann::json::parse(trace.str());
+  bool named = false, seen = false;
+  for (const auto &ev : j["traceEvents"]) {
+    if (ev["ph"] == "M" && ev["name"] == "thread_name" && ev["tid"] == 1)
+      named = ev["args"]["name"] == "collectives";
+    if (ev["ph"] == "X" && ev["cat"] == "collective") {
+      seen = true;
+      EXPECT_EQ(ev["tid"], 1);
+      EXPECT_EQ(ev["name"], "compressed exchange");
+      EXPECT_EQ(ev["args"]["step"], 4);
+      EXPECT_NEAR(ev["dur"].get<double>(), 3000.0, 1.0);
+    }
+  }
+  EXPECT_TRUE(named);
+  EXPECT_TRUE(seen);
+  std::ostringstream summary;
+  p.writeSummary(summary, 0);
+  EXPECT_NE(summary.str().find("collectives thread: 3.000 ms per step"),
+            std::string::npos)
+      << summary.str();
+}
+
+TEST(Profiler, TraceIsBoundedTotalsAreNot) {
+  otc_program_entry_t e = entryWithSites();
+  Profiler p(e, nullptr, /*maxEvents=*/5);
+  p.stepBegin(1);
+  for (int i = 0; i < 10; ++i)
+    call(p, 1, std::chrono::milliseconds(0));
+  p.stepEnd();
+  std::ostringstream trace, summary;
+  p.writeTrace(trace, 0);
+  nlohmann::json j = nlohmann::json::parse(trace.str());
+  int events = 0;
+  for (const auto &ev : j["traceEvents"])
+    events += ev["ph"] == "X";
+  EXPECT_EQ(events, 5);
+  p.writeSummary(summary, 0);
+  EXPECT_NE(summary.str().find("10.0"), std::string::npos) << summary.str();
+  EXPECT_NE(summary.str().find("the trace holds the first 5 calls"),
+            std::string::npos)
+      << summary.str();
+}
