@@ -6,6 +6,10 @@
 // prints the ratio: the measurement behind the kernels' choice of oneDNN.
 //
 // Usage: otc-gemm-bench [threads] (default: OMP_NUM_THREADS / all cores).
+//        otc-gemm-bench --threads T MxNxK [MxNxK ...]: oneDNN alone on the
+//        given shapes (C[M,N] = A[M,K] B[K,N]), one JSON line each with the
+//        median microseconds and GFLOP/s: the sgemm ceiling that
+//        test/bench/bench_peers.py holds a model's achieved rate against.
 //
 //===----------------------------------------------------------------------===//
 
@@ -19,6 +23,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <random>
+#include <string>
 #include <vector>
 
 namespace {
@@ -65,9 +70,52 @@ double timeGemm(Gemm gemm, const Shape &s, const float *a, const float *b,
   return batches[batches.size() / 2];
 }
 
+/// The --threads mode: each "MxNxK" argument timed with oneDNN.
+int ceilingMode(int argc, char **argv) {
+  if (argc < 4) {
+    std::fprintf(stderr, "usage: otc-gemm-bench --threads T MxNxK [...]\n");
+    return 2;
+  }
+  int threads = std::atoi(argv[2]);
+  if (threads < 1) {
+    std::fprintf(stderr, "otc-gemm-bench: bad thread count '%s'\n", argv[2]);
+    return 2;
+  }
+  otck_set_num_threads(threads);
+  std::mt19937 gen(0);
+  std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
+  for (int i = 3; i < argc; ++i) {
+    long long m = 0, n = 0, k = 0;
+    char tail = 0;
+    if (std::sscanf(argv[i], "%lldx%lldx%lld%c", &m, &n, &k, &tail) != 3 ||
+        m < 1 || n < 1 || k < 1 || m * k > (1LL << 30) || k * n > (1LL << 30) ||
+        m * n > (1LL << 30)) {
+      std::fprintf(stderr,
+                   "otc-gemm-bench: bad shape '%s' (want MxNxK, each "
+                   "operand at most 2^30 elements)\n",
+                   argv[i]);
+      return 2;
+    }
+    Shape s{argv[i], 0, 0, m, n, k};
+    std::vector<float> a(size_t(m * k)), b(size_t(k * n)), c(size_t(m * n));
+    for (float &x : a)
+      x = dist(gen);
+    for (float &x : b)
+      x = dist(gen);
+    double us = timeGemm(runDnnl, s, a.data(), b.data(), c.data());
+    double flops = 2.0 * double(m) * double(n) * double(k);
+    std::printf("{\"m\": %lld, \"n\": %lld, \"k\": %lld, \"threads\": %d, "
+                "\"us\": %.3f, \"gflops\": %.3f}\n",
+                m, n, k, threads, us, flops / us * 1e-3);
+  }
+  return 0;
+}
+
 } // namespace
 
 int main(int argc, char **argv) {
+  if (argc > 1 && std::string(argv[1]) == "--threads")
+    return ceilingMode(argc, argv);
   if (argc > 1)
     otck_set_num_threads(std::atoi(argv[1]));
 

@@ -20,6 +20,11 @@ namespace otc::kernels::cuda {
 /// The name of a cuBLAS status ("CUBLAS_STATUS_ALLOC_FAILED").
 const char *cublasMessage(cublasStatus_t s);
 
+/// Why cuBLAS cannot be used ("cannot open libcublas.so.13: ..."), or
+/// nullptr once it is loaded. The library is opened on first use (here or
+/// by the first product) and the answer never changes afterwards.
+const char *cublasLoadError();
+
 /// `count` row-major products C + i sC = alpha op(A + i sA) op(B + i sB) +
 /// beta (C + i sC), strides in floats (sA or sB may be 0), enqueued on
 /// `stream`: op(A) is M x K (A is [M,K], or [K,M] when transA), op(B) is
@@ -28,7 +33,8 @@ const char *cublasMessage(cublasStatus_t s);
 /// and never destroyed (handles outlive the threads' last calls, and
 /// destroying one at exit can race the CUDA runtime's teardown). Returns
 /// the first failing cuBLAS status (CUBLAS_STATUS_NOT_INITIALIZED when the
-/// current device cannot be had), CUBLAS_STATUS_SUCCESS otherwise.
+/// current device cannot be had or cuBLAS cannot be loaded), and
+/// CUBLAS_STATUS_SUCCESS otherwise.
 cublasStatus_t rowMajorSgemm(cudaStream_t stream, int transA, int transB,
                              int64_t M, int64_t N, int64_t K, float alpha,
                              const float *A, int64_t sA, const float *B,

@@ -12,12 +12,19 @@
 // here, as on the CPU, so that A and B are not read and beta == 0 always
 // overwrites C.
 //
+// cuBLAS is opened on the first product (dlopen), not linked: linking it
+// maps and relocates ~200 MB into every process that loads this library,
+// the CPU programs of the runtime included.
+//
 //===----------------------------------------------------------------------===//
 
 #include "cublas_gemm.h"
 #include "cuda_common.h"
 
+#include <dlfcn.h>
+
 #include <map>
+#include <string>
 
 namespace otc::kernels::cuda {
 
@@ -49,9 +56,59 @@ const char *cublasMessage(cublasStatus_t s) {
 
 namespace {
 
+#define OTC_CUBLAS_STR2(x) #x
+#define OTC_CUBLAS_STR(x) OTC_CUBLAS_STR2(x)
+
+/// The cuBLAS entry points the twins call, from the library opened once.
+/// The names go through cublas_v2.h's macros (cublasCreate is
+/// cublasCreate_v2), so the symbols are the ones the header declares.
+struct CublasApi {
+#define OTC_CUBLAS_FNS(X)                                                      \
+  X(cublasCreate)                                                              \
+  X(cublasDestroy)                                                             \
+  X(cublasSetMathMode)                                                         \
+  X(cublasSetStream)                                                           \
+  X(cublasSgemm_64)                                                            \
+  X(cublasSgemmStridedBatched_64)
+#define OTC_CUBLAS_FIELD(f) decltype(&f) f##_ = nullptr;
+  OTC_CUBLAS_FNS(OTC_CUBLAS_FIELD)
+#undef OTC_CUBLAS_FIELD
+  std::string error; // empty once every entry point is resolved
+};
+
+const CublasApi &cublasApi() {
+  static const CublasApi api = [] {
+    CublasApi a;
+    const char *soname = "libcublas.so." OTC_CUBLAS_STR(CUBLAS_VER_MAJOR);
+    void *lib = dlopen(soname, RTLD_NOW | RTLD_LOCAL);
+#ifdef OTC_CUBLAS_DIR
+    if (!lib)
+      lib = dlopen((std::string(OTC_CUBLAS_DIR) + "/" + soname).c_str(),
+                   RTLD_NOW | RTLD_LOCAL);
+#endif
+    if (!lib) {
+      const char *why = dlerror();
+      a.error = std::string("cannot open ") + soname + ": " +
+                (why ? why : "not found");
+      return a;
+    }
+#define OTC_CUBLAS_RESOLVE(f)                                                  \
+  a.f##_ = reinterpret_cast<decltype(&f)>(dlsym(lib, OTC_CUBLAS_STR(f)));      \
+  if (!a.f##_ && a.error.empty())                                              \
+    a.error = std::string(soname) + " lacks " OTC_CUBLAS_STR(f);
+    OTC_CUBLAS_FNS(OTC_CUBLAS_RESOLVE)
+#undef OTC_CUBLAS_RESOLVE
+    return a;
+  }();
+  return api;
+}
+
 /// The calling thread's handle for the current device in FP32 math, bound
 /// to `stream`.
 cublasStatus_t boundHandle(cudaStream_t stream, cublasHandle_t *out) {
+  const CublasApi &api = cublasApi();
+  if (!api.error.empty())
+    return CUBLAS_STATUS_NOT_INITIALIZED;
   thread_local std::map<int, cublasHandle_t> handles;
   int device = 0;
   if (cudaGetDevice(&device) != cudaSuccess)
@@ -59,21 +116,26 @@ cublasStatus_t boundHandle(cudaStream_t stream, cublasHandle_t *out) {
   cublasHandle_t &h = handles[device];
   if (!h) {
     cublasHandle_t created = nullptr;
-    cublasStatus_t s = cublasCreate(&created);
+    cublasStatus_t s = api.cublasCreate_(&created);
     if (s != CUBLAS_STATUS_SUCCESS)
       return s;
-    s = cublasSetMathMode(created, CUBLAS_DEFAULT_MATH);
+    s = api.cublasSetMathMode_(created, CUBLAS_DEFAULT_MATH);
     if (s != CUBLAS_STATUS_SUCCESS) {
-      cublasDestroy(created);
+      api.cublasDestroy_(created);
       return s;
     }
     h = created;
   }
   *out = h;
-  return cublasSetStream(h, stream);
+  return api.cublasSetStream_(h, stream);
 }
 
 } // namespace
+
+const char *cublasLoadError() {
+  const CublasApi &api = cublasApi();
+  return api.error.empty() ? nullptr : api.error.c_str();
+}
 
 cublasStatus_t rowMajorSgemm(cudaStream_t stream, int transA, int transB,
                              int64_t M, int64_t N, int64_t K, float alpha,
@@ -89,10 +151,11 @@ cublasStatus_t rowMajorSgemm(cudaStream_t stream, int transA, int transB,
   const cublasOperation_t opA = transA ? CUBLAS_OP_T : CUBLAS_OP_N;
   const cublasOperation_t opB = transB ? CUBLAS_OP_T : CUBLAS_OP_N;
   const int64_t lda = transA ? M : K, ldb = transB ? K : N;
+  const CublasApi &api = cublasApi();
   if (count == 1)
-    return cublasSgemm_64(h, opB, opA, N, M, K, &alpha, B, ldb, A, lda, &beta,
+    return api.cublasSgemm_64_(h, opB, opA, N, M, K, &alpha, B, ldb, A, lda, &beta,
                           C, N);
-  return cublasSgemmStridedBatched_64(h, opB, opA, N, M, K, &alpha, B, ldb, sB,
+  return api.cublasSgemmStridedBatched_64_(h, opB, opA, N, M, K, &alpha, B, ldb, sB,
                                       A, lda, sA, &beta, C, N, sC, count);
 }
 
@@ -102,7 +165,8 @@ namespace {
 bool checkCublas(cublasStatus_t s, const char *what) {
   if (s == CUBLAS_STATUS_SUCCESS)
     return true;
-  recordFailure(what, cublasMessage(s));
+  const char *load = cublasLoadError();
+  recordFailure(what, load ? load : cublasMessage(s));
   return false;
 }
 
