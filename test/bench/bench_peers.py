@@ -25,9 +25,11 @@
 #
 # Per model and thread count: the step time (mean over --steps after
 # --warmup, best of --repeat), each peer's ratio OTC / peer (< 1: OTC faster),
-# the peak memory (OTC: the memory plan's peak; a peer: the parameters'
-# bytes plus its max RSS's growth over the same process run for 0 steps;
-# both processes' max RSS too), the FLOPs of one step (torch's
+# the peak memory (OTC: the memory plan's peak; a peer: its peak resident
+# bytes over those it had before building the model, so parameters,
+# gradients, optimizer state, activations, allocator caches and, for
+# torch.compile, its compiler's; ORT's artifacts are made by a process of
+# their own; every process's max RSS too), the FLOPs of one step (torch's
 # FlopCounterMode: matmuls and convolutions, forward and backward) and the
 # GFLOP/s each one achieves, against the sgemm ceiling measured in the same
 # run (otc-gemm-bench: oneDNN at 1024^3 and at the model's largest GEMM,
@@ -105,10 +107,21 @@ def load_data(a):
             np.load(os.path.join(a.data, "labels.npy")))
 
 
-def report_times(times, a, **extra):
+def resident():
+    """The process's resident bytes now."""
+    with open("/proc/self/statm") as f:
+        return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+
+
+def report_times(times, a, base, **extra):
+    """The JSON line: mean step time, and the training memory: the peak
+    resident bytes over `base` (taken before the model was built)."""
+    import resource
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
     measured = times[a.warmup:]
     print(json.dumps(dict(step_s=sum(measured) / len(measured)
-                          if measured else None, **extra)), flush=True)
+                          if measured else None,
+                          training_bytes=peak - base, **extra)), flush=True)
 
 
 def torch_child(a):
@@ -116,6 +129,7 @@ def torch_child(a):
     torch.set_num_threads(a.threads)
     xn, yn = load_data(a)
     x, y = torch.from_numpy(xn), torch.from_numpy(yn)
+    base = resident()
     model = build(a.model)
     opt = torch.optim.AdamW(model.parameters(), **OPT)
     run = torch.compile(model) if a.child == "compile" else model
@@ -126,7 +140,7 @@ def torch_child(a):
         step_loss(run, x, y).backward()
         opt.step()
         times.append(time.perf_counter() - t0)
-    report_times(times, a, torch=torch.__version__)
+    report_times(times, a, base, torch=torch.__version__)
     return 0
 
 
@@ -154,14 +168,19 @@ def flat_logits(model):
     return model
 
 
-def ort_child(a):
-    import numpy as np
+def artifacts_child(a):
+    """ORT's training, eval and optimizer models and checkpoint, written
+    apart from the measured process (ORT makes them offline)."""
     import onnx
-    import onnxruntime as ort
     from onnxruntime.training import artifacts
-    from onnxruntime.training.api import CheckpointState, Module, Optimizer
-    xn, yn = load_data(a)
     model = flat_logits(onnx.load(a.onnx))
+    # ORT's LayerNormalization gradient reads the saved mean and inverse
+    # standard deviation: the optional outputs the exporter leaves off.
+    for i, n in enumerate(model.graph.node):
+        if n.op_type == "LayerNormalization":
+            while len(n.output) < 3:
+                n.output.append("%s_ln%d_saved%d" % (n.output[0], i,
+                                                     len(n.output)))
     # BatchNorm's running statistics are state, not trained.
     stats = {n.input[i] for n in model.graph.node
              if n.op_type == "BatchNormalization" for i in (3, 4)
@@ -169,14 +188,25 @@ def ort_child(a):
     floats = [i.name for i in model.graph.initializer
               if i.data_type == onnx.TensorProto.FLOAT and
               i.name != "otc_bench_flat_shape"]
-    trained = [n for n in floats if n not in stats]
-    frozen = [n for n in floats if n in stats]
     art = os.path.join(a.work, "ort-artifacts")
     os.makedirs(art, exist_ok=True)
     artifacts.generate_artifacts(
-        model, requires_grad=trained, frozen_params=frozen,
+        model, requires_grad=[n for n in floats if n not in stats],
+        frozen_params=[n for n in floats if n in stats],
         loss=artifacts.LossType.CrossEntropyLoss,
         optimizer=artifacts.OptimType.AdamW, artifact_directory=art)
+    print(json.dumps({"artifacts": art}), flush=True)
+    return 0
+
+
+def ort_child(a):
+    import numpy as np
+    import onnxruntime as ort
+    from onnxruntime.training.api import CheckpointState, Module, Optimizer
+    xn, yn = load_data(a)
+    y = np.ascontiguousarray(yn.reshape(-1))
+    art = os.path.join(a.work, "ort-artifacts")
+    base = resident()
     so = ort.SessionOptions()
     so.intra_op_num_threads = a.threads
     so.inter_op_num_threads = 1
@@ -187,7 +217,6 @@ def ort_child(a):
     opt = Optimizer(os.path.join(art, "optimizer_model.onnx"), module)
     opt.set_learning_rate(OPT["lr"])
     module.train()
-    y = np.ascontiguousarray(yn.reshape(-1))
     times = []
     loss = None
     for _ in range(a.warmup + a.steps if a.steps > 0 else 0):
@@ -196,7 +225,7 @@ def ort_child(a):
         opt.step()
         module.lazy_reset_grad()
         times.append(time.perf_counter() - t0)
-    report_times(times, a, ort=ort.__version__,
+    report_times(times, a, base, ort=ort.__version__,
                  loss=float(loss) if loss is not None else None)
     return 0
 
@@ -332,23 +361,24 @@ def measure(a, name, work, onnx_path, program, threads, steps):
         o_rss.append(rss)
     r["otc"] = {"step_s": B.best(o_steps), "max_rss": B.best_max(o_rss)}
     for peer in a.peers:
-        runs, rss = [], []
+        if peer == "ort" and a.ort_failed:
+            r[peer] = {"failed": "generate_artifacts (see %s)" %
+                       os.path.join(work, "artifacts-t1-s0-artifacts.log")}
+            continue
+        runs, rss, train = [], [], []
         for i in range(a.repeat):
             out, m, log = child(a, name, peer, threads, steps, work,
                                 "r%d" % i, onnx_path)
             if out is None:
                 break
             runs.append(out.get("step_s"))
+            train.append(out.get("training_bytes"))
             rss.append(m)
         if not runs:
             r[peer] = {"failed": os.path.relpath(log, a.build_dir)}
             continue
-        _, base, _ = child(a, name, peer, threads, 0, work, "base",
-                           onnx_path)
-        grow = B.diff(B.best_max(rss), base)
         r[peer] = {"step_s": B.best(runs), "max_rss": B.best_max(rss),
-                   "rss_0_steps": base, "training_bytes":
-                   grow + a.param_bytes if grow is not None else None}
+                   "training_bytes": B.best_max(train)}
     return r
 
 
@@ -406,7 +436,7 @@ def main():
     ap.add_argument("--warmup", type=int, default=3)
     ap.add_argument("--repeat", type=int, default=1)
     ap.add_argument("--json")
-    ap.add_argument("--child", choices=PEERS + ("flops",),
+    ap.add_argument("--child", choices=PEERS + ("flops", "artifacts"),
                     help=argparse.SUPPRESS)
     ap.add_argument("--model", help=argparse.SUPPRESS)
     ap.add_argument("--data", help=argparse.SUPPRESS)
@@ -416,13 +446,14 @@ def main():
     if a.child:
         a.threads = int(a.threads)
         return {"eager": torch_child, "compile": torch_child,
-                "ort": ort_child, "flops": flops_child}[a.child](a)
+                "ort": ort_child, "flops": flops_child,
+                "artifacts": artifacts_child}[a.child](a)
 
     a.build_dir = os.path.abspath(a.build_dir)
     pyenv = os.path.join(a.build_dir, "pyenv", "bin", "python")
     ortenv = os.path.join(a.build_dir, "ortenv", "bin", "python")
     a.python = {"eager": pyenv, "compile": pyenv, "flops": pyenv,
-                "ort": ortenv}
+                "ort": ortenv, "artifacts": ortenv}
     a.peers = tuple(p for p in a.peers.split(",") if p)
     bad = [p for p in a.peers if p not in PEERS]
     models = [m for m in a.models.split(",") if m]
@@ -444,8 +475,10 @@ def main():
         work = os.path.join(a.build_dir, "bench", "peers", name)
         print("%s: exporting, compiling ..." % name, flush=True)
         onnx_path, program, row = prepare(a, name, work)
-        a.param_bytes = row["parameter_bytes"]
         fl, _, _ = child(a, name, "flops", 1, 1, work, "flops")
+        a.ort_failed = "ort" in a.peers and child(
+            a, name, "artifacts", 1, 0, work, "artifacts",
+            onnx_path)[0] is None
         row["flops"] = fl and fl["flops"]
         gemm = fl and fl["largest_gemm"]
         row["largest_gemm"] = gemm
@@ -495,8 +528,9 @@ def main():
                 "%.2f" % m["otc"]["ceiling_fraction"]
                 if m["otc"].get("ceiling_fraction") else "-"))
     print()
-    print("memory (MiB): OTC planned peak vs each peer's parameters + RSS "
-          "growth; ratio to the smallest (target <= %.1f)" % MEMORY_TARGET)
+    print("memory (MiB): OTC planned peak vs each peer's resident growth "
+          "from before the model; ratio to the smallest (target <= %.1f)" %
+          MEMORY_TARGET)
     for name, row in rows.items():
         for m in row["runs"]:
             peers = {p: m[p].get("training_bytes") for p in a.peers
