@@ -23,6 +23,8 @@
 #include "conv_plan.h"
 #include "parallel.h"
 
+#include <dnnl.h>
+
 #include <algorithm>
 #include <cstdint>
 
@@ -61,6 +63,19 @@ void gemmSerial(int transA, int transB, int64_t M, int64_t N, int64_t K,
   if (saved != 1)
     omp_set_num_threads(1);
   otck_gemm_f32(transA, transB, M, N, K, 1.0f, A, B, beta, C);
+  if (saved != 1)
+    omp_set_num_threads(saved);
+}
+
+/// C [M,N] = A^T B on the calling thread, where A [K,M] is a column block
+/// of a wider row-major matrix (row stride lda): an input-channel block of
+/// the weights [mg, colRows], read in place. B [K,N] is dense. M, N, K >= 1.
+void gemmSerialTransposedBlock(int64_t M, int64_t N, int64_t K, const float *A,
+                               int64_t lda, const float *B, float *C) {
+  const int saved = omp_get_max_threads();
+  if (saved != 1)
+    omp_set_num_threads(1);
+  dnnl_sgemm('T', 'N', M, N, K, 1.0f, A, lda, B, N, 0.0f, C, N);
   if (saved != 1)
     omp_set_num_threads(saved);
 }
@@ -179,18 +194,20 @@ void im2colRowRuns(const ConvGeom &g, const float *xc, int64_t offD,
   }
 }
 
-/// col [cn * kSize, tn] = im2col of channels [0, cn) of x (channel stride
-/// inSize) at output positions [p0, p0 + tn). Row order (c, kd, kh, kw)
-/// matches the weights' layout.
+/// col [cn * kSize, tn] (row stride ld, tn by default) = im2col of
+/// channels [0, cn) of x (channel stride inSize) at output positions
+/// [p0, p0 + tn). Row order (c, kd, kh, kw) matches the weights' layout.
 void im2col(const ConvGeom &g, const float *x, int64_t cn, int64_t p0,
-            int64_t tn, float *col) {
+            int64_t tn, float *col, int64_t ld = 0) {
+  if (ld == 0)
+    ld = tn;
   const bool flat = g.s[1] == 1 && g.s[2] == 1 && g.out[2] == g.in[2];
   float *dst = col;
   for (int64_t c = 0; c < cn; ++c) {
     const float *xc = x + c * g.inSize;
     for (int64_t kd = 0; kd < g.k[0]; ++kd)
       for (int64_t kh = 0; kh < g.k[1]; ++kh)
-        for (int64_t kw = 0; kw < g.k[2]; ++kw, dst += tn) {
+        for (int64_t kw = 0; kw < g.k[2]; ++kw, dst += ld) {
           const int64_t offD = kd * g.dil[0] - g.pb[0];
           const int64_t offH = kh * g.dil[1] - g.pb[1];
           const int64_t offW = kw * g.dil[2] - g.pb[2];
@@ -203,11 +220,15 @@ void im2col(const ConvGeom &g, const float *x, int64_t cn, int64_t p0,
 }
 
 /// x channels [0, cn) (channel stride inSize, zeroed by the caller) +=
-/// col2im of col [cn * kSize, outSize]: the adjoint of im2col. col is
+/// col2im of col [cn * kSize, outSize] (row stride ld, outSize by
+/// default): the adjoint of im2col. col is
 /// scratch: with H and W strides of 1 and rows as wide as the input's, a
 /// tap's outputs in a plane add to one contiguous span of x once the
 /// outputs whose column falls in the padding are zeroed in col.
-void col2im(const ConvGeom &g, float *col, int64_t cn, float *x) {
+void col2im(const ConvGeom &g, float *col, int64_t cn, float *x,
+            int64_t ld = 0) {
+  if (ld == 0)
+    ld = g.outSize;
   const bool flat = g.s[1] == 1 && g.s[2] == 1 && g.out[2] == g.in[2];
   const int64_t oW = g.out[2], oHW = g.out[1] * g.out[2];
   int64_t r = 0;
@@ -216,7 +237,7 @@ void col2im(const ConvGeom &g, float *col, int64_t cn, float *x) {
     for (int64_t kd = 0; kd < g.k[0]; ++kd)
       for (int64_t kh = 0; kh < g.k[1]; ++kh)
         for (int64_t kw = 0; kw < g.k[2]; ++kw, ++r) {
-          float *src = col + r * g.outSize;
+          float *src = col + r * ld;
           const int64_t offD = kd * g.dil[0] - g.pb[0];
           const int64_t offH = kh * g.dil[1] - g.pb[1];
           const int64_t offW = kw * g.dil[2] - g.pb[2];
@@ -416,8 +437,62 @@ void directGradWeight(const ConvGeom &g, const float *dy, const float *x,
 // im2col + GEMM
 //===----------------------------------------------------------------------===//
 
+/// Columns of images [n0, n0 + nn) side by side: col [cn * kSize,
+/// nn * outSize], image j's at column j * outSize; xc is channel 0 of the
+/// first image's block (image stride c * inSize).
+void im2colImages(const ConvGeom &g, const float *xc, int64_t cn, int64_t nn,
+                  float *col) {
+  for (int64_t j = 0; j < nn; ++j)
+    im2col(g, xc + j * g.c * g.inSize, cn, 0, g.outSize, col + j * g.outSize,
+           nn * g.outSize);
+}
+
+/// dyb [mg, nn * outSize] = the rows of one group of images [n0, n0 + nn)
+/// of dy side by side; dyg is the group's first row in the first image.
+void gatherImages(const ConvGeom &g, const float *dyg, int64_t nn, float *dyb) {
+  const int64_t ld = nn * g.outSize;
+  for (int64_t j = 0; j < nn; ++j)
+    for (int64_t m = 0; m < g.mg; ++m) {
+      const float *src = dyg + (j * g.m + m) * g.outSize;
+      std::copy(src, src + g.outSize, dyb + m * ld + j * g.outSize);
+    }
+}
+
+/// The forward with p.nb images per GEMM (small outputs): each item is a
+/// chunk of images and a block of output channels.
+void gemmForwardImages(const ConvGeom &g, const Plan &p, const float *x,
+                       const float *w, const float *bias, float *y, float *ws) {
+  runItems(p, ws, [&](int64_t item, float *buf) {
+    const int64_t mBlk = item % p.mBlocks;
+    const int64_t n0 = (item / p.mBlocks) * p.nb;
+    const int64_t nn = std::min(p.nb, g.n - n0), ld = nn * g.outSize;
+    const int64_t m0 = mBlk * p.mb, mn = std::min(p.mb, g.mg - m0);
+    float *col = buf;
+    float *tmp = buf + roundFloats(g.colRows * p.nb * g.outSize);
+    for (int64_t grp = 0; grp < g.g; ++grp) {
+      im2colImages(g, x + (n0 * g.c + grp * g.cg) * g.inSize, g.cg, nn, col);
+      gemmSerial(0, 0, mn, ld, g.colRows, w + (grp * g.mg + m0) * g.colRows,
+                 col, 0.0f, tmp);
+      const float *bg = bias ? bias + grp * g.mg + m0 : nullptr;
+      for (int64_t j = 0; j < nn; ++j)
+        for (int64_t m = 0; m < mn; ++m) {
+          float *yr = y + ((n0 + j) * g.m + grp * g.mg + m0 + m) * g.outSize;
+          const float *tr = tmp + m * ld + j * g.outSize;
+          const float b = bg ? bg[m] : 0.0f;
+#pragma omp simd
+          for (int64_t q = 0; q < g.outSize; ++q)
+            yr[q] = tr[q] + b;
+        }
+    }
+  });
+}
+
 void gemmForward(const ConvGeom &g, const Plan &p, const float *x,
                  const float *w, const float *bias, float *y, float *ws) {
+  if (p.nb > 1) {
+    gemmForwardImages(g, p, x, w, bias, y, ws);
+    return;
+  }
   // Shared columns: unit u = n * tiles + t holds im2col of all channels,
   // groups one after the other.
   const int64_t colFloats = roundFloats(g.c * g.kSize * p.tile);
@@ -480,27 +555,32 @@ void gemmForward(const ConvGeom &g, const Plan &p, const float *x,
   });
 }
 
-/// Wt[grp][r][m] = w[grp * mg + m][r]: rows of input-channel blocks.
-void transposeWeights(const ConvGeom &g, const float *w, float *wt) {
-  parallelFor(
-      g.g * g.colRows, g.mg, kParallelGrain,
-      [&](int64_t begin, int64_t end) {
-        for (int64_t row = begin; row < end; ++row) {
-          const int64_t grp = row / g.colRows, r = row % g.colRows;
-          const float *src = w + grp * g.mg * g.colRows + r;
-          float *dst = wt + row * g.mg;
-          for (int64_t m = 0; m < g.mg; ++m)
-            dst[m] = src[m * g.colRows];
-        }
-      },
-      1);
-}
-
 void gemmGradInput(const ConvGeom &g, const Plan &p, const float *dy,
                    const float *w, float *dx, float *ws) {
-  float *wt = ws;
-  if (p.cBlocks > 1)
-    transposeWeights(g, w, wt);
+  if (p.nb > 1) {
+    // p.nb images per GEMM: dy's rows of the chunk side by side, one
+    // product, then col2im image by image.
+    runItems(p, ws, [&](int64_t item, float *buf) {
+      const int64_t cBlk = item % p.cBlocks;
+      const int64_t grp = (item / p.cBlocks) % g.g;
+      const int64_t n0 = (item / (p.cBlocks * g.g)) * p.nb;
+      const int64_t nn = std::min(p.nb, g.n - n0), ld = nn * g.outSize;
+      const int64_t c0 = cBlk * p.cb, cn = std::min(p.cb, g.cg - c0);
+      const int64_t rows = cn * g.kSize;
+      float *out = buf;
+      float *dyb = buf + roundFloats(p.cb * g.kSize * p.nb * g.outSize);
+      gatherImages(g, dy + (n0 * g.m + grp * g.mg) * g.outSize, nn, dyb);
+      gemmSerialTransposedBlock(rows, ld, g.mg,
+                                w + grp * g.mg * g.colRows + c0 * g.kSize,
+                                g.colRows, dyb, out);
+      for (int64_t j = 0; j < nn; ++j) {
+        float *dxc = dx + ((n0 + j) * g.c + grp * g.cg + c0) * g.inSize;
+        std::fill(dxc, dxc + cn * g.inSize, 0.0f);
+        col2im(g, out + j * g.outSize, cn, dxc, ld);
+      }
+    });
+    return;
+  }
   runItems(p, ws, [&](int64_t item, float *buf) {
     const int64_t cBlk = item % p.cBlocks;
     const int64_t grp = (item / p.cBlocks) % g.g;
@@ -510,12 +590,9 @@ void gemmGradInput(const ConvGeom &g, const Plan &p, const float *dy,
     float *dxc = dx + (n * g.c + grp * g.cg + c0) * g.inSize;
     float *out = g.pointwise ? dxc : buf;
     const int64_t rows = cn * g.kSize;
-    if (p.cBlocks == 1)
-      gemmSerial(1, 0, rows, g.outSize, g.mg, w + grp * g.mg * g.colRows, dyg,
-                 0.0f, out);
-    else
-      gemmSerial(0, 0, rows, g.outSize, g.mg,
-                 wt + (grp * g.colRows + c0 * g.kSize) * g.mg, dyg, 0.0f, out);
+    gemmSerialTransposedBlock(rows, g.outSize, g.mg,
+                              w + grp * g.mg * g.colRows + c0 * g.kSize,
+                              g.colRows, dyg, out);
     if (g.pointwise)
       return;
     std::fill(dxc, dxc + cn * g.inSize, 0.0f);
@@ -542,6 +619,24 @@ void gemmGradWeight(const ConvGeom &g, const Plan &p, const float *dy,
     // tmp, then copy; the whole group accumulates in place.
     float *tmp = g.pointwise ? buf : buf + p.cb * g.kSize * g.outSize;
     float *acc = p.cBlocks == 1 ? tg : tmp;
+    if (p.nb > 1) {
+      // p.nb images per GEMM: their columns and dy's rows side by side.
+      float *dyb = buf + roundFloats(p.cb * g.kSize * p.nb * g.outSize);
+      acc = p.cBlocks == 1 ? tg : dyb + roundFloats(g.mg * p.nb * g.outSize);
+      for (int64_t n = nBegin; n < nEnd; n += p.nb) {
+        const int64_t nn = std::min(p.nb, nEnd - n);
+        im2colImages(g, x + (n * g.c + grp * g.cg + c0) * g.inSize, cn, nn,
+                     col);
+        gatherImages(g, dy + (n * g.m + grp * g.mg) * g.outSize, nn, dyb);
+        gemmSerial(0, 1, g.mg, cols, nn * g.outSize, dyb, col,
+                   n == nBegin ? 0.0f : 1.0f, acc);
+      }
+      if (p.cBlocks > 1)
+        for (int64_t m = 0; m < g.mg; ++m)
+          std::copy(acc + m * cols, acc + (m + 1) * cols,
+                    tg + m * g.colRows + c0 * g.kSize);
+      return;
+    }
     for (int64_t n = nBegin; n < nEnd; ++n) {
       const float *xc = x + (n * g.c + grp * g.cg + c0) * g.inSize;
       const float *dyg = dy + (n * g.m + grp * g.mg) * g.outSize;

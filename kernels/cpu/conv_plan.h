@@ -33,6 +33,12 @@ constexpr int64_t kTargetItems = 64;
 constexpr int64_t kConvGrain = int64_t(1) << 16;
 /// Workspace the buffers may take before fewer workers share them.
 constexpr int64_t kWorkspaceCap = int64_t(256) << 20;
+/// Columns a GEMM aims for when an image's output is smaller than
+/// kMinTile: that many positions of several images go into one product.
+constexpr int64_t kImageColumns = 256;
+/// Fewest GEMM rows (or weight-gradient columns) a channel block aims for
+/// when images share a GEMM: its columns are few, so its rows must not be.
+constexpr int64_t kMinRowsImages = 256;
 /// Channel multiplier up to which depthwise convolutions use direct loops.
 constexpr int64_t kDirectMaxMultiplier = 4;
 
@@ -98,13 +104,42 @@ struct Plan {
   int64_t tiles = 1, tile = 0, mBlocks = 1, mb = 0;
   // Gradients: input-channel blocks per group, batch chunks (weight only).
   int64_t cBlocks = 1, cb = 0, chunks = 1;
+  // Images side by side in one GEMM (1: one image per GEMM).
+  int64_t nb = 1;
   int64_t bytes() const { return (extraFloats + workers * bufFloats) * 4; }
 };
+
+/// Images per GEMM: 1 when an image's output fills a GEMM (kMinTile
+/// positions), else enough images for kImageColumns columns while `rows`
+/// rows of columns stay within the column budget; balanced over the batch.
+inline int64_t imagesPerGemm(const ConvGeom &g, int64_t rows) {
+  if (g.outSize >= kMinTile || g.n <= 1)
+    return 1;
+  int64_t nb = std::min(g.n, ceilDiv(kImageColumns, g.outSize));
+  nb = std::min(nb, kColBudget / std::max<int64_t>(rows * g.outSize, 1));
+  if (nb <= 1)
+    return 1;
+  return ceilDiv(g.n, ceilDiv(g.n, nb));
+}
 
 inline Plan planForward(const ConvGeom &g) {
   Plan p;
   if (g.direct || g.n == 0 || g.outSize == 0)
     return p;
+  p.nb = imagesPerGemm(g, g.colRows);
+  if (p.nb > 1) {
+    const int64_t chunks = ceilDiv(g.n, p.nb);
+    p.tile = g.outSize;
+    p.mBlocks =
+        splitParts(g.mg, g.mg, kMinRowsImages, ceilDiv(kTargetItems, chunks));
+    p.mb = ceilDiv(g.mg, p.mBlocks);
+    p.items = chunks * p.mBlocks;
+    p.itemCost = g.g * p.mb * g.colRows * p.nb * g.outSize;
+    p.bufFloats = roundFloats(g.colRows * p.nb * g.outSize) +
+                  roundFloats(p.mb * p.nb * g.outSize);
+    p.workers = bufferCount(p.items, p.bufFloats, 0);
+    return p;
+  }
   if (g.pointwise) {
     p.tile = g.outSize;
   } else {
@@ -141,19 +176,24 @@ inline Plan planGradInput(const ConvGeom &g) {
   Plan p;
   if (g.direct || g.n == 0 || g.outSize == 0)
     return p;
-  const int64_t wanted = ceilDiv(kTargetItems, g.n * g.g);
-  if (g.pointwise)
+  p.nb = imagesPerGemm(g, std::max(g.colRows, g.mg));
+  const int64_t chunks = ceilDiv(g.n, p.nb);
+  const int64_t wanted = ceilDiv(kTargetItems, chunks * g.g);
+  const int64_t minRows = p.nb > 1 ? kMinRowsImages : kMinRows;
+  if (g.pointwise && p.nb == 1)
     p.cBlocks = splitParts(g.cg, g.cg, kMinRows, wanted);
   else
-    p.cBlocks = splitParts(g.cg, kColBudget / (g.kSize * g.outSize),
-                           ceilDiv(kMinRows, g.kSize), wanted);
+    p.cBlocks = splitParts(g.cg, kColBudget / (g.kSize * g.outSize * p.nb),
+                           ceilDiv(minRows, g.kSize), wanted);
   p.cb = ceilDiv(g.cg, p.cBlocks);
-  p.items = g.n * g.g * p.cBlocks;
-  p.itemCost = p.cb * g.kSize * g.mg * g.outSize;
-  // Blocks of input channels read column blocks of the weights: transposed
-  // weights make them contiguous rows.
-  if (p.cBlocks > 1)
-    p.extraFloats = roundFloats(g.m * g.colRows);
+  p.items = chunks * g.g * p.cBlocks;
+  p.itemCost = p.cb * g.kSize * g.mg * g.outSize * p.nb;
+  if (p.nb > 1) {
+    p.bufFloats = roundFloats(p.cb * g.kSize * p.nb * g.outSize) +
+                  roundFloats(g.mg * p.nb * g.outSize);
+    p.workers = bufferCount(p.items, p.bufFloats, p.extraFloats);
+    return p;
+  }
   if (!g.pointwise)
     p.bufFloats = roundFloats(p.cb * g.kSize * g.outSize);
   p.workers = bufferCount(p.items, p.bufFloats, p.extraFloats);
@@ -164,24 +204,32 @@ inline Plan planGradWeight(const ConvGeom &g) {
   Plan p;
   if (g.direct || g.n == 0 || g.outSize == 0)
     return p;
+  p.nb = imagesPerGemm(g, std::max(g.colRows, g.mg));
   const int64_t wanted = ceilDiv(kTargetItems, g.g);
-  if (g.pointwise)
+  const int64_t minRows = p.nb > 1 ? kMinRowsImages : kMinRows;
+  if (g.pointwise && p.nb == 1)
     p.cBlocks = splitParts(g.cg, g.cg, kMinRows, wanted);
   else
-    p.cBlocks = splitParts(g.cg, kColBudget / (g.kSize * g.outSize),
-                           ceilDiv(kMinRows, g.kSize), wanted);
+    p.cBlocks = splitParts(g.cg, kColBudget / (g.kSize * g.outSize * p.nb),
+                           ceilDiv(minRows, g.kSize), wanted);
   p.cb = ceilDiv(g.cg, p.cBlocks);
   const int64_t wFloats = g.m * g.colRows;
-  p.chunks =
-      std::clamp<int64_t>(ceilDiv(kTargetItems, g.g * p.cBlocks), 1, g.n);
+  // Chunks of whole GEMMs: at least p.nb images each.
+  p.chunks = std::clamp<int64_t>(ceilDiv(kTargetItems, g.g * p.cBlocks), 1,
+                                 ceilDiv(g.n, p.nb));
   // Partial sums beyond the first chunk's (written to dw) take at most half
   // the cap.
   p.chunks = std::min(p.chunks, 1 + kWorkspaceCap / 8 / wFloats);
   p.items = g.g * p.cBlocks * p.chunks;
   p.itemCost = ceilDiv(g.n, p.chunks) * g.mg * p.cb * g.kSize * g.outSize;
   p.extraFloats = (p.chunks - 1) * roundFloats(wFloats);
-  p.bufFloats = roundFloats((g.pointwise ? 0 : p.cb * g.kSize * g.outSize) +
-                            (p.cBlocks > 1 ? g.mg * p.cb * g.kSize : 0));
+  if (p.nb > 1)
+    p.bufFloats = roundFloats(p.cb * g.kSize * p.nb * g.outSize) +
+                  roundFloats(g.mg * p.nb * g.outSize) +
+                  (p.cBlocks > 1 ? roundFloats(g.mg * p.cb * g.kSize) : 0);
+  else
+    p.bufFloats = roundFloats((g.pointwise ? 0 : p.cb * g.kSize * g.outSize) +
+                              (p.cBlocks > 1 ? g.mg * p.cb * g.kSize : 0));
   p.workers = bufferCount(p.items, p.bufFloats, p.extraFloats);
   return p;
 }

@@ -490,9 +490,27 @@ ConvSpec pointwiseBlockedSpec() {
   return s;
 }
 
+/// Outputs too small for a GEMM of their own (3x3, as ResNet's last stage
+/// at 32x32 inputs): several images go into one product, in chunks of
+/// unequal size, with blocks of input and output channels; `grouped` gives
+/// 4 groups, so that the weight gradient's chunks hold several products.
+ConvSpec smallOutputSpec(bool grouped) {
+  ConvSpec s;
+  s.n = 70;
+  s.g = grouped ? 4 : 1;
+  s.c = grouped ? 256 : 40;
+  s.m = 160;
+  s.in[0] = s.in[1] = 3;
+  s.k[0] = s.k[1] = 3;
+  s.pb[0] = s.pb[1] = s.pe[0] = s.pe[1] = 1;
+  return s;
+}
+
 TEST(Conv, BlockedWorkMatchesReference) {
   checkConv(blockedSpec(), 30, true);
   checkConv(pointwiseBlockedSpec(), 31, true);
+  checkConv(smallOutputSpec(false), 34, true);
+  checkConv(smallOutputSpec(true), 35, false);
   // Output tiles that start inside rows and planes: 3-D stride 1 (the
   // contiguous-span im2col) and 2-D with a W stride of 2 (row by row).
   ConvSpec t3;
@@ -521,7 +539,8 @@ TEST(Conv, BlockedWorkMatchesReference) {
 }
 
 TEST(Conv, SameBitsWithOneTwoAndThreeThreads) {
-  for (const ConvSpec &s : {blockedSpec(), pointwiseBlockedSpec()}) {
+  for (const ConvSpec &s : {blockedSpec(), pointwiseBlockedSpec(),
+                            smallOutputSpec(false), smallOutputSpec(true)}) {
     SCOPED_TRACE(describe(s));
     const ConvData c = makeConvData(s, 40);
     ConvOut o1, o2, o3;
