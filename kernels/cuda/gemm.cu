@@ -153,10 +153,11 @@ cublasStatus_t rowMajorSgemm(cudaStream_t stream, int transA, int transB,
   const int64_t lda = transA ? M : K, ldb = transB ? K : N;
   const CublasApi &api = cublasApi();
   if (count == 1)
-    return api.cublasSgemm_64_(h, opB, opA, N, M, K, &alpha, B, ldb, A, lda, &beta,
-                          C, N);
-  return api.cublasSgemmStridedBatched_64_(h, opB, opA, N, M, K, &alpha, B, ldb, sB,
-                                      A, lda, sA, &beta, C, N, sC, count);
+    return api.cublasSgemm_64_(h, opB, opA, N, M, K, &alpha, B, ldb, A, lda,
+                               &beta, C, N);
+  return api.cublasSgemmStridedBatched_64_(h, opB, opA, N, M, K, &alpha, B, ldb,
+                                           sB, A, lda, sA, &beta, C, N, sC,
+                                           count);
 }
 
 namespace {

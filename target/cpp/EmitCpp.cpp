@@ -309,11 +309,12 @@ LogicalResult Emitter::emitCompressedAllReduce(exec::CompressedAllReduceOp op) {
                            .Default("");
   if (method.empty())
     return op.emitOpError("unknown method '") << op.getMethod() << "'";
-  std::string exchange = llvm::StringSwitch<std::string>(op.getExchange())
-                             .Case("all-gather", "OTC_EXCHANGE_ALL_GATHER")
-                             .Case("reduce-scatter", "OTC_EXCHANGE_REDUCE_SCATTER")
-                             .Case("all-reduce", "OTC_EXCHANGE_ALL_REDUCE")
-                             .Default("");
+  std::string exchange =
+      llvm::StringSwitch<std::string>(op.getExchange())
+          .Case("all-gather", "OTC_EXCHANGE_ALL_GATHER")
+          .Case("reduce-scatter", "OTC_EXCHANGE_REDUCE_SCATTER")
+          .Case("all-reduce", "OTC_EXCHANGE_ALL_REDUCE")
+          .Default("");
   if (exchange.empty())
     return op.emitOpError("unknown exchange '") << op.getExchange() << "'";
   float ratio = op.getRatio().convertToFloat();
@@ -328,9 +329,9 @@ LogicalResult Emitter::emitCompressedAllReduce(exec::CompressedAllReduceOp op) {
     os << "};\n";
   }
   os << "    static const otc_compress_desc_t desc = {" << method << ", "
-     << static_cast<bool>(op.getResidual()) << ", " << op.getAdaptive()
-     << ", " << exchange << ", " << op.getBlockSize() << ", " << floatLiteral(ratio) << ", "
-     << floatLiteral(op.getRatioMin().convertToFloat()) << ", "
+     << static_cast<bool>(op.getResidual()) << ", " << op.getAdaptive() << ", "
+     << exchange << ", " << op.getBlockSize() << ", " << floatLiteral(ratio)
+     << ", " << floatLiteral(op.getRatioMin().convertToFloat()) << ", "
      << floatLiteral(ratio) << ", " << op.getWarmupSteps() << ", "
      << op.getNesterov() << ", " << op.getPowersgdRank() << ", "
      << matrices.size() / 3 << ", "

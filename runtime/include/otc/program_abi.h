@@ -60,10 +60,10 @@ typedef struct otc_compress_desc {
   int32_t error_feedback; /* 1: `residual` holds this rank's error */
   int32_t adaptive;       /* 1: ratio follows the gradient norm */
   int32_t exchange;       /* OTC_EXCHANGE_* */
-  int64_t block_size; /* elements per block */
-  float ratio;        /* kept fraction (unused when adaptive: the
-                         adaptive ratio starts at ratio_max) */
-  float ratio_min;    /* adaptive bounds */
+  int64_t block_size;     /* elements per block */
+  float ratio;            /* kept fraction (unused when adaptive: the
+                             adaptive ratio starts at ratio_max) */
+  float ratio_min;        /* adaptive bounds */
   float ratio_max;
   int64_t warmup_steps; /* first steps sent dense (fp32) */
   /* ABI 9. 1: with a velocity u (momentum correction), Nesterov's: what is

@@ -466,8 +466,8 @@ static int powerSgd(StepComm &sc, const otc_compress_desc_t &desc, float *data,
                     int64_t count, float *residual, float *q, BucketState &b,
                     int64_t bucket, const std::vector<int64_t> *members) {
   const int64_t qFloats = compressStateFloats(desc);
-  BucketUndo undo{bucket, residual, nullptr, count, b.norm0, b.ratio, b.steps,
-                  q, qFloats};
+  BucketUndo undo{bucket,  residual, nullptr, count,  b.norm0,
+                  b.ratio, b.steps,  q,       qFloats};
   if (residual && b.savedResidual.size() < size_t(count))
     b.savedResidual.resize(size_t(count));
   if (b.savedState.size() < size_t(qFloats))
@@ -531,8 +531,8 @@ static int powerSgd(StepComm &sc, const otc_compress_desc_t &desc, float *data,
           otck_powersgd_back_project_f32(mats.data(), num, rank, m, p, q) != 0)
         refused();
       finite &= mean(q, qFloats);
-      if (otck_powersgd_decompress_f32(mats.data(), num, rank, p, q, 1.0f,
-                                       data, residual) != 0)
+      if (otck_powersgd_decompress_f32(mats.data(), num, rank, p, q, 1.0f, data,
+                                       residual) != 0)
         refused();
     }
     if (!finite || !allFinite(data, count))
@@ -546,19 +546,19 @@ Shards cutShards(const otck_compress_config &cfg, int64_t count, int world,
                  int64_t bucket) {
   Shards s;
   const size_t w = size_t(world);
-  for (auto *v : {&s.begin, &s.size, &s.offset, &s.bytes, &s.region,
-                  &s.regionOffset})
+  for (auto *v :
+       {&s.begin, &s.size, &s.offset, &s.bytes, &s.region, &s.regionOffset})
     v->resize(w);
   for (size_t i = 0; i < w; ++i) {
-    s.size[i] = otck_compress_shard(&cfg, count, world, int64_t(i),
-                                    &s.begin[i]);
+    s.size[i] =
+        otck_compress_shard(&cfg, count, world, int64_t(i), &s.begin[i]);
     if (s.size[i] < 0)
       badDesc(bucket, "the kernels refuse to cut the bucket into shards");
     s.offset[i] = compressPayloadBytes(cfg, s.begin[i], bucket);
     s.bytes[i] = compressPayloadBytes(cfg, s.size[i], bucket);
     // The pieces must tile the bucket's payload (a block-wise layout).
-    const int64_t next = compressPayloadBytes(cfg, s.begin[i] + s.size[i],
-                                              bucket);
+    const int64_t next =
+        compressPayloadBytes(cfg, s.begin[i] + s.size[i], bucket);
     if (s.offset[i] + s.bytes[i] != next)
       badDesc(bucket, "the method's payload does not cut at block "
                       "boundaries");
@@ -590,13 +590,12 @@ static void returnDropped(const otck_compress_config &cfg, const Shards &sh,
   kernel(otck_decompress_sum_f32(&cfg, count, b.gathered.data(), 1, 1.0f,
                                  mineBack));
   for (int s = 0; s < world; ++s) {
-    const uint8_t *kept =
-        b.shardBlocks.data() + sh.regionOffset[size_t(s)] + 4;
+    const uint8_t *kept = b.shardBlocks.data() + sh.regionOffset[size_t(s)] + 4;
     kernel(otck_compress_mask_sent_f32(&cfg, sh.size[size_t(s)], kept,
                                        mineBack + sh.begin[size_t(s)]));
   }
-  kernel(otck_compress_accumulate_f32(count, 1.0f, mineBack, residual,
-                                      nullptr));
+  kernel(
+      otck_compress_accumulate_f32(count, 1.0f, mineBack, residual, nullptr));
   // The owner: err - err at the dropped indices = err at the kept ones.
   const size_t me = size_t(rank);
   const int64_t mine = sh.size[me];
@@ -655,9 +654,8 @@ static int reduceScatter(StepComm &sc, const otck_compress_config &cfg,
             recvOffset.data());
 
   float *sum = data + sh.begin[me]; // compressed already: takes the result
-  int32_t flag =
-      otck_decompress_sum_f32(&cfg, mine, b.received.data(), world, 1.0f,
-                              sum) != 0;
+  int32_t flag = otck_decompress_sum_f32(&cfg, mine, b.received.data(), world,
+                                         1.0f, sum) != 0;
   uint8_t *block = b.shardBlocks.data() + sh.regionOffset[me];
   if (!flag) {
     float *err = residual ? b.shardError.data() : nullptr;
@@ -681,9 +679,9 @@ static int reduceScatter(StepComm &sc, const otck_compress_config &cfg,
     meanBad |= flag != 0;
   }
   for (size_t s = 0; s < w && !meanBad; ++s)
-    meanBad |= decompressMean(
-        cfg, sh.size[s], b.shardBlocks.data() + sh.regionOffset[s] + 4, 1,
-        world, data + sh.begin[s], bucket);
+    meanBad |= decompressMean(cfg, sh.size[s],
+                              b.shardBlocks.data() + sh.regionOffset[s] + 4, 1,
+                              world, data + sh.begin[s], bucket);
   if (residual && !meanBad)
     returnDropped(cfg, sh, b, residual, count, world, rank, bucket);
   return settle(sc, b, cfg, meanBad, members);
@@ -715,8 +713,8 @@ static int compressAndExchange(StepComm &sc, const otc_compress_desc_t &desc,
   }
   if (feedback && b.savedResidual.size() < size_t(count))
     b.savedResidual.resize(size_t(count));
-  const bool twoStage = desc.exchange == OTC_EXCHANGE_REDUCE_SCATTER &&
-                        world > 1;
+  const bool twoStage =
+      desc.exchange == OTC_EXCHANGE_REDUCE_SCATTER && world > 1;
   if (queue && !twoStage && cutsIntoPieces(cfg, count, p))
     return exchangeInPieces(sc, cfg, src, data, count,
                             feedback ? residual : nullptr, b, undo, members,
@@ -749,9 +747,8 @@ static int compressAndExchange(StepComm &sc, const otc_compress_desc_t &desc,
       groupAllGatherInPlace(scp->comm, *members, bp->gathered.data(), p);
     else
       allGatherInPlace(scp->comm, bp->gathered.data(), p);
-    const bool meanBad =
-        decompressMean(cfg, count, bp->gathered.data(), world, world, data,
-                       bucket);
+    const bool meanBad = decompressMean(cfg, count, bp->gathered.data(), world,
+                                        world, data, bucket);
     return settle(*scp, *bp, cfg, meanBad, members);
   };
   return queue ? runCollective(&sc, true, "compressed exchange", exchange)
@@ -798,8 +795,8 @@ int compressedAllReduceMean(StepComm &sc, const otc_compress_desc_t &desc,
     if (b.lookahead.size() < size_t(count))
       b.lookahead.resize(size_t(count));
     std::memcpy(b.lookahead.data(), velocity, size_t(count) * sizeof(float));
-    if (otck_compress_accumulate_f32(count, momentum, data,
-                                     b.lookahead.data(), nullptr) != 0)
+    if (otck_compress_accumulate_f32(count, momentum, data, b.lookahead.data(),
+                                     nullptr) != 0)
       badDesc(bucket, "bad velocity buffer");
     src = b.lookahead.data();
   }
@@ -819,8 +816,8 @@ int compressedAllReduceMean(StepComm &sc, const otc_compress_desc_t &desc,
   StepComm *scp = &sc;
   const bool denseStep = sc.step <= desc.warmup_steps;
   if (desc.method == OTCK_COMPRESS_POWERSGD && !denseStep)
-    return powerSgd(sc, desc, data, count, feedback ? residual : nullptr,
-                    state, b, bucket, members);
+    return powerSgd(sc, desc, data, count, feedback ? residual : nullptr, state,
+                    b, bucket, members);
   if (desc.exchange == OTC_EXCHANGE_ALL_REDUCE || denseStep) {
     // A dense step sends every element: the velocity goes out whole and is
     // zeroed (the residual is not touched).
