@@ -108,7 +108,9 @@ zoo-cuda: build
 # twin: test accuracy after TWIN_EPOCHS, the mean over TWIN_SEEDS initial
 # weights, on TWIN_WORLD ranks through the TWIN_EXCHANGE (all-gather or
 # reduce-scatter); TWIN_OPTIMIZERS picks some of sgd, momentum, nesterov,
-# adam, adamw (AdamW: weight decay 0.01).
+# adam, adamw (AdamW: weight decay 0.01); TWIN_MODEL: mlp or cnn (the
+# residual CNN).
+TWIN_MODEL ?= mlp
 TWIN_EPOCHS ?= 1
 TWIN_SEEDS ?= 3
 TWIN_RATIOS ?= 0.1
@@ -119,7 +121,7 @@ compress-twin: build
 	$(PYTHON) test/integration/compress_twin_test.py --build-dir $(BUILD) \
 	  --epochs $(TWIN_EPOCHS) --seeds $(TWIN_SEEDS) --ratios $(TWIN_RATIOS) \
 	  --optimizers $(TWIN_OPTIMIZERS) --world-size $(TWIN_WORLD) \
-	  --exchange $(TWIN_EXCHANGE)
+	  --exchange $(TWIN_EXCHANGE) --model $(TWIN_MODEL)
 
 # Compressed training against the dense all-reduce on Fashion-MNIST, the
 # MLP and the residual CNN on 2 and 4 ranks, every epoch's test accuracy the

@@ -2,7 +2,8 @@
 #===- ddp_reference.py - PyTorch DDP (gloo) reference for bench_compress ---===#
 #
 # The PyTorch side of test/bench/bench_compress.py: data-parallel training of
-# the same MLP (tools/gen_mlp.py's build_mlp) with torch DDP over the gloo
+# the same MLP (tools/gen_mlp.py's build_mlp; --model cnn: the residual CNN
+# of test/integration/cnn_fashion_mnist_test.py) with torch DDP over the gloo
 # backend on 127.0.0.1, one process per rank, torch.set_num_threads(1), plain
 # SGD, cross-entropy, a per-rank batch of --batch samples, in one of three
 # gradient-averaging variants:
@@ -42,7 +43,7 @@
 #   /usr/bin/python3 test/bench/ddp_reference.py --variant powersgd \
 #       --data-dir DIR [--hidden 4096,4096] [--steps 8] [--warmup 3]
 #
-# DIR holds input.npy ([S, 784] float32) and labels.npy ([S] int64); rank r
+# DIR holds input.npy ([S, 784] or [S, 1, 28, 28] float32) and labels.npy ([S] int64); rank r
 # takes the samples of step s from row (s * W + r) * batch (wrapping around),
 # the layout of OTC's loader with --no-shuffle. With --epochs E the run
 # trains E passes over DIR (--warmup and --steps ignored) with --optimizer
@@ -421,7 +422,8 @@ def otc_q(seed, i, m, r):
         u2 = (b2 >> 40) / 16777216.0
         out.append(math.sqrt(-2.0 * math.log(u1)) *
                    math.cos(2.0 * math.pi * u2))
-    return torch.tensor(out, dtype=torch.float32).view(m, r)
+    return torch.tensor(out, dtype=torch.float32).view(m, r).to(
+        torch.get_default_dtype())
 
 
 def sync_powersgd_hook(state, bucket):
@@ -432,6 +434,28 @@ def sync_powersgd_hook(state, bucket):
 # ---------------------------------------------------------------------------
 # One rank
 # ---------------------------------------------------------------------------
+
+def load_onnx_weights(model, path):
+    """Sets every parameter and buffer of `model` that `path` (an ONNX file
+    exported from it) has as an initializer of the same name and shape to
+    that value: torch.onnx.export in training mode runs the model once, so
+    the file's BatchNorm statistics are not the fresh module's. Every
+    parameter must be found."""
+    import onnx
+    import torch
+    from onnx import numpy_helper
+    init = {t.name: numpy_helper.to_array(t)
+            for t in onnx.load(path).graph.initializer}
+    state = model.state_dict()
+    missing = [k for k, _ in model.named_parameters() if k not in init]
+    if missing:
+        sys.exit("ddp_reference: %s has no initializer for %s" %
+                 (path, ", ".join(missing)))
+    with torch.no_grad():
+        for k, v in state.items():
+            if k in init and tuple(init[k].shape) == tuple(v.shape):
+                v.copy_(torch.from_numpy(init[k].copy()))
+
 
 def worker(a):
     import numpy as np
@@ -449,11 +473,25 @@ def worker(a):
     dist.init_process_group(
         "gloo", rank=rank, world_size=world,
         timeout=datetime.timedelta(seconds=max(30, a.timeout)))
+    if a.float64:
+        # Before the model exists: its parameters and every buffer the
+        # hooks make are float64 then.
+        torch.set_default_dtype(torch.float64)
     x = torch.from_numpy(np.load(os.path.join(a.data_dir, "input.npy")))
+    x = x.to(torch.get_default_dtype())
     y = torch.from_numpy(np.load(os.path.join(a.data_dir, "labels.npy")))
-    hidden = tuple(int(h) for h in a.hidden.split(",") if h)
-    model = gen_mlp.build_mlp(a.seed, hidden=hidden, classes=a.classes,
-                              features=x.shape[1])
+    if a.model == "cnn":
+        sys.path.insert(0, os.path.join(SOURCE_DIR, "test", "integration"))
+        from cnn_fashion_mnist_test import residual_cnn
+        model = residual_cnn(a.seed)
+        x = x.reshape(len(x), 1, 28, 28)
+    else:
+        hidden = tuple(int(h) for h in a.hidden.split(",") if h)
+        model = gen_mlp.build_mlp(a.seed, hidden=hidden, classes=a.classes,
+                                  features=x[0].numel())
+        x = x.reshape(len(x), -1)
+    if a.init_onnx:
+        load_onnx_weights(model, a.init_onnx)
     nparams = sum(p.numel() for p in model.parameters())
     if a.bucket_order:
         # One bucket for the whole model: DDP's first one is capped apart.
@@ -506,6 +544,7 @@ def worker(a):
     ex = ey = None
     if a.eval_dir:
         ex = torch.from_numpy(np.load(os.path.join(a.eval_dir, "input.npy")))
+        ex = ex.reshape((len(ex),) + tuple(x.shape[1:])).to(x.dtype)
         ey = torch.from_numpy(np.load(os.path.join(a.eval_dir, "labels.npy")))
 
     def test_accuracy():
@@ -649,6 +688,19 @@ def main():
     p.add_argument("--variant", choices=VARIANTS, default="dense")
     p.add_argument("--data-dir", required=True,
                    help="folder with input.npy and labels.npy")
+    p.add_argument("--model", choices=("mlp", "cnn"), default="mlp",
+                   help="mlp: tools/gen_mlp.py's MLP (--hidden, --classes); "
+                        "cnn: the residual CNN of "
+                        "test/integration/cnn_fashion_mnist_test.py (inputs "
+                        "reshaped to [N, 1, 28, 28])")
+    p.add_argument("--init-onnx", default=None,
+                   help="start from this ONNX file's initializers (the "
+                        "model OTC compiled) instead of the seed's fresh "
+                        "module")
+    p.add_argument("--float64", action="store_true",
+                   help="train in float64 (the exact algorithm, for a "
+                        "step-by-step comparison: float32 convolutions' "
+                        "rounding grows fast in a BatchNorm network)")
     p.add_argument("--hidden", default="4096,4096")
     p.add_argument("--classes", type=int, default=10)
     p.add_argument("--seed", type=int, default=0)

@@ -18,7 +18,8 @@ import otc_testlib as T  # noqa: E402
 MIN_ACCURACY = 0.85
 
 
-def residual_cnn():
+def residual_cnn(seed=0):
+    """The residual CNN, its weights drawn under torch.manual_seed(seed)."""
     import torch
     import torch.nn as nn
     import torch.nn.functional as F
@@ -55,8 +56,20 @@ def residual_cnn():
             x = self.stage2(self.stage1(self.stem(x)))
             return self.head(F.adaptive_avg_pool2d(x, 1).flatten(1))
 
-    torch.manual_seed(0)
+    torch.manual_seed(seed)
     return Net()
+
+
+def export_residual_cnn(path, seed=0, batch=64):
+    """residual_cnn(seed) as ONNX in training mode (BatchNorm on the batch's
+    statistics, running statistics as initializers), input [batch, 1, 28,
+    28] named "input", output "logits"."""
+    import torch
+    torch.onnx.export(residual_cnn(seed).train(),
+                      (torch.zeros(batch, 1, 28, 28),), path,
+                      input_names=["input"], output_names=["logits"],
+                      training=torch.onnx.TrainingMode.TRAINING,
+                      do_constant_folding=False, opset_version=15)
 
 
 def main():
@@ -67,13 +80,8 @@ def main():
         lambda p: p.add_argument("--seed", type=int, default=0,
                                  help="shuffling seed (default 0)"))
     checks = T.Checks("cnn_fashion_mnist")
-    import torch
-    model = residual_cnn().train()
     onnx_path = ctx.path("cnn.onnx")
-    torch.onnx.export(model, (torch.zeros(64, 1, 28, 28),), onnx_path,
-                      input_names=["input"], output_names=["logits"],
-                      training=torch.onnx.TrainingMode.TRAINING,
-                      do_constant_folding=False, opset_version=15)
+    export_residual_cnn(onnx_path)
     program = ctx.path("train")
     res = T.compile_model(ctx, onnx_path, program, world_size=2, batch=64,
                           loss="cross-entropy", label="labels",

@@ -84,12 +84,8 @@ def write_model(path, model):
     if model == "mlp":
         T.gen_mlp(path, seed=0)
         return
-    import torch
-    from cnn_fashion_mnist_test import residual_cnn
-    torch.onnx.export(residual_cnn().train(), (torch.zeros(64, 1, 28, 28),),
-                      path, input_names=["input"], output_names=["logits"],
-                      training=torch.onnx.TrainingMode.TRAINING,
-                      do_constant_folding=False, opset_version=15)
+    from cnn_fashion_mnist_test import export_residual_cnn
+    export_residual_cnn(path)
 
 
 def main():

@@ -88,6 +88,8 @@ def parse_args(name, description="", extra=None, staged=False):
     """Common flags: --build-dir (default $OTC_BUILD_DIR or SOURCE/build).
 
     staged: the test also takes --stage and --work (add_stage_args).
+    name may be a function of the parsed flags (a test that runs in several
+    configurations at once keeps their files apart).
     """
     p = argparse.ArgumentParser(description=description)
     p.add_argument("--build-dir",
@@ -101,6 +103,8 @@ def parse_args(name, description="", extra=None, staged=False):
     if extra:
         extra(p)
     args = p.parse_args()
+    if callable(name):
+        name = name(args)
     stage = getattr(args, "stage", "all")
     ctx = Context(args.build_dir, name, getattr(args, "work", None),
                   fresh=stage != "run")

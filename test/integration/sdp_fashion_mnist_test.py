@@ -43,7 +43,7 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import otc_testlib as T  # noqa: E402
-from cnn_fashion_mnist_test import residual_cnn  # noqa: E402
+from cnn_fashion_mnist_test import export_residual_cnn  # noqa: E402
 
 MIN_ACCURACY = 0.80
 GAP_TARGETS = [("neuron C=0.5", 0.015), ("block C=0.5", 0.015),
@@ -74,13 +74,8 @@ def main():
         print("FAIL: --seeds must be at least 1, not %d" % args.seeds)
         return 1
     checks = T.Checks("sdp_fashion_mnist")
-    import torch
     onnx_path = ctx.path("cnn.onnx")
-    torch.onnx.export(residual_cnn().train(), (torch.zeros(32, 1, 28, 28),),
-                      onnx_path, input_names=["input"],
-                      output_names=["logits"],
-                      training=torch.onnx.TrainingMode.TRAINING,
-                      do_constant_folding=False, opset_version=15)
+    export_residual_cnn(onnx_path, batch=32)
     jobs = []
     for name, ranks, batch, flags in RUNS:
         tag = re.sub(r"[^a-z0-9]+", "_", name)
