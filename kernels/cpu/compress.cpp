@@ -76,6 +76,8 @@ bool useIsa(Isa isa) {
   return true;
 }
 
+Isa currentIsa() { return activeIsa().load(std::memory_order_relaxed); }
+
 } // namespace otc::kernels::compress
 
 namespace {
@@ -87,7 +89,7 @@ struct Variant {
 };
 
 Variant activeVariant() {
-  switch (activeIsa().load(std::memory_order_relaxed)) {
+  switch (currentIsa()) {
 #if defined(OTCK_HAVE_X86_VARIANTS)
   case Isa::Avx512:
     return {avx512::compressF32, avx512::decompressSumF32};

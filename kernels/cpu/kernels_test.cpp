@@ -10,6 +10,7 @@
 
 #include "otc/kernels.h"
 
+#include "compress_isa.h"
 #include "kernels_test_util.h"
 
 #include <gtest/gtest.h>
@@ -1437,6 +1438,81 @@ TEST(Optimizer, EmaCopiesFirstThenLerpsAsTorch) {
   EXPECT_EQ(ema, ema0);
   otck_ema_f32(n, ema.data(), w.data(), 0.0f, 3);
   EXPECT_EQ(ema, w);
+}
+
+// The AVX2 and AVX-512 builds of the updates (hardware FMA, wider vectors)
+// write the baseline's bits: every optimizer, three steps over a length
+// with a vector tail, weight decay on, each variant from the same state.
+TEST(Optimizer, EveryIsaVariantWritesTheBaselinesBits) {
+  using otc::kernels::compress::Isa;
+  namespace isa = otc::kernels::compress;
+  const int64_t n = 10007;
+  struct State {
+    std::vector<float> w, a, b, c;
+    float trust = 0.0f;
+  };
+  auto run = [&](int which) {
+    State s{randomVec(n, -1, 1, 1500), randomVec(n, -1, 1, 1501),
+            randomVec(n, 0, 1, 1502), randomVec(n, -1, 1, 1503)};
+    if (which == 4) // RMSprop's centred average starts at 0, as torch's
+      std::fill(s.a.begin(), s.a.end(), 0.0f);
+    for (int step = 1; step <= 3; ++step) {
+      const auto g = randomVec(n, -1, 1, 1510 + unsigned(step));
+      float *w = s.w.data(), *a = s.a.data(), *b = s.b.data(), *c = s.c.data();
+      switch (which) {
+      case 0:
+        otck_sgd_f32(n, w, g.data(), 0.1f, 0.01f);
+        break;
+      case 1:
+        otck_momentum_f32(n, w, g.data(), a, 0.05f, 0.9f, 0.01f, step % 2);
+        break;
+      case 2:
+        otck_adam_f32(n, w, g.data(), a, b, 1e-3f, 0.9f, 0.999f, 1e-8f, 0.01f,
+                      step, 1);
+        break;
+      case 3:
+        otck_adagrad_f32(n, w, g.data(), b, 0.01f, 0.001f, 0.01f, 1e-10f, step);
+        break;
+      case 4:
+        otck_rmsprop_f32(n, w, g.data(), b, a, c, 0.01f, 0.99f, 1e-8f, 0.01f,
+                         0.9f);
+        break;
+      case 5:
+        otck_lion_f32(n, w, g.data(), a, 1e-4f, 0.9f, 0.99f, 0.01f);
+        break;
+      case 6:
+        otck_lamb_f32(n, w, g.data(), a, b, 1e-3f, 0.9f, 0.999f, 1e-6f, 0.01f,
+                      step, &s.trust);
+        break;
+      default:
+        otck_ema_f32(n, a, w, 0.999f, step - 1);
+      }
+    }
+    return s;
+  };
+  std::vector<State> want;
+  ASSERT_TRUE(isa::useIsa(Isa::Generic));
+  for (int which = 0; which < 8; ++which)
+    want.push_back(run(which));
+  int variants = 0;
+  for (Isa v : {Isa::Avx2, Isa::Avx512}) {
+    if (!isa::useIsa(v))
+      continue;
+    ++variants;
+    for (int which = 0; which < 8; ++which) {
+      SCOPED_TRACE(std::string(isa::isaName(v)) + ", optimizer " +
+                   std::to_string(which));
+      const State got = run(which);
+      EXPECT_EQ(got.w, want[sz(which)].w);
+      EXPECT_EQ(got.a, want[sz(which)].a);
+      EXPECT_EQ(got.b, want[sz(which)].b);
+      EXPECT_EQ(got.c, want[sz(which)].c);
+      EXPECT_EQ(got.trust, want[sz(which)].trust);
+    }
+  }
+  isa::useIsa(isa::bestIsa());
+  if (variants == 0)
+    GTEST_SKIP() << "this CPU (or build) has only the baseline variant";
 }
 
 //===----------------------------------------------------------------------===//

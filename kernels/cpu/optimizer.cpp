@@ -1,353 +1,96 @@
-//===- optimizer.cpp - SGD, Adam, Adagrad, RMSprop, Lion, LAMB and EMA ----===//
+//===- optimizer.cpp - Optimizer updates: C API and dispatch --------------===//
 //
-// In-place parameter updates that follow torch.optim (PyTorch 1.13,
-// single-tensor code path) operation by operation, in float32, so that the
-// results are bit-identical to PyTorch's CPU kernels:
-//  - each tensor op of the reference is one rounded float expression here;
-//  - scalars that PyTorch computes in Python (bias corrections, step size,
-//    1 - beta, 1 - lr * wd) are computed in double and rounded to float where
-//    PyTorch's kernels convert them;
-//  - PyTorch's vectorised kernels (AVX2/AVX-512/NEON, what every current CPU
-//    dispatches to) evaluate `add(x, y, alpha)`, `addcmul` and `lerp` with a
-//    fused multiply-add, so those ops use fusedMulAdd below; mul, div, sqrt
-//    and addcdiv are plain. The library is built with -ffp-contract=off so
-//    the compiler fuses nothing else.
-//
-// Weight decay is skipped when wd == 0, as PyTorch does (it matters for
-// non-finite weights: 0 * inf would be NaN).
-//
-// Lion and LAMB have no torch.optim reference: Lion restates
-// lucidrains/lion-pytorch's tensor ops with the same conventions; LAMB
-// (DeepSpeed FusedLamb's trust ratio) fixes its own order, which the CUDA
-// twin repeats, and sums its norms with deterministicSum.
+// The optimizer entry points of otc/kernels.h over the variants of
+// optimizer_kernels.h: this file compiles the baseline one and calls the
+// one compress_isa.h's currentIsa() names (the widest the CPU runs, unless
+// a test picked another).
 //
 //===----------------------------------------------------------------------===//
 
-#include "otc/kernels.h"
+// First: it opens `generic` as the inline namespace.
+#include "optimizer_kernels.h"
 
-#include "parallel.h"
+#include "compress_isa.h"
 
-#include <cmath>
-#include <cstring>
-#include <type_traits>
+#if defined(OTCK_HAVE_X86_VARIANTS)
+#define OTCK_DECLARE_OPTIMIZER_VARIANT(ns)                                     \
+  namespace otc::kernels::optimizer::ns {                                      \
+  decltype(otck_sgd_f32) sgd;                                                  \
+  decltype(otck_momentum_f32) momentum;                                        \
+  decltype(otck_adam_f32) adam;                                                \
+  decltype(otck_adagrad_f32) adagrad;                                          \
+  decltype(otck_rmsprop_f32) rmsprop;                                          \
+  decltype(otck_lion_f32) lion;                                                \
+  decltype(otck_lamb_f32) lamb;                                                \
+  decltype(otck_ema_f32) ema;                                                  \
+  }
+OTCK_DECLARE_OPTIMIZER_VARIANT(avx2)
+OTCK_DECLARE_OPTIMIZER_VARIANT(avx512)
+#undef OTCK_DECLARE_OPTIMIZER_VARIANT
 
-using namespace otc::kernels;
-
-namespace {
-
-/// a * b + c rounded once, as an FMA instruction. Without FMA hardware in
-/// the target flags it is emulated in double (exact product; the sum is
-/// rounded to double then float, which differs from a true FMA only when
-/// the exact result is within 2^-53 of a float rounding boundary).
-inline float fusedMulAdd(float a, float b, float c) {
-#ifdef __FMA__
-  return std::fma(a, b, c);
+// The variant of `fn` currentIsa() names, called with the arguments.
+#define OTCK_DISPATCH(fn, ...)                                                 \
+  do {                                                                         \
+    using namespace otc::kernels;                                              \
+    switch (compress::currentIsa()) {                                          \
+    case compress::Isa::Avx512:                                                \
+      return optimizer::avx512::fn(__VA_ARGS__);                               \
+    case compress::Isa::Avx2:                                                  \
+      return optimizer::avx2::fn(__VA_ARGS__);                                 \
+    default:                                                                   \
+      return optimizer::generic::fn(__VA_ARGS__);                              \
+    }                                                                          \
+  } while (0)
 #else
-  return float(double(a) * double(b) + double(c));
+#define OTCK_DISPATCH(fn, ...) return otc::kernels::optimizer::fn(__VA_ARGS__)
 #endif
-}
-
-} // namespace
 
 extern "C" void otck_sgd_f32(int64_t n, float *w, const float *g, float lr,
                              float wd) {
-  // d_p = grad.add(param, alpha=wd); param.add_(d_p, alpha=-lr)
-  const float negLr = -lr;
-  parallelFor(n, 1, kParallelGrain, [&](int64_t begin, int64_t end) {
-    if (wd != 0.0f) {
-#pragma omp simd
-      for (int64_t i = begin; i < end; ++i) {
-        float d = fusedMulAdd(wd, w[i], g[i]);
-        w[i] = fusedMulAdd(negLr, d, w[i]);
-      }
-    } else {
-#pragma omp simd
-      for (int64_t i = begin; i < end; ++i)
-        w[i] = fusedMulAdd(negLr, g[i], w[i]);
-    }
-  });
+  OTCK_DISPATCH(sgd, n, w, g, lr, wd);
 }
 
 extern "C" void otck_momentum_f32(int64_t n, float *w, const float *g, float *v,
                                   float lr, float mu, float wd, int nesterov) {
-  // d_p = grad.add(param, alpha=wd)
-  // buf.mul_(momentum).add_(d_p, alpha=1 - dampening)   (dampening = 0)
-  // d_p = d_p.add(buf, alpha=momentum) if nesterov else buf
-  // param.add_(d_p, alpha=-lr)
-  // PyTorch's first step clones d_p into the buffer; with v zero-initialised
-  // mu * 0 + d_p is the same value. alpha = 1 makes the buffer's add exact.
-  const float negLr = -lr;
-  const bool useNesterov = nesterov != 0;
-  const bool decay = wd != 0.0f;
-  auto run = [&](auto nesterovTag, auto decayTag, int64_t begin, int64_t end) {
-    constexpr bool kNesterov = decltype(nesterovTag)::value;
-    constexpr bool kDecay = decltype(decayTag)::value;
-#pragma omp simd
-    for (int64_t i = begin; i < end; ++i) {
-      float d = kDecay ? fusedMulAdd(wd, w[i], g[i]) : g[i];
-      float buf = v[i] * mu + d;
-      v[i] = buf;
-      float step = kNesterov ? fusedMulAdd(mu, buf, d) : buf;
-      w[i] = fusedMulAdd(negLr, step, w[i]);
-    }
-  };
-  parallelFor(n, 1, kParallelGrain, [&](int64_t begin, int64_t end) {
-    using T = std::true_type;
-    using F = std::false_type;
-    if (useNesterov && decay)
-      run(T(), T(), begin, end);
-    else if (useNesterov)
-      run(T(), F(), begin, end);
-    else if (decay)
-      run(F(), T(), begin, end);
-    else
-      run(F(), F(), begin, end);
-  });
+  OTCK_DISPATCH(momentum, n, w, g, v, lr, mu, wd, nesterov);
 }
 
 extern "C" void otck_adam_f32(int64_t n, float *w, const float *g, float *m,
                               float *v, float lr, float beta1, float beta2,
                               float eps, float wd, int64_t step,
                               int decoupled) {
-  if (step < 1)
-    step = 1;
-  // Python-side scalars, in double as PyTorch computes them.
-  const double lrD = lr, b1D = beta1, b2D = beta2;
-  const double biasCorrection1 = 1.0 - std::pow(b1D, double(step));
-  const double biasCorrection2 = 1.0 - std::pow(b2D, double(step));
-  const double stepSize = lrD / biasCorrection1;
-  const double biasCorrection2Sqrt = std::sqrt(biasCorrection2);
-  // What the tensor kernels see, rounded to float.
-  const float oneMinusB1 = float(1.0 - b1D);
-  const float oneMinusB2 = float(1.0 - b2D);
-  const float negStepSize = float(-stepSize);
-  const float bc2Sqrt = float(biasCorrection2Sqrt);
-  const float decayFactor = float(1.0 - lrD * double(wd)); // AdamW
-  const bool l2 = !decoupled && wd != 0.0f;
-  const bool adamw = decoupled && wd != 0.0f;
-
-  parallelFor(n, 1, kParallelGrain, [&](int64_t begin, int64_t end) {
-#pragma omp simd
-    for (int64_t i = begin; i < end; ++i) {
-      float wi = w[i];
-      // Adam: grad = grad.add(param, alpha=weight_decay)
-      float gi = l2 ? fusedMulAdd(wd, wi, g[i]) : g[i];
-      // AdamW: param.mul_(1 - lr * weight_decay)
-      wi = adamw ? wi * decayFactor : wi;
-      // exp_avg.mul_(beta1).add_(grad, alpha=1 - beta1)
-      float mi = fusedMulAdd(oneMinusB1, gi, m[i] * beta1);
-      // exp_avg_sq.mul_(beta2).addcmul_(grad, grad, value=1 - beta2)
-      float vi = fusedMulAdd(oneMinusB2 * gi, gi, v[i] * beta2);
-      // denom = (exp_avg_sq.sqrt() / bias_correction2_sqrt).add_(eps)
-      float denom = std::sqrt(vi) / bc2Sqrt + eps;
-      // param.addcdiv_(exp_avg, denom, value=-step_size)
-      w[i] = wi + negStepSize * mi / denom;
-      m[i] = mi;
-      v[i] = vi;
-    }
-  });
+  OTCK_DISPATCH(adam, n, w, g, m, v, lr, beta1, beta2, eps, wd, step,
+                decoupled);
 }
 
 extern "C" void otck_adagrad_f32(int64_t n, float *w, const float *g,
                                  float *sum, float lr, float lr_decay, float wd,
                                  float eps, int64_t step) {
-  if (step < 1)
-    step = 1;
-  // clr = lr / (1 + (step - 1) * lr_decay), a Python float.
-  const double clr = double(lr) / (1.0 + double(step - 1) * double(lr_decay));
-  const float negClr = float(-clr);
-  const bool decay = wd != 0.0f;
-  parallelFor(n, 1, kParallelGrain, [&](int64_t begin, int64_t end) {
-#pragma omp simd
-    for (int64_t i = begin; i < end; ++i) {
-      // grad = grad.add(param, alpha=weight_decay)
-      const float d = decay ? fusedMulAdd(wd, w[i], g[i]) : g[i];
-      // state_sum.addcmul_(grad, grad, value=1)
-      const float s = fusedMulAdd(d, d, sum[i]);
-      // std = state_sum.sqrt().add_(eps)
-      const float stdev = std::sqrt(s) + eps;
-      // param.addcdiv_(grad, std, value=-clr)
-      w[i] = w[i] + negClr * d / stdev;
-      sum[i] = s;
-    }
-  });
+  OTCK_DISPATCH(adagrad, n, w, g, sum, lr, lr_decay, wd, eps, step);
 }
 
 extern "C" void otck_rmsprop_f32(int64_t n, float *w, const float *g,
                                  float *square_avg, float *grad_avg,
                                  float *momentum_buf, float lr, float alpha,
                                  float eps, float wd, float momentum) {
-  const float oneMinusAlpha = float(1.0 - double(alpha));
-  const float negLr = -lr;
-  const bool decay = wd != 0.0f;
-  auto run = [&](auto centeredTag, auto momentumTag, int64_t begin,
-                 int64_t end) {
-    constexpr bool kCentered = decltype(centeredTag)::value;
-    constexpr bool kMomentum = decltype(momentumTag)::value;
-#pragma omp simd
-    for (int64_t i = begin; i < end; ++i) {
-      // grad = grad.add(param, alpha=weight_decay)
-      const float d = decay ? fusedMulAdd(wd, w[i], g[i]) : g[i];
-      // square_avg.mul_(alpha).addcmul_(grad, grad, value=1 - alpha)
-      const float sq = fusedMulAdd(oneMinusAlpha * d, d, square_avg[i] * alpha);
-      square_avg[i] = sq;
-      float avg;
-      if (kCentered) {
-        // grad_avg.mul_(alpha).add_(grad, alpha=1 - alpha)
-        const float ga = fusedMulAdd(oneMinusAlpha, d, grad_avg[i] * alpha);
-        grad_avg[i] = ga;
-        // avg = square_avg.addcmul(grad_avg, grad_avg, value=-1).sqrt_()
-        avg = std::sqrt(fusedMulAdd(-ga, ga, sq));
-      } else {
-        // avg = square_avg.sqrt()
-        avg = std::sqrt(sq);
-      }
-      // avg = avg.add_(eps)
-      avg = avg + eps;
-      if (kMomentum) {
-        // buf.mul_(momentum).addcdiv_(grad, avg)
-        const float buf = momentum_buf[i] * momentum + d / avg;
-        momentum_buf[i] = buf;
-        // param.add_(buf, alpha=-lr)
-        w[i] = fusedMulAdd(negLr, buf, w[i]);
-      } else {
-        // param.addcdiv_(grad, avg, value=-lr)
-        w[i] = w[i] + negLr * d / avg;
-      }
-    }
-  };
-  const bool centered = grad_avg != nullptr;
-  const bool useMomentum = momentum_buf != nullptr;
-  parallelFor(n, 1, kParallelGrain, [&](int64_t begin, int64_t end) {
-    using T = std::true_type;
-    using F = std::false_type;
-    if (centered && useMomentum)
-      run(T(), T(), begin, end);
-    else if (centered)
-      run(T(), F(), begin, end);
-    else if (useMomentum)
-      run(F(), T(), begin, end);
-    else
-      run(F(), F(), begin, end);
-  });
+  OTCK_DISPATCH(rmsprop, n, w, g, square_avg, grad_avg, momentum_buf, lr, alpha,
+                eps, wd, momentum);
 }
 
 extern "C" void otck_lion_f32(int64_t n, float *w, const float *g, float *m,
                               float lr, float beta1, float beta2, float wd) {
-  const float decayFactor = float(1.0 - double(lr) * double(wd));
-  const float oneMinusB1 = float(1.0 - double(beta1));
-  const float oneMinusB2 = float(1.0 - double(beta2));
-  const float negLr = -lr;
-  const bool decay = wd != 0.0f;
-  parallelFor(n, 1, kParallelGrain, [&](int64_t begin, int64_t end) {
-#pragma omp simd
-    for (int64_t i = begin; i < end; ++i) {
-      // p.data.mul_(1 - lr * wd)
-      const float wi = decay ? w[i] * decayFactor : w[i];
-      // update = exp_avg.clone().mul_(beta1).add(grad, alpha=1 - beta1)
-      const float c = fusedMulAdd(oneMinusB1, g[i], m[i] * beta1);
-      // .sign_(): torch's (0 < c) - (c < 0), 0 for 0 and NaN
-      const float sign = c > 0.0f ? 1.0f : c < 0.0f ? -1.0f : 0.0f;
-      // p.add_(update, alpha=-lr)
-      w[i] = fusedMulAdd(negLr, sign, wi);
-      // exp_avg.mul_(beta2).add_(grad, alpha=1 - beta2)
-      m[i] = fusedMulAdd(oneMinusB2, g[i], m[i] * beta2);
-    }
-  });
+  OTCK_DISPATCH(lion, n, w, g, m, lr, beta1, beta2, wd);
 }
-
-namespace {
-
-/// ||w||^2 and ||u||^2 of LAMB, summed together by deterministicSum.
-struct SquareSums {
-  double w = 0.0, u = 0.0;
-  SquareSums &operator+=(const SquareSums &o) {
-    w += o.w;
-    u += o.u;
-    return *this;
-  }
-};
-
-} // namespace
 
 extern "C" void otck_lamb_f32(int64_t n, float *w, const float *g, float *m,
                               float *v, float lr, float beta1, float beta2,
                               float eps, float wd, int64_t step,
                               float *out_trust_ratio) {
-  if (step < 1)
-    step = 1;
-  const double b1D = beta1, b2D = beta2;
-  const float oneMinusB1 = float(1.0 - b1D);
-  const float oneMinusB2 = float(1.0 - b2D);
-  const float bc1 = float(1.0 - std::pow(b1D, double(step)));
-  const float bc2 = float(1.0 - std::pow(b2D, double(step)));
-  const bool decay = wd != 0.0f;
-  // u = (m / bc1) / (sqrt(v / bc2) + eps) + wd * w, the last add fused.
-  auto direction = [=](float mi, float vi, float wi) {
-    const float r = (mi / bc1) / (std::sqrt(vi / bc2) + eps);
-    return decay ? fusedMulAdd(wd, wi, r) : r;
-  };
-  // Pass 1: the moments, ||w||^2 (w before the update) and ||u||^2.
-  const SquareSums sums =
-      deterministicSum(n, 1, kParallelGrain, [&](int64_t begin, int64_t end) {
-        double sw[kSumLanes] = {}, su[kSumLanes] = {};
-        forEachLane(begin, end, [&](int64_t i, int64_t l) {
-          const float wi = w[i];
-          // m = b1*m + (1-b1)*g; v = b2*v + (1-b2)*g*g (as Adam)
-          const float mi = fusedMulAdd(oneMinusB1, g[i], m[i] * beta1);
-          const float vi = fusedMulAdd(oneMinusB2 * g[i], g[i], v[i] * beta2);
-          m[i] = mi;
-          v[i] = vi;
-          const float u = direction(mi, vi, wi);
-          sw[l] += double(wi) * double(wi);
-          su[l] += double(u) * double(u);
-        });
-        SquareSums s;
-        s.w = laneTotal(sw);
-        s.u = laneTotal(su);
-        return s;
-      });
-  // DeepSpeed's lamb_coeff: the ratio clamped to [min_coeff, max_coeff]
-  // when both norms are non-zero (NaN stays NaN), else 1.
-  const double r1 = std::sqrt(sums.w), r2 = std::sqrt(sums.u);
-  double trust = 1.0;
-  if (r1 != 0.0 && r2 != 0.0) {
-    trust = r1 / r2;
-    if (trust > 10.0)
-      trust = 10.0;
-    if (trust < 0.01)
-      trust = 0.01;
-  }
-  if (out_trust_ratio)
-    *out_trust_ratio = float(trust);
-  // Pass 2: u again from the new m and v, then w.add_(u, alpha=-lr*trust).
-  const float negScale = float(-(double(lr) * trust));
-  parallelFor(n, 1, kParallelGrain, [&](int64_t begin, int64_t end) {
-#pragma omp simd
-    for (int64_t i = begin; i < end; ++i)
-      w[i] = fusedMulAdd(negScale, direction(m[i], v[i], w[i]), w[i]);
-  });
+  OTCK_DISPATCH(lamb, n, w, g, m, v, lr, beta1, beta2, eps, wd, step,
+                out_trust_ratio);
 }
 
 extern "C" void otck_ema_f32(int64_t n, float *ema, const float *w, float decay,
                              int64_t updates) {
-  if (updates <= 0) {
-    // p_averaged.detach().copy_(p_model)
-    if (ema == w)
-      return;
-    parallelFor(n, 1, kParallelGrain, [&](int64_t begin, int64_t end) {
-      std::memcpy(ema + begin, w + begin, size_t(end - begin) * sizeof(float));
-    });
-    return;
-  }
-  // torch._foreach_lerp_(ema, w, 1 - decay): lerp_vec's
-  // fmadd(coeff, end - start, base).
-  const float weight = float(1.0 - double(decay));
-  const bool small = std::fabs(weight) < 0.5f;
-  const float coeff = small ? weight : weight - 1.0f;
-  parallelFor(n, 1, kParallelGrain, [&](int64_t begin, int64_t end) {
-#pragma omp simd
-    for (int64_t i = begin; i < end; ++i)
-      ema[i] = fusedMulAdd(coeff, w[i] - ema[i], small ? ema[i] : w[i]);
-  });
+  OTCK_DISPATCH(ema, n, ema, w, decay, updates);
 }
