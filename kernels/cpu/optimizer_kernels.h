@@ -195,61 +195,63 @@ void adagrad(int64_t n, float *w, const float *g, float *sum, float lr,
   });
 }
 
+/// RMSprop's update of [begin, end), a function of plain values for the
+/// vectoriser (see adamRange).
+template <bool kCentered, bool kMomentum>
+[[gnu::noinline]] void
+rmspropRange(int64_t begin, int64_t end, float *w, const float *g,
+             float *square_avg, float *grad_avg, float *momentum_buf,
+             float alpha, float oneMinusAlpha, float negLr, float eps, float wd,
+             bool decay, float momentum) {
+#pragma omp simd
+  for (int64_t i = begin; i < end; ++i) {
+    const float wi = w[i];
+    // grad = grad.add(param, alpha=weight_decay)
+    const float d = decay ? fusedMulAdd(wd, wi, g[i]) : g[i];
+    // square_avg.mul_(alpha).addcmul_(grad, grad, value=1 - alpha)
+    const float sq = fusedMulAdd(oneMinusAlpha * d, d, square_avg[i] * alpha);
+    square_avg[i] = sq;
+    float avg;
+    if (kCentered) {
+      // grad_avg.mul_(alpha).add_(grad, alpha=1 - alpha)
+      const float ga = fusedMulAdd(oneMinusAlpha, d, grad_avg[i] * alpha);
+      grad_avg[i] = ga;
+      // avg = square_avg.addcmul(grad_avg, grad_avg, value=-1).sqrt_()
+      avg = std::sqrt(fusedMulAdd(-ga, ga, sq));
+    } else {
+      // avg = square_avg.sqrt()
+      avg = std::sqrt(sq);
+    }
+    // avg = avg.add_(eps)
+    avg = avg + eps;
+    if (kMomentum) {
+      // buf.mul_(momentum).addcdiv_(grad, avg)
+      const float buf = momentum_buf[i] * momentum + d / avg;
+      momentum_buf[i] = buf;
+      // param.add_(buf, alpha=-lr)
+      w[i] = fusedMulAdd(negLr, buf, wi);
+    } else {
+      // param.addcdiv_(grad, avg, value=-lr)
+      w[i] = wi + negLr * d / avg;
+    }
+  }
+}
+
 void rmsprop(int64_t n, float *w, const float *g, float *square_avg,
              float *grad_avg, float *momentum_buf, float lr, float alpha,
              float eps, float wd, float momentum) {
   const float oneMinusAlpha = float(1.0 - double(alpha));
   const float negLr = -lr;
   const bool decay = wd != 0.0f;
-  auto run = [=](auto centeredTag, auto momentumTag, int64_t begin,
-                 int64_t end) {
-    constexpr bool kCentered = decltype(centeredTag)::value;
-    constexpr bool kMomentum = decltype(momentumTag)::value;
-#pragma omp simd
-    for (int64_t i = begin; i < end; ++i) {
-      // grad = grad.add(param, alpha=weight_decay)
-      const float d = decay ? fusedMulAdd(wd, w[i], g[i]) : g[i];
-      // square_avg.mul_(alpha).addcmul_(grad, grad, value=1 - alpha)
-      const float sq = fusedMulAdd(oneMinusAlpha * d, d, square_avg[i] * alpha);
-      square_avg[i] = sq;
-      float avg;
-      if (kCentered) {
-        // grad_avg.mul_(alpha).add_(grad, alpha=1 - alpha)
-        const float ga = fusedMulAdd(oneMinusAlpha, d, grad_avg[i] * alpha);
-        grad_avg[i] = ga;
-        // avg = square_avg.addcmul(grad_avg, grad_avg, value=-1).sqrt_()
-        avg = std::sqrt(fusedMulAdd(-ga, ga, sq));
-      } else {
-        // avg = square_avg.sqrt()
-        avg = std::sqrt(sq);
-      }
-      // avg = avg.add_(eps)
-      avg = avg + eps;
-      if (kMomentum) {
-        // buf.mul_(momentum).addcdiv_(grad, avg)
-        const float buf = momentum_buf[i] * momentum + d / avg;
-        momentum_buf[i] = buf;
-        // param.add_(buf, alpha=-lr)
-        w[i] = fusedMulAdd(negLr, buf, w[i]);
-      } else {
-        // param.addcdiv_(grad, avg, value=-lr)
-        w[i] = w[i] + negLr * d / avg;
-      }
-    }
-  };
   const bool centered = grad_avg != nullptr;
   const bool useMomentum = momentum_buf != nullptr;
   parallelFor(n, 1, kParallelGrain, [=](int64_t begin, int64_t end) {
-    using T = std::true_type;
-    using F = std::false_type;
-    if (centered && useMomentum)
-      run(T(), T(), begin, end);
-    else if (centered)
-      run(T(), F(), begin, end);
-    else if (useMomentum)
-      run(F(), T(), begin, end);
-    else
-      run(F(), F(), begin, end);
+    auto run = centered ? (useMomentum ? rmspropRange<true, true>
+                                       : rmspropRange<true, false>)
+                        : (useMomentum ? rmspropRange<false, true>
+                                       : rmspropRange<false, false>);
+    run(begin, end, w, g, square_avg, grad_avg, momentum_buf, alpha,
+        oneMinusAlpha, negLr, eps, wd, decay, momentum);
   });
 }
 
