@@ -81,6 +81,13 @@ void Profiler::stepEnd() {
   ++steps_;
   stepSeconds += seconds(end - stepStart);
   trace({-1, nullptr, step, stepStart, end});
+  if (steps_ == 1) {
+    warmUp.sites = sites;
+    warmUp.stepSeconds = stepSeconds;
+    std::lock_guard<std::mutex> lock(mu);
+    warmUp.collectiveSeconds = collectiveSeconds;
+    warmUp.collectiveCalls = collectiveCalls;
+  }
 }
 
 void Profiler::mark(int32_t site, bool begin) {
@@ -165,7 +172,25 @@ void Profiler::writeTrace(std::ostream &os, int rank) const {
 void Profiler::writeSummary(std::ostream &os, int rank) const {
   std::lock_guard<std::mutex> lock(mu);
   char buf[256];
-  const double n = double(std::max<int64_t>(steps_, 1));
+  // The first step is a warm-up (oneDNN's JIT, first touches of the arena:
+  // 10-40x a later step's time for some kernels), left out when there are
+  // others, as torch.profiler's schedule does; the trace keeps it.
+  const bool skipWarmUp = steps_ > 1;
+  std::vector<Site> sites = this->sites;
+  double stepSeconds = this->stepSeconds;
+  double collectiveSeconds = this->collectiveSeconds;
+  int64_t collectiveCalls = this->collectiveCalls;
+  if (skipWarmUp) {
+    for (size_t i = 0; i < sites.size() && i < warmUp.sites.size(); ++i) {
+      sites[i].calls -= warmUp.sites[i].calls;
+      sites[i].seconds -= warmUp.sites[i].seconds;
+    }
+    stepSeconds -= warmUp.stepSeconds;
+    collectiveSeconds -= warmUp.collectiveSeconds;
+    collectiveCalls -= warmUp.collectiveCalls;
+  }
+  const int64_t counted = skipWarmUp ? steps_ - 1 : steps_;
+  const double n = double(std::max<int64_t>(counted, 1));
   double kernelSeconds = 0;
   // Per kernel name (every site of it), in first-seen order for ties.
   struct Row {
@@ -195,9 +220,11 @@ void Profiler::writeSummary(std::ostream &os, int rank) const {
                    [](const Row &a, const Row &b) { return a.secs > b.secs; });
   const double step = stepSeconds / n;
   std::snprintf(buf, sizeof buf,
-                "profile (rank %d): %lld steps, %.3f ms per step, %.1f %% of "
-                "it in the %zu sites below\n",
-                rank, static_cast<long long>(steps_), 1e3 * step,
+                "profile (rank %d): %lld steps%s, %.3f ms per step, %.1f %% "
+                "of it in the %zu sites below\n",
+                rank, static_cast<long long>(steps_),
+                skipWarmUp ? " (the first, a warm-up, left out below)" : "",
+                1e3 * step,
                 stepSeconds > 0 ? 100.0 * kernelSeconds / stepSeconds : 0.0,
                 sites.size());
   os << buf;

@@ -52,7 +52,8 @@ public:
   /// Chrome trace JSON of this rank (pid `rank`).
   void writeTrace(std::ostream &os, int rank) const;
   /// The table users read: kernels by share of the step time (time, calls,
-  /// GFLOP/s or GB/s), then the busiest sites with their ONNX nodes.
+  /// GFLOP/s or GB/s), then the busiest sites with their ONNX nodes; over
+  /// the steps after the first when there are several (a warm-up).
   void writeSummary(std::ostream &os, int rank) const;
 
 private:
@@ -80,6 +81,13 @@ private:
   int32_t openSite = -1;
   int64_t steps_ = 0;
   double stepSeconds = 0;
+  // The totals at the end of the first step (the warm-up the summary
+  // leaves out when there are more).
+  struct {
+    std::vector<Site> sites;
+    double stepSeconds = 0, collectiveSeconds = 0;
+    int64_t collectiveCalls = 0;
+  } warmUp;
   // Shared with the collectives thread.
   mutable std::mutex mu;
   std::vector<Event> events;

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include <cstdio>
 #include <sstream>
 #include <thread>
 
@@ -87,6 +88,42 @@ TEST(Profiler, CountsCallsPerSiteAndStep) {
   EXPECT_NE(s.find("GFLOP/s", gemm), std::string::npos) << s;
   EXPECT_NE(s.find("GB/s", relu), std::string::npos) << s;
   EXPECT_NE(s.find(" 2.0  "), std::string::npos) << s; // relu: 2 calls/step
+}
+
+TEST(Profiler, SummaryLeavesOutTheWarmUpStep) {
+  otc_program_entry_t e = entryWithSites();
+  Profiler p(e, nullptr);
+  // Step 1's gemm takes 60 ms (a first call's JIT), the others' 5 ms.
+  for (int64_t step = 1; step <= 3; ++step) {
+    p.stepBegin(step);
+    call(p, 0, std::chrono::milliseconds(step == 1 ? 60 : 5));
+    p.stepEnd();
+  }
+  std::ostringstream summary;
+  p.writeSummary(summary, 0);
+  const std::string s = summary.str();
+  EXPECT_NE(s.find("3 steps (the first, a warm-up, left out below)"),
+            std::string::npos)
+      << s;
+  // gemm: 1 call and 5-ish ms per step over steps 2 and 3, not 23 ms.
+  const size_t gemm = s.find("  gemm ");
+  ASSERT_NE(gemm, std::string::npos) << s;
+  double share = 0, ms = 0, calls = 0;
+  ASSERT_EQ(std::sscanf(s.c_str() + gemm, "  gemm %lf%% %lf %lf", &share, &ms,
+                        &calls),
+            3)
+      << s;
+  EXPECT_GE(ms, 5.0) << s;
+  EXPECT_LT(ms, 15.0) << s;
+  EXPECT_EQ(calls, 1.0) << s;
+  // The trace keeps every step.
+  std::ostringstream trace;
+  p.writeTrace(trace, 0);
+  const nlohmann::json j = nlohmann::json::parse(trace.str());
+  int gemms = 0;
+  for (const auto &ev : j["traceEvents"])
+    gemms += ev["ph"] == "X" && ev["name"] == "gemm";
+  EXPECT_EQ(gemms, 3);
 }
 
 TEST(Profiler, UnmatchedAndForeignSitesAreDropped) {
