@@ -213,8 +213,8 @@ class TopkInt8(object):
             for g in laid:
                 g.copy_(total[o:o + g.numel()].view_as(g))
                 o += g.numel()
-            if not all(buf.data_ptr() <= g.data_ptr() <
-                       buf.data_ptr() + buf.numel() * 4 for g in grads):
+            end = buf.data_ptr() + buf.numel() * buf.element_size()
+            if not all(buf.data_ptr() <= g.data_ptr() < end for g in grads):
                 buf.copy_(torch.cat([g.reshape(-1) for g in grads]))
         else:
             buf.copy_(total)
@@ -447,14 +447,21 @@ def load_onnx_weights(model, path):
     init = {t.name: numpy_helper.to_array(t)
             for t in onnx.load(path).graph.initializer}
     state = model.state_dict()
-    missing = [k for k, _ in model.named_parameters() if k not in init]
+    # Every parameter and buffer but BatchNorm's step counter, which the
+    # export does not write.
+    wanted = [k for k in state if not k.endswith("num_batches_tracked")]
+    missing = [k for k in wanted if k not in init]
     if missing:
         sys.exit("ddp_reference: %s has no initializer for %s" %
                  (path, ", ".join(missing)))
+    wrong = [k for k in wanted
+             if tuple(init[k].shape) != tuple(state[k].shape)]
+    if wrong:
+        sys.exit("ddp_reference: %s: shapes differ from the model's for %s" %
+                 (path, ", ".join(wrong)))
     with torch.no_grad():
-        for k, v in state.items():
-            if k in init and tuple(init[k].shape) == tuple(v.shape):
-                v.copy_(torch.from_numpy(init[k].copy()))
+        for k in wanted:
+            state[k].copy_(torch.from_numpy(init[k].copy()))
 
 
 def worker(a):

@@ -147,15 +147,22 @@ def bucket_order(ctx, program_flags, onnx_path):
     if not m or "bucket1" in text:
         return None
     begin, end = int(m.group(1)), int(m.group(1)) + 4 * int(m.group(2))
+    # The buffer table is the module's; views and kernels are train_step's
+    # (SSA names restart in every function).
+    step = re.search(r"func\.func @train_step\b.*?(?=\n  func\.func |\Z)",
+                     text, re.S)
+    if not step:
+        return None
+    body = step.group(0)
     # Trained parameters only: BatchNorm's running statistics are marked
     # otc.buffer between the offset and the role.
     named = {int(off): name for name, off in re.findall(
         r'\{name = "([^"]+)", offset = (\d+) : i64, role = "param"', text)}
     view = {v: int(off) for v, off in re.findall(
-        r"(%\d+) = exec.view %arg0\[(\d+)\]", text)}
+        r"(%\d+) = exec.view %arg0\[(\d+)\]", body)}
     grad_at = {}
     for ins, outs in re.findall(r'exec.kernel "\w+" ins\(([^:)]*) :[^)]*\) '
-                                r'outs\(([^:)]*) :', text):
+                                r'outs\(([^:)]*) :', body):
         outs = [v.strip() for v in outs.split(",")]
         if view.get(outs[0]) not in named:
             continue

@@ -274,7 +274,9 @@ void otc_session_step_bytes(const otc_session_t *session, uint64_t *out_sent,
 otc_status_t otc_session_set_profiling(otc_session_t *session, int32_t on);
 /* Writes what the profiled steps recorded: the summary (the kernels by share
  * of the step time, with calls and GFLOP/s or GB/s, then the busiest call
- * sites with their ONNX nodes) to `summary_path` ("-": standard output) and
+ * sites with their ONNX nodes; the first profiled step and its micro-batches
+ * are left out of it as a warm-up when later steps were profiled) to
+ * `summary_path` ("-": standard output) and
  * the Chrome trace (chrome://tracing, Perfetto; this rank is process
  * `rank`, its step and its collectives thread are tracks) to `trace_path`;
  * either may be NULL. FAILED_PRECONDITION when no step was profiled. */

@@ -70,6 +70,8 @@ void Profiler::stepBegin(int64_t s) {
   if (sync)
     sync();
   step = s;
+  if (steps_ == 0)
+    firstStep = s;
   openSite = -1;
   stepStart = Clock::now();
 }
@@ -81,7 +83,8 @@ void Profiler::stepEnd() {
   ++steps_;
   stepSeconds += seconds(end - stepStart);
   trace({-1, nullptr, step, stepStart, end});
-  if (steps_ == 1) {
+  if (step == firstStep) { // its accumulated micro-batches too
+    warmUp.steps = steps_;
     warmUp.sites = sites;
     warmUp.stepSeconds = stepSeconds;
     std::lock_guard<std::mutex> lock(mu);
@@ -172,10 +175,11 @@ void Profiler::writeTrace(std::ostream &os, int rank) const {
 void Profiler::writeSummary(std::ostream &os, int rank) const {
   std::lock_guard<std::mutex> lock(mu);
   char buf[256];
-  // The first step is a warm-up (oneDNN's JIT, first touches of the arena:
-  // 10-40x a later step's time for some kernels), left out when there are
-  // others, as torch.profiler's schedule does; the trace keeps it.
-  const bool skipWarmUp = steps_ > 1;
+  // The first profiled step (with its accumulated micro-batches) is a
+  // warm-up (oneDNN's JIT, first touches of the arena: 10-40x a later
+  // step's time for some kernels), left out when later ones were profiled,
+  // as torch.profiler's schedule does; the trace keeps it.
+  const bool skipWarmUp = steps_ > warmUp.steps;
   std::vector<Site> sites = this->sites;
   double stepSeconds = this->stepSeconds;
   double collectiveSeconds = this->collectiveSeconds;
@@ -189,7 +193,7 @@ void Profiler::writeSummary(std::ostream &os, int rank) const {
     collectiveSeconds -= warmUp.collectiveSeconds;
     collectiveCalls -= warmUp.collectiveCalls;
   }
-  const int64_t counted = skipWarmUp ? steps_ - 1 : steps_;
+  const int64_t counted = skipWarmUp ? steps_ - warmUp.steps : steps_;
   const double n = double(std::max<int64_t>(counted, 1));
   double kernelSeconds = 0;
   // Per kernel name (every site of it), in first-seen order for ties.
@@ -271,8 +275,8 @@ void Profiler::writeSummary(std::ostream &os, int rank) const {
   }
   if (truncated) {
     std::snprintf(buf, sizeof buf,
-                  "  (the trace holds the first %zu calls; the totals count "
-                  "them all)\n",
+                  "  (the trace holds the first %zu calls; the table counts "
+                  "every call)\n",
                   maxEvents);
     os << buf;
   }

@@ -53,7 +53,8 @@ public:
   void writeTrace(std::ostream &os, int rank) const;
   /// The table users read: kernels by share of the step time (time, calls,
   /// GFLOP/s or GB/s), then the busiest sites with their ONNX nodes; over
-  /// the steps after the first when there are several (a warm-up).
+  /// the steps after the first profiled one (a warm-up, with its
+  /// micro-batches) when there are any.
   void writeSummary(std::ostream &os, int rank) const;
 
 private:
@@ -83,7 +84,9 @@ private:
   double stepSeconds = 0;
   // The totals at the end of the first step (the warm-up the summary
   // leaves out when there are more).
+  int64_t firstStep = 0;
   struct {
+    int64_t steps = 0; // the first step's calls of stepEnd (micro-batches)
     std::vector<Site> sites;
     double stepSeconds = 0, collectiveSeconds = 0;
     int64_t collectiveCalls = 0;

@@ -126,6 +126,34 @@ TEST(Profiler, SummaryLeavesOutTheWarmUpStep) {
   EXPECT_EQ(gemms, 3);
 }
 
+TEST(Profiler, WarmUpIsTheWholeFirstStepWithItsMicroBatches) {
+  otc_program_entry_t e = entryWithSites();
+  Profiler p(e, nullptr);
+  // Steps 7 and 8 of a run with 3 micro-batches each (they carry the step
+  // they accumulate into): step 7's gemm calls are slow.
+  for (int64_t step = 7; step <= 8; ++step)
+    for (int micro = 0; micro < 3; ++micro) {
+      p.stepBegin(step);
+      call(p, 0, std::chrono::milliseconds(step == 7 ? 40 : 2));
+      p.stepEnd();
+    }
+  std::ostringstream summary;
+  p.writeSummary(summary, 0);
+  const std::string s = summary.str();
+  EXPECT_NE(s.find("6 steps (the first, a warm-up, left out below)"),
+            std::string::npos)
+      << s;
+  const size_t gemm = s.find("  gemm ");
+  ASSERT_NE(gemm, std::string::npos) << s;
+  double share = 0, ms = 0, calls = 0;
+  ASSERT_EQ(std::sscanf(s.c_str() + gemm, "  gemm %lf%% %lf %lf", &share, &ms,
+                        &calls),
+            3)
+      << s;
+  EXPECT_LT(ms, 10.0) << s; // step 8's micro-batches only
+  EXPECT_EQ(calls, 1.0) << s;
+}
+
 TEST(Profiler, UnmatchedAndForeignSitesAreDropped) {
   otc_program_entry_t e = entryWithSites();
   Profiler p(e, nullptr);
