@@ -672,8 +672,8 @@ void zero(int64_t n, float *p) {
   });
 }
 
-void gradInput(const ConvGeom &g, const float *dy, const float *w, float *dx,
-               void *workspace) {
+void gradInput(const otck_conv_desc *d, const ConvGeom &g, const float *dy,
+               const float *w, float *dx, void *workspace) {
   if (g.n == 0)
     return;
   if (g.outSize == 0) {
@@ -684,6 +684,8 @@ void gradInput(const ConvGeom &g, const float *dy, const float *w, float *dx,
     directGradInput(g, dy, w, dx);
     return;
   }
+  if (dnnlGradInput(d, g, dy, w, dx, workspace))
+    return;
   gemmGradInput(g, planGradInput(g), dy, w, dx,
                 static_cast<float *>(workspace));
 }
@@ -700,6 +702,8 @@ extern "C" void otck_conv_f32(const otck_conv_desc *d, const float *x,
     directForward(g, x, w, bias, y);
     return;
   }
+  if (dnnlForward(d, g, x, w, bias, y, workspace))
+    return;
   gemmForward(g, planForward(g), x, w, bias, y,
               static_cast<float *>(workspace));
 }
@@ -709,7 +713,7 @@ extern "C" void otck_conv_grad_input_f32(const otck_conv_desc *d,
                                          float *dx, void *workspace) {
   ConvGeom g;
   if (makeGeom(d, g))
-    gradInput(g, dy, w, dx, workspace);
+    gradInput(d, g, dy, w, dx, workspace);
 }
 
 extern "C" void otck_conv_grad_weight_f32(const otck_conv_desc *d,
@@ -754,7 +758,7 @@ extern "C" void otck_conv_transpose_f32(const otck_conv_desc *d, const float *x,
   ConvGeom g;
   if (!makeGeom(d, g))
     return;
-  gradInput(g, x, w, y, workspace);
+  gradInput(d, g, x, w, y, workspace);
   if (!bias || g.n == 0)
     return;
   parallelFor(

@@ -234,6 +234,82 @@ inline Plan planGradWeight(const ConvGeom &g) {
   return p;
 }
 
+/// Output positions an item of the oneDNN path aims for: fewer starve
+/// its kernels (a 1x1 output of one image is a matrix-vector product).
+constexpr int64_t kDnnlPositions = 128;
+/// Items the oneDNN path aims for: each runs single-threaded primitives.
+constexpr int64_t kDnnlItems = 8;
+/// Fewest channels of a channel block on the oneDNN path.
+constexpr int64_t kDnnlMinBlock = 64;
+/// Channel padding of oneDNN's blocked layouts (16 floats: AVX-512).
+constexpr int64_t kDnnlBlock = 16;
+/// Scratchpad floats a primitive may take beyond one input's size at the
+/// output's resolution before the kernel falls back to im2col.
+constexpr int64_t kDnnlScratchFloats = 16384;
+
+/// The oneDNN path's plan (conv_onednn.cpp), for the forward and the input
+/// gradient of ungrouped convolutions: items are chunks of nb images times
+/// blocks of cb channels (output channels forward, input channels for the
+/// input gradient), each run by single-threaded oneDNN primitives on
+/// blocked copies in one worker's buffer. Buffer sizes are bounds for any
+/// ISA (channels padded to kDnnlBlock); a primitive that needs more, or
+/// that oneDNN does not implement with a JIT kernel, leaves the work to the
+/// im2col path, whose workspace otck_conv_workspace_bytes also covers.
+struct DnnlPlan {
+  bool use = false;
+  int64_t nb = 0, chunks = 0, cb = 0, blocks = 0, items = 0;
+  // Per-worker floats: the three operands' blocked copies and scratchpad.
+  int64_t srcFloats = 0, weightFloats = 0, dstFloats = 0, scratchFloats = 0;
+  int64_t bufFloats = 0, workers = 0;
+  int64_t bytes() const { return use ? workers * bufFloats * 4 : 0; }
+};
+
+inline int64_t roundUp(int64_t a, int64_t b) { return ceilDiv(a, b) * b; }
+
+/// `gradInput`: the input gradient's plan (src is dy, dst is dx).
+inline DnnlPlan planDnnl(const ConvGeom &g, bool gradInput) {
+  DnnlPlan p;
+  // 1x1 kernels are GEMMs already (no columns to build, no copies); input
+  // gradients of few channels (a stem's) run slower on oneDNN's kernels,
+  // padded to a whole block, than through im2col.
+  if (g.g != 1 || g.direct || g.kSize == 1 || g.n == 0 || g.outSize == 0 ||
+      (gradInput && g.c < kDnnlBlock))
+    return p;
+  const int64_t channels = gradInput ? g.c : g.m;
+  p.chunks = ceilDiv(g.n, std::min(g.n, ceilDiv(kDnnlPositions, g.outSize)));
+  p.nb = ceilDiv(g.n, p.chunks);
+  p.blocks =
+      std::clamp<int64_t>(ceilDiv(kDnnlItems, p.chunks), 1,
+                          std::max<int64_t>(channels / kDnnlMinBlock, 1));
+  p.cb = roundUp(ceilDiv(channels, p.blocks), kDnnlBlock);
+  p.blocks = ceilDiv(channels, p.cb);
+  p.items = p.chunks * p.blocks;
+  const int64_t c = roundUp(g.c, kDnnlBlock), m = roundUp(g.m, kDnnlBlock);
+  if (gradInput) {
+    p.srcFloats = roundFloats(p.nb * m * g.outSize);
+    p.weightFloats = roundFloats(m * p.cb * g.kSize);
+    p.dstFloats = roundFloats(p.nb * p.cb * g.inSize);
+  } else {
+    p.srcFloats = roundFloats(p.nb * c * g.inSize);
+    p.weightFloats = roundFloats(p.cb * c * g.kSize);
+    p.dstFloats = roundFloats(p.nb * p.cb * g.outSize);
+  }
+  p.scratchFloats =
+      roundFloats(p.nb * std::max(c, m) * g.outSize + kDnnlScratchFloats);
+  p.bufFloats = p.srcFloats + p.weightFloats + p.dstFloats + p.scratchFloats;
+  p.workers = bufferCount(p.items, p.bufFloats, 0);
+  p.use = true;
+  return p;
+}
+
+/// The oneDNN path (conv_onednn.cpp): false, with nothing written, when it
+/// does not take `d` (planDnnl declines, or oneDNN has no JIT kernel for it
+/// within the plan's buffers); the im2col path runs it then.
+bool dnnlForward(const otck_conv_desc *d, const ConvGeom &g, const float *x,
+                 const float *w, const float *bias, float *y, void *workspace);
+bool dnnlGradInput(const otck_conv_desc *d, const ConvGeom &g, const float *dy,
+                   const float *w, float *dx, void *workspace);
+
 } // namespace otc::kernels::conv
 
 #endif // OTC_KERNELS_CPU_CONV_PLAN_H

@@ -506,6 +506,63 @@ ConvSpec smallOutputSpec(bool grouped) {
   return s;
 }
 
+/// Ungrouped, channels not a multiple of 16, a batch and channel count the
+/// oneDNN path's items leave a shorter last chunk and block of.
+ConvSpec dnnlSpec() {
+  ConvSpec s;
+  s.n = 5;
+  s.c = 40;
+  s.m = 136;
+  s.in[0] = 6;
+  s.in[1] = 7;
+  s.k[0] = s.k[1] = 3;
+  s.pb[0] = s.pb[1] = s.pe[0] = s.pe[1] = 1;
+  return s;
+}
+
+TEST(Conv, OneDnnShapesMatchReference) {
+  checkConv(dnnlSpec(), 36, true);
+  checkConv(dnnlSpec(), 37, false);
+  // 1-D, strided and dilated, padded unevenly.
+  ConvSpec d1;
+  d1.spatial = 1;
+  d1.n = 3;
+  d1.c = 24;
+  d1.m = 70;
+  d1.in[0] = 50;
+  d1.k[0] = 5;
+  d1.s[0] = 2;
+  d1.dil[0] = 2;
+  d1.pb[0] = 3;
+  d1.pe[0] = 1;
+  checkConv(d1, 38, true);
+  // 3-D.
+  ConvSpec d3;
+  d3.spatial = 3;
+  d3.n = 2;
+  d3.c = 17;
+  d3.m = 33;
+  d3.in[0] = 5;
+  d3.in[1] = 6;
+  d3.in[2] = 7;
+  for (int i = 0; i < 3; ++i) {
+    d3.k[i] = 3;
+    d3.pb[i] = 1;
+    d3.pe[i] = 1;
+  }
+  checkConv(d3, 39, true);
+  // A window that leaves the input's last row unread (negative end padding
+  // to oneDNN).
+  ConvSpec cut;
+  cut.n = 4;
+  cut.c = 32;
+  cut.m = 48;
+  cut.in[0] = cut.in[1] = 8;
+  cut.k[0] = cut.k[1] = 3;
+  cut.s[0] = cut.s[1] = 2;
+  checkConv(cut, 40, true);
+}
+
 TEST(Conv, BlockedWorkMatchesReference) {
   checkConv(blockedSpec(), 30, true);
   checkConv(pointwiseBlockedSpec(), 31, true);
@@ -539,8 +596,9 @@ TEST(Conv, BlockedWorkMatchesReference) {
 }
 
 TEST(Conv, SameBitsWithOneTwoAndThreeThreads) {
-  for (const ConvSpec &s : {blockedSpec(), pointwiseBlockedSpec(),
-                            smallOutputSpec(false), smallOutputSpec(true)}) {
+  for (const ConvSpec &s :
+       {blockedSpec(), pointwiseBlockedSpec(), smallOutputSpec(false),
+        smallOutputSpec(true), dnnlSpec()}) {
     SCOPED_TRACE(describe(s));
     const ConvData c = makeConvData(s, 40);
     ConvOut o1, o2, o3;

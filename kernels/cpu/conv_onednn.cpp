@@ -1,0 +1,333 @@
+//===- conv_onednn.cpp - Convolutions through oneDNN's primitives ---------===//
+//
+// The forward and the input gradient of ungrouped convolutions, run by
+// oneDNN's direct JIT convolutions on blocked layouts (about twice the speed
+// of im2col + GEMM). oneDNN's threaded kernels cut their work by the thread
+// count, and bits must not depend on it, so the work is cut as planDnnl says
+// (conv_plan.h) and every item runs primitives made for one thread: the
+// item's operands are reordered into blocked copies in the worker's buffer,
+// convolved, and the result reordered back into the caller's NCHW tensor.
+// Primitives are made on a descriptor's first call and kept.
+//
+//===----------------------------------------------------------------------===//
+
+#include "otc/kernels.h"
+
+#include "conv_plan.h"
+#include "parallel.h"
+
+#include <oneapi/dnnl/dnnl.hpp>
+
+#include <cstring>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <unordered_map>
+
+using namespace otc::kernels;
+using namespace otc::kernels::conv;
+
+namespace {
+
+using dnnl::memory;
+using Dims = memory::dims;
+
+dnnl::engine &cpuEngine() {
+  static dnnl::engine engine(dnnl::engine::kind::cpu, 0);
+  return engine;
+}
+
+/// One operand: the caller's layout, the primitive's, and the reorder
+/// between them (none when they are the same: the caller's memory is used
+/// in place).
+struct Operand {
+  memory::desc user, inner;
+  std::optional<dnnl::reorder> reorder;
+};
+
+/// The primitives of one item shape (nb or fewer images, cb or fewer
+/// channels). src, weights, dst: x, w, y forward; dy, w, dx for the input
+/// gradient.
+struct Variant {
+  bool ok = false;
+  dnnl::primitive conv;
+  Operand src, weights, dst;
+  memory::desc bias, scratchpad;
+};
+
+/// A descriptor's plan and primitives: variants[shorter last chunk][shorter
+/// last channel block].
+struct Entry {
+  bool ok = false;
+  DnnlPlan plan;
+  Variant variants[2][2];
+};
+
+enum class Kind { Forward, ForwardBias, GradInput };
+
+/// A plain (NCHW-like) tensor [n, ch, spatial...] inside one whose channel
+/// count is chTotal: the strides of the whole tensor.
+memory::desc plain(int64_t n, int64_t ch, int64_t chTotal,
+                   const Dims &spatial) {
+  int64_t size = 1;
+  for (int64_t s : spatial)
+    size *= s;
+  Dims dims{n, ch}, strides{chTotal * size, size};
+  int64_t inner = size;
+  for (int64_t s : spatial) {
+    inner /= s;
+    dims.push_back(s);
+    strides.push_back(inner);
+  }
+  return memory::desc(dims, memory::data_type::f32, strides);
+}
+
+memory::desc any(int64_t n, int64_t ch, const Dims &spatial) {
+  Dims dims{n, ch};
+  dims.insert(dims.end(), spatial.begin(), spatial.end());
+  return memory::desc(dims, memory::data_type::f32, memory::format_tag::any);
+}
+
+/// The operand, false when the primitive's layout needs more than `floats`.
+bool makeOperand(const memory::desc &user, const memory::desc &inner,
+                 bool toInner, int64_t floats, Operand &op) {
+  op.user = user;
+  op.inner = inner;
+  if (inner == user)
+    return true;
+  if (int64_t(inner.get_size()) > floats * 4)
+    return false;
+  auto &e = cpuEngine();
+  op.reorder =
+      toInner ? dnnl::reorder(dnnl::reorder::primitive_desc(e, user, e, inner))
+              : dnnl::reorder(dnnl::reorder::primitive_desc(e, inner, e, user));
+  return true;
+}
+
+/// A JIT kernel: oneDNN's GEMM-based and reference convolutions are no
+/// faster than the im2col path.
+bool isJit(const char *impl) {
+  return !std::strstr(impl, "gemm") && !std::strstr(impl, "ref");
+}
+
+/// The last `spatial` of the geometry's 3 slots.
+Dims slots(const int64_t *v, int spatial, int64_t add = 0) {
+  Dims d;
+  for (int i = 3 - spatial; i < 3; ++i)
+    d.push_back(v[i] + add);
+  return d;
+}
+
+Variant makeVariant(const ConvGeom &g, int spatial, const DnnlPlan &p,
+                    Kind kind, int64_t nb, int64_t cb) {
+  Variant v;
+  const Dims in = slots(g.in, spatial), out = slots(g.out, spatial),
+             k = slots(g.k, spatial), strides = slots(g.s, spatial),
+             dilates = slots(g.dil, spatial, -1), padL = slots(g.pb, spatial);
+  Dims padR;
+  for (int i = 3 - spatial; i < 3; ++i)
+    padR.push_back((g.out[i] - 1) * g.s[i] + (g.k[i] - 1) * g.dil[i] + 1 -
+                   g.in[i] - g.pb[i]);
+  dnnl::primitive_attr attr;
+  attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
+  auto &e = cpuEngine();
+  const auto algo = dnnl::algorithm::convolution_direct;
+  const auto prop = dnnl::prop_kind::forward_training;
+  // Channels of x, w, y for this item.
+  const bool grad = kind == Kind::GradInput;
+  const int64_t c = grad ? cb : g.c, m = grad ? g.m : cb;
+  const auto xAny = any(nb, c, in), wAny = any(m, c, k), yAny = any(nb, m, out);
+  dnnl::convolution_forward::primitive_desc fwd;
+  if (kind == Kind::ForwardBias) {
+    v.bias = memory::desc({m}, memory::data_type::f32, memory::format_tag::x);
+    fwd = dnnl::convolution_forward::primitive_desc(
+        {prop, algo, xAny, wAny, v.bias, yAny, strides, dilates, padL, padR},
+        attr, e);
+  } else {
+    fwd = dnnl::convolution_forward::primitive_desc(
+        {prop, algo, xAny, wAny, yAny, strides, dilates, padL, padR}, attr, e);
+  }
+  const Dims &wSpatial = k;
+  if (!grad) {
+    if (!isJit(fwd.impl_info_str()) ||
+        int64_t(fwd.scratchpad_desc().get_size()) > p.scratchFloats * 4)
+      return v;
+    v.ok = makeOperand(plain(nb, g.c, g.c, in), fwd.src_desc(), true,
+                       p.srcFloats, v.src) &&
+           makeOperand(plain(cb, g.c, g.c, wSpatial), fwd.weights_desc(), true,
+                       p.weightFloats, v.weights) &&
+           makeOperand(plain(nb, cb, g.m, out), fwd.dst_desc(), false,
+                       p.dstFloats, v.dst);
+    if (v.ok) {
+      v.conv = dnnl::convolution_forward(fwd);
+      v.scratchpad = fwd.scratchpad_desc();
+    }
+    return v;
+  }
+  dnnl::convolution_backward_data::primitive_desc bwd(
+      {algo, xAny, wAny, yAny, strides, dilates, padL, padR}, attr, e, fwd);
+  if (!isJit(bwd.impl_info_str()) ||
+      int64_t(bwd.scratchpad_desc().get_size()) > p.scratchFloats * 4)
+    return v;
+  v.ok = makeOperand(plain(nb, g.m, g.m, out), bwd.diff_dst_desc(), true,
+                     p.srcFloats, v.src) &&
+         makeOperand(plain(g.m, cb, g.c, wSpatial), bwd.weights_desc(), true,
+                     p.weightFloats, v.weights) &&
+         makeOperand(plain(nb, cb, g.c, in), bwd.diff_src_desc(), false,
+                     p.dstFloats, v.dst);
+  if (v.ok) {
+    v.conv = dnnl::convolution_backward_data(bwd);
+    v.scratchpad = bwd.scratchpad_desc();
+  }
+  return v;
+}
+
+/// The entry of `d`, made on first use (with one OpenMP thread, which is
+/// what oneDNN's kernels then cut their work for); not ok when any of its
+/// variants is not a JIT kernel within the plan's buffers.
+const Entry &entryFor(const otck_conv_desc *d, const ConvGeom &g, Kind kind) {
+  static std::mutex mutex;
+  static std::map<std::string, std::unique_ptr<Entry>> entries;
+  std::string key(reinterpret_cast<const char *>(d), sizeof(*d));
+  key.push_back(char(kind));
+  std::lock_guard<std::mutex> lock(mutex);
+  auto &slot = entries[key];
+  if (slot)
+    return *slot;
+  slot = std::make_unique<Entry>();
+  Entry &entry = *slot;
+  entry.plan = planDnnl(g, kind == Kind::GradInput);
+  const DnnlPlan &p = entry.plan;
+  if (!p.use)
+    return entry;
+  const int64_t channels = kind == Kind::GradInput ? g.c : g.m;
+  const int64_t lastNb = g.n - (p.chunks - 1) * p.nb;
+  const int64_t lastCb = channels - (p.blocks - 1) * p.cb;
+  const int saved = omp_get_max_threads();
+  omp_set_num_threads(1);
+  try {
+    entry.ok = true;
+    for (int shortN = 0; shortN < 2; ++shortN)
+      for (int shortC = 0; shortC < 2; ++shortC) {
+        const int64_t nb = shortN ? lastNb : p.nb;
+        const int64_t cb = shortC ? lastCb : std::min(p.cb, channels);
+        if ((shortN && nb == p.nb) || (shortC && cb == p.cb))
+          continue;
+        Variant &v = entry.variants[shortN][shortC];
+        v = makeVariant(g, d->spatial, p, kind, nb, cb);
+        entry.ok = entry.ok && v.ok;
+      }
+  } catch (const dnnl::error &) {
+    // oneDNN declines the shape (negative end padding, say): im2col runs it.
+    entry.ok = false;
+  }
+  omp_set_num_threads(saved);
+  return entry;
+}
+
+/// Memory of `desc` at `data` (const for inputs: oneDNN does not write them).
+memory at(const memory::desc &desc, const float *data) {
+  return memory(desc, cpuEngine(), const_cast<float *>(data));
+}
+
+/// Runs one item: operands at src, w, dst (the item's first element in the
+/// caller's tensors), bias (null when none), in buffer buf.
+void runItem(const DnnlPlan &p, const Variant &v, bool grad, const float *src,
+             const float *w, const float *bias, float *dst, float *buf,
+             dnnl::stream &stream) {
+  float *srcBuf = buf, *wBuf = srcBuf + p.srcFloats,
+        *dstBuf = wBuf + p.weightFloats, *scratch = dstBuf + p.dstFloats;
+  auto input = [&](const Operand &op, const float *data, float *copy) {
+    memory user = at(op.user, data);
+    if (!op.reorder)
+      return user;
+    memory inner = at(op.inner, copy);
+    op.reorder->execute(stream, user, inner);
+    return inner;
+  };
+  memory dstMem = at(v.dst.inner, v.dst.reorder ? dstBuf : dst);
+  std::unordered_map<int, memory> args{
+      {grad ? DNNL_ARG_DIFF_DST : DNNL_ARG_SRC, input(v.src, src, srcBuf)},
+      {DNNL_ARG_WEIGHTS, input(v.weights, w, wBuf)},
+      {grad ? DNNL_ARG_DIFF_SRC : DNNL_ARG_DST, dstMem},
+      {DNNL_ARG_SCRATCHPAD, at(v.scratchpad, scratch)}};
+  if (bias)
+    args.emplace(DNNL_ARG_BIAS, at(v.bias, bias));
+  v.conv.execute(stream, args);
+  if (v.dst.reorder) {
+    memory user = at(v.dst.user, dst);
+    v.dst.reorder->execute(stream, dstMem, user);
+  }
+}
+
+/// Runs every item of `entry`: fn(item, buffer, stream) on workers
+/// with a buffer each, or on the calling thread with one OpenMP thread.
+template <typename Fn>
+void runItems(const Entry &entry, const ConvGeom &g, float *ws, Fn fn) {
+  const DnnlPlan &p = entry.plan;
+  auto body = [&](int64_t item, float *buf) {
+    thread_local dnnl::stream stream(cpuEngine());
+    fn(item, buf, stream);
+  };
+  const int64_t workers =
+      std::min<int64_t>({p.workers, p.items, int64_t(omp_get_max_threads())});
+  const int64_t cost = g.n * g.m * g.colRows * g.outSize;
+  if (workers <= 1 || !shouldParallelize(cost, kConvGrain)) {
+    const int saved = omp_get_max_threads();
+    omp_set_num_threads(1);
+    for (int64_t i = 0; i < p.items; ++i)
+      body(i, ws);
+    omp_set_num_threads(saved);
+    return;
+  }
+#pragma omp parallel num_threads(int(workers))
+  {
+    float *buf = ws + omp_get_thread_num() * p.bufFloats;
+#pragma omp for schedule(dynamic, 1)
+    for (int64_t i = 0; i < p.items; ++i)
+      body(i, buf);
+  }
+}
+
+} // namespace
+
+bool otc::kernels::conv::dnnlForward(const otck_conv_desc *d, const ConvGeom &g,
+                                     const float *x, const float *w,
+                                     const float *bias, float *y,
+                                     void *workspace) {
+  const Entry &e = entryFor(d, g, bias ? Kind::ForwardBias : Kind::Forward);
+  if (!e.ok)
+    return false;
+  const DnnlPlan &p = e.plan;
+  runItems(e, g, static_cast<float *>(workspace),
+           [&](int64_t item, float *buf, dnnl::stream &stream) {
+             const int64_t n0 = item / p.blocks * p.nb,
+                           m0 = item % p.blocks * p.cb;
+             const Variant &v = e.variants[g.n - n0 < p.nb][g.m - m0 < p.cb];
+             runItem(p, v, false, x + n0 * g.c * g.inSize, w + m0 * g.colRows,
+                     bias ? bias + m0 : nullptr,
+                     y + (n0 * g.m + m0) * g.outSize, buf, stream);
+           });
+  return true;
+}
+
+bool otc::kernels::conv::dnnlGradInput(const otck_conv_desc *d,
+                                       const ConvGeom &g, const float *dy,
+                                       const float *w, float *dx,
+                                       void *workspace) {
+  const Entry &e = entryFor(d, g, Kind::GradInput);
+  if (!e.ok)
+    return false;
+  const DnnlPlan &p = e.plan;
+  runItems(e, g, static_cast<float *>(workspace),
+           [&](int64_t item, float *buf, dnnl::stream &stream) {
+             const int64_t n0 = item / p.blocks * p.nb,
+                           c0 = item % p.blocks * p.cb;
+             const Variant &v = e.variants[g.n - n0 < p.nb][g.c - c0 < p.cb];
+             runItem(p, v, true, dy + n0 * g.m * g.outSize, w + c0 * g.kSize,
+                     nullptr, dx + (n0 * g.c + c0) * g.inSize, buf, stream);
+           });
+  return true;
+}
