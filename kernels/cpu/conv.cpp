@@ -730,6 +730,8 @@ extern "C" void otck_conv_grad_weight_f32(const otck_conv_desc *d,
     directGradWeight(g, dy, x, dw);
     return;
   }
+  if (dnnlGradWeight(d, g, dy, x, dw, workspace))
+    return;
   gemmGradWeight(g, planGradWeight(g), dy, x, dw,
                  static_cast<float *>(workspace));
 }

@@ -48,12 +48,14 @@ struct Operand {
 };
 
 /// The primitives of one item shape (nb or fewer images, cb or fewer
-/// channels). src, weights, dst: x, w, y forward; dy, w, dx for the input
-/// gradient.
+/// channels): the convolution's two inputs and its output (forward x, w, y;
+/// input gradient dy, w, dx; weight gradient x, dy, dw), and their oneDNN
+/// argument numbers.
 struct Variant {
   bool ok = false;
   dnnl::primitive conv;
-  Operand src, weights, dst;
+  Operand in0, in1, out;
+  int arg0 = 0, arg1 = 0, argOut = 0;
   memory::desc bias, scratchpad;
 };
 
@@ -64,8 +66,6 @@ struct Entry {
   DnnlPlan plan;
   Variant variants[2][2];
 };
-
-enum class Kind { Forward, ForwardBias, GradInput };
 
 /// A plain (NCHW-like) tensor [n, ch, spatial...] inside one whose channel
 /// count is chTotal: the strides of the whole tensor.
@@ -120,8 +120,30 @@ Dims slots(const int64_t *v, int spatial, int64_t add = 0) {
   return d;
 }
 
+/// Fills v from a primitive descriptor: false when it is not a JIT kernel
+/// or needs more than the plan's buffers.
+template <typename Prim, typename Pd>
+bool finish(Variant &v, const Pd &pd, const DnnlPlan &p, memory::desc in0,
+            memory::desc in1, memory::desc out, int arg0, int arg1, int argOut,
+            const memory::desc &inner0, const memory::desc &inner1,
+            const memory::desc &innerOut) {
+  if (!isJit(pd.impl_info_str()) ||
+      int64_t(pd.scratchpad_desc().get_size()) > p.scratchFloats * 4)
+    return false;
+  if (!makeOperand(in0, inner0, true, p.srcFloats, v.in0) ||
+      !makeOperand(in1, inner1, true, p.weightFloats, v.in1) ||
+      !makeOperand(out, innerOut, false, p.dstFloats, v.out))
+    return false;
+  v.conv = Prim(pd);
+  v.scratchpad = pd.scratchpad_desc();
+  v.arg0 = arg0;
+  v.arg1 = arg1;
+  v.argOut = argOut;
+  return true;
+}
+
 Variant makeVariant(const ConvGeom &g, int spatial, const DnnlPlan &p,
-                    Kind kind, int64_t nb, int64_t cb) {
+                    DnnlOp op, bool withBias, int64_t nb, int64_t cb) {
   Variant v;
   const Dims in = slots(g.in, spatial), out = slots(g.out, spatial),
              k = slots(g.k, spatial), strides = slots(g.s, spatial),
@@ -136,11 +158,14 @@ Variant makeVariant(const ConvGeom &g, int spatial, const DnnlPlan &p,
   const auto algo = dnnl::algorithm::convolution_direct;
   const auto prop = dnnl::prop_kind::forward_training;
   // Channels of x, w, y for this item.
-  const bool grad = kind == Kind::GradInput;
-  const int64_t c = grad ? cb : g.c, m = grad ? g.m : cb;
+  const bool blockC = op == DnnlOp::GradInput;
+  const int64_t c = blockC ? cb : g.c, m = blockC ? g.m : cb;
   const auto xAny = any(nb, c, in), wAny = any(m, c, k), yAny = any(nb, m, out);
+  // The item's operands in the caller's tensors.
+  const memory::desc x = plain(nb, c, g.c, in), y = plain(nb, m, g.m, out),
+                     w = plain(m, c, g.c, k);
   dnnl::convolution_forward::primitive_desc fwd;
-  if (kind == Kind::ForwardBias) {
+  if (withBias) {
     v.bias = memory::desc({m}, memory::data_type::f32, memory::format_tag::x);
     fwd = dnnl::convolution_forward::primitive_desc(
         {prop, algo, xAny, wAny, v.bias, yAny, strides, dilates, padL, padR},
@@ -149,37 +174,30 @@ Variant makeVariant(const ConvGeom &g, int spatial, const DnnlPlan &p,
     fwd = dnnl::convolution_forward::primitive_desc(
         {prop, algo, xAny, wAny, yAny, strides, dilates, padL, padR}, attr, e);
   }
-  const Dims &wSpatial = k;
-  if (!grad) {
-    if (!isJit(fwd.impl_info_str()) ||
-        int64_t(fwd.scratchpad_desc().get_size()) > p.scratchFloats * 4)
-      return v;
-    v.ok = makeOperand(plain(nb, g.c, g.c, in), fwd.src_desc(), true,
-                       p.srcFloats, v.src) &&
-           makeOperand(plain(cb, g.c, g.c, wSpatial), fwd.weights_desc(), true,
-                       p.weightFloats, v.weights) &&
-           makeOperand(plain(nb, cb, g.m, out), fwd.dst_desc(), false,
-                       p.dstFloats, v.dst);
-    if (v.ok) {
-      v.conv = dnnl::convolution_forward(fwd);
-      v.scratchpad = fwd.scratchpad_desc();
-    }
-    return v;
+  switch (op) {
+  case DnnlOp::Forward:
+    v.ok = finish<dnnl::convolution_forward>(
+        v, fwd, p, x, w, y, DNNL_ARG_SRC, DNNL_ARG_WEIGHTS, DNNL_ARG_DST,
+        fwd.src_desc(), fwd.weights_desc(), fwd.dst_desc());
+    break;
+  case DnnlOp::GradInput: {
+    dnnl::convolution_backward_data::primitive_desc bwd(
+        {algo, xAny, wAny, yAny, strides, dilates, padL, padR}, attr, e, fwd);
+    v.ok = finish<dnnl::convolution_backward_data>(
+        v, bwd, p, y, w, x, DNNL_ARG_DIFF_DST, DNNL_ARG_WEIGHTS,
+        DNNL_ARG_DIFF_SRC, bwd.diff_dst_desc(), bwd.weights_desc(),
+        bwd.diff_src_desc());
+    break;
   }
-  dnnl::convolution_backward_data::primitive_desc bwd(
-      {algo, xAny, wAny, yAny, strides, dilates, padL, padR}, attr, e, fwd);
-  if (!isJit(bwd.impl_info_str()) ||
-      int64_t(bwd.scratchpad_desc().get_size()) > p.scratchFloats * 4)
-    return v;
-  v.ok = makeOperand(plain(nb, g.m, g.m, out), bwd.diff_dst_desc(), true,
-                     p.srcFloats, v.src) &&
-         makeOperand(plain(g.m, cb, g.c, wSpatial), bwd.weights_desc(), true,
-                     p.weightFloats, v.weights) &&
-         makeOperand(plain(nb, cb, g.c, in), bwd.diff_src_desc(), false,
-                     p.dstFloats, v.dst);
-  if (v.ok) {
-    v.conv = dnnl::convolution_backward_data(bwd);
-    v.scratchpad = bwd.scratchpad_desc();
+  case DnnlOp::GradWeight: {
+    dnnl::convolution_backward_weights::primitive_desc bwd(
+        {algo, xAny, wAny, yAny, strides, dilates, padL, padR}, attr, e, fwd);
+    v.ok = finish<dnnl::convolution_backward_weights>(
+        v, bwd, p, x, y, w, DNNL_ARG_SRC, DNNL_ARG_DIFF_DST,
+        DNNL_ARG_DIFF_WEIGHTS, bwd.src_desc(), bwd.diff_dst_desc(),
+        bwd.diff_weights_desc());
+    break;
+  }
   }
   return v;
 }
@@ -187,22 +205,24 @@ Variant makeVariant(const ConvGeom &g, int spatial, const DnnlPlan &p,
 /// The entry of `d`, made on first use (with one OpenMP thread, which is
 /// what oneDNN's kernels then cut their work for); not ok when any of its
 /// variants is not a JIT kernel within the plan's buffers.
-const Entry &entryFor(const otck_conv_desc *d, const ConvGeom &g, Kind kind) {
+const Entry &entryFor(const otck_conv_desc *d, const ConvGeom &g, DnnlOp op,
+                      bool withBias) {
   static std::mutex mutex;
   static std::map<std::string, std::unique_ptr<Entry>> entries;
   std::string key(reinterpret_cast<const char *>(d), sizeof(*d));
-  key.push_back(char(kind));
+  key.push_back(char(op));
+  key.push_back(char(withBias));
   std::lock_guard<std::mutex> lock(mutex);
   auto &slot = entries[key];
   if (slot)
     return *slot;
   slot = std::make_unique<Entry>();
   Entry &entry = *slot;
-  entry.plan = planDnnl(g, kind == Kind::GradInput);
+  entry.plan = planDnnl(g, op);
   const DnnlPlan &p = entry.plan;
   if (!p.use)
     return entry;
-  const int64_t channels = kind == Kind::GradInput ? g.c : g.m;
+  const int64_t channels = op == DnnlOp::GradInput ? g.c : g.m;
   const int64_t lastNb = g.n - (p.chunks - 1) * p.nb;
   const int64_t lastCb = channels - (p.blocks - 1) * p.cb;
   const int saved = omp_get_max_threads();
@@ -216,7 +236,7 @@ const Entry &entryFor(const otck_conv_desc *d, const ConvGeom &g, Kind kind) {
         if ((shortN && nb == p.nb) || (shortC && cb == p.cb))
           continue;
         Variant &v = entry.variants[shortN][shortC];
-        v = makeVariant(g, d->spatial, p, kind, nb, cb);
+        v = makeVariant(g, d->spatial, p, op, withBias, nb, cb);
         entry.ok = entry.ok && v.ok;
       }
   } catch (const dnnl::error &) {
@@ -232,13 +252,13 @@ memory at(const memory::desc &desc, const float *data) {
   return memory(desc, cpuEngine(), const_cast<float *>(data));
 }
 
-/// Runs one item: operands at src, w, dst (the item's first element in the
-/// caller's tensors), bias (null when none), in buffer buf.
-void runItem(const DnnlPlan &p, const Variant &v, bool grad, const float *src,
-             const float *w, const float *bias, float *dst, float *buf,
+/// Runs one item: operands at in0, in1, out (the item's first element in
+/// the caller's tensors), bias (null when none), in buffer buf.
+void runItem(const DnnlPlan &p, const Variant &v, const float *in0,
+             const float *in1, const float *bias, float *out, float *buf,
              dnnl::stream &stream) {
-  float *srcBuf = buf, *wBuf = srcBuf + p.srcFloats,
-        *dstBuf = wBuf + p.weightFloats, *scratch = dstBuf + p.dstFloats;
+  float *buf0 = buf, *buf1 = buf0 + p.srcFloats,
+        *bufOut = buf1 + p.weightFloats, *scratch = bufOut + p.dstFloats;
   auto input = [&](const Operand &op, const float *data, float *copy) {
     memory user = at(op.user, data);
     if (!op.reorder)
@@ -247,30 +267,35 @@ void runItem(const DnnlPlan &p, const Variant &v, bool grad, const float *src,
     op.reorder->execute(stream, user, inner);
     return inner;
   };
-  memory dstMem = at(v.dst.inner, v.dst.reorder ? dstBuf : dst);
+  memory outMem = at(v.out.inner, v.out.reorder ? bufOut : out);
   std::unordered_map<int, memory> args{
-      {grad ? DNNL_ARG_DIFF_DST : DNNL_ARG_SRC, input(v.src, src, srcBuf)},
-      {DNNL_ARG_WEIGHTS, input(v.weights, w, wBuf)},
-      {grad ? DNNL_ARG_DIFF_SRC : DNNL_ARG_DST, dstMem},
+      {v.arg0, input(v.in0, in0, buf0)},
+      {v.arg1, input(v.in1, in1, buf1)},
+      {v.argOut, outMem},
       {DNNL_ARG_SCRATCHPAD, at(v.scratchpad, scratch)}};
   if (bias)
     args.emplace(DNNL_ARG_BIAS, at(v.bias, bias));
   v.conv.execute(stream, args);
-  if (v.dst.reorder) {
-    memory user = at(v.dst.user, dst);
-    v.dst.reorder->execute(stream, dstMem, user);
+  if (v.out.reorder) {
+    memory user = at(v.out.user, out);
+    v.out.reorder->execute(stream, outMem, user);
   }
 }
 
-/// Runs every item of `entry`: fn(item, buffer, stream) on workers
-/// with a buffer each, or on the calling thread with one OpenMP thread.
+/// Runs every item of `entry`: fn(item, variant, buffer, stream) on
+/// workers with a buffer each, or on the calling thread with one OpenMP
+/// thread.
 template <typename Fn>
-void runItems(const Entry &entry, const ConvGeom &g, float *ws, Fn fn) {
+void runItems(const Entry &entry, const ConvGeom &g, int64_t channels,
+              float *ws, Fn fn) {
   const DnnlPlan &p = entry.plan;
   auto body = [&](int64_t item, float *buf) {
     thread_local dnnl::stream stream(cpuEngine());
-    fn(item, buf, stream);
+    const int64_t n0 = item / p.blocks * p.nb, c0 = item % p.blocks * p.cb;
+    fn(n0, c0, entry.variants[g.n - n0 < p.nb][channels - c0 < p.cb], buf,
+       stream);
   };
+  float *buffers = ws + p.extraFloats;
   const int64_t workers =
       std::min<int64_t>({p.workers, p.items, int64_t(omp_get_max_threads())});
   const int64_t cost = g.n * g.m * g.colRows * g.outSize;
@@ -278,13 +303,13 @@ void runItems(const Entry &entry, const ConvGeom &g, float *ws, Fn fn) {
     const int saved = omp_get_max_threads();
     omp_set_num_threads(1);
     for (int64_t i = 0; i < p.items; ++i)
-      body(i, ws);
+      body(i, buffers);
     omp_set_num_threads(saved);
     return;
   }
 #pragma omp parallel num_threads(int(workers))
   {
-    float *buf = ws + omp_get_thread_num() * p.bufFloats;
+    float *buf = buffers + omp_get_thread_num() * p.bufFloats;
 #pragma omp for schedule(dynamic, 1)
     for (int64_t i = 0; i < p.items; ++i)
       body(i, buf);
@@ -297,16 +322,13 @@ bool otc::kernels::conv::dnnlForward(const otck_conv_desc *d, const ConvGeom &g,
                                      const float *x, const float *w,
                                      const float *bias, float *y,
                                      void *workspace) {
-  const Entry &e = entryFor(d, g, bias ? Kind::ForwardBias : Kind::Forward);
+  const Entry &e = entryFor(d, g, DnnlOp::Forward, bias != nullptr);
   if (!e.ok)
     return false;
-  const DnnlPlan &p = e.plan;
-  runItems(e, g, static_cast<float *>(workspace),
-           [&](int64_t item, float *buf, dnnl::stream &stream) {
-             const int64_t n0 = item / p.blocks * p.nb,
-                           m0 = item % p.blocks * p.cb;
-             const Variant &v = e.variants[g.n - n0 < p.nb][g.m - m0 < p.cb];
-             runItem(p, v, false, x + n0 * g.c * g.inSize, w + m0 * g.colRows,
+  runItems(e, g, g.m, static_cast<float *>(workspace),
+           [&](int64_t n0, int64_t m0, const Variant &v, float *buf,
+               dnnl::stream &stream) {
+             runItem(e.plan, v, x + n0 * g.c * g.inSize, w + m0 * g.colRows,
                      bias ? bias + m0 : nullptr,
                      y + (n0 * g.m + m0) * g.outSize, buf, stream);
            });
@@ -317,17 +339,46 @@ bool otc::kernels::conv::dnnlGradInput(const otck_conv_desc *d,
                                        const ConvGeom &g, const float *dy,
                                        const float *w, float *dx,
                                        void *workspace) {
-  const Entry &e = entryFor(d, g, Kind::GradInput);
+  const Entry &e = entryFor(d, g, DnnlOp::GradInput, false);
+  if (!e.ok)
+    return false;
+  runItems(e, g, g.c, static_cast<float *>(workspace),
+           [&](int64_t n0, int64_t c0, const Variant &v, float *buf,
+               dnnl::stream &stream) {
+             runItem(e.plan, v, dy + n0 * g.m * g.outSize, w + c0 * g.kSize,
+                     nullptr, dx + (n0 * g.c + c0) * g.inSize, buf, stream);
+           });
+  return true;
+}
+
+bool otc::kernels::conv::dnnlGradWeight(const otck_conv_desc *d,
+                                        const ConvGeom &g, const float *dy,
+                                        const float *x, float *dw,
+                                        void *workspace) {
+  const Entry &e = entryFor(d, g, DnnlOp::GradWeight, false);
   if (!e.ok)
     return false;
   const DnnlPlan &p = e.plan;
-  runItems(e, g, static_cast<float *>(workspace),
-           [&](int64_t item, float *buf, dnnl::stream &stream) {
-             const int64_t n0 = item / p.blocks * p.nb,
-                           c0 = item % p.blocks * p.cb;
-             const Variant &v = e.variants[g.n - n0 < p.nb][g.c - c0 < p.cb];
-             runItem(p, v, true, dy + n0 * g.m * g.outSize, w + c0 * g.kSize,
-                     nullptr, dx + (n0 * g.c + c0) * g.inSize, buf, stream);
+  float *ws = static_cast<float *>(workspace);
+  // Chunk 0 writes dw, chunk c > 0 partial sum c - 1 of the workspace.
+  runItems(e, g, g.m, ws,
+           [&](int64_t n0, int64_t m0, const Variant &v, float *buf,
+               dnnl::stream &stream) {
+             const int64_t chunk = n0 / p.nb;
+             float *target = chunk ? ws + (chunk - 1) * p.partialFloats : dw;
+             runItem(p, v, x + n0 * g.c * g.inSize,
+                     dy + (n0 * g.m + m0) * g.outSize, nullptr,
+                     target + m0 * g.colRows, buf, stream);
            });
+  if (p.chunks > 1)
+    parallelFor(g.m * g.colRows, p.chunks, kParallelGrain,
+                [&](int64_t begin, int64_t end) {
+                  for (int64_t c = 1; c < p.chunks; ++c) {
+                    const float *part = ws + (c - 1) * p.partialFloats;
+#pragma omp simd
+                    for (int64_t i = begin; i < end; ++i)
+                      dw[i] += part[i];
+                  }
+                });
   return true;
 }

@@ -236,68 +236,103 @@ inline Plan planGradWeight(const ConvGeom &g) {
 
 /// Output positions an item of the oneDNN path aims for: fewer starve
 /// its kernels (a 1x1 output of one image is a matrix-vector product).
-constexpr int64_t kDnnlPositions = 128;
+constexpr int64_t kDnnlPositions = 256;
 /// Items the oneDNN path aims for: each runs single-threaded primitives.
 constexpr int64_t kDnnlItems = 8;
+/// Floats of an item's image copies on the oneDNN path, at most (unless
+/// one image needs more).
+constexpr int64_t kDnnlItemFloats = int64_t(4) << 20;
 /// Fewest channels of a channel block on the oneDNN path.
 constexpr int64_t kDnnlMinBlock = 64;
 /// Channel padding of oneDNN's blocked layouts (16 floats: AVX-512).
 constexpr int64_t kDnnlBlock = 16;
 /// Scratchpad floats a primitive may take beyond one input's size at the
-/// output's resolution before the kernel falls back to im2col.
+/// output's resolution and one weight block's before the kernel falls back
+/// to im2col.
 constexpr int64_t kDnnlScratchFloats = 16384;
 
-/// The oneDNN path's plan (conv_onednn.cpp), for the forward and the input
-/// gradient of ungrouped convolutions: items are chunks of nb images times
-/// blocks of cb channels (output channels forward, input channels for the
-/// input gradient), each run by single-threaded oneDNN primitives on
-/// blocked copies in one worker's buffer. Buffer sizes are bounds for any
-/// ISA (channels padded to kDnnlBlock); a primitive that needs more, or
-/// that oneDNN does not implement with a JIT kernel, leaves the work to the
-/// im2col path, whose workspace otck_conv_workspace_bytes also covers.
+/// The oneDNN path's work (conv_onednn.cpp).
+enum class DnnlOp { Forward, GradInput, GradWeight };
+
+/// The oneDNN path's plan, for ungrouped convolutions: items are chunks of
+/// nb images times blocks of cb channels (output channels forward and for
+/// the weight gradient, input channels for the input gradient), each run by
+/// single-threaded oneDNN primitives on blocked copies in one worker's
+/// buffer. The weight gradient's chunks write partial sums (chunk 0 into dw,
+/// the others into the workspace's first extraFloats) added in chunk order.
+/// Buffer sizes are bounds for any ISA (channels padded to kDnnlBlock); a
+/// primitive that needs more, or that oneDNN does not implement with a JIT
+/// kernel, leaves the work to the im2col path, whose workspace
+/// otck_conv_workspace_bytes also covers.
 struct DnnlPlan {
   bool use = false;
   int64_t nb = 0, chunks = 0, cb = 0, blocks = 0, items = 0;
-  // Per-worker floats: the three operands' blocked copies and scratchpad.
+  // Per-worker floats: blocked copies of the primitive's two inputs and its
+  // output (forward x, w, y; input gradient dy, w, dx; weight gradient x,
+  // dy, dw), and its scratchpad.
   int64_t srcFloats = 0, weightFloats = 0, dstFloats = 0, scratchFloats = 0;
-  int64_t bufFloats = 0, workers = 0;
-  int64_t bytes() const { return use ? workers * bufFloats * 4 : 0; }
+  int64_t bufFloats = 0, extraFloats = 0, partialFloats = 0, workers = 0;
+  int64_t bytes() const {
+    return use ? (extraFloats + workers * bufFloats) * 4 : 0;
+  }
 };
 
 inline int64_t roundUp(int64_t a, int64_t b) { return ceilDiv(a, b) * b; }
 
-/// `gradInput`: the input gradient's plan (src is dy, dst is dx).
-inline DnnlPlan planDnnl(const ConvGeom &g, bool gradInput) {
+inline DnnlPlan planDnnl(const ConvGeom &g, DnnlOp op) {
   DnnlPlan p;
   // 1x1 kernels are GEMMs already (no columns to build, no copies); input
   // gradients of few channels (a stem's) run slower on oneDNN's kernels,
   // padded to a whole block, than through im2col.
   if (g.g != 1 || g.direct || g.kSize == 1 || g.n == 0 || g.outSize == 0 ||
-      (gradInput && g.c < kDnnlBlock))
+      (op == DnnlOp::GradInput && g.c < kDnnlBlock))
     return p;
-  const int64_t channels = gradInput ? g.c : g.m;
+  const int64_t channels = op == DnnlOp::GradInput ? g.c : g.m;
+  const int64_t c = roundUp(g.c, kDnnlBlock), m = roundUp(g.m, kDnnlBlock);
   p.chunks = ceilDiv(g.n, std::min(g.n, ceilDiv(kDnnlPositions, g.outSize)));
+  if (op == DnnlOp::GradWeight) {
+    // Each chunk past the first is one more partial sum of the weights.
+    p.partialFloats = roundFloats(g.m * g.c * g.kSize);
+    p.chunks = std::min(p.chunks, kDnnlItems);
+  }
+  // An image's copies (input and output) bound the images of an item.
+  const int64_t imageFloats = c * g.inSize + m * g.outSize;
+  p.chunks = std::max(
+      p.chunks,
+      ceilDiv(g.n, std::max<int64_t>(kDnnlItemFloats / imageFloats, 1)));
+  if (p.partialFloats > 0 &&
+      (p.chunks - 1) * p.partialFloats > kWorkspaceCap / 8 / 4)
+    return p;
   p.nb = ceilDiv(g.n, p.chunks);
+  p.chunks = ceilDiv(g.n, p.nb);
   p.blocks =
       std::clamp<int64_t>(ceilDiv(kDnnlItems, p.chunks), 1,
                           std::max<int64_t>(channels / kDnnlMinBlock, 1));
   p.cb = roundUp(ceilDiv(channels, p.blocks), kDnnlBlock);
   p.blocks = ceilDiv(channels, p.cb);
   p.items = p.chunks * p.blocks;
-  const int64_t c = roundUp(g.c, kDnnlBlock), m = roundUp(g.m, kDnnlBlock);
-  if (gradInput) {
-    p.srcFloats = roundFloats(p.nb * m * g.outSize);
-    p.weightFloats = roundFloats(m * p.cb * g.kSize);
-    p.dstFloats = roundFloats(p.nb * p.cb * g.inSize);
-  } else {
+  switch (op) {
+  case DnnlOp::Forward:
     p.srcFloats = roundFloats(p.nb * c * g.inSize);
     p.weightFloats = roundFloats(p.cb * c * g.kSize);
     p.dstFloats = roundFloats(p.nb * p.cb * g.outSize);
+    break;
+  case DnnlOp::GradInput:
+    p.srcFloats = roundFloats(p.nb * m * g.outSize);
+    p.weightFloats = roundFloats(m * p.cb * g.kSize);
+    p.dstFloats = roundFloats(p.nb * p.cb * g.inSize);
+    break;
+  case DnnlOp::GradWeight:
+    p.srcFloats = roundFloats(p.nb * c * g.inSize);
+    p.weightFloats = roundFloats(p.nb * p.cb * g.outSize);
+    p.dstFloats = roundFloats(p.cb * c * g.kSize);
+    p.extraFloats = (p.chunks - 1) * p.partialFloats;
+    break;
   }
-  p.scratchFloats =
-      roundFloats(p.nb * std::max(c, m) * g.outSize + kDnnlScratchFloats);
+  p.scratchFloats = roundFloats(p.nb * std::max(c, m) * g.outSize +
+                                p.cb * c * g.kSize + kDnnlScratchFloats);
   p.bufFloats = p.srcFloats + p.weightFloats + p.dstFloats + p.scratchFloats;
-  p.workers = bufferCount(p.items, p.bufFloats, 0);
+  p.workers = bufferCount(p.items, p.bufFloats, p.extraFloats);
   p.use = true;
   return p;
 }
@@ -309,6 +344,8 @@ bool dnnlForward(const otck_conv_desc *d, const ConvGeom &g, const float *x,
                  const float *w, const float *bias, float *y, void *workspace);
 bool dnnlGradInput(const otck_conv_desc *d, const ConvGeom &g, const float *dy,
                    const float *w, float *dx, void *workspace);
+bool dnnlGradWeight(const otck_conv_desc *d, const ConvGeom &g, const float *dy,
+                    const float *x, float *dw, void *workspace);
 
 } // namespace otc::kernels::conv
 
