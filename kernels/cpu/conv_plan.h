@@ -247,8 +247,8 @@ constexpr int64_t kDnnlMinBlock = 64;
 /// Channel padding of oneDNN's blocked layouts (16 floats: AVX-512).
 constexpr int64_t kDnnlBlock = 16;
 /// Scratchpad floats a primitive may take beyond one input's size at the
-/// output's resolution and one weight block's before the kernel falls back
-/// to im2col.
+/// output's resolution before the kernel falls back to im2col (oneDNN's
+/// single-threaded convolutions take none or a padded bias).
 constexpr int64_t kDnnlScratchFloats = 16384;
 
 /// The oneDNN path's work (conv_onednn.cpp).
@@ -329,8 +329,8 @@ inline DnnlPlan planDnnl(const ConvGeom &g, DnnlOp op) {
     p.extraFloats = (p.chunks - 1) * p.partialFloats;
     break;
   }
-  p.scratchFloats = roundFloats(p.nb * std::max(c, m) * g.outSize +
-                                p.cb * c * g.kSize + kDnnlScratchFloats);
+  p.scratchFloats =
+      roundFloats(p.nb * std::max(c, m) * g.outSize + kDnnlScratchFloats);
   p.bufFloats = p.srcFloats + p.weightFloats + p.dstFloats + p.scratchFloats;
   p.workers = bufferCount(p.items, p.bufFloats, p.extraFloats);
   p.use = true;
