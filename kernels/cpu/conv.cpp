@@ -5,7 +5,9 @@
 // lowered to im2col + otck_gemm_f32 per group; the input gradient is the
 // adjoint (transposed weights times dy, then col2im). Depthwise convolutions
 // with a small channel multiplier use direct loops instead: their GEMMs would
-// have one or two rows.
+// have one or two rows. Ungrouped convolutions with a kernel larger than 1x1
+// go to oneDNN's JIT convolutions first (conv_onednn.cpp), about twice as
+// fast; what oneDNN declines comes back here.
 //
 // Work is cut into items (image x output tile x output-channel block for the
 // forward, image x group x input-channel block for the input gradient,
