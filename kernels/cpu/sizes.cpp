@@ -23,7 +23,8 @@ extern "C" int64_t otck_conv_workspace_bytes(const otck_conv_desc *d) {
   if (!makeGeom(d, g))
     return 0;
   return std::max({planForward(g).bytes(), planGradInput(g).bytes(),
-                   planGradWeight(g).bytes(), planDnnl(g, DnnlOp::Forward).bytes(),
+                   planGradWeight(g).bytes(),
+                   planDnnl(g, DnnlOp::Forward).bytes(),
                    planDnnl(g, DnnlOp::GradInput).bytes(),
                    planDnnl(g, DnnlOp::GradWeight).bytes()});
 }
