@@ -18,6 +18,7 @@
 
 #include <oneapi/dnnl/dnnl.hpp>
 
+#include <atomic>
 #include <cstring>
 #include <map>
 #include <memory>
@@ -34,10 +35,25 @@ namespace {
 using dnnl::memory;
 using Dims = memory::dims;
 
+// The engine and the cached primitives live as long as the process (never
+// destroyed: a primitive must not outlive its engine at exit).
 dnnl::engine &cpuEngine() {
-  static dnnl::engine engine(dnnl::engine::kind::cpu, 0);
-  return engine;
+  static auto *engine = new dnnl::engine(dnnl::engine::kind::cpu, 0);
+  return *engine;
 }
+
+/// Sets OpenMP's thread count for its lifetime.
+class OmpThreads {
+  int saved;
+
+public:
+  explicit OmpThreads(int n) : saved(omp_get_max_threads()) {
+    omp_set_num_threads(n);
+  }
+  ~OmpThreads() { omp_set_num_threads(saved); }
+  OmpThreads(const OmpThreads &) = delete;
+  OmpThreads &operator=(const OmpThreads &) = delete;
+};
 
 /// One operand: the caller's layout, the primitive's, and the reorder
 /// between them (none when they are the same: the caller's memory is used
@@ -208,12 +224,12 @@ Variant makeVariant(const ConvGeom &g, int spatial, const DnnlPlan &p,
 const Entry &entryFor(const otck_conv_desc *d, const ConvGeom &g, DnnlOp op,
                       bool withBias) {
   static std::mutex mutex;
-  static std::map<std::string, std::unique_ptr<Entry>> entries;
+  static auto *entries = new std::map<std::string, std::unique_ptr<Entry>>;
   std::string key(reinterpret_cast<const char *>(d), sizeof(*d));
   key.push_back(char(op));
   key.push_back(char(withBias));
   std::lock_guard<std::mutex> lock(mutex);
-  auto &slot = entries[key];
+  auto &slot = (*entries)[key];
   if (slot)
     return *slot;
   slot = std::make_unique<Entry>();
@@ -225,10 +241,9 @@ const Entry &entryFor(const otck_conv_desc *d, const ConvGeom &g, DnnlOp op,
   const int64_t channels = op == DnnlOp::GradInput ? g.c : g.m;
   const int64_t lastNb = g.n - (p.chunks - 1) * p.nb;
   const int64_t lastCb = channels - (p.blocks - 1) * p.cb;
-  const int saved = omp_get_max_threads();
-  omp_set_num_threads(1);
+  OmpThreads one(1);
+  bool ok = true;
   try {
-    entry.ok = true;
     for (int shortN = 0; shortN < 2; ++shortN)
       for (int shortC = 0; shortC < 2; ++shortC) {
         const int64_t nb = shortN ? lastNb : p.nb;
@@ -237,13 +252,13 @@ const Entry &entryFor(const otck_conv_desc *d, const ConvGeom &g, DnnlOp op,
           continue;
         Variant &v = entry.variants[shortN][shortC];
         v = makeVariant(g, d->spatial, p, op, withBias, nb, cb);
-        entry.ok = entry.ok && v.ok;
+        ok = ok && v.ok;
       }
-  } catch (const dnnl::error &) {
-    // oneDNN declines the shape (negative end padding, say): im2col runs it.
-    entry.ok = false;
+  } catch (...) {
+    // oneDNN declines the shape, or memory ran out: im2col runs it.
+    ok = false;
   }
-  omp_set_num_threads(saved);
+  entry.ok = ok;
   return entry;
 }
 
@@ -282,30 +297,37 @@ void runItem(const DnnlPlan &p, const Variant &v, const float *in0,
   }
 }
 
-/// Runs every item of `entry`: fn(item, variant, buffer, stream) on
-/// workers with a buffer each, or on the calling thread with one OpenMP
-/// thread.
+/// Runs every item of `entry`: fn(first image, first channel, variant,
+/// buffer, stream) on workers with a buffer each, or on the calling thread
+/// with one OpenMP thread. False when oneDNN failed (out of memory for the
+/// library's own buffers, say): the outputs are then partly written, and
+/// the caller runs the im2col path, which overwrites them.
 template <typename Fn>
-void runItems(const Entry &entry, const ConvGeom &g, int64_t channels,
+bool runItems(const Entry &entry, const ConvGeom &g, int64_t channels,
               float *ws, Fn fn) {
   const DnnlPlan &p = entry.plan;
+  std::atomic<bool> failed{false};
   auto body = [&](int64_t item, float *buf) {
-    thread_local dnnl::stream stream(cpuEngine());
-    const int64_t n0 = item / p.blocks * p.nb, c0 = item % p.blocks * p.cb;
-    fn(n0, c0, entry.variants[g.n - n0 < p.nb][channels - c0 < p.cb], buf,
-       stream);
+    if (failed.load(std::memory_order_relaxed))
+      return;
+    try {
+      thread_local dnnl::stream stream(cpuEngine());
+      const int64_t n0 = item / p.blocks * p.nb, c0 = item % p.blocks * p.cb;
+      fn(n0, c0, entry.variants[g.n - n0 < p.nb][channels - c0 < p.cb], buf,
+         stream);
+    } catch (...) {
+      failed = true;
+    }
   };
   float *buffers = ws + p.extraFloats;
   const int64_t workers =
       std::min<int64_t>({p.workers, p.items, int64_t(omp_get_max_threads())});
   const int64_t cost = g.n * g.m * g.colRows * g.outSize;
   if (workers <= 1 || !shouldParallelize(cost, kConvGrain)) {
-    const int saved = omp_get_max_threads();
-    omp_set_num_threads(1);
+    OmpThreads one(1);
     for (int64_t i = 0; i < p.items; ++i)
       body(i, buffers);
-    omp_set_num_threads(saved);
-    return;
+    return !failed;
   }
 #pragma omp parallel num_threads(int(workers))
   {
@@ -314,6 +336,7 @@ void runItems(const Entry &entry, const ConvGeom &g, int64_t channels,
     for (int64_t i = 0; i < p.items; ++i)
       body(i, buf);
   }
+  return !failed;
 }
 
 } // namespace
@@ -325,14 +348,13 @@ bool otc::kernels::conv::dnnlForward(const otck_conv_desc *d, const ConvGeom &g,
   const Entry &e = entryFor(d, g, DnnlOp::Forward, bias != nullptr);
   if (!e.ok)
     return false;
-  runItems(e, g, g.m, static_cast<float *>(workspace),
-           [&](int64_t n0, int64_t m0, const Variant &v, float *buf,
-               dnnl::stream &stream) {
-             runItem(e.plan, v, x + n0 * g.c * g.inSize, w + m0 * g.colRows,
-                     bias ? bias + m0 : nullptr,
-                     y + (n0 * g.m + m0) * g.outSize, buf, stream);
-           });
-  return true;
+  return runItems(e, g, g.m, static_cast<float *>(workspace),
+                  [&](int64_t n0, int64_t m0, const Variant &v, float *buf,
+                      dnnl::stream &stream) {
+                    runItem(e.plan, v, x + n0 * g.c * g.inSize,
+                            w + m0 * g.colRows, bias ? bias + m0 : nullptr,
+                            y + (n0 * g.m + m0) * g.outSize, buf, stream);
+                  });
 }
 
 bool otc::kernels::conv::dnnlGradInput(const otck_conv_desc *d,
@@ -342,13 +364,13 @@ bool otc::kernels::conv::dnnlGradInput(const otck_conv_desc *d,
   const Entry &e = entryFor(d, g, DnnlOp::GradInput, false);
   if (!e.ok)
     return false;
-  runItems(e, g, g.c, static_cast<float *>(workspace),
-           [&](int64_t n0, int64_t c0, const Variant &v, float *buf,
-               dnnl::stream &stream) {
-             runItem(e.plan, v, dy + n0 * g.m * g.outSize, w + c0 * g.kSize,
-                     nullptr, dx + (n0 * g.c + c0) * g.inSize, buf, stream);
-           });
-  return true;
+  return runItems(e, g, g.c, static_cast<float *>(workspace),
+                  [&](int64_t n0, int64_t c0, const Variant &v, float *buf,
+                      dnnl::stream &stream) {
+                    runItem(e.plan, v, dy + n0 * g.m * g.outSize,
+                            w + c0 * g.kSize, nullptr,
+                            dx + (n0 * g.c + c0) * g.inSize, buf, stream);
+                  });
 }
 
 bool otc::kernels::conv::dnnlGradWeight(const otck_conv_desc *d,
@@ -361,15 +383,17 @@ bool otc::kernels::conv::dnnlGradWeight(const otck_conv_desc *d,
   const DnnlPlan &p = e.plan;
   float *ws = static_cast<float *>(workspace);
   // Chunk 0 writes dw, chunk c > 0 partial sum c - 1 of the workspace.
-  runItems(e, g, g.m, ws,
-           [&](int64_t n0, int64_t m0, const Variant &v, float *buf,
-               dnnl::stream &stream) {
-             const int64_t chunk = n0 / p.nb;
-             float *target = chunk ? ws + (chunk - 1) * p.partialFloats : dw;
-             runItem(p, v, x + n0 * g.c * g.inSize,
-                     dy + (n0 * g.m + m0) * g.outSize, nullptr,
-                     target + m0 * g.colRows, buf, stream);
-           });
+  if (!runItems(e, g, g.m, ws,
+                [&](int64_t n0, int64_t m0, const Variant &v, float *buf,
+                    dnnl::stream &stream) {
+                  const int64_t chunk = n0 / p.nb;
+                  float *target =
+                      chunk ? ws + (chunk - 1) * p.partialFloats : dw;
+                  runItem(p, v, x + n0 * g.c * g.inSize,
+                          dy + (n0 * g.m + m0) * g.outSize, nullptr,
+                          target + m0 * g.colRows, buf, stream);
+                }))
+    return false;
   if (p.chunks > 1)
     parallelFor(g.m * g.colRows, p.chunks, kParallelGrain,
                 [&](int64_t begin, int64_t end) {

@@ -290,18 +290,20 @@ inline DnnlPlan planDnnl(const ConvGeom &g, DnnlOp op) {
   const int64_t channels = op == DnnlOp::GradInput ? g.c : g.m;
   const int64_t c = roundUp(g.c, kDnnlBlock), m = roundUp(g.m, kDnnlBlock);
   p.chunks = ceilDiv(g.n, std::min(g.n, ceilDiv(kDnnlPositions, g.outSize)));
+  // Each weight-gradient chunk past the first is one more partial sum of the
+  // weights, which take at most an eighth of the workspace cap.
+  const int64_t partialBudget = kWorkspaceCap / 8 / 4;
   if (op == DnnlOp::GradWeight) {
-    // Each chunk past the first is one more partial sum of the weights.
     p.partialFloats = roundFloats(g.m * g.c * g.kSize);
-    p.chunks = std::min(p.chunks, kDnnlItems);
+    p.chunks =
+        std::min({p.chunks, kDnnlItems, 1 + partialBudget / p.partialFloats});
   }
   // An image's copies (input and output) bound the images of an item.
   const int64_t imageFloats = c * g.inSize + m * g.outSize;
   p.chunks = std::max(
       p.chunks,
       ceilDiv(g.n, std::max<int64_t>(kDnnlItemFloats / imageFloats, 1)));
-  if (p.partialFloats > 0 &&
-      (p.chunks - 1) * p.partialFloats > kWorkspaceCap / 8 / 4)
+  if ((p.chunks - 1) * p.partialFloats > partialBudget)
     return p;
   p.nb = ceilDiv(g.n, p.chunks);
   p.chunks = ceilDiv(g.n, p.nb);
@@ -337,9 +339,10 @@ inline DnnlPlan planDnnl(const ConvGeom &g, DnnlOp op) {
   return p;
 }
 
-/// The oneDNN path (conv_onednn.cpp): false, with nothing written, when it
-/// does not take `d` (planDnnl declines, or oneDNN has no JIT kernel for it
-/// within the plan's buffers); the im2col path runs it then.
+/// The oneDNN path (conv_onednn.cpp): false when it does not take `d`
+/// (planDnnl declines, or oneDNN has no JIT kernel for it within the plan's
+/// buffers: nothing written) or when oneDNN failed midway (outputs partly
+/// written); the im2col path, which overwrites every output, runs it then.
 bool dnnlForward(const otck_conv_desc *d, const ConvGeom &g, const float *x,
                  const float *w, const float *bias, float *y, void *workspace);
 bool dnnlGradInput(const otck_conv_desc *d, const ConvGeom &g, const float *dy,

@@ -15,6 +15,7 @@
 
 #include "otc/kernels.h"
 
+#include "conv_plan.h"
 #include "kernels_test_util.h"
 
 #include <gtest/gtest.h>
@@ -506,18 +507,43 @@ ConvSpec smallOutputSpec(bool grouped) {
   return s;
 }
 
-/// Ungrouped, channels not a multiple of 16, a batch and channel count the
-/// oneDNN path's items leave a shorter last chunk and block of.
+/// Ungrouped, channels not a multiple of 16, a batch and channel counts the
+/// oneDNN path's items leave a shorter last chunk and block of (images
+/// 7 + 6, channels 80 + 56 for each of the three kernels), so that the
+/// weight gradient adds a partial sum.
 ConvSpec dnnlSpec() {
   ConvSpec s;
-  s.n = 5;
-  s.c = 40;
+  s.n = 13;
+  s.c = 136;
   s.m = 136;
   s.in[0] = 6;
   s.in[1] = 7;
   s.k[0] = s.k[1] = 3;
   s.pb[0] = s.pb[1] = s.pe[0] = s.pe[1] = 1;
   return s;
+}
+
+// The shapes above must reach oneDNN, not only its fallback: the path's
+// entry points take them on any x86-64 with AVX2 (oneDNN's JIT kernels).
+TEST(Conv, OneDnnTakesUngroupedConvolutions) {
+#if defined(__x86_64__)
+  if (!__builtin_cpu_supports("avx2"))
+    GTEST_SKIP() << "oneDNN's JIT convolutions need AVX2 or newer";
+#else
+  GTEST_SKIP() << "oneDNN's JIT convolutions are checked on x86-64 only";
+#endif
+  const ConvData c = makeConvData(dnnlSpec(), 41);
+  otc::kernels::conv::ConvGeom g;
+  ASSERT_TRUE(otc::kernels::conv::makeGeom(&c.d, g));
+  Workspace ws(otck_conv_workspace_bytes(&c.d));
+  std::vector<float> y(sz(c.ySize)), dx(sz(c.xSize)), dw(sz(c.wSize));
+  EXPECT_TRUE(otc::kernels::conv::dnnlForward(&c.d, g, c.x.data(), c.w.data(),
+                                              c.b.data(), y.data(), ws.data()));
+  EXPECT_TRUE(otc::kernels::conv::dnnlGradInput(
+      &c.d, g, c.dy.data(), c.w.data(), dx.data(), ws.data()));
+  EXPECT_TRUE(otc::kernels::conv::dnnlGradWeight(
+      &c.d, g, c.dy.data(), c.x.data(), dw.data(), ws.data()));
+  EXPECT_TRUE(ws.guardIntact());
 }
 
 TEST(Conv, OneDnnShapesMatchReference) {
