@@ -655,17 +655,7 @@ void gemmGradWeight(const ConvGeom &g, const Plan &p, const float *dy,
         std::copy(tmp + m * cols, tmp + (m + 1) * cols,
                   tg + m * g.colRows + c0 * g.kSize);
   });
-  if (p.chunks == 1)
-    return;
-  parallelFor(wFloats, p.chunks, kParallelGrain,
-              [&](int64_t begin, int64_t end) {
-                for (int64_t c = 1; c < p.chunks; ++c) {
-                  const float *part = ws + (c - 1) * partialStride;
-#pragma omp simd
-                  for (int64_t i = begin; i < end; ++i)
-                    dw[i] += part[i];
-                }
-              });
+  addPartialSums(dw, wFloats, ws, partialStride, p.chunks);
 }
 
 void zero(int64_t n, float *p) {
@@ -693,6 +683,21 @@ void gradInput(const otck_conv_desc *d, const ConvGeom &g, const float *dy,
 }
 
 } // namespace
+
+void otc::kernels::conv::addPartialSums(float *dw, int64_t n,
+                                        const float *partials, int64_t stride,
+                                        int64_t chunks) {
+  if (chunks <= 1)
+    return;
+  parallelFor(n, chunks, kParallelGrain, [&](int64_t begin, int64_t end) {
+    for (int64_t c = 1; c < chunks; ++c) {
+      const float *part = partials + (c - 1) * stride;
+#pragma omp simd
+      for (int64_t i = begin; i < end; ++i)
+        dw[i] += part[i];
+    }
+  });
+}
 
 extern "C" void otck_conv_f32(const otck_conv_desc *d, const float *x,
                               const float *w, const float *bias, float *y,

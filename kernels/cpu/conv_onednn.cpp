@@ -394,15 +394,6 @@ bool otc::kernels::conv::dnnlGradWeight(const otck_conv_desc *d,
                           target + m0 * g.colRows, buf, stream);
                 }))
     return false;
-  if (p.chunks > 1)
-    parallelFor(g.m * g.colRows, p.chunks, kParallelGrain,
-                [&](int64_t begin, int64_t end) {
-                  for (int64_t c = 1; c < p.chunks; ++c) {
-                    const float *part = ws + (c - 1) * p.partialFloats;
-#pragma omp simd
-                    for (int64_t i = begin; i < end; ++i)
-                      dw[i] += part[i];
-                  }
-                });
+  addPartialSums(dw, g.m * g.colRows, ws, p.partialFloats, p.chunks);
   return true;
 }
