@@ -7,7 +7,9 @@
 // with a small channel multiplier use direct loops instead: their GEMMs would
 // have one or two rows. Ungrouped convolutions with a kernel larger than 1x1
 // go to oneDNN's JIT convolutions first (conv_onednn.cpp), about twice as
-// fast; what oneDNN declines comes back here.
+// fast; what oneDNN declines comes back here. A window whose edge taps read
+// only padding (3x3 on a 1x1 input) runs cut to the taps that read x
+// (TapTrim, conv_plan.h): a 1x1 input's 3x3 convolution is then a GEMM.
 //
 // Work is cut into items (image x output tile x output-channel block for the
 // forward, image x group x input-channel block for the input gradient,
@@ -29,6 +31,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <vector>
 
 using namespace otc::kernels;
 using namespace otc::kernels::conv;
@@ -658,6 +661,55 @@ void gemmGradWeight(const ConvGeom &g, const Plan &p, const float *dy,
   addPartialSums(dw, wFloats, ws, partialStride, p.chunks);
 }
 
+/// Where a TapTrim's kept taps sit in a weight row (one output channel's
+/// one input channel): whole windows of `whole` floats, cut ones of `kept`,
+/// and per run of `len` kept taps along slot 2 its offsets in both.
+struct TapRuns {
+  int64_t whole = 0, kept = 0, len = 0;
+  std::vector<std::pair<int64_t, int64_t>> runs; // (in whole, in kept)
+};
+
+TapRuns tapRuns(const ConvGeom &g, const TapTrim &t) {
+  TapRuns r;
+  ConvGeom in;
+  if (!makeGeom(&t.inner, in))
+    return r;
+  r.whole = g.kSize;
+  r.kept = in.kSize;
+  r.len = in.k[2];
+  for (int64_t a = 0; a < in.k[0]; ++a)
+    for (int64_t b = 0; b < in.k[1]; ++b)
+      r.runs.emplace_back(((t.lo[0] + a) * g.k[1] + t.lo[1] + b) * g.k[2] +
+                              t.lo[2],
+                          (a * in.k[1] + b) * in.k[2]);
+  return r;
+}
+
+/// wt = the kept taps of w.
+void gatherTaps(const ConvGeom &g, const TapTrim &t, const float *w,
+                float *wt) {
+  const TapRuns r = tapRuns(g, t);
+  parallelFor(g.m * g.cg, r.whole, kParallelGrain, [&](int64_t b, int64_t e) {
+    for (int64_t row = b; row < e; ++row)
+      for (const auto &[whole, kept] : r.runs)
+        for (int64_t i = 0; i < r.len; ++i) // short runs: no memmove call
+          wt[row * r.kept + kept + i] = w[row * r.whole + whole + i];
+  });
+}
+
+/// dw = dwt at the kept taps, 0 at the others.
+void scatterTaps(const ConvGeom &g, const TapTrim &t, const float *dwt,
+                 float *dw) {
+  const TapRuns r = tapRuns(g, t);
+  parallelFor(g.m * g.cg, r.whole, kParallelGrain, [&](int64_t b, int64_t e) {
+    std::fill(dw + b * r.whole, dw + e * r.whole, 0.0f);
+    for (int64_t row = b; row < e; ++row)
+      for (const auto &[whole, kept] : r.runs)
+        for (int64_t i = 0; i < r.len; ++i)
+          dw[row * r.whole + whole + i] = dwt[row * r.kept + kept + i];
+  });
+}
+
 void zero(int64_t n, float *p) {
   parallelFor(n, 1, kParallelGrain, [&](int64_t begin, int64_t end) {
     std::fill(p + begin, p + end, 0.0f);
@@ -668,6 +720,15 @@ void gradInput(const otck_conv_desc *d, const ConvGeom &g, const float *dy,
                const float *w, float *dx, void *workspace) {
   if (g.n == 0)
     return;
+  TapTrim t;
+  if (trimTaps(d, t)) {
+    float *wt = static_cast<float *>(workspace);
+    gatherTaps(g, t, w, wt);
+    ConvGeom inner;
+    makeGeom(&t.inner, inner);
+    gradInput(&t.inner, inner, dy, wt, dx, wt + t.weightFloats);
+    return;
+  }
   if (g.outSize == 0) {
     zero(g.n * g.c * g.inSize, dx);
     return;
@@ -705,6 +766,13 @@ extern "C" void otck_conv_f32(const otck_conv_desc *d, const float *x,
   ConvGeom g;
   if (!makeGeom(d, g) || g.n == 0 || g.outSize == 0)
     return;
+  TapTrim t;
+  if (trimTaps(d, t)) {
+    float *wt = static_cast<float *>(workspace);
+    gatherTaps(g, t, w, wt);
+    otck_conv_f32(&t.inner, x, wt, bias, y, wt + t.weightFloats);
+    return;
+  }
   if (g.direct) {
     directForward(g, x, w, bias, y);
     return;
@@ -731,6 +799,13 @@ extern "C" void otck_conv_grad_weight_f32(const otck_conv_desc *d,
     return;
   if (g.n == 0 || g.outSize == 0) {
     zero(g.m * g.colRows, dw);
+    return;
+  }
+  TapTrim t;
+  if (trimTaps(d, t)) {
+    float *dwt = static_cast<float *>(workspace);
+    otck_conv_grad_weight_f32(&t.inner, dy, x, dwt, dwt + t.weightFloats);
+    scatterTaps(g, t, dwt, dw);
     return;
   }
   if (g.direct) {

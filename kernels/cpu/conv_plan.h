@@ -339,6 +339,70 @@ inline DnnlPlan planDnnl(const ConvGeom &g, DnnlOp op) {
   return p;
 }
 
+/// A convolution whose window has taps that read only padding at every
+/// output position (a 3x3 window on a 1x1 input, a stride-2 one on a 2x2
+/// input) run on the window cut to its first through last taps that read
+/// the input: the taps cut add nothing to y or dx and their weight gradient
+/// is 0. The kernels convolve a copy of the kept taps' weights (the first
+/// weightFloats of the workspace; the rest is `inner`'s), and scatter the
+/// weight gradient back with zeros at the taps cut.
+struct TapTrim {
+  otck_conv_desc inner;      // the cut convolution (same input, output, stride)
+  int64_t lo[3] = {0, 0, 0}; // first kept tap per Window3 slot
+  int64_t weightFloats = 0;  // the kept weights, rounded (roundFloats)
+};
+
+/// Fills `t` for `d`; false when there is nothing to cut (every tap
+/// reads the input somewhere, d is invalid, or it has no output or no
+/// input to read).
+inline bool trimTaps(const otck_conv_desc *d, TapTrim &t) {
+  ConvShape g;
+  if (!makeConvShape(d, g) || g.n == 0 || g.outSize == 0 || g.inSize == 0)
+    return false;
+  t.inner = *d;
+  bool cut = false;
+  int64_t kept = 1;
+  for (int j = 0; j < d->spatial; ++j) {
+    const int64_t in = d->in[j], out = d->out[j], s = d->stride[j],
+                  dil = d->dilation[j], pb = d->pad_begin[j];
+    // Tap k reads in[o * s + k * dil - pb] for o in [0, out).
+    auto reads = [&](int64_t k) {
+      const int64_t first = k * dil - pb;
+      const int64_t o = first >= 0 ? 0 : ceilDiv(-first, s);
+      return o < out && o * s + first < in;
+    };
+    int64_t lo = 0, hi = d->kernel[j] - 1;
+    while (lo <= hi && !reads(lo))
+      ++lo;
+    while (hi >= lo && !reads(hi))
+      --hi;
+    if (lo > hi)
+      return false; // no tap reads x: the usual paths write y = bias
+    cut = cut || lo > 0 || hi < d->kernel[j] - 1;
+    t.lo[j + 3 - d->spatial] = lo;
+    t.inner.kernel[j] = hi - lo + 1;
+    t.inner.pad_begin[j] = pb - lo * dil;
+    kept *= hi - lo + 1;
+  }
+  t.weightFloats = roundFloats(g.m * g.cg * kept);
+  return cut;
+}
+
+/// Workspace bytes of the kernels for `d` (otck_conv_workspace_bytes).
+inline int64_t workspaceBytes(const otck_conv_desc *d) {
+  TapTrim t;
+  const bool trimmed = trimTaps(d, t);
+  ConvGeom g;
+  if (!makeGeom(trimmed ? &t.inner : d, g))
+    return 0;
+  return (trimmed ? t.weightFloats * 4 : 0) +
+         std::max({planForward(g).bytes(), planGradInput(g).bytes(),
+                   planGradWeight(g).bytes(),
+                   planDnnl(g, DnnlOp::Forward).bytes(),
+                   planDnnl(g, DnnlOp::GradInput).bytes(),
+                   planDnnl(g, DnnlOp::GradWeight).bytes()});
+}
+
 /// The oneDNN path (conv_onednn.cpp): false when it does not take `d`
 /// (planDnnl declines, or oneDNN has no JIT kernel for it within the plan's
 /// buffers: nothing written) or when oneDNN failed midway (outputs partly

@@ -589,6 +589,76 @@ TEST(Conv, OneDnnShapesMatchReference) {
   checkConv(cut, 40, true);
 }
 
+TEST(Conv, TapsReadingOnlyPaddingAreCut) {
+  // A 3x3 window on a 1x1 input keeps its centre tap (a 1x1 convolution);
+  // stride 2 on a 2x2 input drops the first row and column of taps.
+  ConvSpec one;
+  one.n = 5;
+  one.c = 40;
+  one.m = 36;
+  one.k[0] = one.k[1] = 3;
+  one.pb[0] = one.pb[1] = one.pe[0] = one.pe[1] = 1;
+  otck_conv_desc d = makeDesc(one);
+  otc::kernels::conv::TapTrim t;
+  ASSERT_TRUE(otc::kernels::conv::trimTaps(&d, t));
+  EXPECT_EQ(t.inner.kernel[0], 1);
+  EXPECT_EQ(t.inner.kernel[1], 1);
+  EXPECT_EQ(t.inner.pad_begin[0], 0);
+  EXPECT_EQ(t.lo[1], 1);
+  EXPECT_EQ(t.lo[2], 1);
+  checkConv(one, 60, true);
+  ConvSpec two = one;
+  two.in[0] = two.in[1] = 2;
+  two.s[0] = two.s[1] = 2;
+  d = makeDesc(two);
+  ASSERT_TRUE(otc::kernels::conv::trimTaps(&d, t));
+  EXPECT_EQ(t.inner.kernel[0], 2);
+  EXPECT_EQ(t.inner.pad_begin[1], 0);
+  checkConv(two, 61, false);
+  // Cut in two dimensions of three, with a tap inside the kept range that
+  // reads only padding too (in 1, stride 2, pads 2 and 6: taps 0 and 2
+  // read x, 1, 3 and 4 do not), and dilated (taps 0 and 1 of 3 at dilation
+  // 2, pad 4, read rows -4 .. -1 only).
+  ConvSpec one3;
+  one3.spatial = 3;
+  one3.n = 2;
+  one3.c = 6;
+  one3.m = 4;
+  one3.in[0] = 1;
+  one3.in[1] = 2;
+  one3.in[2] = 4;
+  one3.k[0] = 5;
+  one3.s[0] = 2;
+  one3.pb[0] = 2;
+  one3.pe[0] = 6;
+  one3.k[1] = 3;
+  one3.dil[1] = 2;
+  one3.pb[1] = 4;
+  one3.k[2] = 2;
+  d = makeDesc(one3);
+  ASSERT_TRUE(otc::kernels::conv::trimTaps(&d, t));
+  EXPECT_EQ(t.inner.kernel[0], 3);
+  EXPECT_EQ(t.inner.pad_begin[0], 2);
+  EXPECT_EQ(t.inner.kernel[1], 1);
+  EXPECT_EQ(t.inner.pad_begin[1], 0);
+  EXPECT_EQ(t.lo[1], 2);
+  EXPECT_EQ(t.inner.kernel[2], 2);
+  checkConv(one3, 62, true);
+  // Grouped and depthwise (the direct loops) on a 1x1 input.
+  ConvSpec grouped = one;
+  grouped.g = 4;
+  checkConv(grouped, 63, true);
+  ConvSpec depthwise = one;
+  depthwise.c = depthwise.g = 12;
+  depthwise.m = 24;
+  checkConv(depthwise, 64, false);
+  // Nothing to cut: every tap of a 3x3 window reads a 2x2 input.
+  ConvSpec all = one;
+  all.in[0] = all.in[1] = 2;
+  d = makeDesc(all);
+  EXPECT_FALSE(otc::kernels::conv::trimTaps(&d, t));
+}
+
 TEST(Conv, BlockedWorkMatchesReference) {
   checkConv(blockedSpec(), 30, true);
   checkConv(pointwiseBlockedSpec(), 31, true);
@@ -831,6 +901,13 @@ TEST(ConvTranspose, MatchesOnnxDefinition) {
   one.pb[0] = 2;
   one.outPad[0] = 2;
   checkConvTranspose(one, 62, true);
+  ConvTSpec centre; // 3x3, pad 1 on a 1x1 input: only the centre tap
+  centre.n = 3;
+  centre.cin = 20;
+  centre.cout = 18;
+  centre.k[0] = centre.k[1] = 3;
+  centre.pb[0] = centre.pb[1] = centre.pe[0] = centre.pe[1] = 1;
+  checkConvTranspose(centre, 66, true);
   ConvTSpec three; // 3-D, depthwise
   three.spatial = 3;
   three.cin = three.cout = three.g = 3;

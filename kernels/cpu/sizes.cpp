@@ -19,14 +19,7 @@ using namespace otc::kernels;
 using namespace otc::kernels::conv;
 
 extern "C" int64_t otck_conv_workspace_bytes(const otck_conv_desc *d) {
-  ConvGeom g;
-  if (!makeGeom(d, g))
-    return 0;
-  return std::max({planForward(g).bytes(), planGradInput(g).bytes(),
-                   planGradWeight(g).bytes(),
-                   planDnnl(g, DnnlOp::Forward).bytes(),
-                   planDnnl(g, DnnlOp::GradInput).bytes(),
-                   planDnnl(g, DnnlOp::GradWeight).bytes()});
+  return workspaceBytes(d);
 }
 
 extern "C" int64_t otck_compress_k(const otck_compress_config *config) {
