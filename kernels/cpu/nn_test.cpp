@@ -15,6 +15,7 @@
 
 #include "otc/kernels.h"
 
+#include "compress_isa.h"
 #include "conv_plan.h"
 #include "kernels_test_util.h"
 
@@ -1182,6 +1183,56 @@ TEST(Pool, RandomShapesMatchPyTorchLoops) {
   std::mt19937 gen(8);
   for (int t = 0; t < 80; ++t)
     checkPool(randomPoolSpec(gen), 200u + unsigned(t));
+}
+
+TEST(Pool, MaxPoolSameOnEveryInstructionSet) {
+  // Baseline x86-64 runs the row loops, AVX2 and AVX-512 the tap table
+  // (from 4 planes on): every one matches PyTorch's loop, NaNs, infinities
+  // and ties included.
+  namespace isa = otc::kernels::compress;
+  int ran = 0;
+  for (isa::Isa v : {isa::Isa::Generic, isa::Isa::Avx2, isa::Isa::Avx512}) {
+    if (!isa::useIsa(v))
+      continue;
+    ++ran;
+    SCOPED_TRACE(isa::isaName(v));
+    std::mt19937 gen(9);
+    for (int t = 0; t < 40; ++t) {
+      PoolSpec s = randomPoolSpec(gen);
+      s.n = 2;
+      s.c = 3;
+      checkPool(s, 300u + unsigned(t));
+    }
+    PoolSpec s; // ResNet's stem pooling, values from a small set
+    s.n = 2;
+    s.c = 3;
+    s.in[0] = 9;
+    s.in[1] = 8;
+    s.k[0] = s.k[1] = 3;
+    s.s[0] = s.s[1] = 2;
+    s.pb[0] = s.pb[1] = s.pe[0] = s.pe[1] = 1;
+    const otck_pool_desc d = makeDesc(s);
+    const PoolSizes z(d);
+    const float pick[] = {kNaN, -kInf, kInf, 0.0f, 1.0f, 1.0f, 2.0f, -1.0f};
+    std::vector<float> x(sz(6 * z.inSize));
+    for (size_t i = 0; i < x.size(); ++i)
+      x[i] = pick[(i * 7 + i / 5) % 8];
+    // The last plane all -inf: each window's index is its first position.
+    std::fill(x.end() - z.inSize, x.end(), -kInf);
+    std::vector<double> want;
+    std::vector<int64_t> wantIdx;
+    refMaxPool(d, x, want, wantIdx);
+    std::vector<float> y(want.size()), yNoIdx(want.size());
+    std::vector<int64_t> idx(want.size());
+    otck_max_pool_f32(&d, x.data(), y.data(), idx.data());
+    otck_max_pool_f32(&d, x.data(), yNoIdx.data(), nullptr);
+    EXPECT_EQ(idx, wantIdx);
+    EXPECT_TRUE(sameBits(y, yNoIdx));
+    for (size_t o = 0; o < y.size(); ++o)
+      EXPECT_TRUE(sameBits({y[o]}, {float(want[o])})) << "output " << o;
+  }
+  isa::useIsa(isa::bestIsa());
+  EXPECT_GE(ran, 1);
 }
 
 TEST(Pool, CeilModeWindowsPastTheInput) {

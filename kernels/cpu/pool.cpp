@@ -7,12 +7,18 @@
 // outputs it reaches, so the inner loops run along the row (contiguous for
 // stride 1). Visiting taps in that order keeps PyTorch's tie and NaN rules
 // for max pooling. Backward kernels scatter into dx one (n, c) plane per
-// thread, so no two threads write the same element.
+// thread, so no two threads write the same element. Max pooling on a CPU
+// with vector gathers (AVX2, AVX-512) runs through a tap table instead
+// (pool_kernels.h).
 //
 //===----------------------------------------------------------------------===//
 
+// First: it opens `generic` as the inline namespace.
+#include "pool_kernels.h"
+
 #include "otc/kernels.h"
 
+#include "compress_isa.h"
 #include "parallel.h"
 #include "plans.h"
 
@@ -22,6 +28,15 @@
 #include <vector>
 
 using namespace otc::kernels;
+
+#if defined(OTCK_HAVE_X86_VARIANTS)
+namespace otc::kernels::pool::avx2 {
+decltype(maxPoolTable) maxPoolTable;
+}
+namespace otc::kernels::pool::avx512 {
+decltype(maxPoolTable) maxPoolTable;
+}
+#endif
 
 namespace {
 
@@ -123,6 +138,53 @@ template <typename Fn> void forEachPlane(const PoolGeom &g, Fn fn) {
       1);
 }
 
+/// Entries of a tap table at most (4 MiB of int32).
+constexpr int64_t kMaxTableEntries = int64_t(1) << 20;
+/// Planes below which building the table (one thread) costs more than the
+/// gathers save.
+constexpr int64_t kMinTablePlanes = 4;
+
+/// The variant of pool::maxPoolTable this CPU runs with vector gathers,
+/// or null (baseline x86-64, other targets).
+decltype(&pool::maxPoolTable) gatherMaxPool() {
+#if defined(OTCK_HAVE_X86_VARIANTS)
+  switch (compress::currentIsa()) {
+  case compress::Isa::Avx512:
+    return &pool::avx512::maxPoolTable;
+  case compress::Isa::Avx2:
+    return &pool::avx2::maxPoolTable;
+  default:
+    break;
+  }
+#endif
+  return nullptr;
+}
+
+/// pool::maxPoolTable's table for g: for each tap in row-major window
+/// order, for each output, the position in the plane the tap reads, or -1.
+std::vector<int32_t> tapTable(const PoolGeom &g) {
+  std::vector<int32_t> table(size_t(g.kSize * g.outSize));
+  int32_t *t = table.data();
+  for (int64_t kd = 0; kd < g.k[0]; ++kd)
+    for (int64_t kh = 0; kh < g.k[1]; ++kh)
+      for (int64_t kw = 0; kw < g.k[2]; ++kw)
+        for (int64_t od = 0; od < g.out[0]; ++od) {
+          const int64_t id = od * g.s[0] + kd * g.dil[0] - g.pb[0];
+          for (int64_t oh = 0; oh < g.out[1]; ++oh) {
+            const int64_t ih = oh * g.s[1] + kh * g.dil[1] - g.pb[1];
+            const bool rowIn =
+                id >= 0 && id < g.in[0] && ih >= 0 && ih < g.in[1];
+            for (int64_t ow = 0; ow < g.out[2]; ++ow) {
+              const int64_t iw = ow * g.s[2] + kw * g.dil[2] - g.pb[2];
+              *t++ = rowIn && iw >= 0 && iw < g.in[2]
+                         ? int32_t((id * g.in[1] + ih) * g.in[2] + iw)
+                         : -1;
+            }
+          }
+        }
+  return table;
+}
+
 } // namespace
 
 extern "C" void otck_max_pool_f32(const otck_pool_desc *d, const float *x,
@@ -130,6 +192,15 @@ extern "C" void otck_max_pool_f32(const otck_pool_desc *d, const float *x,
   PoolGeom g;
   if (!makePoolGeom(d, g))
     return;
+  if (auto *gathered = gatherMaxPool();
+      gathered && g.planes >= kMinTablePlanes && g.outSize > 0 &&
+      g.kSize * g.outSize <= kMaxTableEntries &&
+      g.inSize <= std::numeric_limits<int32_t>::max()) {
+    const std::vector<int32_t> table = tapTable(g);
+    gathered(g.planes, g.inSize, g.outSize, g.kSize, table.data(), x, y,
+             indices);
+    return;
+  }
   const int64_t s = g.s[2];
   const std::vector<WidthTap> taps = widthTaps(g);
   forEachOutputRow(g, [&](int64_t plane, int64_t od, int64_t oh) {
