@@ -3,10 +3,10 @@
 // Gradient clipping over many arrays at once (the gradient tensors or
 // buckets of an arena), viewed as one concatenated vector: the work is split
 // over that vector, not per array, so many small arrays and a few large ones
-// parallelise alike. The norm sums squares in double over deterministicSum's
-// fixed chunks of the concatenation, so it does not depend on the thread
-// count. Clipping follows torch.nn.utils (1.13): clip_grad_norm_'s
-// coefficient in float as torch evaluates it, clip_grad_value_'s clamp.
+// parallelise alike. The global norm is optimizer.cpp's (its sum of squares
+// in double is compiled per instruction set). Clipping follows torch.nn.utils
+// (1.13): clip_grad_norm_'s coefficient in float as torch evaluates it,
+// clip_grad_value_'s clamp.
 //
 //===----------------------------------------------------------------------===//
 
@@ -20,29 +20,6 @@
 using namespace otc::kernels;
 
 namespace {
-
-/// Elements of all the arrays (negative sizes count as 0).
-int64_t totalSize(int64_t count, const int64_t *sizes) {
-  int64_t total = 0;
-  for (int64_t a = 0; a < count; ++a)
-    total += std::max<int64_t>(sizes[a], 0);
-  return total;
-}
-
-/// Calls body(a, begin, end) for each array a that overlaps [lo, hi) of the
-/// concatenation, with the overlap as indices into array a.
-template <typename Body>
-void forEachSegment(int64_t count, const int64_t *sizes, int64_t lo, int64_t hi,
-                    Body body) {
-  int64_t base = 0;
-  for (int64_t a = 0; a < count && base < hi; ++a) {
-    const int64_t size = std::max<int64_t>(sizes[a], 0);
-    const int64_t b = std::max(lo, base), e = std::min(hi, base + size);
-    if (b < e)
-      body(a, b - base, e - base);
-    base += size;
-  }
-}
 
 /// x = op(x) over every element of every array, in parallel over the
 /// concatenation.
@@ -63,25 +40,6 @@ void forEachElement(int64_t count, float *const *data, const int64_t *sizes,
 
 } // namespace
 
-extern "C" void otck_global_norm_f32(int64_t count, const float *const *data,
-                                     const int64_t *sizes, float *out_norm) {
-  const double squares = deterministicSum(
-      totalSize(count, sizes), 1, kParallelGrain, [&](int64_t lo, int64_t hi) {
-        double acc = 0.0;
-        forEachSegment(count, sizes, lo, hi,
-                       [&](int64_t a, int64_t b, int64_t e) {
-                         const float *x = data[a];
-                         double s[kSumLanes] = {};
-                         forEachLane(b, e, [&](int64_t i, int64_t l) {
-                           s[l] += double(x[i]) * double(x[i]);
-                         });
-                         acc += laneTotal(s);
-                       });
-        return acc;
-      });
-  out_norm[0] = float(std::sqrt(squares));
-}
-
 extern "C" void otck_clip_by_norm_f32(int64_t count, float *const *data,
                                       const int64_t *sizes, const float *norm,
                                       float max_norm) {
@@ -92,7 +50,10 @@ extern "C" void otck_clip_by_norm_f32(int64_t count, float *const *data,
   // torch.clamp(clip_coef, max=1.0) (NaN stays NaN)
   if (coef > 1.0f)
     coef = 1.0f;
-  // g.mul_(clip_coef_clamped), also when it is 1
+  // g.mul_(clip_coef_clamped); x * 1 is x, so a coefficient of 1 (a norm
+  // within max_norm) leaves the gradients as they are without a pass.
+  if (coef == 1.0f)
+    return;
   forEachElement(count, data, sizes, [coef](float x) { return x * coef; });
 }
 

@@ -1575,6 +1575,27 @@ TEST(GradClip, GlobalNormAgainstDoubleAndThreads) {
   EXPECT_EQ(none, 0.0f);
 }
 
+TEST(GradClip, GlobalNormSameOnEveryInstructionSet) {
+  using otc::kernels::compress::Isa;
+  namespace isa = otc::kernels::compress;
+  GradArrays a(kGradSizes, 1305);
+  for (auto &x : a.arrays) // magnitudes far apart: rounding shows
+    for (size_t i = 0; i < x.size(); i += 3)
+      x[i] *= 1e5f;
+  ASSERT_TRUE(isa::useIsa(Isa::Generic));
+  const float want = a.norm();
+  int variants = 0;
+  for (Isa v : {Isa::Avx2, Isa::Avx512}) {
+    if (!isa::useIsa(v))
+      continue;
+    ++variants;
+    EXPECT_EQ(a.norm(), want) << isa::isaName(v);
+  }
+  isa::useIsa(isa::bestIsa());
+  if (variants == 0)
+    GTEST_SKIP() << "this CPU (or build) has only the baseline variant";
+}
+
 TEST(GradClip, GlobalNormPropagatesNonFinite) {
   GradArrays a(kGradSizes, 1310);
   a.arrays[4][777] = kInf;

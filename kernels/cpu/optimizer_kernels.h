@@ -293,6 +293,27 @@ struct SquareSums {
 
 } // namespace
 
+/// The squares of `count` arrays viewed as one vector summed in double over
+/// deterministicSum's fixed chunks and kSumLanes lanes: the same bits for
+/// every thread count and every variant (otck_global_norm_f32).
+double sumSquares(int64_t count, const float *const *data,
+                  const int64_t *sizes) {
+  return deterministicSum(
+      totalSize(count, sizes), 1, kParallelGrain, [&](int64_t lo, int64_t hi) {
+        double acc = 0.0;
+        forEachSegment(count, sizes, lo, hi,
+                       [&](int64_t a, int64_t b, int64_t e) {
+                         const float *x = data[a];
+                         double s[kSumLanes] = {};
+                         forEachLane(b, e, [&](int64_t i, int64_t l) {
+                           s[l] += double(x[i]) * double(x[i]);
+                         });
+                         acc += laneTotal(s);
+                       });
+        return acc;
+      });
+}
+
 void lamb(int64_t n, float *w, const float *g, float *m, float *v, float lr,
           float beta1, float beta2, float eps, float wd, int64_t step,
           float *out_trust_ratio) {

@@ -100,6 +100,30 @@ inline void forEachLane(int64_t begin, int64_t end, Body body) {
     body(i, l);
 }
 
+/// Elements of `count` arrays viewed as one vector (negative sizes count
+/// as 0).
+inline int64_t totalSize(int64_t count, const int64_t *sizes) {
+  int64_t total = 0;
+  for (int64_t a = 0; a < count; ++a)
+    total += std::max<int64_t>(sizes[a], 0);
+  return total;
+}
+
+/// Calls body(a, begin, end) for each array a that overlaps [lo, hi) of the
+/// arrays' concatenation, with the overlap as indices into array a.
+template <typename Body>
+void forEachSegment(int64_t count, const int64_t *sizes, int64_t lo, int64_t hi,
+                    Body body) {
+  int64_t base = 0;
+  for (int64_t a = 0; a < count && base < hi; ++a) {
+    const int64_t size = std::max<int64_t>(sizes[a], 0);
+    const int64_t b = std::max(lo, base), e = std::min(hi, base + size);
+    if (b < e)
+      body(a, b - base, e - base);
+    base += size;
+  }
+}
+
 /// The lanes of a forEachLane reduction added in lane order.
 template <typename T> inline T laneTotal(const T (&lane)[kSumLanes]) {
   T s = lane[0];

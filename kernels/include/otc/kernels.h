@@ -389,9 +389,9 @@ void otck_global_norm_f32(int64_t count, const float *const *data,
 /* torch.nn.utils.clip_grad_norm_ (1.13) given the total norm: coef =
  * max_norm / (norm[0] + 1e-6) in float as torch evaluates it
  * ((1 / (norm + 1e-6f)) * max_norm: Tensor.__rtruediv__ is reciprocal then
- * mul), clamped to at most 1 (NaN stays NaN); every element x *= coef, also
- * when coef is 1 (the same bits). norm is read from memory (an arena slot,
- * typically otck_global_norm_f32's output). */
+ * mul), clamped to at most 1 (NaN stays NaN); every element x *= coef
+ * (nothing is written when coef is 1: x * 1 is x). norm is read from memory
+ * (an arena slot, typically otck_global_norm_f32's output). */
 void otck_clip_by_norm_f32(int64_t count, float *const *data,
                            const int64_t *sizes, const float *norm,
                            float max_norm);
