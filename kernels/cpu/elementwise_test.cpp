@@ -11,6 +11,7 @@
 
 #include "otc/kernels.h"
 
+#include "compress_isa.h"
 #include "kernels_test_util.h"
 
 #include <gtest/gtest.h>
@@ -829,6 +830,59 @@ TEST(Unary, ThreadCountDoesNotChangeResults) {
     ASSERT_TRUE(sameBits(y1, y2)) << specName(s);
     ASSERT_TRUE(sameBits(d1, d2)) << specName(s);
   }
+}
+
+TEST(Unary, EveryInstructionSetWritesTheBaselinesBits) {
+  // The AVX2 and AVX-512 builds of the unary ops and their gradients
+  // (wider vectors, the same operations) against the baseline's, special
+  // values and a float sweep included. A NaN's sign and payload are not
+  // kept: x * NaN keeps either operand's as the compiler orders them.
+  using otc::kernels::compress::Isa;
+  namespace isa = otc::kernels::compress;
+  const int64_t n = 70001;
+  auto x = unaryInputs(n, 79);
+  x.push_back(kNaN);
+  for (uint32_t bits = 0x00000001u; bits < 0xff800000u; bits += 0x00a0b0c1u) {
+    float v;
+    std::memcpy(&v, &bits, sizeof v);
+    x.push_back(v);
+  }
+  const int64_t m = int64_t(x.size());
+  auto dy = randomVec(m, -1, 1, 80);
+  auto run = [&](const UnarySpec &s, std::vector<float> &y,
+                 std::vector<float> &dx) {
+    y.assign(sz(m), 0.0f);
+    dx.assign(sz(m), 0.0f);
+    otck_unary_f32(s.op, m, x.data(), y.data(), s.alpha, s.beta);
+    otck_unary_grad_f32(s.op, m, dy.data(), x.data(), y.data(), dx.data(),
+                        s.alpha, s.beta);
+  };
+  int variants = 0;
+  for (Isa v : {Isa::Avx2, Isa::Avx512}) {
+    if (!isa::useIsa(v))
+      continue;
+    ++variants;
+    for (const UnarySpec &s : unarySpecs()) {
+      std::vector<float> y, dx, yBase, dxBase;
+      run(s, y, dx);
+      ASSERT_TRUE(isa::useIsa(Isa::Generic));
+      run(s, yBase, dxBase);
+      ASSERT_TRUE(isa::useIsa(v));
+      auto same = [](const std::vector<float> &a, const std::vector<float> &b) {
+        for (size_t i = 0; i < a.size(); ++i)
+          if (!(std::isnan(a[i]) && std::isnan(b[i])) &&
+              std::memcmp(&a[i], &b[i], sizeof(float)) != 0)
+            return false;
+        return true;
+      };
+      EXPECT_TRUE(same(y, yBase)) << isa::isaName(v) << " " << specName(s);
+      EXPECT_TRUE(same(dx, dxBase))
+          << isa::isaName(v) << " gradient of " << specName(s);
+    }
+  }
+  isa::useIsa(isa::bestIsa());
+  if (variants == 0)
+    GTEST_SKIP() << "this CPU (or build) has only the baseline variant";
 }
 
 //===----------------------------------------------------------------------===//

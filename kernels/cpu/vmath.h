@@ -25,6 +25,7 @@
 #include <limits>
 
 namespace otc::kernels {
+inline namespace OTCK_ISA {
 
 /// The functions below are fast only when inlined into a vectorised loop;
 /// in a large translation unit GCC's inliner may stop short of them.
@@ -323,6 +324,7 @@ inline float rowMax(const float *x, int64_t n) {
   return m;
 }
 
+} // namespace OTCK_ISA
 } // namespace otc::kernels
 
 #endif // OTC_KERNELS_CPU_VMATH_H
