@@ -689,6 +689,49 @@ double refCrossEntropy(const std::vector<double> &logits,
   return total / double(N);
 }
 
+TEST(Softmax, EveryInstructionSetWritesTheBaselinesBits) {
+  // Rows (inner 1) and column blocks (inner 70: a full block and a short
+  // one), softmax and log-softmax, forward and backward.
+  using otc::kernels::compress::Isa;
+  namespace isa = otc::kernels::compress;
+  struct Shape {
+    int64_t outer, n, inner;
+  };
+  const Shape shapes[] = {{37, 203, 1}, {3, 29, 70}};
+  auto run = [](const Shape &s, int log, std::vector<float> &y,
+                std::vector<float> &dx) {
+    const int64_t total = s.outer * s.n * s.inner;
+    auto x = randomVec(total, -30, 30, 900);
+    auto dy = randomVec(total, -1, 1, 901);
+    y.assign(sz(total), 0.0f);
+    dx.assign(sz(total), 0.0f);
+    otck_softmax_f32(s.outer, s.n, s.inner, x.data(), y.data(), log);
+    otck_softmax_grad_f32(s.outer, s.n, s.inner, y.data(), dy.data(), dx.data(),
+                          log);
+  };
+  int variants = 0;
+  for (Isa v : {Isa::Avx2, Isa::Avx512}) {
+    if (!isa::useIsa(v))
+      continue;
+    ++variants;
+    for (const Shape &s : shapes)
+      for (int log = 0; log < 2; ++log) {
+        std::vector<float> y, dx, yBase, dxBase;
+        run(s, log, y, dx);
+        ASSERT_TRUE(isa::useIsa(Isa::Generic));
+        run(s, log, yBase, dxBase);
+        ASSERT_TRUE(isa::useIsa(v));
+        EXPECT_TRUE(sameBits(y, yBase))
+            << isa::isaName(v) << " inner " << s.inner << " log " << log;
+        EXPECT_TRUE(sameBits(dx, dxBase))
+            << isa::isaName(v) << " inner " << s.inner << " log " << log;
+      }
+  }
+  isa::useIsa(isa::bestIsa());
+  if (variants == 0)
+    GTEST_SKIP() << "this CPU (or build) has only the baseline variant";
+}
+
 TEST(SoftmaxCrossEntropy, LossProbsAndGradient) {
   struct Case {
     int64_t N, C;

@@ -1,7 +1,7 @@
 //===- pool_kernels.h - Max pooling through a tap table ---------*- C++ -*-===//
 //
 // Internal to the kernel library, included once per instruction set
-// (pool.cpp: baseline, and the C API; pool_avx2.cpp, pool_avx512.cpp) and
+// (pool.cpp: baseline, and the C API; kernels_avx2.cpp, kernels_avx512.cpp) and
 // dispatched at run time as the optimizer updates are (compress_isa.h).
 // pool.cpp's row loops run along an output row, which for a strided
 // window is a strided gather of a few elements (ResNet's stem pooling:

@@ -1,214 +1,50 @@
-//===- softmax.cpp - Softmax and log-softmax, forward and backward --------===//
+//===- softmax.cpp - Softmax and log-softmax: C API and dispatch ----------===//
 //
-// x is viewed as [outer, n, inner] and normalised along n. With inner == 1
-// each row is contiguous; otherwise blocks of up to kCols adjacent columns
-// are processed together so the inner loops stay contiguous. Both forms
-// subtract the maximum before exponentiating.
+// The softmax entry points of otc/kernels.h over the variants of
+// softmax_kernels.h: this file compiles the baseline one and calls the one
+// compress_isa.h's currentIsa() names.
 //
 //===----------------------------------------------------------------------===//
 
-#include "otc/kernels.h"
+// First: it opens `generic` as the inline namespace.
+#include "softmax_kernels.h"
 
-#include "parallel.h"
-#include "vmath.h"
-
-#include <cmath>
-#include <limits>
+#include "compress_isa.h"
 
 using namespace otc::kernels;
 
-namespace {
+#if defined(OTCK_HAVE_X86_VARIANTS)
+#define OTCK_DECLARE_SOFTMAX_VARIANT(ns)                                       \
+  namespace otc::kernels::softmax::ns {                                        \
+  decltype(softmax) softmax;                                                   \
+  decltype(softmaxGrad) softmaxGrad;                                           \
+  }
+OTCK_DECLARE_SOFTMAX_VARIANT(avx2)
+OTCK_DECLARE_SOFTMAX_VARIANT(avx512)
+#undef OTCK_DECLARE_SOFTMAX_VARIANT
 
-constexpr int64_t kCols = 64;
-constexpr float kNegInf = -std::numeric_limits<float>::infinity();
-
-void softmaxRow(const float *x, float *y, int64_t n, bool logSoftmax) {
-  const float m = rowMax(x, n);
-  float s[kSumLanes] = {};
-  if (logSoftmax) {
-    forEachLane(0, n, [&](int64_t i, int64_t l) { s[l] += vexp(x[i] - m); });
-    const float ls = std::log(laneTotal(s));
-#pragma omp simd
-    for (int64_t i = 0; i < n; ++i)
-      y[i] = (x[i] - m) - ls;
-    return;
-  }
-  forEachLane(0, n, [&](int64_t i, int64_t l) {
-    float e = vexp(x[i] - m);
-    y[i] = e;
-    s[l] += e;
-  });
-  const float inv = 1.0f / laneTotal(s);
-#pragma omp simd
-  for (int64_t i = 0; i < n; ++i)
-    y[i] *= inv;
-}
-
-/// Columns [0, w) of a [n, inner] slab (x and y point at the first column).
-void softmaxCols(const float *x, float *y, int64_t n, int64_t inner, int64_t w,
-                 bool logSoftmax) {
-  float mx[kCols], s[kCols];
-  for (int64_t j = 0; j < w; ++j) {
-    mx[j] = kNegInf;
-    s[j] = 0.0f;
-  }
-  for (int64_t k = 0; k < n; ++k) {
-    const float *xr = x + k * inner;
-#pragma omp simd
-    for (int64_t j = 0; j < w; ++j)
-      mx[j] = xr[j] > mx[j] ? xr[j] : mx[j];
-  }
-  if (logSoftmax) {
-    for (int64_t k = 0; k < n; ++k) {
-      const float *xr = x + k * inner;
-#pragma omp simd
-      for (int64_t j = 0; j < w; ++j)
-        s[j] += vexp(xr[j] - mx[j]);
-    }
-    for (int64_t j = 0; j < w; ++j)
-      s[j] = std::log(s[j]);
-    for (int64_t k = 0; k < n; ++k) {
-      const float *xr = x + k * inner;
-      float *yr = y + k * inner;
-#pragma omp simd
-      for (int64_t j = 0; j < w; ++j)
-        yr[j] = (xr[j] - mx[j]) - s[j];
-    }
-    return;
-  }
-  for (int64_t k = 0; k < n; ++k) {
-    const float *xr = x + k * inner;
-    float *yr = y + k * inner;
-#pragma omp simd
-    for (int64_t j = 0; j < w; ++j) {
-      float e = vexp(xr[j] - mx[j]);
-      yr[j] = e;
-      s[j] += e;
-    }
-  }
-  for (int64_t j = 0; j < w; ++j)
-    s[j] = 1.0f / s[j];
-  for (int64_t k = 0; k < n; ++k) {
-    float *yr = y + k * inner;
-#pragma omp simd
-    for (int64_t j = 0; j < w; ++j)
-      yr[j] *= s[j];
-  }
-}
-
-void softmaxGradRow(const float *y, const float *dy, float *dx, int64_t n,
-                    bool logSoftmax) {
-  float lane[kSumLanes] = {};
-  if (logSoftmax) {
-    // dx = dy - softmax * sum(dy), softmax = exp(log_softmax).
-    forEachLane(0, n, [&](int64_t i, int64_t l) { lane[l] += dy[i]; });
-    const float s = laneTotal(lane);
-#pragma omp simd
-    for (int64_t i = 0; i < n; ++i)
-      dx[i] = dy[i] - vexp(y[i]) * s;
-    return;
-  }
-  // dx = y * (dy - sum(dy * y)).
-  forEachLane(0, n, [&](int64_t i, int64_t l) { lane[l] += dy[i] * y[i]; });
-  const float s = laneTotal(lane);
-#pragma omp simd
-  for (int64_t i = 0; i < n; ++i)
-    dx[i] = y[i] * (dy[i] - s);
-}
-
-void softmaxGradCols(const float *y, const float *dy, float *dx, int64_t n,
-                     int64_t inner, int64_t w, bool logSoftmax) {
-  float s[kCols];
-  for (int64_t j = 0; j < w; ++j)
-    s[j] = 0.0f;
-  if (logSoftmax) {
-    for (int64_t k = 0; k < n; ++k) {
-      const float *g = dy + k * inner;
-#pragma omp simd
-      for (int64_t j = 0; j < w; ++j)
-        s[j] += g[j];
-    }
-    for (int64_t k = 0; k < n; ++k) {
-      const float *yr = y + k * inner, *g = dy + k * inner;
-      float *d = dx + k * inner;
-#pragma omp simd
-      for (int64_t j = 0; j < w; ++j)
-        d[j] = g[j] - vexp(yr[j]) * s[j];
-    }
-    return;
-  }
-  for (int64_t k = 0; k < n; ++k) {
-    const float *yr = y + k * inner, *g = dy + k * inner;
-#pragma omp simd
-    for (int64_t j = 0; j < w; ++j)
-      s[j] += g[j] * yr[j];
-  }
-  for (int64_t k = 0; k < n; ++k) {
-    const float *yr = y + k * inner, *g = dy + k * inner;
-    float *d = dx + k * inner;
-#pragma omp simd
-    for (int64_t j = 0; j < w; ++j)
-      d[j] = yr[j] * (g[j] - s[j]);
-  }
-}
-
-/// Runs fn(outerIndex, column0, width) over the [outer, inner] grid in
-/// blocks of kCols columns, in parallel when the whole is large.
-template <typename Fn>
-void forColumnBlocks(int64_t outer, int64_t n, int64_t inner, Fn fn) {
-  const int64_t blocks = (inner + kCols - 1) / kCols;
-  parallelFor(
-      outer * blocks, n * std::min(inner, kCols), kParallelGrainHeavy,
-      [&](int64_t begin, int64_t end) {
-        for (int64_t item = begin; item < end; ++item) {
-          const int64_t o = item / blocks, j0 = (item % blocks) * kCols;
-          fn(o, j0, std::min(kCols, inner - j0));
-        }
-      },
-      1);
-}
-
-} // namespace
+#define OTCK_SOFTMAX_DISPATCH(fn, ...)                                         \
+  do {                                                                         \
+    switch (compress::currentIsa()) {                                          \
+    case compress::Isa::Avx512:                                                \
+      return softmax::avx512::fn(__VA_ARGS__);                                 \
+    case compress::Isa::Avx2:                                                  \
+      return softmax::avx2::fn(__VA_ARGS__);                                   \
+    default:                                                                   \
+      return softmax::generic::fn(__VA_ARGS__);                                \
+    }                                                                          \
+  } while (0)
+#else
+#define OTCK_SOFTMAX_DISPATCH(fn, ...) return softmax::fn(__VA_ARGS__)
+#endif
 
 extern "C" void otck_softmax_f32(int64_t outer, int64_t n, int64_t inner,
                                  const float *x, float *y, int log_softmax) {
-  if (outer <= 0 || n <= 0 || inner <= 0)
-    return;
-  const bool logSoftmax = log_softmax != 0;
-  if (inner == 1) {
-    parallelFor(
-        outer, n, kParallelGrainHeavy,
-        [&](int64_t begin, int64_t end) {
-          for (int64_t o = begin; o < end; ++o)
-            softmaxRow(x + o * n, y + o * n, n, logSoftmax);
-        },
-        1);
-    return;
-  }
-  forColumnBlocks(outer, n, inner, [&](int64_t o, int64_t j0, int64_t w) {
-    const int64_t off = o * n * inner + j0;
-    softmaxCols(x + off, y + off, n, inner, w, logSoftmax);
-  });
+  OTCK_SOFTMAX_DISPATCH(softmax, outer, n, inner, x, y, log_softmax);
 }
 
 extern "C" void otck_softmax_grad_f32(int64_t outer, int64_t n, int64_t inner,
                                       const float *y, const float *dy,
                                       float *dx, int log_softmax) {
-  if (outer <= 0 || n <= 0 || inner <= 0)
-    return;
-  const bool logSoftmax = log_softmax != 0;
-  if (inner == 1) {
-    parallelFor(
-        outer, n, kParallelGrainHeavy,
-        [&](int64_t begin, int64_t end) {
-          for (int64_t o = begin; o < end; ++o)
-            softmaxGradRow(y + o * n, dy + o * n, dx + o * n, n, logSoftmax);
-        },
-        1);
-    return;
-  }
-  forColumnBlocks(outer, n, inner, [&](int64_t o, int64_t j0, int64_t w) {
-    const int64_t off = o * n * inner + j0;
-    softmaxGradCols(y + off, dy + off, dx + off, n, inner, w, logSoftmax);
-  });
+  OTCK_SOFTMAX_DISPATCH(softmaxGrad, outer, n, inner, y, dy, dx, log_softmax);
 }

@@ -1,8 +1,8 @@
 //===- unary_kernels.h - Unary float ops and their gradients ----*- C++ -*-===//
 //
 // Internal to the kernel library, included once per instruction set
-// (elementwise.cpp: baseline, and the C API; unary_avx2.cpp,
-// unary_avx512.cpp) and dispatched at run time as the optimizer updates are
+// (elementwise.cpp: baseline, and the C API; kernels_avx2.cpp,
+// kernels_avx512.cpp) and dispatched at run time as the optimizer updates are
 // (compress_isa.h): the transcendental ops (GELU's normal CDF, exp, tanh,
 // erf) are long branch-free polynomials that baseline x86-64 runs 4 lanes
 // wide (GELU and its gradient were 38 % of the GPT-style step). Every op is
