@@ -30,6 +30,25 @@ bool useIsa(Isa isa);
 /// The variant the C APIs run: bestIsa() unless useIsa changed it.
 Isa currentIsa();
 
+/// `return ns::<the variant currentIsa() names>::fn(args...)`: a kernel
+/// compiled per instruction set (namespaces generic, avx2, avx512; without
+/// the x86 variants, ns::fn).
+#if defined(OTCK_HAVE_X86_VARIANTS)
+#define OTCK_ISA_DISPATCH(ns, fn, ...)                                         \
+  do {                                                                         \
+    switch (::otc::kernels::compress::currentIsa()) {                          \
+    case ::otc::kernels::compress::Isa::Avx512:                                \
+      return ns::avx512::fn(__VA_ARGS__);                                      \
+    case ::otc::kernels::compress::Isa::Avx2:                                  \
+      return ns::avx2::fn(__VA_ARGS__);                                        \
+    default:                                                                   \
+      return ns::generic::fn(__VA_ARGS__);                                     \
+    }                                                                          \
+  } while (0)
+#else
+#define OTCK_ISA_DISPATCH(ns, fn, ...) return ns::fn(__VA_ARGS__)
+#endif
+
 #define OTCK_DECLARE_COMPRESS_VARIANT(ns)                                      \
   namespace ns {                                                               \
   int compressF32(const otck_compress_config *config, int64_t n,               \

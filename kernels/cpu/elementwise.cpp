@@ -43,20 +43,6 @@ OTCK_DECLARE_UNARY_VARIANT(avx2)
 OTCK_DECLARE_UNARY_VARIANT(avx512)
 #undef OTCK_DECLARE_UNARY_VARIANT
 
-// The variant of `fn` currentIsa() names, called with the arguments.
-#define OTCK_UNARY_DISPATCH(fn, ...)                                           \
-  do {                                                                         \
-    switch (compress::currentIsa()) {                                          \
-    case compress::Isa::Avx512:                                                \
-      return unary::avx512::fn(__VA_ARGS__);                                   \
-    case compress::Isa::Avx2:                                                  \
-      return unary::avx2::fn(__VA_ARGS__);                                     \
-    default:                                                                   \
-      return unary::generic::fn(__VA_ARGS__);                                  \
-    }                                                                          \
-  } while (0)
-#else
-#define OTCK_UNARY_DISPATCH(fn, ...) return unary::fn(__VA_ARGS__)
 #endif
 
 namespace {
@@ -494,14 +480,15 @@ extern "C" int otck_binary_int(int op, int dtype, int rank,
 
 extern "C" void otck_unary_f32(otck_unary_op op, int64_t n, const float *x,
                                float *y, float alpha, float beta) {
-  OTCK_UNARY_DISPATCH(unary, op, n, x, y, alpha, beta);
+  OTCK_ISA_DISPATCH(otc::kernels::unary, unary, op, n, x, y, alpha, beta);
 }
 
 extern "C" void otck_unary_grad_f32(otck_unary_op op, int64_t n,
                                     const float *dy, const float *x,
                                     const float *y, float *dx, float alpha,
                                     float beta) {
-  OTCK_UNARY_DISPATCH(unaryGrad, op, n, dy, x, y, dx, alpha, beta);
+  OTCK_ISA_DISPATCH(otc::kernels::unary, unaryGrad, op, n, dy, x, y, dx, alpha,
+                    beta);
 }
 
 extern "C" int otck_cast(int64_t n, int from_type, const void *x, int to_type,

@@ -28,23 +28,10 @@
 OTCK_DECLARE_OPTIMIZER_VARIANT(avx2)
 OTCK_DECLARE_OPTIMIZER_VARIANT(avx512)
 #undef OTCK_DECLARE_OPTIMIZER_VARIANT
-
-// The variant of `fn` currentIsa() names, called with the arguments.
-#define OTCK_DISPATCH(fn, ...)                                                 \
-  do {                                                                         \
-    using namespace otc::kernels;                                              \
-    switch (compress::currentIsa()) {                                          \
-    case compress::Isa::Avx512:                                                \
-      return optimizer::avx512::fn(__VA_ARGS__);                               \
-    case compress::Isa::Avx2:                                                  \
-      return optimizer::avx2::fn(__VA_ARGS__);                                 \
-    default:                                                                   \
-      return optimizer::generic::fn(__VA_ARGS__);                              \
-    }                                                                          \
-  } while (0)
-#else
-#define OTCK_DISPATCH(fn, ...) return otc::kernels::optimizer::fn(__VA_ARGS__)
 #endif
+
+#define OTCK_DISPATCH(fn, ...)                                                 \
+  OTCK_ISA_DISPATCH(otc::kernels::optimizer, fn, __VA_ARGS__)
 
 extern "C" void otck_sgd_f32(int64_t n, float *w, const float *g, float lr,
                              float wd) {

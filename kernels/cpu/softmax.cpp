@@ -23,28 +23,17 @@ OTCK_DECLARE_SOFTMAX_VARIANT(avx2)
 OTCK_DECLARE_SOFTMAX_VARIANT(avx512)
 #undef OTCK_DECLARE_SOFTMAX_VARIANT
 
-#define OTCK_SOFTMAX_DISPATCH(fn, ...)                                         \
-  do {                                                                         \
-    switch (compress::currentIsa()) {                                          \
-    case compress::Isa::Avx512:                                                \
-      return softmax::avx512::fn(__VA_ARGS__);                                 \
-    case compress::Isa::Avx2:                                                  \
-      return softmax::avx2::fn(__VA_ARGS__);                                   \
-    default:                                                                   \
-      return softmax::generic::fn(__VA_ARGS__);                                \
-    }                                                                          \
-  } while (0)
-#else
-#define OTCK_SOFTMAX_DISPATCH(fn, ...) return softmax::fn(__VA_ARGS__)
 #endif
 
 extern "C" void otck_softmax_f32(int64_t outer, int64_t n, int64_t inner,
                                  const float *x, float *y, int log_softmax) {
-  OTCK_SOFTMAX_DISPATCH(softmax, outer, n, inner, x, y, log_softmax);
+  OTCK_ISA_DISPATCH(otc::kernels::softmax, softmax, outer, n, inner, x, y,
+                    log_softmax);
 }
 
 extern "C" void otck_softmax_grad_f32(int64_t outer, int64_t n, int64_t inner,
                                       const float *y, const float *dy,
                                       float *dx, int log_softmax) {
-  OTCK_SOFTMAX_DISPATCH(softmaxGrad, outer, n, inner, y, dy, dx, log_softmax);
+  OTCK_ISA_DISPATCH(otc::kernels::softmax, softmaxGrad, outer, n, inner, y, dy,
+                    dx, log_softmax);
 }
