@@ -55,8 +55,16 @@ extern "C" void otck_gemm_f32(int transA, int transB, int64_t M, int64_t N,
   // the checks above and the compiler's static shapes rule out.
   const int64_t lda = transA ? M : K;
   const int64_t ldb = transB ? K : N;
+  // A single row of C is a matrix-vector product, which oneDNN's threads
+  // split along K: its bits would depend on the thread count (1x64x256
+  // does). It runs on one thread.
+  const int threads = omp_get_max_threads();
+  if (M == 1 && threads > 1)
+    omp_set_num_threads(1);
   dnnl_sgemm(transA ? 'T' : 'N', transB ? 'T' : 'N', M, N, K, alpha, A, lda, B,
              ldb, beta, C, N);
+  if (M == 1 && threads > 1)
+    omp_set_num_threads(threads);
 }
 
 extern "C" void

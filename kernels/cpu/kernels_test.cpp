@@ -88,6 +88,30 @@ TEST(Gemm, AllTransposesBeta1Accumulates) {
         checkGemm(ta, tb, c, 1.0f, 1.0f);
 }
 
+TEST(Gemm, SameBitsWithOneAndTwoThreads) {
+  // Matrix-vector products included (one row of C: oneDNN's threads would
+  // split K there).
+  const int64_t shapes[][3] = {{1, 64, 256},
+                               {1, 1000, 4096},
+                               {2, 1000, 4096},
+                               {64, 256, 784},
+                               {33, 17, 5000}};
+  for (const auto &s : shapes) {
+    const int64_t M = s[0], N = s[1], K = s[2];
+    auto A = randomVec(M * K, -1, 1, 41);
+    auto B = randomVec(K * N, -1, 1, 42);
+    std::vector<float> c1(sz(M * N)), c2(sz(M * N));
+    const int before = omp_get_max_threads();
+    otck_set_num_threads(1);
+    otck_gemm_f32(0, 0, M, N, K, 1.0f, A.data(), B.data(), 0.0f, c1.data());
+    otck_set_num_threads(2);
+    otck_gemm_f32(0, 0, M, N, K, 1.0f, A.data(), B.data(), 0.0f, c2.data());
+    EXPECT_EQ(omp_get_max_threads(), 2) << "thread count restored";
+    otck_set_num_threads(before);
+    EXPECT_TRUE(sameBits(c1, c2)) << M << "x" << N << "x" << K;
+  }
+}
+
 TEST(Gemm, AlphaAndBeta) {
   checkGemm(0, 1, {9, 11, 3}, -0.5f, 0.25f);
   checkGemm(1, 0, {9, 11, 3}, 2.0f, 0.0f);
