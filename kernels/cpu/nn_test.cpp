@@ -1185,6 +1185,62 @@ TEST(Pool, RandomShapesMatchPyTorchLoops) {
     checkPool(randomPoolSpec(gen), 200u + unsigned(t));
 }
 
+TEST(Norm, EveryInstructionSetWritesTheBaselinesBits) {
+  // BatchNorm, LayerNorm and InstanceNorm, forward and backward, on rows
+  // with vector tails, under each build against the baseline's.
+  using otc::kernels::compress::Isa;
+  namespace isa = otc::kernels::compress;
+  const int64_t N = 3, C = 5, S = 37, M = 11, D = 203;
+  auto x = randomVec(N * C * S, -3, 3, 70);
+  auto dy = randomVec(N * C * S, -1, 1, 71);
+  auto lx = randomVec(M * D, -3, 3, 72);
+  auto ldy = randomVec(M * D, -1, 1, 73);
+  auto scale = randomVec(D, 0.5, 1.5, 74);
+  auto bias = randomVec(D, -0.5, 0.5, 75);
+  auto run = [&] {
+    std::vector<float> out;
+    auto add = [&](const std::vector<float> &v) {
+      out.insert(out.end(), v.begin(), v.end());
+    };
+    std::vector<float> y(x.size()), dx(x.size()), mean(sz(N * C)),
+        invstd(sz(N * C)), rm(sz(C), 0.1f), rv(sz(C), 0.9f), ds(sz(D)),
+        db(sz(D));
+    otck_batch_norm_train_f32(N, C, S, x.data(), scale.data(), bias.data(),
+                              1e-5f, 0.9f, 1, y.data(), mean.data(),
+                              invstd.data(), rm.data(), rv.data());
+    otck_batch_norm_grad_f32(N, C, S, dy.data(), x.data(), scale.data(),
+                             mean.data(), invstd.data(), dx.data(), ds.data(),
+                             db.data());
+    add(y), add(dx), add(mean), add(invstd), add(rm), add(rv), add(ds), add(db);
+    otck_instance_norm_f32(N, C, S, x.data(), scale.data(), bias.data(), 1e-5f,
+                           y.data(), mean.data(), invstd.data());
+    otck_instance_norm_grad_f32(N, C, S, dy.data(), x.data(), scale.data(),
+                                mean.data(), invstd.data(), dx.data(),
+                                ds.data(), db.data());
+    add(y), add(dx), add(mean), add(invstd), add(ds), add(db);
+    std::vector<float> ly(lx.size()), ldx(lx.size()), lm(sz(M)), li(sz(M));
+    otck_layer_norm_f32(M, D, lx.data(), scale.data(), bias.data(), 1e-5f,
+                        ly.data(), lm.data(), li.data());
+    otck_layer_norm_grad_f32(M, D, ldy.data(), lx.data(), scale.data(),
+                             lm.data(), li.data(), ldx.data(), ds.data(),
+                             db.data());
+    add(ly), add(ldx), add(lm), add(li), add(ds), add(db);
+    return out;
+  };
+  ASSERT_TRUE(isa::useIsa(Isa::Generic));
+  const std::vector<float> want = run();
+  int variants = 0;
+  for (Isa v : {Isa::Avx2, Isa::Avx512}) {
+    if (!isa::useIsa(v))
+      continue;
+    ++variants;
+    EXPECT_TRUE(sameBits(run(), want)) << isa::isaName(v);
+  }
+  isa::useIsa(isa::bestIsa());
+  if (variants == 0)
+    GTEST_SKIP() << "this CPU (or build) has only the baseline variant";
+}
+
 TEST(Pool, MaxPoolSameOnEveryInstructionSet) {
   // Baseline x86-64 runs the row loops, AVX2 and AVX-512 the tap table
   // (from 4 planes on): every one matches PyTorch's loop, NaNs, infinities
