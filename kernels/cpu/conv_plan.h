@@ -378,10 +378,17 @@ inline bool trimTaps(const otck_conv_desc *d, TapTrim &t) {
       --hi;
     if (lo > hi)
       return false; // no tap reads x: the usual paths write y = bias
+    // Dilated windows can cut to a negative begin pad, or an end pad of a
+    // stride or more inside x, which oneDNN refuses: keep the whole window.
+    const int64_t padBegin = pb - lo * dil;
+    const int64_t padEnd =
+        (out - 1) * s + (hi - lo) * dil - padBegin - (in - 1);
+    if (padBegin < 0 || padEnd + s <= 0)
+      return false;
     cut = cut || lo > 0 || hi < d->kernel[j] - 1;
     t.lo[j + 3 - d->spatial] = lo;
     t.inner.kernel[j] = hi - lo + 1;
-    t.inner.pad_begin[j] = pb - lo * dil;
+    t.inner.pad_begin[j] = padBegin;
     kept *= hi - lo + 1;
   }
   t.weightFloats = roundFloats(g.m * g.cg * kept);

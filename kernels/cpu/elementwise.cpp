@@ -487,7 +487,13 @@ extern "C" void otck_unary_grad_f32(otck_unary_op op, int64_t n,
                                     const float *dy, const float *x,
                                     const float *y, float *dx, float alpha,
                                     float beta) {
-  OTCK_ISA_DISPATCH(otc::kernels::unary, unaryGrad, op, n, dy, x, y, dx, alpha,
+  // gradReads is plans.h's, outside the per-instruction-set namespaces:
+  // called here, not in unary_kernels.h's builds.
+  const GradReads reads = gradReads(op);
+  if ((reads == GradReads::X && !x) || (reads == GradReads::Y && !y))
+    return;
+  const float *s = reads == GradReads::X ? x : y;
+  OTCK_ISA_DISPATCH(otc::kernels::unary, unaryGrad, op, n, dy, s, dx, alpha,
                     beta);
 }
 

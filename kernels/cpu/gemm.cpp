@@ -15,11 +15,15 @@
 
 #include <dnnl.h>
 
+#include <algorithm>
 #include <utility>
 
 using namespace otc::kernels;
 
 namespace {
+
+/// Columns of C per slice of a single-row product (otck_gemm_f32).
+constexpr int64_t kGemvColumns = 256;
 
 /// C = beta * C over M x N, without reading C when beta == 0.
 void scaleC(int64_t count, float beta, float *c) {
@@ -55,16 +59,33 @@ extern "C" void otck_gemm_f32(int transA, int transB, int64_t M, int64_t N,
   // the checks above and the compiler's static shapes rule out.
   const int64_t lda = transA ? M : K;
   const int64_t ldb = transB ? K : N;
-  // A single row of C is a matrix-vector product, which oneDNN's threads
-  // split along K: its bits would depend on the thread count (1x64x256
-  // does). It runs on one thread.
-  const int threads = omp_get_max_threads();
-  if (M == 1 && threads > 1)
-    omp_set_num_threads(1);
+  if (M == 1) {
+    // A single row of C is a matrix-vector product, which oneDNN's threads
+    // split along K: its bits would depend on the thread count (1x64x256
+    // does). Columns are cut into fixed slices instead, each a product on
+    // one thread, and the slices run in parallel.
+    const int64_t slices = (N + kGemvColumns - 1) / kGemvColumns;
+    parallelFor(
+        slices, K * kGemvColumns, kParallelGrain,
+        [&](int64_t begin, int64_t end) {
+          const int threads = omp_get_max_threads();
+          if (threads > 1)
+            omp_set_num_threads(1);
+          for (int64_t sl = begin; sl < end; ++sl) {
+            const int64_t j0 = sl * kGemvColumns;
+            const int64_t n = std::min(kGemvColumns, N - j0);
+            dnnl_sgemm(transA ? 'T' : 'N', transB ? 'T' : 'N', 1, n, K, alpha,
+                       A, lda, transB ? B + j0 * ldb : B + j0, ldb, beta,
+                       C + j0, N);
+          }
+          if (threads > 1)
+            omp_set_num_threads(threads);
+        },
+        1);
+    return;
+  }
   dnnl_sgemm(transA ? 'T' : 'N', transB ? 'T' : 'N', M, N, K, alpha, A, lda, B,
              ldb, beta, C, N);
-  if (M == 1 && threads > 1)
-    omp_set_num_threads(threads);
 }
 
 extern "C" void

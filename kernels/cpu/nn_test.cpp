@@ -653,6 +653,19 @@ TEST(Conv, TapsReadingOnlyPaddingAreCut) {
   depthwise.c = depthwise.g = 12;
   depthwise.m = 24;
   checkConv(depthwise, 64, false);
+  // A dilated cut that would need a negative begin pad (in 2, k 2, dilation
+  // 2, pad 1: tap 0 reads only -1) keeps the whole window.
+  ConvSpec dil;
+  dil.n = 2;
+  dil.c = 20;
+  dil.m = 24;
+  dil.in[0] = dil.in[1] = 2;
+  dil.k[0] = dil.k[1] = 2;
+  dil.dil[0] = dil.dil[1] = 2;
+  dil.pb[0] = dil.pb[1] = 1;
+  d = makeDesc(dil);
+  EXPECT_FALSE(otc::kernels::conv::trimTaps(&d, t));
+  checkConv(dil, 65, true);
   // Nothing to cut: every tap of a 3x3 window reads a 2x2 input.
   ConvSpec all = one;
   all.in[0] = all.in[1] = 2;

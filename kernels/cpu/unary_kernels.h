@@ -21,7 +21,6 @@
 #include "otc/kernels.h"
 
 #include "parallel.h"
-#include "plans.h"
 #include "vmath.h"
 
 #include <algorithm>
@@ -316,14 +315,11 @@ void unary(otck_unary_op op, int64_t n, const float *x, float *y, float alpha,
   }
 }
 
-void unaryGrad(otck_unary_op op, int64_t n, const float *dy, const float *x,
-               const float *y, float *dx, float alpha, float beta) {
-  const GradReads reads = gradReads(op);
-  if ((reads == GradReads::X && !x) || (reads == GradReads::Y && !y))
-    return;
+/// otck_unary_grad_f32 given s, the one forward tensor the op reads (x or
+/// y, gradReads; the caller checked it is there).
+void unaryGrad(otck_unary_op op, int64_t n, const float *dy, const float *s,
+               float *dx, float alpha, float beta) {
   constexpr int64_t kCheap = kParallelGrain, kHeavy = kParallelGrainHeavy;
-  // s is the one forward tensor the op reads.
-  const float *s = reads == GradReads::X ? x : y;
   auto map = [&](int64_t grain, auto f) { gradMap(n, dy, s, dx, grain, f); };
   switch (op) {
   case OTCK_RELU:
@@ -412,9 +408,9 @@ void unaryGrad(otck_unary_op op, int64_t n, const float *dy, const float *x,
   case OTCK_RECIPROCAL:
     return map(kCheap, [](float g, float v) { return -g * (v * v); });
   case OTCK_SIN:
-    return sinCosGrad<true>(n, dy, x, dx, 1.0f);
+    return sinCosGrad<true>(n, dy, s, dx, 1.0f);
   case OTCK_COS:
-    return sinCosGrad<false>(n, dy, x, dx, -1.0f);
+    return sinCosGrad<false>(n, dy, s, dx, -1.0f);
   case OTCK_ERF:
     return map(kHeavy, [](float g, float v) {
       constexpr float kTwoOverSqrtPi = 1.1283791670955126f;
