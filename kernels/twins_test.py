@@ -31,6 +31,7 @@ CPU_ONLY = {
     "compare_f32": "typed form of compare (its twin: otckd_compare)",
     "compare_i64": "typed form of compare (its twin: otckd_compare)",
     "compress_k": "the payload's size arithmetic, shared by both targets",
+    "gemm_bf16_workspace_bytes": "the workspace's size arithmetic, shared",
     "compress_payload_bytes": "the payload's size arithmetic, shared",
     "compress_shard": "the reduce-scatter's shard arithmetic, shared",
     "compress_saving_f32": "the payload's size arithmetic, shared",

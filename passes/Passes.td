@@ -89,6 +89,27 @@ def BuildTraining : Pass<"otc-build-training", "mlir::ModuleOp"> {
   ];
 }
 
+def MixedPrecision : Pass<"otc-mixed-precision", "mlir::ModuleOp"> {
+  let summary = "Mark the products and convolutions that compute in bf16";
+  let description = [{
+    With `precision=bf16`, every float32 matrix product (`graph.gemm`,
+    `graph.matmul`) and convolution (`graph.conv`, `graph.conv_transpose`
+    and both gradients), forward and backward, gets `compute = "bf16"`:
+    its kernel rounds its two operands to bfloat16 and sums the products in
+    float32 (autocast's lower-precision list on the CPU). Every tensor stays
+    float32, and so do the parameters, the optimizer state, norms,
+    softmax, reductions and losses.
+
+    ```mlir
+    %y = graph.matmul %x, %w {compute = "bf16"} : ...
+    ```
+  }];
+  let options = [
+    Option<"precision", "precision", "std::string", "\"fp32\"",
+           "fp32, or bf16 for the products and convolutions">,
+  ];
+}
+
 def FuseActivations : Pass<"otc-fuse-activations", "mlir::ModuleOp"> {
   let summary = "Replace GELU and Mish formulas with graph.gelu / graph.mish";
   let description = [{

@@ -97,6 +97,13 @@ void TrainingPipelineOptions::bind(OptionBinder &b) {
   b.bind("inference", inference,
          "Compile the forward only: an @eval_step writing every graph "
          "output (no loss, optimizer or driver)");
+  b.bind("precision", precision,
+         "What matrix products and convolutions (forward and backward) "
+         "compute in: fp32, or bf16 (operands rounded to bfloat16, products "
+         "summed in float32, as torch.autocast's CPU list; parameters, "
+         "optimizer state, activations, norms, softmax and losses stay "
+         "float32)",
+         {"fp32", "bf16"});
   b.bind("compress", compress,
          "Average gradients in buckets through a compressed all-reduce",
          {"none", "fp16", "bf16", "int8", "topk", "topk-int8", "randomk",
@@ -193,8 +200,8 @@ TrainingPipelineOptions::conflicts(llvm::function_ref<bool(StringRef)> given,
   if (momentumCorrection && noMomentumCorrection)
     return "give either " + f("momentum-correction") + " or " +
            f("no-momentum-correction") + ", not both";
-  const bool corrected = momentumCorrection ||
-                         (!noMomentumCorrection && correctsByDefault());
+  const bool corrected =
+      momentumCorrection || (!noMomentumCorrection && correctsByDefault());
   if (momentumCorrection &&
       (compress.empty() || (training.optimizer != "momentum" && !adam)))
     return f("momentum-correction") + " needs " + f("compress") + " and " +
@@ -302,6 +309,7 @@ void otc::buildTrainingPipeline(OpPassManager &pm,
     pm.addPass(createBuildInference(inference));
     pm.addPass(createCanonicalizerPass());
     pm.addPass(createCSEPass());
+    pm.addPass(createMixedPrecision({options.precision}));
     return;
   }
   // SDP specializes the forward per rank; each is then differentiated.
@@ -343,6 +351,7 @@ void otc::buildTrainingPipeline(OpPassManager &pm,
   clip.maxValue = options.clipGradValue;
   pm.addPass(createClipGradients(clip));
   pm.addPass(createScheduleCollectives());
+  pm.addPass(createMixedPrecision({options.precision}));
 }
 
 void otc::buildExecPipeline(OpPassManager &pm,

@@ -62,6 +62,8 @@ struct TrainingPipelineOptions {
   uint64_t seed = 0;
   /// Forward only: @eval_step with every graph output.
   bool inference = false;
+  /// What the products and convolutions compute in (otc-mixed-precision).
+  std::string precision = MixedPrecisionOptions().precision;
   /// Not empty: gradients go through buckets and compressed all-reduces.
   std::string compress;
   InsertCompressedAllReduceOptions compression;

@@ -29,6 +29,13 @@ inline llvm::ArrayRef<int64_t> i64ArrayAttr(mlir::Operation *op,
   return {};
 }
 
+/// True when `op` computes in bfloat16 (`compute = "bf16"`,
+/// otc-mixed-precision).
+inline bool computesBf16(mlir::Operation *op) {
+  auto a = op->getAttrOfType<mlir::StringAttr>("compute");
+  return a && a.getValue() == "bf16";
+}
+
 /// The descriptor of a convolution-family op. `input` is the tensor in the
 /// role of the convolution's input ([N, C, s...]), `output` its output
 /// ([N, M, o...]); `weight` is [M, C / group, k...].
@@ -37,6 +44,7 @@ inline otck_conv_desc convDesc(mlir::Operation *op, mlir::Value input,
   otck_conv_desc d{};
   auto in = shapeOf(input), w = shapeOf(weight), out = shapeOf(output);
   d.spatial = static_cast<int32_t>(in.size()) - 2;
+  d.compute = computesBf16(op) ? OTCK_COMPUTE_BF16 : OTCK_COMPUTE_F32;
   d.batch = in[0];
   d.in_channels = in[1];
   d.out_channels = out[1];

@@ -14,9 +14,8 @@
 #include "otc/kernels.h"
 
 #include "conv_plan.h"
+#include "onednn.h"
 #include "parallel.h"
-
-#include <oneapi/dnnl/dnnl.hpp>
 
 #include <atomic>
 #include <cstring>
@@ -34,26 +33,6 @@ namespace {
 
 using dnnl::memory;
 using Dims = memory::dims;
-
-// The engine and the cached primitives live as long as the process (never
-// destroyed: a primitive must not outlive its engine at exit).
-dnnl::engine &cpuEngine() {
-  static auto *engine = new dnnl::engine(dnnl::engine::kind::cpu, 0);
-  return *engine;
-}
-
-/// Sets OpenMP's thread count for its lifetime.
-class OmpThreads {
-  int saved;
-
-public:
-  explicit OmpThreads(int n) : saved(omp_get_max_threads()) {
-    omp_set_num_threads(n);
-  }
-  ~OmpThreads() { omp_set_num_threads(saved); }
-  OmpThreads(const OmpThreads &) = delete;
-  OmpThreads &operator=(const OmpThreads &) = delete;
-};
 
 /// One operand: the caller's layout, the primitive's, and the reorder
 /// between them (none when they are the same: the caller's memory is used
@@ -100,10 +79,11 @@ memory::desc plain(int64_t n, int64_t ch, int64_t chTotal,
   return memory::desc(dims, memory::data_type::f32, strides);
 }
 
-memory::desc any(int64_t n, int64_t ch, const Dims &spatial) {
+memory::desc any(int64_t n, int64_t ch, const Dims &spatial,
+                 memory::data_type type) {
   Dims dims{n, ch};
   dims.insert(dims.end(), spatial.begin(), spatial.end());
-  return memory::desc(dims, memory::data_type::f32, memory::format_tag::any);
+  return memory::desc(dims, type, memory::format_tag::any);
 }
 
 /// The operand, false when the primitive's layout needs more than `floats`.
@@ -176,7 +156,16 @@ Variant makeVariant(const ConvGeom &g, int spatial, const DnnlPlan &p,
   // Channels of x, w, y for this item.
   const bool blockC = op == DnnlOp::GradInput;
   const int64_t c = blockC ? cb : g.c, m = blockC ? g.m : cb;
-  const auto xAny = any(nb, c, in), wAny = any(m, c, k), yAny = any(nb, m, out);
+  // In bfloat16, the two operands of each kernel are (their reorders into
+  // the blocked copies round them); the result and the bias stay float.
+  using dt = memory::data_type;
+  const dt low = g.bf16 ? dt::bf16 : dt::f32;
+  // The forward (also the gradients' hint, which oneDNN wants in the
+  // forward's types), and the gradients' own operands.
+  const auto xAny = any(nb, c, in, low), wAny = any(m, c, k, low),
+             yAny = any(nb, m, out, dt::f32);
+  const auto dxAny = any(nb, c, in, dt::f32), dwAny = any(m, c, k, dt::f32),
+             dyAny = any(nb, m, out, low);
   // The item's operands in the caller's tensors.
   const memory::desc x = plain(nb, c, g.c, in), y = plain(nb, m, g.m, out),
                      w = plain(m, c, g.c, k);
@@ -198,7 +187,7 @@ Variant makeVariant(const ConvGeom &g, int spatial, const DnnlPlan &p,
     break;
   case DnnlOp::GradInput: {
     dnnl::convolution_backward_data::primitive_desc bwd(
-        {algo, xAny, wAny, yAny, strides, dilates, padL, padR}, attr, e, fwd);
+        {algo, dxAny, wAny, dyAny, strides, dilates, padL, padR}, attr, e, fwd);
     v.ok = finish<dnnl::convolution_backward_data>(
         v, bwd, p, y, w, x, DNNL_ARG_DIFF_DST, DNNL_ARG_WEIGHTS,
         DNNL_ARG_DIFF_SRC, bwd.diff_dst_desc(), bwd.weights_desc(),
@@ -207,7 +196,7 @@ Variant makeVariant(const ConvGeom &g, int spatial, const DnnlPlan &p,
   }
   case DnnlOp::GradWeight: {
     dnnl::convolution_backward_weights::primitive_desc bwd(
-        {algo, xAny, wAny, yAny, strides, dilates, padL, padR}, attr, e, fwd);
+        {algo, xAny, dwAny, dyAny, strides, dilates, padL, padR}, attr, e, fwd);
     v.ok = finish<dnnl::convolution_backward_weights>(
         v, bwd, p, x, y, w, DNNL_ARG_SRC, DNNL_ARG_DIFF_DST,
         DNNL_ARG_DIFF_WEIGHTS, bwd.src_desc(), bwd.diff_dst_desc(),

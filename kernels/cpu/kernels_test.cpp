@@ -133,6 +133,126 @@ TEST(Gemm, AlphaAndBeta) {
   checkGemm(1, 0, {9, 11, 3}, 2.0f, 0.0f);
 }
 
+//===----------------------------------------------------------------------===//
+// GEMM in bfloat16
+//===----------------------------------------------------------------------===//
+
+/// otck_gemm_bf16 against double products of the rounded operands (float
+/// summation error only), and further from the unrounded ones where the CPU
+/// has bfloat16 kernels.
+void checkGemmBf16(int tA, int tB, GemmCase c, float alpha, float beta) {
+  SCOPED_TRACE("transA=" + std::to_string(tA) +
+               " transB=" + std::to_string(tB) + " " + std::to_string(c.M) +
+               "x" + std::to_string(c.N) + "x" + std::to_string(c.K) +
+               " alpha=" + std::to_string(alpha) +
+               " beta=" + std::to_string(beta));
+  auto A = randomVec(c.M * c.K, -1, 1, 11);
+  auto B = randomVec(c.K * c.N, -1, 1, 12);
+  std::vector<float> C = beta == 0.0f ? std::vector<float>(sz(c.M * c.N), kNaN)
+                                      : randomVec(c.M * c.N, -1, 1, 13);
+  const std::vector<float> C0 = C;
+  Workspace ws(otck_gemm_bf16_workspace_bytes(c.M * c.K, c.K * c.N));
+  otck_gemm_bf16(tA, tB, c.M, c.N, c.K, alpha, A.data(), B.data(), beta,
+                 C.data(), ws.data());
+  EXPECT_TRUE(ws.guardIntact()) << "workspace overrun";
+  double worstRounded = 0.0, worstFloat = 0.0;
+  for (int64_t i = 0; i < c.M; ++i)
+    for (int64_t j = 0; j < c.N; ++j) {
+      double rounded = 0.0, exact = 0.0, mag = 0.0;
+      for (int64_t k = 0; k < c.K; ++k) {
+        const float a = A[sz(tA ? k * c.M + i : i * c.K + k)];
+        const float b = B[sz(tB ? j * c.K + k : k * c.N + j)];
+        rounded += double(roundBf16(a)) * double(roundBf16(b));
+        exact += double(a) * double(b);
+        mag += std::fabs(double(a) * double(b));
+      }
+      const double c0 = beta == 0.0f ? 0.0 : beta * double(C0[sz(i * c.N + j)]);
+      const double scale = std::fabs(alpha) * mag + std::fabs(c0) + 1e-30;
+      const double got = C[sz(i * c.N + j)];
+      worstRounded = std::max(worstRounded,
+                              std::fabs(got - (alpha * rounded + c0)) / scale);
+      worstFloat =
+          std::max(worstFloat, std::fabs(got - (alpha * exact + c0)) / scale);
+    }
+  if (cpuHasBf16()) {
+    EXPECT_LT(worstRounded, 1e-5) << "not the rounded operands' product";
+    EXPECT_GT(worstFloat, 1e-4) << "the operands were not rounded";
+  } else {
+    EXPECT_LT(std::min(worstRounded, worstFloat), 1e-5);
+  }
+}
+
+TEST(GemmBf16, AllTransposesAgainstRoundedOperands) {
+  // Small (one tile), and large enough to be cut into tiles with short
+  // last rows and columns.
+  for (GemmCase c :
+       {GemmCase{7, 9, 33}, GemmCase{64, 80, 784}, GemmCase{300, 600, 40}})
+    for (int tA = 0; tA < 2; ++tA)
+      for (int tB = 0; tB < 2; ++tB) {
+        checkGemmBf16(tA, tB, c, 1.0f, 0.0f);
+        checkGemmBf16(tA, tB, c, -0.5f, 1.0f);
+      }
+  checkGemmBf16(0, 1, {300, 600, 40}, 2.0f, 0.25f);
+}
+
+TEST(GemmBf16, SameBitsWithOneTwoAndThreeThreads) {
+  for (GemmCase c : {GemmCase{64, 512, 784}, GemmCase{513, 300, 200},
+                     GemmCase{1, 1000, 300}})
+    for (int tB = 0; tB < 2; ++tB) {
+      SCOPED_TRACE(std::to_string(c.M) + "x" + std::to_string(c.N) + "x" +
+                   std::to_string(c.K) + " transB " + std::to_string(tB));
+      auto A = randomVec(c.M * c.K, -1, 1, 21);
+      auto B = randomVec(c.K * c.N, -1, 1, 22);
+      Workspace ws(otck_gemm_bf16_workspace_bytes(c.M * c.K, c.K * c.N));
+      std::vector<float> out[3];
+      for (int t = 1; t <= 3; ++t) {
+        out[t - 1].assign(sz(c.M * c.N), kNaN);
+        withThreads(t, [&] {
+          otck_gemm_bf16(0, tB, c.M, c.N, c.K, 1.0f, A.data(), B.data(), 0.0f,
+                         out[t - 1].data(), ws.data());
+        });
+      }
+      EXPECT_TRUE(sameBits(out[0], out[1]));
+      EXPECT_TRUE(sameBits(out[0], out[2]));
+    }
+}
+
+TEST(GemmBf16, NonFiniteOperandsPropagate) {
+  // A NaN stays NaN when rounded (truncation alone could make it infinite),
+  // infinities stay infinite, finite values beside them are unaffected.
+  std::vector<float> A = {0, INFINITY, 3}, B = {2};
+  uint32_t smallNaN = 0x7f800001u;
+  std::memcpy(&A[0], &smallNaN, 4);
+  std::vector<float> C(3, 0.0f);
+  Workspace ws(otck_gemm_bf16_workspace_bytes(3, 1));
+  otck_gemm_bf16(0, 0, 3, 1, 1, 1.0f, A.data(), B.data(), 0.0f, C.data(),
+                 ws.data());
+  EXPECT_TRUE(std::isnan(C[0]));
+  EXPECT_EQ(C[1], INFINITY);
+  EXPECT_EQ(C[2], 6.0f);
+}
+
+TEST(GemmBf16, BatchedEqualsEachProduct) {
+  // Batch [2, 3] with A broadcast along the second dimension: every product
+  // has the bits of otck_gemm_bf16 on its own matrices.
+  const int64_t M = 40, N = 70, K = 90, shape[] = {2, 3}, as[] = {1, 0},
+                bs[] = {3, 1};
+  auto A = randomVec(2 * M * K, -1, 1, 31);
+  auto B = randomVec(6 * K * N, -1, 1, 32);
+  std::vector<float> C(sz(6 * M * N), kNaN);
+  Workspace ws(otck_gemm_bf16_workspace_bytes(2 * M * K, 6 * K * N));
+  otck_batched_gemm_bf16(2, shape, as, bs, 0, 1, M, N, K, A.data(), B.data(),
+                         C.data(), ws.data());
+  for (int64_t i = 0; i < 6; ++i) {
+    std::vector<float> one(sz(M * N), kNaN),
+        got(C.begin() + i * M * N, C.begin() + (i + 1) * M * N);
+    Workspace w1(otck_gemm_bf16_workspace_bytes(M * K, K * N));
+    otck_gemm_bf16(0, 1, M, N, K, 1.0f, A.data() + (i / 3) * M * K,
+                   B.data() + i * K * N, 0.0f, one.data(), w1.data());
+    EXPECT_TRUE(sameBits(one, got)) << "product " << i;
+  }
+}
+
 TEST(Gemm, DegenerateK) {
   // K == 0: C = beta * C; beta == 0 clears NaN.
   std::vector<float> C(6, kNaN);

@@ -143,6 +143,44 @@ template <typename Fn> inline void withThreads(int threads, Fn fn) {
   omp_set_num_threads(before);
 }
 
+/// A workspace filled with NaN, with a guard after the requested bytes.
+struct Workspace {
+  static constexpr size_t kGuard = 64;
+  std::vector<float> buf;
+  size_t floats;
+  explicit Workspace(int64_t bytes) : floats(sz((bytes + 3) / 4)) {
+    buf.assign(floats + kGuard, kNaN);
+    for (size_t i = floats; i < buf.size(); ++i)
+      buf[i] = 12345.0f;
+  }
+  void *data() { return buf.data(); }
+  bool guardIntact() const {
+    for (size_t i = floats; i < buf.size(); ++i)
+      if (buf[i] != 12345.0f)
+        return false;
+    return true;
+  }
+};
+
+/// f rounded to bfloat16, nearest even (finite values).
+inline float roundBf16(float f) {
+  uint32_t u;
+  std::memcpy(&u, &f, 4);
+  u = (u + 0x7fffu + ((u >> 16) & 1u)) & 0xffff0000u;
+  std::memcpy(&f, &u, 4);
+  return f;
+}
+
+/// Whether the CPU has bfloat16 dot products, on which oneDNN's bf16
+/// kernels run (without them the bf16 kernels may compute in float).
+inline bool cpuHasBf16() {
+#if defined(__x86_64__)
+  return __builtin_cpu_supports("avx512bf16");
+#else
+  return false;
+#endif
+}
+
 } // namespace otc::kernels::test
 
 #endif // OTC_KERNELS_CPU_KERNELS_TEST_UTIL_H

@@ -95,25 +95,6 @@ double dotD(const std::vector<double> &a, const std::vector<double> &b) {
   return s;
 }
 
-/// A workspace filled with NaN, with a guard after the requested bytes.
-struct Workspace {
-  static constexpr size_t kGuard = 64;
-  std::vector<float> buf;
-  size_t floats;
-  explicit Workspace(int64_t bytes) : floats(sz((bytes + 3) / 4)) {
-    buf.assign(floats + kGuard, kNaN);
-    for (size_t i = floats; i < buf.size(); ++i)
-      buf[i] = 12345.0f;
-  }
-  void *data() { return buf.data(); }
-  bool guardIntact() const {
-    for (size_t i = floats; i < buf.size(); ++i)
-      if (buf[i] != 12345.0f)
-        return false;
-    return true;
-  }
-};
-
 //===----------------------------------------------------------------------===//
 // Convolution
 //===----------------------------------------------------------------------===//
@@ -147,7 +128,7 @@ int64_t convOut(int64_t in, int64_t k, int64_t s, int64_t dil, int64_t pb,
 otck_conv_desc makeDesc(const ConvSpec &s) {
   otck_conv_desc d;
   d.spatial = s.spatial;
-  d.reserved = 0;
+  d.compute = OTCK_COMPUTE_F32;
   d.batch = s.n;
   d.in_channels = s.c;
   d.out_channels = s.m;
@@ -588,6 +569,74 @@ TEST(Conv, OneDnnShapesMatchReference) {
   cut.k[0] = cut.k[1] = 3;
   cut.s[0] = cut.s[1] = 2;
   checkConv(cut, 40, true);
+}
+
+/// A convolution in bfloat16: its three kernels against double references
+/// on the rounded operands (float summation error only), further from the
+/// unrounded ones where the CPU has bfloat16 kernels; the same bits with 1
+/// and 2 threads.
+void checkConvBf16(const ConvSpec &s, unsigned seed) {
+  SCOPED_TRACE(describe(s) + " bf16");
+  ConvData c = makeConvData(s, seed);
+  c.d.compute = OTCK_COMPUTE_BF16;
+  ConvData rounded = c;
+  for (auto *v : {&rounded.x, &rounded.w, &rounded.dy})
+    for (float &f : *v)
+      f = roundBf16(f);
+  const ConvRef exact = convReference(c, true);
+  const ConvRef r = convReference(rounded, true);
+  ConvOut o, o2;
+  withThreads(1, [&] { o = runConv(c, true); });
+  withThreads(2, [&] { o2 = runConv(c, true); });
+  EXPECT_TRUE(o.guardIntact) << "workspace overrun";
+  EXPECT_TRUE(sameBits(o.y, o2.y) && sameBits(o.dx, o2.dx) &&
+              sameBits(o.dw, o2.dw))
+      << "bits depend on the thread count";
+  // The worst error relative to the sum of |terms|.
+  auto worst = [](const std::vector<float> &got,
+                  const std::vector<double> &want,
+                  const std::vector<double> &mag) {
+    double e = 0.0;
+    for (size_t i = 0; i < got.size(); ++i)
+      e = std::max(e, std::fabs(got[i] - want[i]) / (mag[i] + 1e-30));
+    return e;
+  };
+  const double ry = worst(o.y, r.y, r.yAbs), rdx = worst(o.dx, r.dx, r.dxAbs),
+               rdw = worst(o.dw, r.dw, r.dwAbs);
+  const double ey = worst(o.y, exact.y, exact.yAbs),
+               edx = worst(o.dx, exact.dx, exact.dxAbs),
+               edw = worst(o.dw, exact.dw, exact.dwAbs);
+  if (cpuHasBf16()) {
+    EXPECT_LT(ry, 1e-5) << "forward";
+    EXPECT_LT(rdx, 1e-5) << "grad input";
+    EXPECT_LT(rdw, 1e-5) << "grad weight";
+    EXPECT_GT(std::min({ey, edx, edw}), 1e-4) << "operands not rounded";
+  } else {
+    EXPECT_LT(std::min(ry, ey), 1e-5) << "forward";
+    EXPECT_LT(std::min(rdx, edx), 1e-5) << "grad input";
+    EXPECT_LT(std::min(rdw, edw), 1e-5) << "grad weight";
+  }
+}
+
+TEST(Conv, Bf16MatchesRoundedOperands) {
+  checkConvBf16(dnnlSpec(), 51);
+  // 1x1 (oneDNN takes it in bfloat16), strided 1x1, and a window on a 1x1
+  // input that is cut to its centre tap.
+  ConvSpec p;
+  p.n = 3;
+  p.c = 48;
+  p.m = 40;
+  p.in[0] = p.in[1] = 9;
+  checkConvBf16(p, 52);
+  p.s[0] = p.s[1] = 2;
+  checkConvBf16(p, 53);
+  ConvSpec one;
+  one.n = 4;
+  one.c = 32;
+  one.m = 24;
+  one.k[0] = one.k[1] = 3;
+  one.pb[0] = one.pb[1] = one.pe[0] = one.pe[1] = 1;
+  checkConvBf16(one, 54);
 }
 
 TEST(Conv, TapsReadingOnlyPaddingAreCut) {

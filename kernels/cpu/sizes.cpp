@@ -22,6 +22,11 @@ extern "C" int64_t otck_conv_workspace_bytes(const otck_conv_desc *d) {
   return workspaceBytes(d);
 }
 
+extern "C" int64_t otck_gemm_bf16_workspace_bytes(int64_t a_elements,
+                                                  int64_t b_elements) {
+  return bf16CopyBytes(a_elements) + bf16CopyBytes(b_elements);
+}
+
 extern "C" int64_t otck_compress_k(const otck_compress_config *config) {
   compress::Layout l;
   return compress::makeLayout(config, &l) ? l.k : -1;

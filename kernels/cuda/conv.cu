@@ -13,6 +13,8 @@
 //  - weight gradient: one block per weight element, summing over batch and
 //    output positions (float per thread, double across the block);
 //  - bias gradient: one block per output channel, likewise.
+// In bfloat16 (OTCK_COMPUTE_BF16) the two operands of each product are read
+// rounded to bfloat16 and summed in float, as the CPU's oneDNN kernels do.
 // Every sum runs in a fixed order: results are the same from run to run and
 // match the CPU's to float rounding. Speed: memory-bound gathers rather than
 // tensor-core GEMMs, fine for small CNNs; an implicit GEMM would be the next
@@ -21,6 +23,8 @@
 //===----------------------------------------------------------------------===//
 
 #include "cuda_common.h"
+
+#include <cuda_bf16.h>
 
 namespace otc::kernels::cuda {
 namespace {
@@ -37,6 +41,12 @@ bool geomOrFail(const otck_conv_desc *d, ConvGeom &g, const char *what) {
     return true;
   recordFailure(what, "invalid convolution descriptor");
   return false;
+}
+
+/// An operand as the convolution reads it: rounded to bfloat16 when it
+/// computes in bfloat16.
+__device__ inline float operand(const ConvGeom &g, float v) {
+  return g.bf16 ? __bfloat162float(__float2bfloat16_rn(v)) : v;
 }
 
 __global__ void convForwardKernel(ConvGeom g, const float *x, const float *w,
@@ -66,7 +76,7 @@ __global__ void convForwardKernel(ConvGeom g, const float *x, const float *w,
           for (int64_t kw = 0; kw < g.k[2]; ++kw) {
             const int64_t iw = ow * g.s[2] + kw * g.dil[2] - g.pb[2];
             if (iw >= 0 && iw < g.in[2])
-              acc += wr[kw] * xr[iw];
+              acc += operand(g, wr[kw]) * operand(g, xr[iw]);
           }
         }
       }
@@ -104,7 +114,7 @@ __global__ void convGradInputKernel(ConvGeom g, const float *dy, const float *w,
           for (int64_t kw = 0; kw < g.k[2]; ++kw) {
             const int64_t ow = outputOf(g, 2, iw, kw);
             if (ow >= 0)
-              acc += wr[kw] * dyr[ow];
+              acc += operand(g, wr[kw]) * operand(g, dyr[ow]);
           }
         }
       }
@@ -137,8 +147,11 @@ __global__ void convGradWeightKernel(ConvGeom g, const float *dy,
       if (id < 0 || id >= g.in[0] || ih < 0 || ih >= g.in[1] || iw < 0 ||
           iw >= g.in[2])
         continue;
-      acc += dy[(n * g.m + m) * g.outSize + o] *
-             x[(n * g.c + c) * g.inSize + (id * g.in[1] + ih) * g.in[2] + iw];
+      acc +=
+          operand(g, dy[(n * g.m + m) * g.outSize + o]) *
+          operand(
+              g,
+              x[(n * g.c + c) * g.inSize + (id * g.in[1] + ih) * g.in[2] + iw]);
     }
     const double sum = blockSum(double(acc), shared);
     if (threadIdx.x == 0)

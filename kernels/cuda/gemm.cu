@@ -10,7 +10,8 @@
 // Math stays FP32 (CUBLAS_DEFAULT_MATH, no TF32), so results match the CPU
 // to float rounding. The degenerate cases (K == 0, alpha == 0) are handled
 // here, as on the CPU, so that A and B are not read and beta == 0 always
-// overwrites C.
+// overwrites C. The bfloat16 products (otckd_gemm_bf16) round A and B into
+// the workspace and run cublasGemmEx on the copies, summing in FP32.
 //
 // cuBLAS is opened on the first product (dlopen), not linked: linking it
 // maps and relocates ~200 MB into every process that loads this library,
@@ -21,6 +22,7 @@
 #include "cublas_gemm.h"
 #include "cuda_common.h"
 
+#include <cuda_bf16.h>
 #include <dlfcn.h>
 
 #include <map>
@@ -69,7 +71,9 @@ struct CublasApi {
   X(cublasSetMathMode)                                                         \
   X(cublasSetStream)                                                           \
   X(cublasSgemm_64)                                                            \
-  X(cublasSgemmStridedBatched_64)
+  X(cublasSgemmStridedBatched_64)                                              \
+  X(cublasGemmEx_64)                                                           \
+  X(cublasGemmStridedBatchedEx_64)
 #define OTC_CUBLAS_FIELD(f) decltype(&f) f##_ = nullptr;
   OTC_CUBLAS_FNS(OTC_CUBLAS_FIELD)
 #undef OTC_CUBLAS_FIELD
@@ -162,6 +166,42 @@ cublasStatus_t rowMajorSgemm(cudaStream_t stream, int transA, int transB,
 
 namespace {
 
+/// rowMajorSgemm on bfloat16 A and B (strides in elements), summing in FP32.
+cublasStatus_t rowMajorGemmBf16(cudaStream_t stream, int transA, int transB,
+                                int64_t M, int64_t N, int64_t K, float alpha,
+                                const __nv_bfloat16 *A, int64_t sA,
+                                const __nv_bfloat16 *B, int64_t sB, float beta,
+                                float *C, int64_t sC, int64_t count) {
+  cublasHandle_t h = nullptr;
+  if (cublasStatus_t s = boundHandle(stream, &h); s != CUBLAS_STATUS_SUCCESS)
+    return s;
+  const cublasOperation_t opA = transA ? CUBLAS_OP_T : CUBLAS_OP_N;
+  const cublasOperation_t opB = transB ? CUBLAS_OP_T : CUBLAS_OP_N;
+  const int64_t lda = transA ? M : K, ldb = transB ? K : N;
+  const CublasApi &api = cublasApi();
+  if (count == 1)
+    return api.cublasGemmEx_64_(h, opB, opA, N, M, K, &alpha, B, CUDA_R_16BF,
+                                ldb, A, CUDA_R_16BF, lda, &beta, C, CUDA_R_32F,
+                                N, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT);
+  return api.cublasGemmStridedBatchedEx_64_(
+      h, opB, opA, N, M, K, &alpha, B, CUDA_R_16BF, ldb, sB, A, CUDA_R_16BF,
+      lda, sA, &beta, C, CUDA_R_32F, N, sC, count, CUBLAS_COMPUTE_32F,
+      CUBLAS_GEMM_DEFAULT);
+}
+
+__global__ void toBf16Kernel(int64_t n, const float *src, __nv_bfloat16 *dst) {
+  for (int64_t i = globalThread(); i < n; i += gridThreads())
+    dst[i] = __float2bfloat16_rn(src[i]);
+}
+
+/// dst = src rounded to bfloat16 (nearest even) on the current stream.
+void toBf16(int64_t n, const float *src, __nv_bfloat16 *dst, const char *what) {
+  if (n <= 0)
+    return;
+  toBf16Kernel<<<gridFor(n), kThreads, 0, currentStream()>>>(n, src, dst);
+  checkLaunch(what);
+}
+
 /// Records a failed cuBLAS call; true when `s` is a success.
 bool checkCublas(cublasStatus_t s, const char *what) {
   if (s == CUBLAS_STATUS_SUCCESS)
@@ -191,7 +231,8 @@ void scaleC(int64_t n, float beta, float *c) {
 }
 
 /// `count` products C[i] = alpha op(A + i sA) op(B + i sB) + beta C[i]
-/// (C + i M N) on the current stream, strides in floats; sA or sB may be 0.
+/// (C + i M N) on the current stream, strides in elements; sA or sB may be
+/// 0. Float operands in FP32, bfloat16 ones summing in FP32.
 void stridedGemm(int transA, int transB, int64_t M, int64_t N, int64_t K,
                  float alpha, const float *A, int64_t sA, const float *B,
                  int64_t sB, float beta, float *C, int64_t count,
@@ -199,6 +240,67 @@ void stridedGemm(int transA, int transB, int64_t M, int64_t N, int64_t K,
   checkCublas(rowMajorSgemm(currentStream(), transA, transB, M, N, K, alpha, A,
                             sA, B, sB, beta, C, M * N, count),
               what);
+}
+void stridedGemm(int transA, int transB, int64_t M, int64_t N, int64_t K,
+                 float alpha, const __nv_bfloat16 *A, int64_t sA,
+                 const __nv_bfloat16 *B, int64_t sB, float beta, float *C,
+                 int64_t count, const char *what) {
+  checkCublas(rowMajorGemmBf16(currentStream(), transA, transB, M, N, K, alpha,
+                               A, sA, B, sB, beta, C, M * N, count),
+              what);
+}
+
+/// The batched product of otckd_batched_gemm_f32 on A and B of element
+/// type T (float, or bfloat16 copies), K >= 1 and count >= 1.
+template <typename T>
+void batchedGemm(int batch_rank, const int64_t *batch_shape,
+                 const int64_t *a_strides, const int64_t *b_strides, int transA,
+                 int transB, int64_t M, int64_t N, int64_t K, const T *A,
+                 const T *B, float *C, const char *what) {
+  // Batch dimensions without their size-1 ones (whose strides never count).
+  int rank = 0;
+  int64_t shape[OTCK_MAX_RANK], as[OTCK_MAX_RANK], bs[OTCK_MAX_RANK];
+  for (int d = 0; d < batch_rank; ++d) {
+    if (batch_shape[d] == 1)
+      continue;
+    shape[rank] = batch_shape[d];
+    as[rank] = a_strides[d];
+    bs[rank] = b_strides[d];
+    ++rank;
+  }
+  int64_t count = 1;
+  for (int d = 0; d < rank; ++d)
+    count *= shape[d];
+  // The longest run of trailing dimensions over which both operands advance
+  // by one fixed stride per linear batch index: one strided-batched call
+  // covers it; the leading dimensions are looped over on the host.
+  int64_t sA = 0, sB = 0, inner = 1;
+  int split = rank;
+  if (rank > 0) {
+    sA = as[rank - 1];
+    sB = bs[rank - 1];
+    inner = shape[rank - 1];
+    split = rank - 1;
+    while (split > 0 && as[split - 1] == sA * inner &&
+           bs[split - 1] == sB * inner) {
+      --split;
+      inner *= shape[split];
+    }
+  }
+  const int64_t outer = count / inner;
+  for (int64_t o = 0; o < outer; ++o) {
+    // Offsets (in matrices) of the leading dimensions' index o.
+    int64_t aOff = 0, bOff = 0, rem = o;
+    for (int d = split - 1; d >= 0; --d) {
+      const int64_t idx = rem % shape[d];
+      rem /= shape[d];
+      aOff += idx * as[d];
+      bOff += idx * bs[d];
+    }
+    stridedGemm(transA, transB, M, N, K, 1.0f, A + aOff * M * K, sA * M * K,
+                B + bOff * K * N, sB * K * N, 0.0f, C + o * inner * M * N,
+                inner, what);
+  }
 }
 
 } // namespace
@@ -235,45 +337,52 @@ otckd_batched_gemm_f32(int batch_rank, const int64_t *batch_shape,
     scaleC(count * M * N, 0.0f, C);
     return;
   }
-  // Batch dimensions without their size-1 ones (whose strides never count).
-  int rank = 0;
-  int64_t shape[OTCK_MAX_RANK], as[OTCK_MAX_RANK], bs[OTCK_MAX_RANK];
+  batchedGemm(batch_rank, batch_shape, a_strides, b_strides, transA, transB, M,
+              N, K, A, B, C,
+              "otckd_batched_gemm_f32: cublasSgemmStridedBatched");
+}
+
+extern "C" void otckd_gemm_bf16(int transA, int transB, int64_t M, int64_t N,
+                                int64_t K, float alpha, const float *A,
+                                const float *B, float beta, float *C,
+                                void *workspace) {
+  if (M <= 0 || N <= 0 || K <= 0 || alpha == 0.0f || !workspace) {
+    otckd_gemm_f32(transA, transB, M, N, K, alpha, A, B, beta, C);
+    return;
+  }
+  auto *Ab = static_cast<__nv_bfloat16 *>(workspace);
+  auto *Bb = reinterpret_cast<__nv_bfloat16 *>(
+      static_cast<char *>(workspace) + otc::kernels::bf16CopyBytes(M * K));
+  toBf16(M * K, A, Ab, "otckd_gemm_bf16: round A");
+  toBf16(K * N, B, Bb, "otckd_gemm_bf16: round B");
+  stridedGemm(transA, transB, M, N, K, alpha, Ab, 0, Bb, 0, beta, C, 1,
+              "otckd_gemm_bf16: cublasGemmEx");
+}
+
+extern "C" void otckd_batched_gemm_bf16(
+    int batch_rank, const int64_t *batch_shape, const int64_t *a_strides,
+    const int64_t *b_strides, int transA, int transB, int64_t M, int64_t N,
+    int64_t K, const float *A, const float *B, float *C, void *workspace) {
+  if (batch_rank < 0 || batch_rank > OTCK_MAX_RANK)
+    return;
+  int64_t count = 1, aMatrices = 1, bMatrices = 1;
   for (int d = 0; d < batch_rank; ++d) {
-    if (batch_shape[d] == 1)
-      continue;
-    shape[rank] = batch_shape[d];
-    as[rank] = a_strides[d];
-    bs[rank] = b_strides[d];
-    ++rank;
+    count *= batch_shape[d];
+    aMatrices += (batch_shape[d] - 1) * a_strides[d];
+    bMatrices += (batch_shape[d] - 1) * b_strides[d];
   }
-  // The longest run of trailing dimensions over which both operands advance
-  // by one fixed stride per linear batch index: one strided-batched call
-  // covers it; the leading dimensions are looped over on the host.
-  int64_t sA = 0, sB = 0, inner = 1;
-  int split = rank;
-  if (rank > 0) {
-    sA = as[rank - 1];
-    sB = bs[rank - 1];
-    inner = shape[rank - 1];
-    split = rank - 1;
-    while (split > 0 && as[split - 1] == sA * inner &&
-           bs[split - 1] == sB * inner) {
-      --split;
-      inner *= shape[split];
-    }
+  if (count <= 0 || M <= 0 || N <= 0 || K <= 0 || !workspace) {
+    otckd_batched_gemm_f32(batch_rank, batch_shape, a_strides, b_strides,
+                           transA, transB, M, N, K, A, B, C);
+    return;
   }
-  const int64_t outer = count / inner;
-  for (int64_t o = 0; o < outer; ++o) {
-    // Offsets (in matrices) of the leading dimensions' index o.
-    int64_t aOff = 0, bOff = 0, rem = o;
-    for (int d = split - 1; d >= 0; --d) {
-      const int64_t idx = rem % shape[d];
-      rem /= shape[d];
-      aOff += idx * as[d];
-      bOff += idx * bs[d];
-    }
-    stridedGemm(transA, transB, M, N, K, 1.0f, A + aOff * M * K, sA * M * K,
-                B + bOff * K * N, sB * K * N, 0.0f, C + o * inner * M * N,
-                inner, "otckd_batched_gemm_f32: cublasSgemmStridedBatched");
-  }
+  auto *Ab = static_cast<__nv_bfloat16 *>(workspace);
+  auto *Bb = reinterpret_cast<__nv_bfloat16 *>(
+      static_cast<char *>(workspace) +
+      otc::kernels::bf16CopyBytes(aMatrices * M * K));
+  toBf16(aMatrices * M * K, A, Ab, "otckd_batched_gemm_bf16: round A");
+  toBf16(bMatrices * K * N, B, Bb, "otckd_batched_gemm_bf16: round B");
+  batchedGemm(batch_rank, batch_shape, a_strides, b_strides, transA, transB, M,
+              N, K, Ab, Bb, C,
+              "otckd_batched_gemm_bf16: cublasGemmStridedBatchedEx");
 }

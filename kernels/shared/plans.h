@@ -149,6 +149,7 @@ inline bool alignWindow3(int spatial, const int64_t *in, const int64_t *out,
 struct ConvShape : Window3 {
   int64_t n, c, m, g; ///< batch, in and out channels, groups
   int64_t cg, mg;     ///< in and out channels per group
+  bool bf16;          ///< operands rounded to bfloat16 (OTCK_COMPUTE_BF16)
 };
 
 /// The shape of `d`; false for a descriptor the kernels ignore.
@@ -161,12 +162,20 @@ inline bool makeConvShape(const otck_conv_desc *d, ConvShape &g) {
   g.c = d->in_channels;
   g.m = d->out_channels;
   g.g = d->groups;
-  if (g.n < 0 || g.c <= 0 || g.m <= 0 || g.g <= 0 || g.c % g.g != 0 ||
-      g.m % g.g != 0)
+  g.bf16 = d->compute == OTCK_COMPUTE_BF16;
+  if ((d->compute != OTCK_COMPUTE_F32 && !g.bf16) || g.n < 0 || g.c <= 0 ||
+      g.m <= 0 || g.g <= 0 || g.c % g.g != 0 || g.m % g.g != 0)
     return false;
   g.cg = g.c / g.g;
   g.mg = g.m / g.g;
   return true;
+}
+
+/// Bytes of a bfloat16 copy of `elements` floats in a workspace, rounded
+/// up to 64 so that a second copy after it stays aligned
+/// (otck_gemm_bf16_workspace_bytes).
+inline int64_t bf16CopyBytes(int64_t elements) {
+  return (2 * (elements > 0 ? elements : 0) + 63) / 64 * 64;
 }
 
 /// A pooling's geometry.

@@ -103,6 +103,17 @@ struct KernelPattern : ConversionPattern {
         outs.push_back(rewriter.create<exec::AllocOp>(
             op->getLoc(), MemRefType::get({bytes}, rewriter.getI8Type())));
     }
+    // Products in bfloat16 round their operands into workspace copies (on
+    // both targets).
+    if ((kernel == "gemm" || kernel == "matmul") && computesBf16(op)) {
+      auto numel = [&](unsigned i) {
+        return llvm::cast<ShapedType>(op->getOperand(i).getType())
+            .getNumElements();
+      };
+      int64_t bytes = otck_gemm_bf16_workspace_bytes(numel(0), numel(1));
+      outs.push_back(rewriter.create<exec::AllocOp>(
+          op->getLoc(), MemRefType::get({bytes}, rewriter.getI8Type())));
+    }
     auto call =
         rewriter.create<exec::KernelOp>(op->getLoc(), kernel, operands, outs);
     for (NamedAttribute a : op->getAttrs())

@@ -199,6 +199,20 @@ private:
                << k.getKernel() << "' takes f32 data (and i64 indices)";
     return success();
   }
+  /// Whether the kernel computes in bfloat16 (`compute`, "f32" or "bf16");
+  /// failure for another value.
+  FailureOr<bool> computeBf16() {
+    StringRef c = str("compute");
+    if (c != "f32" && c != "bf16")
+      return k.emitOpError("compute '") << c << "' is not f32 or bf16";
+    return c == "bf16";
+  }
+  /// ", <workspace>" of a bfloat16 product (its last output), or "".
+  std::string workspace(bool bf16) {
+    if (!bf16)
+      return "";
+    return ", " + (outs.size() > 1 ? out(outs.size() - 1) : "nullptr");
+  }
   /// `rc` from a kernel that reports out-of-range indices. A CUDA twin
   /// returns 0 and records the error for otc_cuda_status: a plain call.
   void checkIndices(StringRef call) {

@@ -44,6 +44,31 @@ void otck_batched_gemm_f32(int batch_rank, const int64_t *batch_shape,
                            int transA, int transB, int64_t M, int64_t N,
                            int64_t K, const float *A, const float *B, float *C);
 
+/* Mixed precision (`--precision bf16`): the products below, and the
+ * convolutions whose descriptor says OTCK_COMPUTE_BF16, round their two
+ * operands to bfloat16 (nearest even) and sum the products in float; C and
+ * every other tensor stay float. Where the CPU has no bfloat16 kernel for a
+ * shape (oneDNN offers only its reference one: no AVX-512), they compute in
+ * float instead. */
+#define OTCK_COMPUTE_F32 0
+#define OTCK_COMPUTE_BF16 1
+
+/* Bytes of workspace otck_gemm_bf16 / otck_batched_gemm_bf16 need for A and
+ * B tensors of a_elements and b_elements floats (their bfloat16 copies).
+ * Contents are scratch. */
+int64_t otck_gemm_bf16_workspace_bytes(int64_t a_elements, int64_t b_elements);
+/* otck_gemm_f32 in bfloat16 (above); A is [M,K] or [K,M], B [K,N] or [N,K]
+ * as there. Same bits whatever the thread count. */
+void otck_gemm_bf16(int transA, int transB, int64_t M, int64_t N, int64_t K,
+                    float alpha, const float *A, const float *B, float beta,
+                    float *C, void *workspace);
+/* otck_batched_gemm_f32 in bfloat16. */
+void otck_batched_gemm_bf16(int batch_rank, const int64_t *batch_shape,
+                            const int64_t *a_strides, const int64_t *b_strides,
+                            int transA, int transB, int64_t M, int64_t N,
+                            int64_t K, const float *A, const float *B, float *C,
+                            void *workspace);
+
 /*--- Elementwise -----------------------------------------------------------*/
 
 /* Binary ops. Kernels taking two operands broadcast them with strides: out[i]
@@ -655,8 +680,8 @@ void otck_resize_grad_f32(int rank, const int64_t *in_shape,
  * outside x); the end pads are implied by out[], which the compiler computes
  * (auto_pad resolved). groups divides both channel counts. */
 typedef struct otck_conv_desc {
-  int32_t spatial;  /* 1, 2 or 3 */
-  int32_t reserved; /* 0 */
+  int32_t spatial; /* 1, 2 or 3 */
+  int32_t compute; /* OTCK_COMPUTE_F32 or OTCK_COMPUTE_BF16 */
   int64_t batch, in_channels, out_channels, groups;
   int64_t in[3], out[3], kernel[3], stride[3], dilation[3], pad_begin[3];
 } otck_conv_desc;

@@ -65,6 +65,16 @@ void otckd_batched_gemm_f32(int batch_rank, const int64_t *batch_shape,
                             int transA, int transB, int64_t M, int64_t N,
                             int64_t K, const float *A, const float *B,
                             float *C);
+/* The bfloat16 products: A and B rounded into the workspace
+ * (otck_gemm_bf16_workspace_bytes), cublasGemmEx summing in FP32. */
+void otckd_gemm_bf16(int transA, int transB, int64_t M, int64_t N, int64_t K,
+                     float alpha, const float *A, const float *B, float beta,
+                     float *C, void *workspace);
+void otckd_batched_gemm_bf16(int batch_rank, const int64_t *batch_shape,
+                             const int64_t *a_strides, const int64_t *b_strides,
+                             int transA, int transB, int64_t M, int64_t N,
+                             int64_t K, const float *A, const float *B,
+                             float *C, void *workspace);
 
 /*--- Elementwise -----------------------------------------------------------*/
 

@@ -21,7 +21,8 @@ using namespace otc::emit;
 //===----------------------------------------------------------------------===//
 
 LogicalResult KernelEmitter::gemm() {
-  if (failed(requireF32()))
+  FailureOr<bool> bf16 = computeBf16();
+  if (failed(requireF32()) || failed(bf16))
     return failure();
   bool ta = flag("transA"), tb = flag("transB");
   ArrayRef<int64_t> a = shapeOf(ins[0]), y = shapeOf(outs[0]);
@@ -39,14 +40,16 @@ LogicalResult KernelEmitter::gemm() {
        << ", " << cs << ", " << b << ", " << zs << ", " << out(0) << ");\n";
     gemmBeta = 1.0f;
   }
-  os << "    " << fn("gemm_f32") << "(" << ta << ", " << tb << ", " << m << ", "
-     << n << ", " << kk << ", " << floatLiteral(alpha) << ", " << in(0) << ", "
-     << in(1) << ", " << floatLiteral(gemmBeta) << ", " << out(0) << ");\n";
+  os << "    " << fn(*bf16 ? "gemm_bf16" : "gemm_f32") << "(" << ta << ", "
+     << tb << ", " << m << ", " << n << ", " << kk << ", "
+     << floatLiteral(alpha) << ", " << in(0) << ", " << in(1) << ", "
+     << floatLiteral(gemmBeta) << ", " << out(0) << workspace(*bf16) << ");\n";
   return success();
 }
 
 LogicalResult KernelEmitter::matmul() {
-  if (failed(requireF32()))
+  FailureOr<bool> bf16 = computeBf16();
+  if (failed(requireF32()) || failed(bf16))
     return failure();
   bool ta = flag("transA"), tb = flag("transB");
   ArrayRef<int64_t> a = shapeOf(ins[0]), b = shapeOf(ins[1]),
@@ -58,10 +61,10 @@ LogicalResult KernelEmitter::matmul() {
   std::string bs = array("batch", batch);
   std::string as = array("as", broadcastStrides(a.drop_back(2), batch));
   std::string bbs = array("bs", broadcastStrides(b.drop_back(2), batch));
-  os << "    " << fn("batched_gemm_f32") << "(" << batch.size() << ", " << bs
-     << ", " << as << ", " << bbs << ", " << ta << ", " << tb << ", " << m
-     << ", " << n << ", " << kk << ", " << in(0) << ", " << in(1) << ", "
-     << out(0) << ");\n";
+  os << "    " << fn(*bf16 ? "batched_gemm_bf16" : "batched_gemm_f32") << "("
+     << batch.size() << ", " << bs << ", " << as << ", " << bbs << ", " << ta
+     << ", " << tb << ", " << m << ", " << n << ", " << kk << ", " << in(0)
+     << ", " << in(1) << ", " << out(0) << workspace(*bf16) << ");\n";
   return success();
 }
 

@@ -21,9 +21,11 @@ std::string KernelEmitter::convDescInit(const otck_conv_desc &d) {
   auto arr = [](const int64_t *v) {
     return "{" + intList(ArrayRef<int64_t>(v, 3)) + "}";
   };
-  os << "    static const otck_conv_desc d = {" << d.spatial << ", 0, "
-     << d.batch << ", " << d.in_channels << ", " << d.out_channels << ", "
-     << d.groups << ", " << arr(d.in) << ", " << arr(d.out) << ", "
+  os << "    static const otck_conv_desc d = {" << d.spatial << ", "
+     << (d.compute == OTCK_COMPUTE_BF16 ? "OTCK_COMPUTE_BF16"
+                                        : "OTCK_COMPUTE_F32")
+     << ", " << d.batch << ", " << d.in_channels << ", " << d.out_channels
+     << ", " << d.groups << ", " << arr(d.in) << ", " << arr(d.out) << ", "
      << arr(d.kernel) << ", " << arr(d.stride) << ", " << arr(d.dilation)
      << ", " << arr(d.pad_begin) << "};\n";
   return "&d";
@@ -42,7 +44,7 @@ std::string KernelEmitter::poolDescInit(const otck_pool_desc &d) {
 }
 
 LogicalResult KernelEmitter::conv() {
-  if (failed(requireF32()))
+  if (failed(requireF32()) || failed(computeBf16()))
     return failure();
   StringRef kn = k.getKernel();
   // outs: result, workspace (see otc-lower-to-exec).

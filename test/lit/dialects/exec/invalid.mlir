@@ -91,7 +91,7 @@ func.func @mistyped_float_width(%a: memref<4xf32>) {
 // -----
 
 func.func @misspelled_attr(%a: memref<4x4xf32>, %y: memref<4x4xf32>) {
-  // expected-error @+1 {{kernel 'gemm' has no attribute 'transb' (it takes: alpha:f32, beta:f32, transA:bool, transB:bool)}}
+  // expected-error @+1 {{kernel 'gemm' has no attribute 'transb' (it takes: alpha:f32, beta:f32, transA:bool, transB:bool, compute:str)}}
   exec.kernel "gemm" ins(%a, %a : memref<4x4xf32>, memref<4x4xf32>) outs(%y : memref<4x4xf32>) {transb = true}
   return
 }

@@ -7,7 +7,7 @@
 // convolutions need no workspace: none is planned (target=cuda).
 // CHECK-LABEL: static int otc_eval_step(uint8_t *arena, const otc_step_context_t *ctx) {
 // CHECK: { // conv
-// CHECK-NEXT: static const otck_conv_desc d = {2, 0, 2, 3, 4, 1, {9, 9, 1}, {5, 5, 1}, {3, 3, 1}, {2, 2, 1}, {1, 1, 1}, {1, 1, 0}};
+// CHECK-NEXT: static const otck_conv_desc d = {2, OTCK_COMPUTE_F32, 2, 3, 4, 1, {9, 9, 1}, {5, 5, 1}, {3, 3, 1}, {2, 2, 1}, {1, 1, 1}, {1, 1, 0}};
 // CHECK-NEXT: otckd_conv_f32(&d, {{v[0-9]+}}, {{v[0-9]+}}, {{v[0-9]+}}, [[C:v[0-9]+]], nullptr);
 // CHECK: { // batch_norm
 // CHECK: otckd_copy(16,

@@ -7,7 +7,7 @@
 // needs no workspace on CUDA: none is planned.
 // CHECK-LABEL: static int otc_eval_step(uint8_t *arena, const otc_step_context_t *ctx) {
 // CHECK: { // conv_transpose
-// CHECK-NEXT: static const otck_conv_desc d = {2, 0, 1, 2, 4, 1, {6, 6, 1}, {3, 3, 1}, {2, 2, 1}, {2, 2, 1}, {1, 1, 1}, {0, 0, 0}};
+// CHECK-NEXT: static const otck_conv_desc d = {2, OTCK_COMPUTE_F32, 1, 2, 4, 1, {6, 6, 1}, {3, 3, 1}, {2, 2, 1}, {2, 2, 1}, {1, 1, 1}, {0, 0, 0}};
 // CHECK-NEXT: otckd_conv_transpose_f32(&d, {{v[0-9]+}}, {{v[0-9]+}}, {{v[0-9]+}}, [[T:v[0-9]+]], nullptr);
 // CHECK: { // instance_norm
 // CHECK-NEXT: otckd_instance_norm_f32(1, 2, 36, [[T]], {{v[0-9]+}}, {{v[0-9]+}}, 9.999999747e-06f, [[Y:v[0-9]+]], [[M:v[0-9]+]], [[R:v[0-9]+]]);
