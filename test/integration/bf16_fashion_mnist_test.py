@@ -5,7 +5,8 @@
 # Fashion-MNIST tests, each compiled twice from the same file with the same
 # seeds: --precision fp32 and --precision bf16 (products and convolutions
 # on bfloat16 operands). 2 ranks x 64, 2 epochs: the bf16 test accuracy is
-# within 0.5 point of fp32's. (That the bf16 kernels are the ones called,
+# at most 0.5 point below fp32's (one seed: a bf16 run may also land above
+# fp32 by more than that, which is the seed's spread, not a loss). (That the bf16 kernels are the ones called,
 # and that they round, is checked by test/lit/passes/training/
 # mixed-precision.mlir and the kernel tests GemmBf16.* and Conv.Bf16*.)
 #
@@ -65,7 +66,8 @@ def main():
                 return checks.finish()
             acc[precision] = float(m[-1][0])
         gap = acc["fp32"] - acc["bf16"]
-        checks.check("%s: bf16 within %.1f point of fp32" % (model, 100 * MAX_GAP),
+        checks.check("%s: bf16 loses at most %.1f point against fp32"
+                     % (model, 100 * MAX_GAP),
                      gap <= MAX_GAP,
                      "fp32 %.4f, bf16 %.4f" % (acc["fp32"], acc["bf16"]))
     return checks.finish()
