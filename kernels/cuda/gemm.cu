@@ -365,12 +365,8 @@ extern "C" void otckd_batched_gemm_bf16(
     int64_t K, const float *A, const float *B, float *C, void *workspace) {
   if (batch_rank < 0 || batch_rank > OTCK_MAX_RANK)
     return;
-  int64_t count = 1, aMatrices = 1, bMatrices = 1;
-  for (int d = 0; d < batch_rank; ++d) {
-    count *= batch_shape[d];
-    aMatrices += (batch_shape[d] - 1) * a_strides[d];
-    bMatrices += (batch_shape[d] - 1) * b_strides[d];
-  }
+  const auto [count, aMatrices, bMatrices] =
+      otc::kernels::batchSpan(batch_rank, batch_shape, a_strides, b_strides);
   if (count <= 0 || M <= 0 || N <= 0 || K <= 0 || !workspace) {
     otckd_batched_gemm_f32(batch_rank, batch_shape, a_strides, b_strides,
                            transA, transB, M, N, K, A, B, C);

@@ -178,6 +178,23 @@ inline int64_t bf16CopyBytes(int64_t elements) {
   return (2 * (elements > 0 ? elements : 0) + 63) / 64 * 64;
 }
 
+/// A batched product's batch: its count of products, and the matrices each
+/// operand spans (strides in matrices, 0 on broadcast dimensions).
+struct BatchSpan {
+  int64_t count = 1, aMatrices = 1, bMatrices = 1;
+};
+
+inline BatchSpan batchSpan(int rank, const int64_t *shape,
+                           const int64_t *aStrides, const int64_t *bStrides) {
+  BatchSpan b;
+  for (int d = 0; d < rank; ++d) {
+    b.count *= shape[d];
+    b.aMatrices += (shape[d] - 1) * aStrides[d];
+    b.bMatrices += (shape[d] - 1) * bStrides[d];
+  }
+  return b;
+}
+
 /// A pooling's geometry.
 struct PoolGeom : Window3 {
   int64_t planes; ///< batch * channels
