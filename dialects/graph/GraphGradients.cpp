@@ -90,6 +90,24 @@ LogicalResult MatMulOp::buildGradients(OpBuilder &b,
     return sumTo(b, loc, da, getA().getType());
   };
   auto gradB = [&] {
+    auto aType = llvm::cast<RankedTensorType>(getA().getType());
+    auto bType = llvm::cast<RankedTensorType>(getB().getType());
+    auto dyType = llvm::cast<RankedTensorType>(dy.getType());
+    if (!ta && aType.getRank() > 2 && bType.getRank() == 2) {
+      // A matrix B shared by a batch of rows (a Linear layer over
+      // [batch, tokens, features]): its gradient is one product over all
+      // rows, dB = A^T dY (or dY^T A), not a batch of products summed.
+      auto rows = [&](Value v, RankedTensorType t) -> Value {
+        int64_t cols = t.getShape().back();
+        return b.create<ReshapeOp>(
+            loc, t.clone({t.getNumElements() / cols, cols}), v);
+      };
+      Value a2 = rows(getA(), aType), dy2 = rows(dy, dyType);
+      FloatAttr one = b.getF32FloatAttr(1.0f);
+      return Value(b.create<GemmOp>(loc, tb ? dy2 : a2, tb ? a2 : dy2, Value(),
+                                    one, one, b.getBoolAttr(true),
+                                    b.getBoolAttr(false)));
+    }
     Value db = tb ? mm(dy, getA(), true, ta) : mm(getA(), dy, !ta, false);
     return sumTo(b, loc, db, getB().getType());
   };

@@ -69,6 +69,7 @@ def Graph_TransposeOp : Graph_Op<"transpose",
   let results = (outs Graph_AnyTensor:$result);
   let assemblyFormat = "$input attr-dict `:` type($input) `->` type($result)";
   let hasVerifier = 1;
+  let hasCanonicalizer = 1;
 }
 
 def Graph_ReduceSumToOp : Graph_Op<"reduce_sum_to", [Pure]> {
@@ -115,6 +116,7 @@ def Graph_GemmOp : Graph_Op<"gemm",
     $a `,` $b (`,` $c^)? attr-dict `:` functional-type(operands, results)
   }];
   let hasVerifier = 1;
+  let hasCanonicalizer = 1;
 }
 
 def Graph_MatMulOp : Graph_Op<"matmul",
@@ -135,6 +137,7 @@ def Graph_MatMulOp : Graph_Op<"matmul",
                        DefaultValuedAttr<BoolAttr, "false">:$transB);
   let results = (outs Graph_F32Tensor:$result);
   let assemblyFormat = "$a `,` $b attr-dict `:` functional-type(operands, results)";
+  let hasCanonicalizer = 1;
 }
 
 //===----------------------------------------------------------------------===//

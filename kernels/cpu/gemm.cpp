@@ -12,6 +12,7 @@
 #include "otc/kernels.h"
 
 #include "parallel.h"
+#include "plans.h"
 
 #include <dnnl.h>
 
@@ -98,6 +99,13 @@ otck_batched_gemm_f32(int batch_rank, const int64_t *batch_shape,
   int64_t count = 1;
   for (int d = 0; d < batch_rank; ++d)
     count *= batch_shape[d];
+  if (count <= 0)
+    return;
+  if (batchFoldsIntoRows(batch_rank, batch_shape, a_strides, b_strides,
+                         transA)) {
+    otck_gemm_f32(0, transB, count * M, N, K, 1.0f, A, B, 0.0f, C);
+    return;
+  }
   auto one = [&](int64_t i) {
     int64_t aOff = 0, bOff = 0;
     for (int d = batch_rank - 1; d >= 0; --d) {

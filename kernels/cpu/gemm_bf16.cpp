@@ -197,6 +197,11 @@ extern "C" void otck_batched_gemm_bf16(
   };
   if (count <= 0 || M <= 0 || N <= 0 || K <= 0 || !workspace)
     return floats();
+  // Its workspace holds A's count * M * K and B's K * N elements, laid out
+  // as the one product's.
+  if (batchFoldsIntoRows(batch_rank, batch_shape, a_strides, b_strides, transA))
+    return otck_gemm_bf16(0, transB, count * M, N, K, 1.0f, A, B, 0.0f, C,
+                          workspace);
   auto *Ab = static_cast<uint16_t *>(workspace);
   auto *Bb = reinterpret_cast<uint16_t *>(static_cast<char *>(workspace) +
                                           bf16CopyBytes(aMatrices * M * K));

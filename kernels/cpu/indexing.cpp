@@ -21,6 +21,7 @@
 
 #include <cstdint>
 #include <cstring>
+#include <type_traits>
 
 using namespace otc::kernels;
 
@@ -241,6 +242,14 @@ void compareImpl(otck_compare_op op, int rank, const int64_t *shape, const T *a,
   }
 }
 
+/// f(std::integral_constant s) for a stride s of 0 or 1.
+template <typename F> void withUnitOrZero(int64_t s, F f) {
+  if (s == 0)
+    f(std::integral_constant<int64_t, 0>());
+  else
+    f(std::integral_constant<int64_t, 1>());
+}
+
 template <typename T>
 void whereTyped(const BcastPlan &p, const uint8_t *c, const T *a, const T *b,
                 T *out) {
@@ -248,18 +257,31 @@ void whereTyped(const BcastPlan &p, const uint8_t *c, const T *a, const T *b,
   const int64_t sc = p.rank ? p.st[0][last] : 0;
   const int64_t sa = p.rank ? p.st[1][last] : 0;
   const int64_t sb = p.rank ? p.st[2][last] : 0;
+  // Unit and zero strides (a mask broadcast over heads, a scalar fill) as
+  // compile-time constants, so those rows vectorise.
+  const bool unitOrZero = (sc | sa | sb) <= 1 && sc >= 0 && sa >= 0 && sb >= 0;
   forBcastRows(p, [&](int64_t pos, int64_t len, const int64_t *off) {
     const uint8_t *cr = c + off[0];
     const T *ar = a + off[1], *br = b + off[2];
     T *o = out + pos;
-    if (sc == 1 && sa == 1 && sb == 1) {
-#pragma omp simd
-      for (int64_t i = 0; i < len; ++i)
-        o[i] = cr[i] ? ar[i] : br[i];
-    } else {
+    if (!unitOrZero) {
       for (int64_t i = 0; i < len; ++i)
         o[i] = cr[i * sc] ? ar[i * sa] : br[i * sb];
+      return;
     }
+    withUnitOrZero(sc, [&](auto kc) {
+      withUnitOrZero(sa, [&](auto ka) {
+        withUnitOrZero(sb, [&](auto kb) {
+        // Both read before the select: a conditional load would keep
+        // the loop scalar.
+#pragma omp simd
+          for (int64_t i = 0; i < len; ++i) {
+            const T av = ar[i * ka], bv = br[i * kb];
+            o[i] = cr[i * kc] ? av : bv;
+          }
+        });
+      });
+    });
   });
 }
 

@@ -253,6 +253,66 @@ TEST(GemmBf16, BatchedEqualsEachProduct) {
   }
 }
 
+TEST(GemmBf16, BatchedSharedMatrixIsOneProduct) {
+  // A batch [2, 3] of products with one B is the product of all 6 * M rows:
+  // the bits of otck_gemm_bf16 on them, in the same workspace layout.
+  const int64_t M = 40, N = 70, K = 90, shape[] = {2, 3}, as[] = {3, 1},
+                bs[] = {0, 0};
+  auto A = randomVec(6 * M * K, -1, 1, 33);
+  auto B = randomVec(K * N, -1, 1, 34);
+  for (int tb = 0; tb < 2; ++tb) {
+    std::vector<float> C(sz(6 * M * N), kNaN), one(sz(6 * M * N), kNaN);
+    Workspace ws(otck_gemm_bf16_workspace_bytes(6 * M * K, K * N));
+    otck_batched_gemm_bf16(2, shape, as, bs, 0, tb, M, N, K, A.data(), B.data(),
+                           C.data(), ws.data());
+    otck_gemm_bf16(0, tb, 6 * M, N, K, 1.0f, A.data(), B.data(), 0.0f,
+                   one.data(), ws.data());
+    EXPECT_TRUE(sameBits(one, C)) << "transB " << tb;
+  }
+}
+
+TEST(Gemm, BatchedProductsAgainstEachProduct) {
+  // Batch [2, 1, 3]: a shared B (one product of 6 * M rows when A is not
+  // transposed), a batched B, a broadcast A; every transpose. Each product
+  // is checked against its double-precision reference.
+  const int64_t M = 33, N = 70, K = 45, shape[] = {2, 1, 3};
+  struct Layout {
+    int64_t as[3], bs[3], aMatrices, bMatrices;
+  };
+  const Layout layouts[] = {{{3, 7, 1}, {0, 0, 0}, 6, 1},
+                            {{3, 0, 1}, {3, 0, 1}, 6, 6},
+                            {{1, 0, 0}, {3, 5, 1}, 2, 6}};
+  for (const Layout &l : layouts)
+    for (int ta = 0; ta < 2; ++ta)
+      for (int tb = 0; tb < 2; ++tb) {
+        SCOPED_TRACE("as=" + std::to_string(l.as[0]) +
+                     " bs=" + std::to_string(l.bs[0]) +
+                     " ta=" + std::to_string(ta) + " tb=" + std::to_string(tb));
+        auto A = randomVec(l.aMatrices * M * K, -1, 1, 41);
+        auto B = randomVec(l.bMatrices * K * N, -1, 1, 42);
+        std::vector<float> C(sz(6 * M * N), kNaN);
+        otck_batched_gemm_f32(3, shape, l.as, l.bs, ta, tb, M, N, K, A.data(),
+                              B.data(), C.data());
+        for (int64_t i = 0; i < 6; ++i) {
+          const int64_t b0 = i / 3, b2 = i % 3;
+          const float *a = A.data() + (b0 * l.as[0] + b2 * l.as[2]) * M * K;
+          const float *b = B.data() + (b0 * l.bs[0] + b2 * l.bs[2]) * K * N;
+          for (int64_t r = 0; r < M; ++r)
+            for (int64_t c = 0; c < N; ++c) {
+              double acc = 0.0, mag = 0.0;
+              for (int64_t k = 0; k < K; ++k) {
+                double p = double(ta ? a[k * M + r] : a[r * K + k]) *
+                           double(tb ? b[c * K + k] : b[k * N + c]);
+                acc += p;
+                mag += std::fabs(p);
+              }
+              ASSERT_TRUE(near(C[(i * M + r) * N + c], acc, kRtol, 1e-7, mag))
+                  << "product " << i << " at " << r << "," << c;
+            }
+        }
+      }
+}
+
 TEST(Gemm, DegenerateK) {
   // K == 0: C = beta * C; beta == 0 clears NaN.
   std::vector<float> C(6, kNaN);
@@ -851,13 +911,15 @@ double refCrossEntropy(const std::vector<double> &logits,
 
 TEST(Softmax, EveryInstructionSetWritesTheBaselinesBits) {
   // Rows (inner 1) and column blocks (inner 70: a full block and a short
-  // one), softmax and log-softmax, forward and backward.
+  // one), softmax and log-softmax, forward and backward; cross-entropy.
   using otc::kernels::compress::Isa;
   namespace isa = otc::kernels::compress;
   struct Shape {
     int64_t outer, n, inner;
   };
   const Shape shapes[] = {{37, 203, 1}, {3, 29, 70}};
+  // With inner 1 also the cross-entropy over those rows (its probabilities
+  // and its loss, appended to dx).
   auto run = [](const Shape &s, int log, std::vector<float> &y,
                 std::vector<float> &dx) {
     const int64_t total = s.outer * s.n * s.inner;
@@ -868,6 +930,17 @@ TEST(Softmax, EveryInstructionSetWritesTheBaselinesBits) {
     otck_softmax_f32(s.outer, s.n, s.inner, x.data(), y.data(), log);
     otck_softmax_grad_f32(s.outer, s.n, s.inner, y.data(), dy.data(), dx.data(),
                           log);
+    if (s.inner == 1) {
+      std::vector<int64_t> labels(sz(s.outer));
+      for (int64_t i = 0; i < s.outer; ++i)
+        labels[sz(i)] = (i * 7) % s.n;
+      std::vector<float> probs(sz(total)), loss(1);
+      ASSERT_EQ(OTCK_OK,
+                otck_softmax_ce_f32(s.outer, s.n, x.data(), labels.data(),
+                                    probs.data(), loss.data()));
+      dx.insert(dx.end(), probs.begin(), probs.end());
+      dx.push_back(loss[0]);
+    }
   };
   int variants = 0;
   for (Isa v : {Isa::Avx2, Isa::Avx512}) {

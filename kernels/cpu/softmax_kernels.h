@@ -1,4 +1,4 @@
-//===- softmax_kernels.h - Softmax and log-softmax --------------*- C++ -*-===//
+//===- softmax_kernels.h - Softmax, log-softmax, cross-entropy --*- C++ -*-===//
 //
 // Internal to the kernel library, included once per instruction set
 // (softmax.cpp: baseline, and the C API; kernels_avx2.cpp,
@@ -178,7 +178,43 @@ void forColumnBlocks(int64_t outer, int64_t n, int64_t inner, Fn fn) {
       1);
 }
 
+/// Writes softmax(x) to p and returns -log softmax(x)[label]. p may alias x.
+double crossEntropyRow(const float *x, float *p, int64_t c, int64_t label) {
+  const float xLabel = x[label];
+  const float m = rowMax(x, c);
+  // The loss's sum in double: a confident row's s is 1 + a little, which a
+  // float holds only to 1.2e-7, the size of the loss itself near 0.
+  float s[kSumLanes] = {};
+  double sd[kSumLanes] = {};
+  forEachLane(0, c, [&](int64_t i, int64_t l) {
+    float e = vexp(x[i] - m);
+    p[i] = e;
+    s[l] += e;
+    sd[l] += double(e);
+  });
+  const float inv = 1.0f / laneTotal(s);
+#pragma omp simd
+  for (int64_t i = 0; i < c; ++i)
+    p[i] *= inv;
+  // -log(e^(x_l - m) / s) = log(s) - (x_l - m).
+  return std::log(laneTotal(sd)) - (double(xLabel) - double(m));
+}
+
 } // namespace
+
+/// The sum over N rows of C logits of -log softmax(row)[label], each row's
+/// softmax written to probs (otck_softmax_ce_f32, labels checked there);
+/// in fixed chunks, so the sum does not depend on the thread count.
+double crossEntropySum(int64_t N, int64_t C, const float *logits,
+                       const int64_t *labels, float *probs) {
+  return deterministicSum(
+      N, C, kParallelGrainHeavy, [&](int64_t begin, int64_t end) {
+        double s = 0.0;
+        for (int64_t i = begin; i < end; ++i)
+          s += crossEntropyRow(logits + i * C, probs + i * C, C, labels[i]);
+        return s;
+      });
+}
 
 void softmax(int64_t outer, int64_t n, int64_t inner, const float *x, float *y,
              int log_softmax) {

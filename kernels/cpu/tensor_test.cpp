@@ -1408,6 +1408,8 @@ const BcastCase kBcastCases[] = {
     {{4, 1, 6}, {1, 1, 6}, {4, 1, 1}, {6}},
     {{2, 0, 3}, {3}, {2, 1, 3}, {1}},
     {{300, 257}, {257}, {300, 1}, {300, 257}},
+    // An attention mask over batch and heads, a scalar fill.
+    {{4, 4, 64, 64}, {}, {4, 4, 64, 64}, {64, 64}},
 };
 
 TEST(Where, BroadcastAndElementSizes) {

@@ -337,6 +337,11 @@ otckd_batched_gemm_f32(int batch_rank, const int64_t *batch_shape,
     scaleC(count * M * N, 0.0f, C);
     return;
   }
+  if (otc::kernels::batchFoldsIntoRows(batch_rank, batch_shape, a_strides,
+                                       b_strides, transA)) {
+    otckd_gemm_f32(0, transB, count * M, N, K, 1.0f, A, B, 0.0f, C);
+    return;
+  }
   batchedGemm(batch_rank, batch_shape, a_strides, b_strides, transA, transB, M,
               N, K, A, B, C,
               "otckd_batched_gemm_f32: cublasSgemmStridedBatched");
@@ -370,6 +375,11 @@ extern "C" void otckd_batched_gemm_bf16(
   if (count <= 0 || M <= 0 || N <= 0 || K <= 0 || !workspace) {
     otckd_batched_gemm_f32(batch_rank, batch_shape, a_strides, b_strides,
                            transA, transB, M, N, K, A, B, C);
+    return;
+  }
+  if (otc::kernels::batchFoldsIntoRows(batch_rank, batch_shape, a_strides,
+                                       b_strides, transA)) {
+    otckd_gemm_bf16(0, transB, count * M, N, K, 1.0f, A, B, 0.0f, C, workspace);
     return;
   }
   auto *Ab = static_cast<__nv_bfloat16 *>(workspace);

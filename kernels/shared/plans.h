@@ -195,6 +195,27 @@ inline BatchSpan batchSpan(int rank, const int64_t *shape,
   return b;
 }
 
+/// Whether a batched product is one product of count * M rows: B is shared
+/// by every product (broadcast on each batch dimension), A is not
+/// transposed and its matrices lie one after the other in batch order (as
+/// C's do). A Linear layer over [batch, tokens, features] is such a product;
+/// as one GEMM it runs at the throughput of its whole size.
+inline bool batchFoldsIntoRows(int rank, const int64_t *shape,
+                               const int64_t *aStrides, const int64_t *bStrides,
+                               int transA) {
+  if (transA)
+    return false;
+  int64_t contiguous = 1;
+  for (int d = rank - 1; d >= 0; --d) {
+    if (shape[d] == 1)
+      continue;
+    if (bStrides[d] != 0 || aStrides[d] != contiguous)
+      return false;
+    contiguous *= shape[d];
+  }
+  return true;
+}
+
 /// A pooling's geometry.
 struct PoolGeom : Window3 {
   int64_t planes; ///< batch * channels

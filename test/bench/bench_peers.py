@@ -23,6 +23,9 @@
 #   ort       onnxruntime-training-cpu: Module.train_step + Optimizer.step
 #             (AdamW artifacts) with intra-op threads = the thread count
 #
+# OTC runs twice: in float32 and with --precision bf16 (matrix products and
+# convolutions on bfloat16 operands; the peers stay in float32).
+#
 # Per model and thread count: the step time (mean over --steps after
 # --warmup, best of --repeat), each peer's ratio OTC / peer (< 1: OTC faster),
 # the peak memory (OTC: the memory plan's peak; a peer: its peak resident
@@ -74,6 +77,7 @@ TARGETS = {"mlp": {"eager": 0.5, "compile": 0.8, "ort": 0.5},
            "cnn": {"eager": 0.7, "compile": 0.9, "ort": 0.7}}
 MEMORY_TARGET = 0.7       # OTC's peak / the smallest peer's
 CEILING_TARGET = 0.6      # ResNet-18's achieved / sgemm ceiling
+BF16_CEILING_FACTOR = 1.6  # ... and with --precision bf16, this times more
 
 
 def build(name):
@@ -333,35 +337,43 @@ def prepare(a, name, work):
                       input_names=["input"], output_names=["logits"],
                       training=torch.onnx.TrainingMode.TRAINING,
                       do_constant_folding=False, opset_version=opset)
-    program = os.path.join(work, "train")
     report = os.path.join(work, "report.json")
-    t0 = time.perf_counter()
-    p = subprocess.run(
-        [os.path.join(a.build_dir, "bin", "otc-compile"), onnx_path, "-o",
-         program, "--optimizer", "adamw", "--lr", str(OPT["lr"]),
-         "--weight-decay", str(OPT["weight_decay"]), "--eps",
-         str(OPT["eps"]), "--batch", str(shape[0]), "--report-json", report],
-        capture_output=True, text=True)
-    compile_s = time.perf_counter() - t0
-    if p.returncode != 0:
-        B.fail("otc-compile failed for %s:\n%s" % (name, p.stderr))
-    with open(report) as f:
-        planned = json.load(f)["ranks"][0]["memory"]["peak"]
+    programs = {}
+    for precision in ("fp32", "bf16"):
+        programs[precision] = os.path.join(
+            work, "train" if precision == "fp32" else "train-" + precision)
+        t0 = time.perf_counter()
+        p = subprocess.run(
+            [os.path.join(a.build_dir, "bin", "otc-compile"), onnx_path, "-o",
+             programs[precision], "--optimizer", "adamw", "--lr",
+             str(OPT["lr"]), "--weight-decay", str(OPT["weight_decay"]),
+             "--eps", str(OPT["eps"]), "--batch", str(shape[0]),
+             "--precision", precision, "--report-json", report],
+            capture_output=True, text=True)
+        if precision == "fp32":
+            compile_s = time.perf_counter() - t0
+            with open(report) as f:
+                planned = json.load(f)["ranks"][0]["memory"]["peak"]
+        if p.returncode != 0:
+            B.fail("otc-compile --precision %s failed for %s:\n%s" %
+                   (precision, name, p.stderr))
     params = 4 * sum(p.numel() for p in model.parameters())
-    return onnx_path, program, dict(batch=list(shape), compile_s=compile_s,
-                                    otc_planned_peak=planned,
-                                    parameter_bytes=params)
+    return onnx_path, programs, dict(batch=list(shape), compile_s=compile_s,
+                                     otc_planned_peak=planned,
+                                     parameter_bytes=params)
 
 
-def measure(a, name, work, onnx_path, program, threads, steps):
+def measure(a, name, work, onnx_path, programs, threads, steps):
     r = {"threads": threads}
-    o_steps, o_rss = [], []
-    for i in range(a.repeat):
-        s, _, rss = B.otc_run(a, program, threads, a.warmup + steps, work,
-                              "r%d" % i)
-        o_steps.append(s)
-        o_rss.append(rss)
-    r["otc"] = {"step_s": B.best(o_steps), "max_rss": B.best_max(o_rss)}
+    for who, precision in (("otc", "fp32"), ("otc_bf16", "bf16")):
+        o_steps, o_rss = [], []
+        for i in range(a.repeat):
+            s, _, rss = B.otc_run(a, programs[precision], threads,
+                                  a.warmup + steps, work,
+                                  "%s-r%d" % (precision, i))
+            o_steps.append(s)
+            o_rss.append(rss)
+        r[who] = {"step_s": B.best(o_steps), "max_rss": B.best_max(o_rss)}
     for peer in a.peers:
         if peer == "ort" and a.ort_failed:
             r[peer] = {"failed": "generate_artifacts (see %s)" %
@@ -476,7 +488,7 @@ def main():
     for name in models:
         work = os.path.join(a.build_dir, "bench", "peers", name)
         print("%s: exporting, compiling ..." % name, flush=True)
-        onnx_path, program, row = prepare(a, name, work)
+        onnx_path, programs, row = prepare(a, name, work)
         fl, _, _ = child(a, name, "flops", 1, 1, work, "flops")
         a.ort_failed = "ort" in a.peers and child(
             a, name, "artifacts", 1, 0, work, "artifacts",
@@ -489,12 +501,12 @@ def main():
         for t in threads:
             print("%s: %d thread(s), %d+%d steps ..." % (name, t, a.warmup,
                                                         steps), flush=True)
-            m = measure(a, name, work, onnx_path, program, t, steps)
+            m = measure(a, name, work, onnx_path, programs, t, steps)
             shapes = [(1024, 1024, 1024)] + ([tuple(gemm)] if gemm else [])
             c = ceiling(a.build_dir, t, shapes)
             m["ceiling_gflops_1024"] = c[0]["gflops"]
             m["ceiling_gflops_largest"] = c[1]["gflops"] if gemm else None
-            for who in ("otc",) + a.peers:
+            for who in ("otc", "otc_bf16") + a.peers:
                 s = m.get(who, {}).get("step_s")
                 if s and row["flops"]:
                     m[who]["gflops"] = row["flops"] / s * 1e-9
@@ -511,9 +523,10 @@ def main():
     print("training step, AdamW; ratio = OTC / peer (< 1: OTC faster), "
           "'ok'/'NO': the issue's target; load average at start %.2f on %d "
           "cores" % (load, os.cpu_count() or 0))
-    print("%-8s %3s %9s %9s %13s %9s %13s %9s %13s %7s %5s" % (
+    print("%-8s %3s %9s %9s %13s %9s %13s %9s %13s %7s %5s %9s %5s" % (
         "model", "thr", "OTC ms", "eager ms", "OTC/eager", "compile",
-        "OTC/compile", "ORT ms", "OTC/ORT", "GFLOP/s", "ceil"))
+        "OTC/compile", "ORT ms", "OTC/ORT", "GFLOP/s", "ceil", "bf16 ms",
+        "ceil"))
     for name, row in rows.items():
         tg = TARGETS[name]
         for m in row["runs"]:
@@ -522,13 +535,17 @@ def main():
                 return (B.ms(v.get("step_s")),
                         fmt_ratio(v.get("otc_ratio"), tg[p]))
             e, c, o = peer("eager"), peer("compile"), peer("ort")
-            print("%-8s %3d %9s %9s %13s %9s %13s %9s %13s %7s %5s" % (
+            h = m["otc_bf16"]
+            print("%-8s %3d %9s %9s %13s %9s %13s %9s %13s %7s %5s %9s %5s" % (
                 name, m["threads"], B.ms(m["otc"]["step_s"]), e[0], e[1],
                 c[0], c[1], o[0], o[1],
                 "%.1f" % m["otc"]["gflops"] if m["otc"].get("gflops")
                 else "-",
                 "%.2f" % m["otc"]["ceiling_fraction"]
-                if m["otc"].get("ceiling_fraction") else "-"))
+                if m["otc"].get("ceiling_fraction") else "-",
+                B.ms(h.get("step_s")),
+                "%.2f" % h["ceiling_fraction"]
+                if h.get("ceiling_fraction") else "-"))
     print()
     print("memory (MiB): OTC planned peak vs each peer's resident growth "
           "from before the model; ratio to the smallest (target <= %.1f)" %
@@ -567,6 +584,16 @@ def main():
                           CEILING_TARGET else "not met"))
                       if name == "resnet18" and
                       m["otc"].get("ceiling_fraction") else ""))
+            h = m["otc_bf16"]
+            if name == "resnet18" and h.get("ceiling_fraction"):
+                want = BF16_CEILING_FACTOR * CEILING_TARGET
+                print("         %d thread(s): --precision bf16 %.1f GFLOP/s = "
+                      "%.2f of the float32 ceiling (target >= %.2f: %s), "
+                      "%.2fx float32's" % (
+                          m["threads"], h["gflops"], h["ceiling_fraction"],
+                          want, "met" if h["ceiling_fraction"] >= want
+                          else "not met",
+                          h["gflops"] / m["otc"]["gflops"]))
     out = a.json or os.path.join(a.build_dir, "bench", "bench_peers.json")
     os.makedirs(os.path.dirname(out), exist_ok=True)
     with open(out, "w") as f:
