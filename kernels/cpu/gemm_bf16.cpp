@@ -2,11 +2,12 @@
 //
 // otck_gemm_bf16 rounds A and B into bfloat16 copies in the caller's
 // workspace, then runs oneDNN's bf16 x bf16 -> f32 matmul (AVX-512 BF16's
-// dot products: about twice sgemm's rate where the CPU has them). The bits
-// must not depend on the thread count, so C is cut into tiles by the shape
-// alone and each tile is one primitive run on one thread, the tiles in
-// parallel. A shape oneDNN serves only with its reference kernel (a CPU
-// without AVX-512) runs otck_gemm_f32 on the float operands instead.
+// dot products: 1.3-1.8x sgemm's rate on large products). The bits must not
+// depend on the thread count, so C is cut into tiles by the shape alone and
+// each tile is one primitive run on one thread, the tiles in parallel. A
+// product with an edge of C under kGemmBf16MinEdge (where bfloat16 would be
+// slower than float), or one oneDNN serves only with its reference kernel
+// (a CPU without AVX-512), runs otck_gemm_f32 on the float operands.
 //
 //===----------------------------------------------------------------------===//
 
@@ -34,10 +35,14 @@ using dnnl::memory;
 using dt = memory::data_type;
 
 /// Products of at most this many multiply-adds run as one tile; larger ones
-/// are cut into tiles of kTileRows x kTileCols of C.
+/// are cut into tiles of kTileRows x kTileCols of C (the float products:
+/// from kFloatWholeMacs on, into kFloatTile square ones, so that a thin or
+/// small C still gives the threads several).
 constexpr int64_t kWholeMacs = int64_t(1) << 21;
 constexpr int64_t kTileRows = 256;
 constexpr int64_t kTileCols = 256;
+constexpr int64_t kFloatTile = 128;
+constexpr int64_t kFloatWholeMacs = int64_t(1) << 19;
 
 /// dst[i] = src[i] rounded to bfloat16 (nearest even, NaN kept quiet).
 void toBf16(int64_t n, const float *src, uint16_t *dst) {
@@ -102,15 +107,73 @@ const Tile &tileFor(int transA, int transB, int64_t M, int64_t N, int64_t K,
   return t;
 }
 
+/// C's tiles: whole up to kWholeMacs multiply-adds, else rows x cols with
+/// short last rows and columns; fixed by the shape alone.
+struct TileGrid {
+  int64_t tm, tn, rows, cols;
+  TileGrid(int64_t M, int64_t N, int64_t K, int64_t tileRows = kTileRows,
+           int64_t tileCols = kTileCols, int64_t wholeMacs = kWholeMacs) {
+    const bool whole = M * N * K <= wholeMacs;
+    tm = whole ? M : std::min(M, tileRows);
+    tn = whole ? N : std::min(N, tileCols);
+    rows = (M + tm - 1) / tm;
+    cols = (N + tn - 1) / tn;
+  }
+};
+
+/// run(i0, j0) for every tile of g (its first row and column), each on one
+/// thread, the tiles in parallel when the product is large enough.
+template <typename Run>
+void forEachTile(const TileGrid &g, int64_t macs, Run run) {
+  const int64_t tiles = g.rows * g.cols;
+  auto one = [&](int64_t tile) {
+    run((tile / g.cols) * g.tm, (tile % g.cols) * g.tn);
+  };
+  if (tiles == 1 || !shouldParallelize(macs, kParallelGrain)) {
+    OmpThreads single(1);
+    for (int64_t tile = 0; tile < tiles; ++tile)
+      one(tile);
+    return;
+  }
+#pragma omp parallel
+  {
+    OmpThreads single(1);
+#pragma omp for schedule(dynamic, 1)
+    for (int64_t tile = 0; tile < tiles; ++tile)
+      one(tile);
+  }
+}
+
+/// C = alpha op(A) op(B) + beta C in float, tile by tile (sgemm on one
+/// thread each): the products below kGemmBf16MinEdge, whose bits must not
+/// depend on the thread count either (oneDNN's threaded sgemm may split
+/// K). With `tiled` false the whole product runs on the calling thread.
+void floatProduct(int transA, int transB, int64_t M, int64_t N, int64_t K,
+                  float alpha, const float *A, const float *B, float beta,
+                  float *C, bool tiled = true) {
+  const int64_t lda = transA ? M : K, ldb = transB ? K : N;
+  auto tile = [&](int64_t i0, int64_t j0, int64_t m, int64_t n) {
+    dnnl_sgemm(transA ? 'T' : 'N', transB ? 'T' : 'N', m, n, K, alpha,
+               A + (transA ? i0 : i0 * K), lda, B + (transB ? j0 * K : j0), ldb,
+               beta, C + i0 * N + j0, N);
+  };
+  if (!tiled) {
+    OmpThreads single(1);
+    return tile(0, 0, M, N);
+  }
+  const TileGrid g(M, N, K, kFloatTile, kFloatTile, kFloatWholeMacs);
+  forEachTile(g, M * N * K, [&](int64_t i0, int64_t j0) {
+    tile(i0, j0, std::min(g.tm, M - i0), std::min(g.tn, N - j0));
+  });
+}
+
 /// C = alpha op(A) op(B) + beta C from bfloat16 copies Ab, Bb (the caller's
 /// layouts); false when oneDNN cannot, with C untouched, or failed midway.
 bool productBf16(int transA, int transB, int64_t M, int64_t N, int64_t K,
                  float alpha, const uint16_t *Ab, const uint16_t *Bb,
                  float beta, float *C) {
-  const bool whole = M * N * K <= kWholeMacs;
-  const int64_t tm = whole ? M : std::min(M, kTileRows);
-  const int64_t tn = whole ? N : std::min(N, kTileCols);
-  const int64_t rows = (M + tm - 1) / tm, cols = (N + tn - 1) / tn;
+  const TileGrid g(M, N, K);
+  const int64_t tm = g.tm, tn = g.tn, rows = g.rows, cols = g.cols;
   // Tiles: full, short last row, short last column, both.
   const Tile *variants[2][2] = {};
   for (int r = 0; r < 2; ++r)
@@ -124,9 +187,7 @@ bool productBf16(int transA, int transB, int64_t M, int64_t N, int64_t K,
         return false;
     }
   std::atomic<bool> failed{false};
-  auto run = [&](int64_t tile) {
-    const int64_t i = tile / cols, j = tile % cols;
-    const int64_t i0 = i * tm, j0 = j * tn;
+  forEachTile(g, M * N * K, [&](int64_t i0, int64_t j0) {
     const bool shortRow = M - i0 < tm, shortCol = N - j0 < tn;
     const Tile &t = *variants[shortRow][shortCol];
     try {
@@ -146,21 +207,7 @@ bool productBf16(int transA, int transB, int64_t M, int64_t N, int64_t K,
     } catch (...) {
       failed = true;
     }
-  };
-  const int64_t tiles = rows * cols;
-  if (tiles == 1 || !shouldParallelize(M * N * K, kParallelGrain)) {
-    OmpThreads one(1);
-    for (int64_t tile = 0; tile < tiles; ++tile)
-      run(tile);
-    return !failed;
-  }
-#pragma omp parallel
-  {
-    OmpThreads one(1);
-#pragma omp for schedule(dynamic, 1)
-    for (int64_t tile = 0; tile < tiles; ++tile)
-      run(tile);
-  }
+  });
   return !failed;
 }
 
@@ -174,13 +221,15 @@ extern "C" void otck_gemm_bf16(int transA, int transB, int64_t M, int64_t N,
     otck_gemm_f32(transA, transB, M, N, K, alpha, A, B, beta, C);
     return;
   }
+  if (M < kGemmBf16MinEdge || N < kGemmBf16MinEdge)
+    return floatProduct(transA, transB, M, N, K, alpha, A, B, beta, C);
   auto *Ab = static_cast<uint16_t *>(workspace);
   auto *Bb = reinterpret_cast<uint16_t *>(static_cast<char *>(workspace) +
                                           bf16CopyBytes(M * K));
   toBf16(M * K, A, Ab);
   toBf16(K * N, B, Bb);
   if (!productBf16(transA, transB, M, N, K, alpha, Ab, Bb, beta, C))
-    otck_gemm_f32(transA, transB, M, N, K, alpha, A, B, beta, C);
+    floatProduct(transA, transB, M, N, K, alpha, A, B, beta, C);
 }
 
 extern "C" void otck_batched_gemm_bf16(
@@ -191,22 +240,14 @@ extern "C" void otck_batched_gemm_bf16(
     return;
   const auto [count, aMatrices, bMatrices] =
       batchSpan(batch_rank, batch_shape, a_strides, b_strides);
-  auto floats = [&] {
-    otck_batched_gemm_f32(batch_rank, batch_shape, a_strides, b_strides, transA,
-                          transB, M, N, K, A, B, C);
-  };
   if (count <= 0 || M <= 0 || N <= 0 || K <= 0 || !workspace)
-    return floats();
+    return otck_batched_gemm_f32(batch_rank, batch_shape, a_strides, b_strides,
+                                 transA, transB, M, N, K, A, B, C);
   // Its workspace holds A's count * M * K and B's K * N elements, laid out
   // as the one product's.
   if (batchFoldsIntoRows(batch_rank, batch_shape, a_strides, b_strides, transA))
     return otck_gemm_bf16(0, transB, count * M, N, K, 1.0f, A, B, 0.0f, C,
                           workspace);
-  auto *Ab = static_cast<uint16_t *>(workspace);
-  auto *Bb = reinterpret_cast<uint16_t *>(static_cast<char *>(workspace) +
-                                          bf16CopyBytes(aMatrices * M * K));
-  toBf16(aMatrices * M * K, A, Ab);
-  toBf16(bMatrices * K * N, B, Bb);
   auto offsets = [&](int64_t i) {
     int64_t aOff = 0, bOff = 0;
     for (int d = batch_rank - 1; d >= 0; --d) {
@@ -220,9 +261,24 @@ extern "C" void otck_batched_gemm_bf16(
   // Many small products: one per thread, each whole; few large ones: one
   // after the other, each cut into tiles run in parallel. Either way each
   // product's bits depend on its shape only.
-  std::atomic<bool> failed{false};
   const bool perThread =
       count >= omp_get_max_threads() && M * N * K <= kWholeMacs;
+  auto floats = [&] {
+#pragma omp parallel for schedule(static) if (perThread && count > 1)
+    for (int64_t i = 0; i < count; ++i) {
+      auto [aOff, bOff] = offsets(i);
+      floatProduct(transA, transB, M, N, K, 1.0f, A + aOff, B + bOff, 0.0f,
+                   C + i * M * N, /*tiled=*/!perThread);
+    }
+  };
+  if (M < kGemmBf16MinEdge || N < kGemmBf16MinEdge)
+    return floats();
+  auto *Ab = static_cast<uint16_t *>(workspace);
+  auto *Bb = reinterpret_cast<uint16_t *>(static_cast<char *>(workspace) +
+                                          bf16CopyBytes(aMatrices * M * K));
+  toBf16(aMatrices * M * K, A, Ab);
+  toBf16(bMatrices * K * N, B, Bb);
+  std::atomic<bool> failed{false};
 #pragma omp parallel for schedule(static) if (perThread && count > 1)
   for (int64_t i = 0; i < count; ++i) {
     if (failed.load(std::memory_order_relaxed))

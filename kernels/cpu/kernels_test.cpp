@@ -12,6 +12,7 @@
 
 #include "compress_isa.h"
 #include "kernels_test_util.h"
+#include "plans.h"
 
 #include <gtest/gtest.h>
 #include <omp.h>
@@ -174,7 +175,12 @@ void checkGemmBf16(int tA, int tB, GemmCase c, float alpha, float beta) {
       worstFloat =
           std::max(worstFloat, std::fabs(got - (alpha * exact + c0)) / scale);
     }
-  if (cpuHasBf16()) {
+  if (c.M < otc::kernels::kGemmBf16MinEdge ||
+      c.N < otc::kernels::kGemmBf16MinEdge) {
+    // Below the edge where bfloat16 pays: the float product.
+    EXPECT_LT(worstFloat, 1e-5) << "not the float product";
+    EXPECT_GT(worstRounded, 1e-4) << "the operands were rounded";
+  } else if (cpuHasBf16()) {
     EXPECT_LT(worstRounded, 1e-5) << "not the rounded operands' product";
     EXPECT_GT(worstFloat, 1e-4) << "the operands were not rounded";
   } else {
@@ -183,10 +189,11 @@ void checkGemmBf16(int tA, int tB, GemmCase c, float alpha, float beta) {
 }
 
 TEST(GemmBf16, AllTransposesAgainstRoundedOperands) {
-  // Small (one tile), and large enough to be cut into tiles with short
-  // last rows and columns.
+  // Below the edge (float), one tile at the edge, and large enough to be
+  // cut into tiles with short last rows and columns.
   for (GemmCase c :
-       {GemmCase{7, 9, 33}, GemmCase{64, 80, 784}, GemmCase{300, 600, 40}})
+       {GemmCase{7, 9, 33}, GemmCase{64, 80, 784}, GemmCase{191, 400, 30},
+        GemmCase{192, 200, 50}, GemmCase{300, 600, 40}})
     for (int tA = 0; tA < 2; ++tA)
       for (int tB = 0; tB < 2; ++tB) {
         checkGemmBf16(tA, tB, c, 1.0f, 0.0f);

@@ -48,8 +48,9 @@ void otck_batched_gemm_f32(int batch_rank, const int64_t *batch_shape,
  * convolutions whose descriptor says OTCK_COMPUTE_BF16, round their two
  * operands to bfloat16 (nearest even) and sum the products in float; C and
  * every other tensor stay float. Where the CPU has no bfloat16 kernel for a
- * shape (oneDNN offers only its reference one: no AVX-512), they compute in
- * float instead. */
+ * shape (oneDNN offers only its reference one: no AVX-512), and on the CPU
+ * for products whose C has an edge under 192 (where bfloat16 is slower
+ * than float), they compute in float instead. */
 #define OTCK_COMPUTE_F32 0
 #define OTCK_COMPUTE_BF16 1
 
