@@ -98,9 +98,11 @@ LogicalResult MatMulOp::buildGradients(OpBuilder &b,
       // [batch, tokens, features]): its gradient is one product over all
       // rows, dB = A^T dY (or dY^T A), not a batch of products summed.
       auto rows = [&](Value v, RankedTensorType t) -> Value {
-        int64_t cols = t.getShape().back();
-        return b.create<ReshapeOp>(
-            loc, t.clone({t.getNumElements() / cols, cols}), v);
+        int64_t count = 1;
+        for (int64_t d : t.getShape().drop_back())
+          count *= d;
+        return b.create<ReshapeOp>(loc, t.clone({count, t.getShape().back()}),
+                                   v);
       };
       Value a2 = rows(getA(), aType), dy2 = rows(dy, dyType);
       FloatAttr one = b.getF32FloatAttr(1.0f);

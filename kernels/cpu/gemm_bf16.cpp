@@ -7,7 +7,8 @@
 // each tile is one primitive run on one thread, the tiles in parallel. A
 // product with an edge of C under kGemmBf16MinEdge (where bfloat16 would be
 // slower than float), or one oneDNN serves only with its reference kernel
-// (a CPU without AVX-512), runs otck_gemm_f32 on the float operands.
+// (a CPU without AVX-512), runs sgemm on the float operands, on fixed
+// tiles of C likewise.
 //
 //===----------------------------------------------------------------------===//
 
@@ -144,34 +145,37 @@ void forEachTile(const TileGrid &g, int64_t macs, Run run) {
   }
 }
 
+/// Rows [i0, i0 + m) x columns [j0, j0 + n) of C = alpha op(A) op(B) +
+/// beta C in float, an sgemm on the calling thread's OpenMP settings.
+void floatTile(int transA, int transB, int64_t M, int64_t N, int64_t K,
+               float alpha, const float *A, const float *B, float beta,
+               float *C, int64_t i0, int64_t j0, int64_t m, int64_t n) {
+  dnnl_sgemm(transA ? 'T' : 'N', transB ? 'T' : 'N', m, n, K, alpha,
+             A + (transA ? i0 : i0 * K), transA ? M : K,
+             B + (transB ? j0 * K : j0), transB ? K : N, beta, C + i0 * N + j0,
+             N);
+}
+
 /// C = alpha op(A) op(B) + beta C in float, tile by tile (sgemm on one
 /// thread each): the products below kGemmBf16MinEdge, whose bits must not
 /// depend on the thread count either (oneDNN's threaded sgemm may split
-/// K). With `tiled` false the whole product runs on the calling thread.
+/// K). Inside a parallel region the tiles run one after the other.
 void floatProduct(int transA, int transB, int64_t M, int64_t N, int64_t K,
                   float alpha, const float *A, const float *B, float beta,
-                  float *C, bool tiled = true) {
-  const int64_t lda = transA ? M : K, ldb = transB ? K : N;
-  auto tile = [&](int64_t i0, int64_t j0, int64_t m, int64_t n) {
-    dnnl_sgemm(transA ? 'T' : 'N', transB ? 'T' : 'N', m, n, K, alpha,
-               A + (transA ? i0 : i0 * K), lda, B + (transB ? j0 * K : j0), ldb,
-               beta, C + i0 * N + j0, N);
-  };
-  if (!tiled) {
-    OmpThreads single(1);
-    return tile(0, 0, M, N);
-  }
+                  float *C) {
   const TileGrid g(M, N, K, kFloatTile, kFloatTile, kFloatWholeMacs);
   forEachTile(g, M * N * K, [&](int64_t i0, int64_t j0) {
-    tile(i0, j0, std::min(g.tm, M - i0), std::min(g.tn, N - j0));
+    floatTile(transA, transB, M, N, K, alpha, A, B, beta, C, i0, j0,
+              std::min(g.tm, M - i0), std::min(g.tn, N - j0));
   });
 }
 
-/// C = alpha op(A) op(B) + beta C from bfloat16 copies Ab, Bb (the caller's
-/// layouts); false when oneDNN cannot, with C untouched, or failed midway.
+/// C = alpha op(A) op(B) + beta C from bfloat16 copies Ab, Bb of A, B (the
+/// caller's layouts); false, with C untouched, when oneDNN has no kernel
+/// for a tile shape. A tile whose run fails is computed in float from A, B.
 bool productBf16(int transA, int transB, int64_t M, int64_t N, int64_t K,
-                 float alpha, const uint16_t *Ab, const uint16_t *Bb,
-                 float beta, float *C) {
+                 float alpha, const float *A, const float *B,
+                 const uint16_t *Ab, const uint16_t *Bb, float beta, float *C) {
   const TileGrid g(M, N, K);
   const int64_t tm = g.tm, tn = g.tn, rows = g.rows, cols = g.cols;
   // Tiles: full, short last row, short last column, both.
@@ -186,7 +190,6 @@ bool productBf16(int transA, int transB, int64_t M, int64_t N, int64_t K,
       if (!variants[r][c]->ok)
         return false;
     }
-  std::atomic<bool> failed{false};
   forEachTile(g, M * N * K, [&](int64_t i0, int64_t j0) {
     const bool shortRow = M - i0 < tm, shortCol = N - j0 < tn;
     const Tile &t = *variants[shortRow][shortCol];
@@ -205,10 +208,12 @@ bool productBf16(int transA, int transB, int64_t M, int64_t N, int64_t K,
                       {DNNL_ARG_DST, at(t.c, C + i0 * N + j0)},
                       {DNNL_ARG_SCRATCHPAD, at(t.scratchpad, scratch.data())}});
     } catch (...) {
-      failed = true;
+      // Before it wrote C (oneDNN checks its arguments first).
+      floatTile(transA, transB, M, N, K, alpha, A, B, beta, C, i0, j0,
+                shortRow ? M - i0 : tm, shortCol ? N - j0 : tn);
     }
   });
-  return !failed;
+  return true;
 }
 
 } // namespace
@@ -228,7 +233,7 @@ extern "C" void otck_gemm_bf16(int transA, int transB, int64_t M, int64_t N,
                                           bf16CopyBytes(M * K));
   toBf16(M * K, A, Ab);
   toBf16(K * N, B, Bb);
-  if (!productBf16(transA, transB, M, N, K, alpha, Ab, Bb, beta, C))
+  if (!productBf16(transA, transB, M, N, K, alpha, A, B, Ab, Bb, beta, C))
     floatProduct(transA, transB, M, N, K, alpha, A, B, beta, C);
 }
 
@@ -268,7 +273,7 @@ extern "C" void otck_batched_gemm_bf16(
     for (int64_t i = 0; i < count; ++i) {
       auto [aOff, bOff] = offsets(i);
       floatProduct(transA, transB, M, N, K, 1.0f, A + aOff, B + bOff, 0.0f,
-                   C + i * M * N, /*tiled=*/!perThread);
+                   C + i * M * N);
     }
   };
   if (M < kGemmBf16MinEdge || N < kGemmBf16MinEdge)
@@ -284,8 +289,8 @@ extern "C" void otck_batched_gemm_bf16(
     if (failed.load(std::memory_order_relaxed))
       continue;
     auto [aOff, bOff] = offsets(i);
-    if (!productBf16(transA, transB, M, N, K, 1.0f, Ab + aOff, Bb + bOff, 0.0f,
-                     C + i * M * N))
+    if (!productBf16(transA, transB, M, N, K, 1.0f, A + aOff, B + bOff,
+                     Ab + aOff, Bb + bOff, 0.0f, C + i * M * N))
       failed = true;
   }
   if (failed)

@@ -269,11 +269,11 @@ void whereTyped(const BcastPlan &p, const uint8_t *c, const T *a, const T *b,
         o[i] = cr[i * sc] ? ar[i * sa] : br[i * sb];
       return;
     }
+    // Both operands are read before the select: a conditional load would
+    // keep the loop scalar.
     withUnitOrZero(sc, [&](auto kc) {
       withUnitOrZero(sa, [&](auto ka) {
         withUnitOrZero(sb, [&](auto kb) {
-        // Both read before the select: a conditional load would keep
-        // the loop scalar.
 #pragma omp simd
           for (int64_t i = 0; i < len; ++i) {
             const T av = ar[i * ka], bv = br[i * kb];

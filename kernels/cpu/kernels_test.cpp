@@ -241,29 +241,35 @@ TEST(GemmBf16, NonFiniteOperandsPropagate) {
 
 TEST(GemmBf16, BatchedEqualsEachProduct) {
   // Batch [2, 3] with A broadcast along the second dimension: every product
-  // has the bits of otck_gemm_bf16 on its own matrices.
-  const int64_t M = 40, N = 70, K = 90, shape[] = {2, 3}, as[] = {1, 0},
-                bs[] = {3, 1};
-  auto A = randomVec(2 * M * K, -1, 1, 31);
-  auto B = randomVec(6 * K * N, -1, 1, 32);
-  std::vector<float> C(sz(6 * M * N), kNaN);
-  Workspace ws(otck_gemm_bf16_workspace_bytes(2 * M * K, 6 * K * N));
-  otck_batched_gemm_bf16(2, shape, as, bs, 0, 1, M, N, K, A.data(), B.data(),
-                         C.data(), ws.data());
-  for (int64_t i = 0; i < 6; ++i) {
-    std::vector<float> one(sz(M * N), kNaN),
-        got(C.begin() + i * M * N, C.begin() + (i + 1) * M * N);
-    Workspace w1(otck_gemm_bf16_workspace_bytes(M * K, K * N));
-    otck_gemm_bf16(0, 1, M, N, K, 1.0f, A.data() + (i / 3) * M * K,
-                   B.data() + i * K * N, 0.0f, one.data(), w1.data());
-    EXPECT_TRUE(sameBits(one, got)) << "product " << i;
+  // has the bits of otck_gemm_bf16 on its own matrices; products below the
+  // bfloat16 edge (float) and from it on (the rounded copies).
+  const int64_t K = 90, shape[] = {2, 3}, as[] = {1, 0}, bs[] = {3, 1};
+  for (auto [M, N] : {std::pair<int64_t, int64_t>{40, 70}, {200, 210}}) {
+    SCOPED_TRACE("M " + std::to_string(M) + " N " + std::to_string(N));
+    auto A = randomVec(2 * M * K, -1, 1, 31);
+    auto B = randomVec(6 * K * N, -1, 1, 32);
+    std::vector<float> C(sz(6 * M * N), kNaN);
+    Workspace ws(otck_gemm_bf16_workspace_bytes(2 * M * K, 6 * K * N));
+    otck_batched_gemm_bf16(2, shape, as, bs, 0, 1, M, N, K, A.data(), B.data(),
+                           C.data(), ws.data());
+    EXPECT_TRUE(ws.guardIntact()) << "workspace overrun";
+    for (int64_t i = 0; i < 6; ++i) {
+      std::vector<float> one(sz(M * N), kNaN),
+          got(C.begin() + i * M * N, C.begin() + (i + 1) * M * N);
+      Workspace w1(otck_gemm_bf16_workspace_bytes(M * K, K * N));
+      otck_gemm_bf16(0, 1, M, N, K, 1.0f, A.data() + (i / 3) * M * K,
+                     B.data() + i * K * N, 0.0f, one.data(), w1.data());
+      EXPECT_TRUE(sameBits(one, got)) << "product " << i;
+    }
   }
 }
 
 TEST(GemmBf16, BatchedSharedMatrixIsOneProduct) {
   // A batch [2, 3] of products with one B is the product of all 6 * M rows:
-  // the bits of otck_gemm_bf16 on them, in the same workspace layout.
-  const int64_t M = 40, N = 70, K = 90, shape[] = {2, 3}, as[] = {3, 1},
+  // the bits of otck_gemm_bf16 on them, in the same workspace layout. With
+  // 6 * M >= 192 > M, only the one product rounds (on a CPU with bfloat16
+  // kernels): the products one by one would be float ones.
+  const int64_t M = 40, N = 200, K = 90, shape[] = {2, 3}, as[] = {3, 1},
                 bs[] = {0, 0};
   auto A = randomVec(6 * M * K, -1, 1, 33);
   auto B = randomVec(K * N, -1, 1, 34);
@@ -272,6 +278,7 @@ TEST(GemmBf16, BatchedSharedMatrixIsOneProduct) {
     Workspace ws(otck_gemm_bf16_workspace_bytes(6 * M * K, K * N));
     otck_batched_gemm_bf16(2, shape, as, bs, 0, tb, M, N, K, A.data(), B.data(),
                            C.data(), ws.data());
+    EXPECT_TRUE(ws.guardIntact()) << "workspace overrun";
     otck_gemm_bf16(0, tb, 6 * M, N, K, 1.0f, A.data(), B.data(), 0.0f,
                    one.data(), ws.data());
     EXPECT_TRUE(sameBits(one, C)) << "transB " << tb;
@@ -279,14 +286,17 @@ TEST(GemmBf16, BatchedSharedMatrixIsOneProduct) {
 }
 
 TEST(Gemm, BatchedProductsAgainstEachProduct) {
-  // Batch [2, 1, 3]: a shared B (one product of 6 * M rows when A is not
-  // transposed), a batched B, a broadcast A; every transpose. Each product
-  // is checked against its double-precision reference.
+  // Batch [2, 1, 3], every transpose; each product is checked against its
+  // double-precision reference.
   const int64_t M = 33, N = 70, K = 45, shape[] = {2, 1, 3};
   struct Layout {
     int64_t as[3], bs[3], aMatrices, bMatrices;
   };
+  // Shared B with A in batch order (one product), A's matrices permuted and
+  // A broadcast (no fold), both batched, B batched with A broadcast.
   const Layout layouts[] = {{{3, 7, 1}, {0, 0, 0}, 6, 1},
+                            {{1, 7, 2}, {0, 0, 0}, 6, 1},
+                            {{0, 7, 1}, {0, 0, 0}, 3, 1},
                             {{3, 0, 1}, {3, 0, 1}, 6, 6},
                             {{1, 0, 0}, {3, 5, 1}, 2, 6}};
   for (const Layout &l : layouts)

@@ -350,13 +350,13 @@ def prepare(a, name, work):
              "--eps", str(OPT["eps"]), "--batch", str(shape[0]),
              "--precision", precision, "--report-json", report],
             capture_output=True, text=True)
+        if p.returncode != 0:
+            B.fail("otc-compile --precision %s failed for %s:\n%s" %
+                   (precision, name, p.stderr))
         if precision == "fp32":
             compile_s = time.perf_counter() - t0
             with open(report) as f:
                 planned = json.load(f)["ranks"][0]["memory"]["peak"]
-        if p.returncode != 0:
-            B.fail("otc-compile --precision %s failed for %s:\n%s" %
-                   (precision, name, p.stderr))
     params = 4 * sum(p.numel() for p in model.parameters())
     return onnx_path, programs, dict(batch=list(shape), compile_s=compile_s,
                                      otc_planned_peak=planned,
@@ -585,7 +585,8 @@ def main():
                       if name == "resnet18" and
                       m["otc"].get("ceiling_fraction") else ""))
             h = m["otc_bf16"]
-            if name == "resnet18" and h.get("ceiling_fraction"):
+            if (name == "resnet18" and h.get("ceiling_fraction") and
+                    m["otc"].get("gflops")):
                 want = BF16_CEILING_FACTOR * CEILING_TARGET
                 print("         %d thread(s): --precision bf16 %.1f GFLOP/s = "
                       "%.2f of the float32 ceiling (target >= %.2f: %s), "
