@@ -17,7 +17,6 @@
 #include <dnnl.h>
 
 #include <algorithm>
-#include <utility>
 
 using namespace otc::kernels;
 
@@ -96,9 +95,8 @@ otck_batched_gemm_f32(int batch_rank, const int64_t *batch_shape,
                       const float *A, const float *B, float *C) {
   if (batch_rank < 0 || batch_rank > OTCK_MAX_RANK)
     return;
-  int64_t count = 1;
-  for (int d = 0; d < batch_rank; ++d)
-    count *= batch_shape[d];
+  const int64_t count =
+      batchSpan(batch_rank, batch_shape, a_strides, b_strides).count;
   if (count <= 0)
     return;
   if (batchFoldsIntoRows(batch_rank, batch_shape, a_strides, b_strides,
@@ -106,22 +104,13 @@ otck_batched_gemm_f32(int batch_rank, const int64_t *batch_shape,
     otck_gemm_f32(0, transB, count * M, N, K, 1.0f, A, B, 0.0f, C);
     return;
   }
-  auto one = [&](int64_t i) {
-    int64_t aOff = 0, bOff = 0;
-    for (int d = batch_rank - 1; d >= 0; --d) {
-      int64_t idx = i % batch_shape[d];
-      i /= batch_shape[d];
-      aOff += idx * a_strides[d];
-      bOff += idx * b_strides[d];
-    }
-    return std::pair<int64_t, int64_t>(aOff, bOff);
-  };
   // Many small products: one per thread (each GEMM then runs on one
   // thread); few large ones: one after the other, each threaded.
   bool perThread = count >= omp_get_max_threads() && M * N * K < (1 << 22);
 #pragma omp parallel for schedule(static) if (perThread && count > 1)
   for (int64_t i = 0; i < count; ++i) {
-    auto [aOff, bOff] = one(i);
+    int64_t aOff, bOff;
+    batchOffsets(batch_rank, batch_shape, a_strides, b_strides, i, aOff, bOff);
     otck_gemm_f32(transA, transB, M, N, K, 1.0f, A + aOff * M * K,
                   B + bOff * K * N, 0.0f, C + i * M * N);
   }

@@ -253,14 +253,10 @@ extern "C" void otck_batched_gemm_bf16(
   if (batchFoldsIntoRows(batch_rank, batch_shape, a_strides, b_strides, transA))
     return otck_gemm_bf16(0, transB, count * M, N, K, 1.0f, A, B, 0.0f, C,
                           workspace);
+  // Element offsets of product i's A and B.
   auto offsets = [&](int64_t i) {
-    int64_t aOff = 0, bOff = 0;
-    for (int d = batch_rank - 1; d >= 0; --d) {
-      const int64_t idx = i % batch_shape[d];
-      i /= batch_shape[d];
-      aOff += idx * a_strides[d];
-      bOff += idx * b_strides[d];
-    }
+    int64_t aOff, bOff;
+    batchOffsets(batch_rank, batch_shape, a_strides, b_strides, i, aOff, bOff);
     return std::pair<int64_t, int64_t>(aOff * M * K, bOff * K * N);
   };
   // Many small products: one per thread, each whole; few large ones: one

@@ -203,6 +203,20 @@ inline BatchSpan batchSpan(int rank, const int64_t *shape,
   return b;
 }
 
+/// The first matrix of A and of B (in matrices) that product i of a batch
+/// reads: its row-major batch index times each operand's strides.
+inline void batchOffsets(int rank, const int64_t *shape,
+                         const int64_t *aStrides, const int64_t *bStrides,
+                         int64_t i, int64_t &aOff, int64_t &bOff) {
+  aOff = bOff = 0;
+  for (int d = rank - 1; d >= 0; --d) {
+    const int64_t idx = i % shape[d];
+    i /= shape[d];
+    aOff += idx * aStrides[d];
+    bOff += idx * bStrides[d];
+  }
+}
+
 /// Whether a batched product is one product of count * M rows: B is shared
 /// by every product (broadcast on each batch dimension), A is not
 /// transposed and its matrices lie one after the other in batch order (as
