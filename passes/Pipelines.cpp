@@ -138,7 +138,8 @@ void TrainingPipelineOptions::bind(OptionBinder &b) {
          "With compress and optimizer momentum, adam or adamw: compress each "
          "rank's accumulated momentum instead of its gradient, zeroing it "
          "where it was sent (DGC's momentum correction and momentum-factor "
-         "masking; Nesterov's sends the look-ahead); adam/adamw keep their "
+         "masking) and sending with it the tail m/(1-m) that momentum would "
+         "still add (Nesterov: base the gradient); adam/adamw keep their "
          "first moment (beta1) there and update with beta1 0 on its "
          "average. The default with topk, topk-int8 and randomk (not with "
          "clipping or SDP): plain error feedback loses accuracy under "
@@ -219,6 +220,12 @@ TrainingPipelineOptions::conflicts(llvm::function_ref<bool(StringRef)> given,
            training.optimizer +
            " keeps the first moment in the compressed exchange "
            "(momentum-factor masking)";
+  const double firstMoment = adam ? training.beta1 : training.momentum;
+  if (corrected && !noFactorMasking &&
+      !(firstMoment >= 0.0 && firstMoment < 1.0))
+    return f("momentum-correction") + " sends each velocity with its tail " +
+           "m/(1-m): it needs " + f(adam ? "beta1" : "momentum") +
+           " in [0, 1), not " + std::to_string(firstMoment);
   if (given("powersgd-rank") && compress != "powersgd")
     return f("powersgd-rank") + " needs " + f("compress") + " powersgd";
   if (compress == "powersgd" && compression.powersgdRank < 1)

@@ -148,17 +148,19 @@ def Dist_CompressedAllReduceOp : Dist_Op<"compressed_all_reduce",
 
     With a `velocity` (Deep Gradient Compression's momentum correction with
     momentum-factor masking) the op keeps this rank's momentum of the
-    bucket: `u = decay * u + input` is what gets compressed, with the
-    residual, where `decay` is the step's run-time hyperparameter that
-    `velocity_decay` names (`momentum` for momentum SGD, `beta1` for Adam
-    and AdamW, whose first moment the velocity then is), and
+    bucket: `u = decay * u + input`, where `decay` (in [0, 1)) is the
+    step's run-time hyperparameter that `velocity_decay` names (`momentum`
+    for momentum SGD, `beta1` for Adam and AdamW, whose first moment the
+    velocity then is), is compressed with its tail, `u + decay / (1 -
+    decay) * u` (what momentum would still add of `u`), and the residual;
     `new_velocity` is `u` with every element this rank sent set to zero
-    (each block's kept indices; all of them for a dense method or a dense
-    warm-up step, which leaves no momentum). The result is still the mean
-    of the ranks' decompressed payloads. With `nesterov` (momentum SGD's
-    Nesterov variant, DGC's Nesterov momentum correction) what is
-    compressed is the look-ahead `decay * u + input` of the new `u`; `u` is
-    masked as without.
+    (each block's kept indices), and where nothing was sent the tail goes
+    back out of the residual. A dense warm-up step sends `u` whole and keeps
+    it (momentum SGD). The result is still the mean of the ranks'
+    decompressed payloads. With `nesterov` (momentum SGD's Nesterov
+    variant) the base is `input` instead of `u` (without the tail, the
+    look-ahead `decay * u + input`); `u` is masked as without. The exact
+    semantics are the runtime's (src/comm/compressed.cpp).
 
     Method `powersgd` (PowerSGD, all-reduce based: `exchange = "all-reduce"`)
     approximates each of the bucket's `matrices` (triples offset, rows,

@@ -14,6 +14,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cstring>
+#include <vector>
 
 using namespace otc::kernels::compress;
 
@@ -142,21 +143,47 @@ extern "C" int otck_compress_accumulate_f32(int64_t n, float momentum,
 extern "C" int otck_compress_mask_sent_f32(const otck_compress_config *config,
                                            int64_t n, const void *payload,
                                            float *buf) {
+  return otck_compress_mask_sent_tail_f32(config, n, payload, 0.0f, buf,
+                                          nullptr);
+}
+
+extern "C" int
+otck_compress_mask_sent_tail_f32(const otck_compress_config *config, int64_t n,
+                                 const void *payload, float tail,
+                                 float *velocity, float *residual) {
   Layout l;
   if (!makeLayout(config, &l) || n < 0 ||
-      (n > 0 && (!buf || (l.sparse() && !payload))))
+      (n > 0 && (!velocity || (l.sparse() && !payload))))
     return -1;
   if (!l.sparse()) { // every element is sent
-    std::fill(buf, buf + n, 0.0f);
+    std::fill(velocity, velocity + n, 0.0f);
     return 0;
   }
   const auto *p = static_cast<const unsigned char *>(payload);
+  std::vector<unsigned char> sent(residual ? size_t(l.blockSize) : 0);
   for (int64_t begin = 0, b = 0; begin < n; begin += l.blockSize, ++b) {
     const int64_t m = std::min(l.blockSize, n - begin);
     const unsigned char *block = p + b * l.blockBytes;
+    float *u = velocity + begin;
+    if (!residual) {
+      for (int64_t j = 0, c = l.used(m); j < c; ++j)
+        if (const int64_t i = keptIndex(l, block, j); i < m) // as compressed
+          u[i] = 0.0f;
+      continue;
+    }
+    std::fill(sent.begin(), sent.begin() + m, 0);
     for (int64_t j = 0, c = l.used(m); j < c; ++j)
-      if (const int64_t i = keptIndex(l, block, j); i < m) // as compressed
-        buf[begin + i] = 0.0f;
+      if (const int64_t i = keptIndex(l, block, j); i < m)
+        sent[size_t(i)] = 1;
+    float *r = residual + begin;
+    for (int64_t i = 0; i < m; ++i) {
+      if (sent[size_t(i)]) {
+        u[i] = 0.0f;
+      } else {
+        const float t = tail * u[i]; // rounded: no FMA
+        r[i] -= t;
+      }
+    }
   }
   return 0;
 }

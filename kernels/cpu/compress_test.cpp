@@ -881,12 +881,28 @@ TEST_P(CompressMethod, MaskSentZeroesExactlyWhatThePayloadSends) {
           std::vector<float> u(sz(n));
           for (int64_t i = 0; i < n; ++i)
             u[sz(i)] = 1.0f + float(i);
+          // With the tail: the same mask, and tail * u out of the residual
+          // where nothing was sent (rounded product, then difference).
+          std::vector<float> ut = u, r = makeData(Data::Normal, n, seed + 1);
+          const std::vector<float> rWas = r;
           ASSERT_EQ(
               otck_compress_mask_sent_f32(&c, n, payload.data(), u.data()), 0);
-          for (int64_t i = 0; i < n; ++i)
-            ASSERT_EQ(bitsOf(u[sz(i)]),
-                      bitsOf(ref.kept[sz(i)] ? 0.0f : 1.0f + float(i)))
+          ASSERT_EQ(otck_compress_mask_sent_tail_f32(&c, n, payload.data(),
+                                                     2.5f, ut.data(), r.data()),
+                    0);
+          for (int64_t i = 0; i < n; ++i) {
+            const float was = 1.0f + float(i);
+            ASSERT_EQ(bitsOf(u[sz(i)]), bitsOf(ref.kept[sz(i)] ? 0.0f : was))
                 << describe(c, n, d, false) << " at " << i;
+            ASSERT_EQ(bitsOf(ut[sz(i)]), bitsOf(u[sz(i)]))
+                << describe(c, n, d, false) << " at " << i;
+            const float t = 2.5f * was;
+            const float rWant = ref.kept[sz(i)] || !isSparse(method)
+                                    ? rWas[sz(i)]
+                                    : rWas[sz(i)] - t;
+            ASSERT_EQ(bitsOf(r[sz(i)]), bitsOf(rWant))
+                << describe(c, n, d, false) << " residual at " << i;
+          }
         }
       }
 }
@@ -916,6 +932,26 @@ TEST(Compress, MaskSentRefusesBadArguments) {
   EXPECT_EQ(otck_compress_mask_sent_f32(&c, 300, nullptr, u.data()), 0);
   for (float x : u)
     ASSERT_EQ(bitsOf(x), 0u);
+  // The tail variant: the same checks; the residual may be NULL.
+  c = makeConfig(OTCK_COMPRESS_TOPK_INT8, 256, 0.1f);
+  std::vector<float> r(300, 3.0f);
+  u.assign(300, 2.0f);
+  EXPECT_EQ(otck_compress_mask_sent_tail_f32(&c, 300, nullptr, 1.f, u.data(),
+                                             r.data()),
+            -1);
+  EXPECT_EQ(otck_compress_mask_sent_tail_f32(&c, 300, p.data(), 1.f, nullptr,
+                                             r.data()),
+            -1);
+  EXPECT_EQ(otck_compress_mask_sent_tail_f32(nullptr, 300, p.data(), 1.f,
+                                             u.data(), r.data()),
+            -1);
+  for (size_t i = 0; i < u.size(); ++i)
+    ASSERT_TRUE(u[i] == 2.0f && r[i] == 3.0f) << "a refused call wrote";
+  EXPECT_EQ(otck_compress_mask_sent_tail_f32(&c, 300, p.data(), 1.f, u.data(),
+                                             nullptr),
+            0);
+  EXPECT_EQ(std::count(u.begin(), u.end(), 0.0f),
+            2 * otck_compress_k(&c)); // blocks of 256 and 44: 26 kept each
 }
 
 TEST(Compress, AccumulateIsMomentumTimesVelocityPlusGradient) {

@@ -633,6 +633,34 @@ __global__ void maskSentKernel(Layout l, int64_t n, const unsigned char *p,
   }
 }
 
+/// One CUDA block per compression block: its kept indices mark a bitmap in
+/// shared memory, then every element is masked or has the tail taken back.
+__global__ void maskSentTailKernel(Layout l, int64_t n, const unsigned char *p,
+                                   float tail, float *velocity,
+                                   float *residual) {
+  extern __shared__ unsigned sentBits[];
+  const int64_t b = blockIdx.x, begin = b * l.blockSize;
+  const int64_t m = n - begin < l.blockSize ? n - begin : l.blockSize;
+  const int64_t words = (m + 31) / 32;
+  for (int64_t w = threadIdx.x; w < words; w += blockDim.x)
+    sentBits[w] = 0;
+  __syncthreads();
+  const unsigned char *block = p + b * l.blockBytes;
+  for (int64_t j = threadIdx.x, c = l.used(m); j < c; j += blockDim.x) {
+    const int64_t i = cf::keptIndex(l, block, j);
+    if (i < m)
+      atomicOr(&sentBits[i / 32], 1u << (i % 32));
+  }
+  __syncthreads();
+  float *u = velocity + begin, *r = residual + begin;
+  for (int64_t i = threadIdx.x; i < m; i += blockDim.x) {
+    if (sentBits[i / 32] >> (i % 32) & 1u)
+      u[i] = 0.0f;
+    else
+      r[i] = __fsub_rn(r[i], __fmul_rn(tail, u[i])); // as the CPU: no FMA
+  }
+}
+
 } // namespace
 
 extern "C" cudaError_t
@@ -662,5 +690,24 @@ otck_cuda_compress_mask_sent_f32(const otck_compress_config *config, int64_t n,
     return cudaMemsetAsync(d_buf, 0, size_t(n) * sizeof(float), stream);
   maskSentKernel<<<gridFor(l.blocks(n) * l.k), kMaxThreads, 0, stream>>>(
       l, n, static_cast<const unsigned char *>(d_payload), d_buf);
+  return cudaGetLastError();
+}
+
+extern "C" cudaError_t otck_cuda_compress_mask_sent_tail_f32(
+    const otck_compress_config *config, int64_t n, const void *d_payload,
+    float tail, float *d_velocity, float *d_residual, cudaStream_t stream) {
+  Layout l;
+  if (!cf::makeLayout(config, &l) || n < 0 ||
+      (n > 0 && (!d_velocity || (l.sparse() && !d_payload))))
+    return cudaErrorInvalidValue;
+  if (!d_residual || !l.sparse())
+    return otck_cuda_compress_mask_sent_f32(config, n, d_payload, d_velocity,
+                                            stream);
+  if (n == 0)
+    return cudaSuccess;
+  const size_t bitmap = size_t((l.blockSize + 31) / 32) * sizeof(unsigned);
+  maskSentTailKernel<<<unsigned(l.blocks(n)), kMaxThreads, bitmap, stream>>>(
+      l, n, static_cast<const unsigned char *>(d_payload), tail, d_velocity,
+      d_residual);
   return cudaGetLastError();
 }

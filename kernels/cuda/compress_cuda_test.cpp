@@ -422,6 +422,36 @@ TEST_P(CudaCompress, MaskSentAndAccumulateMatchTheCpu) {
             ASSERT_EQ(tail[i], 0x5a) << "wrote past the velocity";
             ASSERT_EQ(savedTail[i], 0x5a) << "wrote past the saved copy";
           }
+
+          // Masking with the tail: the velocity as above, 9 u out of the
+          // residual where nothing was sent, the same floats as the CPU.
+          std::vector<float> tailU = uCpu,
+                             tailR = makeData(Data::Normal, n, seed + 2);
+          DeviceBuffer dR(sz(n + kGuard) * 4);
+          ASSERT_CUDA(cudaMemset(dR.as<void>(), 0x5a, dR.bytes()));
+          ASSERT_CUDA(cudaMemcpy(dU.as<float>(), uCpu.data(), sz(n) * 4,
+                                 cudaMemcpyHostToDevice));
+          ASSERT_CUDA(cudaMemcpy(dR.as<float>(), tailR.data(), sz(n) * 4,
+                                 cudaMemcpyHostToDevice));
+          ASSERT_EQ(otck_compress_mask_sent_tail_f32(
+                        &c, n, p.data(), 9.f, tailU.data(), tailR.data()),
+                    0);
+          ASSERT_CUDA(otck_cuda_compress_mask_sent_tail_f32(
+              &c, n, dP.as<void>(), 9.f, dU.as<float>(), dR.as<float>(),
+              nullptr));
+          std::vector<float> rGpu(sz(n + kGuard));
+          ASSERT_CUDA(cudaMemcpy(uGpu.data(), dU.as<float>(),
+                                 sz(n + kGuard) * 4, cudaMemcpyDeviceToHost));
+          ASSERT_CUDA(cudaMemcpy(rGpu.data(), dR.as<float>(),
+                                 sz(n + kGuard) * 4, cudaMemcpyDeviceToHost));
+          ASSERT_EQ(firstDifference(tailU.data(), uGpu.data(), sz(n) * 4), -1)
+              << "velocity masked with the tail";
+          ASSERT_EQ(firstDifference(tailR.data(), rGpu.data(), sz(n) * 4), -1)
+              << "residual less the unsent tail";
+          const unsigned char *rTail =
+              reinterpret_cast<const unsigned char *>(rGpu.data() + n);
+          for (size_t i = 0; i < sz(kGuard) * 4; ++i)
+            ASSERT_EQ(rTail[i], 0x5a) << "wrote past the residual";
         }
   otck_compress_config bad{};
   bad.method = method;
@@ -429,6 +459,9 @@ TEST_P(CudaCompress, MaskSentAndAccumulateMatchTheCpu) {
   EXPECT_EQ(
       otck_cuda_compress_mask_sent_f32(&bad, 1, nullptr, nullptr, nullptr),
       cudaErrorInvalidValue);
+  EXPECT_EQ(otck_cuda_compress_mask_sent_tail_f32(&bad, 1, nullptr, 1.f,
+                                                  nullptr, nullptr, nullptr),
+            cudaErrorInvalidValue);
   EXPECT_EQ(otck_cuda_compress_accumulate_f32(-1, 0.9f, nullptr, nullptr,
                                               nullptr, nullptr),
             cudaErrorInvalidValue);

@@ -97,7 +97,11 @@ class TopkInt8(object):
     `--momentum-correction`): each rank keeps its velocity u = m u + g, and
     what is compressed is residual + u (the optimizer then takes a plain SGD
     step); `factor_masking` (DGC's momentum factor masking) also zeroes u
-    where the block's kept indices were sent.
+    where the block's kept indices were sent, and with `tail` (OTC's
+    masking) u's tail goes with it: what is compressed is residual + w,
+    w = u + a u (Nesterov: g + a u), a = float32(m / (1 - m)), and where
+    nothing was sent t u goes back out of the residual (t = a, Nesterov
+    float32(a - m)), as compressed.cpp in OTC's runtime describes.
 
     `exchange` is how the ranks' `mine` become the average:
       all-gather      (default) as above: every rank sums every rank's
@@ -124,7 +128,7 @@ class TopkInt8(object):
 
     def __init__(self, ratio, block, error_feedback, names=None, order=None,
                  momentum=0.0, factor_masking=False,
-                 exchange="all-gather", nesterov=False):
+                 exchange="all-gather", nesterov=False, tail=True):
         import math
         import torch
         if exchange not in EXCHANGES:
@@ -142,8 +146,10 @@ class TopkInt8(object):
         self.momentum = momentum
         self.factor_masking = factor_masking
         self.velocity = {}
+        self.tail = tail
 
     def run(self, bucket):
+        import numpy as np
         import torch.distributed as dist
         torch = self.torch
         world = dist.get_world_size()
@@ -161,6 +167,7 @@ class TopkInt8(object):
         else:
             v = buf.clone()
         n, b = v.numel(), self.block
+        tail = None
         if self.momentum:
             u = self.velocity.get(bucket.index())
             if u is None or u.numel() != n:
@@ -168,19 +175,30 @@ class TopkInt8(object):
                 self.velocity[bucket.index()] = u
             g = v
             v = u.mul_(self.momentum).add_(g).clone()
-            if self.nesterov:  # DGC's Nesterov: the look-ahead m u + g
+            if self.factor_masking and self.tail:
+                # u's tail m/(1-m) u goes with it (base g for Nesterov);
+                # `tail` * u goes back out of the residual where unsent.
+                ahead = self.momentum / (1.0 - self.momentum)
+                v = u * float(np.float32(ahead)) + (g if self.nesterov
+                                                    else u)
+                tail = float(np.float32(ahead - self.momentum
+                                        if self.nesterov else ahead))
+            elif self.nesterov:  # DGC's Nesterov: the look-ahead m u + g
                 v = u * self.momentum + g
         if self.error_feedback:
             r = self.residual.get(bucket.index())
             if r is not None and r.numel() == n:
                 v.add_(r)
         mine, idx = self.compress(v)
-        if self.momentum and self.factor_masking:
-            sent = torch.zeros(idx.shape[0], b).scatter_(1, idx, 1.0)
-            self.velocity[bucket.index()].mul_(
-                1.0 - sent.view(-1)[:n])
         if self.error_feedback:
             self.residual[bucket.index()] = v - mine
+        if self.momentum and self.factor_masking:
+            sent = torch.zeros(idx.shape[0], b).scatter_(1, idx, 1.0)
+            unsent = 1.0 - sent.view(-1)[:n]
+            if self.error_feedback and tail is not None:
+                self.residual[bucket.index()].sub_(
+                    (self.velocity[bucket.index()] * tail) * unsent)
+            self.velocity[bucket.index()].mul_(unsent)
         parts = [torch.empty_like(mine) for _ in range(world)]
         dist.all_gather(parts, mine)
         if self.exchange == "all-gather" or world == 1:
@@ -522,7 +540,8 @@ def worker(a):
                      a.bucket_order.split(",") if a.bucket_order else None,
                      a.momentum if a.momentum_correction else 0.0,
                      a.factor_masking, a.exchange,
-                     a.nesterov and a.momentum_correction),
+                     a.nesterov and a.momentum_correction,
+                     not a.no_momentum_tail),
             topk_int8_hook)
     params = ddp.parameters()
     if a.optimizer == "sgd":
@@ -731,6 +750,10 @@ def main():
     p.add_argument("--factor-masking", action="store_true",
                    help="with --momentum-correction: DGC's momentum factor "
                         "masking")
+    p.add_argument("--no-momentum-tail", action="store_true",
+                   help="with --factor-masking: DGC as published, the "
+                        "velocity's tail dropped where it was sent (OTC "
+                        "sends it: TopkInt8)")
     p.add_argument("--bucket-order", default=None,
                    help="topk-int8: parameter names in OTC's bucket order "
                         "(one bucket)")

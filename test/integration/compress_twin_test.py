@@ -28,8 +28,9 @@
 # there is momentum correction; the twin's plain runs have none).
 #
 # Checked (make test: the MLP, and the CNN under momentum SGD and AdamW):
-# after --steps steps (COMPARE), each tensor's change from the initial
-# weights is that of the twin run in float64 within --tol (relative L2):
+# after --steps steps (COMPARE; the masked runs at most MASKED_STEPS), each
+# tensor's change from the initial weights is that of the twin run in
+# float64 within --tol (relative L2):
 # OTC's code computes the algorithm the hook states, so that any loss of
 # accuracy is the algorithm's, not OTC's.
 # Reported (--epochs E, the mean over --seeds N initial weights; `make
@@ -72,6 +73,12 @@ POWERSGD_RANK = 4
 # from step 4 on; step 2 is the first to use the state every method
 # carries (residual, velocity, PowerSGD's Q), and OTC is within 0.2 % there.
 COMPARE = {"mlp": (20, 0.05), "cnn": (2, 0.01)}
+# Momentum correction sends each velocity with its tail (10x u at momentum
+# 0.9), which grows that noise tenfold: a correct OTC's MLP stays within
+# 2e-3 for 3 steps, 1 % for 8 and leaves 5 % by step 14, while without the
+# tail it is 200-670 % off at step 8 and a ratio of 0.12 36-50 %. Those runs
+# compare at most this many steps.
+MASKED_STEPS = 8
 
 
 def methods(ratios, exchange="all-gather"):
@@ -338,11 +345,13 @@ def main():
         init = T.read_onnx_weights(ctx.path("%s-0.onnx" % args.model))
         for o, m in runs:
             name = "%s-%s" % (o, m.replace(" ", "-"))
+            steps = min(args.steps, MASKED_STEPS) \
+                if METHODS[m][0].get("momentum_correction") else args.steps
             got, _ = otc_run(ctx, programs[0, o, m], data, "otc-" + name,
-                             steps=args.steps, world=world)
+                             steps=steps, world=world)
             want, _ = twin_run(ctx, args.model, data, OPTIMIZERS[o],
                                METHODS[m][0], 0, "twin-" + name,
-                               steps=args.steps, order=orders.get((o, m)),
+                               steps=steps, order=orders.get((o, m)),
                                world=world)
             if not checks.check("%s, %s: both ran" % (o, m),
                                 got is not None and want is not None):
@@ -352,7 +361,7 @@ def main():
                     (want[k] - init[k]).astype(np.float64)
                 e = np.linalg.norm(a - b) / max(np.linalg.norm(b), 1e-30)
                 checks.check("%s, %s: %d steps' change of %s" %
-                             (o, m, args.steps, k), e <= args.tol,
+                             (o, m, steps, k), e <= args.tol,
                              "|a-b|/|b| = %.3g (tol %.0e)" % (e, args.tol))
         checks.finish()
     acc = {}

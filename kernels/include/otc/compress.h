@@ -132,6 +132,18 @@ int otck_compress_accumulate_f32(int64_t n, float momentum, const float *g,
 int otck_compress_mask_sent_f32(const otck_compress_config *config, int64_t n,
                                 const void *payload, float *buf);
 
+/* Momentum factor masking that also takes back what a compressed momentum
+ * tail left unsent (the compressed all-reduce's momentum correction): at
+ * every index i that `payload` sends (as otck_compress_mask_sent_f32),
+ * velocity[i] = 0; at every other index, when `residual` is not NULL,
+ * residual[i] = residual[i] - tail * velocity[i] (a product and a
+ * difference, each rounded). With tail 0 and no residual it is
+ * otck_compress_mask_sent_f32. Returns -1 for an invalid config or buffer
+ * (nothing written), 0 otherwise. */
+int otck_compress_mask_sent_tail_f32(const otck_compress_config *config,
+                                     int64_t n, const void *payload, float tail,
+                                     float *velocity, float *residual);
+
 /*--- PowerSGD: the low-rank method ------------------------------------------*/
 /* PowerSGD (Vogels et al. 2019; torch's powerSGD_hook) approximates each
  * matrix M_i of a bucket by P_i Q_i^T of rank r_i = min(rank, rows_i,

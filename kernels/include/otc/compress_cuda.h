@@ -66,6 +66,12 @@ cudaError_t otck_cuda_compress_mask_sent_f32(const otck_compress_config *config,
                                              int64_t n, const void *d_payload,
                                              float *d_buf, cudaStream_t stream);
 
+/* otck_compress_mask_sent_tail_f32 on the device: the same floats as the
+ * CPU. */
+cudaError_t otck_cuda_compress_mask_sent_tail_f32(
+    const otck_compress_config *config, int64_t n, const void *d_payload,
+    float tail, float *d_velocity, float *d_residual, cudaStream_t stream);
+
 /*--- PowerSGD on the device -------------------------------------------------*/
 /* The twins of otc/compress.h's PowerSGD kernels: the matrix list is read on
  * the host during the call, the buffers are device memory, the work is

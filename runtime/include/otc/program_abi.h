@@ -126,13 +126,12 @@ typedef struct otc_step_context {
    * buckets reduced in that step). ABI 8: `velocity` (`count` floats, NULL
    * without) is this rank's momentum, Deep Gradient Compression's momentum
    * correction with factor masking: velocity = momentum * velocity + data
-   * is what gets compressed (with the residual), then velocity is zeroed at
-   * every index this rank sent (all of them on a dense step); a skipped
-   * step restores it as the residual. ABI 9: with desc->nesterov,
-   * momentum * velocity + data (the new velocity's) is what gets
-   * compressed instead; `state` is the method's own per-rank state, NULL
-   * but for PowerSGD (its matrices' Q, warm-started; restored too when the
-   * step is skipped). The exact semantics (warm-up,
+   * is what gets compressed (with its tail and the residual), then velocity
+   * is zeroed at every index this rank sent (momentum in [0, 1)); a
+   * skipped step restores it as the residual. ABI 9: with desc->nesterov,
+   * the data is the base the tail is added to; `state` is the method's own
+   * per-rank state, NULL but for PowerSGD (its matrices' Q, warm-started;
+   * restored too when the step is skipped). The exact semantics (warm-up,
    * adaptive ratio formula, bytes counted) are documented in the runtime's
    * src/comm/compressed.cpp. */
   int (*compressed_all_reduce_mean_f32)(void *comm,

@@ -122,8 +122,8 @@ struct Scratch {
   int64_t errorCount = 0;
   float *returned = nullptr; ///< this rank's values the owners dropped
   int64_t returnedCount = 0;
-  float *lookahead = nullptr; ///< Nesterov: momentum * u + g, sent
-  int64_t lookaheadCount = 0;
+  float *outgoing = nullptr; ///< momentum correction: what is sent
+  int64_t outgoingCount = 0;
   float *lowRankP = nullptr; ///< PowerSGD's P factors
   int64_t lowRankPCount = 0;
   float *savedState = nullptr; ///< PowerSGD's Q before this step's update
@@ -293,7 +293,7 @@ private:
       cudaFree(s.blocks);
       cudaFree(s.error);
       cudaFree(s.returned);
-      cudaFree(s.lookahead);
+      cudaFree(s.outgoing);
       cudaFree(s.lowRankP);
       cudaFree(s.savedState);
     }
@@ -478,10 +478,11 @@ private:
       throw Error(OTC_INVALID_ARGUMENT,
                   "compressed all-reduce of bucket " + std::to_string(bucket) +
                       ": error feedback is on but the residual is NULL");
-    if (velocity && !std::isfinite(momentum))
-      throw Error(OTC_INVALID_ARGUMENT, "compressed all-reduce of bucket " +
-                                            std::to_string(bucket) +
-                                            ": the momentum is not finite");
+    if (velocity && !(momentum >= 0.0f && momentum < 1.0f))
+      throw Error(OTC_INVALID_ARGUMENT,
+                  "compressed all-reduce of bucket " + std::to_string(bucket) +
+                      ": momentum correction needs a momentum in [0, 1), got " +
+                      std::to_string(momentum));
     if (velocity && desc.method == OTCK_COMPRESS_POWERSGD)
       throw Error(OTC_INVALID_ARGUMENT, "compressed all-reduce of bucket " +
                                             std::to_string(bucket) +
@@ -497,11 +498,14 @@ private:
       return OTC_STEP_OK;
     startAfterCompute();
     if (desc.method == OTCK_COMPRESS_POWERSGD && sc.step > desc.warmup_steps)
-      return powerSgd(o, desc, data, n, feedback ? residual : nullptr, state,
-                      b, bucket);
+      return powerSgd(o, desc, data, n, feedback ? residual : nullptr, state, b,
+                      bucket);
     // Momentum correction: velocity = momentum * velocity + data (saved for
-    // an undo) is what gets sent (compressed.cpp).
+    // an undo); what is sent is the velocity with its tail (compressed.cpp).
+    const bool dense = desc.exchange == OTC_EXCHANGE_ALL_REDUCE ||
+                       sc.step <= desc.warmup_steps;
     const float *src = data;
+    float tail = 0;
     if (velocity) {
       Scratch &s = velocityScratchOf(bucket, n);
       checkCuda(otck_cuda_compress_accumulate_f32(n, momentum, data, velocity,
@@ -509,27 +513,27 @@ private:
                 "otck_cuda_compress_accumulate_f32");
       changed.push_back({velocity, s.savedVelocity, n});
       src = velocity;
-      if (desc.nesterov) { // the look-ahead momentum * u + g is sent
-        growFloats(s.lookahead, s.lookaheadCount, n,
-                   "cudaMalloc of a bucket's Nesterov look-ahead");
-        checkCuda(cudaMemcpyAsync(s.lookahead, velocity, size_t(n) * 4,
+      if (desc.nesterov || !dense) {
+        const MomentumTail t = momentumTail(momentum, desc.nesterov != 0);
+        growFloats(s.outgoing, s.outgoingCount, n,
+                   "cudaMalloc of a bucket's momentum tail");
+        checkCuda(cudaMemcpyAsync(s.outgoing, velocity, size_t(n) * 4,
                                   cudaMemcpyDeviceToDevice, side),
                   "cudaMemcpyAsync");
-        checkCuda(otck_cuda_compress_accumulate_f32(n, momentum, data,
-                                                    s.lookahead, nullptr, side),
-                  "otck_cuda_compress_accumulate_f32");
-        src = s.lookahead;
+        checkCuda(
+            otck_cuda_compress_accumulate_f32(n, dense ? momentum : t.scale,
+                                              desc.nesterov ? data : velocity,
+                                              s.outgoing, nullptr, side),
+            "otck_cuda_compress_accumulate_f32");
+        src = s.outgoing;
+        tail = t.unsent;
       }
     }
-    if (desc.exchange == OTC_EXCHANGE_ALL_REDUCE ||
-        sc.step <= desc.warmup_steps) {
-      if (velocity) { // all of it is sent
+    if (dense) {
+      if (velocity) // all of it is sent, and keeps its momentum
         checkCuda(cudaMemcpyAsync(data, src, size_t(n) * 4,
                                   cudaMemcpyDeviceToDevice, side),
                   "cudaMemcpyAsync");
-        checkCuda(cudaMemsetAsync(velocity, 0, size_t(n) * 4, side),
-                  "cudaMemsetAsync");
-      }
       allReduceAvg(o, data, n);
       checkFinite(data, n, o.group);
       return OTC_STEP_OK;
@@ -583,8 +587,10 @@ private:
     // Factor masking. A non-finite bucket's payload is unspecified, but its
     // step is skipped and the velocity restored.
     if (velocity)
-      checkCuda(otck_cuda_compress_mask_sent_f32(&cfg, n, mine, velocity, side),
-                "otck_cuda_compress_mask_sent_f32");
+      checkCuda(otck_cuda_compress_mask_sent_tail_f32(
+                    &cfg, n, mine, tail, velocity,
+                    feedback ? residual : nullptr, side),
+                "otck_cuda_compress_mask_sent_tail_f32");
     uint64_t peers = uint64_t(o.size - 1), flagBytes = o.group ? 0 : 4;
     if (!o.group)
       checkNccl(ncclAllReduce(flag, flag, 1, ncclInt32, ncclMax, nccl, side),
@@ -654,8 +660,8 @@ private:
                                 cudaMemcpyDeviceToDevice, side),
                 "cudaMemcpyAsync");
     float *sum = data + sh.begin[me];
-    checkCuda(otck_cuda_decompress_sum_f32(&cfg, mine, s.received, o.size,
-                                           1.0f, sum, side),
+    checkCuda(otck_cuda_decompress_sum_f32(&cfg, mine, s.received, o.size, 1.0f,
+                                           sum, side),
               "otck_cuda_decompress_sum_f32");
     uint8_t *block = s.blocks + sh.regionOffset[me];
     checkCuda(cudaMemsetAsync(block, 0, size_t(sh.region[me]), side),
@@ -674,9 +680,8 @@ private:
       checkNccl(ncclSend(block, size_t(4 + sh.bytes[me]), ncclUint8, int(r),
                          o.comm, side),
                 "ncclSend");
-      checkNccl(ncclRecv(s.blocks + sh.regionOffset[r],
-                         size_t(4 + sh.bytes[r]), ncclUint8, int(r), o.comm,
-                         side),
+      checkNccl(ncclRecv(s.blocks + sh.regionOffset[r], size_t(4 + sh.bytes[r]),
+                         ncclUint8, int(r), o.comm, side),
                 "ncclRecv");
       sent += uint64_t(4 + sh.bytes[me]);
       received += uint64_t(4 + sh.bytes[r]);
@@ -705,9 +710,9 @@ private:
     kernel(otck_cuda_decompress_sum_f32(&cfg, n, s.gathered, 1, 1.0f,
                                         s.returned, side));
     for (size_t r = 0; r < w; ++r)
-      kernel(otck_cuda_compress_mask_sent_f32(
-          &cfg, sh.size[r], s.blocks + sh.regionOffset[r] + 4,
-          s.returned + sh.begin[r], side));
+      kernel(otck_cuda_compress_mask_sent_f32(&cfg, sh.size[r],
+                                              s.blocks + sh.regionOffset[r] + 4,
+                                              s.returned + sh.begin[r], side));
     kernel(otck_cuda_compress_accumulate_f32(n, 1.0f, s.returned, residual,
                                              nullptr, side));
     kernel(cudaMemcpyAsync(s.returned, s.error, size_t(mine) * 4,
@@ -767,8 +772,8 @@ private:
     if (residual) {
       for (const otck_powersgd_matrix &x : mats)
         refused(otck_cuda_compress_accumulate_f32(
-                    x.rows * x.cols, 1.0f, data + x.offset,
-                    residual + x.offset, nullptr, side),
+                    x.rows * x.cols, 1.0f, data + x.offset, residual + x.offset,
+                    nullptr, side),
                 "otck_cuda_compress_accumulate_f32");
       m = residual;
     }
@@ -802,11 +807,11 @@ private:
       refused(otck_cuda_powersgd_init_q_f32(mats.data(), num, rank,
                                             uint64_t(bucket), q, nullptr, side),
               "otck_cuda_powersgd_init_q_f32");
-      refused(otck_cuda_powersgd_project_f32(mats.data(), num, rank, m, q, p,
-                                             side),
-              "otck_cuda_powersgd_project_f32");
-      checkNccl(ncclAllReduce(p, p, size_t(pFloats), ncclFloat, ncclAvg,
-                              o.comm, side),
+      refused(
+          otck_cuda_powersgd_project_f32(mats.data(), num, rank, m, q, p, side),
+          "otck_cuda_powersgd_project_f32");
+      checkNccl(ncclAllReduce(p, p, size_t(pFloats), ncclFloat, ncclAvg, o.comm,
+                              side),
                 "ncclAllReduce");
       checkFinite(p, pFloats, o.group);
       refused(otck_cuda_powersgd_orthonormalize_f32(mats.data(), num, rank, p,
@@ -815,8 +820,8 @@ private:
       refused(otck_cuda_powersgd_back_project_f32(mats.data(), num, rank, m, p,
                                                   q, side),
               "otck_cuda_powersgd_back_project_f32");
-      checkNccl(ncclAllReduce(q, q, size_t(qFloats), ncclFloat, ncclAvg,
-                              o.comm, side),
+      checkNccl(ncclAllReduce(q, q, size_t(qFloats), ncclFloat, ncclAvg, o.comm,
+                              side),
                 "ncclAllReduce");
       refused(otck_cuda_powersgd_decompress_f32(mats.data(), num, rank, p, q,
                                                 1.0f, data, residual, side),

@@ -32,7 +32,10 @@ struct BucketState {
                                     ///< (reduce-scatter: alone, at 0)
   std::vector<float> savedResidual; ///< residual before this step's update
   std::vector<float> savedVelocity; ///< velocity before this step's update
-  std::vector<float> lookahead;     ///< Nesterov: momentum * u + g, sent
+  std::vector<float> outgoing;      ///< momentum correction: what is sent
+                                    ///< (the velocity with its tail)
+  float tail = 0; ///< momentum correction: the tail factor taken back where
+                  ///< nothing was sent (otck_compress_mask_sent_tail_f32)
   // PowerSGD's: its P factors, the bucket's uncompressed rest gathered, and
   // the state (its Q) before this step's update.
   std::vector<float> lowRankP;
@@ -46,7 +49,7 @@ struct BucketState {
   std::vector<uint8_t> shardBlocks;
   std::vector<float> shardError;
   std::vector<float> returned; ///< this rank's values the second stage dropped
-  bool meanNonfinite = false;       ///< pieces: this step's mean is not finite
+  bool meanNonfinite = false;  ///< pieces: this step's mean is not finite
 };
 
 /// Undo record of one bucket compressed in the current train step: if a
@@ -78,6 +81,16 @@ struct CompressState {
 /// ratio = clamp(ratio_max * norm / norm0, ratio_min, ratio_max); ratio_max
 /// while norm0 is unset (0).
 float adaptiveRatio(double norm, double norm0, float ratioMin, float ratioMax);
+
+/// Momentum correction's tail (compressed.cpp): a compressed step sends
+/// base + scale * u, u the velocity and base u or, for Nesterov, the
+/// gradient; `unsent` * u goes back out of the residual where nothing was
+/// sent, leaving there what plain masking would have (u, or the look-ahead
+/// m u + g). momentum in [0, 1).
+struct MomentumTail {
+  float scale = 0, unsent = 0;
+};
+MomentumTail momentumTail(float momentum, bool nesterov);
 
 /// True for the methods with a kept ratio (top-k, random-k).
 bool compressUsesRatio(int32_t method);
@@ -118,7 +131,8 @@ Shards cutShards(const otck_compress_config &cfg, int64_t count, int world,
 /// The compressed mean all-reduce of one bucket over all ranks (`group`
 /// -1) or an SDP owner group: with a `velocity` (momentum correction with
 /// factor masking) it first sets velocity = momentum * velocity + data and
-/// compresses that, zeroing it where this rank's payload sends; it
+/// compresses that with its momentum tail, zeroing it where this rank's
+/// payload sends (compressed.cpp); it
 /// compresses here and runs the exchange
 /// through runCollective (queued on the collectives thread when there is
 /// one; its status then comes from the drain). Returns OTC_STEP_OK,

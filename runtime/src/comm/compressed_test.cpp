@@ -386,8 +386,7 @@ TEST(CompressedGroups, BucketOfAGroupWithoutThisRankIsRefused) {
   otc_compress_desc_t d = topkInt8(0.25f, 64, false);
   std::vector<float> data(4096, 1.f);
   EXPECT_EQ(groupCompressedAllReduceCallback(&sc, 0, &d, data.data(), 4096,
-                                             nullptr, nullptr, 0.f, nullptr,
-                                             0),
+                                             nullptr, nullptr, 0.f, nullptr, 0),
             OTC_STEP_ERR_COMM);
   const std::string why = takeCommError(comm);
   EXPECT_NE(why.find("does not hold rank 0"), std::string::npos) << why;
@@ -420,31 +419,50 @@ TEST(CompressedVelocity, MaskedAndRestoredOnASkippedStep) {
                      u1 = randoms(), r0 = randoms(), r1 = randoms();
   const std::vector<float> u0Was = u0, u1Was = u1, r0Was = r0, r1Was = r1;
 
-  // Bucket 0, what the kernels compute.
+  // Bucket 0, what the kernels compute: the velocity with its tail
+  // (momentum 0.75: w = u + 3 u) is compressed.
+  const float m = 0.75f;
   otck_compress_config cfg{OTCK_COMPRESS_TOPK_INT8, 64, 0.25f, 0};
   std::vector<float> wantU = u0, wantR = r0, wantMean(static_cast<size_t>(n));
+  std::vector<float> w(wantU.size());
   for (size_t i = 0; i < wantU.size(); ++i) {
-    const float decayed = 0.5f * wantU[i];
+    const float decayed = m * wantU[i];
     wantU[i] = decayed + g0[i];
+    const float tail = 3.f * wantU[i];
+    w[i] = tail + wantU[i];
   }
+  const std::vector<float> uNew = wantU;
   std::vector<uint8_t> payload(size_t(otck_compress_payload_bytes(&cfg, n)));
-  ASSERT_EQ(
-      otck_compress_f32(&cfg, n, wantU.data(), wantR.data(), payload.data()),
-      0);
+  ASSERT_EQ(otck_compress_f32(&cfg, n, w.data(), wantR.data(), payload.data()),
+            0);
   ASSERT_EQ(
       otck_decompress_sum_f32(&cfg, n, payload.data(), 1, 1.f, wantMean.data()),
       0);
-  ASSERT_EQ(otck_compress_mask_sent_f32(&cfg, n, payload.data(), wantU.data()),
+  ASSERT_EQ(otck_compress_mask_sent_tail_f32(&cfg, n, payload.data(), 3.f,
+                                             wantU.data(), wantR.data()),
             0);
   std::vector<float> data = g0;
   ASSERT_EQ(compressedAllReduceCallback(&sc, &d, data.data(), n, r0.data(),
-                                        u0.data(), 0.5f, nullptr, 0),
+                                        u0.data(), m, nullptr, 0),
             OTC_STEP_OK);
   ASSERT_EQ(waitCollectivesCallback(&sc), OTC_STEP_OK);
   EXPECT_EQ(data, wantMean);
   EXPECT_EQ(r0, wantR);
   EXPECT_EQ(u0, wantU);
   EXPECT_EQ(std::count(u0.begin(), u0.end(), 0.f), 5 * 16);
+  // What that means: a sent index carried its residual and 4x its velocity
+  // (within int8's rounding of the block's largest); an unsent one keeps
+  // its velocity and holds residual + velocity, as plain masking would.
+  for (size_t i = 0; i < u0.size(); ++i) {
+    const float carried = r0Was[i] + 4.f * uNew[i];
+    if (u0[i] == 0.f) {
+      EXPECT_NEAR(data[i], carried, 0.1f) << i;
+    } else {
+      EXPECT_EQ(u0[i], uNew[i]) << i;
+      EXPECT_EQ(data[i], 0.f) << i;
+      EXPECT_NEAR(r0[i], r0Was[i] + uNew[i], 1e-4f) << i;
+    }
+  }
 
   // Bucket 1 is not finite: the step is skipped.
   g1[123] = NAN;
@@ -469,12 +487,14 @@ TEST(CompressedVelocity, MaskedAndRestoredOnASkippedStep) {
   EXPECT_EQ(u1, u1Was);
   EXPECT_EQ(r1, r1Was);
 
-  // A momentum that is not finite is refused.
-  EXPECT_EQ(compressedAllReduceCallback(&sc, &d, g0.data(), n, r0.data(),
-                                        u0.data(), NAN, nullptr, 0),
-            OTC_STEP_ERR_COMM);
-  const std::string why = takeCommError(comm);
-  EXPECT_NE(why.find("momentum is not finite"), std::string::npos) << why;
+  // A momentum outside [0, 1) is refused (its tail is not finite).
+  for (float bad : {NAN, 1.f, 1.5f, -0.1f, INFINITY}) {
+    EXPECT_EQ(compressedAllReduceCallback(&sc, &d, g0.data(), n, r0.data(),
+                                          u0.data(), bad, nullptr, 0),
+              OTC_STEP_ERR_COMM);
+    const std::string why = takeCommError(comm);
+    EXPECT_NE(why.find("needs a momentum in [0, 1)"), std::string::npos) << why;
+  }
   otc_comm_release(comm);
 }
 

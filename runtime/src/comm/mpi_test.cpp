@@ -428,7 +428,8 @@ TEST(Mpi, GroupBucketInPiecesEqualsWholeReference) {
 
 /// The reference of a compressed mean with momentum correction and factor
 /// masking at `step`: each rank's velocity takes its bucket (u = m u + g),
-/// is compressed with its residual, and is zeroed where its payload sends.
+/// is compressed with its tail (w = u + m/(1-m) u) and its residual, and is
+/// zeroed where its payload sends; elsewhere the tail leaves the residual.
 std::vector<float>
 referenceMaskedMean(const otck_compress_config &cfg, int64_t n, int step,
                     float momentum, std::vector<std::vector<float>> &residuals,
@@ -439,14 +440,20 @@ referenceMaskedMean(const otck_compress_config &cfg, int64_t n, int step,
   for (int r = 0; r < 2; ++r) {
     std::vector<float> g = bucketOf(r, step, n), dec(g.size());
     std::vector<float> &u = velocities[size_t(r)];
+    const float ahead = float(double(momentum) / (1.0 - double(momentum)));
+    std::vector<float> w(u.size());
     for (size_t i = 0; i < u.size(); ++i) {
       const float decayed = momentum * u[i];
       u[i] = decayed + g[i];
+      const float tail = ahead * u[i];
+      w[i] = tail + u[i];
     }
-    EXPECT_EQ(otck_compress_f32(&cfg, n, u.data(), residuals[size_t(r)].data(),
+    EXPECT_EQ(otck_compress_f32(&cfg, n, w.data(), residuals[size_t(r)].data(),
                                 payload.data()),
               0);
-    EXPECT_EQ(otck_compress_mask_sent_f32(&cfg, n, payload.data(), u.data()),
+    EXPECT_EQ(otck_compress_mask_sent_tail_f32(&cfg, n, payload.data(), ahead,
+                                               u.data(),
+                                               residuals[size_t(r)].data()),
               0);
     otck_decompress_sum_f32(&cfg, n, payload.data(), 1, 1.f, dec.data());
     for (size_t i = 0; i < want.size(); ++i)
@@ -457,7 +464,7 @@ referenceMaskedMean(const otck_compress_config &cfg, int64_t n, int step,
   return want;
 }
 
-// DGC's momentum correction with factor masking, whole and in pieces: the
+// Momentum correction with factor masking, whole and in pieces: the
 // mean, the residual and the velocity of the reference bit for bit over 3
 // steps; the velocity holds exactly k zeros per block (what was sent: the
 // data has no zeros of its own) and carries the rest to the next step.
@@ -582,9 +589,9 @@ TEST_F(MpiBucket, NonFiniteOnOneRankSkipsOnBoth) {
 
 // Factor masking and skipped steps: a bucket that is not finite on one rank
 // leaves every rank's velocity as it was (rank 0 had accumulated and masked
-// it); a dense step sends the whole velocity and zeroes it, and when that
-// mean is not finite the session's undo (CompressState::undoStep) brings it
-// back.
+// it); a dense step sends the whole velocity and keeps it (momentum SGD),
+// and when that mean is not finite the session's undo
+// (CompressState::undoStep) brings back the velocity from before the step.
 TEST_F(MpiBucket, FactorMaskingSkipRestoresTheVelocity) {
   std::vector<float> velocity(size_t(n), 0.f);
   ASSERT_EQ(compressedReduce(sc, d, data.data(), n, residual.data(), 0,
@@ -606,7 +613,8 @@ TEST_F(MpiBucket, FactorMaskingSkipRestoresTheVelocity) {
   EXPECT_EQ(velocity, keptVelocity);
   EXPECT_TRUE(state.touched.empty());
 
-  // Dense warm-up: the mean of the ranks' velocities; all of it is sent.
+  // Dense warm-up: the mean of the ranks' velocities; all of it is sent,
+  // none of it masked.
   d.warmup_steps = 5;
   sc.step = 3;
   data = bucketOf(rank, 3, n);
@@ -623,10 +631,10 @@ TEST_F(MpiBucket, FactorMaskingSkipRestoresTheVelocity) {
             OTC_STEP_OK);
   for (size_t i = 0; i < data.size(); ++i)
     EXPECT_FLOAT_EQ(data[i], other[i] / 2);
-  EXPECT_EQ(velocity, std::vector<float>(size_t(n), 0.f));
+  EXPECT_EQ(velocity, mine);
   EXPECT_EQ(residual, kept);
   // A non-finite dense mean: skipped, and the undo restores the velocity.
-  const std::vector<float> zero = velocity;
+  const std::vector<float> before = velocity;
   data = bucketOf(rank, 4, n);
   if (rank == 0)
     data[0] = INFINITY;
@@ -634,8 +642,9 @@ TEST_F(MpiBucket, FactorMaskingSkipRestoresTheVelocity) {
   EXPECT_EQ(compressedReduce(sc, d, data.data(), n, residual.data(), 0,
                              velocity.data(), 0.9f),
             OTC_STEP_SKIPPED_NONFINITE);
+  EXPECT_NE(velocity, before); // it took the step's gradient
   state.undoStep();
-  EXPECT_EQ(velocity, zero);
+  EXPECT_EQ(velocity, before);
   EXPECT_EQ(residual, kept);
 }
 
@@ -657,8 +666,8 @@ TEST_F(MpiBucket, OverlapDefersTheResultToTheWait) {
   if (rank == 0)
     data[7] = INFINITY;
   EXPECT_EQ(compressedAllReduceCallback(&sc, &d, data.data(), n,
-                                        residual.data(), nullptr, 0.f,
-                                        nullptr, 0),
+                                        residual.data(), nullptr, 0.f, nullptr,
+                                        0),
             OTC_STEP_SKIPPED_NONFINITE);
   EXPECT_EQ(waitCollectivesCallback(&sc), OTC_STEP_OK);
   otc_comm_set_overlap(gComm, 1);
