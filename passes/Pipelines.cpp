@@ -141,9 +141,9 @@ void TrainingPipelineOptions::bind(OptionBinder &b) {
          "masking) and sending with it the tail m/(1-m) that momentum would "
          "still add (Nesterov: base the gradient); adam/adamw keep their "
          "first moment (beta1) there and update with beta1 0 on its "
-         "average. The default with topk, topk-int8 and randomk (not with "
-         "clipping or SDP): plain error feedback loses accuracy under "
-         "momentum");
+         "average. The default with topk, topk-int8 and randomk at a ratio "
+         "up to 0.25 (not with clipping or SDP): plain error feedback loses "
+         "accuracy under momentum there, and keeps more above");
   b.bind("no-momentum-correction", noMomentumCorrection,
          "Compress the gradient itself under momentum, adam or adamw (plain "
          "error feedback), not the momentum");
@@ -275,6 +275,7 @@ TrainingPipelineOptions::conflicts(llvm::function_ref<bool(StringRef)> given,
 bool TrainingPipelineOptions::correctsByDefault() const {
   return llvm::is_contained(ArrayRef<StringRef>{"topk", "topk-int8", "randomk"},
                             compress) &&
+         compression.ratio <= kMomentumCorrectionMaxRatio &&
          llvm::is_contained(ArrayRef<StringRef>{"momentum", "adam", "adamw"},
                             training.optimizer) &&
          clipGradNorm == 0 && clipGradValue == 0 && sdp.empty() && !inference;

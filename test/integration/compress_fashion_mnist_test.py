@@ -69,14 +69,9 @@ WITHIN = {"0.1": 1.0, "0.01": 2.0, "adaptive": 1.0, "momentum 0.1": 1.0,
 # (model, ranks, epoch, run) that miss their target (README, Limits): the
 # gap is printed against the target and checked against the looser bound
 # here, so that it cannot grow unnoticed. Measured over seeds 3, 4, 5.
-NOT_MET = {("mlp", 2, 1, "nesterov 0.1"): 2.0,  # -1.08 points
-           ("mlp", 2, 2, "momentum 0.1"): 2.0,  # -1.32
-           ("mlp", 4, 1, "momentum 0.1"): 2.5,  # -1.70
-           ("mlp", 4, 2, "momentum 0.1"): 2.0,  # -1.26
-           ("mlp", 4, 1, "nesterov 0.1"): 2.0,  # -1.46
-           ("mlp", 4, 2, "nesterov 0.1"): 2.0,  # -1.31
-           ("mlp", 4, 1, "adamw 0.1"): 2.0,  # -1.08
-           ("mlp", 4, 2, "adamw 0.1"): 2.5,  # -1.77
+NOT_MET = {
+           # Measured with DGC's masking as published (before the velocity's
+           # tail, which brought every MLP gap within its target).
            # The CNN's means move by points between shuffling seeds (one
            # seed's accuracy at an epoch's end spreads over 2-7 points: no
            # schedule, BatchNorm's running statistics), so that 3 seeds do
