@@ -48,7 +48,8 @@ inline constexpr llvm::StringLiteral kSdpPartOf = "dist.sdp_part_of";
 inline constexpr llvm::StringLiteral kMomentumInExchange =
     "dist.momentum_in_exchange";
 // With it, on an sgd_update of Nesterov momentum: the exchange sends the
-// look-ahead momentum * u + g rather than u. A unit attribute.
+// look-ahead momentum * u + g (with u's tail) rather than u. A unit
+// attribute.
 inline constexpr llvm::StringLiteral kNesterovInExchange =
     "dist.nesterov_in_exchange";
 // Function results.

@@ -330,10 +330,9 @@ def MomentumCorrection : Pass<"otc-momentum-correction", "mlir::ModuleOp"> {
     `dist.momentum_in_exchange`, its velocity state leaves the step, and
     otc-insert-compressed-allreduce gives every bucket a velocity that the
     compressed all-reduce accumulates (`u = momentum * u + g`), compresses
-    and zeroes where it sent (see `dist.compressed_all_reduce`). A Nesterov
-    update is also marked `dist.nesterov_in_exchange`: the exchange then
-    sends the look-ahead `momentum * u + g` (DGC's Nesterov momentum
-    correction).
+    with its tail and zeroes where it sent (see `dist.compressed_all_reduce`).
+    A Nesterov update is also marked `dist.nesterov_in_exchange`: the
+    exchange then sends the look-ahead `momentum * u + g` and its tail.
 
     `graph.adam_update` and `graph.adamw_update` (factor masking only) keep
     their first moment in the exchange the same way: each is marked

@@ -9,6 +9,7 @@
 #include "mlir/Transforms/Passes.h"
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/StringExtras.h"
+#include "llvm/Support/FormatVariadic.h"
 
 #include <cmath>
 #include <functional>
@@ -220,12 +221,17 @@ TrainingPipelineOptions::conflicts(llvm::function_ref<bool(StringRef)> given,
            training.optimizer +
            " keeps the first moment in the compressed exchange "
            "(momentum-factor masking)";
-  const double firstMoment = adam ? training.beta1 : training.momentum;
+  // The program passes it as a float: 0.99999999 is 1 there.
+  const float firstMoment = float(adam ? training.beta1 : training.momentum);
   if (corrected && !noFactorMasking &&
-      !(firstMoment >= 0.0 && firstMoment < 1.0))
+      !(firstMoment >= 0.0f && firstMoment < 1.0f))
     return f("momentum-correction") + " sends each velocity with its tail " +
            "m/(1-m): it needs " + f(adam ? "beta1" : "momentum") +
-           " in [0, 1), not " + std::to_string(firstMoment);
+           " in [0, 1), not " + llvm::formatv("{0}", firstMoment).str() +
+           (momentumCorrection
+                ? ""
+                : " (it is the default here: " + f("no-momentum-correction") +
+                      " compresses the gradient instead)");
   if (given("powersgd-rank") && compress != "powersgd")
     return f("powersgd-rank") + " needs " + f("compress") + " powersgd";
   if (compress == "powersgd" && compression.powersgdRank < 1)

@@ -14,7 +14,6 @@
 #include <algorithm>
 #include <atomic>
 #include <cstring>
-#include <vector>
 
 using namespace otc::kernels::compress;
 
@@ -160,7 +159,7 @@ otck_compress_mask_sent_tail_f32(const otck_compress_config *config, int64_t n,
     return 0;
   }
   const auto *p = static_cast<const unsigned char *>(payload);
-  std::vector<unsigned char> sent(residual ? size_t(l.blockSize) : 0);
+  uint64_t sent[65536 / 64]; // a bit per element of a block (at most 2^16)
   for (int64_t begin = 0, b = 0; begin < n; begin += l.blockSize, ++b) {
     const int64_t m = std::min(l.blockSize, n - begin);
     const unsigned char *block = p + b * l.blockBytes;
@@ -171,13 +170,13 @@ otck_compress_mask_sent_tail_f32(const otck_compress_config *config, int64_t n,
           u[i] = 0.0f;
       continue;
     }
-    std::fill(sent.begin(), sent.begin() + m, 0);
+    std::fill(sent, sent + (m + 63) / 64, uint64_t(0));
     for (int64_t j = 0, c = l.used(m); j < c; ++j)
       if (const int64_t i = keptIndex(l, block, j); i < m)
-        sent[size_t(i)] = 1;
+        sent[i / 64] |= uint64_t(1) << (i % 64);
     float *r = residual + begin;
     for (int64_t i = 0; i < m; ++i) {
-      if (sent[size_t(i)]) {
+      if (sent[i / 64] >> (i % 64) & 1) {
         u[i] = 0.0f;
       } else {
         const float t = tail * u[i]; // rounded: no FMA

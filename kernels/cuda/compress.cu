@@ -706,8 +706,9 @@ extern "C" cudaError_t otck_cuda_compress_mask_sent_tail_f32(
   if (n == 0)
     return cudaSuccess;
   const size_t bitmap = size_t((l.blockSize + 31) / 32) * sizeof(unsigned);
-  maskSentTailKernel<<<unsigned(l.blocks(n)), kMaxThreads, bitmap, stream>>>(
-      l, n, static_cast<const unsigned char *>(d_payload), tail, d_velocity,
-      d_residual);
+  maskSentTailKernel<<<unsigned(l.blocks(n)), threadsFor(l.blockSize), bitmap,
+                       stream>>>(l, n,
+                                 static_cast<const unsigned char *>(d_payload),
+                                 tail, d_velocity, d_residual);
   return cudaGetLastError();
 }

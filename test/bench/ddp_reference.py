@@ -99,9 +99,10 @@ class TopkInt8(object):
     step); `factor_masking` (DGC's momentum factor masking) also zeroes u
     where the block's kept indices were sent, and with `tail` (OTC's
     masking) u's tail goes with it: what is compressed is residual + w,
-    w = u + a u (Nesterov: g + a u), a = float32(m / (1 - m)), and where
-    nothing was sent t u goes back out of the residual (t = a, Nesterov
-    float32(a - m)), as compressed.cpp in OTC's runtime describes.
+    w = u + a u (Nesterov: g + a u), a = float32(m / (1 - m)) of the
+    float32 m, and where nothing was sent t u goes back out of the residual
+    (t = a, Nesterov float32(a - m)), as compressed.cpp in OTC's runtime
+    describes.
 
     `exchange` is how the ranks' `mine` become the average:
       all-gather      (default) as above: every rank sums every rank's
@@ -178,11 +179,13 @@ class TopkInt8(object):
             if self.factor_masking and self.tail:
                 # u's tail m/(1-m) u goes with it (base g for Nesterov);
                 # `tail` * u goes back out of the residual where unsent.
-                ahead = self.momentum / (1.0 - self.momentum)
+                # From the float32 momentum, as OTC's program passes it.
+                m = float(np.float32(self.momentum))
+                ahead = m / (1.0 - m)
                 v = u * float(np.float32(ahead)) + (g if self.nesterov
                                                     else u)
-                tail = float(np.float32(ahead - self.momentum
-                                        if self.nesterov else ahead))
+                tail = float(np.float32(ahead - m if self.nesterov
+                                        else ahead))
             elif self.nesterov:  # DGC's Nesterov: the look-ahead m u + g
                 v = u * self.momentum + g
         if self.error_feedback:

@@ -67,7 +67,8 @@ typedef struct otc_compress_desc {
   float ratio_max;
   int64_t warmup_steps; /* first steps sent dense (fp32) */
   /* ABI 9. 1: with a velocity u (momentum correction), Nesterov's: what is
-   * sent is momentum * u + g, the new u's look-ahead, rather than u. */
+   * sent is built on g (the look-ahead momentum * u + g and its tail)
+   * rather than on u (compressed.cpp). */
   int32_t nesterov;
   /* ABI 9, method OTCK_COMPRESS_POWERSGD (exchange ALL_REDUCE): the rank of
    * the approximation, and the bucket's matrices as `num_matrices` triples
@@ -127,8 +128,9 @@ typedef struct otc_step_context {
    * without) is this rank's momentum, Deep Gradient Compression's momentum
    * correction with factor masking: velocity = momentum * velocity + data
    * is what gets compressed (with its tail and the residual), then velocity
-   * is zeroed at every index this rank sent (momentum in [0, 1)); a
-   * skipped step restores it as the residual. ABI 9: with desc->nesterov,
+   * is zeroed at every index this rank sent (momentum in [0, 1)); a dense
+   * step sends it whole and keeps it; a skipped step restores it as the
+   * residual. ABI 9: with desc->nesterov,
    * the data is the base the tail is added to; `state` is the method's own
    * per-rank state, NULL but for PowerSGD (its matrices' Q, warm-started;
    * restored too when the step is skipped). The exact semantics (warm-up,

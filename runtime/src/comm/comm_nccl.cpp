@@ -544,8 +544,10 @@ private:
     if (adaptive) {
       // The ratio is needed on the host before compressing: the host waits
       // here for this bucket's gradient (and the exchanges before it).
-      checkCuda(otck_cuda_sum_squares_f64(n, src, dSum, side),
-                "otck_cuda_sum_squares_f64");
+      // The velocity's norm, not its tail's (which the momentum scales).
+      checkCuda(
+          otck_cuda_sum_squares_f64(n, velocity ? velocity : src, dSum, side),
+          "otck_cuda_sum_squares_f64");
       checkCuda(cudaMemcpyAsync(hSum, dSum, sizeof(double),
                                 cudaMemcpyDeviceToHost, side),
                 "cudaMemcpyAsync");

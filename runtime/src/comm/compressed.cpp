@@ -60,8 +60,8 @@
 // Momentum correction with factor masking (Deep Gradient Compression; a
 // `velocity` u, this rank's, and the step's momentum m in [0, 1)): before
 // anything else u = m · u + g. A compressed step sends u and its tail,
-// w = u + m/(1-m) · u, in g's place in everything above (what is
-// compressed with the residual, the adaptive ratio's norm); once this
+// w = u + m/(1-m) · u, in g's place in what is compressed with the
+// residual (the adaptive ratio's norm is u's); once this
 // rank's payload is written, u = 0 at every index it sends, and at every
 // other index the tail goes back out of the residual
 // (otck_compress_mask_sent_tail_f32), which keeps u + residual there as
@@ -704,9 +704,9 @@ static int reduceScatter(StepComm &sc, const otck_compress_config &cfg,
 }
 
 /// Steps 2-4 of a compressed step at `ratio`: compresses `src` (the
-/// gradient `data`, or the velocity) on the calling thread, then exchanges
-/// into `data`: queued on the collectives thread (`queue`) or right here
-/// (the caller is that thread's job).
+/// gradient `data`, or the velocity with its tail) on the calling thread, then
+/// exchanges into `data`: queued on the collectives thread (`queue`) or right
+/// here (the caller is that thread's job).
 static int compressAndExchange(StepComm &sc, const otc_compress_desc_t &desc,
                                const float *src, float *data, int64_t count,
                                float *residual, BucketState &b,
@@ -811,8 +811,8 @@ int compressedAllReduceMean(StepComm &sc, const otc_compress_desc_t &desc,
   const float *src = velocity ? velocity : data;
   if (velocity && (desc.nesterov || !dense)) {
     // What is sent: u, or Nesterov's look-ahead m u + g, and on a
-    // compressed step also the tail m/(1-m) (m for Nesterov) u that momentum
-    // would add over the steps to come, since masking drops it.
+    // compressed step also the tail that momentum would add over the steps
+    // to come, since masking drops it: w = base + m/(1-m) u, base u or g.
     const MomentumTail t = momentumTail(momentum, desc.nesterov != 0);
     if (b.outgoing.size() < size_t(count))
       b.outgoing.resize(size_t(count));
@@ -880,10 +880,12 @@ int compressedAllReduceMean(StepComm &sc, const otc_compress_desc_t &desc,
     // all-reduce, the compression and the exchange run as one job on the
     // collectives thread, so the step's thread goes on with backward
     // instead of waiting for the exchanges queued before this one.
+    // The velocity's norm, not its tail's (which the momentum scales).
+    const float *normOf = velocity ? velocity : data;
     const otc_compress_desc_t d = desc;
     BucketState *bp = &b;
     return runCollective(&sc, true, "compressed exchange", [=] {
-      double sq = sumSquares(src, count);
+      double sq = sumSquares(normOf, count);
       if (members)
         groupAllReduceSumF64(scp->comm, *members, &sq, 1);
       else

@@ -394,6 +394,63 @@ TEST(CompressedGroups, BucketOfAGroupWithoutThisRankIsRefused) {
   otc_comm_release(comm);
 }
 
+// Nesterov's momentum correction on one rank: g + m/(1-m) u is sent (the
+// look-ahead m u + g and its tail), u is zeroed where sent, and where not
+// the residual holds residual + look-ahead, as DGC's Nesterov masking would;
+// a dense warm-up step sends the look-ahead whole and keeps u.
+TEST(CompressedVelocity, NesterovSendsTheLookAheadWithItsTail) {
+  otc_comm_t *comm = nullptr;
+  ASSERT_OK(otc_comm_create_local(&comm));
+  CompressState state;
+  StepComm sc{comm, &state, 1, 0};
+  const int64_t n = 300;
+  const float m = 0.75f; // m/(1-m) = 3
+  otc_compress_desc_t d = topkInt8(0.25f, 64, true);
+  d.nesterov = 1;
+  std::mt19937 rng(9);
+  std::normal_distribution<float> normal;
+  std::vector<float> g(static_cast<size_t>(n)), u(g.size()), r(g.size());
+  for (size_t i = 0; i < g.size(); ++i)
+    g[i] = normal(rng), u[i] = normal(rng), r[i] = normal(rng);
+  std::vector<float> uNew(g.size()), data = g;
+  for (size_t i = 0; i < g.size(); ++i)
+    uNew[i] = m * u[i] + g[i];
+  const std::vector<float> rWas = r;
+  ASSERT_EQ(compressedAllReduceCallback(&sc, &d, data.data(), n, r.data(),
+                                        u.data(), m, nullptr, 0),
+            OTC_STEP_OK);
+  ASSERT_EQ(waitCollectivesCallback(&sc), OTC_STEP_OK);
+  EXPECT_EQ(std::count(u.begin(), u.end(), 0.f), 5 * 16);
+  for (size_t i = 0; i < u.size(); ++i) {
+    const float lookAhead = m * uNew[i] + g[i];
+    if (u[i] == 0.f) {
+      EXPECT_NEAR(data[i], rWas[i] + g[i] + 3.f * uNew[i], 0.1f) << i;
+    } else {
+      EXPECT_EQ(u[i], uNew[i]) << i;
+      EXPECT_EQ(data[i], 0.f) << i;
+      EXPECT_NEAR(r[i], rWas[i] + lookAhead, 1e-4f) << i;
+    }
+  }
+  // Dense warm-up: the look-ahead of the new u, sent whole; u kept.
+  d.warmup_steps = 5;
+  sc.step = 2;
+  const std::vector<float> uBefore = u, rBefore = r;
+  data = g;
+  ASSERT_EQ(compressedAllReduceCallback(&sc, &d, data.data(), n, r.data(),
+                                        u.data(), m, nullptr, 0),
+            OTC_STEP_OK);
+  ASSERT_EQ(waitCollectivesCallback(&sc), OTC_STEP_OK);
+  for (size_t i = 0; i < u.size(); ++i) {
+    const float decayed = m * uBefore[i];
+    const float uNow = decayed + g[i];
+    const float ahead = m * uNow;
+    EXPECT_EQ(u[i], uNow) << i;
+    EXPECT_EQ(data[i], ahead + g[i]) << i;
+  }
+  EXPECT_EQ(r, rBefore);
+  otc_comm_release(comm);
+}
+
 // Momentum correction with factor masking on one rank: the velocity takes
 // the gradient, is what gets compressed (the mean is its decompression),
 // and is zeroed where the payload sends; a skipped step restores every
