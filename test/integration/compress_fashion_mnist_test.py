@@ -71,7 +71,8 @@ WITHIN = {"0.1": 1.0, "0.01": 2.0, "adaptive": 1.0, "momentum 0.1": 1.0,
 # here, so that it cannot grow unnoticed. Measured over seeds 3, 4, 5.
 NOT_MET = {
            # Measured with DGC's masking as published (before the velocity's
-           # tail, which brought every MLP gap within its target).
+           # tail, which brought every MLP gap within its target, and on the
+           # CNN momentum's and Nesterov's on 2 ranks and epoch 1 on 4).
            # The CNN's means move by points between shuffling seeds (one
            # seed's accuracy at an epoch's end spreads over 2-7 points: no
            # schedule, BatchNorm's running statistics), so that 3 seeds do
@@ -79,7 +80,8 @@ NOT_MET = {
            ("cnn", 2, 1, "momentum 0.1"): 3.0,  # -1.58
            ("cnn", 2, 1, "nesterov 0.1"): 7.0,  # -5.68
            ("cnn", 2, 1, "adamw 0.1"): 4.5,  # -3.50
-           ("cnn", 2, 2, "0.1"): 4.5,  # -3.19
+           ("cnn", 2, 2, "0.1"): 4.5,  # -3.19; -1.77 with the tail
+           ("cnn", 2, 2, "adaptive"): 3.0,  # -1.60 (plain SGD: seed noise)
            ("cnn", 2, 2, "momentum 0.1"): 3.5,  # -2.34
            ("cnn", 2, 2, "nesterov 0.1"): 3.0,  # -1.76
            ("cnn", 2, 2, "adamw 0.1"): 3.0,  # -1.78
