@@ -505,7 +505,7 @@ private:
     const bool dense = desc.exchange == OTC_EXCHANGE_ALL_REDUCE ||
                        sc.step <= desc.warmup_steps;
     const float *src = data;
-    float tail = 0;
+    const MomentumTail t = momentumTail(momentum, desc.nesterov != 0, dense);
     if (velocity) {
       Scratch &s = velocityScratchOf(bucket, n);
       checkCuda(otck_cuda_compress_accumulate_f32(n, momentum, data, velocity,
@@ -513,20 +513,17 @@ private:
                 "otck_cuda_compress_accumulate_f32");
       changed.push_back({velocity, s.savedVelocity, n});
       src = velocity;
-      if (desc.nesterov || !dense) {
-        const MomentumTail t = momentumTail(momentum, desc.nesterov != 0);
+      if (t.copied) { // u's tail (or the look-ahead): base + scale u
         growFloats(s.outgoing, s.outgoingCount, n,
                    "cudaMalloc of a bucket's momentum tail");
         checkCuda(cudaMemcpyAsync(s.outgoing, velocity, size_t(n) * 4,
                                   cudaMemcpyDeviceToDevice, side),
                   "cudaMemcpyAsync");
-        checkCuda(
-            otck_cuda_compress_accumulate_f32(n, dense ? momentum : t.scale,
-                                              desc.nesterov ? data : velocity,
-                                              s.outgoing, nullptr, side),
-            "otck_cuda_compress_accumulate_f32");
+        checkCuda(otck_cuda_compress_accumulate_f32(
+                      n, t.scale, desc.nesterov ? data : velocity, s.outgoing,
+                      nullptr, side),
+                  "otck_cuda_compress_accumulate_f32");
         src = s.outgoing;
-        tail = t.unsent;
       }
     }
     if (dense) {
@@ -590,7 +587,7 @@ private:
     // step is skipped and the velocity restored.
     if (velocity)
       checkCuda(otck_cuda_compress_mask_sent_tail_f32(
-                    &cfg, n, mine, tail, velocity,
+                    &cfg, n, mine, t.unsent, velocity,
                     feedback ? residual : nullptr, side),
                 "otck_cuda_compress_mask_sent_tail_f32");
     uint64_t peers = uint64_t(o.size - 1), flagBytes = o.group ? 0 : 4;

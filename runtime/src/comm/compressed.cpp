@@ -131,10 +131,12 @@ bool allFinite(const float *g, int64_t n) {
 
 } // namespace
 
-MomentumTail momentumTail(float momentum, bool nesterov) {
+MomentumTail momentumTail(float momentum, bool nesterov, bool dense) {
+  if (dense)
+    return {nesterov, momentum, 0.0f};
   // Momentum would add m u + m^2 u + ... = m/(1-m) u after this step.
   const double m = momentum, ahead = m / (1.0 - m);
-  return {float(ahead), float(nesterov ? ahead - m : ahead)};
+  return {true, float(ahead), float(nesterov ? ahead - m : ahead)};
 }
 
 bool compressUsesRatio(int32_t method) {
@@ -809,21 +811,19 @@ int compressedAllReduceMean(StepComm &sc, const otc_compress_desc_t &desc,
   const bool denseStep = sc.step <= desc.warmup_steps;
   const bool dense = desc.exchange == OTC_EXCHANGE_ALL_REDUCE || denseStep;
   const float *src = velocity ? velocity : data;
-  if (velocity && (desc.nesterov || !dense)) {
-    // What is sent: u, or Nesterov's look-ahead m u + g, and on a
-    // compressed step also the tail that momentum would add over the steps
-    // to come, since masking drops it: w = base + m/(1-m) u, base u or g.
-    const MomentumTail t = momentumTail(momentum, desc.nesterov != 0);
+  const MomentumTail t = momentumTail(momentum, desc.nesterov != 0, dense);
+  if (velocity && t.copied) {
+    // u's tail (or Nesterov's look-ahead): w = base + scale u, base u or g.
     if (b.outgoing.size() < size_t(count))
       b.outgoing.resize(size_t(count));
     std::memcpy(b.outgoing.data(), velocity, size_t(count) * sizeof(float));
-    if (otck_compress_accumulate_f32(count, dense ? momentum : t.scale,
+    if (otck_compress_accumulate_f32(count, t.scale,
                                      desc.nesterov ? data : velocity,
                                      b.outgoing.data(), nullptr) != 0)
       badDesc(bucket, "bad velocity buffer");
     src = b.outgoing.data();
-    b.tail = t.unsent;
   }
+  b.tail = t.unsent;
 
   // SDP owner group: its members only; a non-finite bucket is remembered
   // for agree_finite rather than ending the step (the others are elsewhere).

@@ -82,15 +82,18 @@ struct CompressState {
 /// while norm0 is unset (0).
 float adaptiveRatio(double norm, double norm0, float ratioMin, float ratioMax);
 
-/// Momentum correction's tail (compressed.cpp): a compressed step sends
-/// base + scale * u, u the velocity and base u or, for Nesterov, the
-/// gradient; `unsent` * u goes back out of the residual where nothing was
-/// sent, leaving there what plain masking would have (u, or the look-ahead
-/// m u + g). momentum in [0, 1).
+/// What momentum correction sends (compressed.cpp): with `copied`,
+/// base + scale * u (u the velocity, base u or, for Nesterov, the
+/// gradient) built in a scratch buffer, else u itself. A compressed step
+/// adds the tail m/(1-m) u; `unsent` * u then goes back out of the residual
+/// where nothing was sent, leaving there what plain masking would have (u,
+/// or the look-ahead m u + g). A dense step sends u, or for Nesterov the
+/// look-ahead (scale m), and masks nothing. momentum in [0, 1).
 struct MomentumTail {
+  bool copied = false;
   float scale = 0, unsent = 0;
 };
-MomentumTail momentumTail(float momentum, bool nesterov);
+MomentumTail momentumTail(float momentum, bool nesterov, bool dense);
 
 /// True for the methods with a kept ratio (top-k, random-k).
 bool compressUsesRatio(int32_t method);
