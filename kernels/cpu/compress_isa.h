@@ -1,11 +1,11 @@
 //===- compress_isa.h - Instruction-set variants of compression -*- C++ -*-===//
 //
 // Internal to the kernel library. The compression kernels
-// (compress_kernels.h), and the optimizer updates (optimizer_kernels.h) the
-// same way, are compiled for baseline x86-64 (or whatever the
-// target is), and on x86-64 also for AVX2 (x86-64-v3) and AVX-512
-// (x86-64-v4); the C API runs the widest one this CPU supports. All
-// variants write the same payloads and residuals bit for bit.
+// (compress_kernels.h, and PowerSGD's decompression: powersgd_kernels.h),
+// and the optimizer updates (optimizer_kernels.h) the same way, are compiled
+// for baseline x86-64 (or whatever the target is), and on x86-64 also for AVX2
+// (x86-64-v3) and AVX-512 (x86-64-v4); the C API runs the widest one this CPU
+// supports. All variants write the same payloads and residuals bit for bit.
 //
 //===----------------------------------------------------------------------===//
 
@@ -23,7 +23,7 @@ const char *isaName(Isa isa);
 /// The widest variant this CPU and build support.
 Isa bestIsa();
 
-/// Makes the C APIs of the compression and optimizer kernels use `isa` (for
+/// Makes the C APIs of the kernels compiled per instruction set use `isa` (for
 /// tests); false, and nothing changes, when this CPU or build lacks it.
 bool useIsa(Isa isa);
 

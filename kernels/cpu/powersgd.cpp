@@ -1,29 +1,52 @@
 //===- powersgd.cpp - PowerSGD's low-rank kernels -------------------------===//
 //
-// The PowerSGD kernels of otc/compress.h. The three products go through
+// The PowerSGD kernels of otc/compress.h. The two projections go through
 // otck_gemm_f32 (oneDNN, threaded inside), one matrix after the other; the
-// Gram-Schmidt runs one matrix per thread, summing its norms and dot
-// products in double (the CUDA twin sums in another order: in double both
-// round to the same float but in rare near-ties); the initial Q is drawn by
-// shared/random.h's counter-based normal generator, so neither result
-// depends on the thread count.
+// decompression's P Q^T (inner dimension r) is a loop of its own, fused with
+// the scaling and the residual; the Gram-Schmidt runs one matrix per thread,
+// summing its norms and dot products in double (the CUDA twin sums in another
+// order: in double both round to the same float but in rare near-ties); the
+// initial Q is drawn by shared/random.h's counter-based normal generator, so
+// neither result depends on the thread count.
 //
 //===----------------------------------------------------------------------===//
 
 #include "otc/compress.h"
 #include "otc/kernels.h"
 
+#include "compress_isa.h"
 #include "parallel.h"
 #include "powersgd_format.h"
+#include "powersgd_kernels.h"
 #include "random.h"
 
+#include <atomic>
 #include <cmath>
 #include <vector>
+
+#if defined(OTCK_HAVE_X86_VARIANTS)
+#define OTCK_DECLARE_POWERSGD_VARIANT(ns)                                      \
+  namespace otc::kernels::powersgd::ns {                                       \
+  bool decompressRows(int64_t begin, int64_t end, int64_t cols, int64_t r,     \
+                      const float *p, const float *qt, float scale,            \
+                      float *out, float *residual);                            \
+  }
+OTCK_DECLARE_POWERSGD_VARIANT(avx2)
+OTCK_DECLARE_POWERSGD_VARIANT(avx512)
+#undef OTCK_DECLARE_POWERSGD_VARIANT
+#endif
 
 using namespace otc::kernels;
 using powersgd::Placed;
 
 namespace {
+
+bool decompressRows(int64_t begin, int64_t end, int64_t cols, int64_t r,
+                    const float *p, const float *qt, float scale, float *out,
+                    float *residual) {
+  OTCK_ISA_DISPATCH(otc::kernels::powersgd, decompressRows, begin, end, cols, r,
+                    p, qt, scale, out, residual);
+}
 
 /// Modified Gram-Schmidt on the columns of one rows x r row-major P, as
 /// otck_powersgd_orthonormalize_f32 states it. Column j's dot products with
@@ -124,22 +147,32 @@ extern "C" int otck_powersgd_decompress_f32(const otck_powersgd_matrix *mats,
   if (!powersgd::placeList(mats, num, rank, &list) ||
       (num > 0 && (!p || !q || !out)))
     return -1;
+  std::vector<float> qt;
+  std::atomic<bool> finite{true};
   for (const Placed &x : list) {
-    // out (rows x cols) = P (rows x r) Q^T (r x cols), then the scaling and
-    // the residual in one pass while the matrix is in cache.
+    // out (rows x cols) = scale * P (rows x r) Q^T (r x cols), and the
+    // residual, in one pass over the matrix: K = r is tiny, so the product
+    // costs what writing out does, and a GEMM followed by a second pass
+    // would stream the matrix through memory twice more. Q^T is copied
+    // once (r x cols, contiguous rows) for powersgd_kernels.h's rows.
+    const int64_t rows = x.rows, cols = x.cols, r = x.r;
+    qt.resize(size_t(r * cols));
+    const float *qm = q + x.q;
+    for (int64_t j = 0; j < cols; ++j)
+      for (int64_t k = 0; k < r; ++k)
+        qt[size_t(k * cols + j)] = qm[j * r + k];
+    const float *pm = p + x.p, *qtp = qt.data();
     float *o = out + x.offset;
     float *res = residual ? residual + x.offset : nullptr;
-    otck_gemm_f32(0, 1, x.rows, x.cols, x.r, 1.0f, p + x.p, q + x.q, 0.0f, o);
-    parallelFor(x.rows * x.cols, 1, kParallelGrain,
-                [&](int64_t begin, int64_t end) {
-                  for (int64_t e = begin; e < end; ++e)
-                    o[e] = scale * o[e];
-                  if (res)
-                    for (int64_t e = begin; e < end; ++e)
-                      res[e] -= o[e];
-                });
+    parallelFor(
+        rows, cols * (r + 1), kParallelGrain,
+        [&](int64_t begin, int64_t end) {
+          if (!decompressRows(begin, end, cols, r, pm, qtp, scale, o, res))
+            finite.store(false, std::memory_order_relaxed);
+        },
+        1);
   }
-  return 0;
+  return finite.load() ? 0 : 1;
 }
 
 extern "C" int64_t otck_powersgd_init_q_f32(const otck_powersgd_matrix *mats,

@@ -17,6 +17,7 @@
 
 #include "otc/compress.h"
 
+#include "compress_isa.h"
 #include "kernels_test_util.h"
 
 #include <gtest/gtest.h>
@@ -306,6 +307,95 @@ TEST(PowerSgd, DecompressMatchesADoubleReferenceWithAndWithoutResidual) {
                 0);
       EXPECT_TRUE(sameBits(out, out2));
     }
+}
+
+namespace isa = otc::kernels::compress;
+
+/// Runs fn with each instruction-set variant this CPU and build have
+/// (the baseline first), then goes back to the best one.
+template <typename Fn> void forEachIsa(Fn fn) {
+  for (isa::Isa v : {isa::Isa::Generic, isa::Isa::Avx2, isa::Isa::Avx512})
+    if (isa::useIsa(v)) {
+      SCOPED_TRACE(isa::isaName(v));
+      fn(v);
+    }
+  isa::useIsa(isa::bestIsa());
+}
+
+TEST(PowerSgd, DecompressWritesTheSameBitsOnEveryIsaAndThreadCount) {
+  // Beside the mixed cases: 16 rows of 1000 columns with r = 4 (the vector
+  // loops' bodies and tails, rows split between threads).
+  std::vector<Case> all = cases();
+  all.push_back({"wide", Mats{{2, 16, 1000}}, 4});
+  unsigned seed = 300;
+  for (const Case &c : all) {
+    SCOPED_TRACE(c.name);
+    const int64_t num = int64_t(c.mats.size());
+    const std::vector<float> p = guarded(c.pFloats(), seed++);
+    const std::vector<float> q = guarded(c.qFloats(), seed++);
+    const std::vector<float> out0 = makeBucket(c, seed++);
+    const std::vector<float> res0 = makeBucket(c, seed++);
+    for (bool withResidual : {true, false}) {
+      SCOPED_TRACE(withResidual ? "with a residual" : "without a residual");
+      std::vector<float> outBase, resBase;
+      bool first = true;
+      forEachIsa([&](isa::Isa) {
+        for (int threads : {1, 3}) {
+          std::vector<float> out = out0, res = res0;
+          int rc = -2;
+          withThreads(threads, [&] {
+            rc = otck_powersgd_decompress_f32(
+                c.mats.data(), num, c.rank, p.data(), q.data(), 0.5f,
+                out.data(), withResidual ? res.data() : nullptr);
+          });
+          EXPECT_EQ(rc, 0) << threads << " threads";
+          if (first) {
+            outBase = out;
+            resBase = res;
+            first = false;
+            continue;
+          }
+          EXPECT_TRUE(sameBits(out, outBase)) << threads << " threads";
+          EXPECT_TRUE(sameBits(res, resBase)) << threads << " threads";
+        }
+      });
+    }
+  }
+}
+
+TEST(PowerSgd, DecompressReportsWhatIsNotFinite) {
+  // Two matrices of 40 x 300 (r = 2; P's rows all 1, Q's all 1: out = 2
+  // everywhere), then one element of P made large or not finite, in the
+  // first row, a middle one or the last row of the second matrix; with a
+  // scale that makes 1e30 * 2 overflow.
+  const Mats g{{0, 40, 300}, {12000, 40, 300}};
+  const int64_t r = 2, n = 24000;
+  for (float a : {1e30f, std::numeric_limits<float>::quiet_NaN(),
+                  std::numeric_limits<float>::infinity(), 3.0f})
+    for (int64_t row : {0, 17, 39})
+      forEachIsa([&](isa::Isa) {
+        SCOPED_TRACE("value " + std::to_string(a) + " in row " +
+                     std::to_string(row));
+        std::vector<float> p(size_t(2 * 40 * r), 1.0f),
+            q(size_t(2 * 300 * r), 1.0f);
+        p[size_t(40 * r + row * r + 1)] = a; // the second matrix's P
+        const float scale = 1e10f;
+        const int want = std::isfinite((a + 1.0f) * scale) ? 0 : 1;
+        for (int threads : {1, 3})
+          for (bool withResidual : {true, false}) {
+            std::vector<float> out(size_t(n), 0.0f), res(size_t(n), 0.0f);
+            int rc = -2;
+            withThreads(threads, [&] {
+              rc = otck_powersgd_decompress_f32(
+                  g.data(), 2, r, p.data(), q.data(), scale, out.data(),
+                  withResidual ? res.data() : nullptr);
+            });
+            EXPECT_EQ(rc, want) << threads << " threads";
+            // The first matrix's rows are written as usual.
+            EXPECT_EQ(out[0], 2e10f);
+            EXPECT_EQ(out[11999], 2e10f);
+          }
+      });
 }
 
 /// Modified Gram-Schmidt in double, as otc/compress.h states it.

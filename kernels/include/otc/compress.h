@@ -215,7 +215,8 @@ int otck_powersgd_back_project_f32(const otck_powersgd_matrix *mats,
  * NULL, residual_i -= out_i element-wise in place (residual holds M: it
  * becomes M - out, the error fed back into the next step); residual must not
  * overlap out. Returns -1 for an invalid list or a NULL p, q or out
- * (num > 0), 0 otherwise. */
+ * (num > 0; nothing written), 1 when some element written to out is a NaN
+ * or an infinity (finite factors can overflow), 0 otherwise. */
 int otck_powersgd_decompress_f32(const otck_powersgd_matrix *mats, int64_t num,
                                  int64_t rank, const float *p, const float *q,
                                  float scale, float *out, float *residual);

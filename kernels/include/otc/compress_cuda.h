@@ -104,7 +104,8 @@ cudaError_t otck_cuda_powersgd_back_project_f32(
     const float *d_m, const float *d_p, float *d_q, cudaStream_t stream);
 
 /* otck_powersgd_decompress_f32 on the device: d_out_i = scale * P_i Q_i^T,
- * then d_residual_i -= d_out_i when d_residual is not NULL. */
+ * then d_residual_i -= d_out_i when d_residual is not NULL. It does not
+ * report an overflow as the CPU kernel does: the caller checks d_out. */
 cudaError_t otck_cuda_powersgd_decompress_f32(const otck_powersgd_matrix *mats,
                                               int64_t num, int64_t rank,
                                               const float *d_p,

@@ -478,8 +478,9 @@ static void forEachUncompressed(const std::vector<otck_powersgd_matrix> &mats,
 ///  6. g = P Q^T on every matrix, e = M - P Q^T.
 /// The averages are mean all-reduces (counted as such); torch sums P, which
 /// the orthonormalisation makes the same, and divides the sum of Q by W.
-/// A P, Q or uncompressed mean that is not finite (the same on every rank)
-/// skips the step; the residual and Q are restored.
+/// A P, Q or uncompressed mean that is not finite, or a P Q^T that
+/// overflows (the same on every rank: the kernel's bits do not depend on
+/// the CPU), skips the step; the residual and Q are restored.
 static int powerSgd(StepComm &sc, const otc_compress_desc_t &desc, float *data,
                     int64_t count, float *residual, float *q, BucketState &b,
                     int64_t bucket, const std::vector<int64_t> *members) {
@@ -509,18 +510,25 @@ static int powerSgd(StepComm &sc, const otc_compress_desc_t &desc, float *data,
     auto refused = [&] {
       badDesc(bucket, "the PowerSGD kernels refused the matrices");
     };
-    if (residual)
-      std::memcpy(st.savedResidual.data(), residual, size_t(count) * 4);
     if (qFloats)
       std::memcpy(st.savedState.data(), q, size_t(qFloats) * 4);
-    scp->compress->touched.push_back(undo);
     float *m = data;
     if (residual) {
+      // The undo's copy of e, then M = g + e, per matrix (1 * e + g is e + g
+      // exactly); the rest of the bucket is only copied.
+      float *saved = st.savedResidual.data();
       for (const otck_powersgd_matrix &x : mats)
-        for (int64_t i = x.offset; i < x.offset + x.rows * x.cols; ++i)
-          residual[i] += data[i];
+        if (otck_compress_accumulate_f32(x.rows * x.cols, 1.0f, data + x.offset,
+                                         residual + x.offset,
+                                         saved + x.offset) != 0)
+          refused();
+      forEachUncompressed(mats, count, [&](int64_t begin, int64_t end) {
+        std::memcpy(saved + begin, residual + begin,
+                    size_t(end - begin) * sizeof(float));
+      });
       m = residual;
     }
+    scp->compress->touched.push_back(undo);
     // The rest, averaged as it is (no error feedback, as torch's hook).
     st.uncompressed.clear();
     forEachUncompressed(mats, count, [&](int64_t begin, int64_t end) {
@@ -549,11 +557,15 @@ static int powerSgd(StepComm &sc, const otc_compress_desc_t &desc, float *data,
           otck_powersgd_back_project_f32(mats.data(), num, rank, m, p, q) != 0)
         refused();
       finite &= mean(q, qFloats);
-      if (otck_powersgd_decompress_f32(mats.data(), num, rank, p, q, 1.0f, data,
-                                       residual) != 0)
+      // 1: a product overflowed (the kernel checks what it writes; the rest
+      // of the bucket was checked by its mean).
+      const int rc = otck_powersgd_decompress_f32(mats.data(), num, rank, p, q,
+                                                  1.0f, data, residual);
+      if (rc < 0)
         refused();
+      finite &= rc == 0;
     }
-    if (!finite || !allFinite(data, count))
+    if (!finite)
       return nonfinite(*scp, members);
     ++st.steps;
     return int(OTC_STEP_OK);
