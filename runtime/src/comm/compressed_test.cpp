@@ -373,15 +373,26 @@ TEST_F(CompressedTest, HalfPrecisionOverflowSkipsTheStep) {
   }
 }
 
+/// One rank's exchange called directly (no program): a local communicator
+/// and the step's compression state, at step 1.
+class OneRankExchange : public ::testing::Test {
+protected:
+  void SetUp() override {
+    ASSERT_OK(otc_comm_create_local(&comm));
+    sc.comm = comm;
+  }
+  void TearDown() override { otc_comm_release(comm); }
+
+  otc_comm_t *comm = nullptr;
+  CompressState state;
+  StepComm sc{nullptr, &state, 1, 0};
+};
+
 // An owner group that does not hold this rank: a hand-written program's
 // mistake, refused before anything is compressed (the compiler names each
 // rank's own groups only).
-TEST(CompressedGroups, BucketOfAGroupWithoutThisRankIsRefused) {
-  otc_comm_t *comm = nullptr;
-  ASSERT_OK(otc_comm_create_local(&comm));
-  CompressState state;
+TEST_F(OneRankExchange, BucketOfAGroupWithoutThisRankIsRefused) {
   const std::vector<std::vector<int64_t>> groups = {{1}};
-  StepComm sc{comm, &state, 1, 0};
   sc.groups = &groups;
   otc_compress_desc_t d = topkInt8(0.25f, 64, false);
   std::vector<float> data(4096, 1.f);
@@ -391,18 +402,13 @@ TEST(CompressedGroups, BucketOfAGroupWithoutThisRankIsRefused) {
   const std::string why = takeCommError(comm);
   EXPECT_NE(why.find("does not hold rank 0"), std::string::npos) << why;
   EXPECT_EQ(data, std::vector<float>(4096, 1.f));
-  otc_comm_release(comm);
 }
 
 // Nesterov's momentum correction on one rank: g + m/(1-m) u is sent (the
 // look-ahead m u + g and its tail), u is zeroed where sent, and where not
 // the residual holds residual + look-ahead, as DGC's Nesterov masking would;
 // a dense warm-up step sends the look-ahead whole and keeps u.
-TEST(CompressedVelocity, NesterovSendsTheLookAheadWithItsTail) {
-  otc_comm_t *comm = nullptr;
-  ASSERT_OK(otc_comm_create_local(&comm));
-  CompressState state;
-  StepComm sc{comm, &state, 1, 0};
+TEST_F(OneRankExchange, NesterovSendsTheLookAheadWithItsTail) {
   const int64_t n = 300;
   const float m = 0.75f; // m/(1-m) = 3
   otc_compress_desc_t d = topkInt8(0.25f, 64, true);
@@ -448,7 +454,6 @@ TEST(CompressedVelocity, NesterovSendsTheLookAheadWithItsTail) {
     EXPECT_EQ(data[i], ahead + g[i]) << i;
   }
   EXPECT_EQ(r, rBefore);
-  otc_comm_release(comm);
 }
 
 // Momentum correction with factor masking on one rank: the velocity takes
@@ -457,11 +462,7 @@ TEST(CompressedVelocity, NesterovSendsTheLookAheadWithItsTail) {
 // bucket's velocity and residual: the bad bucket's at once, the buckets
 // before it through the session's undo, an adaptive bucket whose norm is
 // not finite before anything is compressed.
-TEST(CompressedVelocity, MaskedAndRestoredOnASkippedStep) {
-  otc_comm_t *comm = nullptr;
-  ASSERT_OK(otc_comm_create_local(&comm));
-  CompressState state;
-  StepComm sc{comm, &state, 1, 0};
+TEST_F(OneRankExchange, MaskedAndRestoredOnASkippedStep) {
   const int64_t n = 300;
   otc_compress_desc_t d = topkInt8(0.25f, 64, true);
   std::mt19937 rng(4);
@@ -552,7 +553,6 @@ TEST(CompressedVelocity, MaskedAndRestoredOnASkippedStep) {
     const std::string why = takeCommError(comm);
     EXPECT_NE(why.find("needs a momentum in [0, 1)"), std::string::npos) << why;
   }
-  otc_comm_release(comm);
 }
 
 TEST_F(CompressedTest, NonFiniteOnTheFirstStepLeavesTheNormUnset) {
