@@ -1,18 +1,17 @@
 //===- powersgd.cpp - PowerSGD's low-rank kernels -------------------------===//
 //
-// The PowerSGD kernels of otc/compress.h. The two projections go through
-// otck_gemm_f32 (oneDNN, threaded inside), one matrix after the other; the
-// decompression's P Q^T (inner dimension r) is a loop of its own, fused with
-// the scaling and the residual; the Gram-Schmidt runs one matrix per thread,
-// summing its norms and dot products in double (the CUDA twin sums in another
-// order: in double both round to the same float but in rare near-ties); the
-// initial Q is drawn by shared/random.h's counter-based normal generator, so
-// neither result depends on the thread count.
+// The PowerSGD kernels of otc/compress.h. The projections and the
+// decompression (fused with the scaling, the residual and the finiteness
+// check) are powersgd_kernels.h's loops, threaded over rows or column
+// blocks, one matrix after the other; the Gram-Schmidt runs one matrix per
+// thread, summing its norms and dot products in double (the CUDA twin sums in
+// another order: in double both round to the same float but in rare near-ties);
+// the initial Q is drawn by shared/random.h's counter-based normal generator,
+// so neither result depends on the thread count.
 //
 //===----------------------------------------------------------------------===//
 
 #include "otc/compress.h"
-#include "otc/kernels.h"
 
 #include "compress_isa.h"
 #include "parallel.h"
@@ -20,6 +19,7 @@
 #include "powersgd_kernels.h"
 #include "random.h"
 
+#include <algorithm>
 #include <atomic>
 #include <cmath>
 #include <vector>
@@ -27,6 +27,11 @@
 #if defined(OTCK_HAVE_X86_VARIANTS)
 #define OTCK_DECLARE_POWERSGD_VARIANT(ns)                                      \
   namespace otc::kernels::powersgd::ns {                                       \
+  void projectRows(int64_t begin, int64_t end, int64_t cols, int64_t r,        \
+                   const float *m, const float *qt, float *p);                 \
+  void backProjectColumns(int64_t c0, int64_t w, int64_t rows, int64_t cols,   \
+                          int64_t r, const float *m, const float *p,           \
+                          float *acc);                                         \
   bool decompressRows(int64_t begin, int64_t end, int64_t cols, int64_t r,     \
                       const float *p, const float *qt, float scale,            \
                       float *out, float *residual);                            \
@@ -40,6 +45,27 @@ using namespace otc::kernels;
 using powersgd::Placed;
 
 namespace {
+
+void projectRows(int64_t begin, int64_t end, int64_t cols, int64_t r,
+                 const float *m, const float *qt, float *p) {
+  OTCK_ISA_DISPATCH(otc::kernels::powersgd, projectRows, begin, end, cols, r, m,
+                    qt, p);
+}
+
+void backProjectColumns(int64_t c0, int64_t w, int64_t rows, int64_t cols,
+                        int64_t r, const float *m, const float *p, float *acc) {
+  OTCK_ISA_DISPATCH(otc::kernels::powersgd, backProjectColumns, c0, w, rows,
+                    cols, r, m, p, acc);
+}
+
+/// Q^T (r x cols, row-major) of matrix x, for the row kernels.
+void transposeQ(const Placed &x, const float *q, std::vector<float> &qt) {
+  qt.resize(size_t(x.r * x.cols));
+  const float *qm = q + x.q;
+  for (int64_t j = 0; j < x.cols; ++j)
+    for (int64_t k = 0; k < x.r; ++k)
+      qt[size_t(k * x.cols + j)] = qm[j * x.r + k];
+}
 
 bool decompressRows(int64_t begin, int64_t end, int64_t cols, int64_t r,
                     const float *p, const float *qt, float scale, float *out,
@@ -98,9 +124,18 @@ extern "C" int otck_powersgd_project_f32(const otck_powersgd_matrix *mats,
   if (!powersgd::placeList(mats, num, rank, &list) ||
       (num > 0 && (!m || !q || !p)))
     return -1;
-  for (const Placed &x : list) // P (rows x r) = M (rows x cols) Q (cols x r)
-    otck_gemm_f32(0, 0, x.rows, x.r, x.cols, 1.0f, m + x.offset, q + x.q, 0.0f,
-                  p + x.p);
+  std::vector<float> qt;
+  for (const Placed &x : list) { // P (rows x r) = M (rows x cols) Q (cols x r)
+    transposeQ(x, q, qt);
+    const float *mm = m + x.offset, *qtp = qt.data();
+    float *pm = p + x.p;
+    parallelFor(
+        x.rows, x.cols * x.r, kParallelGrain,
+        [&](int64_t begin, int64_t end) {
+          projectRows(begin, end, x.cols, x.r, mm, qtp, pm);
+        },
+        1);
+  }
   return 0;
 }
 
@@ -132,9 +167,29 @@ extern "C" int otck_powersgd_back_project_f32(const otck_powersgd_matrix *mats,
   if (!powersgd::placeList(mats, num, rank, &list) ||
       (num > 0 && (!m || !p || !q)))
     return -1;
-  for (const Placed &x : list) // Q (cols x r) = M^T (cols x rows) P (rows x r)
-    otck_gemm_f32(1, 0, x.cols, x.r, x.rows, 1.0f, m + x.offset, p + x.p, 0.0f,
-                  q + x.q);
+  for (const Placed &x : list) { // Q (cols x r) = M^T P (rows x r)
+    // Column blocks whose r sums fit in the first-level cache (16 KiB),
+    // a multiple of 16 columns.
+    const int64_t block =
+        std::max<int64_t>(16, (4096 / std::max<int64_t>(x.r, 1)) / 16 * 16);
+    const int64_t blocks = (x.cols + block - 1) / block;
+    const float *mm = m + x.offset, *pm = p + x.p;
+    float *qm = q + x.q;
+    parallelFor(
+        blocks, x.rows * block * x.r, kParallelGrain,
+        [&](int64_t begin, int64_t end) {
+          std::vector<float> acc(size_t(x.r * block));
+          for (int64_t b = begin; b < end; ++b) {
+            const int64_t c0 = b * block;
+            const int64_t w = std::min(block, x.cols - c0);
+            backProjectColumns(c0, w, x.rows, x.cols, x.r, mm, pm, acc.data());
+            for (int64_t j = 0; j < w; ++j)
+              for (int64_t k = 0; k < x.r; ++k)
+                qm[(c0 + j) * x.r + k] = acc[size_t(k * w + j)];
+          }
+        },
+        1);
+  }
   return 0;
 }
 
@@ -156,11 +211,7 @@ extern "C" int otck_powersgd_decompress_f32(const otck_powersgd_matrix *mats,
     // would stream the matrix through memory twice more. Q^T is copied
     // once (r x cols, contiguous rows) for powersgd_kernels.h's rows.
     const int64_t rows = x.rows, cols = x.cols, r = x.r;
-    qt.resize(size_t(r * cols));
-    const float *qm = q + x.q;
-    for (int64_t j = 0; j < cols; ++j)
-      for (int64_t k = 0; k < r; ++k)
-        qt[size_t(k * cols + j)] = qm[j * r + k];
+    transposeQ(x, q, qt);
     const float *pm = p + x.p, *qtp = qt.data();
     float *o = out + x.offset;
     float *res = residual ? residual + x.offset : nullptr;

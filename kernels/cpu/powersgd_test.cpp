@@ -119,7 +119,7 @@ std::vector<Case> cases() {
       {"rank1", {{0, 12, 5}, {60, 5, 12}, {200, 1, 1}}, 1},
       // Rank above every dimension: full rank, r = min(rows, cols).
       {"full", {{2, 7, 4}, {40, 3, 11}}, 100},
-      // Large enough for oneDNN to thread the products.
+      // Large enough to thread the products (rows; column blocks of Q).
       {"large", {{5, 300, 170}, {51005, 64, 700}, {96000, 700, 64}}, 8},
   };
 }
@@ -360,6 +360,49 @@ TEST(PowerSgd, DecompressWritesTheSameBitsOnEveryIsaAndThreadCount) {
         }
       });
     }
+  }
+}
+
+TEST(PowerSgd, ProjectionsWriteTheSameBitsOnEveryIsaAndThreadCount) {
+  // Beside the mixed cases: 16 x 1000 at r = 4 (the dot products' vector
+  // bodies and tails) and 37 x 3000 at r = 3 (rows beyond the blocks of
+  // four, Q^T's column blocks of 1360 with a partial last one, split
+  // between threads).
+  std::vector<Case> all = cases();
+  all.push_back({"wide", Mats{{2, 16, 1000}}, 4});
+  all.push_back({"blocks", Mats{{0, 37, 3000}}, 3});
+  unsigned seed = 200;
+  for (const Case &c : all) {
+    SCOPED_TRACE(c.name);
+    const int64_t num = int64_t(c.mats.size());
+    const std::vector<float> m = makeBucket(c, seed++);
+    const std::vector<float> q0 = guarded(c.qFloats(), seed++);
+    std::vector<float> pBase, qBase;
+    bool first = true;
+    forEachIsa([&](isa::Isa) {
+      for (int threads : {1, 3}) {
+        std::vector<float> p = guarded(c.pFloats(), seed),
+                           q = guarded(c.qFloats(), seed + 1);
+        withThreads(threads, [&] {
+          ASSERT_EQ(otck_powersgd_project_f32(c.mats.data(), num, c.rank,
+                                              m.data(), q0.data(), p.data()),
+                    0);
+          ASSERT_EQ(otck_powersgd_back_project_f32(c.mats.data(), num, c.rank,
+                                                   m.data(), p.data(),
+                                                   q.data()),
+                    0);
+        });
+        if (first) {
+          pBase = p;
+          qBase = q;
+          first = false;
+          continue;
+        }
+        EXPECT_TRUE(sameBits(p, pBase)) << threads << " threads";
+        EXPECT_TRUE(sameBits(q, qBase)) << threads << " threads";
+      }
+    });
+    seed += 2;
   }
 }
 
