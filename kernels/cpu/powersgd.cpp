@@ -29,6 +29,9 @@
   namespace otc::kernels::powersgd::ns {                                       \
   void projectRows(int64_t begin, int64_t end, int64_t cols, int64_t r,        \
                    const float *m, const float *qt, float *p);                 \
+  void projectFeedbackRows(int64_t begin, int64_t end, int64_t cols,           \
+                           int64_t r, const float *g, float *residual,         \
+                           float *saved, const float *qt, float *p);           \
   void backProjectColumns(int64_t c0, int64_t w, int64_t rows, int64_t cols,   \
                           int64_t r, const float *m, const float *p,           \
                           float *acc);                                         \
@@ -50,6 +53,13 @@ void projectRows(int64_t begin, int64_t end, int64_t cols, int64_t r,
                  const float *m, const float *qt, float *p) {
   OTCK_ISA_DISPATCH(otc::kernels::powersgd, projectRows, begin, end, cols, r, m,
                     qt, p);
+}
+
+void projectFeedbackRows(int64_t begin, int64_t end, int64_t cols, int64_t r,
+                         const float *g, float *residual, float *saved,
+                         const float *qt, float *p) {
+  OTCK_ISA_DISPATCH(otc::kernels::powersgd, projectFeedbackRows, begin, end,
+                    cols, r, g, residual, saved, qt, p);
 }
 
 void backProjectColumns(int64_t c0, int64_t w, int64_t rows, int64_t cols,
@@ -133,6 +143,29 @@ extern "C" int otck_powersgd_project_f32(const otck_powersgd_matrix *mats,
         x.rows, x.cols * x.r, kParallelGrain,
         [&](int64_t begin, int64_t end) {
           projectRows(begin, end, x.cols, x.r, mm, qtp, pm);
+        },
+        1);
+  }
+  return 0;
+}
+
+extern "C" int otck_powersgd_project_feedback_f32(
+    const otck_powersgd_matrix *mats, int64_t num, int64_t rank, const float *g,
+    float *residual, float *saved, const float *q, float *p) {
+  std::vector<Placed> list;
+  if (!powersgd::placeList(mats, num, rank, &list) ||
+      (num > 0 && (!g || !residual || !q || !p)))
+    return -1;
+  std::vector<float> qt;
+  for (const Placed &x : list) {
+    transposeQ(x, q, qt);
+    const float *gm = g + x.offset, *qtp = qt.data();
+    float *em = residual + x.offset, *sm = saved ? saved + x.offset : nullptr;
+    float *pm = p + x.p;
+    parallelFor(
+        x.rows, x.cols * (x.r + 1), kParallelGrain,
+        [&](int64_t begin, int64_t end) {
+          projectFeedbackRows(begin, end, x.cols, x.r, gm, em, sm, qtp, pm);
         },
         1);
   }

@@ -94,6 +94,41 @@ void projectRows(int64_t begin, int64_t end, int64_t cols, int64_t r,
     projectBlock<1>(m + i * cols, qt, cols, r, p + i * r);
 }
 
+/// Error feedback's M = g + residual on rows [begin, end), written to the
+/// residual (its old rows to `saved` first when not null), and P = M Q on
+/// the same rows as projectRows computes it: four rows at a time, projected
+/// while they are in cache.
+void projectFeedbackRows(int64_t begin, int64_t end, int64_t cols, int64_t r,
+                         const float *g, float *residual, float *saved,
+                         const float *qt, float *p) {
+  auto accumulate = [&](int64_t i, int64_t n) {
+    const float *gi = g + i * cols;
+    float *e = residual + i * cols;
+    const int64_t len = n * cols;
+    if (saved) {
+      float *s = saved + i * cols;
+#pragma omp simd
+      for (int64_t j = 0; j < len; ++j) {
+        s[j] = e[j];
+        e[j] = e[j] + gi[j];
+      }
+    } else {
+#pragma omp simd
+      for (int64_t j = 0; j < len; ++j)
+        e[j] = e[j] + gi[j];
+    }
+  };
+  int64_t i = begin;
+  for (; i + 4 <= end; i += 4) {
+    accumulate(i, 4);
+    projectBlock<4>(residual + i * cols, qt, cols, r, p + i * r);
+  }
+  for (; i < end; ++i) {
+    accumulate(i, 1);
+    projectBlock<1>(residual + i * cols, qt, cols, r, p + i * r);
+  }
+}
+
 /// Columns [c0, c0 + w) of Q^T (r x w, row-major, in `acc`) = (M^T P)^T:
 /// acc[k][j] = sum over rows i, in increasing i, of M[i][c0 + j] * P[i][k].
 /// Every element is its own sequential sum, so no variant, thread count or

@@ -406,6 +406,58 @@ TEST(PowerSgd, ProjectionsWriteTheSameBitsOnEveryIsaAndThreadCount) {
   }
 }
 
+TEST(PowerSgd, ProjectFeedbackIsTheAccumulationThenTheProjection) {
+  // On every case (plus 16 x 1000 and 37 x 3000), every ISA, 1 and 3
+  // threads, with and without the saved copy: the residual's bits are
+  // otck_compress_accumulate_f32's with momentum 1 on each matrix, the
+  // saved copy is the old residual, P's bits are otck_powersgd_project_f32's
+  // on the new residual, and nothing between or after the matrices moves.
+  std::vector<Case> all = cases();
+  all.push_back({"wide", Mats{{2, 16, 1000}}, 4});
+  all.push_back({"blocks", Mats{{0, 37, 3000}}, 3});
+  unsigned seed = 500;
+  for (const Case &c : all) {
+    SCOPED_TRACE(c.name);
+    const int64_t num = int64_t(c.mats.size());
+    const std::vector<float> g = makeBucket(c, seed++);
+    const std::vector<float> res0 = makeBucket(c, seed++);
+    const std::vector<float> saved0 = makeBucket(c, seed++);
+    const std::vector<float> q = guarded(c.qFloats(), seed++);
+    // The reference: the two kernels it replaces.
+    std::vector<float> wantRes = res0, wantSaved = saved0;
+    std::vector<float> wantP = guarded(c.pFloats(), seed);
+    for (const otck_powersgd_matrix &x : c.mats)
+      ASSERT_EQ(otck_compress_accumulate_f32(
+                    x.rows * x.cols, 1.0f, g.data() + x.offset,
+                    wantRes.data() + x.offset, wantSaved.data() + x.offset),
+                0);
+    ASSERT_EQ(otck_powersgd_project_f32(c.mats.data(), num, c.rank,
+                                        wantRes.data(), q.data(), wantP.data()),
+              0);
+    forEachIsa([&](isa::Isa) {
+      for (int threads : {1, 3})
+        for (bool withSaved : {true, false}) {
+          SCOPED_TRACE(std::to_string(threads) + " threads" +
+                       (withSaved ? ", saving" : ""));
+          std::vector<float> res = res0, saved = saved0;
+          std::vector<float> p = guarded(c.pFloats(), seed + 1);
+          withThreads(threads, [&] {
+            ASSERT_EQ(otck_powersgd_project_feedback_f32(
+                          c.mats.data(), num, c.rank, g.data(), res.data(),
+                          withSaved ? saved.data() : nullptr, q.data(),
+                          p.data()),
+                      0);
+          });
+          EXPECT_TRUE(sameBits(res, wantRes));
+          EXPECT_TRUE(sameBits(saved, withSaved ? wantSaved : saved0));
+          EXPECT_TRUE(sameBits(p, wantP));
+          expectGuards(p, c.pFloats(), "P");
+        }
+    });
+    seed += 2;
+  }
+}
+
 TEST(PowerSgd, DecompressReportsWhatIsNotFinite) {
   // Two matrices of 40 x 300 (r = 2; P's rows all 1, Q's all 1: out = 2
   // everywhere), then one element of P made large or not finite, in the
@@ -733,6 +785,10 @@ TEST(PowerSgd, InvalidListsAndBuffersAreRefusedWritingNothing) {
     EXPECT_EQ(otck_powersgd_project_f32(mats, num, rank, m.data(), q.data(),
                                         p.data()),
               -1);
+    EXPECT_EQ(otck_powersgd_project_feedback_f32(mats, num, rank, m.data(),
+                                                 res.data(), out.data(),
+                                                 q.data(), p.data()),
+              -1);
     EXPECT_EQ(otck_powersgd_orthonormalize_f32(mats, num, rank, p.data(), 0.0f),
               -1);
     EXPECT_EQ(otck_powersgd_back_project_f32(mats, num, rank, m.data(),
@@ -760,6 +816,15 @@ TEST(PowerSgd, InvalidListsAndBuffersAreRefusedWritingNothing) {
   EXPECT_EQ(otck_powersgd_project_f32(g, 2, 2, nullptr, Q, P), -1);
   EXPECT_EQ(otck_powersgd_project_f32(g, 2, 2, M, nullptr, P), -1);
   EXPECT_EQ(otck_powersgd_project_f32(g, 2, 2, M, Q, nullptr), -1);
+  float *R = res.data();
+  EXPECT_EQ(otck_powersgd_project_feedback_f32(g, 2, 2, nullptr, R, O, Q, P),
+            -1);
+  EXPECT_EQ(otck_powersgd_project_feedback_f32(g, 2, 2, M, nullptr, O, Q, P),
+            -1);
+  EXPECT_EQ(otck_powersgd_project_feedback_f32(g, 2, 2, M, R, O, nullptr, P),
+            -1);
+  EXPECT_EQ(otck_powersgd_project_feedback_f32(g, 2, 2, M, R, O, Q, nullptr),
+            -1);
   EXPECT_EQ(otck_powersgd_back_project_f32(g, 2, 2, nullptr, P, Q), -1);
   EXPECT_EQ(otck_powersgd_back_project_f32(g, 2, 2, M, nullptr, Q), -1);
   EXPECT_EQ(otck_powersgd_back_project_f32(g, 2, 2, M, P, nullptr), -1);
@@ -777,6 +842,9 @@ TEST(PowerSgd, InvalidListsAndBuffersAreRefusedWritingNothing) {
 
   // An empty list has nothing to do: NULL buffers are fine.
   EXPECT_EQ(otck_powersgd_project_f32(nullptr, 0, 2, nullptr, nullptr, nullptr),
+            0);
+  EXPECT_EQ(otck_powersgd_project_feedback_f32(nullptr, 0, 2, nullptr, nullptr,
+                                               nullptr, nullptr, nullptr),
             0);
   EXPECT_EQ(otck_powersgd_orthonormalize_f32(nullptr, 0, 2, nullptr, 0.0f), 0);
   EXPECT_EQ(

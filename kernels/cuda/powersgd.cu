@@ -190,6 +190,25 @@ otck_cuda_powersgd_project_f32(const otck_powersgd_matrix *mats, int64_t num,
   });
 }
 
+extern "C" cudaError_t otck_cuda_powersgd_project_feedback_f32(
+    const otck_powersgd_matrix *mats, int64_t num, int64_t rank,
+    const float *d_g, float *d_residual, float *d_saved, const float *d_q,
+    float *d_p, cudaStream_t stream) {
+  std::vector<Placed> list;
+  if (!powersgd::placeList(mats, num, rank, &list) ||
+      (num > 0 && (!d_g || !d_residual || !d_q || !d_p)))
+    return cudaErrorInvalidValue;
+  for (const Placed &x : list) {
+    const cudaError_t err = otck_cuda_compress_accumulate_f32(
+        x.rows * x.cols, 1.0f, d_g + x.offset, d_residual + x.offset,
+        d_saved ? d_saved + x.offset : nullptr, stream);
+    if (err != cudaSuccess)
+      return err;
+  }
+  return otck_cuda_powersgd_project_f32(mats, num, rank, d_residual, d_q, d_p,
+                                        stream);
+}
+
 extern "C" cudaError_t
 otck_cuda_powersgd_orthonormalize_f32(const otck_powersgd_matrix *mats,
                                       int64_t num, int64_t rank, float *d_p,

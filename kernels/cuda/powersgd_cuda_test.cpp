@@ -240,6 +240,39 @@ TEST_F(CudaPowerSgd, ProjectAndBackProjectMatchTheCpu) {
   }
 }
 
+TEST_F(CudaPowerSgd, ProjectFeedbackMatchesTheCpu) {
+  // The residual and the saved copy bit for bit (the accumulation's floats
+  // are the same on both), P within the products' bound of the CPU's.
+  unsigned seed = 40;
+  for (const Case &c : cases()) {
+    SCOPED_TRACE(c.name);
+    const std::vector<float> g = makeBucket(c, seed++);
+    const std::vector<float> res0 = makeBucket(c, seed++);
+    const std::vector<float> saved0 = makeBucket(c, seed++);
+    const std::vector<float> q = guarded(c.qFloats(), seed++);
+    const std::vector<float> p0 = guarded(c.pFloats(), seed++);
+    std::vector<float> resCpu = res0, savedCpu = saved0, pCpu = p0;
+    ASSERT_EQ(otck_powersgd_project_feedback_f32(
+                  c.mats.data(), c.num(), c.rank, g.data(), resCpu.data(),
+                  savedCpu.data(), q.data(), pCpu.data()),
+              0);
+    Dev<float> dG(g), dRes(res0), dSaved(saved0), dQ(q), dP(p0);
+    ASSERT_CUDA(otck_cuda_powersgd_project_feedback_f32(
+        c.mats.data(), c.num(), c.rank, dG.get(), dRes.get(), dSaved.get(),
+        dQ.get(), dP.get(), nullptr));
+    const std::vector<float> resGpu = dRes.host(), savedGpu = dSaved.host();
+    ASSERT_EQ(resGpu.size(), resCpu.size());
+    ASSERT_EQ(savedGpu.size(), savedCpu.size());
+    EXPECT_EQ(std::memcmp(resGpu.data(), resCpu.data(), resCpu.size() * 4), 0);
+    EXPECT_EQ(
+        std::memcmp(savedGpu.data(), savedCpu.data(), savedCpu.size() * 4), 0);
+    std::vector<double> absSum(pCpu.size(), 0.0), extra(pCpu.size(), 0.0);
+    std::vector<int64_t> length(pCpu.size(), 0);
+    absProducts(c, Product::Project, resCpu, p0, q, &absSum, &length);
+    expectWithinGemmBound(pCpu, dP.host(), absSum, length, 1.0, extra, "P");
+  }
+}
+
 TEST_F(CudaPowerSgd, DecompressMatchesTheCpuWithAndWithoutResidual) {
   unsigned seed = 100;
   for (const Case &c : cases())

@@ -150,7 +150,8 @@ int otck_compress_mask_sent_tail_f32(const otck_compress_config *config,
  * cols_i). Per step, as torch's hook, with M the error-compensated bucket
  * (gradient plus residual) and Q the factors kept from the step before:
  *   init_q (a fresh, all-zero Q_i gets normal values), orthonormalize Q (the
- *   list with rows and cols swapped), project (P = M Q), all-reduce P (sum),
+ *   list with rows and cols swapped), project (P = M Q; project_feedback
+ *   forms M = g + residual in the same pass), all-reduce P (sum),
  *   orthonormalize P, back_project (Q = M^T P), all-reduce Q (sum),
  *   decompress (out = P Q^T / ranks, residual = M - out).
  * (torch divides the Q it keeps by the ranks; orthonormalising it at the
@@ -185,6 +186,19 @@ int64_t otck_powersgd_q_floats(const otck_powersgd_matrix *mats, int64_t num,
 int otck_powersgd_project_f32(const otck_powersgd_matrix *mats, int64_t num,
                               int64_t rank, const float *m, const float *q,
                               float *p);
+
+/* Error feedback's first step and the projection in one pass over each
+ * matrix: saved_i = residual_i (when `saved` is not NULL), residual_i =
+ * residual_i + g_i (M, each sum rounded: the floats of
+ * otck_compress_accumulate_f32 with momentum 1), then P_i = M_i Q_i, the
+ * same floats as otck_powersgd_project_f32 on M. The elements between
+ * matrices are neither read nor written. residual and saved must not
+ * overlap each other, g, q or p. Returns -1 for an invalid list or a NULL
+ * g, residual, q or p (num > 0), 0 otherwise. */
+int otck_powersgd_project_feedback_f32(const otck_powersgd_matrix *mats,
+                                       int64_t num, int64_t rank,
+                                       const float *g, float *residual,
+                                       float *saved, const float *q, float *p);
 
 /* Orthonormalises the columns of every P_i in place, as torch's
  * _orthogonalize_gram_schmidt (modified Gram-Schmidt): for each column j in

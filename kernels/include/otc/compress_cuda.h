@@ -91,6 +91,14 @@ cudaError_t otck_cuda_powersgd_project_f32(const otck_powersgd_matrix *mats,
                                            const float *d_m, const float *d_q,
                                            float *d_p, cudaStream_t stream);
 
+/* otck_powersgd_project_feedback_f32 on the device: the accumulation of
+ * otck_cuda_compress_accumulate_f32 (momentum 1) on each matrix, then
+ * otck_cuda_powersgd_project_f32 on the residual. */
+cudaError_t otck_cuda_powersgd_project_feedback_f32(
+    const otck_powersgd_matrix *mats, int64_t num, int64_t rank,
+    const float *d_g, float *d_residual, float *d_saved, const float *d_q,
+    float *d_p, cudaStream_t stream);
+
 /* otck_powersgd_orthonormalize_f32 on the device (one thread block per
  * matrix). */
 cudaError_t

@@ -766,16 +766,9 @@ private:
               "cudaMemcpyAsync");
       changed.push_back({q, s.savedState, qFloats});
     }
-    // M = g + e on the matrices (in the residual's buffer), else g.
-    float *m = data;
-    if (residual) {
-      for (const otck_powersgd_matrix &x : mats)
-        refused(otck_cuda_compress_accumulate_f32(
-                    x.rows * x.cols, 1.0f, data + x.offset, residual + x.offset,
-                    nullptr, side),
-                "otck_cuda_compress_accumulate_f32");
-      m = residual;
-    }
+    // M: g + e on the matrices (in the residual's buffer, formed by the
+    // projection below), else g.
+    float *m = residual ? residual : data;
     // The uncompressed rest, range by range in one NCCL group.
     int64_t rest = 0, at = 0;
     checkNccl(ncclGroupStart(), "ncclGroupStart");
@@ -806,9 +799,15 @@ private:
       refused(otck_cuda_powersgd_init_q_f32(mats.data(), num, rank,
                                             uint64_t(bucket), q, nullptr, side),
               "otck_cuda_powersgd_init_q_f32");
-      refused(
-          otck_cuda_powersgd_project_f32(mats.data(), num, rank, m, q, p, side),
-          "otck_cuda_powersgd_project_f32");
+      if (residual)
+        refused(otck_cuda_powersgd_project_feedback_f32(mats.data(), num, rank,
+                                                        data, residual, nullptr,
+                                                        q, p, side),
+                "otck_cuda_powersgd_project_feedback_f32");
+      else
+        refused(otck_cuda_powersgd_project_f32(mats.data(), num, rank, data, q,
+                                               p, side),
+                "otck_cuda_powersgd_project_f32");
       checkNccl(ncclAllReduce(p, p, size_t(pFloats), ncclFloat, ncclAvg, o.comm,
                               side),
                 "ncclAllReduce");

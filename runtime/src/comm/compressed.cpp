@@ -467,13 +467,13 @@ static void forEachUncompressed(const std::vector<otck_powersgd_matrix> &mats,
 
 /// A PowerSGD step of one bucket (method POWERSGD; Vogels et al. 2019,
 /// torch's powerSGD_hook), as one job on the collectives thread:
-///  1. with error feedback M = g + e on every matrix (in the residual's
-///     buffer), else M = g;
-///  2. the rest of the bucket (gathered) is averaged uncompressed;
-///  3. a Q of zeros (a fresh state) starts from the seeded normal of
+///  1. a Q of zeros (a fresh state) starts from the seeded normal of
 ///     otck_powersgd_init_q_f32, seeded by the bucket's index (the same on
 ///     every rank, whatever the program's seed, as torch's fixed seed);
-///  4. P = M Q, averaged over the ranks, orthonormalised (Gram-Schmidt);
+///  2. with error feedback M = g + e on every matrix (in the residual's
+///     buffer), else M = g; P = M Q in the same pass;
+///  3. the rest of the bucket (gathered) is averaged uncompressed;
+///  4. P is averaged over the ranks and orthonormalised (Gram-Schmidt);
 ///  5. Q = M^T P, averaged over the ranks: the new state (warm start);
 ///  6. g = P Q^T on every matrix, e = M - P Q^T.
 /// The averages are mean all-reduces (counted as such); torch sums P, which
@@ -512,21 +512,30 @@ static int powerSgd(StepComm &sc, const otc_compress_desc_t &desc, float *data,
     };
     if (qFloats)
       std::memcpy(st.savedState.data(), q, size_t(qFloats) * 4);
+    const int64_t pFloats =
+        num > 0 ? otck_powersgd_p_floats(mats.data(), num, rank) : 0;
+    if (pFloats < 0 ||
+        (num > 0 && otck_powersgd_init_q_f32(mats.data(), num, rank,
+                                             uint64_t(bucket), q) < 0))
+      refused();
+    st.lowRankP.resize(size_t(pFloats));
+    float *p = st.lowRankP.data();
     float *m = data;
     if (residual) {
-      // The undo's copy of e, then M = g + e, per matrix (1 * e + g is e + g
-      // exactly); the rest of the bucket is only copied.
+      // The undo's copy of e, M = g + e and P = M Q in one pass per matrix;
+      // the rest of the bucket is only copied.
       float *saved = st.savedResidual.data();
-      for (const otck_powersgd_matrix &x : mats)
-        if (otck_compress_accumulate_f32(x.rows * x.cols, 1.0f, data + x.offset,
-                                         residual + x.offset,
-                                         saved + x.offset) != 0)
-          refused();
+      if (otck_powersgd_project_feedback_f32(mats.data(), num, rank, data,
+                                             residual, saved, q, p) != 0)
+        refused();
       forEachUncompressed(mats, count, [&](int64_t begin, int64_t end) {
         std::memcpy(saved + begin, residual + begin,
                     size_t(end - begin) * sizeof(float));
       });
       m = residual;
+    } else if (otck_powersgd_project_f32(mats.data(), num, rank, data, q, p) !=
+               0) {
+      refused();
     }
     scp->compress->touched.push_back(undo);
     // The rest, averaged as it is (no error feedback, as torch's hook).
@@ -542,15 +551,6 @@ static int powerSgd(StepComm &sc, const otc_compress_desc_t &desc, float *data,
       at += end - begin;
     });
     if (num > 0) {
-      const int64_t pFloats = otck_powersgd_p_floats(mats.data(), num, rank);
-      if (pFloats < 0)
-        refused();
-      st.lowRankP.resize(size_t(pFloats));
-      float *p = st.lowRankP.data();
-      if (otck_powersgd_init_q_f32(mats.data(), num, rank, uint64_t(bucket),
-                                   q) < 0 ||
-          otck_powersgd_project_f32(mats.data(), num, rank, m, q, p) != 0)
-        refused();
       finite &= mean(p, pFloats);
       if (otck_powersgd_orthonormalize_f32(mats.data(), num, rank, p, 0.0f) !=
               0 ||
