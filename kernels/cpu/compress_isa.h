@@ -1,7 +1,8 @@
 //===- compress_isa.h - Instruction-set variants of compression -*- C++ -*-===//
 //
 // Internal to the kernel library. The compression kernels
-// (compress_kernels.h, and PowerSGD's decompression: powersgd_kernels.h),
+// (compress_kernels.h, and PowerSGD's projections and decompression:
+// powersgd_kernels.h),
 // and the optimizer updates (optimizer_kernels.h) the same way, are compiled
 // for baseline x86-64 (or whatever the target is), and on x86-64 also for AVX2
 // (x86-64-v3) and AVX-512 (x86-64-v4); the C API runs the widest one this CPU

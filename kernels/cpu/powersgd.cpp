@@ -201,10 +201,14 @@ extern "C" int otck_powersgd_back_project_f32(const otck_powersgd_matrix *mats,
       (num > 0 && (!m || !p || !q)))
     return -1;
   for (const Placed &x : list) { // Q (cols x r) = M^T P (rows x r)
-    // Column blocks whose r sums fit in the first-level cache (16 KiB),
-    // a multiple of 16 columns.
-    const int64_t block =
+    // Column blocks whose r sums fit in the first-level cache (16 KiB), a
+    // multiple of 16 columns, and narrower when that leaves threads idle
+    // (the split does not change a bit).
+    const int64_t cached =
         std::max<int64_t>(16, (4096 / std::max<int64_t>(x.r, 1)) / 16 * 16);
+    const int64_t threads = std::max(1, omp_get_max_threads());
+    const int64_t perThread = ((x.cols + threads - 1) / threads + 15) / 16 * 16;
+    const int64_t block = std::max<int64_t>(16, std::min(cached, perThread));
     const int64_t blocks = (x.cols + block - 1) / block;
     const float *mm = m + x.offset, *pm = p + x.p;
     float *qm = q + x.q;

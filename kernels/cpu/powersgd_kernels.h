@@ -5,7 +5,8 @@
 // dispatched at run time as the compression kernels are (compress_isa.h).
 // The projections and the decompression have an inner or outer dimension
 // of r (a few columns), where a GEMM library runs far below memory speed;
-// these loops stream the matrix once. Every sum is in a fixed order of
+// these loops read each row of the matrix from memory once (at r > 4 the
+// projection reads it again from cache). Every sum is in a fixed order of
 // plain products and additions (the library is built with
 // -ffp-contract=off), so every variant writes the same bits.
 //
@@ -83,8 +84,8 @@ inline void projectBlock(const float *m, const float *qt, int64_t cols,
 }
 
 /// Rows [begin, end) of P (rows x r) = M (rows x cols) Q, with `qt` = Q^T
-/// (r x cols, row-major): two rows of M at a time against up to four rows
-/// of Q^T.
+/// (r x cols, row-major): four rows of M at a time against up to four rows
+/// of Q^T (the rows are read again, from cache, for each further four).
 void projectRows(int64_t begin, int64_t end, int64_t cols, int64_t r,
                  const float *m, const float *qt, float *p) {
   int64_t i = begin;

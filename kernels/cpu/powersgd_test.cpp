@@ -119,6 +119,8 @@ std::vector<Case> cases() {
       {"rank1", {{0, 12, 5}, {60, 5, 12}, {200, 1, 1}}, 1},
       // Rank above every dimension: full rank, r = min(rows, cols).
       {"full", {{2, 7, 4}, {40, 3, 11}}, 100},
+      // r = 6: a second group of columns of P past the first four.
+      {"rank6", {{1, 10, 37}, {400, 23, 9}}, 6},
       // Large enough to thread the products (rows; column blocks of Q).
       {"large", {{5, 300, 170}, {51005, 64, 700}, {96000, 700, 64}}, 8},
   };

@@ -3,7 +3,8 @@
 // Internal to otc_kernels_cuda: the row-major single-precision products of
 // the CUDA twins (gemm.cu's otckd_gemm_f32, powersgd.cu's factors) through
 // one cuBLAS handle per thread and device, in FP32 math (no TF32), so that
-// results match the CPU's oneDNN GEMM to float rounding.
+// results match the CPU's products (oneDNN's GEMM, PowerSGD's own loops) to
+// float rounding.
 //
 //===----------------------------------------------------------------------===//
 

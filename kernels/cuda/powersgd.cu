@@ -12,7 +12,10 @@
 //    (double, fixed order) synchronise it;
 //  - the initial Q: one block per matrix, which checks that its Q is all
 //    zero and draws shared/random.h's normals, the CPU's bits;
-//  - the decompression's scaling and residual, one pass after the products.
+//  - the decompression's scaling and residual, one pass after the products;
+//  - error feedback's accumulation before the projection
+//    (otck_cuda_powersgd_project_feedback_f32): compress.cu's accumulate,
+//    then the product.
 // Compiled with --fmad=false: the float updates round as the CPU's do.
 //
 //===----------------------------------------------------------------------===//

@@ -256,7 +256,18 @@ TEST_F(CudaPowerSgd, ProjectFeedbackMatchesTheCpu) {
                   c.mats.data(), c.num(), c.rank, g.data(), resCpu.data(),
                   savedCpu.data(), q.data(), pCpu.data()),
               0);
-    Dev<float> dG(g), dRes(res0), dSaved(saved0), dQ(q), dP(p0);
+    // Without the saved copy (as the NCCL exchange calls it): the same
+    // residual, nothing else written.
+    Dev<float> dG(g), dRes(res0), dQ(q), dP(p0);
+    ASSERT_CUDA(otck_cuda_powersgd_project_feedback_f32(
+        c.mats.data(), c.num(), c.rank, dG.get(), dRes.get(), nullptr, dQ.get(),
+        dP.get(), nullptr));
+    const std::vector<float> resNoSave = dRes.host();
+    ASSERT_EQ(resNoSave.size(), resCpu.size());
+    EXPECT_EQ(std::memcmp(resNoSave.data(), resCpu.data(), resCpu.size() * 4),
+              0);
+    dRes.put(res0);
+    Dev<float> dSaved(saved0);
     ASSERT_CUDA(otck_cuda_powersgd_project_feedback_f32(
         c.mats.data(), c.num(), c.rank, dG.get(), dRes.get(), dSaved.get(),
         dQ.get(), dP.get(), nullptr));
@@ -450,6 +461,9 @@ TEST_F(CudaPowerSgd, InvalidArgumentsAreRefused) {
     SCOPED_TRACE(what);
     EXPECT_EQ(otck_cuda_powersgd_project_f32(mats, num, rank, x, x, x, nullptr),
               cudaErrorInvalidValue);
+    EXPECT_EQ(otck_cuda_powersgd_project_feedback_f32(mats, num, rank, x, x, x,
+                                                      x, x, nullptr),
+              cudaErrorInvalidValue);
     EXPECT_EQ(otck_cuda_powersgd_orthonormalize_f32(mats, num, rank, x, 0.0f,
                                                     nullptr),
               cudaErrorInvalidValue);
@@ -471,6 +485,9 @@ TEST_F(CudaPowerSgd, InvalidArgumentsAreRefused) {
   refusedEverywhere(nullptr, 1, 2, "no list");
   const otck_powersgd_matrix *g = good.data();
   EXPECT_EQ(otck_cuda_powersgd_project_f32(g, 2, 2, nullptr, x, x, nullptr),
+            cudaErrorInvalidValue);
+  EXPECT_EQ(otck_cuda_powersgd_project_feedback_f32(g, 2, 2, x, nullptr, x, x,
+                                                    x, nullptr),
             cudaErrorInvalidValue);
   EXPECT_EQ(
       otck_cuda_powersgd_back_project_f32(g, 2, 2, x, nullptr, x, nullptr),

@@ -192,8 +192,8 @@ int otck_powersgd_project_f32(const otck_powersgd_matrix *mats, int64_t num,
  * residual_i + g_i (M, each sum rounded: the floats of
  * otck_compress_accumulate_f32 with momentum 1), then P_i = M_i Q_i, the
  * same floats as otck_powersgd_project_f32 on M. The elements between
- * matrices are neither read nor written. residual and saved must not
- * overlap each other, g, q or p. Returns -1 for an invalid list or a NULL
+ * matrices are neither read nor written. No two of g, residual, saved, q
+ * and p may overlap. Returns -1 for an invalid list or a NULL
  * g, residual, q or p (num > 0), 0 otherwise. */
 int otck_powersgd_project_feedback_f32(const otck_powersgd_matrix *mats,
                                        int64_t num, int64_t rank,
