@@ -68,13 +68,24 @@ void backProjectColumns(int64_t c0, int64_t w, int64_t rows, int64_t cols,
                     cols, r, m, p, acc);
 }
 
-/// Q^T (r x cols, row-major) of matrix x, for the row kernels.
-void transposeQ(const Placed &x, const float *q, std::vector<float> &qt) {
-  qt.resize(size_t(x.r * x.cols));
-  const float *qm = q + x.q;
-  for (int64_t j = 0; j < x.cols; ++j)
-    for (int64_t k = 0; k < x.r; ++k)
-      qt[size_t(k * x.cols + j)] = qm[j * x.r + k];
+/// For each matrix of `list`, one after the other: Q^T (r x cols,
+/// row-major, the row kernels' operand) from q, then body(x, qt, begin, end)
+/// over ranges of its rows, threaded; a row costs cols * (r + extra).
+template <typename Body>
+void forEachMatrixRows(const std::vector<Placed> &list, const float *q,
+                       int64_t extra, Body body) {
+  std::vector<float> qt;
+  for (const Placed &x : list) {
+    qt.resize(size_t(x.r * x.cols));
+    const float *qm = q + x.q;
+    for (int64_t j = 0; j < x.cols; ++j)
+      for (int64_t k = 0; k < x.r; ++k)
+        qt[size_t(k * x.cols + j)] = qm[j * x.r + k];
+    const float *qtp = qt.data();
+    parallelFor(
+        x.rows, x.cols * (x.r + extra), kParallelGrain,
+        [&](int64_t begin, int64_t end) { body(x, qtp, begin, end); }, 1);
+  }
 }
 
 bool decompressRows(int64_t begin, int64_t end, int64_t cols, int64_t r,
@@ -134,18 +145,12 @@ extern "C" int otck_powersgd_project_f32(const otck_powersgd_matrix *mats,
   if (!powersgd::placeList(mats, num, rank, &list) ||
       (num > 0 && (!m || !q || !p)))
     return -1;
-  std::vector<float> qt;
-  for (const Placed &x : list) { // P (rows x r) = M (rows x cols) Q (cols x r)
-    transposeQ(x, q, qt);
-    const float *mm = m + x.offset, *qtp = qt.data();
-    float *pm = p + x.p;
-    parallelFor(
-        x.rows, x.cols * x.r, kParallelGrain,
-        [&](int64_t begin, int64_t end) {
-          projectRows(begin, end, x.cols, x.r, mm, qtp, pm);
-        },
-        1);
-  }
+  // P (rows x r) = M (rows x cols) Q (cols x r)
+  forEachMatrixRows(
+      list, q, 0,
+      [&](const Placed &x, const float *qt, int64_t begin, int64_t end) {
+        projectRows(begin, end, x.cols, x.r, m + x.offset, qt, p + x.p);
+      });
   return 0;
 }
 
@@ -156,19 +161,13 @@ extern "C" int otck_powersgd_project_feedback_f32(
   if (!powersgd::placeList(mats, num, rank, &list) ||
       (num > 0 && (!g || !residual || !q || !p)))
     return -1;
-  std::vector<float> qt;
-  for (const Placed &x : list) {
-    transposeQ(x, q, qt);
-    const float *gm = g + x.offset, *qtp = qt.data();
-    float *em = residual + x.offset, *sm = saved ? saved + x.offset : nullptr;
-    float *pm = p + x.p;
-    parallelFor(
-        x.rows, x.cols * (x.r + 1), kParallelGrain,
-        [&](int64_t begin, int64_t end) {
-          projectFeedbackRows(begin, end, x.cols, x.r, gm, em, sm, qtp, pm);
-        },
-        1);
-  }
+  forEachMatrixRows(
+      list, q, 1,
+      [&](const Placed &x, const float *qt, int64_t begin, int64_t end) {
+        projectFeedbackRows(begin, end, x.cols, x.r, g + x.offset,
+                            residual + x.offset,
+                            saved ? saved + x.offset : nullptr, qt, p + x.p);
+      });
   return 0;
 }
 
@@ -239,27 +238,19 @@ extern "C" int otck_powersgd_decompress_f32(const otck_powersgd_matrix *mats,
   if (!powersgd::placeList(mats, num, rank, &list) ||
       (num > 0 && (!p || !q || !out)))
     return -1;
-  std::vector<float> qt;
+  // out (rows x cols) = scale * P (rows x r) Q^T (r x cols), and the
+  // residual, in one pass over the matrix: K = r is tiny, so the product
+  // costs what writing out does, and a GEMM followed by a second pass would
+  // stream the matrix through memory twice more.
   std::atomic<bool> finite{true};
-  for (const Placed &x : list) {
-    // out (rows x cols) = scale * P (rows x r) Q^T (r x cols), and the
-    // residual, in one pass over the matrix: K = r is tiny, so the product
-    // costs what writing out does, and a GEMM followed by a second pass
-    // would stream the matrix through memory twice more. Q^T is copied
-    // once (r x cols, contiguous rows) for powersgd_kernels.h's rows.
-    const int64_t rows = x.rows, cols = x.cols, r = x.r;
-    transposeQ(x, q, qt);
-    const float *pm = p + x.p, *qtp = qt.data();
-    float *o = out + x.offset;
-    float *res = residual ? residual + x.offset : nullptr;
-    parallelFor(
-        rows, cols * (r + 1), kParallelGrain,
-        [&](int64_t begin, int64_t end) {
-          if (!decompressRows(begin, end, cols, r, pm, qtp, scale, o, res))
-            finite.store(false, std::memory_order_relaxed);
-        },
-        1);
-  }
+  forEachMatrixRows(
+      list, q, 1,
+      [&](const Placed &x, const float *qt, int64_t begin, int64_t end) {
+        if (!decompressRows(begin, end, x.cols, x.r, p + x.p, qt, scale,
+                            out + x.offset,
+                            residual ? residual + x.offset : nullptr))
+          finite.store(false, std::memory_order_relaxed);
+      });
   return finite.load() ? 0 : 1;
 }
 

@@ -17,6 +17,7 @@
 
 #include "parallel.h"
 
+#include <algorithm>
 #include <cstdint>
 #include <cstring>
 
@@ -97,8 +98,8 @@ void projectRows(int64_t begin, int64_t end, int64_t cols, int64_t r,
 
 /// Error feedback's M = g + residual on rows [begin, end), written to the
 /// residual (its old rows to `saved` first when not null), and P = M Q on
-/// the same rows as projectRows computes it: four rows at a time, projected
-/// while they are in cache.
+/// the same rows by projectRows: four rows at a time, projected while they
+/// are in cache.
 void projectFeedbackRows(int64_t begin, int64_t end, int64_t cols, int64_t r,
                          const float *g, float *residual, float *saved,
                          const float *qt, float *p) {
@@ -119,14 +120,10 @@ void projectFeedbackRows(int64_t begin, int64_t end, int64_t cols, int64_t r,
         e[j] = e[j] + gi[j];
     }
   };
-  int64_t i = begin;
-  for (; i + 4 <= end; i += 4) {
-    accumulate(i, 4);
-    projectBlock<4>(residual + i * cols, qt, cols, r, p + i * r);
-  }
-  for (; i < end; ++i) {
-    accumulate(i, 1);
-    projectBlock<1>(residual + i * cols, qt, cols, r, p + i * r);
+  for (int64_t i = begin; i < end; i += 4) {
+    const int64_t n = std::min<int64_t>(4, end - i);
+    accumulate(i, n);
+    projectRows(i, i + n, cols, r, residual, qt, p);
   }
 }
 

@@ -512,11 +512,10 @@ static int powerSgd(StepComm &sc, const otc_compress_desc_t &desc, float *data,
     };
     if (qFloats)
       std::memcpy(st.savedState.data(), q, size_t(qFloats) * 4);
-    const int64_t pFloats =
-        num > 0 ? otck_powersgd_p_floats(mats.data(), num, rank) : 0;
-    if (pFloats < 0 ||
-        (num > 0 && otck_powersgd_init_q_f32(mats.data(), num, rank,
-                                             uint64_t(bucket), q) < 0))
+    // (checkCompressDesc has the rank >= 1: no matrices is 0 floats.)
+    const int64_t pFloats = otck_powersgd_p_floats(mats.data(), num, rank);
+    if (pFloats < 0 || otck_powersgd_init_q_f32(mats.data(), num, rank,
+                                                uint64_t(bucket), q) < 0)
       refused();
     st.lowRankP.resize(size_t(pFloats));
     float *p = st.lowRankP.data();
