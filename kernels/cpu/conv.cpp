@@ -72,17 +72,72 @@ void gemmSerial(int transA, int transB, int64_t M, int64_t N, int64_t K,
     omp_set_num_threads(saved);
 }
 
-/// C [M,N] = A^T B on the calling thread, where A [K,M] is a column block
-/// of a wider row-major matrix (row stride lda): an input-channel block of
-/// the weights [mg, colRows], read in place. B [K,N] is dense. M, N, K >= 1.
-void gemmSerialTransposedBlock(int64_t M, int64_t N, int64_t K, const float *A,
-                               int64_t lda, const float *B, float *C) {
+/// C [M,N] = op(A) op(B) + beta C with row strides, on the calling thread.
+void gemmSerialStrided(char transA, char transB, int64_t M, int64_t N,
+                       int64_t K, const float *A, int64_t lda, const float *B,
+                       int64_t ldb, float beta, float *C, int64_t ldc) {
   const int saved = omp_get_max_threads();
   if (saved != 1)
     omp_set_num_threads(1);
-  dnnl_sgemm('T', 'N', M, N, K, 1.0f, A, lda, B, N, 0.0f, C, N);
+  dnnl_sgemm(transA, transB, M, N, K, 1.0f, A, lda, B, ldb, beta, C, ldc);
   if (saved != 1)
     omp_set_num_threads(saved);
+}
+
+//===--- Whole-input windows
+//-----------------------------------------------===//
+// (wholeWindow, conv_plan.h.) Each image [C, in...] is read in the weights'
+// [M, C, kernel...] order: x is its own column matrix [N, K], K = C *
+// kSize, and each kernel is one product over the batch, y = x W^T, dx = dy
+// W, dw = dy^T x, instead of one per image. The products are cut into fixed
+// blocks of rows or columns, each on one thread, so results do not depend on
+// the thread count. oneDNN's sgemm is slow on a product of few rows and
+// many short column blocks: the forward computes y^T = W x^T in blocks of
+// 256 rows of W (the transpose staged in the workspace), the gradients
+// take blocks of 128 (measured at N = 32, M = 512, K = 512 to 4608).
+
+constexpr int64_t kWholeRowsForward = 256, kWholeBlock = 128;
+
+/// Runs fn(begin, end) over blocks of `block` of [0, n), in parallel when
+/// the products (cost per row or column) are large enough.
+template <typename Fn>
+void forWholeBlocks(int64_t n, int64_t block, int64_t cost, Fn fn) {
+  const int64_t blocks = ceilDiv(n, block);
+#pragma omp parallel for schedule(                                             \
+    dynamic, 1) if (blocks > 1 && shouldParallelize(n * cost, kConvGrain))
+  for (int64_t b = 0; b < blocks; ++b)
+    fn(b * block, std::min(n, (b + 1) * block));
+}
+
+void wholeForward(const ConvGeom &g, const float *x, const float *w,
+                  const float *bias, float *y, float *ws) {
+  const int64_t K = g.colRows;
+  forWholeBlocks(g.m, kWholeRowsForward, g.n * K, [&](int64_t m0, int64_t m1) {
+    float *yt = ws + m0 * g.n; // y^T's rows m0 .. m1
+    gemmSerialStrided('N', 'T', m1 - m0, g.n, K, w + m0 * K, K, x, K, 0.0f, yt,
+                      g.n);
+    for (int64_t n = 0; n < g.n; ++n)
+      for (int64_t m = m0; m < m1; ++m)
+        y[n * g.m + m] = yt[(m - m0) * g.n + n] + (bias ? bias[m] : 0.0f);
+  });
+}
+
+void wholeGradInput(const ConvGeom &g, const float *dy, const float *w,
+                    float *dx) {
+  const int64_t K = g.colRows;
+  forWholeBlocks(K, kWholeBlock, g.n * g.m, [&](int64_t k0, int64_t k1) {
+    gemmSerialStrided('N', 'N', g.n, k1 - k0, g.m, dy, g.m, w + k0, K, 0.0f,
+                      dx + k0, K);
+  });
+}
+
+void wholeGradWeight(const ConvGeom &g, const float *dy, const float *x,
+                     float *dw) {
+  const int64_t K = g.colRows;
+  forWholeBlocks(g.m, kWholeBlock, g.n * K, [&](int64_t m0, int64_t m1) {
+    gemmSerialStrided('T', 'N', m1 - m0, K, g.n, dy + m0, g.m, x, K, 0.0f,
+                      dw + m0 * K, K);
+  });
 }
 
 /// Outputs [lo, hi) of one dimension whose tap at offset `off`
@@ -575,9 +630,11 @@ void gemmGradInput(const ConvGeom &g, const Plan &p, const float *dy,
       float *out = buf;
       float *dyb = buf + roundFloats(p.cb * g.kSize * p.nb * g.outSize);
       gatherImages(g, dy + (n0 * g.m + grp * g.mg) * g.outSize, nn, dyb);
-      gemmSerialTransposedBlock(rows, ld, g.mg,
-                                w + grp * g.mg * g.colRows + c0 * g.kSize,
-                                g.colRows, dyb, out);
+      // The weights' input-channel block, read in place (row stride
+      // colRows).
+      gemmSerialStrided('T', 'N', rows, ld, g.mg,
+                        w + grp * g.mg * g.colRows + c0 * g.kSize, g.colRows,
+                        dyb, ld, 0.0f, out, ld);
       for (int64_t j = 0; j < nn; ++j) {
         float *dxc = dx + ((n0 + j) * g.c + grp * g.cg + c0) * g.inSize;
         std::fill(dxc, dxc + cn * g.inSize, 0.0f);
@@ -595,9 +652,9 @@ void gemmGradInput(const ConvGeom &g, const Plan &p, const float *dy,
     float *dxc = dx + (n * g.c + grp * g.cg + c0) * g.inSize;
     float *out = g.pointwise ? dxc : buf;
     const int64_t rows = cn * g.kSize;
-    gemmSerialTransposedBlock(rows, g.outSize, g.mg,
-                              w + grp * g.mg * g.colRows + c0 * g.kSize,
-                              g.colRows, dyg, out);
+    gemmSerialStrided('T', 'N', rows, g.outSize, g.mg,
+                      w + grp * g.mg * g.colRows + c0 * g.kSize, g.colRows, dyg,
+                      g.outSize, 0.0f, out, g.outSize);
     if (g.pointwise)
       return;
     std::fill(dxc, dxc + cn * g.inSize, 0.0f);
@@ -733,6 +790,10 @@ void gradInput(const otck_conv_desc *d, const ConvGeom &g, const float *dy,
     zero(g.n * g.c * g.inSize, dx);
     return;
   }
+  if (wholeWindow(g)) {
+    wholeGradInput(g, dy, w, dx);
+    return;
+  }
   if (g.direct) {
     directGradInput(g, dy, w, dx);
     return;
@@ -773,6 +834,10 @@ extern "C" void otck_conv_f32(const otck_conv_desc *d, const float *x,
     otck_conv_f32(&t.inner, x, wt, bias, y, wt + t.weightFloats);
     return;
   }
+  if (wholeWindow(g)) {
+    wholeForward(g, x, w, bias, y, static_cast<float *>(workspace));
+    return;
+  }
   if (g.direct) {
     directForward(g, x, w, bias, y);
     return;
@@ -806,6 +871,10 @@ extern "C" void otck_conv_grad_weight_f32(const otck_conv_desc *d,
     float *dwt = static_cast<float *>(workspace);
     otck_conv_grad_weight_f32(&t.inner, dy, x, dwt, dwt + t.weightFloats);
     scatterTaps(g, t, dwt, dw);
+    return;
+  }
+  if (wholeWindow(g)) {
+    wholeGradWeight(g, dy, x, dw);
     return;
   }
   if (g.direct) {

@@ -67,6 +67,20 @@ inline bool makeGeom(const otck_conv_desc *d, ConvGeom &g) {
   return true;
 }
 
+/// A window that covers the input exactly once: one output position, kernel
+/// = input, no padding, one group, float (a 3x3 convolution on a 1x1 input
+/// once its padding taps are cut, a classifier written as a convolution).
+/// conv.cpp runs its kernels as one product over the batch each.
+inline bool wholeWindow(const ConvGeom &g) {
+  if (g.g != 1 || g.bf16 || g.n == 0)
+    return false;
+  for (int i = 0; i < 3; ++i)
+    if (g.out[i] != 1 || g.k[i] != g.in[i] || g.pb[i] != 0 ||
+        (g.k[i] > 1 && g.dil[i] != 1))
+      return false;
+  return true;
+}
+
 /// Number of parts to cut `total` into: `wanted`, or more so that none
 /// exceeds maxPer, but never so many that parts fall below minPer.
 inline int64_t splitParts(int64_t total, int64_t maxPer, int64_t minPer,
@@ -403,8 +417,10 @@ inline int64_t workspaceBytes(const otck_conv_desc *d) {
   ConvGeom g;
   if (!makeGeom(trimmed ? &t.inner : d, g))
     return 0;
+  // A whole window's forward stages y^T.
   return (trimmed ? t.weightFloats * 4 : 0) +
-         std::max({planForward(g).bytes(), planGradInput(g).bytes(),
+         std::max({wholeWindow(g) ? roundFloats(g.n * g.m) * 4 : 0,
+                   planForward(g).bytes(), planGradInput(g).bytes(),
                    planGradWeight(g).bytes(),
                    planDnnl(g, DnnlOp::Forward).bytes(),
                    planDnnl(g, DnnlOp::GradInput).bytes(),

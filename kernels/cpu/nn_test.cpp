@@ -505,6 +505,19 @@ ConvSpec dnnlSpec() {
   return s;
 }
 
+/// A window that covers its 2x2 input once, with more output channels than
+/// one forward block (256) and more columns (c * 4) than one gradient block
+/// (128): the whole-window products.
+ConvSpec wholeWindowSpec() {
+  ConvSpec s;
+  s.n = 6;
+  s.c = 70;
+  s.m = 300;
+  s.in[0] = s.in[1] = 2;
+  s.k[0] = s.k[1] = 2;
+  return s;
+}
+
 // The shapes above must reach oneDNN, not only its fallback: the path's
 // entry points take them on any x86-64 with AVX2 (oneDNN's JIT kernels).
 TEST(Conv, OneDnnTakesUngroupedConvolutions) {
@@ -722,6 +735,60 @@ TEST(Conv, TapsReadingOnlyPaddingAreCut) {
   EXPECT_FALSE(otc::kernels::conv::trimTaps(&d, t));
 }
 
+TEST(Conv, WindowsCoveringTheInputAreOneProduct) {
+  namespace conv = otc::kernels::conv;
+  auto whole = [](const ConvSpec &s) {
+    const otck_conv_desc d = makeDesc(s);
+    conv::ConvGeom g;
+    return conv::makeGeom(&d, g) && conv::wholeWindow(g);
+  };
+  const ConvSpec s = wholeWindowSpec();
+  EXPECT_TRUE(whole(s));
+  ConvSpec padded = s, grouped = s, twoOut = s;
+  padded.pb[0] = 1;
+  padded.k[0] = 3;
+  grouped.g = 2;
+  grouped.c = 70;
+  grouped.m = 300;
+  twoOut.in[1] = 3; // two output columns
+  EXPECT_FALSE(whole(padded));
+  EXPECT_FALSE(whole(grouped));
+  EXPECT_FALSE(whole(twoOut));
+  otck_conv_desc bf = makeDesc(s);
+  bf.compute = OTCK_COMPUTE_BF16;
+  conv::ConvGeom g;
+  ASSERT_TRUE(conv::makeGeom(&bf, g));
+  EXPECT_FALSE(conv::wholeWindow(g)) << "bfloat16 goes to oneDNN";
+  checkConv(s, 66, true);
+  checkConv(s, 67, false);
+  checkConv(grouped, 68, true);
+  checkConv(twoOut, 69, true);
+  // 1-D and 3-D, a batch of one, and ResNet's last stage: a 3x3 window on
+  // a 1x1 input, whose padding taps are cut first.
+  ConvSpec line;
+  line.spatial = 1;
+  line.n = 1;
+  line.c = 9;
+  line.m = 270;
+  line.in[0] = line.k[0] = 7;
+  checkConv(line, 70, true);
+  ConvSpec cube;
+  cube.spatial = 3;
+  cube.n = 3;
+  cube.c = 5;
+  cube.m = 7;
+  cube.in[0] = cube.k[0] = 2;
+  cube.in[2] = cube.k[2] = 3;
+  checkConv(cube, 71, false);
+  ConvSpec late;
+  late.n = 8;
+  late.c = 64;
+  late.m = 260;
+  late.k[0] = late.k[1] = 3;
+  late.pb[0] = late.pb[1] = late.pe[0] = late.pe[1] = 1;
+  checkConv(late, 72, true);
+}
+
 TEST(Conv, BlockedWorkMatchesReference) {
   checkConv(blockedSpec(), 30, true);
   checkConv(pointwiseBlockedSpec(), 31, true);
@@ -757,7 +824,7 @@ TEST(Conv, BlockedWorkMatchesReference) {
 TEST(Conv, SameBitsWithOneTwoAndThreeThreads) {
   for (const ConvSpec &s :
        {blockedSpec(), pointwiseBlockedSpec(), smallOutputSpec(false),
-        smallOutputSpec(true), dnnlSpec()}) {
+        smallOutputSpec(true), dnnlSpec(), wholeWindowSpec()}) {
     SCOPED_TRACE(describe(s));
     const ConvData c = makeConvData(s, 40);
     ConvOut o1, o2, o3;
@@ -1252,7 +1319,9 @@ TEST(Norm, EveryInstructionSetWritesTheBaselinesBits) {
   // with vector tails, under each build against the baseline's.
   using otc::kernels::compress::Isa;
   namespace isa = otc::kernels::compress;
-  const int64_t N = 3, C = 5, S = 37, M = 11, D = 203;
+  // S = 37 takes BatchNorm's per-row sums, the short rows (S = 3) its
+  // position-wise ones.
+  const int64_t N = 3, C = 5, S = 37, M = 11, D = 203, Cs = 17, Ss = 3;
   auto x = randomVec(N * C * S, -3, 3, 70);
   auto dy = randomVec(N * C * S, -1, 1, 71);
   auto lx = randomVec(M * D, -3, 3, 72);
@@ -1264,9 +1333,9 @@ TEST(Norm, EveryInstructionSetWritesTheBaselinesBits) {
     auto add = [&](const std::vector<float> &v) {
       out.insert(out.end(), v.begin(), v.end());
     };
-    std::vector<float> y(x.size()), dx(x.size()), mean(sz(N * C)),
-        invstd(sz(N * C)), rm(sz(C), 0.1f), rv(sz(C), 0.9f), ds(sz(D)),
-        db(sz(D));
+    std::vector<float> y(x.size()), dx(x.size()), dy2(x.size()),
+        mean(sz(std::max(N * C, Cs))), invstd(mean.size()), rm(sz(Cs), 0.1f),
+        rv(sz(Cs), 0.9f), ds(sz(D)), db(sz(D));
     otck_batch_norm_train_f32(N, C, S, x.data(), scale.data(), bias.data(),
                               1e-5f, 0.9f, 1, y.data(), mean.data(),
                               invstd.data(), rm.data(), rv.data());
@@ -1274,6 +1343,16 @@ TEST(Norm, EveryInstructionSetWritesTheBaselinesBits) {
                              mean.data(), invstd.data(), dx.data(), ds.data(),
                              db.data());
     add(y), add(dx), add(mean), add(invstd), add(rm), add(rv), add(ds), add(db);
+    otck_batch_norm_train_f32(N, Cs, Ss, x.data(), scale.data(), bias.data(),
+                              1e-5f, 0.9f, 1, y.data(), mean.data(),
+                              invstd.data(), rm.data(), rv.data());
+    otck_batch_norm_grad_f32(N, Cs, Ss, dy.data(), x.data(), scale.data(),
+                             mean.data(), invstd.data(), dx.data(), ds.data(),
+                             db.data());
+    otck_batch_norm_infer_f32(N, Cs, Ss, x.data(), scale.data(), bias.data(),
+                              rm.data(), rv.data(), 1e-5f, dy2.data());
+    add(y), add(dx), add(dy2), add(mean), add(invstd), add(rm), add(rv),
+        add(ds), add(db);
     otck_instance_norm_f32(N, C, S, x.data(), scale.data(), bias.data(), 1e-5f,
                            y.data(), mean.data(), invstd.data());
     otck_instance_norm_grad_f32(N, C, S, dy.data(), x.data(), scale.data(),
@@ -1616,8 +1695,10 @@ TEST(BatchNorm, TrainMatchesReferenceAndUpdatesRunningStats) {
   struct Case {
     int64_t N, C, S;
   };
+  // Rows of fewer than 32 elements take the position-wise sums.
   for (Case t : {Case{4, 3, 25}, Case{1, 5, 2}, Case{7, 1, 1}, Case{1, 2, 1},
-                 Case{2, 64, 49}, Case{70, 2, 300}}) {
+                 Case{2, 64, 49}, Case{70, 2, 300}, Case{32, 40, 1},
+                 Case{9, 20, 4}, Case{3, 7, 31}, Case{2, 5, 32}}) {
     for (int unbiased : {0, 1}) {
       SCOPED_TRACE("N " + std::to_string(t.N) + " C " + std::to_string(t.C) +
                    " S " + std::to_string(t.S) + " unbiased " +
@@ -1661,30 +1742,70 @@ TEST(BatchNorm, TrainMatchesReferenceAndUpdatesRunningStats) {
 }
 
 TEST(BatchNorm, InferMatchesReference) {
-  const int64_t N = 3, C = 4, S = 17;
-  const auto x = randomVec(N * C * S, -3, 3, 410);
-  const auto sc = randomVec(C, -2, 2, 411);
-  const auto bi = randomVec(C, -1, 1, 412);
-  const auto mean = randomVec(C, -1, 1, 413);
-  const auto var = randomVec(C, 0.1f, 3, 414);
-  std::vector<float> y(x.size(), kNaN);
-  otck_batch_norm_infer_f32(N, C, S, x.data(), sc.data(), bi.data(),
-                            mean.data(), var.data(), 1e-3f, y.data());
-  std::vector<double> want(x.size());
-  for (size_t i = 0; i < x.size(); ++i) {
-    const size_t c = (i / sz(S)) % sz(C);
-    want[i] =
-        (double(x[i]) - mean[c]) / std::sqrt(double(var[c]) + 1e-3) * sc[c] +
-        bi[c];
+  for (int64_t S : {17, 40}) {
+    const int64_t N = 3, C = 4;
+    const auto x = randomVec(N * C * S, -3, 3, 410);
+    const auto sc = randomVec(C, -2, 2, 411);
+    const auto bi = randomVec(C, -1, 1, 412);
+    const auto mean = randomVec(C, -1, 1, 413);
+    const auto var = randomVec(C, 0.1f, 3, 414);
+    std::vector<float> y(x.size(), kNaN);
+    otck_batch_norm_infer_f32(N, C, S, x.data(), sc.data(), bi.data(),
+                              mean.data(), var.data(), 1e-3f, y.data());
+    std::vector<double> want(x.size());
+    for (size_t i = 0; i < x.size(); ++i) {
+      const size_t c = (i / sz(S)) % sz(C);
+      want[i] =
+          (double(x[i]) - mean[c]) / std::sqrt(double(var[c]) + 1e-3) * sc[c] +
+          bi[c];
+    }
+    EXPECT_TRUE(allClose(y, want, 1e-5, 1e-5));
   }
-  EXPECT_TRUE(allClose(y, want, 1e-5, 1e-5));
+}
+
+TEST(BatchNorm, SameBitsWithOneTwoAndThreeThreads) {
+  // Per-row sums (S = 40) and position-wise ones (S = 1, 4), with positions
+  // or channels enough to be split between threads.
+  struct Case {
+    int64_t N, C, S;
+  };
+  for (Case t : {Case{64, 600, 1}, Case{40, 300, 4}, Case{80, 30, 40}}) {
+    SCOPED_TRACE("N " + std::to_string(t.N) + " C " + std::to_string(t.C) +
+                 " S " + std::to_string(t.S));
+    const int64_t n = t.N * t.C * t.S;
+    const auto x = randomVec(n, -2, 3, 430);
+    const auto dy = randomVec(n, -1, 1, 431);
+    const auto sc = randomVec(t.C, 0.5f, 1.5f, 432);
+    const auto bi = randomVec(t.C, -1, 1, 433);
+    std::vector<float> out[3];
+    for (int th = 1; th <= 3; ++th) {
+      std::vector<float> y(sz(n)), dx(sz(n)), yi(sz(n)), sm(sz(t.C)),
+          si(sz(t.C)), rm(sz(t.C), 0.0f), rv(sz(t.C), 1.0f), ds(sz(t.C)),
+          db(sz(t.C));
+      withThreads(th, [&] {
+        otck_batch_norm_train_f32(t.N, t.C, t.S, x.data(), sc.data(), bi.data(),
+                                  1e-5f, 0.9f, 1, y.data(), sm.data(),
+                                  si.data(), rm.data(), rv.data());
+        otck_batch_norm_grad_f32(t.N, t.C, t.S, dy.data(), x.data(), sc.data(),
+                                 sm.data(), si.data(), dx.data(), ds.data(),
+                                 db.data());
+        otck_batch_norm_infer_f32(t.N, t.C, t.S, x.data(), sc.data(), bi.data(),
+                                  rm.data(), rv.data(), 1e-5f, yi.data());
+      });
+      for (const auto *v : {&y, &dx, &yi, &sm, &si, &rm, &rv, &ds, &db})
+        out[th - 1].insert(out[th - 1].end(), v->begin(), v->end());
+    }
+    EXPECT_TRUE(sameBits(out[0], out[1]));
+    EXPECT_TRUE(sameBits(out[0], out[2]));
+  }
 }
 
 TEST(BatchNorm, GradMatchesFiniteDifferencesAndAnalytic) {
   struct Case {
     int64_t N, C, S;
   };
-  for (Case t : {Case{3, 2, 5}, Case{1, 3, 7}, Case{80, 3, 500}}) {
+  for (Case t : {Case{3, 2, 5}, Case{1, 3, 7}, Case{80, 3, 500}, Case{1, 40, 1},
+                 Case{64, 30, 1}, Case{40, 9, 16}, Case{30, 4, 40}}) {
     SCOPED_TRACE("N " + std::to_string(t.N) + " C " + std::to_string(t.C) +
                  " S " + std::to_string(t.S));
     const int64_t n = t.N * t.C * t.S;

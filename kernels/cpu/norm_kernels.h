@@ -25,6 +25,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <vector>
 
 namespace otc::kernels::norm {
 inline namespace OTCK_ISA {
@@ -135,6 +136,198 @@ void rowStats(const float *x, int64_t n, float eps, float &mean,
   invstd = float(invStd(sumSqDev(x, n, mean) / double(n), eps));
 }
 
+//===--- BatchNorm over short rows ----------------------------------------===//
+// With few elements per (sample, channel) row (a late stage of a CNN: 1 x 1
+// to 4 x 4 maps) the per-row sums cost far more than their elements. There
+// the statistics are summed position by position over the batch instead: a
+// sample's C * S positions are contiguous, so sums[j] += x[n][j] runs along
+// memory for every row length, in double, the samples in increasing order;
+// a channel's total then adds its S positions in order. The positions are
+// split between threads, so results do not depend on the thread count.
+
+/// Rows shorter than this, of samples of at most kMaxShortSample elements,
+/// take the position-wise sums.
+constexpr int64_t kShortRow = 32;
+constexpr int64_t kMaxShortSample = int64_t(1) << 15;
+
+bool shortRows(int64_t C, int64_t S) {
+  return S < kShortRow && C <= kMaxShortSample / S;
+}
+
+/// Per-thread scratch of the short-row path, grown as needed: a fresh
+/// allocation of a few hundred KiB would be mapped and faulted in per call.
+template <typename T> T *scratch(std::vector<T> &v, int64_t n) {
+  if (int64_t(v.size()) < n)
+    v.resize(size_t(n));
+  return v.data();
+}
+struct ShortRowScratch {
+  std::vector<double> sa, sb;
+  std::vector<float> mean, a, b, c;
+};
+ShortRowScratch &shortRowScratch() {
+  static thread_local ShortRowScratch s;
+  return s;
+}
+
+/// For each of the L positions j of N samples of L elements, sa[j] (and
+/// sb[j] when sb is not null) = the sum over the samples, in increasing
+/// order and in double, of what f(i, j, a, b) writes to a (and b) for the
+/// element i = n * L + j.
+template <typename F>
+void sumOverSamples(int64_t N, int64_t L, double *sa, double *sb, F f) {
+  parallelFor(L, N, kParallelGrain, [&](int64_t lo, int64_t hi) {
+    std::fill(sa + lo, sa + hi, 0.0);
+    if (sb)
+      std::fill(sb + lo, sb + hi, 0.0);
+    for (int64_t n = 0; n < N; ++n) {
+      const int64_t base = n * L;
+      if (sb) {
+#pragma omp simd
+        for (int64_t j = lo; j < hi; ++j) {
+          double a, b;
+          f(base + j, j, a, b);
+          sa[j] += a;
+          sb[j] += b;
+        }
+      } else {
+#pragma omp simd
+        for (int64_t j = lo; j < hi; ++j) {
+          double a, b;
+          f(base + j, j, a, b);
+          sa[j] += a;
+        }
+      }
+    }
+  });
+}
+
+/// The total of channel c's S positions of per-position sums s.
+double channelTotal(const double *s, int64_t c, int64_t S) {
+  double t = 0.0;
+  for (int64_t i = 0; i < S; ++i)
+    t += s[c * S + i];
+  return t;
+}
+
+/// Sets v[c * S + i] = value for each of channel c's S positions.
+void spread(float *v, int64_t c, int64_t S, float value) {
+  std::fill(v + c * S, v + (c + 1) * S, value);
+}
+
+/// y[i] = f(i, j) for the elements i = n * L + j of N samples of L elements,
+/// samples split between threads.
+template <typename F> void mapSamples(int64_t N, int64_t L, float *y, F f) {
+  parallelFor(
+      N, L, kParallelGrain,
+      [&](int64_t b, int64_t e) {
+        for (int64_t n = b; n < e; ++n) {
+          const int64_t base = n * L;
+#pragma omp simd
+          for (int64_t j = 0; j < L; ++j)
+            y[base + j] = f(base + j, j);
+        }
+      },
+      1);
+}
+
+void batchNormTrainShort(int64_t N, int64_t C, int64_t S, const float *x,
+                         const float *scale, const float *bias, float eps,
+                         float momentum, int unbiased_running_var, float *y,
+                         float *saved_mean, float *saved_invstd,
+                         float *running_mean, float *running_var) {
+  const int64_t L = C * S;
+  const double count = double(N) * double(S);
+  ShortRowScratch &t = shortRowScratch();
+  double *sums = scratch(t.sa, L), *means = scratch(t.sb, C);
+  float *m = scratch(t.mean, L), *a = scratch(t.a, L), *b = scratch(t.b, L);
+  sumOverSamples(N, L, sums, nullptr,
+                 [&](int64_t i, int64_t, double &s, double &) { s = x[i]; });
+  for (int64_t c = 0; c < C; ++c) {
+    means[c] = channelTotal(sums, c, S) / count;
+    spread(m, c, S, float(means[c]));
+  }
+  // The deviations from the float mean, squared in double (exactly).
+  sumOverSamples(N, L, sums, nullptr,
+                 [&](int64_t i, int64_t j, double &s, double &) {
+                   const double d = double(x[i] - m[j]);
+                   s = d * d;
+                 });
+  const double mom = double(momentum);
+  for (int64_t c = 0; c < C; ++c) {
+    const double var = channelTotal(sums, c, S) / count;
+    const double invstd = invStd(var, eps);
+    spread(a, c, S, float(double(scale[c]) * invstd));
+    spread(b, c, S, bias[c]);
+    if (saved_mean)
+      saved_mean[c] = float(means[c]);
+    if (saved_invstd)
+      saved_invstd[c] = float(invstd);
+    if (running_mean)
+      running_mean[c] =
+          float(double(running_mean[c]) * mom + means[c] * (1 - mom));
+    if (running_var) {
+      // n / (n - 1) is inf for n == 1: NaN, as PyTorch's 0 / 0.
+      const double v =
+          unbiased_running_var ? var * (count / (count - 1.0)) : var;
+      running_var[c] = float(double(running_var[c]) * mom + v * (1 - mom));
+    }
+  }
+  mapSamples(N, L, y,
+             [&](int64_t i, int64_t j) { return (x[i] - m[j]) * a[j] + b[j]; });
+}
+
+void batchNormInferShort(int64_t N, int64_t C, int64_t S, const float *x,
+                         const float *scale, const float *bias,
+                         const float *mean, const float *var, float eps,
+                         float *y) {
+  const int64_t L = C * S;
+  ShortRowScratch &t = shortRowScratch();
+  float *m = scratch(t.mean, L), *a = scratch(t.a, L), *b = scratch(t.b, L);
+  for (int64_t c = 0; c < C; ++c) {
+    spread(m, c, S, mean[c]);
+    spread(a, c, S, float(double(scale[c]) * invStd(double(var[c]), eps)));
+    spread(b, c, S, bias[c]);
+  }
+  mapSamples(N, L, y,
+             [&](int64_t i, int64_t j) { return (x[i] - m[j]) * a[j] + b[j]; });
+}
+
+void batchNormGradShort(int64_t N, int64_t C, int64_t S, const float *dy,
+                        const float *x, const float *scale,
+                        const float *saved_mean, const float *saved_invstd,
+                        float *dx, float *dscale, float *dbias) {
+  const int64_t L = C * S;
+  const double count = double(N) * double(S);
+  ShortRowScratch &t = shortRowScratch();
+  double *sa = scratch(t.sa, L), *sb = scratch(t.sb, L);
+  float *m = scratch(t.mean, L), *gm = scratch(t.a, L), *k = scratch(t.b, L),
+        *f = scratch(t.c, L);
+  for (int64_t c = 0; c < C; ++c)
+    spread(m, c, S, saved_mean[c]);
+  // dy * (x - mean) in double: exact.
+  sumOverSamples(N, L, sa, sb,
+                 [&](int64_t i, int64_t j, double &ga, double &gb) {
+                   ga = dy[i];
+                   gb = double(dy[i]) * double(x[i] - m[j]);
+                 });
+  for (int64_t c = 0; c < C; ++c) {
+    const double suma = channelTotal(sa, c, S), sumb = channelTotal(sb, c, S);
+    // As the per-row path.
+    const double invstd = saved_invstd[c];
+    spread(gm, c, S, float(suma / count));
+    spread(k, c, S, float(sumb / count * invstd * invstd));
+    spread(f, c, S, float(invstd * double(scale[c])));
+    if (dscale)
+      dscale[c] = float(sumb * invstd);
+    if (dbias)
+      dbias[c] = float(suma);
+  }
+  mapSamples(N, L, dx, [&](int64_t i, int64_t j) {
+    return ((dy[i] - gm[j]) - (x[i] - m[j]) * k[j]) * f[j];
+  });
+}
+
 } // namespace
 
 void batchNormTrain(int64_t N, int64_t C, int64_t S, const float *x,
@@ -144,6 +337,10 @@ void batchNormTrain(int64_t N, int64_t C, int64_t S, const float *x,
                     float *running_var) {
   if (N <= 0 || C <= 0 || S <= 0)
     return;
+  if (shortRows(C, S))
+    return batchNormTrainShort(N, C, S, x, scale, bias, eps, momentum,
+                               unbiased_running_var, y, saved_mean,
+                               saved_invstd, running_mean, running_var);
   const double count = double(N) * double(S);
   forChannels(C, N * S, [&](int64_t c) {
     auto row = [&](int64_t n) { return (n * C + c) * S; };
@@ -194,6 +391,8 @@ void batchNormInfer(int64_t N, int64_t C, int64_t S, const float *x,
                     const float *var, float eps, float *y) {
   if (N <= 0 || C <= 0 || S <= 0)
     return;
+  if (shortRows(C, S))
+    return batchNormInferShort(N, C, S, x, scale, bias, mean, var, eps, y);
   parallelFor(
       N * C, S, kParallelGrain,
       [&](int64_t begin, int64_t end) {
@@ -221,6 +420,9 @@ void batchNormGrad(int64_t N, int64_t C, int64_t S, const float *dy,
     }
     return;
   }
+  if (shortRows(C, S))
+    return batchNormGradShort(N, C, S, dy, x, scale, saved_mean, saved_invstd,
+                              dx, dscale, dbias);
   const double count = double(N) * double(S);
   forChannels(C, N * S, [&](int64_t c) {
     auto row = [&](int64_t n) { return (n * C + c) * S; };
