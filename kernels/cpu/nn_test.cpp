@@ -748,8 +748,6 @@ TEST(Conv, WindowsCoveringTheInputAreOneProduct) {
   padded.pb[0] = 1;
   padded.k[0] = 3;
   grouped.g = 2;
-  grouped.c = 70;
-  grouped.m = 300;
   twoOut.in[1] = 3; // two output columns
   EXPECT_FALSE(whole(padded));
   EXPECT_FALSE(whole(grouped));

@@ -12,6 +12,8 @@
 // use deterministicSum's fixed chunking, so they are the same whether the
 // channel loop or the row loop runs in parallel: results never depend on the
 // thread count. Normalised outputs are (x - mean) * a + b with per-row a, b.
+// BatchNorm over short rows sums position by position over the batch
+// instead, in double (below).
 //
 //===----------------------------------------------------------------------===//
 
