@@ -84,8 +84,7 @@ void gemmSerialStrided(char transA, char transB, int64_t M, int64_t N,
     omp_set_num_threads(saved);
 }
 
-//===--- Whole-input windows
-//-----------------------------------------------===//
+//===--- Whole-input windows -------------------------------------------===//
 // (wholeWindow, conv_plan.h.) Each image [C, in...] is read in the weights'
 // [M, C, kernel...] order: x is its own column matrix [N, K], K = C *
 // kSize, and each kernel is one product over the batch, y = x W^T, dx = dy
@@ -98,15 +97,18 @@ void gemmSerialStrided(char transA, char transB, int64_t M, int64_t N,
 
 constexpr int64_t kWholeRowsForward = 256, kWholeBlock = 128;
 
-/// Runs fn(begin, end) over blocks of `block` of [0, n), in parallel when
-/// the products (cost per row or column) are large enough.
+/// Runs fn(begin, end) over blocks of `block` of [0, n), the blocks split
+/// between threads when the products (cost per row or column) are large
+/// enough.
 template <typename Fn>
 void forWholeBlocks(int64_t n, int64_t block, int64_t cost, Fn fn) {
-  const int64_t blocks = ceilDiv(n, block);
-#pragma omp parallel for schedule(                                             \
-    dynamic, 1) if (blocks > 1 && shouldParallelize(n * cost, kConvGrain))
-  for (int64_t b = 0; b < blocks; ++b)
-    fn(b * block, std::min(n, (b + 1) * block));
+  parallelFor(
+      ceilDiv(n, block), block * cost, kConvGrain,
+      [&](int64_t begin, int64_t end) {
+        for (int64_t b = begin; b < end; ++b)
+          fn(b * block, std::min(n, (b + 1) * block));
+      },
+      1);
 }
 
 void wholeForward(const ConvGeom &g, const float *x, const float *w,

@@ -233,6 +233,14 @@ template <typename F> void mapSamples(int64_t N, int64_t L, float *y, F f) {
       1);
 }
 
+/// y = (x - m) * a + b with per-position m, a, b over N samples of L
+/// elements.
+void normalizeSamples(int64_t N, int64_t L, const float *x, const float *m,
+                      const float *a, const float *b, float *y) {
+  mapSamples(N, L, y,
+             [&](int64_t i, int64_t j) { return (x[i] - m[j]) * a[j] + b[j]; });
+}
+
 void batchNormTrainShort(int64_t N, int64_t C, int64_t S, const float *x,
                          const float *scale, const float *bias, float eps,
                          float momentum, int unbiased_running_var, float *y,
@@ -275,8 +283,7 @@ void batchNormTrainShort(int64_t N, int64_t C, int64_t S, const float *x,
       running_var[c] = float(double(running_var[c]) * mom + v * (1 - mom));
     }
   }
-  mapSamples(N, L, y,
-             [&](int64_t i, int64_t j) { return (x[i] - m[j]) * a[j] + b[j]; });
+  normalizeSamples(N, L, x, m, a, b, y);
 }
 
 void batchNormInferShort(int64_t N, int64_t C, int64_t S, const float *x,
@@ -291,8 +298,7 @@ void batchNormInferShort(int64_t N, int64_t C, int64_t S, const float *x,
     spread(a, c, S, float(double(scale[c]) * invStd(double(var[c]), eps)));
     spread(b, c, S, bias[c]);
   }
-  mapSamples(N, L, y,
-             [&](int64_t i, int64_t j) { return (x[i] - m[j]) * a[j] + b[j]; });
+  normalizeSamples(N, L, x, m, a, b, y);
 }
 
 void batchNormGradShort(int64_t N, int64_t C, int64_t S, const float *dy,
