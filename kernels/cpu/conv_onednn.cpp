@@ -247,6 +247,16 @@ const Entry &entryFor(const otck_conv_desc *d, const ConvGeom &g, DnnlOp op,
     // oneDNN declines the shape, or memory ran out: im2col runs it.
     ok = false;
   }
+  // A channel block's items share one copy of the weights (forward, input
+  // gradient) or one partial-sum layout (weight gradient): the last chunk's
+  // primitives must use the other chunks' layout.
+  for (int shortC = 0; ok && shortC < 2; ++shortC) {
+    const Variant &full = entry.variants[0][shortC];
+    const Variant &last = entry.variants[1][shortC];
+    if (full.ok && last.ok)
+      ok = op == DnnlOp::GradWeight ? full.out.inner == last.out.inner
+                                    : full.in1.inner == last.in1.inner;
+  }
   entry.ok = ok;
   return entry;
 }
@@ -256,13 +266,17 @@ memory at(const memory::desc &desc, const float *data) {
   return memory(desc, cpuEngine(), const_cast<float *>(data));
 }
 
-/// Runs one item: operands at in0, in1, out (the item's first element in
-/// the caller's tensors), bias (null when none), in buffer buf.
+/// Runs one item in buffer buf: in0 at the item's first element in the
+/// caller's tensor; in1 likewise, or already in the primitive's layout
+/// when in1Inner (the weights' shared copy); out likewise, or left in the
+/// primitive's layout when outInner (a weight-gradient partial sum); bias
+/// null when none.
 void runItem(const DnnlPlan &p, const Variant &v, const float *in0,
-             const float *in1, const float *bias, float *out, float *buf,
-             dnnl::stream &stream) {
-  float *buf0 = buf, *buf1 = buf0 + p.srcFloats,
-        *bufOut = buf1 + p.weightFloats, *scratch = bufOut + p.dstFloats;
+             const float *in1, bool in1Inner, const float *bias, float *out,
+             bool outInner, float *buf, dnnl::stream &stream) {
+  float *buf0 = buf, *buf1 = buf0 + p.srcFloats;
+  float *bufOut = buf1 + (in1Inner ? 0 : p.weightFloats);
+  float *scratch = bufOut + (outInner ? 0 : p.dstFloats);
   auto input = [&](const Operand &op, const float *data, float *copy) {
     memory user = at(op.user, data);
     if (!op.reorder)
@@ -271,60 +285,100 @@ void runItem(const DnnlPlan &p, const Variant &v, const float *in0,
     op.reorder->execute(stream, user, inner);
     return inner;
   };
-  memory outMem = at(v.out.inner, v.out.reorder ? bufOut : out);
+  const bool copyOut = v.out.reorder && !outInner;
+  memory outMem = at(v.out.inner, copyOut ? bufOut : out);
   std::unordered_map<int, memory> args{
       {v.arg0, input(v.in0, in0, buf0)},
-      {v.arg1, input(v.in1, in1, buf1)},
+      {v.arg1, in1Inner ? at(v.in1.inner, in1) : input(v.in1, in1, buf1)},
       {v.argOut, outMem},
       {DNNL_ARG_SCRATCHPAD, at(v.scratchpad, scratch)}};
   if (bias)
     args.emplace(DNNL_ARG_BIAS, at(v.bias, bias));
   v.conv.execute(stream, args);
-  if (v.out.reorder) {
+  if (copyOut) {
     memory user = at(v.out.user, out);
     v.out.reorder->execute(stream, outMem, user);
   }
 }
 
-/// Runs every item of `entry`: fn(first image, first channel, variant,
-/// buffer, stream) on workers with a buffer each, or on the calling thread
-/// with one OpenMP thread. False when oneDNN failed (out of memory for the
-/// library's own buffers, say): the outputs are then partly written, and
-/// the caller runs the im2col path, which overwrites them.
+/// Runs fn(i, worker, stream) for i in [0, count) on at most `workers`
+/// threads, or on the calling thread with one OpenMP thread when the
+/// work (`cost` multiply-adds in all) is small. False when oneDNN failed
+/// (out of memory for the library's own buffers, say): the outputs are
+/// then partly written, and the caller runs the im2col path, which
+/// overwrites them.
 template <typename Fn>
-bool runItems(const Entry &entry, const ConvGeom &g, int64_t channels,
-              float *ws, Fn fn) {
-  const DnnlPlan &p = entry.plan;
+bool runParallel(int64_t count, int64_t workers, int64_t cost, Fn fn) {
   std::atomic<bool> failed{false};
-  auto body = [&](int64_t item, float *buf) {
+  auto body = [&](int64_t i, int worker) {
     if (failed.load(std::memory_order_relaxed))
       return;
     try {
       thread_local dnnl::stream stream(cpuEngine());
-      const int64_t n0 = item / p.blocks * p.nb, c0 = item % p.blocks * p.cb;
-      fn(n0, c0, entry.variants[g.n - n0 < p.nb][channels - c0 < p.cb], buf,
-         stream);
+      fn(i, worker, stream);
     } catch (...) {
       failed = true;
     }
   };
-  float *buffers = ws + p.extraFloats;
-  const int64_t workers =
-      std::min<int64_t>({p.workers, p.items, int64_t(omp_get_max_threads())});
-  const int64_t cost = g.n * g.m * g.colRows * g.outSize;
+  workers = std::min<int64_t>({workers, count, omp_get_max_threads()});
   if (workers <= 1 || !shouldParallelize(cost, kConvGrain)) {
     OmpThreads one(1);
-    for (int64_t i = 0; i < p.items; ++i)
-      body(i, buffers);
+    for (int64_t i = 0; i < count; ++i)
+      body(i, 0);
     return !failed;
   }
 #pragma omp parallel num_threads(int(workers))
   {
-    float *buf = buffers + omp_get_thread_num() * p.bufFloats;
 #pragma omp for schedule(dynamic, 1)
-    for (int64_t i = 0; i < p.items; ++i)
-      body(i, buf);
+    for (int64_t i = 0; i < count; ++i)
+      body(i, omp_get_thread_num());
   }
+  return !failed;
+}
+
+/// The multiply-adds of one call of the kernels for g.
+int64_t callCost(const ConvGeom &g) {
+  return g.n * g.m * g.colRows * g.outSize;
+}
+
+/// Runs every item of `entry`: fn(first image, first channel, variant,
+/// buffer, stream), each worker with its own buffer.
+template <typename Fn>
+bool runItems(const Entry &entry, const ConvGeom &g, int64_t channels,
+              float *ws, Fn fn) {
+  const DnnlPlan &p = entry.plan;
+  float *buffers = ws + p.extraFloats;
+  return runParallel(
+      p.items, p.workers, callCost(g),
+      [&](int64_t item, int worker, dnnl::stream &stream) {
+        const int64_t n0 = item / p.blocks * p.nb, c0 = item % p.blocks * p.cb;
+        fn(n0, c0, entry.variants[g.n - n0 < p.nb][channels - c0 < p.cb],
+           buffers + worker * p.bufFloats, stream);
+      });
+}
+
+/// The variant that runs channel block `block` of every chunk but the last.
+const Variant &blockVariant(const Entry &e, int64_t channels, int64_t block) {
+  return e.variants[0][channels - block * e.plan.cb < e.plan.cb];
+}
+
+/// The weights w in the layout of each channel block's primitive, made
+/// once for all the block's items at ws + block * weightFloats; false when
+/// the primitives read w as it is (nothing written) or oneDNN failed.
+/// `offset` is the floats from one block's first weight to the next's.
+bool blockWeights(const Entry &e, const ConvGeom &g, int64_t channels,
+                  const float *w, int64_t offset, float *ws, bool &failed) {
+  const DnnlPlan &p = e.plan;
+  failed = false;
+  if (!blockVariant(e, channels, 0).in1.reorder)
+    return false;
+  failed = !runParallel(p.blocks, p.workers, callCost(g),
+                        [&](int64_t b, int, dnnl::stream &stream) {
+                          const Operand &op = blockVariant(e, channels, b).in1;
+                          memory user = at(op.user, w + b * offset);
+                          memory inner = at(op.inner, ws + b * p.weightFloats);
+                          op.reorder->execute(stream, user, inner);
+                        });
   return !failed;
 }
 
@@ -337,13 +391,20 @@ bool otc::kernels::conv::dnnlForward(const otck_conv_desc *d, const ConvGeom &g,
   const Entry &e = entryFor(d, g, DnnlOp::Forward, bias != nullptr);
   if (!e.ok)
     return false;
-  return runItems(e, g, g.m, static_cast<float *>(workspace),
-                  [&](int64_t n0, int64_t m0, const Variant &v, float *buf,
-                      dnnl::stream &stream) {
-                    runItem(e.plan, v, x + n0 * g.c * g.inSize,
-                            w + m0 * g.colRows, bias ? bias + m0 : nullptr,
-                            y + (n0 * g.m + m0) * g.outSize, buf, stream);
-                  });
+  const DnnlPlan &p = e.plan;
+  float *ws = static_cast<float *>(workspace);
+  bool failed;
+  const bool shared = blockWeights(e, g, g.m, w, p.cb * g.colRows, ws, failed);
+  return !failed && runItems(e, g, g.m, ws,
+                             [&](int64_t n0, int64_t m0, const Variant &v,
+                                 float *buf, dnnl::stream &stream) {
+                               runItem(p, v, x + n0 * g.c * g.inSize,
+                                       shared ? ws + m0 / p.cb * p.weightFloats
+                                              : w + m0 * g.colRows,
+                                       shared, bias ? bias + m0 : nullptr,
+                                       y + (n0 * g.m + m0) * g.outSize, false,
+                                       buf, stream);
+                             });
 }
 
 bool otc::kernels::conv::dnnlGradInput(const otck_conv_desc *d,
@@ -353,12 +414,19 @@ bool otc::kernels::conv::dnnlGradInput(const otck_conv_desc *d,
   const Entry &e = entryFor(d, g, DnnlOp::GradInput, false);
   if (!e.ok)
     return false;
-  return runItems(e, g, g.c, static_cast<float *>(workspace),
+  const DnnlPlan &p = e.plan;
+  float *ws = static_cast<float *>(workspace);
+  bool failed;
+  const bool shared = blockWeights(e, g, g.c, w, p.cb * g.kSize, ws, failed);
+  return !failed &&
+         runItems(e, g, g.c, ws,
                   [&](int64_t n0, int64_t c0, const Variant &v, float *buf,
                       dnnl::stream &stream) {
-                    runItem(e.plan, v, dy + n0 * g.m * g.outSize,
-                            w + c0 * g.kSize, nullptr,
-                            dx + (n0 * g.c + c0) * g.inSize, buf, stream);
+                    runItem(p, v, dy + n0 * g.m * g.outSize,
+                            shared ? ws + c0 / p.cb * p.weightFloats
+                                   : w + c0 * g.kSize,
+                            shared, nullptr, dx + (n0 * g.c + c0) * g.inSize,
+                            false, buf, stream);
                   });
 }
 
@@ -371,18 +439,39 @@ bool otc::kernels::conv::dnnlGradWeight(const otck_conv_desc *d,
     return false;
   const DnnlPlan &p = e.plan;
   float *ws = static_cast<float *>(workspace);
-  // Chunk 0 writes dw, chunk c > 0 partial sum c - 1 of the workspace.
+  // Item i leaves its partial sum at ws + i * dstFloats in the primitive's
+  // layout; per channel block, chunk 0's gathers the others in chunk order
+  // and is reordered into dw once.
+  auto partial = [&](int64_t chunk, int64_t block) {
+    return ws + (chunk * p.blocks + block) * p.dstFloats;
+  };
   if (!runItems(e, g, g.m, ws,
                 [&](int64_t n0, int64_t m0, const Variant &v, float *buf,
                     dnnl::stream &stream) {
-                  const int64_t chunk = n0 / p.nb;
-                  float *target =
-                      chunk ? ws + (chunk - 1) * p.partialFloats : dw;
                   runItem(p, v, x + n0 * g.c * g.inSize,
-                          dy + (n0 * g.m + m0) * g.outSize, nullptr,
-                          target + m0 * g.colRows, buf, stream);
+                          dy + (n0 * g.m + m0) * g.outSize, false, nullptr,
+                          partial(n0 / p.nb, m0 / p.cb), true, buf, stream);
                 }))
     return false;
-  addPartialSums(dw, g.m * g.colRows, ws, p.partialFloats, p.chunks);
-  return true;
+  return runParallel(p.blocks, p.workers, callCost(g),
+                     [&](int64_t b, int, dnnl::stream &stream) {
+                       const Operand &op = blockVariant(e, g.m, b).out;
+                       float *sum = partial(0, b);
+                       const int64_t n =
+                           int64_t(op.inner.get_size() / sizeof(float));
+                       for (int64_t c = 1; c < p.chunks; ++c) {
+                         const float *part = partial(c, b);
+#pragma omp simd
+                         for (int64_t i = 0; i < n; ++i)
+                           sum[i] += part[i];
+                       }
+                       float *target = dw + b * p.cb * g.colRows;
+                       if (!op.reorder) {
+                         std::copy(sum, sum + n, target);
+                         return;
+                       }
+                       memory inner = at(op.inner, sum),
+                              user = at(op.user, target);
+                       op.reorder->execute(stream, inner, user);
+                     });
 }

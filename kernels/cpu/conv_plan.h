@@ -68,11 +68,14 @@ inline bool makeGeom(const otck_conv_desc *d, ConvGeom &g) {
 }
 
 /// A window that covers the input exactly once: one output position, kernel
-/// = input, no padding, one group, float (a 3x3 convolution on a 1x1 input
-/// once its padding taps are cut, a classifier written as a convolution).
-/// conv.cpp runs its kernels as one product over the batch each.
+/// = input, no padding, one group (a 3x3 convolution on a 1x1 input once
+/// its padding taps are cut, a classifier written as a convolution).
+/// conv.cpp runs its kernels as one product over the batch each, in float:
+/// in bfloat16 only for a batch under kGemmBf16MinEdge, an edge of each
+/// product's C or its inner dimension, where the GEMMs compute in float too
+/// (oneDNN's bf16 convolutions took 1.2-2.5x float's time there).
 inline bool wholeWindow(const ConvGeom &g) {
-  if (g.g != 1 || g.bf16 || g.n == 0)
+  if (g.g != 1 || g.n == 0 || (g.bf16 && g.n >= kGemmBf16MinEdge))
     return false;
   for (int i = 0; i < 3; ++i)
     if (g.out[i] != 1 || g.k[i] != g.in[i] || g.pb[i] != 0 ||
@@ -272,8 +275,11 @@ enum class DnnlOp { Forward, GradInput, GradWeight };
 /// nb images times blocks of cb channels (output channels forward and for
 /// the weight gradient, input channels for the input gradient), each run by
 /// single-threaded oneDNN primitives on blocked copies in one worker's
-/// buffer. The weight gradient's chunks write partial sums (chunk 0 into dw,
-/// the others into the workspace's first extraFloats) added in chunk order.
+/// buffer. What several items share sits once in the workspace's first
+/// extraFloats: the weights' blocked copy, made once per call (forward and
+/// input gradient: per channel block), and the weight gradient's blocked
+/// partial sums (per chunk and channel block), added in chunk order before
+/// one reorder into dw.
 /// Buffer sizes are bounds for any ISA (channels padded to kDnnlBlock); a
 /// primitive that needs more, or that oneDNN does not implement with a JIT
 /// kernel, leaves the work to the im2col path, whose workspace
@@ -281,11 +287,12 @@ enum class DnnlOp { Forward, GradInput, GradWeight };
 struct DnnlPlan {
   bool use = false;
   int64_t nb = 0, chunks = 0, cb = 0, blocks = 0, items = 0;
-  // Per-worker floats: blocked copies of the primitive's two inputs and its
+  // Floats of an item's blocked copies of the primitive's two inputs and its
   // output (forward x, w, y; input gradient dy, w, dx; weight gradient x,
-  // dy, dw), and its scratchpad.
+  // dy, dw) and of its scratchpad. A worker's buffer holds those the item
+  // does not share: all but the weights (forward, input gradient) or dw.
   int64_t srcFloats = 0, weightFloats = 0, dstFloats = 0, scratchFloats = 0;
-  int64_t bufFloats = 0, extraFloats = 0, partialFloats = 0, workers = 0;
+  int64_t bufFloats = 0, extraFloats = 0, workers = 0;
   int64_t bytes() const {
     return use ? (extraFloats + workers * bufFloats) * 4 : 0;
   }
@@ -295,30 +302,35 @@ inline int64_t roundUp(int64_t a, int64_t b) { return ceilDiv(a, b) * b; }
 
 inline DnnlPlan planDnnl(const ConvGeom &g, DnnlOp op) {
   DnnlPlan p;
-  // 1x1 kernels are GEMMs already (no columns to build, no copies) unless
-  // in bfloat16, which the im2col path does not compute; input gradients of
-  // few channels (a stem's) run slower on oneDNN's kernels, padded to a
-  // whole block, than through im2col.
-  if (g.g != 1 || g.direct || (g.kSize == 1 && !g.bf16) || g.n == 0 ||
-      g.outSize == 0 || (op == DnnlOp::GradInput && g.c < kDnnlBlock))
+  // 1x1 kernels are GEMMs already (no columns to build, no copies): the
+  // im2col path runs them, in float, also in bfloat16 when an image has
+  // fewer than kGemmBf16MinEdge output positions (an edge of its products,
+  // where bfloat16 is slower, as for GEMMs; ResNet's downsampling took
+  // 1.1-2.5x float's time in oneDNN's bf16 kernels). Input gradients of few
+  // channels (a stem's) run slower on oneDNN's kernels, padded to a whole
+  // block, than through im2col.
+  const bool pointwiseInFloat =
+      g.kSize == 1 && (!g.bf16 || g.outSize < kGemmBf16MinEdge);
+  if (g.g != 1 || g.direct || pointwiseInFloat || g.n == 0 || g.outSize == 0 ||
+      (op == DnnlOp::GradInput && g.c < kDnnlBlock))
     return p;
   const int64_t channels = op == DnnlOp::GradInput ? g.c : g.m;
   const int64_t c = roundUp(g.c, kDnnlBlock), m = roundUp(g.m, kDnnlBlock);
   p.chunks = ceilDiv(g.n, std::min(g.n, ceilDiv(kDnnlPositions, g.outSize)));
-  // Each weight-gradient chunk past the first is one more partial sum of the
-  // weights, which take at most an eighth of the workspace cap.
-  const int64_t partialBudget = kWorkspaceCap / 8 / 4;
-  if (op == DnnlOp::GradWeight) {
-    p.partialFloats = roundFloats(g.m * g.c * g.kSize);
-    p.chunks =
-        std::min({p.chunks, kDnnlItems, 1 + partialBudget / p.partialFloats});
-  }
+  // Each weight-gradient chunk is one partial sum of the (padded) weights,
+  // which take at most a quarter of the workspace cap.
+  const int64_t partialBudget = kWorkspaceCap / 4 / 4;
+  const int64_t partialFloats = roundFloats(m * c * g.kSize);
+  if (op == DnnlOp::GradWeight)
+    p.chunks = std::min({p.chunks, kDnnlItems, partialBudget / partialFloats});
+  if (p.chunks < 1)
+    return p;
   // An image's copies (input and output) bound the images of an item.
   const int64_t imageFloats = c * g.inSize + m * g.outSize;
   p.chunks = std::max(
       p.chunks,
       ceilDiv(g.n, std::max<int64_t>(kDnnlItemFloats / imageFloats, 1)));
-  if ((p.chunks - 1) * p.partialFloats > partialBudget)
+  if (op == DnnlOp::GradWeight && p.chunks * partialFloats > partialBudget)
     return p;
   p.nb = ceilDiv(g.n, p.chunks);
   p.chunks = ceilDiv(g.n, p.nb);
@@ -343,12 +355,18 @@ inline DnnlPlan planDnnl(const ConvGeom &g, DnnlOp op) {
     p.srcFloats = roundFloats(p.nb * c * g.inSize);
     p.weightFloats = roundFloats(p.nb * p.cb * g.outSize);
     p.dstFloats = roundFloats(p.cb * c * g.kSize);
-    p.extraFloats = (p.chunks - 1) * p.partialFloats;
     break;
   }
   p.scratchFloats =
       roundFloats(p.nb * std::max(c, m) * g.outSize + kDnnlScratchFloats);
-  p.bufFloats = p.srcFloats + p.weightFloats + p.dstFloats + p.scratchFloats;
+  p.bufFloats = p.srcFloats + p.scratchFloats;
+  if (op == DnnlOp::GradWeight) {
+    p.bufFloats += p.weightFloats;
+    p.extraFloats = p.items * p.dstFloats;
+  } else {
+    p.bufFloats += p.dstFloats;
+    p.extraFloats = p.blocks * p.weightFloats;
+  }
   p.workers = bufferCount(p.items, p.bufFloats, p.extraFloats);
   p.use = true;
   return p;
@@ -437,11 +455,6 @@ bool dnnlGradInput(const otck_conv_desc *d, const ConvGeom &g, const float *dy,
                    const float *w, float *dx, void *workspace);
 bool dnnlGradWeight(const otck_conv_desc *d, const ConvGeom &g, const float *dy,
                     const float *x, float *dw, void *workspace);
-
-/// dw[0, n) += partial sums 1 .. chunks - 1 of a weight gradient, in chunk
-/// order (sum c - 1 at partials + (c - 1) * stride; conv.cpp).
-void addPartialSums(float *dw, int64_t n, const float *partials, int64_t stride,
-                    int64_t chunks);
 
 } // namespace otc::kernels::conv
 

@@ -587,8 +587,9 @@ TEST(Conv, OneDnnShapesMatchReference) {
 /// A convolution in bfloat16: its three kernels against double references
 /// on the rounded operands (float summation error only), further from the
 /// unrounded ones where the CPU has bfloat16 kernels; the same bits with 1
-/// and 2 threads.
-void checkConvBf16(const ConvSpec &s, unsigned seed) {
+/// and 2 threads. `inFloat`: the kernels compute it in float instead
+/// (a whole window over a small batch), matching the unrounded reference.
+void checkConvBf16(const ConvSpec &s, unsigned seed, bool inFloat = false) {
   SCOPED_TRACE(describe(s) + " bf16");
   ConvData c = makeConvData(s, seed);
   c.d.compute = OTCK_COMPUTE_BF16;
@@ -619,7 +620,11 @@ void checkConvBf16(const ConvSpec &s, unsigned seed) {
   const double ey = worst(o.y, exact.y, exact.yAbs),
                edx = worst(o.dx, exact.dx, exact.dxAbs),
                edw = worst(o.dw, exact.dw, exact.dwAbs);
-  if (cpuHasBf16()) {
+  if (inFloat) {
+    EXPECT_LT(ey, 1e-5) << "forward";
+    EXPECT_LT(edx, 1e-5) << "grad input";
+    EXPECT_LT(edw, 1e-5) << "grad weight";
+  } else if (cpuHasBf16()) {
     EXPECT_LT(ry, 1e-5) << "forward";
     EXPECT_LT(rdx, 1e-5) << "grad input";
     EXPECT_LT(rdw, 1e-5) << "grad weight";
@@ -633,23 +638,32 @@ void checkConvBf16(const ConvSpec &s, unsigned seed) {
 
 TEST(Conv, Bf16MatchesRoundedOperands) {
   checkConvBf16(dnnlSpec(), 51);
-  // 1x1 (oneDNN takes it in bfloat16), strided 1x1, and a window on a 1x1
-  // input that is cut to its centre tap.
+  // 1x1 (oneDNN takes it in bfloat16 from kGemmBf16MinEdge output
+  // positions on, below it runs in float), strided 1x1, a window on a 1x1
+  // input that is cut to its centre tap (a 1x1 of one position), and a
+  // window covering the input, which computes in bfloat16 from a batch of
+  // kGemmBf16MinEdge.
   ConvSpec p;
   p.n = 3;
   p.c = 48;
   p.m = 40;
-  p.in[0] = p.in[1] = 9;
+  p.in[0] = p.in[1] = 14;
   checkConvBf16(p, 52);
   p.s[0] = p.s[1] = 2;
-  checkConvBf16(p, 53);
+  checkConvBf16(p, 53, true);
   ConvSpec one;
   one.n = 4;
   one.c = 32;
   one.m = 24;
   one.k[0] = one.k[1] = 3;
   one.pb[0] = one.pb[1] = one.pe[0] = one.pe[1] = 1;
-  checkConvBf16(one, 54);
+  checkConvBf16(one, 54, true);
+  ConvSpec whole;
+  whole.n = otc::kernels::kGemmBf16MinEdge;
+  whole.c = 20;
+  whole.m = 12;
+  whole.in[0] = whole.in[1] = whole.k[0] = whole.k[1] = 2;
+  checkConvBf16(whole, 55);
 }
 
 TEST(Conv, TapsReadingOnlyPaddingAreCut) {
@@ -756,7 +770,10 @@ TEST(Conv, WindowsCoveringTheInputAreOneProduct) {
   bf.compute = OTCK_COMPUTE_BF16;
   conv::ConvGeom g;
   ASSERT_TRUE(conv::makeGeom(&bf, g));
-  EXPECT_FALSE(conv::wholeWindow(g)) << "bfloat16 goes to oneDNN";
+  EXPECT_TRUE(conv::wholeWindow(g)) << "a small batch computes in float";
+  bf.batch = otc::kernels::kGemmBf16MinEdge;
+  ASSERT_TRUE(conv::makeGeom(&bf, g));
+  EXPECT_FALSE(conv::wholeWindow(g)) << "a large one goes to oneDNN";
   checkConv(s, 66, true);
   checkConv(s, 67, false);
   checkConv(grouped, 68, true);
