@@ -1,13 +1,15 @@
 //===- conv_onednn.cpp - Convolutions through oneDNN's primitives ---------===//
 //
-// The forward and the input gradient of ungrouped convolutions, run by
-// oneDNN's direct JIT convolutions on blocked layouts (about twice the speed
-// of im2col + GEMM). oneDNN's threaded kernels cut their work by the thread
-// count, and bits must not depend on it, so the work is cut as planDnnl says
-// (conv_plan.h) and every item runs primitives made for one thread: the
-// item's operands are reordered into blocked copies in the worker's buffer,
-// convolved, and the result reordered back into the caller's NCHW tensor.
-// Primitives are made on a descriptor's first call and kept.
+// The kernels of ungrouped convolutions, run by oneDNN's direct JIT
+// convolutions on blocked layouts (about twice the speed of im2col + GEMM).
+// oneDNN's threaded kernels cut their work by the thread count, and bits
+// must not depend on it, so the work is cut as planDnnl says (conv_plan.h)
+// and every item runs primitives made for one thread: the item's images are
+// reordered into blocked copies in the worker's buffer, convolved with the
+// weights' blocked copy (made once per call), and the result reordered back
+// into the caller's NCHW tensor (the weight gradient's partial sums are
+// added in the blocked layout first). Primitives are made on a descriptor's
+// first call and kept.
 //
 //===----------------------------------------------------------------------===//
 
@@ -249,14 +251,21 @@ const Entry &entryFor(const otck_conv_desc *d, const ConvGeom &g, DnnlOp op,
   }
   // A channel block's items share one copy of the weights (forward, input
   // gradient) or one partial-sum layout (weight gradient): the last chunk's
-  // primitives must use the other chunks' layout.
-  for (int shortC = 0; ok && shortC < 2; ++shortC) {
-    const Variant &full = entry.variants[0][shortC];
-    const Variant &last = entry.variants[1][shortC];
-    if (full.ok && last.ok)
-      ok = op == DnnlOp::GradWeight ? full.out.inner == last.out.inner
-                                    : full.in1.inner == last.in1.inner;
-  }
+  // primitives must use the other chunks' layout, and either every block's
+  // weights are reordered (into the shared copy) or none (read in place;
+  // the workers' buffers hold no copy of them).
+  const Variant &first = entry.variants[0][0];
+  for (int shortN = 0; ok && shortN < 2; ++shortN)
+    for (int shortC = 0; ok && shortC < 2; ++shortC) {
+      const Variant &v = entry.variants[shortN][shortC];
+      const Variant &full = entry.variants[0][shortC];
+      if (!v.ok)
+        continue;
+      ok = op == DnnlOp::GradWeight
+               ? v.out.inner == full.out.inner
+               : v.in1.inner == full.in1.inner &&
+                     bool(v.in1.reorder) == bool(first.in1.reorder);
+    }
   entry.ok = ok;
   return entry;
 }
@@ -275,7 +284,7 @@ void runItem(const DnnlPlan &p, const Variant &v, const float *in0,
              const float *in1, bool in1Inner, const float *bias, float *out,
              bool outInner, float *buf, dnnl::stream &stream) {
   float *buf0 = buf, *buf1 = buf0 + p.srcFloats;
-  float *bufOut = buf1 + (in1Inner ? 0 : p.weightFloats);
+  float *bufOut = buf1 + (v.in1.reorder && !in1Inner ? p.weightFloats : 0);
   float *scratch = bufOut + (outInner ? 0 : p.dstFloats);
   auto input = [&](const Operand &op, const float *data, float *copy) {
     memory user = at(op.user, data);

@@ -302,17 +302,12 @@ inline int64_t roundUp(int64_t a, int64_t b) { return ceilDiv(a, b) * b; }
 
 inline DnnlPlan planDnnl(const ConvGeom &g, DnnlOp op) {
   DnnlPlan p;
-  // 1x1 kernels are GEMMs already (no columns to build, no copies): the
-  // im2col path runs them, in float, also in bfloat16 when an image has
-  // fewer than kGemmBf16MinEdge output positions (an edge of its products,
-  // where bfloat16 is slower, as for GEMMs; ResNet's downsampling took
-  // 1.1-2.5x float's time in oneDNN's bf16 kernels). Input gradients of few
-  // channels (a stem's) run slower on oneDNN's kernels, padded to a whole
-  // block, than through im2col.
-  const bool pointwiseInFloat =
-      g.kSize == 1 && (!g.bf16 || g.outSize < kGemmBf16MinEdge);
-  if (g.g != 1 || g.direct || pointwiseInFloat || g.n == 0 || g.outSize == 0 ||
-      (op == DnnlOp::GradInput && g.c < kDnnlBlock))
+  // 1x1 kernels are GEMMs already (no columns to build, no copies) unless
+  // in bfloat16, which the im2col path does not compute; input gradients of
+  // few channels (a stem's) run slower on oneDNN's kernels, padded to a
+  // whole block, than through im2col.
+  if (g.g != 1 || g.direct || (g.kSize == 1 && !g.bf16) || g.n == 0 ||
+      g.outSize == 0 || (op == DnnlOp::GradInput && g.c < kDnnlBlock))
     return p;
   const int64_t channels = op == DnnlOp::GradInput ? g.c : g.m;
   const int64_t c = roundUp(g.c, kDnnlBlock), m = roundUp(g.m, kDnnlBlock);

@@ -50,7 +50,9 @@ void otck_batched_gemm_f32(int batch_rank, const int64_t *batch_shape,
  * every other tensor stay float. Where the CPU has no bfloat16 kernel for a
  * shape (oneDNN offers only its reference one: no AVX-512), and on the CPU
  * for products whose C has an edge under 192 (where bfloat16 is slower
- * than float), they compute in float instead. */
+ * than float), they compute in float instead; so do convolutions whose
+ * window covers the whole input (one product over the batch) for a batch
+ * under 192. */
 #define OTCK_COMPUTE_F32 0
 #define OTCK_COMPUTE_BF16 1
 
