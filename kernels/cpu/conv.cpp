@@ -664,22 +664,6 @@ void gemmGradInput(const ConvGeom &g, const Plan &p, const float *dy,
   });
 }
 
-/// dw[0, n) += partial sums 1 .. chunks - 1 of a weight gradient, in chunk
-/// order (sum c - 1 at partials + (c - 1) * stride).
-void addPartialSums(float *dw, int64_t n, const float *partials, int64_t stride,
-                    int64_t chunks) {
-  if (chunks <= 1)
-    return;
-  parallelFor(n, chunks, kParallelGrain, [&](int64_t begin, int64_t end) {
-    for (int64_t c = 1; c < chunks; ++c) {
-      const float *part = partials + (c - 1) * stride;
-#pragma omp simd
-      for (int64_t i = begin; i < end; ++i)
-        dw[i] += part[i];
-    }
-  });
-}
-
 void gemmGradWeight(const ConvGeom &g, const Plan &p, const float *dy,
                     const float *x, float *dw, float *ws) {
   const int64_t wFloats = g.m * g.colRows;
@@ -823,6 +807,21 @@ void gradInput(const otck_conv_desc *d, const ConvGeom &g, const float *dy,
 }
 
 } // namespace
+
+void otc::kernels::conv::addPartialSums(float *dw, int64_t n,
+                                        const float *partials, int64_t stride,
+                                        int64_t chunks) {
+  if (chunks <= 1)
+    return;
+  parallelFor(n, chunks, kParallelGrain, [&](int64_t begin, int64_t end) {
+    for (int64_t c = 1; c < chunks; ++c) {
+      const float *part = partials + (c - 1) * stride;
+#pragma omp simd
+      for (int64_t i = begin; i < end; ++i)
+        dw[i] += part[i];
+    }
+  });
+}
 
 extern "C" void otck_conv_f32(const otck_conv_desc *d, const float *x,
                               const float *w, const float *bias, float *y,

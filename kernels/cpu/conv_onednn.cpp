@@ -371,24 +371,26 @@ const Variant &blockVariant(const Entry &e, int64_t channels, int64_t block) {
   return e.variants[0][channels - block * e.plan.cb < e.plan.cb];
 }
 
+/// Whether the items read the weights from a copy in their primitives'
+/// layout (entryFor has checked that every variant agrees).
+bool sharesWeights(const Entry &e) {
+  return bool(e.variants[0][0].in1.reorder);
+}
+
 /// The weights w in the layout of each channel block's primitive, made
 /// once for all the block's items at ws + block * weightFloats; false when
-/// the primitives read w as it is (nothing written) or oneDNN failed.
-/// `offset` is the floats from one block's first weight to the next's.
+/// oneDNN failed. `offset` is the floats from one block's first weight to
+/// the next's.
 bool blockWeights(const Entry &e, const ConvGeom &g, int64_t channels,
-                  const float *w, int64_t offset, float *ws, bool &failed) {
+                  const float *w, int64_t offset, float *ws) {
   const DnnlPlan &p = e.plan;
-  failed = false;
-  if (!blockVariant(e, channels, 0).in1.reorder)
-    return false;
-  failed = !runParallel(p.blocks, p.workers, callCost(g),
-                        [&](int64_t b, int, dnnl::stream &stream) {
-                          const Operand &op = blockVariant(e, channels, b).in1;
-                          memory user = at(op.user, w + b * offset);
-                          memory inner = at(op.inner, ws + b * p.weightFloats);
-                          op.reorder->execute(stream, user, inner);
-                        });
-  return !failed;
+  return runParallel(p.blocks, p.workers, callCost(g),
+                     [&](int64_t b, int, dnnl::stream &stream) {
+                       const Operand &op = blockVariant(e, channels, b).in1;
+                       memory user = at(op.user, w + b * offset);
+                       memory inner = at(op.inner, ws + b * p.weightFloats);
+                       op.reorder->execute(stream, user, inner);
+                     });
 }
 
 } // namespace
@@ -402,18 +404,18 @@ bool otc::kernels::conv::dnnlForward(const otck_conv_desc *d, const ConvGeom &g,
     return false;
   const DnnlPlan &p = e.plan;
   float *ws = static_cast<float *>(workspace);
-  bool failed;
-  const bool shared = blockWeights(e, g, g.m, w, p.cb * g.colRows, ws, failed);
-  return !failed && runItems(e, g, g.m, ws,
-                             [&](int64_t n0, int64_t m0, const Variant &v,
-                                 float *buf, dnnl::stream &stream) {
-                               runItem(p, v, x + n0 * g.c * g.inSize,
-                                       shared ? ws + m0 / p.cb * p.weightFloats
-                                              : w + m0 * g.colRows,
-                                       shared, bias ? bias + m0 : nullptr,
-                                       y + (n0 * g.m + m0) * g.outSize, false,
-                                       buf, stream);
-                             });
+  const bool shared = sharesWeights(e);
+  if (shared && !blockWeights(e, g, g.m, w, p.cb * g.colRows, ws))
+    return false;
+  return runItems(
+      e, g, g.m, ws,
+      [&](int64_t n0, int64_t m0, const Variant &v, float *buf,
+          dnnl::stream &stream) {
+        runItem(p, v, x + n0 * g.c * g.inSize,
+                shared ? ws + m0 / p.cb * p.weightFloats : w + m0 * g.colRows,
+                shared, bias ? bias + m0 : nullptr,
+                y + (n0 * g.m + m0) * g.outSize, false, buf, stream);
+      });
 }
 
 bool otc::kernels::conv::dnnlGradInput(const otck_conv_desc *d,
@@ -425,10 +427,10 @@ bool otc::kernels::conv::dnnlGradInput(const otck_conv_desc *d,
     return false;
   const DnnlPlan &p = e.plan;
   float *ws = static_cast<float *>(workspace);
-  bool failed;
-  const bool shared = blockWeights(e, g, g.c, w, p.cb * g.kSize, ws, failed);
-  return !failed &&
-         runItems(e, g, g.c, ws,
+  const bool shared = sharesWeights(e);
+  if (shared && !blockWeights(e, g, g.c, w, p.cb * g.kSize, ws))
+    return false;
+  return runItems(e, g, g.c, ws,
                   [&](int64_t n0, int64_t c0, const Variant &v, float *buf,
                       dnnl::stream &stream) {
                     runItem(p, v, dy + n0 * g.m * g.outSize,
@@ -462,25 +464,19 @@ bool otc::kernels::conv::dnnlGradWeight(const otck_conv_desc *d,
                           partial(n0 / p.nb, m0 / p.cb), true, buf, stream);
                 }))
     return false;
-  return runParallel(p.blocks, p.workers, callCost(g),
-                     [&](int64_t b, int, dnnl::stream &stream) {
-                       const Operand &op = blockVariant(e, g.m, b).out;
-                       float *sum = partial(0, b);
-                       const int64_t n =
-                           int64_t(op.inner.get_size() / sizeof(float));
-                       for (int64_t c = 1; c < p.chunks; ++c) {
-                         const float *part = partial(c, b);
-#pragma omp simd
-                         for (int64_t i = 0; i < n; ++i)
-                           sum[i] += part[i];
-                       }
-                       float *target = dw + b * p.cb * g.colRows;
-                       if (!op.reorder) {
-                         std::copy(sum, sum + n, target);
-                         return;
-                       }
-                       memory inner = at(op.inner, sum),
-                              user = at(op.user, target);
-                       op.reorder->execute(stream, inner, user);
-                     });
+  return runParallel(
+      p.blocks, p.workers, callCost(g),
+      [&](int64_t b, int, dnnl::stream &stream) {
+        const Operand &op = blockVariant(e, g.m, b).out;
+        float *sum = partial(0, b);
+        const int64_t n = int64_t(op.inner.get_size() / sizeof(float));
+        addPartialSums(sum, n, partial(1, b), p.blocks * p.dstFloats, p.chunks);
+        float *target = dw + b * p.cb * g.colRows;
+        if (!op.reorder) {
+          std::copy(sum, sum + n, target);
+          return;
+        }
+        memory inner = at(op.inner, sum), user = at(op.user, target);
+        op.reorder->execute(stream, inner, user);
+      });
 }

@@ -451,6 +451,11 @@ bool dnnlGradInput(const otck_conv_desc *d, const ConvGeom &g, const float *dy,
 bool dnnlGradWeight(const otck_conv_desc *d, const ConvGeom &g, const float *dy,
                     const float *x, float *dw, void *workspace);
 
+/// dw[0, n) += partial sums 1 .. chunks - 1 of a weight gradient, in chunk
+/// order (sum c - 1 at partials + (c - 1) * stride; conv.cpp).
+void addPartialSums(float *dw, int64_t n, const float *partials, int64_t stride,
+                    int64_t chunks);
+
 } // namespace otc::kernels::conv
 
 #endif // OTC_KERNELS_CPU_CONV_PLAN_H
