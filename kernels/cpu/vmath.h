@@ -31,26 +31,18 @@ inline namespace OTCK_ISA {
 /// in a large translation unit GCC's inliner may stop short of them.
 #define OTC_VINLINE inline __attribute__((always_inline))
 
-/// exp(x) in single precision, over the whole float range (denormal results
-/// included, overflow to +inf).
-OTC_VINLINE float vexp(float x) {
-  // Beyond these exp(x) rounds to +inf / 0 anyway; clamping keeps n in range.
-  constexpr float kHi = 89.0f;
-  constexpr float kLo = -104.0f;
-  constexpr float kLog2e = 1.44269504088896341f;
-  constexpr float kMagic = 12582912.0f; // 1.5 * 2^23: rounds to an integer.
-  constexpr float kLn2Hi = 0.693359375f;
-  constexpr float kLn2Lo = -2.12194440e-4f;
+// exp's constants: beyond kExpLo / kExpHi exp(x) rounds to 0 / +inf anyway
+// (clamping keeps n in range); ln 2 in two parts for Cody-Waite's
+// reduction, n ln2_hi exact for |n| < 2^15.
+constexpr float kExpHi = 89.0f;
+constexpr float kExpLo = -104.0f;
+constexpr float kLog2e = 1.44269504088896341f;
+constexpr float kMagic = 12582912.0f; // 1.5 * 2^23: rounds to an integer.
+constexpr float kLn2Hi = 0.693359375f;
+constexpr float kLn2Lo = -2.12194440e-4f;
 
-  // NaN passes both clamps unchanged and propagates through the arithmetic.
-  float xc = x > kHi ? kHi : x;
-  xc = xc < kLo ? kLo : xc;
-  // n = round(x / ln 2), kept both as a float and in the bits of t.
-  float t = xc * kLog2e + kMagic;
-  float n = t - kMagic;
-  // r = x - n ln 2 in two steps (Cody-Waite); n * kLn2Hi is exact.
-  float r = xc - n * kLn2Hi;
-  r = r - n * kLn2Lo;
+/// exp(r) 2^n, given |r| <= ln 2 / 2 and t = n + kMagic, n in [-150, 128].
+OTC_VINLINE float vexpReduced(float r, float t) {
   float z = r * r;
   float p = 1.9875691500E-4f;
   p = p * r + 1.3981999507E-3f;
@@ -66,6 +58,21 @@ OTC_VINLINE float vexp(float x) {
   float pow2n1 = bitCast<float>(uint32_t(n1 + 127) << 23);
   float pow2n2 = bitCast<float>(uint32_t(n2 + 127) << 23);
   return (p * pow2n1) * pow2n2;
+}
+
+/// exp(x) in single precision, over the whole float range (denormal results
+/// included, overflow to +inf).
+OTC_VINLINE float vexp(float x) {
+  // NaN passes both clamps unchanged and propagates through the arithmetic.
+  float xc = x > kExpHi ? kExpHi : x;
+  xc = xc < kExpLo ? kExpLo : xc;
+  // n = round(x / ln 2), kept both as a float and in the bits of t.
+  float t = xc * kLog2e + kMagic;
+  float n = t - kMagic;
+  // r = x - n ln 2 in two steps (Cody-Waite); n * kLn2Hi is exact.
+  float r = xc - n * kLn2Hi;
+  r = r - n * kLn2Lo;
+  return vexpReduced(r, t);
 }
 
 /// log(x) in single precision.
@@ -171,12 +178,23 @@ OTC_VINLINE float copySign(float m, float s) {
 /// exp(-k x^2) for k = 1 or 0.5, with x^2 split as xh^2 + xl (x + xh): xh
 /// is x with the low 12 mantissa bits cleared, so xh^2 is exact. Rounding
 /// x^2 instead would cost |k x^2| 2^-24 relative (4e-6 at x = 8).
+/// One exp of the sum: head - n ln2_hi is exact (both have few bits and
+/// differ by less than 1), so the reduced argument rounds only where the
+/// small terms are added.
 OTC_VINLINE float vexpNegSquare(float x, float k) {
   float ax = x < 0.0f ? -x : x;
   ax = ax > 20.0f ? 20.0f : ax; // the result is 0 already; inf - inf = NaN
   float xh = bitCast<float>(bitCast<uint32_t>(ax) & 0xfffff000u);
   float xl = ax - xh;
-  return vexp(-k * (xh * xh)) * vexp(-k * (xl * (ax + xh)));
+  float head = -k * (xh * xh), tail = -k * (xl * (ax + xh));
+  // Below kExpLo exp rounds to 0 (tail <= 0); NaN passes.
+  bool under = head < kExpLo;
+  head = under ? kExpLo : head;
+  tail = under ? 0.0f : tail;
+  float t = (head + tail) * kLog2e + kMagic;
+  float n = t - kMagic;
+  float r = ((head - n * kLn2Hi) + tail) - n * kLn2Lo;
+  return vexpReduced(r, t);
 }
 
 /// erf(a) / a - 1 for 0 <= a <= 1: a Chebyshev fit of degree 6 in w =
@@ -199,8 +217,8 @@ OTC_VINLINE float erfSmallR(float a) {
 /// e S(1/a) / a, S a Chebyshev fit of degree 11 in s = (1/a - 0.55) / 0.45
 /// over a in [1, 10] (truncation 6.4e-9 relative; erfc underflows beyond).
 OTC_VINLINE float erfcLarge(float a, float e) {
-  float t = 1.0f / a;
-  t = t < 0.1f ? 0.1f : t;
+  float inv = 1.0f / a;
+  float t = inv < 0.1f ? 0.1f : inv;
   float s = (t - 0.55f) * 2.2222222222f;
   float p = 1.7558726540e-5f;
   p = p * s - 1.6499083358e-5f;
@@ -214,7 +232,7 @@ OTC_VINLINE float erfcLarge(float a, float e) {
   p = p * s - 4.1240472347e-3f;
   p = p * s - 7.6515801251e-2f;
   p = p * s + 5.0235342979e-1f;
-  return e * (p / a);
+  return e * (p * inv);
 }
 
 /// erfc(a) for a >= 0 given e = exp(-a^2), keeping relative precision as it
