@@ -39,6 +39,9 @@ inline std::optional<int64_t> checkedByteSize(mlir::MemRefType t) {
       return std::nullopt;
   return n;
 }
+/// Whether `op` may write the buffer `v` it uses (an op that declares no
+/// memory effects may).
+bool mayWrite(mlir::Operation *op, mlir::Value v);
 } // namespace otc::exec
 
 #define GET_OP_CLASSES

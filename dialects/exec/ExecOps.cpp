@@ -102,6 +102,18 @@ void KernelOp::getEffects(
   }
 }
 
+bool otc::exec::mayWrite(Operation *op, Value v) {
+  auto iface = llvm::dyn_cast<MemoryEffectOpInterface>(op);
+  if (!iface)
+    return true;
+  SmallVector<MemoryEffects::EffectInstance> effects;
+  iface.getEffects(effects);
+  return llvm::any_of(effects, [&](const MemoryEffects::EffectInstance &e) {
+    return llvm::isa<MemoryEffects::Write>(e.getEffect()) &&
+           (!e.getValue() || e.getValue() == v);
+  });
+}
+
 LogicalResult AllReduceOp::verify() {
   if (std::optional<ArrayRef<int64_t>> range = getRange()) {
     int64_t n = getBuffer().getType().getNumElements();

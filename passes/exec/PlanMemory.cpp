@@ -5,7 +5,9 @@
 // outputs) are shared by all step functions at fixed offsets, in that
 // order, gradients in the order backward produces them; temporaries share
 // the rest by liveness (greedy best fit, largest first, as TFLite's arena
-// planner).
+// planner). A reshape (a copy that changes only the shape) between
+// temporaries that are not written while both live becomes a view of its
+// input's bytes.
 //
 //===----------------------------------------------------------------------===//
 
@@ -278,15 +280,54 @@ void PlanMemory::plan(ModuleOp module) {
       exec::AllocOp alloc;
       int64_t start, end, size, offset = -1;
     };
+    auto isTemp = [&](Value v) {
+      return v.getDefiningOp<exec::AllocOp>() && !keyOf.count(v) &&
+             !inBucket.count(v);
+    };
+    auto at = [&](Operation *user) {
+      return index[block.findAncestorOpInBlock(*user)];
+    };
+    // Reshapes: a copy between temporaries of one element type and count
+    // whose output is written by the copy alone and whose input is not
+    // written after it. The output then views the input's bytes (its root:
+    // the first buffer of a chain of reshapes) and the copy goes.
+    DenseMap<Value, Value> rootOf;
+    SmallVector<exec::KernelOp> reshapes;
+    for (auto k : block.getOps<exec::KernelOp>()) {
+      if (k.getKernel() != "copy")
+        continue;
+      Value in = k.getIns()[0], out = k.getOuts()[0];
+      auto inType = llvm::cast<MemRefType>(in.getType());
+      auto outType = llvm::cast<MemRefType>(out.getType());
+      if (!isTemp(in) || !isTemp(out) ||
+          inType.getElementType() != outType.getElementType() ||
+          inType.getNumElements() != outType.getNumElements() ||
+          llvm::any_of(
+              out.getUsers(),
+              [&](Operation *u) { return u != k && exec::mayWrite(u, out); }) ||
+          llvm::any_of(in.getUsers(), [&](Operation *u) {
+            return at(u) > index[k] && exec::mayWrite(u, in);
+          }))
+        continue;
+      rootOf[out] = rootOf.lookup(in) ? rootOf.lookup(in) : in;
+      reshapes.push_back(k);
+    }
     SmallVector<Interval> temps;
+    DenseMap<Value, size_t> intervalOf;
     for (auto alloc : block.getOps<exec::AllocOp>()) {
-      if (keyOf.count(alloc.getResult()) || inBucket.count(alloc.getResult()))
+      if (!isTemp(alloc) || rootOf.count(alloc))
         continue;
       int64_t end = index[alloc];
       for (Operation *user : alloc->getUsers())
-        end = std::max(end, index[block.findAncestorOpInBlock(*user)]);
+        end = std::max(end, at(user));
+      intervalOf[alloc] = temps.size();
       temps.push_back(
           {alloc, index[alloc], end, alignUp(exec::byteSize(alloc.getType()))});
+    }
+    for (auto [alias, root] : rootOf) {
+      Interval &t = temps[intervalOf[root]];
+      for (Operation *user : alias.getUsers())
+        t.end = std::max(t.end, at(user));
     }
     SmallVector<Interval *> order;
     for (Interval &t : temps)
@@ -331,6 +372,16 @@ void PlanMemory::plan(ModuleOp module) {
     for (BlockArgument arg : block.getArguments().take_front(numArgs))
       arg.replaceAllUsesWith(
           viewAt(arg.getLoc(), arg.getType(), persistent[keyOf[arg]].offset));
+    for (exec::KernelOp k : reshapes)
+      k.erase();
+    for (auto [alias, root] : rootOf) {
+      auto alloc = alias.getDefiningOp<exec::AllocOp>();
+      ob.setInsertionPoint(alloc);
+      alloc.replaceAllUsesWith(
+          viewAt(alloc.getLoc(), alloc.getType(),
+                 tempBase + temps[intervalOf[root]].offset));
+      alloc.erase();
+    }
     for (Interval &t : temps) {
       ob.setInsertionPoint(t.alloc);
       t.alloc.replaceAllUsesWith(

@@ -9,6 +9,9 @@
 //    is live from the first op that uses it to the last, persistent buffers
 //    always (they hold state between steps, in every step function), so no
 //    kernel writes bytes that a later kernel still reads as another value;
+//    except a reshape: a view no op writes may share the bytes of another
+//    when the last write before its first use is a write of exactly its
+//    bytes and nothing writes them again while it is live;
 //  - a convolution's workspace holds what the kernel library uses for that
 //    descriptor.
 // It trusts nothing the planner computed except the views' offsets.
@@ -57,6 +60,7 @@ struct Temp {
   Value view;
   Range bytes;
   int64_t first, last;
+  bool written; // by some op of the block
 };
 
 struct VerifyPlan : otc::impl::VerifyPlanBase<VerifyPlan> {
@@ -193,13 +197,45 @@ LogicalResult VerifyPlan::verifyFunction(func::FuncOp fn,
     if (view->use_empty())
       continue;
     int64_t first = INT64_MAX, last = -1;
+    bool written = false;
     for (Operation *user : view->getUsers()) {
       int64_t i = index.lookup(block.findAncestorOpInBlock(*user));
       first = std::min(first, i);
       last = std::max(last, i);
+      written |= exec::mayWrite(user, view);
     }
-    temps.push_back({view.getResult(), bytes, first, last});
+    temps.push_back({view.getResult(), bytes, first, last, written});
   }
+
+  // Whether op `i` may write bytes that overlap `r` (through any view).
+  auto writesBytes = [&](int64_t i, Range r, bool exactly) {
+    for (Value v : ops[i]->getOperands()) {
+      auto view = v.getDefiningOp<exec::ViewOp>();
+      if (!view || !exec::mayWrite(ops[i], v))
+        continue;
+      int64_t begin = static_cast<int64_t>(view.getOffset());
+      Range w{begin, begin + exec::byteSize(view.getType())};
+      if (exactly ? w == r : w.overlaps(r))
+        return true;
+    }
+    return false;
+  };
+  // A reshape of another view: `t` is never written, the last write of its
+  // bytes before its first use writes exactly them, and none follows while
+  // it is live.
+  auto isReshape = [&](const Temp &t) {
+    if (t.written)
+      return false;
+    int64_t w = t.first - 1;
+    while (w >= 0 && !writesBytes(w, t.bytes, /*exactly=*/false))
+      --w;
+    if (w < 0 || !writesBytes(w, t.bytes, /*exactly=*/true))
+      return false;
+    for (int64_t i = w + 1; i <= t.last; ++i)
+      if (writesBytes(i, t.bytes, /*exactly=*/false))
+        return false;
+    return true;
+  };
 
   // Overlapping bytes, overlapping lives: sweep by offset.
   llvm::sort(temps, [](const Temp &a, const Temp &b) {
@@ -214,6 +250,8 @@ LogicalResult VerifyPlan::verifyFunction(func::FuncOp fn,
       // Report at the first op where both are live, naming the earlier one.
       const Temp &older = a.first <= b.first ? a : b;
       const Temp &newer = &older == &a ? b : a;
+      if (a.bytes == b.bytes && isReshape(newer))
+        continue;
       Range shared{std::max(a.bytes.begin, b.bytes.begin),
                    std::min(a.bytes.end, b.bytes.end)};
       Operation *at = ops[newer.first];

@@ -120,3 +120,23 @@ module attributes {otc.arena_bytes = 4096 : i64, otc.buffers = []} {
     return
   }
 }
+
+// -----
+
+// A view no op writes shares the bytes of another (a reshape), but a kernel
+// writes those bytes while it is still read: it would see the new value.
+module attributes {otc.arena_bytes = 1024 : i64, otc.buffers = [{name = "w", offset = 0 : i64, role = "param", type = memref<16xf32>}]} {
+  func.func @train_step(%arena: memref<?xi8>) {
+    %w = exec.view %arena[0] : memref<?xi8> -> memref<16xf32>
+    %a = exec.view %arena[256] : memref<?xi8> -> memref<4x4xf32>
+    %b = exec.view %arena[256] : memref<?xi8> -> memref<16xf32>
+    %c = exec.view %arena[512] : memref<?xi8> -> memref<16xf32>
+    exec.kernel "relu" ins(%w : memref<16xf32>) outs(%a : memref<4x4xf32>)
+    // expected-error @+1 {{(kernel "neg") uses %2 (bytes [256, 320)) while %1 (bytes [256, 320)), which shares bytes [256, 320), is still live}}
+    exec.kernel "neg" ins(%b : memref<16xf32>) outs(%c : memref<16xf32>)
+    // expected-note @+1 {{%1 is last used here}}
+    exec.kernel "relu" ins(%c : memref<16xf32>) outs(%a : memref<4x4xf32>)
+    exec.kernel "add" ins(%b, %c : memref<16xf32>, memref<16xf32>) outs(%c : memref<16xf32>)
+    return
+  }
+}

@@ -2,8 +2,9 @@
 
 // What a valid plan may do: reuse bytes once their previous value is dead,
 // view a persistent buffer more than once, update a buffer in place, keep
-// gradients inside their bucket, and give each function its own temporaries
-// in the same bytes. The module passes through unchanged.
+// gradients inside their bucket, give each function its own temporaries
+// in the same bytes, and read a temporary's bytes under another shape. The
+// module passes through unchanged.
 // CHECK-LABEL: func.func @train_step
 // CHECK-COUNT-2: exec.kernel "relu"
 // CHECK: exec.compressed_all_reduce
@@ -37,6 +38,12 @@ module attributes {otc.arena_bytes = 2048 : i64, otc.buffers = [
     %w = exec.view %arena[0] : memref<?xi8> -> memref<16xf32>
     %t = exec.view %arena[512] : memref<?xi8> -> memref<16xf32>
     exec.kernel "relu" ins(%w : memref<16xf32>) outs(%t : memref<16xf32>)
+    // A reshape: %u views %t's bytes, nothing writes them while both live.
+    %u = exec.view %arena[512] : memref<?xi8> -> memref<4x4xf32>
+    %v = exec.view %arena[768] : memref<?xi8> -> memref<4x4xf32>
+    exec.kernel "neg" ins(%u : memref<4x4xf32>) outs(%v : memref<4x4xf32>)
+    %x = exec.view %arena[1024] : memref<?xi8> -> memref<16xf32>
+    exec.kernel "relu" ins(%t : memref<16xf32>) outs(%x : memref<16xf32>)
     return
   }
 }
