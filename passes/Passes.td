@@ -445,6 +445,18 @@ def LowerToExec : Pass<"otc-lower-to-exec", "mlir::ModuleOp"> {
                            "::mlir::memref::MemRefDialect"];
 }
 
+def FoldTransposes : Pass<"otc-fold-transposes", "mlir::ModuleOp"> {
+  let summary = "Fold transposes into the float32 products that read or write them";
+  let description = [{
+    A `transpose` kernel that feeds `matmul` kernels becomes their `permA` /
+    `permB` (the product reads the transpose's input through the
+    permutation), and one that is the only reader of a product's result its
+    `permY` (the product writes through it), where the strided product has
+    a BLAS form (one contiguous dimension per matrix) and the transpose's
+    input is not written after it. Attention's head transposes go this way.
+  }];
+}
+
 def PlanMemory : Pass<"otc-plan-memory", "mlir::ModuleOp"> {
   let summary = "Place every buffer at a static offset in one arena";
   let description = [{

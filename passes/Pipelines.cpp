@@ -374,6 +374,7 @@ void otc::buildExecPipeline(OpPassManager &pm,
   LowerToExecOptions lower;
   lower.target = options.target;
   pm.addPass(createLowerToExec(lower));
+  pm.addPass(createFoldTransposes());
   pm.addPass(createPlanMemory());
   pm.addPass(createPlaceWaits());
   if (options.verifyPlan)

@@ -1,7 +1,8 @@
 //===- ExecOps.cpp - exec dialect -----------------------------------------===//
 
-#include "dialects/exec/ExecDialect.h"
 #include "dialects/dist/DistDialect.h"
+#include "dialects/exec/ExecDialect.h"
+#include "dialects/exec/KernelDescs.h"
 #include "dialects/exec/KernelTable.h"
 
 #include "mlir/IR/Builders.h"
@@ -80,6 +81,17 @@ LogicalResult KernelOp::verify() {
       (rank(getIns()[0]) != 2 || rank(getIns()[1]) != 2 ||
        rank(getOuts()[0]) != 2))
     return emitOpError("gemm takes 2-D operands");
+  if (getKernel() == "matmul" &&
+      llvm::any_of(ArrayRef<StringRef>{"permA", "permB", "permY"},
+                   [&](StringRef a) { return (*this)->hasAttr(a); })) {
+    StridedMatmul s;
+    std::string why;
+    if (computesBf16(*this))
+      return emitOpError("a matmul in bfloat16 reads no permuted operands");
+    if (!stridedMatmulOf(*this, getIns()[0], getIns()[1], getOuts()[0], s,
+                         &why))
+      return emitOpError("matmul through permutations: ") << why;
+  }
   if (auto axis = (*this)->getAttrOfType<IntegerAttr>("axis")) {
     int64_t r = 0;
     for (Value v : getOperands())

@@ -99,6 +99,25 @@ inline otck_pool_desc poolDesc(mlir::Operation *op, mlir::Value input,
 bool convDescOf(mlir::Operation *op, llvm::StringRef kernel,
                 mlir::ValueRange ins, mlir::Value out, otck_conv_desc &d);
 
+/// A matmul kernel that reads an operand through a permutation of its
+/// dimensions, or writes its result through one (attributes permA, permB,
+/// permY: attention's head transposes folded into the products), as
+/// otck_strided_gemm_f32 takes it: strides in elements. `swapped`: the
+/// product computes C^T = op(B)^T op(A)^T (C's columns are contiguous), so
+/// its A is the kernel's B and its B the kernel's A.
+struct StridedMatmul {
+  llvm::SmallVector<int64_t> batch, aStrides, bStrides, cStrides;
+  bool transA = false, transB = false, swapped = false;
+  int64_t M = 0, N = 0, K = 0, lda = 0, ldb = 0, ldc = 0;
+};
+
+/// The strided form of matmul `op` (operands a, b, result y); false with
+/// `why` when a permutation does not permute its tensor's dimensions, the
+/// shapes do not multiply into y, or a matrix has neither dimension
+/// contiguous (no BLAS form).
+bool stridedMatmulOf(mlir::Operation *op, mlir::Value a, mlir::Value b,
+                     mlir::Value y, StridedMatmul &s, std::string *why);
+
 } // namespace otc
 
 #endif // OTC_DIALECTS_EXEC_KERNELDESCS_H

@@ -59,8 +59,11 @@ KernelAttr parseAttr(llvm::StringRef row, llvm::StringRef spec) {
   a.required = !rest.contains('=');
   if (a.required)
     return a;
-  if (a.type == KernelAttrType::I64s || a.type == KernelAttrType::F32s)
-    fail("arrays have no default");
+  if (a.type == KernelAttrType::I64s || a.type == KernelAttrType::F32s) {
+    if (!dflt.empty())
+      fail("an array's only default is the empty one");
+    return a;
+  }
   a.text = dflt;
   if (a.type == KernelAttrType::Str)
     return a;

@@ -115,3 +115,56 @@ otck_batched_gemm_f32(int batch_rank, const int64_t *batch_shape,
                   B + bOff * K * N, 0.0f, C + i * M * N);
   }
 }
+
+extern "C" void otck_strided_gemm_f32(
+    int batch_rank, const int64_t *batch_shape, const int64_t *a_strides,
+    const int64_t *b_strides, const int64_t *c_strides, int transA, int transB,
+    int64_t M, int64_t N, int64_t K, const float *A, int64_t lda,
+    const float *B, int64_t ldb, float *C, int64_t ldc) {
+  if (batch_rank < 0 || batch_rank > OTCK_MAX_RANK || M <= 0 || N <= 0)
+    return;
+  int64_t count = 1;
+  for (int d = 0; d < batch_rank; ++d)
+    count *= batch_shape[d];
+  if (count <= 0)
+    return;
+  // As otck_batched_gemm_f32: many small products one per thread, few large
+  // ones each threaded; a single row (whose threaded product's bits depend
+  // on the thread count) always on one thread.
+  bool perThread =
+      M == 1 || (count >= omp_get_max_threads() && M * N * K < (1 << 22));
+  auto product = [&](int64_t i) {
+    int64_t a = 0, b = 0, c = 0;
+    for (int d = batch_rank - 1; d >= 0; --d) {
+      const int64_t idx = i % batch_shape[d];
+      i /= batch_shape[d];
+      a += idx * a_strides[d];
+      b += idx * b_strides[d];
+      c += idx * c_strides[d];
+    }
+    if (K <= 0) {
+      for (int64_t r = 0; r < M; ++r)
+        std::fill_n(C + c + r * ldc, N, 0.0f);
+      return;
+    }
+    dnnl_sgemm(transA ? 'T' : 'N', transB ? 'T' : 'N', M, N, K, 1.0f, A + a,
+               lda, B + b, ldb, 0.0f, C + c, ldc);
+  };
+  if (!perThread) {
+    for (int64_t i = 0; i < count; ++i)
+      product(i);
+    return;
+  }
+  parallelFor(
+      count, M * N * std::max<int64_t>(K, 1), kParallelGrain,
+      [&](int64_t begin, int64_t end) {
+        const int threads = omp_get_max_threads();
+        if (threads > 1)
+          omp_set_num_threads(1);
+        for (int64_t i = begin; i < end; ++i)
+          product(i);
+        if (threads > 1)
+          omp_set_num_threads(threads);
+      },
+      1);
+}

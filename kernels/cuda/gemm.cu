@@ -141,27 +141,43 @@ const char *cublasLoadError() {
   return api.error.empty() ? nullptr : api.error.c_str();
 }
 
+namespace {
+
+/// rowMajorSgemm with rows lda, ldb and ldc elements apart.
+cublasStatus_t rowMajorSgemmLd(cudaStream_t stream, int transA, int transB,
+                               int64_t M, int64_t N, int64_t K, float alpha,
+                               const float *A, int64_t lda, int64_t sA,
+                               const float *B, int64_t ldb, int64_t sB,
+                               float beta, float *C, int64_t ldc, int64_t sC,
+                               int64_t count) {
+  cublasHandle_t h = nullptr;
+  if (cublasStatus_t s = boundHandle(stream, &h); s != CUBLAS_STATUS_SUCCESS)
+    return s;
+  // Read column-major, each row-major operand is the transpose of itself,
+  // which is what C^T = op(B)^T op(A)^T needs.
+  const cublasOperation_t opA = transA ? CUBLAS_OP_T : CUBLAS_OP_N;
+  const cublasOperation_t opB = transB ? CUBLAS_OP_T : CUBLAS_OP_N;
+  const CublasApi &api = cublasApi();
+  if (count == 1)
+    return api.cublasSgemm_64_(h, opB, opA, N, M, K, &alpha, B, ldb, A, lda,
+                               &beta, C, ldc);
+  return api.cublasSgemmStridedBatched_64_(h, opB, opA, N, M, K, &alpha, B, ldb,
+                                           sB, A, lda, sA, &beta, C, ldc, sC,
+                                           count);
+}
+
+} // namespace
+
 cublasStatus_t rowMajorSgemm(cudaStream_t stream, int transA, int transB,
                              int64_t M, int64_t N, int64_t K, float alpha,
                              const float *A, int64_t sA, const float *B,
                              int64_t sB, float beta, float *C, int64_t sC,
                              int64_t count) {
-  cublasHandle_t h = nullptr;
-  if (cublasStatus_t s = boundHandle(stream, &h); s != CUBLAS_STATUS_SUCCESS)
-    return s;
   // Row-major A is [M,K] (lda = K) or, transposed, [K,M] (lda = M); B is
-  // [K,N] (ldb = N) or [N,K] (ldb = K). Read column-major, each is the
-  // transpose of itself, which is what C^T = op(B)^T op(A)^T needs.
-  const cublasOperation_t opA = transA ? CUBLAS_OP_T : CUBLAS_OP_N;
-  const cublasOperation_t opB = transB ? CUBLAS_OP_T : CUBLAS_OP_N;
-  const int64_t lda = transA ? M : K, ldb = transB ? K : N;
-  const CublasApi &api = cublasApi();
-  if (count == 1)
-    return api.cublasSgemm_64_(h, opB, opA, N, M, K, &alpha, B, ldb, A, lda,
-                               &beta, C, N);
-  return api.cublasSgemmStridedBatched_64_(h, opB, opA, N, M, K, &alpha, B, ldb,
-                                           sB, A, lda, sA, &beta, C, N, sC,
-                                           count);
+  // [K,N] (ldb = N) or [N,K] (ldb = K).
+  return rowMajorSgemmLd(stream, transA, transB, M, N, K, alpha, A,
+                         transA ? M : K, sA, B, transB ? K : N, sB, beta, C, N,
+                         sC, count);
 }
 
 namespace {
@@ -345,6 +361,64 @@ otckd_batched_gemm_f32(int batch_rank, const int64_t *batch_shape,
   batchedGemm(batch_rank, batch_shape, a_strides, b_strides, transA, transB, M,
               N, K, A, B, C,
               "otckd_batched_gemm_f32: cublasSgemmStridedBatched");
+}
+
+extern "C" void otckd_strided_gemm_f32(
+    int batch_rank, const int64_t *batch_shape, const int64_t *a_strides,
+    const int64_t *b_strides, const int64_t *c_strides, int transA, int transB,
+    int64_t M, int64_t N, int64_t K, const float *A, int64_t lda,
+    const float *B, int64_t ldb, float *C, int64_t ldc) {
+  if (batch_rank < 0 || batch_rank > OTCK_MAX_RANK || M <= 0 || N <= 0)
+    return;
+  // Batch dimensions without their size-1 ones.
+  int rank = 0;
+  int64_t shape[OTCK_MAX_RANK], st[3][OTCK_MAX_RANK];
+  for (int d = 0; d < batch_rank; ++d) {
+    if (batch_shape[d] <= 0)
+      return;
+    if (batch_shape[d] == 1)
+      continue;
+    shape[rank] = batch_shape[d];
+    st[0][rank] = a_strides[d];
+    st[1][rank] = b_strides[d];
+    st[2][rank] = c_strides[d];
+    ++rank;
+  }
+  // The innermost batch dimension is one strided-batched call (C's stride
+  // must keep its matrices apart: cuBLAS writes them concurrently); the
+  // others are looped over on the host.
+  int64_t inner = 1, sIn[3] = {0, 0, 0};
+  int split = rank;
+  if (rank > 0 && st[2][rank - 1] != 0) {
+    split = rank - 1;
+    inner = shape[split];
+    for (int o = 0; o < 3; ++o)
+      sIn[o] = st[o][split];
+  }
+  int64_t outer = 1;
+  for (int d = 0; d < split; ++d)
+    outer *= shape[d];
+  for (int64_t i = 0; i < outer; ++i) {
+    int64_t off[3] = {0, 0, 0}, rem = i;
+    for (int d = split - 1; d >= 0; --d) {
+      const int64_t idx = rem % shape[d];
+      rem /= shape[d];
+      for (int o = 0; o < 3; ++o)
+        off[o] += idx * st[o][d];
+    }
+    if (K <= 0) {
+      for (int64_t j = 0; j < inner; ++j)
+        recordCuda(cudaMemset2DAsync(
+                       C + off[2] + j * sIn[2], size_t(ldc) * sizeof(float), 0,
+                       size_t(N) * sizeof(float), size_t(M), currentStream()),
+                   "otckd_strided_gemm_f32: cudaMemset2DAsync");
+      continue;
+    }
+    checkCublas(rowMajorSgemmLd(currentStream(), transA, transB, M, N, K, 1.0f,
+                                A + off[0], lda, sIn[0], B + off[1], ldb,
+                                sIn[1], 0.0f, C + off[2], ldc, sIn[2], inner),
+                "otckd_strided_gemm_f32: cublasSgemmStridedBatched");
+  }
 }
 
 extern "C" void otckd_gemm_bf16(int transA, int transB, int64_t M, int64_t N,

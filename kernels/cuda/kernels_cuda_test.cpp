@@ -113,6 +113,107 @@ TEST_F(KernelsCuda, GemmMatchesCpu) {
         }
 }
 
+TEST_F(KernelsCuda, StridedGemmMatchesCpu) {
+  // Attention's layouts (operands read through a head transpose, the result
+  // written through one), A broadcast over the outer batch dimension, and
+  // a single-row product.
+  struct Case {
+    int64_t batch[2], M, N, K;
+    int64_t as[2], bs[2], cs[2], lda, ldb, ldc;
+    int ta, tb;
+  };
+  const int64_t B = 2, H = 3, T = 17, D = 5, N = 7;
+  const Case cases[] = {
+      {{B, H},
+       T,
+       T,
+       D,
+       {T * H * D, D},
+       {T * H * D, D},
+       {H * T * T, T * T},
+       H * D,
+       H * D,
+       T,
+       0,
+       1},
+      {{B, H},
+       T,
+       N,
+       T,
+       {H * T * T, T * T},
+       {T * H * N, N},
+       {T * H * N, N},
+       T,
+       H * N,
+       H * N,
+       0,
+       0},
+      {{B, H},
+       T,
+       N,
+       D,
+       {0, D},
+       {H * D * N, D * N},
+       {T * H * N, N},
+       H * D,
+       N,
+       H * N,
+       0,
+       0},
+      {{B, H},
+       D,
+       T,
+       T,
+       {T * H * D, D},
+       {T * H * T, T},
+       {H * D * T, D * T},
+       H * D,
+       H * T,
+       T,
+       1,
+       0},
+      {{B, H},
+       1,
+       N,
+       D,
+       {H * D, D},
+       {H * D * N, D * N},
+       {H * N, N},
+       D,
+       N,
+       N,
+       0,
+       0},
+  };
+  unsigned seed = 300;
+  for (const Case &c : cases) {
+    auto extent = [&](const int64_t *st, int64_t rows, int64_t ld) {
+      return (c.batch[0] - 1) * st[0] + (c.batch[1] - 1) * st[1] +
+             (rows - 1) * ld + ld;
+    };
+    const auto A =
+        uniform(extent(c.as, c.ta ? c.K : c.M, c.lda), -1, 1, seed++);
+    const auto Bm =
+        uniform(extent(c.bs, c.tb ? c.N : c.K, c.ldb), -1, 1, seed++);
+    std::vector<float> C(sz(extent(c.cs, c.M, c.ldc)), kNaN);
+    std::ostringstream what;
+    what << "strided gemm M=" << c.M << " N=" << c.N << " K=" << c.K
+         << " transA=" << c.ta << " transB=" << c.tb;
+    Dev<float> dA(A), dB(Bm), dC(C);
+    otckd_strided_gemm_f32(2, c.batch, c.as, c.bs, c.cs, c.ta, c.tb, c.M, c.N,
+                           c.K, dA.get(), c.lda, dB.get(), c.ldb, dC.get(),
+                           c.ldc);
+    auto want = C;
+    otck_strided_gemm_f32(2, c.batch, c.as, c.bs, c.cs, c.ta, c.tb, c.M, c.N,
+                          c.K, A.data(), c.lda, Bm.data(), c.ldb, want.data(),
+                          c.ldc);
+    // |a b| <= 1: a sum of K products, rounded on both sides.
+    const std::vector<float> tol(want.size(),
+                                 float(4 * c.K * c.K * std::ldexp(1.0, -24)));
+    expectWithin(want, dC.host(), tol, what.str());
+  }
+}
+
 TEST_F(KernelsCuda, BatchedGemmMatchesCpu) {
   struct Case {
     Shape batch, aBatch, bBatch; // operand batch shapes, broadcast to batch

@@ -101,6 +101,10 @@ double kernelFlops(exec::KernelOp k) {
       return 0;
     auto ta = k->getAttrOfType<BoolAttr>("transA");
     int64_t inner = ta && ta.getValue() ? a[a.size() - 2] : a.back();
+    StridedMatmul s;
+    if (kn == "matmul" &&
+        stridedMatmulOf(k, ins[0], ins[1], outs[0], s, nullptr))
+      inner = s.K;
     return 2.0 * double(bytesOf(outs[0]) / 4) * double(inner);
   }
   if (kn.starts_with("conv") && !outs.empty()) {

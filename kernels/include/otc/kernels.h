@@ -44,6 +44,20 @@ void otck_batched_gemm_f32(int batch_rank, const int64_t *batch_shape,
                            int transA, int transB, int64_t M, int64_t N,
                            int64_t K, const float *A, const float *B, float *C);
 
+/* Products of strided matrices, as a matmul reads operands through a
+ * transpose (attention's heads) and writes its result through one: for each
+ * index i of the batch shape, C_i = op(A_i) * op(B_i) (alpha 1, beta 0, op
+ * as otck_gemm_f32), where X_i starts at X + sum_d i_d * x_strides[d]
+ * elements (0 on a broadcast dimension) and its rows lie ldx elements apart,
+ * the elements of a row contiguous (lda >= K, or M when transA; ldb >= N,
+ * or K when transB; ldc >= N). */
+void otck_strided_gemm_f32(int batch_rank, const int64_t *batch_shape,
+                           const int64_t *a_strides, const int64_t *b_strides,
+                           const int64_t *c_strides, int transA, int transB,
+                           int64_t M, int64_t N, int64_t K, const float *A,
+                           int64_t lda, const float *B, int64_t ldb, float *C,
+                           int64_t ldc);
+
 /* Mixed precision (`--precision bf16`): the products below, and the
  * convolutions whose descriptor says OTCK_COMPUTE_BF16, round their two
  * operands to bfloat16 (nearest even) and sum the products in float; C and

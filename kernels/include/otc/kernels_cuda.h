@@ -65,6 +65,12 @@ void otckd_batched_gemm_f32(int batch_rank, const int64_t *batch_shape,
                             int transA, int transB, int64_t M, int64_t N,
                             int64_t K, const float *A, const float *B,
                             float *C);
+void otckd_strided_gemm_f32(int batch_rank, const int64_t *batch_shape,
+                            const int64_t *a_strides, const int64_t *b_strides,
+                            const int64_t *c_strides, int transA, int transB,
+                            int64_t M, int64_t N, int64_t K, const float *A,
+                            int64_t lda, const float *B, int64_t ldb, float *C,
+                            int64_t ldc);
 /* The bfloat16 products: A and B rounded into the workspace
  * (otck_gemm_bf16_workspace_bytes), cublasGemmEx summing in FP32. */
 void otckd_gemm_bf16(int transA, int transB, int64_t M, int64_t N, int64_t K,

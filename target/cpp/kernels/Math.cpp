@@ -51,6 +51,24 @@ LogicalResult KernelEmitter::matmul() {
   FailureOr<bool> bf16 = computeBf16();
   if (failed(requireF32()) || failed(bf16))
     return failure();
+  if (k->hasAttr("permA") || k->hasAttr("permB") || k->hasAttr("permY")) {
+    // Operands read, or the result written, through a transpose.
+    StridedMatmul s;
+    std::string why;
+    if (*bf16 || !stridedMatmulOf(k, ins[0], ins[1], outs[0], s, &why))
+      return k.emitOpError("cannot emit this strided matmul: ") << why;
+    std::string bs = array("batch", s.batch);
+    std::string as = array("as", s.aStrides);
+    std::string bbs = array("bs", s.bStrides);
+    std::string cs = array("cs", s.cStrides);
+    os << "    " << fn("strided_gemm_f32") << "(" << s.batch.size() << ", "
+       << bs << ", " << as << ", " << bbs << ", " << cs << ", " << s.transA
+       << ", " << s.transB << ", " << s.M << ", " << s.N << ", " << s.K << ", "
+       << in(s.swapped ? 1 : 0) << ", " << s.lda << ", "
+       << in(s.swapped ? 0 : 1) << ", " << s.ldb << ", " << out(0) << ", "
+       << s.ldc << ");\n";
+    return success();
+  }
   bool ta = flag("transA"), tb = flag("transB");
   ArrayRef<int64_t> a = shapeOf(ins[0]), b = shapeOf(ins[1]),
                     y = shapeOf(outs[0]);

@@ -113,3 +113,35 @@ func.func @annotation(%a: memref<4xf32>) {
   exec.kernel "sgd_update" ins(%a : memref<4xf32>) outs(%a : memref<4xf32>) {lr_scale = "0.1"}
   return
 }
+
+// -----
+
+func.func @matmul_perm_not_permutation(%a: memref<2x8x4x16xf32>, %b: memref<2x4x16x8xf32>, %c: memref<2x4x8x8xf32>) {
+  // expected-error @+1 {{matmul through permutations: permA does not permute A's dimensions}}
+  exec.kernel "matmul" ins(%a, %b : memref<2x8x4x16xf32>, memref<2x4x16x8xf32>) outs(%c : memref<2x4x8x8xf32>) {permA = array<i64: 0, 2, 2, 3>}
+  return
+}
+
+// -----
+
+func.func @matmul_perm_shapes(%a: memref<2x8x4x16xf32>, %b: memref<2x4x16x8xf32>, %c: memref<2x4x8x8xf32>) {
+  // expected-error @+1 {{matmul through permutations: the operands' batch dimensions do not broadcast to the result's}}
+  exec.kernel "matmul" ins(%a, %b : memref<2x8x4x16xf32>, memref<2x4x16x8xf32>) outs(%c : memref<2x4x8x8xf32>) {permY = array<i64: 0, 2, 1, 3>}
+  return
+}
+
+// -----
+
+func.func @matmul_perm_no_contiguous(%a: memref<2x8x4x16xf32>, %b: memref<4x8xf32>, %c: memref<2x16x8x8xf32>) {
+  // expected-error @+1 {{matmul through permutations: A's matrices have no contiguous dimension}}
+  exec.kernel "matmul" ins(%a, %b : memref<2x8x4x16xf32>, memref<4x8xf32>) outs(%c : memref<2x16x8x8xf32>) {permA = array<i64: 0, 3, 1, 2>}
+  return
+}
+
+// -----
+
+func.func @matmul_perm_bf16(%a: memref<2x8x4x16xf32>, %b: memref<2x4x16x8xf32>, %c: memref<2x4x8x8xf32>, %ws: memref<64xi8>) {
+  // expected-error @+1 {{a matmul in bfloat16 reads no permuted operands}}
+  exec.kernel "matmul" ins(%a, %b : memref<2x8x4x16xf32>, memref<2x4x16x8xf32>) outs(%c, %ws : memref<2x4x8x8xf32>, memref<64xi8>) {compute = "bf16", permA = array<i64: 0, 2, 1, 3>}
+  return
+}
