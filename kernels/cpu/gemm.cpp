@@ -133,15 +133,11 @@ extern "C" void otck_strided_gemm_f32(
   // on the thread count) always on one thread.
   bool perThread =
       M == 1 || (count >= omp_get_max_threads() && M * N * K < (1 << 22));
+  const int64_t *strides[3] = {a_strides, b_strides, c_strides};
   auto product = [&](int64_t i) {
-    int64_t a = 0, b = 0, c = 0;
-    for (int d = batch_rank - 1; d >= 0; --d) {
-      const int64_t idx = i % batch_shape[d];
-      i /= batch_shape[d];
-      a += idx * a_strides[d];
-      b += idx * b_strides[d];
-      c += idx * c_strides[d];
-    }
+    int64_t off[3];
+    stridedOffsets(batch_rank, batch_shape, 3, strides, i, off);
+    const int64_t a = off[0], b = off[1], c = off[2];
     if (K <= 0) {
       for (int64_t r = 0; r < M; ++r)
         std::fill_n(C + c + r * ldc, N, 0.0f);

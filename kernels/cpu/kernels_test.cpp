@@ -331,90 +331,13 @@ TEST(Gemm, BatchedProductsAgainstEachProduct) {
 }
 
 TEST(Gemm, StridedProductsAgainstEachProduct) {
-  // Attention's layouts: Q and K stored [B, T, H, D] read as [B, H, T, D]
-  // (rows H * D apart) and K transposed, the result written as [B, T, H, N]
-  // (rows H * N apart); then A broadcast over the outer batch dimension and
-  // a single-row product (one thread, whatever the thread count).
-  struct Case {
-    int64_t batch[2], M, N, K;
-    int64_t as[2], bs[2], cs[2], lda, ldb, ldc;
-    int ta, tb;
-  };
-  const int64_t B = 2, H = 3, T = 17, D = 5, N = 7;
-  const Case cases[] = {
-      {{B, H},
-       T,
-       T,
-       D,
-       {T * H * D, D},
-       {T * H * D, D},
-       {H * T * T, T * T},
-       H * D,
-       H * D,
-       T,
-       0,
-       1},
-      {{B, H},
-       T,
-       N,
-       T,
-       {H * T * T, T * T},
-       {T * H * N, N},
-       {T * H * N, N},
-       T,
-       H * N,
-       H * N,
-       0,
-       0},
-      {{B, H},
-       T,
-       N,
-       D,
-       {0, D},
-       {H * D * N, D * N},
-       {T * H * N, N},
-       H * D,
-       N,
-       H * N,
-       0,
-       0},
-      {{B, H},
-       D,
-       T,
-       T,
-       {T * H * D, D},
-       {T * H * T, T},
-       {H * D * T, D * T},
-       H * D,
-       H * T,
-       T,
-       1,
-       0},
-      {{B, H},
-       1,
-       N,
-       D,
-       {H * D, D},
-       {H * D * N, D * N},
-       {H * N, N},
-       D,
-       N,
-       N,
-       0,
-       0},
-  };
-  for (const Case &c : cases) {
+  for (const StridedGemmCase &c : stridedGemmCases()) {
     SCOPED_TRACE("M=" + std::to_string(c.M) + " N=" + std::to_string(c.N) +
                  " K=" + std::to_string(c.K) + " ta=" + std::to_string(c.ta) +
                  " tb=" + std::to_string(c.tb));
-    // Extents: the last element any matrix reads or writes, plus one.
-    auto extent = [&](const int64_t *st, int64_t rows, int64_t ld) {
-      return (c.batch[0] - 1) * st[0] + (c.batch[1] - 1) * st[1] +
-             (rows - 1) * ld + ld;
-    };
-    auto A = randomVec(extent(c.as, c.ta ? c.K : c.M, c.lda), -1, 1, 51);
-    auto Bm = randomVec(extent(c.bs, c.tb ? c.N : c.K, c.ldb), -1, 1, 52);
-    std::vector<float> C(sz(extent(c.cs, c.M, c.ldc)), kNaN);
+    auto A = randomVec(c.aExtent(), -1, 1, 51);
+    auto Bm = randomVec(c.bExtent(), -1, 1, 52);
+    std::vector<float> C(sz(c.cExtent()), kNaN);
     otck_strided_gemm_f32(2, c.batch, c.as, c.bs, c.cs, c.ta, c.tb, c.M, c.N,
                           c.K, A.data(), c.lda, Bm.data(), c.ldb, C.data(),
                           c.ldc);

@@ -181,6 +181,91 @@ inline bool cpuHasBf16() {
 #endif
 }
 
+/// A product of otck_strided_gemm_f32 over a [2, 3] batch (the CPU kernel's
+/// test and its CUDA twin's).
+struct StridedGemmCase {
+  int64_t batch[2], M, N, K;
+  int64_t as[2], bs[2], cs[2], lda, ldb, ldc;
+  int ta, tb;
+  /// Elements an operand spans: its last matrix's start plus `rows` rows.
+  int64_t extent(const int64_t *st, int64_t rows, int64_t ld) const {
+    return (batch[0] - 1) * st[0] + (batch[1] - 1) * st[1] + rows * ld;
+  }
+  int64_t aExtent() const { return extent(as, ta ? K : M, lda); }
+  int64_t bExtent() const { return extent(bs, tb ? N : K, ldb); }
+  int64_t cExtent() const { return extent(cs, M, ldc); }
+};
+
+/// Attention's layouts: Q and K stored [B, T, H, D] read as [B, H, T, D]
+/// (rows H * D apart) and K transposed, the result written as [B, T, H, N]
+/// (rows H * N apart); then A broadcast over the outer batch dimension, A
+/// transposed, and a single-row product.
+inline std::vector<StridedGemmCase> stridedGemmCases() {
+  const int64_t B = 2, H = 3, T = 17, D = 5, N = 7;
+  return {
+      {{B, H},
+       T,
+       T,
+       D,
+       {T * H * D, D},
+       {T * H * D, D},
+       {H * T * T, T * T},
+       H * D,
+       H * D,
+       T,
+       0,
+       1},
+      {{B, H},
+       T,
+       N,
+       T,
+       {H * T * T, T * T},
+       {T * H * N, N},
+       {T * H * N, N},
+       T,
+       H * N,
+       H * N,
+       0,
+       0},
+      {{B, H},
+       T,
+       N,
+       D,
+       {0, D},
+       {H * D * N, D * N},
+       {T * H * N, N},
+       H * D,
+       N,
+       H * N,
+       0,
+       0},
+      {{B, H},
+       D,
+       T,
+       T,
+       {T * H * D, D},
+       {T * H * T, T},
+       {H * D * T, D * T},
+       H * D,
+       H * T,
+       T,
+       1,
+       0},
+      {{B, H},
+       1,
+       N,
+       D,
+       {H * D, D},
+       {H * D * N, D * N},
+       {H * N, N},
+       D,
+       N,
+       N,
+       0,
+       0},
+  };
+}
+
 } // namespace otc::kernels::test
 
 #endif // OTC_KERNELS_CPU_KERNELS_TEST_UTIL_H

@@ -398,14 +398,10 @@ extern "C" void otckd_strided_gemm_f32(
   int64_t outer = 1;
   for (int d = 0; d < split; ++d)
     outer *= shape[d];
+  const int64_t *strides[3] = {st[0], st[1], st[2]};
   for (int64_t i = 0; i < outer; ++i) {
-    int64_t off[3] = {0, 0, 0}, rem = i;
-    for (int d = split - 1; d >= 0; --d) {
-      const int64_t idx = rem % shape[d];
-      rem /= shape[d];
-      for (int o = 0; o < 3; ++o)
-        off[o] += idx * st[o][d];
-    }
+    int64_t off[3];
+    otc::kernels::stridedOffsets(split, shape, 3, strides, i, off);
     if (K <= 0) {
       for (int64_t j = 0; j < inner; ++j)
         recordCuda(cudaMemset2DAsync(

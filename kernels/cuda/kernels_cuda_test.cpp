@@ -114,88 +114,12 @@ TEST_F(KernelsCuda, GemmMatchesCpu) {
 }
 
 TEST_F(KernelsCuda, StridedGemmMatchesCpu) {
-  // Attention's layouts (operands read through a head transpose, the result
-  // written through one), A broadcast over the outer batch dimension, and
-  // a single-row product.
-  struct Case {
-    int64_t batch[2], M, N, K;
-    int64_t as[2], bs[2], cs[2], lda, ldb, ldc;
-    int ta, tb;
-  };
-  const int64_t B = 2, H = 3, T = 17, D = 5, N = 7;
-  const Case cases[] = {
-      {{B, H},
-       T,
-       T,
-       D,
-       {T * H * D, D},
-       {T * H * D, D},
-       {H * T * T, T * T},
-       H * D,
-       H * D,
-       T,
-       0,
-       1},
-      {{B, H},
-       T,
-       N,
-       T,
-       {H * T * T, T * T},
-       {T * H * N, N},
-       {T * H * N, N},
-       T,
-       H * N,
-       H * N,
-       0,
-       0},
-      {{B, H},
-       T,
-       N,
-       D,
-       {0, D},
-       {H * D * N, D * N},
-       {T * H * N, N},
-       H * D,
-       N,
-       H * N,
-       0,
-       0},
-      {{B, H},
-       D,
-       T,
-       T,
-       {T * H * D, D},
-       {T * H * T, T},
-       {H * D * T, D * T},
-       H * D,
-       H * T,
-       T,
-       1,
-       0},
-      {{B, H},
-       1,
-       N,
-       D,
-       {H * D, D},
-       {H * D * N, D * N},
-       {H * N, N},
-       D,
-       N,
-       N,
-       0,
-       0},
-  };
+  // The layouts of the CPU kernel's test (stridedGemmCases).
   unsigned seed = 300;
-  for (const Case &c : cases) {
-    auto extent = [&](const int64_t *st, int64_t rows, int64_t ld) {
-      return (c.batch[0] - 1) * st[0] + (c.batch[1] - 1) * st[1] +
-             (rows - 1) * ld + ld;
-    };
-    const auto A =
-        uniform(extent(c.as, c.ta ? c.K : c.M, c.lda), -1, 1, seed++);
-    const auto Bm =
-        uniform(extent(c.bs, c.tb ? c.N : c.K, c.ldb), -1, 1, seed++);
-    std::vector<float> C(sz(extent(c.cs, c.M, c.ldc)), kNaN);
+  for (const StridedGemmCase &c : stridedGemmCases()) {
+    const auto A = uniform(c.aExtent(), -1, 1, seed++);
+    const auto Bm = uniform(c.bExtent(), -1, 1, seed++);
+    std::vector<float> C(sz(c.cExtent()), kNaN);
     std::ostringstream what;
     what << "strided gemm M=" << c.M << " N=" << c.N << " K=" << c.K
          << " transA=" << c.ta << " transB=" << c.tb;

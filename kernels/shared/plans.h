@@ -217,6 +217,21 @@ inline void batchOffsets(int rank, const int64_t *shape,
   }
 }
 
+/// The first element of product i of a batch in each of `n` operands: its
+/// row-major batch index times each operand's strides (in elements).
+inline void stridedOffsets(int rank, const int64_t *shape, int n,
+                           const int64_t *const *strides, int64_t i,
+                           int64_t *offsets) {
+  for (int o = 0; o < n; ++o)
+    offsets[o] = 0;
+  for (int d = rank - 1; d >= 0; --d) {
+    const int64_t idx = i % shape[d];
+    i /= shape[d];
+    for (int o = 0; o < n; ++o)
+      offsets[o] += idx * strides[o][d];
+  }
+}
+
 /// Whether a batched product is one product of count * M rows: B is shared
 /// by every product (broadcast on each batch dimension), A is not
 /// transposed and its matrices lie one after the other in batch order (as
