@@ -11,6 +11,19 @@ namespace {
 /// A tensor of `shape` seen through `perm` (the identity when empty): the
 /// sizes and row-major strides of its dimensions in that order. False when
 /// `perm` is not a permutation of the dimensions.
+/// Whether `perm` permutes [0, rank).
+bool isPermutation(llvm::ArrayRef<int64_t> perm, int64_t rank) {
+  if (int64_t(perm.size()) != rank)
+    return false;
+  llvm::SmallVector<bool> seen(rank, false);
+  for (int64_t p : perm) {
+    if (p < 0 || p >= rank || seen[p])
+      return false;
+    seen[p] = true;
+  }
+  return true;
+}
+
 bool permuted(llvm::ArrayRef<int64_t> shape, llvm::ArrayRef<int64_t> perm,
               llvm::SmallVectorImpl<int64_t> &sizes,
               llvm::SmallVectorImpl<int64_t> &strides) {
@@ -23,13 +36,9 @@ bool permuted(llvm::ArrayRef<int64_t> shape, llvm::ArrayRef<int64_t> perm,
     strides.assign(contiguous);
     return true;
   }
-  if (int64_t(perm.size()) != r)
+  if (!isPermutation(perm, r))
     return false;
-  llvm::SmallVector<bool> seen(r, false);
   for (int64_t p : perm) {
-    if (p < 0 || p >= r || seen[p])
-      return false;
-    seen[p] = true;
     sizes.push_back(shape[p]);
     strides.push_back(contiguous[p]);
   }
@@ -98,8 +107,7 @@ bool otc::stridedMatmulOf(Operation *op, Value a, Value b, Value y,
   permuted(yShape, {}, ys, yst);
   llvm::SmallVector<int64_t> cs(ys), cst(yst);
   if (!permY.empty()) {
-    llvm::SmallVector<int64_t> unused, unusedStrides;
-    if (!permuted(yShape, permY, unused, unusedStrides))
+    if (!isPermutation(permY, int64_t(ry)))
       return fail("permY does not permute the result's dimensions");
     for (size_t j = 0; j < ry; ++j) {
       cs[permY[j]] = yShape[j];

@@ -88,8 +88,8 @@ using otc::kernels::test::kInf;
 using otc::kernels::test::kNaN;
 using otc::kernels::test::numel;
 using otc::kernels::test::Shape;
-using otc::kernels::test::stridedGemmCases;
 using otc::kernels::test::StridedGemmCase;
+using otc::kernels::test::stridedGemmCases;
 using otc::kernels::test::sz;
 
 /// Strides of an operand of shape `s` broadcast (numpy, right-aligned) to

@@ -309,7 +309,8 @@ void PlanMemory::plan(ModuleOp module) {
             return at(u) > index[k] && exec::mayWrite(u, in);
           }))
         continue;
-      rootOf[out] = rootOf.lookup(in) ? rootOf.lookup(in) : in;
+      Value root = rootOf.lookup(in);
+      rootOf[out] = root ? root : in;
       reshapes.push_back(k);
     }
     SmallVector<Interval> temps;
