@@ -481,6 +481,19 @@ def PlaceWaits : Pass<"otc-place-waits", "mlir::ModuleOp"> {
   }];
 }
 
+def GroupUpdates : Pass<"otc-group-updates", "mlir::ModuleOp"> {
+  let summary = "One optimizer call for consecutive updates of the same kind";
+  let description = [{
+    After `otc-place-waits`: consecutive float32 `sgd_update`,
+    `momentum_update`, `adam_update` or `adamw_update` kernels with the same
+    attributes (only views between them) become one kernel over all their
+    parameters (ins: the gradients; outs: each parameter then its state),
+    which the kernel library runs as one vector split across threads: the
+    many small updates of a model no longer run one after another on one
+    thread. The result is the same bits.
+  }];
+}
+
 def VerifyPlan : Pass<"otc-verify-plan", "mlir::ModuleOp"> {
   let summary = "Check a memory plan: no live buffers share bytes";
   let description = [{

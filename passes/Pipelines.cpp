@@ -377,6 +377,7 @@ void otc::buildExecPipeline(OpPassManager &pm,
   pm.addPass(createFoldTransposes());
   pm.addPass(createPlanMemory());
   pm.addPass(createPlaceWaits());
+  pm.addPass(createGroupUpdates());
   if (options.verifyPlan)
     pm.addPass(createVerifyPlan());
 }

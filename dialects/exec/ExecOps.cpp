@@ -74,6 +74,21 @@ LogicalResult KernelOp::verify() {
              << kMaxKernelRank << " are not supported by the kernels";
   if (failed(verifyKernelAttrs(*this, *k)))
     return failure();
+  if (unsigned per = updateOutsPerParameter(getKernel())) {
+    if (outs != ins * per)
+      return emitOpError("kernel '")
+             << getKernel() << "' writes " << per
+             << " outputs per gradient (the parameter, then its state): " << ins
+             << " gradients, " << outs << " outputs";
+    for (unsigned i = 0; i < ins; ++i)
+      for (unsigned j = 0; j < per; ++j)
+        if (llvm::cast<MemRefType>(getOuts()[i * per + j].getType())
+                .getNumElements() !=
+            llvm::cast<MemRefType>(getIns()[i].getType()).getNumElements())
+          return emitOpError("output ")
+                 << i * per + j << " of kernel '" << getKernel()
+                 << "' does not have as many elements as gradient " << i;
+  }
   auto rank = [](Value v) {
     return llvm::cast<MemRefType>(v.getType()).getRank();
   };

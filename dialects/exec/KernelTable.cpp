@@ -168,6 +168,14 @@ const KernelInfo *otc::exec::lookupKernel(llvm::StringRef name) {
   return it == table().index.end() ? nullptr : &table().kernels[it->second];
 }
 
+unsigned otc::exec::updateOutsPerParameter(llvm::StringRef kernel) {
+  return llvm::StringSwitch<unsigned>(kernel)
+      .Case("sgd_update", 1)
+      .Case("momentum_update", 2)
+      .Cases("adam_update", "adamw_update", 3)
+      .Default(0);
+}
+
 LogicalResult otc::exec::verifyKernelAttrs(Operation *op,
                                            const KernelInfo &kernel) {
   auto list = [&] {

@@ -61,6 +61,12 @@ llvm::ArrayRef<KernelInfo> kernelTable();
 /// The kernel `name`, null if the table has none.
 const KernelInfo *lookupKernel(llvm::StringRef name);
 
+/// Outputs per parameter of the optimizer updates that take several
+/// parameters in one call (sgd_update 1, momentum_update 2, adam_update and
+/// adamw_update 3: ins are the gradients, outs each parameter then its
+/// state); 0 for every other kernel.
+unsigned updateOutsPerParameter(llvm::StringRef kernel);
+
 /// Parameter names carry no dot; dotted names (otc.*, dist.*) are the
 /// compiler's own annotations, which any kernel may carry.
 inline bool isKernelParameter(llvm::StringRef attrName) {

@@ -1396,6 +1396,103 @@ TEST(Optimizer, AdamWDiffersFromAdamOnlyThroughDecay) {
   EXPECT_EQ(w, wDecayed);
 }
 
+// The multi-parameter updates against one call per parameter, bit for bit:
+// empty parameters, sizes on both sides of the parallel grain, several steps
+// (so that the state matters), every variant of each update, 1-3 threads.
+TEST(Optimizer, MultiParameterUpdatesEqualOneCallPerParameter) {
+  const std::vector<int64_t> sizes = {1, 0, 7, 1003, 70001, 33, 0, 40000};
+  const int64_t count = int64_t(sizes.size());
+  // Per parameter: weights, gradient and two state arrays.
+  struct Params {
+    std::vector<std::vector<float>> w, g, s1, s2;
+    Params(const std::vector<int64_t> &sizes, unsigned seed) {
+      for (int64_t n : sizes) {
+        w.push_back(randomVec(n, -1, 1, seed++));
+        g.push_back(randomVec(n, -1, 1, seed++));
+        s1.push_back(randomVec(n, -0.1f, 0.1f, seed++));
+        s2.push_back(randomVec(n, 0.0f, 0.01f, seed++));
+      }
+    }
+    static std::vector<float *> ptrs(std::vector<std::vector<float>> &x) {
+      std::vector<float *> p;
+      for (auto &a : x)
+        p.push_back(a.data());
+      return p;
+    }
+  };
+  enum Kind { kSgd, kSgdDecay, kMomentum, kNesterovDecay, kAdam, kAdamW };
+  const int before = omp_get_max_threads();
+  for (int threads : {1, 2, 3}) {
+    otck_set_num_threads(threads);
+    for (Kind kind :
+         {kSgd, kSgdDecay, kMomentum, kNesterovDecay, kAdam, kAdamW}) {
+      Params one(sizes, 2000), multi(sizes, 2000);
+      auto w = Params::ptrs(multi.w), s1 = Params::ptrs(multi.s1),
+           s2 = Params::ptrs(multi.s2);
+      std::vector<const float *> g;
+      for (auto &a : multi.g)
+        g.push_back(a.data());
+      for (int64_t step = 1; step <= 3; ++step) {
+        for (int64_t a = 0; a < count; ++a) {
+          const int64_t n = sizes[size_t(a)];
+          float *wa = one.w[size_t(a)].data();
+          const float *ga = one.g[size_t(a)].data();
+          float *m = one.s1[size_t(a)].data(), *v = one.s2[size_t(a)].data();
+          switch (kind) {
+          case kSgd:
+          case kSgdDecay:
+            otck_sgd_f32(n, wa, ga, 0.1f, kind == kSgdDecay ? 0.01f : 0.0f);
+            break;
+          case kMomentum:
+          case kNesterovDecay:
+            otck_momentum_f32(n, wa, ga, m, 0.05f, 0.9f,
+                              kind == kNesterovDecay ? 0.01f : 0.0f,
+                              kind == kNesterovDecay);
+            break;
+          case kAdam:
+          case kAdamW:
+            otck_adam_f32(n, wa, ga, m, v, 1e-3f, 0.9f, 0.999f, 1e-8f, 0.01f,
+                          step, kind == kAdamW);
+            break;
+          }
+        }
+        switch (kind) {
+        case kSgd:
+        case kSgdDecay:
+          otck_sgd_multi_f32(count, sizes.data(), w.data(), g.data(), 0.1f,
+                             kind == kSgdDecay ? 0.01f : 0.0f);
+          break;
+        case kMomentum:
+        case kNesterovDecay:
+          otck_momentum_multi_f32(
+              count, sizes.data(), w.data(), g.data(), s1.data(), 0.05f, 0.9f,
+              kind == kNesterovDecay ? 0.01f : 0.0f, kind == kNesterovDecay);
+          break;
+        case kAdam:
+        case kAdamW:
+          otck_adam_multi_f32(count, sizes.data(), w.data(), g.data(),
+                              s1.data(), s2.data(), 1e-3f, 0.9f, 0.999f, 1e-8f,
+                              0.01f, step, kind == kAdamW);
+          break;
+        }
+      }
+      for (int64_t a = 0; a < count; ++a) {
+        const size_t i = size_t(a);
+        EXPECT_EQ(multi.w[i], one.w[i]) << "kind " << kind << ", parameter "
+                                        << a << ", " << threads << " threads";
+        EXPECT_EQ(multi.s1[i], one.s1[i]) << "kind " << kind << ", " << a;
+        EXPECT_EQ(multi.s2[i], one.s2[i]) << "kind " << kind << ", " << a;
+      }
+      // The update moved every non-empty parameter.
+      EXPECT_NE(multi.w[4], Params(sizes, 2000).w[4]) << "kind " << kind;
+    }
+  }
+  otck_set_num_threads(before);
+  // No parameters: nothing happens.
+  otck_adam_multi_f32(0, nullptr, nullptr, nullptr, nullptr, nullptr, 1e-3f,
+                      0.9f, 0.999f, 1e-8f, 0.0f, 1, 1);
+}
+
 // Adagrad, RMSprop, Lion, LAMB and EMA: double references written from the
 // algorithms (torch.optim 1.13, lion-pytorch, the LAMB paper with DeepSpeed's
 // clamp), then the float op orders of torch restated bit for bit.

@@ -18,6 +18,9 @@
   decltype(otck_sgd_f32) sgd;                                                  \
   decltype(otck_momentum_f32) momentum;                                        \
   decltype(otck_adam_f32) adam;                                                \
+  decltype(otck_sgd_multi_f32) sgdMulti;                                       \
+  decltype(otck_momentum_multi_f32) momentumMulti;                             \
+  decltype(otck_adam_multi_f32) adamMulti;                                     \
   decltype(otck_adagrad_f32) adagrad;                                          \
   decltype(otck_rmsprop_f32) rmsprop;                                          \
   decltype(otck_lion_f32) lion;                                                \
@@ -51,6 +54,25 @@ extern "C" void otck_adam_f32(int64_t n, float *w, const float *g, float *m,
                 decoupled);
 }
 
+extern "C" void otck_sgd_multi_f32(int64_t count, const int64_t *sizes,
+                                   float *const *w, const float *const *g,
+                                   float lr, float wd) {
+  OTCK_DISPATCH(sgdMulti, count, sizes, w, g, lr, wd);
+}
+extern "C" void otck_momentum_multi_f32(int64_t count, const int64_t *sizes,
+                                        float *const *w, const float *const *g,
+                                        float *const *v, float lr, float mu,
+                                        float wd, int nesterov) {
+  OTCK_DISPATCH(momentumMulti, count, sizes, w, g, v, lr, mu, wd, nesterov);
+}
+extern "C" void otck_adam_multi_f32(int64_t count, const int64_t *sizes,
+                                    float *const *w, const float *const *g,
+                                    float *const *m, float *const *v, float lr,
+                                    float beta1, float beta2, float eps,
+                                    float wd, int64_t step, int decoupled) {
+  OTCK_DISPATCH(adamMulti, count, sizes, w, g, m, v, lr, beta1, beta2, eps, wd,
+                step, decoupled);
+}
 extern "C" void otck_adagrad_f32(int64_t n, float *w, const float *g,
                                  float *sum, float lr, float lr_decay, float wd,
                                  float eps, int64_t step) {

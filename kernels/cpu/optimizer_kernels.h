@@ -61,26 +61,49 @@ inline float fusedMulAdd(float a, float b, float c) {
 
 } // namespace
 
-void sgd(int64_t n, float *w, const float *g, float lr, float wd) {
+/// Calls range(a, begin, end) over the elements of `count` arrays viewed as
+/// one vector, split across threads as parallelFor splits it: parameter a's
+/// [begin, end) for every piece of it a thread takes.
+template <typename Range>
+void forEachParameterRange(int64_t count, const int64_t *sizes, Range range) {
+  parallelFor(totalSize(count, sizes), 1, kParallelGrain,
+              [&](int64_t lo, int64_t hi) {
+                forEachSegment(count, sizes, lo, hi, range);
+              });
+}
+
+void sgdMulti(int64_t count, const int64_t *sizes, float *const *w,
+              const float *const *g, float lr, float wd) {
   // d_p = grad.add(param, alpha=wd); param.add_(d_p, alpha=-lr)
   const float negLr = -lr;
-  parallelFor(n, 1, kParallelGrain, [=](int64_t begin, int64_t end) {
+  // The scalars are the lambda's own copies: read through a capture by
+  // reference, GCC 12 leaves the weight-decay loop scalar (0.55-0.95 ns an
+  // element in cache; 0.10 vectorised).
+  auto update = [=](int64_t a, int64_t begin, int64_t end) {
+    float *wa = w[a];
+    const float *ga = g[a];
     if (wd != 0.0f) {
 #pragma omp simd
       for (int64_t i = begin; i < end; ++i) {
-        float d = fusedMulAdd(wd, w[i], g[i]);
-        w[i] = fusedMulAdd(negLr, d, w[i]);
+        float d = fusedMulAdd(wd, wa[i], ga[i]);
+        wa[i] = fusedMulAdd(negLr, d, wa[i]);
       }
     } else {
 #pragma omp simd
       for (int64_t i = begin; i < end; ++i)
-        w[i] = fusedMulAdd(negLr, g[i], w[i]);
+        wa[i] = fusedMulAdd(negLr, ga[i], wa[i]);
     }
-  });
+  };
+  forEachParameterRange(count, sizes, update);
 }
 
-void momentum(int64_t n, float *w, const float *g, float *v, float lr, float mu,
-              float wd, int nesterov) {
+void sgd(int64_t n, float *w, const float *g, float lr, float wd) {
+  sgdMulti(1, &n, &w, &g, lr, wd);
+}
+
+void momentumMulti(int64_t count, const int64_t *sizes, float *const *w,
+                   const float *const *g, float *const *v, float lr, float mu,
+                   float wd, int nesterov) {
   // d_p = grad.add(param, alpha=wd)
   // buf.mul_(momentum).add_(d_p, alpha=1 - dampening)   (dampening = 0)
   // d_p = d_p.add(buf, alpha=momentum) if nesterov else buf
@@ -90,7 +113,8 @@ void momentum(int64_t n, float *w, const float *g, float *v, float lr, float mu,
   const float negLr = -lr;
   const bool useNesterov = nesterov != 0;
   const bool decay = wd != 0.0f;
-  auto run = [=](auto nesterovTag, auto decayTag, int64_t begin, int64_t end) {
+  auto run = [=](auto nesterovTag, auto decayTag, float *w, const float *g,
+                 float *v, int64_t begin, int64_t end) {
     constexpr bool kNesterov = decltype(nesterovTag)::value;
     constexpr bool kDecay = decltype(decayTag)::value;
 #pragma omp simd
@@ -102,18 +126,24 @@ void momentum(int64_t n, float *w, const float *g, float *v, float lr, float mu,
       w[i] = fusedMulAdd(negLr, step, w[i]);
     }
   };
-  parallelFor(n, 1, kParallelGrain, [=](int64_t begin, int64_t end) {
+  auto update = [&](int64_t a, int64_t begin, int64_t end) {
     using T = std::true_type;
     using F = std::false_type;
     if (useNesterov && decay)
-      run(T(), T(), begin, end);
+      run(T(), T(), w[a], g[a], v[a], begin, end);
     else if (useNesterov)
-      run(T(), F(), begin, end);
+      run(T(), F(), w[a], g[a], v[a], begin, end);
     else if (decay)
-      run(F(), T(), begin, end);
+      run(F(), T(), w[a], g[a], v[a], begin, end);
     else
-      run(F(), F(), begin, end);
-  });
+      run(F(), F(), w[a], g[a], v[a], begin, end);
+  };
+  forEachParameterRange(count, sizes, update);
+}
+
+void momentum(int64_t n, float *w, const float *g, float *v, float lr, float mu,
+              float wd, int nesterov) {
+  momentumMulti(1, &n, &w, &g, &v, lr, mu, wd, nesterov);
 }
 
 /// Adam's update of [begin, end). A function of its own: inside
@@ -145,9 +175,10 @@ void momentum(int64_t n, float *w, const float *g, float *v, float lr, float mu,
   }
 }
 
-void adam(int64_t n, float *w, const float *g, float *m, float *v, float lr,
-          float beta1, float beta2, float eps, float wd, int64_t step,
-          int decoupled) {
+void adamMulti(int64_t count, const int64_t *sizes, float *const *w,
+               const float *const *g, float *const *m, float *const *v,
+               float lr, float beta1, float beta2, float eps, float wd,
+               int64_t step, int decoupled) {
   if (step < 1)
     step = 1;
   // Python-side scalars, in double as PyTorch computes them.
@@ -165,10 +196,18 @@ void adam(int64_t n, float *w, const float *g, float *m, float *v, float lr,
   const bool l2 = !decoupled && wd != 0.0f;
   const bool adamw = decoupled && wd != 0.0f;
 
-  parallelFor(n, 1, kParallelGrain, [&](int64_t begin, int64_t end) {
-    adamRange(begin, end, w, g, m, v, beta1, beta2, eps, wd, l2, adamw,
-              oneMinusB1, oneMinusB2, negStepSize, bc2Sqrt, decayFactor);
-  });
+  forEachParameterRange(
+      count, sizes, [&](int64_t a, int64_t begin, int64_t end) {
+        adamRange(begin, end, w[a], g[a], m[a], v[a], beta1, beta2, eps, wd, l2,
+                  adamw, oneMinusB1, oneMinusB2, negStepSize, bc2Sqrt,
+                  decayFactor);
+      });
+}
+
+void adam(int64_t n, float *w, const float *g, float *m, float *v, float lr,
+          float beta1, float beta2, float eps, float wd, int64_t step,
+          int decoupled) {
+  adamMulti(1, &n, &w, &g, &m, &v, lr, beta1, beta2, eps, wd, step, decoupled);
 }
 
 void adagrad(int64_t n, float *w, const float *g, float *sum, float lr,

@@ -1266,6 +1266,145 @@ TEST_F(KernelsCuda, ClipByValueMatchesCpuExactly) {
 }
 
 //===----------------------------------------------------------------------===//
+// Optimizers over many parameters
+//===----------------------------------------------------------------------===//
+
+/// A model's parameters: weights, gradients and two state arrays (the
+/// momentum buffer; Adam's m and v), on the host and on the device.
+struct ParamsCuda {
+  GradArraysCuda w, g, s1, s2;
+  ParamsCuda(const std::vector<int64_t> &sizes, unsigned seed)
+      : w(sizes, seed), g(sizes, seed + 1000), s1(sizes, seed + 2000),
+        s2(sizes, seed + 3000) {
+    // Small moments; v >= 0 (Adam takes its square root).
+    for (size_t k = 0; k < sizes.size(); ++k) {
+      for (float &x : s1.host[k])
+        x *= 0.1f;
+      for (float &x : s2.host[k])
+        x = 0.01f * x * x;
+      s1.dev[k]->put(s1.host[k]);
+      s2.dev[k]->put(s2.host[k]);
+    }
+  }
+};
+
+/// 150 parameters (three launches of at most 64, optimizer.cu's maximum)
+/// of 1 to 3000 elements, every 13th empty, one of 1.1 million elements
+/// (more tiles than a launch has blocks).
+std::vector<int64_t> paramSizesCuda() {
+  std::mt19937 rng(78);
+  std::vector<int64_t> sizes;
+  for (int k = 0; k < 150; ++k)
+    sizes.push_back(k % 13 == 0 ? 0
+                    : k == 70   ? 1100003
+                                : 1 + int64_t(rng() % 3000));
+  return sizes;
+}
+
+// The multi-parameter updates against the CPU's (within the single-parameter
+// tests' tolerance) and against one otckd_ call per parameter (bit for bit:
+// the same per-element code), over three steps.
+TEST_F(KernelsCuda, MultiParameterOptimizersMatchCpu) {
+  const std::vector<int64_t> sizes = paramSizesCuda();
+  // Empty parameters given as 0 and as a negative size.
+  std::vector<int64_t> callSizes = sizes;
+  for (size_t k = 0; k < sizes.size(); k += 26)
+    callSizes[k] = -3;
+  const int64_t count = int64_t(sizes.size());
+  enum Kind { kSgd, kSgdDecay, kMomentum, kNesterovDecay, kAdam, kAdamW };
+  const char *names[] = {"sgd",         "sgd wd", "momentum",
+                         "nesterov wd", "adam",   "adamw"};
+  struct MultiFns {
+    decltype(&otck_sgd_multi_f32) sgd;
+    decltype(&otck_momentum_multi_f32) momentum;
+    decltype(&otck_adam_multi_f32) adam;
+  };
+  const MultiFns cpu = {otck_sgd_multi_f32, otck_momentum_multi_f32,
+                        otck_adam_multi_f32};
+  const MultiFns gpu = {otckd_sgd_multi_f32, otckd_momentum_multi_f32,
+                        otckd_adam_multi_f32};
+  for (Kind kind :
+       {kSgd, kSgdDecay, kMomentum, kNesterovDecay, kAdam, kAdamW}) {
+    const float wd = kind == kSgd || kind == kMomentum ? 0.0f : 0.01f;
+    const int flag = kind == kNesterovDecay || kind == kAdamW;
+    auto multi = [&](const MultiFns &f, int64_t step, float *const *w,
+                     const float *const *g, float *const *s1,
+                     float *const *s2) {
+      switch (kind) {
+      case kSgd:
+      case kSgdDecay:
+        f.sgd(count, callSizes.data(), w, g, 0.1f, wd);
+        break;
+      case kMomentum:
+      case kNesterovDecay:
+        f.momentum(count, callSizes.data(), w, g, s1, 0.05f, 0.9f, wd, flag);
+        break;
+      case kAdam:
+      case kAdamW:
+        f.adam(count, callSizes.data(), w, g, s1, s2, 1e-3f, 0.9f, 0.999f,
+               1e-8f, wd, step, flag);
+        break;
+      }
+    };
+    // multi: the CPU's update of the host arrays, the device's of the
+    // device arrays; one: one otckd_ call per parameter.
+    ParamsCuda multiP(sizes, 23000), oneP(sizes, 23000);
+    for (int64_t step = 1; step <= 3; ++step) {
+      multi(cpu, step, multiP.w.hostPtrs.data(), multiP.g.hostPtrs.data(),
+            multiP.s1.hostPtrs.data(), multiP.s2.hostPtrs.data());
+      multi(gpu, step, multiP.w.devPtrs.data(), multiP.g.devPtrs.data(),
+            multiP.s1.devPtrs.data(), multiP.s2.devPtrs.data());
+      for (size_t a = 0; a < sizes.size(); ++a) {
+        const int64_t n = callSizes[a];
+        float *w = oneP.w.devPtrs[a], *g = oneP.g.devPtrs[a],
+              *s1 = oneP.s1.devPtrs[a], *s2 = oneP.s2.devPtrs[a];
+        switch (kind) {
+        case kSgd:
+        case kSgdDecay:
+          otckd_sgd_f32(n, w, g, 0.1f, wd);
+          break;
+        case kMomentum:
+        case kNesterovDecay:
+          otckd_momentum_f32(n, w, g, s1, 0.05f, 0.9f, wd, flag);
+          break;
+        case kAdam:
+        case kAdamW:
+          otckd_adam_f32(n, w, g, s1, s2, 1e-3f, 0.9f, 0.999f, 1e-8f, wd, step,
+                         flag);
+          break;
+        }
+      }
+    }
+    for (size_t a = 0; a < sizes.size(); ++a) {
+      const std::string what = std::string(names[kind]) + " parameter " +
+                               std::to_string(a) + " (" +
+                               std::to_string(sizes[a]) + " elements)";
+      const std::vector<float> w = multiP.w.dev[a]->host(),
+                               s1 = multiP.s1.dev[a]->host(),
+                               s2 = multiP.s2.dev[a]->host();
+      expectClose(multiP.w.host[a], w, kOptRel, kOptAbs, what + " w");
+      expectClose(multiP.s1.host[a], s1, kOptRel, kOptAbs, what + " state 1");
+      expectClose(multiP.s2.host[a], s2, kOptRel, kOptAbs, what + " state 2");
+      expectSameBits(oneP.w.dev[a]->host(), w, what + " w, one call each");
+      expectSameBits(oneP.s1.dev[a]->host(), s1, what + " state 1, one each");
+      expectSameBits(oneP.s2.dev[a]->host(), s2, what + " state 2, one each");
+      if (HasFailure())
+        return;
+    }
+  }
+  // No parameters, or only empty ones: nothing to do, no error.
+  const std::vector<int64_t> empty = {0, -1};
+  std::vector<float *> none(2, nullptr);
+  otckd_adam_multi_f32(0, nullptr, nullptr, nullptr, nullptr, nullptr, 1e-3f,
+                       0.9f, 0.999f, 1e-8f, 0.0f, 1, 0);
+  otckd_adam_multi_f32(2, empty.data(), none.data(), none.data(), none.data(),
+                       none.data(), 1e-3f, 0.9f, 0.999f, 1e-8f, 0.0f, 1, 0);
+  otckd_sgd_multi_f32(2, empty.data(), none.data(), none.data(), 0.1f, 0.0f);
+  otckd_momentum_multi_f32(2, empty.data(), none.data(), none.data(),
+                           none.data(), 0.1f, 0.9f, 0.0f, 0);
+}
+
+//===----------------------------------------------------------------------===//
 // Streams, status, constants
 //===----------------------------------------------------------------------===//
 

@@ -12,8 +12,14 @@
 // in double, added by one block in a fixed order, so they (and the trust
 // ratio) match the CPU's to rounding and never change from run to run.
 //
+// SGD, momentum and Adam also update many parameters per call, one launch
+// per kMaxParams of them (array_chunk.h); each element goes through the
+// single-parameter kernel's own __device__ function, so the bits are those
+// of one call per parameter.
+//
 //===----------------------------------------------------------------------===//
 
+#include "array_chunk.h"
 #include "cuda_common.h"
 
 #include <cmath>
@@ -25,32 +31,67 @@ __device__ inline float fusedMulAdd(float a, float b, float c) {
   return __fmaf_rn(a, b, c);
 }
 
+/// Parameters per launch of the multi-parameter updates: Adam's chunk of
+/// four pointer lists then takes 3 KiB of the 4 KiB of kernel parameters.
+constexpr int kMaxParams = 64;
+// The gradient's list shares the chunk's pointer type (the kernels only
+// read it).
+using SgdChunk = ArrayChunk<float *, 2, kMaxParams>;
+using MomentumChunk = ArrayChunk<float *, 3, kMaxParams>;
+using AdamChunk = ArrayChunk<float *, 4, kMaxParams>;
+
+/// Element i of sgdKernel and sgdMultiKernel.
+__device__ inline void sgdElement(float *w, const float *g, int64_t i,
+                                  float negLr, float wd) {
+  if (wd != 0.0f) {
+    // d_p = grad.add(param, alpha=wd); param.add_(d_p, alpha=-lr)
+    const float d = fusedMulAdd(wd, w[i], g[i]);
+    w[i] = fusedMulAdd(negLr, d, w[i]);
+  } else {
+    w[i] = fusedMulAdd(negLr, g[i], w[i]);
+  }
+}
+
 __global__ void sgdKernel(int64_t n, float *w, const float *g, float negLr,
                           float wd) {
-  for (int64_t i = globalThread(); i < n; i += gridThreads()) {
-    if (wd != 0.0f) {
-      // d_p = grad.add(param, alpha=wd); param.add_(d_p, alpha=-lr)
-      const float d = fusedMulAdd(wd, w[i], g[i]);
-      w[i] = fusedMulAdd(negLr, d, w[i]);
-    } else {
-      w[i] = fusedMulAdd(negLr, g[i], w[i]);
-    }
-  }
+  for (int64_t i = globalThread(); i < n; i += gridThreads())
+    sgdElement(w, g, i, negLr, wd);
+}
+
+__global__ void sgdMultiKernel(const __grid_constant__ SgdChunk c, float negLr,
+                               float wd) {
+  forBlockElements(c, [&](float *w, const float *g, int64_t i) {
+    sgdElement(w, g, i, negLr, wd);
+  });
+}
+
+/// Element i of momentumKernel and momentumMultiKernel.
+__device__ inline void momentumElement(float *w, const float *g, float *v,
+                                       int64_t i, float negLr, float mu,
+                                       float wd, bool nesterov) {
+  // d_p = grad.add(param, alpha=wd)
+  // buf.mul_(momentum).add_(d_p, alpha=1 - dampening)   (dampening = 0)
+  // d_p = d_p.add(buf, alpha=momentum) if nesterov else buf
+  // param.add_(d_p, alpha=-lr)
+  const float d = wd != 0.0f ? fusedMulAdd(wd, w[i], g[i]) : g[i];
+  const float buf = v[i] * mu + d;
+  v[i] = buf;
+  const float step = nesterov ? fusedMulAdd(mu, buf, d) : buf;
+  w[i] = fusedMulAdd(negLr, step, w[i]);
 }
 
 __global__ void momentumKernel(int64_t n, float *w, const float *g, float *v,
                                float negLr, float mu, float wd, bool nesterov) {
-  for (int64_t i = globalThread(); i < n; i += gridThreads()) {
-    // d_p = grad.add(param, alpha=wd)
-    // buf.mul_(momentum).add_(d_p, alpha=1 - dampening)   (dampening = 0)
-    // d_p = d_p.add(buf, alpha=momentum) if nesterov else buf
-    // param.add_(d_p, alpha=-lr)
-    const float d = wd != 0.0f ? fusedMulAdd(wd, w[i], g[i]) : g[i];
-    const float buf = v[i] * mu + d;
-    v[i] = buf;
-    const float step = nesterov ? fusedMulAdd(mu, buf, d) : buf;
-    w[i] = fusedMulAdd(negLr, step, w[i]);
-  }
+  for (int64_t i = globalThread(); i < n; i += gridThreads())
+    momentumElement(w, g, v, i, negLr, mu, wd, nesterov);
+}
+
+__global__ void momentumMultiKernel(const __grid_constant__ MomentumChunk c,
+                                    float negLr, float mu, float wd,
+                                    bool nesterov) {
+  forBlockElements(c, [&](float *w, const float *g, float *v, int64_t i) {
+    momentumElement(w, g, v, i, negLr, mu, wd, nesterov);
+  });
 }
 
 struct AdamScalars {
@@ -59,26 +100,69 @@ struct AdamScalars {
   bool l2, adamw;
 };
 
+/// The scalars of Adam's step `step`: Python-side, in double as PyTorch
+/// (and the CPU twin) computes them, then rounded to float where the
+/// tensor kernels see them.
+AdamScalars adamScalars(float lr, float beta1, float beta2, float eps, float wd,
+                        int64_t step, int decoupled) {
+  if (step < 1)
+    step = 1;
+  const double lrD = lr, b1D = beta1, b2D = beta2;
+  const double biasCorrection1 = 1.0 - std::pow(b1D, double(step));
+  const double biasCorrection2 = 1.0 - std::pow(b2D, double(step));
+  const double stepSize = lrD / biasCorrection1;
+  AdamScalars s;
+  s.beta1 = beta1;
+  s.wd = wd;
+  s.eps = eps;
+  s.oneMinusB1 = float(1.0 - b1D);
+  s.oneMinusB2 = float(1.0 - b2D);
+  s.negStepSize = float(-stepSize);
+  s.bc2Sqrt = float(std::sqrt(biasCorrection2));
+  s.decayFactor = float(1.0 - lrD * double(wd)); // AdamW
+  s.l2 = !decoupled && wd != 0.0f;
+  s.adamw = decoupled && wd != 0.0f;
+  return s;
+}
+
+/// Element i of adamKernel and adamMultiKernel.
+__device__ inline void adamElement(float *w, const float *g, float *m, float *v,
+                                   int64_t i, const AdamScalars &s,
+                                   float beta2) {
+  float wi = w[i];
+  // Adam: grad = grad.add(param, alpha=weight_decay)
+  const float gi = s.l2 ? fusedMulAdd(s.wd, wi, g[i]) : g[i];
+  // AdamW: param.mul_(1 - lr * weight_decay)
+  wi = s.adamw ? wi * s.decayFactor : wi;
+  // exp_avg.mul_(beta1).add_(grad, alpha=1 - beta1)
+  const float mi = fusedMulAdd(s.oneMinusB1, gi, m[i] * s.beta1);
+  // exp_avg_sq.mul_(beta2).addcmul_(grad, grad, value=1 - beta2)
+  const float vi = fusedMulAdd(s.oneMinusB2 * gi, gi, v[i] * beta2);
+  // denom = (exp_avg_sq.sqrt() / bias_correction2_sqrt).add_(eps)
+  const float denom = sqrtf(vi) / s.bc2Sqrt + s.eps;
+  // param.addcdiv_(exp_avg, denom, value=-step_size)
+  w[i] = wi + s.negStepSize * mi / denom;
+  m[i] = mi;
+  v[i] = vi;
+}
+
 __global__ void adamKernel(int64_t n, float *w, const float *g, float *m,
                            float *v, AdamScalars s, float beta2) {
-  for (int64_t i = globalThread(); i < n; i += gridThreads()) {
-    float wi = w[i];
-    // Adam: grad = grad.add(param, alpha=weight_decay)
-    const float gi = s.l2 ? fusedMulAdd(s.wd, wi, g[i]) : g[i];
-    // AdamW: param.mul_(1 - lr * weight_decay)
-    wi = s.adamw ? wi * s.decayFactor : wi;
-    // exp_avg.mul_(beta1).add_(grad, alpha=1 - beta1)
-    const float mi = fusedMulAdd(s.oneMinusB1, gi, m[i] * s.beta1);
-    // exp_avg_sq.mul_(beta2).addcmul_(grad, grad, value=1 - beta2)
-    const float vi = fusedMulAdd(s.oneMinusB2 * gi, gi, v[i] * beta2);
-    // denom = (exp_avg_sq.sqrt() / bias_correction2_sqrt).add_(eps)
-    const float denom = sqrtf(vi) / s.bc2Sqrt + s.eps;
-    // param.addcdiv_(exp_avg, denom, value=-step_size)
-    w[i] = wi + s.negStepSize * mi / denom;
-    m[i] = mi;
-    v[i] = vi;
-  }
+  for (int64_t i = globalThread(); i < n; i += gridThreads())
+    adamElement(w, g, m, v, i, s, beta2);
 }
+
+__global__ void adamMultiKernel(const __grid_constant__ AdamChunk c,
+                                AdamScalars s, float beta2) {
+  forBlockElements(c, [&](float *w, const float *g, float *m, float *v,
+                          int64_t i) { adamElement(w, g, m, v, i, s, beta2); });
+}
+
+static_assert(sizeof(SgdChunk) + 2 * sizeof(float) <= kMaxParamBytes &&
+                  sizeof(MomentumChunk) + 4 * sizeof(float) <= kMaxParamBytes &&
+                  sizeof(AdamChunk) + sizeof(AdamScalars) + sizeof(float) <=
+                      kMaxParamBytes,
+              "a chunk and the other arguments must fit the kernel parameters");
 
 __global__ void adagradKernel(int64_t n, float *w, const float *g, float *sum,
                               float negClr, float wd, float eps) {
@@ -264,28 +348,53 @@ extern "C" void otckd_adam_f32(int64_t n, float *w, const float *g, float *m,
                                int decoupled) {
   if (n <= 0)
     return;
-  if (step < 1)
-    step = 1;
-  // Python-side scalars, in double as PyTorch (and the CPU twin) computes
-  // them, then rounded to float where the tensor kernels see them.
-  const double lrD = lr, b1D = beta1, b2D = beta2;
-  const double biasCorrection1 = 1.0 - std::pow(b1D, double(step));
-  const double biasCorrection2 = 1.0 - std::pow(b2D, double(step));
-  const double stepSize = lrD / biasCorrection1;
-  AdamScalars s;
-  s.beta1 = beta1;
-  s.wd = wd;
-  s.eps = eps;
-  s.oneMinusB1 = float(1.0 - b1D);
-  s.oneMinusB2 = float(1.0 - b2D);
-  s.negStepSize = float(-stepSize);
-  s.bc2Sqrt = float(std::sqrt(biasCorrection2));
-  s.decayFactor = float(1.0 - lrD * double(wd)); // AdamW
-  s.l2 = !decoupled && wd != 0.0f;
-  s.adamw = decoupled && wd != 0.0f;
+  const AdamScalars s = adamScalars(lr, beta1, beta2, eps, wd, step, decoupled);
   adamKernel<<<gridFor(n), kThreads, 0, currentStream()>>>(n, w, g, m, v, s,
                                                            beta2);
   checkLaunch("otckd_adam_f32");
+}
+
+extern "C" void otckd_sgd_multi_f32(int64_t count, const int64_t *sizes,
+                                    float *const *w, const float *const *g,
+                                    float lr, float wd) {
+  cudaStream_t stream = currentStream();
+  forEachChunk<SgdChunk>(
+      count, sizes, {w, const_cast<float *const *>(g)}, [&](const SgdChunk &c) {
+        sgdMultiKernel<<<unsigned(blocksFor(c.tileStart[c.count])), kThreads, 0,
+                         stream>>>(c, -lr, wd);
+        checkLaunch("otckd_sgd_multi_f32");
+      });
+}
+
+extern "C" void otckd_momentum_multi_f32(int64_t count, const int64_t *sizes,
+                                         float *const *w, const float *const *g,
+                                         float *const *v, float lr, float mu,
+                                         float wd, int nesterov) {
+  cudaStream_t stream = currentStream();
+  forEachChunk<MomentumChunk>(
+      count, sizes, {w, const_cast<float *const *>(g), v},
+      [&](const MomentumChunk &c) {
+        momentumMultiKernel<<<unsigned(blocksFor(c.tileStart[c.count])),
+                              kThreads, 0, stream>>>(c, -lr, mu, wd,
+                                                     nesterov != 0);
+        checkLaunch("otckd_momentum_multi_f32");
+      });
+}
+
+extern "C" void otckd_adam_multi_f32(int64_t count, const int64_t *sizes,
+                                     float *const *w, const float *const *g,
+                                     float *const *m, float *const *v, float lr,
+                                     float beta1, float beta2, float eps,
+                                     float wd, int64_t step, int decoupled) {
+  cudaStream_t stream = currentStream();
+  const AdamScalars s = adamScalars(lr, beta1, beta2, eps, wd, step, decoupled);
+  forEachChunk<AdamChunk>(
+      count, sizes, {w, const_cast<float *const *>(g), m, v},
+      [&](const AdamChunk &c) {
+        adamMultiKernel<<<unsigned(blocksFor(c.tileStart[c.count])), kThreads,
+                          0, stream>>>(c, s, beta2);
+        checkLaunch("otckd_adam_multi_f32");
+      });
 }
 
 extern "C" void otckd_adagrad_f32(int64_t n, float *w, const float *g,

@@ -132,6 +132,7 @@ private:
   LogicalResult pack();
   LogicalResult dropout();
   LogicalResult optimizer();
+  LogicalResult multiUpdate(StringRef lr, StringRef wd);
   LogicalResult hyperparameter();
   LogicalResult clip();
   LogicalResult ema();

@@ -159,7 +159,7 @@ def check_program(checks, what, path, executable):
                         capture_output=True, text=True).stdout
     checks.check("%s: calls otckd_ kernels, no otck_ kernel" % what,
                  "otckd_set_stream" in nm and "otckd_take_status" in nm and
-                 "otckd_adam_f32" in nm and
+                 bool(re.search(r"\botckd_adam(_multi)?_f32\b", nm)) and
                  not re.search(r"\botck_[a-z]", nm))
     ldd = subprocess.run(["ldd", path], capture_output=True, text=True).stdout
     line = [l for l in ldd.splitlines() if "libotc_kernels_cuda" in l]

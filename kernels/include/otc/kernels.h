@@ -365,6 +365,21 @@ void otck_momentum_f32(int64_t n, float *w, const float *g, float *v, float lr,
 void otck_adam_f32(int64_t n, float *w, const float *g, float *m, float *v,
                    float lr, float beta1, float beta2, float eps, float wd,
                    int64_t step, int decoupled);
+/* The three updates above over `count` parameters in one call (parameter a:
+ * sizes[a] elements at w[a], g[a] and its state; the hyperparameters shared):
+ * the same bits as one call per parameter, with the threads splitting all
+ * the parameters' elements together rather than each parameter's, so that a
+ * model of many small parameters keeps every thread busy. */
+void otck_sgd_multi_f32(int64_t count, const int64_t *sizes, float *const *w,
+                        const float *const *g, float lr, float wd);
+void otck_momentum_multi_f32(int64_t count, const int64_t *sizes,
+                             float *const *w, const float *const *g,
+                             float *const *v, float lr, float mu, float wd,
+                             int nesterov);
+void otck_adam_multi_f32(int64_t count, const int64_t *sizes, float *const *w,
+                         const float *const *g, float *const *m,
+                         float *const *v, float lr, float beta1, float beta2,
+                         float eps, float wd, int64_t step, int decoupled);
 /* torch.optim.Adagrad (1.13, single tensor; initial_accumulator_value is the
  * caller's initial `sum`). step is 1-based (clamped to 1):
  * d = g + wd*w (skipped when wd == 0); clr = lr / (1 + (step - 1) * lr_decay)

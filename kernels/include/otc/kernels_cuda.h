@@ -235,6 +235,21 @@ void otckd_momentum_f32(int64_t n, float *w, const float *g, float *v, float lr,
 void otckd_adam_f32(int64_t n, float *w, const float *g, float *m, float *v,
                     float lr, float beta1, float beta2, float eps, float wd,
                     int64_t step, int decoupled);
+/* `sizes` and the pointer arrays are HOST arrays (read during the call) of
+ * element counts and DEVICE pointers, as for gradient clipping below. Each
+ * call launches one kernel per 64 non-empty parameters (the pointers travel
+ * as kernel parameters), not one per parameter, and gives the bits of one
+ * call of the update above per parameter. */
+void otckd_sgd_multi_f32(int64_t count, const int64_t *sizes, float *const *w,
+                         const float *const *g, float lr, float wd);
+void otckd_momentum_multi_f32(int64_t count, const int64_t *sizes,
+                              float *const *w, const float *const *g,
+                              float *const *v, float lr, float mu, float wd,
+                              int nesterov);
+void otckd_adam_multi_f32(int64_t count, const int64_t *sizes, float *const *w,
+                          const float *const *g, float *const *m,
+                          float *const *v, float lr, float beta1, float beta2,
+                          float eps, float wd, int64_t step, int decoupled);
 void otckd_adagrad_f32(int64_t n, float *w, const float *g, float *sum,
                        float lr, float lr_decay, float wd, float eps,
                        int64_t step);

@@ -91,6 +91,8 @@ LogicalResult KernelEmitter::optimizer() {
   StringRef kn = k.getKernel();
   std::string lr = hyper("lr", f32("lr_scale"));
   std::string wd = hyper("weight_decay", f32("wd_scale"));
+  if (exec::updateOutsPerParameter(kn) != 0 && ins.size() > 1)
+    return multiUpdate(lr, wd);
   if (kn == "sgd_update") {
     os << "    " << fn("sgd_f32") << "(" << numel(outs[0]) << ", " << out(0)
        << ", " << in(0) << ", " << lr << ", " << wd << ");\n";
@@ -150,6 +152,46 @@ LogicalResult KernelEmitter::ema() {
   os << "    " << fn("ema_f32") << "(" << numel(outs[0]) << ", " << out(0)
      << ", " << in(0) << ", " << floatLiteral(f32("decay"))
      << ", ctx->step - 1);\n";
+  return success();
+}
+
+LogicalResult KernelEmitter::multiUpdate(StringRef lr, StringRef wd) {
+  // Several parameters in one call: host arrays of their pointers (device
+  // pointers on CUDA) and sizes, per parameter as the single call takes
+  // them.
+  StringRef kn = k.getKernel();
+  unsigned per = exec::updateOutsPerParameter(kn), n = ins.size();
+  SmallVector<int64_t> sizes;
+  for (Value g : ins)
+    sizes.push_back(numel(g));
+  std::string sz = array("sizes", sizes);
+  auto pointers = [&](StringRef decl, auto name) {
+    os << "    " << decl << "[] = {";
+    for (unsigned i = 0; i < n; ++i)
+      os << (i ? ", " : "") << name(i);
+    os << "};\n";
+  };
+  pointers("float *const ws", [&](unsigned i) { return out(i * per); });
+  pointers("const float *const gs", [&](unsigned i) { return in(i); });
+  if (per > 1)
+    pointers("float *const s1", [&](unsigned i) { return out(i * per + 1); });
+  if (per > 2)
+    pointers("float *const s2", [&](unsigned i) { return out(i * per + 2); });
+  std::string head = fn(kn == "sgd_update"        ? "sgd_multi_f32"
+                        : kn == "momentum_update" ? "momentum_multi_f32"
+                                                  : "adam_multi_f32") +
+                     "(" + std::to_string(n) + ", " + sz + ", ws, gs, ";
+  if (kn == "sgd_update") {
+    os << "    " << head << lr << ", " << wd << ");\n";
+  } else if (kn == "momentum_update") {
+    os << "    " << head << "s1, " << lr << ", " << hyper("momentum", 1) << ", "
+       << wd << ", " << flag("nesterov") << ");\n";
+  } else {
+    std::string beta1 = flag("first_moment") ? hyper("beta1", 1) : "0.0f";
+    os << "    " << head << "s1, s2, " << lr << ", " << beta1 << ", "
+       << hyper("beta2", 1) << ", " << hyper("eps", 1) << ", " << wd
+       << ", ctx->step, " << (kn == "adamw_update") << ");\n";
+  }
   return success();
 }
 

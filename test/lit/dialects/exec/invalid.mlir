@@ -116,6 +116,24 @@ func.func @annotation(%a: memref<4xf32>) {
 
 // -----
 
+// An update of several parameters writes each parameter, then its state,
+// for every gradient, with the gradient's element count.
+func.func @grouped_update_outputs(%g: memref<4xf32>, %w: memref<4xf32>, %m: memref<4xf32>) {
+  // expected-error @+1 {{kernel 'adamw_update' writes 3 outputs per gradient (the parameter, then its state): 2 gradients, 3 outputs}}
+  exec.kernel "adamw_update" ins(%g, %g : memref<4xf32>, memref<4xf32>) outs(%w, %m, %m : memref<4xf32>, memref<4xf32>, memref<4xf32>)
+  return
+}
+
+// -----
+
+func.func @grouped_update_sizes(%g: memref<4xf32>, %h: memref<5xf32>, %w: memref<4xf32>, %v: memref<4xf32>) {
+  // expected-error @+1 {{output 2 of kernel 'momentum_update' does not have as many elements as gradient 1}}
+  exec.kernel "momentum_update" ins(%g, %h : memref<4xf32>, memref<5xf32>) outs(%w, %v, %w, %v : memref<4xf32>, memref<4xf32>, memref<4xf32>, memref<4xf32>)
+  return
+}
+
+// -----
+
 func.func @matmul_perm_not_permutation(%a: memref<2x8x4x16xf32>, %b: memref<2x4x16x8xf32>, %c: memref<2x4x8x8xf32>) {
   // expected-error @+1 {{matmul through permutations: permA does not permute A's dimensions}}
   exec.kernel "matmul" ins(%a, %b : memref<2x8x4x16xf32>, memref<2x4x16x8xf32>) outs(%c : memref<2x4x8x8xf32>) {permA = array<i64: 0, 2, 2, 3>}
