@@ -137,11 +137,11 @@ def write_model(path, model, seed):
 
 def bucket_order(ctx, program_flags, onnx_path):
     """The parameters of OTC's single gradient bucket in its layout order,
-    read from the planned IR: each update kernel writes its parameter
-    through a view at the parameter's offset (named in the buffer table)
-    and reads or writes its averaged gradient through a view inside the
-    bucket (Adam under momentum correction: as its first moment); the
-    parameters sorted by that view's offset. None unless that covers every
+    read from the planned IR: each update kernel writes its parameter (or
+    each of its parameters) through a view at the parameter's offset (named
+    in the buffer table) and reads or writes its averaged gradient through
+    a view inside the bucket (Adam under momentum correction: as its first
+    moment); the parameters sorted by that view's offset. None unless that covers every
     trained parameter."""
     import re
     out = ctx.path("bucket-order.mlir")
@@ -170,13 +170,21 @@ def bucket_order(ctx, program_flags, onnx_path):
     grad_at = {}
     for ins, outs in re.findall(r'exec.kernel "\w+" ins\(([^:)]*) :[^)]*\) '
                                 r'outs\(([^:)]*) :', body):
+        ins = [v.strip() for v in ins.split(",")]
         outs = [v.strip() for v in outs.split(",")]
-        if view.get(outs[0]) not in named:
-            continue
-        for v in [v.strip() for v in ins.split(",")] + outs[1:]:
-            if begin <= view.get(v, -1) < end:
-                grad_at.setdefault(named[view[outs[0]]], view[v])
-                break
+        # An update of several parameters (otc-group-updates): gradient i
+        # with outputs i * per ... (its parameter, then its state).
+        per = len(outs) // len(ins) if len(outs) % len(ins) == 0 else 0
+        groups = ([(ins[i:i + 1], outs[i * per:(i + 1) * per])
+                   for i in range(len(ins))]
+                  if len(ins) > 1 and per > 0 else [(ins, outs)])
+        for g_ins, g_outs in groups:
+            if view.get(g_outs[0]) not in named:
+                continue
+            for v in g_ins + g_outs[1:]:
+                if begin <= view.get(v, -1) < end:
+                    grad_at.setdefault(named[view[g_outs[0]]], view[v])
+                    break
     if sorted(grad_at) != sorted(named.values()):
         return None
     return sorted(grad_at, key=grad_at.get)
