@@ -36,6 +36,7 @@
 
 #include "otc/kernels.h"
 
+#include "adam_scalars.h"
 #include "parallel.h"
 
 #include <cmath>
@@ -179,23 +180,12 @@ void adamMulti(int64_t count, const int64_t *sizes, float *const *w,
                const float *const *g, float *const *m, float *const *v,
                float lr, float beta1, float beta2, float eps, float wd,
                int64_t step, int decoupled) {
-  if (step < 1)
-    step = 1;
-  // Python-side scalars, in double as PyTorch computes them.
-  const double lrD = lr, b1D = beta1, b2D = beta2;
-  const double biasCorrection1 = 1.0 - std::pow(b1D, double(step));
-  const double biasCorrection2 = 1.0 - std::pow(b2D, double(step));
-  const double stepSize = lrD / biasCorrection1;
-  const double biasCorrection2Sqrt = std::sqrt(biasCorrection2);
-  // What the tensor kernels see, rounded to float.
-  const float oneMinusB1 = float(1.0 - b1D);
-  const float oneMinusB2 = float(1.0 - b2D);
-  const float negStepSize = float(-stepSize);
-  const float bc2Sqrt = float(biasCorrection2Sqrt);
-  const float decayFactor = float(1.0 - lrD * double(wd)); // AdamW
-  const bool l2 = !decoupled && wd != 0.0f;
-  const bool adamw = decoupled && wd != 0.0f;
-
+  const AdamScalars s = adamScalars(lr, beta1, beta2, eps, wd, step, decoupled);
+  // Plain values for adamRange's loop (see there).
+  const float oneMinusB1 = s.oneMinusB1, oneMinusB2 = s.oneMinusB2;
+  const float negStepSize = s.negStepSize, bc2Sqrt = s.bc2Sqrt;
+  const float decayFactor = s.decayFactor;
+  const bool l2 = s.l2, adamw = s.adamw;
   forEachParameterRange(
       count, sizes, [&](int64_t a, int64_t begin, int64_t end) {
         adamRange(begin, end, w[a], g[a], m[a], v[a], beta1, beta2, eps, wd, l2,

@@ -19,6 +19,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "adam_scalars.h"
 #include "array_chunk.h"
 #include "cuda_common.h"
 
@@ -92,37 +93,6 @@ __global__ void momentumMultiKernel(const __grid_constant__ MomentumChunk c,
   forBlockElements(c, [&](float *w, const float *g, float *v, int64_t i) {
     momentumElement(w, g, v, i, negLr, mu, wd, nesterov);
   });
-}
-
-struct AdamScalars {
-  float beta1, wd, eps;
-  float oneMinusB1, oneMinusB2, negStepSize, bc2Sqrt, decayFactor;
-  bool l2, adamw;
-};
-
-/// The scalars of Adam's step `step`: Python-side, in double as PyTorch
-/// (and the CPU twin) computes them, then rounded to float where the
-/// tensor kernels see them.
-AdamScalars adamScalars(float lr, float beta1, float beta2, float eps, float wd,
-                        int64_t step, int decoupled) {
-  if (step < 1)
-    step = 1;
-  const double lrD = lr, b1D = beta1, b2D = beta2;
-  const double biasCorrection1 = 1.0 - std::pow(b1D, double(step));
-  const double biasCorrection2 = 1.0 - std::pow(b2D, double(step));
-  const double stepSize = lrD / biasCorrection1;
-  AdamScalars s;
-  s.beta1 = beta1;
-  s.wd = wd;
-  s.eps = eps;
-  s.oneMinusB1 = float(1.0 - b1D);
-  s.oneMinusB2 = float(1.0 - b2D);
-  s.negStepSize = float(-stepSize);
-  s.bc2Sqrt = float(std::sqrt(biasCorrection2));
-  s.decayFactor = float(1.0 - lrD * double(wd)); // AdamW
-  s.l2 = !decoupled && wd != 0.0f;
-  s.adamw = decoupled && wd != 0.0f;
-  return s;
 }
 
 /// Element i of adamKernel and adamMultiKernel.
@@ -322,6 +292,7 @@ __global__ void emaKernel(int64_t n, float *ema, const float *w, float coeff,
 } // namespace
 } // namespace otc::kernels::cuda
 
+using namespace otc::kernels;
 using namespace otc::kernels::cuda;
 
 extern "C" void otckd_sgd_f32(int64_t n, float *w, const float *g, float lr,
