@@ -68,6 +68,21 @@ inline __mmask16 lanesLeft(int64_t left) {
 }
 #endif
 
+/// Zeroes m floats without a call to memset, which costs a sparse block's
+/// decompression a fifth of its time.
+inline void zeroFloats(float *o, int64_t m) {
+  int64_t i = 0;
+#if defined(__AVX512F__)
+  // Zeros GCC cannot see, or it makes the loop a memset again.
+  __m512 zero = _mm512_setzero_ps();
+  asm("" : "+v"(zero));
+  for (; i + 16 <= m; i += 16)
+    _mm512_storeu_ps(o + i, zero);
+#endif
+  for (; i < m; ++i)
+    o[i] = 0.0f;
+}
+
 //===--- Value encodings --------------------------------------------------===//
 
 struct EncodeF32 {
@@ -808,7 +823,9 @@ bool anyNonFinite(const float *x, int64_t n) {
 /// True when some g[i] + r[i] is not finite (read-only).
 bool anyNonFiniteSum(const float *g, const float *r, int64_t n) {
   std::atomic<bool> bad{false};
-  parallelFor(n, 1, kParallelGrain, [&](int64_t begin, int64_t end) {
+  // The pointers by value: read through the closure, GCC 12 leaves the loop
+  // scalar.
+  parallelFor(n, 1, kParallelGrain, [&bad, g, r](int64_t begin, int64_t end) {
     int found = 0;
 #pragma omp simd reduction(| : found)
     for (int64_t i = begin; i < end; ++i)
@@ -1020,28 +1037,43 @@ int decompressAll(const Layout &l, int64_t n, const unsigned char *payloads,
       units, unit * std::max<int64_t>(count, 1), kParallelGrain,
       [&](int64_t ub, int64_t ue) {
         Scratch<Enc, Idx> s(unit, kSparse);
-        uint32_t most = 0; // the largest |out| pattern: >= infinity's if bad
+        // The largest |out| pattern (>= infinity's if bad), per lane of
+        // whole vectors: one horizontal maximum a call, not a block.
+        constexpr int64_t kLanes = 16;
+        uint32_t mostLanes[kLanes] = {}, most = 0;
+        // No payloads: +0.0, whatever the scale.
+        const bool scaled = count > 0 && scale != 1.0f;
         for (int64_t u = ub; u < ue; ++u) {
           const int64_t begin = u * unit, m = std::min(unit, n - begin);
           float *o = out + begin;
           // Sparse blocks accumulate into zeros; dense ones start with a
           // copy of the first payload (bitwise for NONE).
           if (kSparse || count <= 0)
-            std::fill(o, o + m, 0.0f);
+            zeroFloats(o, m);
           for (int64_t w = 0; w < count; ++w)
             decodeBlock<kSparse, Enc, Idx>(
                 l, m, payloads + w * bytes + l.offsetOf(begin), o,
                 !kSparse && w == 0, s);
-          // No payloads: +0.0, whatever the scale.
-          if (count > 0 && scale != 1.0f) {
+          int64_t i = 0;
+          for (; i + kLanes <= m; i += kLanes) {
+            float *x = o + i;
+            if (scaled) {
 #pragma omp simd
-            for (int64_t i = 0; i < m; ++i)
-              o[i] *= scale;
+              for (int64_t j = 0; j < kLanes; ++j)
+                x[j] *= scale;
+            }
+#pragma omp simd
+            for (int64_t j = 0; j < kLanes; ++j)
+              mostLanes[j] = std::max(mostLanes[j], absBits(x[j]));
           }
-#pragma omp simd reduction(max : most)
-          for (int64_t i = 0; i < m; ++i)
+          for (; i < m; ++i) {
+            if (scaled)
+              o[i] *= scale;
             most = std::max(most, absBits(o[i]));
+          }
         }
+        for (uint32_t x : mostLanes)
+          most = std::max(most, x);
         if (most >= 0x7f800000u)
           bad.store(true, std::memory_order_relaxed);
       },
