@@ -21,6 +21,7 @@
 #include "parallel.h"
 #include "vmath.h"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 
@@ -32,23 +33,39 @@ namespace {
 constexpr int64_t kCols = 64;
 constexpr float kNegInf = -std::numeric_limits<float>::infinity();
 
+/// The sum of exp(x - m) over x[0, n) in kSumLanes lanes, each exponential
+/// also stored to y when y is not null. The exponentials run in a flat loop
+/// over a chunk (all of the vector's lanes), the sum in a second pass over
+/// the chunk, still in cache; chunks are a multiple of kSumLanes, so element
+/// i adds to lane i % kSumLanes in increasing i, as forEachLane over the row.
+float expShiftedSum(const float *x, float *y, int64_t n, float m) {
+  constexpr int64_t kChunk = 256;
+  static_assert(kChunk % kSumLanes == 0, "lanes follow the row's index");
+  float buf[kChunk];
+  float s[kSumLanes] = {};
+  for (int64_t c = 0; c < n; c += kChunk) {
+    const int64_t len = std::min(kChunk, n - c);
+    const float *xc = x + c;
+    float *e = y ? y + c : buf;
+#pragma omp simd
+    for (int64_t i = 0; i < len; ++i)
+      e[i] = vexp(xc[i] - m);
+    forEachLane(0, len, [&](int64_t i, int64_t l) { s[l] += e[i]; });
+  }
+  return laneTotal(s);
+}
+
 void softmaxRow(const float *x, float *y, int64_t n, bool logSoftmax) {
   const float m = rowMax(x, n);
-  float s[kSumLanes] = {};
   if (logSoftmax) {
-    forEachLane(0, n, [&](int64_t i, int64_t l) { s[l] += vexp(x[i] - m); });
-    const float ls = std::log(laneTotal(s));
+    // y may be x: it is written only once the sum is known.
+    const float ls = std::log(expShiftedSum(x, nullptr, n, m));
 #pragma omp simd
     for (int64_t i = 0; i < n; ++i)
       y[i] = (x[i] - m) - ls;
     return;
   }
-  forEachLane(0, n, [&](int64_t i, int64_t l) {
-    float e = vexp(x[i] - m);
-    y[i] = e;
-    s[l] += e;
-  });
-  const float inv = 1.0f / laneTotal(s);
+  const float inv = 1.0f / expShiftedSum(x, y, n, m);
 #pragma omp simd
   for (int64_t i = 0; i < n; ++i)
     y[i] *= inv;
@@ -184,13 +201,14 @@ double crossEntropyRow(const float *x, float *p, int64_t c, int64_t label) {
   const float m = rowMax(x, c);
   // The loss's sum in double: a confident row's s is 1 + a little, which a
   // float holds only to 1.2e-7, the size of the loss itself near 0.
+#pragma omp simd
+  for (int64_t i = 0; i < c; ++i)
+    p[i] = vexp(x[i] - m);
   float s[kSumLanes] = {};
   double sd[kSumLanes] = {};
   forEachLane(0, c, [&](int64_t i, int64_t l) {
-    float e = vexp(x[i] - m);
-    p[i] = e;
-    s[l] += e;
-    sd[l] += double(e);
+    s[l] += p[i];
+    sd[l] += double(p[i]);
   });
   const float inv = 1.0f / laneTotal(s);
 #pragma omp simd

@@ -323,22 +323,13 @@ OTC_VINLINE float vsinCos(float xf, bool cosine) {
 }
 
 /// max of x[0, n) (-inf when n == 0; NaN elements are skipped, callers see
-/// them propagate through exp). Written as 8 independent lanes so that both
-/// GCC and Clang vectorise it without -ffast-math.
+/// them propagate through exp). The maximum is exact in any order, so the
+/// vectoriser may keep as many partial maxima as it likes.
 inline float rowMax(const float *x, int64_t n) {
-  constexpr int kLanes = 8;
-  float lanes[kLanes];
-  for (int l = 0; l < kLanes; ++l)
-    lanes[l] = -std::numeric_limits<float>::infinity();
-  int64_t i = 0;
-  for (; i + kLanes <= n; i += kLanes)
-    for (int l = 0; l < kLanes; ++l)
-      lanes[l] = x[i + l] > lanes[l] ? x[i + l] : lanes[l];
-  for (; i < n; ++i)
-    lanes[0] = x[i] > lanes[0] ? x[i] : lanes[0];
-  float m = lanes[0];
-  for (int l = 1; l < kLanes; ++l)
-    m = lanes[l] > m ? lanes[l] : m;
+  float m = -std::numeric_limits<float>::infinity();
+#pragma omp simd reduction(max : m)
+  for (int64_t i = 0; i < n; ++i)
+    m = x[i] > m ? x[i] : m;
   return m;
 }
 
