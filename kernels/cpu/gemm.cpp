@@ -123,28 +123,33 @@ extern "C" void otck_strided_gemm_f32(
     const float *B, int64_t ldb, float *C, int64_t ldc) {
   if (batch_rank < 0 || batch_rank > OTCK_MAX_RANK || M <= 0 || N <= 0)
     return;
-  int64_t count = 1;
   for (int d = 0; d < batch_rank; ++d)
-    count *= batch_shape[d];
-  if (count <= 0)
-    return;
+    if (batch_shape[d] <= 0)
+      return;
+  const StridedGemmPlan p =
+      planStridedGemm(batch_rank, batch_shape, a_strides, b_strides, c_strides,
+                      transA, M, N, K, lda, ldc);
+  int64_t count = 1;
+  for (int d = 0; d < p.rank; ++d)
+    count *= p.shape[d];
+  const int64_t rows = p.M;
   // As otck_batched_gemm_f32: many small products one per thread, few large
   // ones each threaded; a single row (whose threaded product's bits depend
   // on the thread count) always on one thread.
   bool perThread =
-      M == 1 || (count >= omp_get_max_threads() && M * N * K < (1 << 22));
-  const int64_t *strides[3] = {a_strides, b_strides, c_strides};
+      rows == 1 || (count >= omp_get_max_threads() && rows * N * K < (1 << 22));
+  const int64_t *strides[3] = {p.st[0], p.st[1], p.st[2]};
   auto product = [&](int64_t i) {
     int64_t off[3];
-    stridedOffsets(batch_rank, batch_shape, 3, strides, i, off);
+    stridedOffsets(p.rank, p.shape, 3, strides, i, off);
     const int64_t a = off[0], b = off[1], c = off[2];
     if (K <= 0) {
-      for (int64_t r = 0; r < M; ++r)
-        std::fill_n(C + c + r * ldc, N, 0.0f);
+      for (int64_t r = 0; r < rows; ++r)
+        std::fill_n(C + c + r * p.ldc, N, 0.0f);
       return;
     }
-    dnnl_sgemm(transA ? 'T' : 'N', transB ? 'T' : 'N', M, N, K, 1.0f, A + a,
-               lda, B + b, ldb, 0.0f, C + c, ldc);
+    dnnl_sgemm(transA ? 'T' : 'N', transB ? 'T' : 'N', rows, N, K, 1.0f, A + a,
+               p.lda, B + b, ldb, 0.0f, C + c, p.ldc);
   };
   if (!perThread) {
     for (int64_t i = 0; i < count; ++i)
@@ -152,7 +157,7 @@ extern "C" void otck_strided_gemm_f32(
     return;
   }
   parallelFor(
-      count, M * N * std::max<int64_t>(K, 1), kParallelGrain,
+      count, rows * N * std::max<int64_t>(K, 1), kParallelGrain,
       [&](int64_t begin, int64_t end) {
         const int threads = omp_get_max_threads();
         if (threads > 1)

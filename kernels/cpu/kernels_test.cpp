@@ -362,6 +362,43 @@ TEST(Gemm, StridedProductsAgainstEachProduct) {
   }
 }
 
+TEST(Gemm, StridedPlanTakesTheLongestRunOfRows) {
+  using otc::kernels::planStridedGemm;
+  // Attention's projection: tokens (32) read through a transpose, M = 4
+  // sequences; W shared, so the tokens become the rows and the sequences
+  // the batch.
+  const int64_t tokens[] = {32}, x64[] = {64}, zero[] = {0}, c768[] = {768};
+  auto p =
+      planStridedGemm(1, tokens, x64, zero, c768, 0, 4, 192, 64, 2048, 192);
+  EXPECT_EQ(p.M, 32);
+  EXPECT_EQ(p.lda, 64);
+  EXPECT_EQ(p.ldc, 768);
+  ASSERT_EQ(p.rank, 1);
+  EXPECT_EQ(p.shape[0], 4);
+  EXPECT_EQ(p.st[0][0], 2048);
+  EXPECT_EQ(p.st[1][0], 0);
+  EXPECT_EQ(p.st[2][0], 192);
+  // The same with A transposed, or with W per token: M stays.
+  p = planStridedGemm(1, tokens, x64, zero, c768, 1, 4, 192, 64, 2048, 192);
+  EXPECT_EQ(p.M, 4);
+  const int64_t w[] = {64 * 192};
+  p = planStridedGemm(1, tokens, x64, w, c768, 0, 4, 192, 64, 2048, 192);
+  EXPECT_EQ(p.M, 4);
+  EXPECT_EQ(p.rank, 1);
+  // Rows closer than K in A (here A broadcast) cannot be rows.
+  p = planStridedGemm(1, tokens, zero, zero, c768, 0, 4, 192, 64, 2048, 192);
+  EXPECT_EQ(p.M, 4);
+  // [M, B, T] rows one after the other in A and C (strided by K and N):
+  // one run of 3 * 2 * 7 rows, no batch left; size-1 dimensions dropped.
+  const int64_t bt[] = {2, 1, 7}, as[] = {35, 99, 5}, cs[] = {42, 99, 6},
+                bs[] = {0, 99, 0};
+  p = planStridedGemm(3, bt, as, bs, cs, 0, 3, 6, 5, 70, 84);
+  EXPECT_EQ(p.M, 42);
+  EXPECT_EQ(p.lda, 5);
+  EXPECT_EQ(p.ldc, 6);
+  EXPECT_EQ(p.rank, 0);
+}
+
 TEST(Gemm, DegenerateK) {
   // K == 0: C = beta * C; beta == 0 clears NaN.
   std::vector<float> C(6, kNaN);

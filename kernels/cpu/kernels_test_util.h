@@ -199,7 +199,8 @@ struct StridedGemmCase {
 /// Attention's layouts: Q and K stored [B, T, H, D] read as [B, H, T, D]
 /// (rows H * D apart) and K transposed, the result written as [B, T, H, N]
 /// (rows H * N apart); then A broadcast over the outer batch dimension, A
-/// transposed, and a single-row product.
+/// transposed, a single-row product, and products whose batch
+/// dimensions serve as rows.
 inline std::vector<StridedGemmCase> stridedGemmCases() {
   const int64_t B = 2, H = 3, T = 17, D = 5, N = 7;
   return {
@@ -263,6 +264,35 @@ inline std::vector<StridedGemmCase> stridedGemmCases() {
        N,
        0,
        0},
+      // A Linear over tokens read through a transpose: X stored [B, M, T,
+      // D] read as [B, T] products of M rows, C written [B, T, M, N]; the
+      // T tokens, along which W (per B here) is shared, can be the rows.
+      {{B, T},
+       H,
+       N,
+       D,
+       {H * T * D, D},
+       {D * N, 0},
+       {T * H * N, H * N},
+       T * D,
+       N,
+       N,
+       0,
+       0},
+      // X stored [M, B, T, D] and C [M, B, T, N], W [N, D] shared: the
+      // products' rows in both, one run of M * B * T rows.
+      {{B, T},
+       H,
+       N,
+       D,
+       {T * D, D},
+       {0, 0},
+       {T * N, N},
+       B * T * D,
+       D,
+       B * T * N,
+       0,
+       1},
   };
 }
 

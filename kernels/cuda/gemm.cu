@@ -370,20 +370,19 @@ extern "C" void otckd_strided_gemm_f32(
     const float *B, int64_t ldb, float *C, int64_t ldc) {
   if (batch_rank < 0 || batch_rank > OTCK_MAX_RANK || M <= 0 || N <= 0)
     return;
-  // Batch dimensions without their size-1 ones.
-  int rank = 0;
-  int64_t shape[OTCK_MAX_RANK], st[3][OTCK_MAX_RANK];
-  for (int d = 0; d < batch_rank; ++d) {
+  for (int d = 0; d < batch_rank; ++d)
     if (batch_shape[d] <= 0)
       return;
-    if (batch_shape[d] == 1)
-      continue;
-    shape[rank] = batch_shape[d];
-    st[0][rank] = a_strides[d];
-    st[1][rank] = b_strides[d];
-    st[2][rank] = c_strides[d];
-    ++rank;
-  }
+  // Batch dimensions without their size-1 ones, and the GEMMs' rows.
+  otc::kernels::StridedGemmPlan p = otc::kernels::planStridedGemm(
+      batch_rank, batch_shape, a_strides, b_strides, c_strides, transA, M, N, K,
+      lda, ldc);
+  const int rank = p.rank;
+  const int64_t *shape = p.shape;
+  auto &st = p.st;
+  M = p.M;
+  lda = p.lda;
+  ldc = p.ldc;
   // The innermost batch dimension is one strided-batched call (C's stride
   // must keep its matrices apart: cuBLAS writes them concurrently); the
   // others are looped over on the host.

@@ -232,6 +232,103 @@ inline void stridedOffsets(int rank, const int64_t *shape, int n,
   }
 }
 
+/// A strided product (otck_strided_gemm_f32 and its CUDA twin) as GEMMs:
+/// the batch without its size-1 dimensions (strides of A, B and C), and
+/// the GEMMs' rows.
+struct StridedGemmPlan {
+  int rank = 0;
+  int64_t shape[OTCK_MAX_RANK + 1];
+  int64_t st[3][OTCK_MAX_RANK + 1];
+  int64_t M = 0, lda = 0, ldc = 0;
+};
+
+/// Where B is the same matrix along some batch dimensions, each row of C is
+/// a row of A times B, so any of those dimensions can be the GEMMs' rows in
+/// place of M. Attention's projections read their tokens through a
+/// transpose: products of M = batch rows (4) over a batch of tokens (32 or
+/// more), which as rows make a few larger GEMMs. The rows chosen are the
+/// most that form one run, dimensions lying one after the other in A and in
+/// C; row strides of at least K in A and N in C keep rows apart, as the
+/// GEMMs need. A transposed A (its rows are columns) keeps M, as does K = 0
+/// (C is cleared, A not read).
+inline StridedGemmPlan
+planStridedGemm(int batchRank, const int64_t *shape, const int64_t *aStrides,
+                const int64_t *bStrides, const int64_t *cStrides, int transA,
+                int64_t M, int64_t N, int64_t K, int64_t lda, int64_t ldc) {
+  StridedGemmPlan p;
+  p.M = M;
+  p.lda = lda;
+  p.ldc = ldc;
+  for (int d = 0; d < batchRank; ++d) {
+    if (shape[d] == 1)
+      continue;
+    p.shape[p.rank] = shape[d];
+    p.st[0][p.rank] = aStrides[d];
+    p.st[1][p.rank] = bStrides[d];
+    p.st[2][p.rank] = cStrides[d];
+    ++p.rank;
+  }
+  if (transA || K <= 0)
+    return p;
+  // Candidates 0..rank-1 are batch dimensions, `m` is M itself.
+  const int m = p.rank;
+  auto len = [&](int d) { return d == m ? M : p.shape[d]; };
+  auto sa = [&](int d) { return d == m ? lda : p.st[0][d]; };
+  auto sc = [&](int d) { return d == m ? ldc : p.st[2][d]; };
+  auto rowLike = [&](int d) {
+    return d == m || (p.st[1][d] == 0 && sa(d) >= K && sc(d) >= N);
+  };
+  int best[OTCK_MAX_RANK + 1] = {}, bestLen = 0;
+  int64_t bestRows = 0;
+  for (int first = 0; first <= m; ++first) {
+    if (!rowLike(first))
+      continue;
+    int run[OTCK_MAX_RANK + 1], runLen = 0;
+    bool inRun[OTCK_MAX_RANK + 1] = {};
+    run[runLen++] = first;
+    inRun[first] = true;
+    int64_t rows = len(first);
+    int64_t nextA = sa(first) * rows, nextC = sc(first) * rows;
+    for (int x = 0; x <= m;) {
+      if (!inRun[x] && rowLike(x) && sa(x) == nextA && sc(x) == nextC) {
+        run[runLen++] = x;
+        inRun[x] = true;
+        rows *= len(x);
+        nextA *= len(x);
+        nextC *= len(x);
+        x = 0; // the run's next dimension may be any other
+        continue;
+      }
+      ++x;
+    }
+    if (rows > bestRows) {
+      bestRows = rows;
+      bestLen = runLen;
+      for (int i = 0; i < runLen; ++i)
+        best[i] = run[i];
+    }
+  }
+  if (bestLen == 1 && best[0] == m)
+    return p;
+  StridedGemmPlan q;
+  q.M = bestRows;
+  q.lda = sa(best[0]);
+  q.ldc = sc(best[0]);
+  for (int d = 0; d <= m; ++d) {
+    bool rowDim = false;
+    for (int i = 0; i < bestLen; ++i)
+      rowDim = rowDim || best[i] == d;
+    if (rowDim || len(d) == 1)
+      continue;
+    q.shape[q.rank] = len(d);
+    q.st[0][q.rank] = sa(d);
+    q.st[1][q.rank] = d == m ? 0 : p.st[1][d];
+    q.st[2][q.rank] = sc(d);
+    ++q.rank;
+  }
+  return q;
+}
+
 /// Whether a batched product is one product of count * M rows: B is shared
 /// by every product (broadcast on each batch dimension), A is not
 /// transposed and its matrices lie one after the other in batch order (as
