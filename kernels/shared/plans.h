@@ -248,9 +248,9 @@ struct StridedGemmPlan {
 /// transpose: products of M = batch rows (4) over a batch of tokens (32 or
 /// more), which as rows make a few larger GEMMs. The rows chosen are the
 /// most that form one run, dimensions lying one after the other in A and in
-/// C; row strides of at least K in A and N in C keep rows apart, as the
-/// GEMMs need. A transposed A (its rows are columns) keeps M, as does K = 0
-/// (C is cleared, A not read).
+/// C, where they are more than M; row strides of at least K in A and N in C
+/// keep rows apart, as the GEMMs need. A transposed A (its rows are columns)
+/// keeps M, as does K = 0 (C is cleared, A not read).
 inline StridedGemmPlan
 planStridedGemm(int batchRank, const int64_t *shape, const int64_t *aStrides,
                 const int64_t *bStrides, const int64_t *cStrides, int transA,
@@ -278,20 +278,19 @@ planStridedGemm(int batchRank, const int64_t *shape, const int64_t *aStrides,
   auto rowLike = [&](int d) {
     return d == m || (p.st[1][d] == 0 && sa(d) >= K && sc(d) >= N);
   };
-  int best[OTCK_MAX_RANK + 1] = {}, bestLen = 0;
-  int64_t bestRows = 0;
+  // The best run so far: its dimensions, its first (innermost) one, rows.
+  bool best[OTCK_MAX_RANK + 1] = {};
+  int bestFirst = m;
+  int64_t bestRows = M;
   for (int first = 0; first <= m; ++first) {
     if (!rowLike(first))
       continue;
-    int run[OTCK_MAX_RANK + 1], runLen = 0;
     bool inRun[OTCK_MAX_RANK + 1] = {};
-    run[runLen++] = first;
     inRun[first] = true;
     int64_t rows = len(first);
     int64_t nextA = sa(first) * rows, nextC = sc(first) * rows;
     for (int x = 0; x <= m;) {
       if (!inRun[x] && rowLike(x) && sa(x) == nextA && sc(x) == nextC) {
-        run[runLen++] = x;
         inRun[x] = true;
         rows *= len(x);
         nextA *= len(x);
@@ -303,22 +302,19 @@ planStridedGemm(int batchRank, const int64_t *shape, const int64_t *aStrides,
     }
     if (rows > bestRows) {
       bestRows = rows;
-      bestLen = runLen;
-      for (int i = 0; i < runLen; ++i)
-        best[i] = run[i];
+      bestFirst = first;
+      for (int d = 0; d <= m; ++d)
+        best[d] = inRun[d];
     }
   }
-  if (bestLen == 1 && best[0] == m)
-    return p;
+  if (bestRows == M)
+    return p; // no run has more rows than M
   StridedGemmPlan q;
   q.M = bestRows;
-  q.lda = sa(best[0]);
-  q.ldc = sc(best[0]);
+  q.lda = sa(bestFirst);
+  q.ldc = sc(bestFirst);
   for (int d = 0; d <= m; ++d) {
-    bool rowDim = false;
-    for (int i = 0; i < bestLen; ++i)
-      rowDim = rowDim || best[i] == d;
-    if (rowDim || len(d) == 1)
+    if (best[d] || len(d) == 1)
       continue;
     q.shape[q.rank] = len(d);
     q.st[0][q.rank] = sa(d);
