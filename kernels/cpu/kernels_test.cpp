@@ -330,35 +330,97 @@ TEST(Gemm, BatchedProductsAgainstEachProduct) {
       }
 }
 
+/// Checks C of strided product `c` against each product in double
+/// precision.
+void expectStridedProducts(const StridedGemmCase &c,
+                           const std::vector<float> &A,
+                           const std::vector<float> &Bm,
+                           const std::vector<float> &C) {
+  for (int64_t i = 0; i < c.batch[0] * c.batch[1]; ++i) {
+    const int64_t i0 = i / c.batch[1], i1 = i % c.batch[1];
+    const float *a = A.data() + i0 * c.as[0] + i1 * c.as[1];
+    const float *b = Bm.data() + i0 * c.bs[0] + i1 * c.bs[1];
+    const float *y = C.data() + i0 * c.cs[0] + i1 * c.cs[1];
+    for (int64_t r = 0; r < c.M; ++r)
+      for (int64_t col = 0; col < c.N; ++col) {
+        double acc = 0.0, mag = 0.0;
+        for (int64_t k = 0; k < c.K; ++k) {
+          double p = double(c.ta ? a[k * c.lda + r] : a[r * c.lda + k]) *
+                     double(c.tb ? b[col * c.ldb + k] : b[k * c.ldb + col]);
+          acc += p;
+          mag += std::fabs(p);
+        }
+        ASSERT_TRUE(near(y[r * c.ldc + col], acc, kRtol, 1e-7, mag))
+            << "product " << i << " at " << r << "," << col;
+      }
+  }
+}
+
+std::string describe(const StridedGemmCase &c) {
+  return "batch " + std::to_string(c.batch[0]) + "x" +
+         std::to_string(c.batch[1]) + " M=" + std::to_string(c.M) +
+         " N=" + std::to_string(c.N) + " K=" + std::to_string(c.K) +
+         " ta=" + std::to_string(c.ta) + " tb=" + std::to_string(c.tb);
+}
+
+std::vector<float> runStrided(const StridedGemmCase &c,
+                              const std::vector<float> &A,
+                              const std::vector<float> &Bm) {
+  std::vector<float> C(sz(c.cExtent()), kNaN);
+  otck_strided_gemm_f32(2, c.batch, c.as, c.bs, c.cs, c.ta, c.tb, c.M, c.N, c.K,
+                        A.data(), c.lda, Bm.data(), c.ldb, C.data(), c.ldc);
+  return C;
+}
+
 TEST(Gemm, StridedProductsAgainstEachProduct) {
   for (const StridedGemmCase &c : stridedGemmCases()) {
-    SCOPED_TRACE("M=" + std::to_string(c.M) + " N=" + std::to_string(c.N) +
-                 " K=" + std::to_string(c.K) + " ta=" + std::to_string(c.ta) +
-                 " tb=" + std::to_string(c.tb));
+    SCOPED_TRACE(describe(c));
     auto A = randomVec(c.aExtent(), -1, 1, 51);
     auto Bm = randomVec(c.bExtent(), -1, 1, 52);
-    std::vector<float> C(sz(c.cExtent()), kNaN);
-    otck_strided_gemm_f32(2, c.batch, c.as, c.bs, c.cs, c.ta, c.tb, c.M, c.N,
-                          c.K, A.data(), c.lda, Bm.data(), c.ldb, C.data(),
-                          c.ldc);
-    for (int64_t i = 0; i < c.batch[0] * c.batch[1]; ++i) {
-      const int64_t i0 = i / c.batch[1], i1 = i % c.batch[1];
-      const float *a = A.data() + i0 * c.as[0] + i1 * c.as[1];
-      const float *b = Bm.data() + i0 * c.bs[0] + i1 * c.bs[1];
-      const float *y = C.data() + i0 * c.cs[0] + i1 * c.cs[1];
-      for (int64_t r = 0; r < c.M; ++r)
-        for (int64_t col = 0; col < c.N; ++col) {
-          double acc = 0.0, mag = 0.0;
-          for (int64_t k = 0; k < c.K; ++k) {
-            double p = double(c.ta ? a[k * c.lda + r] : a[r * c.lda + k]) *
-                       double(c.tb ? b[col * c.ldb + k] : b[k * c.ldb + col]);
-            acc += p;
-            mag += std::fabs(p);
-          }
-          ASSERT_TRUE(near(y[r * c.ldc + col], acc, kRtol, 1e-7, mag))
-              << "product " << i << " at " << r << "," << col;
-        }
-    }
+    expectStridedProducts(c, A, Bm, runStrided(c, A, Bm));
+  }
+}
+
+TEST(Gemm, StridedProductsSameBitsWithOneTwoAndThreeThreads) {
+  // The shared cases, and attention's per-head products at sizes whose
+  // batch is cut into several boxes of oneDNN matmul, one of them shorter
+  // ([3, 5] heads of 64 x 64 x 16: boxes of 2).
+  std::vector<StridedGemmCase> cases = stridedGemmCases();
+  const int64_t T = 64, D = 16, H = 5, HD = H * D;
+  cases.push_back({{3, H},
+                   T,
+                   T,
+                   D,
+                   {T * HD, D},
+                   {T * HD, D},
+                   {H * T * T, T * T},
+                   HD,
+                   HD,
+                   T,
+                   0,
+                   1});
+  cases.push_back({{3, H},
+                   D,
+                   T,
+                   T,
+                   {T * HD, D},
+                   {H * T * T, T * T},
+                   {H * D * T, D * T},
+                   HD,
+                   T,
+                   T,
+                   1,
+                   0});
+  for (const StridedGemmCase &c : cases) {
+    SCOPED_TRACE(describe(c));
+    auto A = randomVec(c.aExtent(), -1, 1, 53);
+    auto Bm = randomVec(c.bExtent(), -1, 1, 54);
+    std::vector<float> C[3];
+    for (int t = 1; t <= 3; ++t)
+      withThreads(t, [&] { C[t - 1] = runStrided(c, A, Bm); });
+    expectStridedProducts(c, A, Bm, C[0]);
+    EXPECT_TRUE(sameBits(C[0], C[1]));
+    EXPECT_TRUE(sameBits(C[0], C[2]));
   }
 }
 

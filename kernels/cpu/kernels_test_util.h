@@ -199,8 +199,8 @@ struct StridedGemmCase {
 /// Attention's layouts: Q and K stored [B, T, H, D] read as [B, H, T, D]
 /// (rows H * D apart) and K transposed, the result written as [B, T, H, N]
 /// (rows H * N apart); then A broadcast over the outer batch dimension, A
-/// transposed, a single-row product, and products whose batch
-/// dimensions serve as rows.
+/// transposed, a single-row product, products whose batch dimensions
+/// serve as rows, and a batch along which neither input changes.
 inline std::vector<StridedGemmCase> stridedGemmCases() {
   const int64_t B = 2, H = 3, T = 17, D = 5, N = 7;
   return {
@@ -293,6 +293,20 @@ inline std::vector<StridedGemmCase> stridedGemmCases() {
        B * T * N,
        0,
        1},
+      // A and B both the same along the outer dimension: C's copies of
+      // one product.
+      {{B, H},
+       T,
+       N,
+       D,
+       {0, D},
+       {0, D * N},
+       {H * T * N, T * N},
+       H * D,
+       N,
+       N,
+       0,
+       0},
   };
 }
 
