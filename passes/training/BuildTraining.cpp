@@ -522,6 +522,81 @@ static Value concatAxis(OpBuilder &b, Location loc, ArrayRef<Value> pieces,
                             b.getI64IntegerAttr(axis));
 }
 
+/// Whether v is a slice_grad of unit steps that differs from its result
+/// along one axis alone (a piece of a Split's input), not yet used; its
+/// axis and start then.
+static bool axisPiece(Value v, int64_t &axis, int64_t &start) {
+  auto sg = v.getDefiningOp<SliceGradOp>();
+  if (!sg || !v.use_empty())
+    return false;
+  auto full = llvm::cast<RankedTensorType>(sg.getType());
+  auto part = llvm::cast<RankedTensorType>(sg.getGrad().getType());
+  axis = -1;
+  for (int64_t d = 0; d < full.getRank(); ++d) {
+    if (sg.getSteps()[d] != 1)
+      return false;
+    if (full.getDimSize(d) == part.getDimSize(d)) {
+      if (sg.getStarts()[d] != 0)
+        return false;
+      continue;
+    }
+    if (axis >= 0)
+      return false;
+    axis = d;
+  }
+  start = axis >= 0 ? sg.getStarts()[axis] : 0;
+  return axis >= 0;
+}
+
+/// acc + grad. The gradients of slices of one tensor that lie side by side
+/// along one axis (a Split's outputs) are one concatenation of the slices'
+/// gradients, put in zeros only where they do not cover the axis: no sum
+/// of zero-filled tensors. The ops this replaces go to `replaced`; another
+/// operand's gradient may still be one of them, so they are erased only
+/// once the step is built, where nothing uses them.
+static Value addGradient(OpBuilder &b, Location loc, Value acc, Value grad,
+                         SmallVectorImpl<Operation *> &replaced) {
+  int64_t axis, start, gAxis, gStart;
+  if (!axisPiece(acc, axis, start) || !axisPiece(grad, gAxis, gStart) ||
+      gAxis != axis || acc.getType() != grad.getType())
+    return b.create<AddOp>(loc, acc, grad);
+  auto lengthOf = [&](Value piece) {
+    return llvm::cast<RankedTensorType>(piece.getType()).getDimSize(axis);
+  };
+  auto first = acc.getDefiningOp<SliceGradOp>();
+  auto second = grad.getDefiningOp<SliceGradOp>();
+  if (gStart + lengthOf(second.getGrad()) == start) {
+    std::swap(first, second);
+    std::swap(start, gStart);
+  } else if (start + lengthOf(first.getGrad()) != gStart) {
+    return b.create<AddOp>(loc, acc, grad);
+  }
+  // A piece that is itself a concatenation along the axis, used only here,
+  // gives its own pieces.
+  SmallVector<Value> pieces;
+  replaced.append({first, second});
+  for (Value p : {first.getGrad(), second.getGrad()}) {
+    auto cat = p.getDefiningOp<ConcatOp>();
+    if (cat && int64_t(cat.getAxis()) == axis && p.hasOneUse()) {
+      llvm::append_range(pieces, cat.getInputs());
+      replaced.push_back(cat);
+    } else {
+      pieces.push_back(p);
+    }
+  }
+  Value joined = concatAxis(b, loc, pieces, axis);
+  auto full = llvm::cast<RankedTensorType>(acc.getType());
+  Value sum = joined;
+  if (start != 0 || lengthOf(joined) != full.getDimSize(axis)) {
+    SmallVector<int64_t> starts(full.getRank(), 0);
+    starts[axis] = start;
+    sum = b.create<SliceGradOp>(
+        loc, full, joined, b.getDenseI64ArrayAttr(starts),
+        b.getDenseI64ArrayAttr(SmallVector<int64_t>(full.getRank(), 1)));
+  }
+  return sum;
+}
+
 /// `len` elements of v along `axis` from `start`, computed from the
 /// matching part of v's operands when v is a product whose other users are
 /// none (`owned`): a part of a weight gradient costs only its share of the
@@ -745,6 +820,7 @@ LogicalResult BuildTraining::buildTrainStep(ModuleOp module,
 
   // Reverse sweep: gradients are appended after the forward.
   DenseMap<Value, Value> grads;
+  SmallVector<Operation *> replaced; // by addGradient
   auto scalar = RankedTensorType::get({}, b.getF32Type());
   grads[*lossValue] = b.create<ConstantOp>(
       loc, DenseElementsAttr::get(scalar, b.getF32FloatAttr(1.0f)));
@@ -783,7 +859,7 @@ LogicalResult BuildTraining::buildTrainStep(ModuleOp module,
                << grad.getType() << " for an operand of type "
                << operand.getType();
       Value &acc = grads[operand];
-      acc = acc ? b.create<AddOp>(op->getLoc(), acc, grad).getResult() : grad;
+      acc = acc ? addGradient(b, op->getLoc(), acc, grad, replaced) : grad;
     }
   }
 
@@ -943,6 +1019,20 @@ LogicalResult BuildTraining::buildTrainStep(ModuleOp module,
     fn.setResultAttr(i, attr::kUpdates, b.getI64IntegerAttr(arg));
   fn.setResultAttr(results.size() - 1, attr::kOutput,
                    b.getStringAttr(attr::kLossOutput));
+  // Slices' gradients that concatenations replaced, unless still used (a
+  // concatenation once its slice_grad is gone); an operand's gradient may
+  // have been replaced twice.
+  llvm::sort(replaced);
+  replaced.erase(std::unique(replaced.begin(), replaced.end()), replaced.end());
+  for (bool erased = true; erased;) {
+    erased = false;
+    for (Operation *&op : replaced)
+      if (op && op->use_empty()) {
+        op->erase();
+        op = nullptr;
+        erased = true;
+      }
+  }
   return success();
 }
 

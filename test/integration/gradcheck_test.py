@@ -164,6 +164,25 @@ def cases():
         "transpose": (lambda p: p["a"].reshape(4, 2, 3).permute(0, 2, 1), a, 13),
         "concat": (lambda p: t.cat([p["a"], p["b"] * 2.0], dim=1), ab, 13),
         "split": (lambda p: t.split(p["a"], [2, 4], dim=1)[1] * 3.0, a, 13),
+        # Gradients of a Split's outputs meet in its input: every piece
+        # (used out of order), two side by side, two with a gap, the pieces
+        # beside the whole tensor.
+        "split_every_piece": (lambda p: (lambda s: t.cat(
+            [s[2] * 2.0, s[0] * s[0], s[1] - 1.0], dim=1))(
+                t.split(p["a"], [2, 1, 3], dim=1)), a, 13),
+        "split_adjacent_pieces": (lambda p: (lambda s: t.cat(
+            [s[2] * s[2], s[1] * 3.0], dim=1))(
+                t.split(p["a"], [1, 2, 3], dim=1)), a, 13),
+        "split_pieces_with_gap": (lambda p: (lambda s: t.cat(
+            [s[0] * 2.0, s[2] * s[2]], dim=1))(
+                t.split(p["a"], [1, 2, 3], dim=1)), a, 13),
+        "split_and_whole": (lambda p: (lambda s: t.cat(
+            [s[1] * 2.0, s[0] * 3.0], dim=1) + p["a"] * p["a"])(
+                t.split(p["a"], [3, 3], dim=1)), a, 13),
+        # A piece's gradient that is also another operand's (a sum's).
+        "split_shared_gradient": (lambda p: t.cat(
+            [(p["a"] + p["b"])[:, :2] * 2.0, p["a"][:, 2:] * 3.0], dim=1),
+            ab, 13),
         "slice_step": (lambda p: p["a"][:, 1::2], a, 13),
         "slice_neg_step": (lambda p: t.flip(p["a"], [1]), a, 13),
         "expand": (lambda p: p["a"].expand(4, 6),
