@@ -382,9 +382,9 @@ TEST(Gemm, StridedProductsAgainstEachProduct) {
 }
 
 TEST(Gemm, StridedProductsSameBitsWithOneTwoAndThreeThreads) {
-  // The shared cases, and attention's per-head products at sizes whose
-  // batch is cut into several boxes of oneDNN matmul, one of them shorter
-  // ([3, 5] heads of 64 x 64 x 16: boxes of 2).
+  // The shared cases, and attention's per-head products at full size over
+  // a batch of 15 (3 x 5 heads, K read transposed; A transposed), which 2
+  // threads split unevenly.
   std::vector<StridedGemmCase> cases = stridedGemmCases();
   const int64_t T = 64, D = 16, H = 5, HD = H * D;
   cases.push_back({{3, H},
