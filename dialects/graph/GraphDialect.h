@@ -27,6 +27,9 @@ inferBroadcastResult(std::optional<mlir::Location> loc, mlir::Type lhs,
 /// True when the derivative of unary op `kind` (a mnemonic) is computed
 /// from the forward's output rather than its input (see graph.unary_grad).
 bool unaryGradUsesOutput(llvm::StringRef kind);
+/// True when it may also take the forward's output beside its input: gelu,
+/// whose Phi(x) is then y / x (no erf in the backward).
+bool unaryGradTakesBoth(llvm::StringRef kind);
 /// Output extent of a convolution or pooling window along one dimension
 /// (floor mode; 0 when the window does not fit, or when the numbers
 /// overflow int64, where no window fits a tensor either).

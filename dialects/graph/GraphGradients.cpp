@@ -171,16 +171,17 @@ LogicalResult DivOp::buildGradients(OpBuilder &b, ArrayRef<Value> resultGrads,
 }
 
 /// dx through `unary_grad` from the forward input or output, whichever
-/// the derivative of `kind` reads.
+/// the derivative of `kind` reads (gelu: both).
 static LogicalResult unaryGrad(Operation *op, OpBuilder &b, ArrayRef<Value> g,
                                SmallVectorImpl<Value> &out, float alpha = 0.0f,
                                float beta = 0.0f) {
   StringRef kind = op->getName().stripDialect();
-  bool useY = unaryGradUsesOutput(kind);
+  bool both = unaryGradTakesBoth(kind), useY = unaryGradUsesOutput(kind);
   out.assign({b.create<UnaryGradOp>(
       op->getLoc(), op->getResult(0).getType(), b.getStringAttr(kind), g[0],
-      useY ? Value() : op->getOperand(0), useY ? op->getResult(0) : Value(),
-      b.getF32FloatAttr(alpha), b.getF32FloatAttr(beta))});
+      useY ? Value() : op->getOperand(0),
+      useY || both ? op->getResult(0) : Value(), b.getF32FloatAttr(alpha),
+      b.getF32FloatAttr(beta))});
   return success();
 }
 

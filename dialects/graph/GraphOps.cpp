@@ -266,14 +266,25 @@ bool otc::graph::unaryGradUsesOutput(StringRef kind) {
                             kind);
 }
 
+bool otc::graph::unaryGradTakesBoth(StringRef kind) { return kind == "gelu"; }
+
 LogicalResult UnaryGradOp::verify() {
   bool useY = unaryGradUsesOutput(getKind());
-  if (useY ? (!getOutput() || getInput()) : (!getInput() || getOutput()))
+  if (unaryGradTakesBoth(getKind())) {
+    if (!getInput())
+      return emitOpError("the derivative of '")
+             << getKind() << "' reads the forward's input (x), and its output "
+             << "(y) if given";
+  } else if (useY ? (!getOutput() || getInput())
+                  : (!getInput() || getOutput())) {
     return emitOpError("the derivative of '")
            << getKind() << "' reads the forward's "
            << (useY ? "output (y)" : "input (x)") << " only";
-  Value saved = useY ? getOutput() : getInput();
-  if (saved.getType() != getType() || getGrad().getType() != getType())
+  }
+  for (Value saved : {getInput(), getOutput()})
+    if (saved && saved.getType() != getType())
+      return emitOpError("operands must have the result's type");
+  if (getGrad().getType() != getType())
     return emitOpError("operands must have the result's type");
   return success();
 }

@@ -440,13 +440,14 @@ def Graph_UnaryGradOp : Graph_Op<"unary_grad",
   let description = [{
     `dx = dy * f'(x)` for the forward op named by `kind` (its mnemonic), from
     the forward's input `x` or output `y` (whichever the derivative needs:
-    see `unaryGradUsesOutput`); `alpha` and `beta` carry the forward's float
-    attributes (selu: alpha, gamma; clip: min, max; hard_sigmoid: alpha,
-    beta; gelu: beta = 1 for the tanh approximation).
+    see `unaryGradUsesOutput`); gelu reads `x` and, when given, `y` too
+    (its Phi(x) is then y / x, no erf). `alpha` and `beta` carry the
+    forward's float attributes (selu: alpha, gamma; clip: min, max;
+    hard_sigmoid: alpha, beta; gelu: beta = 1 for the tanh approximation).
 
     ```mlir
     %dx = graph.unary_grad "relu" %dy y %y : tensor<64x256xf32>
-    %dx = graph.unary_grad "gelu" %dy x %x : tensor<64x256xf32>
+    %dx = graph.unary_grad "gelu" %dy x %x y %y : tensor<64x256xf32>
     ```
   }];
   let arguments = (ins StrAttr:$kind, Graph_F32Tensor:$grad,

@@ -29,6 +29,7 @@ using namespace otc::kernels;
   namespace otc::kernels::unary::ns {                                          \
   decltype(unary) unary;                                                       \
   decltype(unaryGrad) unaryGrad;                                               \
+  decltype(geluGradFromOutput) geluGradFromOutput;                             \
   }                                                                            \
   namespace otc::kernels::binary::ns {                                         \
   decltype(binary) binary;                                                     \
@@ -168,6 +169,11 @@ extern "C" void otck_unary_grad_f32(otck_unary_op op, int64_t n,
   const GradReads reads = gradReads(op);
   if ((reads == GradReads::X && !x) || (reads == GradReads::Y && !y))
     return;
+  if ((op == OTCK_GELU || op == OTCK_GELU_TANH) && y) {
+    OTCK_ISA_DISPATCH(otc::kernels::unary, geluGradFromOutput, op, n, dy, x, y,
+                      dx);
+    return;
+  }
   const float *s = reads == GradReads::X ? x : y;
   OTCK_ISA_DISPATCH(otc::kernels::unary, unaryGrad, op, n, dy, s, dx, alpha,
                     beta);

@@ -1022,6 +1022,62 @@ TEST(UnaryGrad, KinksMatchPyTorch) {
   }
 }
 
+TEST(UnaryGrad, GeluFromItsOutputAsFromItsInput) {
+  // Given y as well as x, GELU and its tanh form take Phi(x) as y / x: the
+  // same derivative, within the hand-derived formula's bounds, and the
+  // limits where y / x is 0 / 0, inf / inf or y has underflowed.
+  unsigned seed = 500;
+  for (const UnarySpec &s : unarySpecs()) {
+    if (s.op != OTCK_GELU && s.op != OTCK_GELU_TANH)
+      continue;
+    SCOPED_TRACE(specName(s));
+    const int64_t n = 4001;
+    auto x = randomVec(n, -6, 6, seed++);
+    auto dy = randomVec(n, -1, 1, seed++);
+    std::vector<float> y(sz(n)), fromX(sz(n)), fromXY(sz(n));
+    otck_unary_f32(s.op, n, x.data(), y.data(), 0, 0);
+    otck_unary_grad_f32(s.op, n, dy.data(), x.data(), nullptr, fromX.data(), 0,
+                        0);
+    otck_unary_grad_f32(s.op, n, dy.data(), x.data(), y.data(), fromXY.data(),
+                        0, 0);
+    const double h = 1e-4;
+    for (int64_t i = 0; i < n; ++i) {
+      const double xi = x[i], want = double(dy[i]) * s.df(xi);
+      ASSERT_TRUE(near(fromXY[i], want, 4e-6, 2e-7 * std::fabs(dy[i])))
+          << "x = " << xi;
+      ASSERT_TRUE(near(fromXY[i], fromX[i], 4e-6, 2e-7 * std::fabs(dy[i])))
+          << "x = " << xi;
+      const double fd = (s.f(xi + h) - s.f(xi - h)) / (2 * h);
+      ASSERT_TRUE(near(fromXY[i], dy[i] * fd, 1e-5, 1e-6 * std::fabs(dy[i])))
+          << "x = " << xi;
+    }
+    // dx for dy = 1: 1/2 at and near 0 (subnormal x included), the limits
+    // at +-inf, 0 where y and the density have underflowed.
+    const float special[] = {0.0f, -0.0f, 1e-40f, -1e-40f, 1e-19f,
+                             kInf, -kInf, -1e13f, 1e30f,   -200.0f};
+    const float want[] = {0.5f, 0.5f, 0.5f, 0.5f, 0.5f,
+                          1.0f, 0.0f, 0.0f, 1.0f, 0.0f};
+    std::vector<float> sx(std::begin(special), std::end(special));
+    const int64_t m = int64_t(sx.size());
+    std::vector<float> sy(sz(m)), ones(sz(m), 1.0f), sdx(sz(m), kNaN);
+    otck_unary_f32(s.op, m, sx.data(), sy.data(), 0, 0);
+    otck_unary_grad_f32(s.op, m, ones.data(), sx.data(), sy.data(), sdx.data(),
+                        0, 0);
+    for (int64_t i = 0; i < m; ++i)
+      EXPECT_EQ(sdx[sz(i)], want[i]) << "x = " << special[i];
+    // NaN propagates; dx may alias dy, x or y.
+    float nan = kNaN, ny = kNaN, one = 1.0f, nd = 0.0f;
+    otck_unary_grad_f32(s.op, 1, &one, &nan, &ny, &nd, 0, 0);
+    EXPECT_TRUE(std::isnan(nd));
+    for (int alias = 0; alias < 3; ++alias) {
+      std::vector<float> d = dy, xs = x, ys = y;
+      float *out = alias == 0 ? d.data() : alias == 1 ? xs.data() : ys.data();
+      otck_unary_grad_f32(s.op, n, d.data(), xs.data(), ys.data(), out, 0, 0);
+      EXPECT_EQ(std::vector<float>(out, out + n), fromXY) << "alias " << alias;
+    }
+  }
+}
+
 TEST(UnaryGrad, MissingTensorLeavesDxUntouched) {
   std::vector<float> dy(8, 1.0f), t(8, 0.5f), dx(8, 42.0f);
   // GELU reads x, SIGMOID reads y.

@@ -100,6 +100,24 @@ void gradMap(int64_t n, const float *dy, const float *s, float *dx,
   });
 }
 
+template <typename F>
+__attribute__((flatten)) void gradRangeXY(F f, const float *dy, const float *x,
+                                          const float *y, float *dx,
+                                          int64_t begin, int64_t end) {
+#pragma omp simd
+  for (int64_t i = begin; i < end; ++i)
+    dx[i] = f(dy[i], x[i], y[i]);
+}
+
+/// dx[i] = f(dy[i], x[i], y[i]) over [0, n).
+template <typename F>
+void gradMapXY(int64_t n, const float *dy, const float *x, const float *y,
+               float *dx, int64_t grain, F f) {
+  parallelFor(n, 1, grain, [=](int64_t begin, int64_t end) {
+    gradRangeXY(f, dy, x, y, dx, begin, end);
+  });
+}
+
 /// dx[i] = f(dy[i]) over [0, n).
 template <typename F>
 void gradMap0(int64_t n, const float *dy, float *dx, F f) {
@@ -469,6 +487,42 @@ void unaryGrad(otck_unary_op op, int64_t n, const float *dy, const float *s,
     return map(kCheap,
                [](float g, float v) { return g / ((1.0f - v) * (1.0f + v)); });
   }
+}
+
+/// Phi(x) of GELU's output y = x Phi(x) (the tanh form's sigmoid(2u)
+/// alike): y / x, two roundings off Phi. Where that quotient is 0 / 0, inf /
+/// inf or y has lost bits to underflow, the limits: 1/2 for |x| < 2^-60
+/// (Phi's error there is under 2^-61), 1 at +inf and 0 at -inf.
+OTC_VINLINE float geluFactorOf(float x, float y) {
+  float ax = x < 0.0f ? -x : x;
+  float q = y / x;
+  q = ax < 0x1p-60f ? 0.5f : q;
+  float limit = x > 0.0f ? 1.0f : 0.0f;
+  return ax == kInf ? limit : q;
+}
+
+/// otck_unary_grad_f32 of GELU and GELU_TANH given the forward's output as
+/// well as its input: Phi(x) = y / x, so GELU's gradient takes one exp (the
+/// density) instead of the normal CDF's polynomials and exp, and the tanh
+/// form's none.
+void geluGradFromOutput(otck_unary_op op, int64_t n, const float *dy,
+                        const float *x, const float *y, float *dx) {
+  if (op == OTCK_GELU)
+    return gradMapXY(n, dy, x, y, dx, kParallelGrainHeavy,
+                     [](float g, float v, float w) {
+                       constexpr float kInvSqrt2Pi = 0.3989422804014327f;
+                       float pdf = kInvSqrt2Pi * vexpNegSquare(v, 0.5f);
+                       float xpdf = pdf == 0.0f ? 0.0f : v * pdf;
+                       return g * (geluFactorOf(v, w) + xpdf);
+                     });
+  // d/dx x s = s + 2 x s (1 - s) u', s = sigmoid(2u).
+  gradMapXY(n, dy, x, y, dx, kParallelGrain, [](float g, float v, float w) {
+    float sg = geluFactorOf(v, w);
+    float slope = sg * (1.0f - sg);
+    float du = kGeluTanhBeta * (1.0f + 3.0f * kGeluTanhKappa * (v * v));
+    float right = slope == 0.0f ? 0.0f : 2.0f * v * slope * du;
+    return g * (sg + right);
+  });
 }
 
 } // namespace OTCK_ISA

@@ -494,6 +494,37 @@ __global__ void unaryGradKernel(otck_unary_op op, int64_t n, const float *dy,
     dx[i] = unaryGradOp(op, dy[i], s ? s[i] : 0.0f, alpha, beta);
 }
 
+/// Phi(x) of GELU's output y = x Phi(x) (the tanh form's sigmoid(2u)
+/// alike): y / x, with the CPU's limits (1/2 for |x| < 2^-60, 1 at +inf, 0
+/// at -inf).
+__device__ inline float geluFactorOf(float x, float y) {
+  const float ax = fabsf(x);
+  if (ax == kInf)
+    return x > 0.0f ? 1.0f : 0.0f;
+  return ax < 0x1p-60f ? 0.5f : y / x;
+}
+
+/// GELU's and GELU_TANH's gradients given the forward's output as well as
+/// its input, as the CPU's geluGradFromOutput.
+__global__ void geluGradFromOutputKernel(otck_unary_op op, int64_t n,
+                                         const float *dy, const float *x,
+                                         const float *y, float *dx) {
+  for (int64_t i = globalThread(); i < n; i += gridThreads()) {
+    const float g = dy[i], v = x[i], s = geluFactorOf(v, y[i]);
+    if (op == OTCK_GELU) {
+      constexpr float kInvSqrt2Pi = 0.3989422804014327f;
+      const float pdf = kInvSqrt2Pi * expNegSquare(v, 0.5f);
+      const float xpdf = pdf == 0.0f ? 0.0f : v * pdf;
+      dx[i] = g * (s + xpdf);
+    } else {
+      const float slope = s * (1.0f - s);
+      const float du = kGeluTanhBeta * (1.0f + 3.0f * kGeluTanhKappa * (v * v));
+      const float right = slope == 0.0f ? 0.0f : 2.0f * v * slope * du;
+      dx[i] = g * (s + right);
+    }
+  }
+}
+
 bool knownBinary(otck_binary_op op) {
   return int(op) >= int(OTCK_ADD) && int(op) <= int(OTCK_PRELU);
 }
@@ -565,6 +596,12 @@ extern "C" void otckd_unary_grad_f32(otck_unary_op op, int64_t n,
   const GradReads reads = gradReads(op);
   if ((reads == GradReads::X && !x) || (reads == GradReads::Y && !y))
     return;
+  if ((op == OTCK_GELU || op == OTCK_GELU_TANH) && y) {
+    geluGradFromOutputKernel<<<gridFor(n), kThreads, 0, currentStream()>>>(
+        op, n, dy, x, y, dx);
+    checkLaunch("otckd_unary_grad_f32");
+    return;
+  }
   const float *s = reads == GradReads::X   ? x
                    : reads == GradReads::Y ? y
                                            : nullptr;

@@ -261,8 +261,10 @@ void otck_unary_f32(otck_unary_op op, int64_t n, const float *x, float *y,
 
 /* dx = dy * f'(x), from the one forward tensor the op's `grad` column names
  * (x: forward input, y: forward output); the other may be NULL. Given NULL
- * for the tensor it reads, the kernel returns without writing dx. dx may
- * alias dy, x or y. alpha and beta as in the forward. */
+ * for the tensor it reads, the kernel returns without writing dx. GELU and
+ * GELU_TANH read x; given y as well, they take Phi(x) (the sigmoid) as
+ * y / x instead of computing it again, which is several times cheaper. dx
+ * may alias dy, x or y. alpha and beta as in the forward. */
 void otck_unary_grad_f32(otck_unary_op op, int64_t n, const float *dy,
                          const float *x, const float *y, float *dx, float alpha,
                          float beta);

@@ -189,12 +189,14 @@ LogicalResult KernelEmitter::unaryGrad() {
   float beta = f32("beta");
   if (kind == "gelu" && beta != 0.0f)
     e = "OTCK_GELU_TANH";
-  // Operands: grad, then the saved input or output (see graph.unary_grad).
+  // Operands: grad, then the saved input or output, or both (gelu: input
+  // and output; see graph.unary_grad).
   bool useY = graph::unaryGradUsesOutput(kind);
   std::string saved = ins.size() > 1 ? in(1) : "nullptr";
+  std::string x = useY ? "nullptr" : saved;
+  std::string y = ins.size() > 2 ? in(2) : useY ? saved : "nullptr";
   os << "    " << fn("unary_grad_f32") << "(" << e << ", " << numel(outs[0])
-     << ", " << in(0) << ", " << (useY ? "nullptr" : saved) << ", "
-     << (useY ? saved : "nullptr") << ", " << out(0) << ", "
+     << ", " << in(0) << ", " << x << ", " << y << ", " << out(0) << ", "
      << floatLiteral(f32("alpha")) << ", " << floatLiteral(beta) << ");\n";
   return success();
 }

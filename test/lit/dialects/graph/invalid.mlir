@@ -118,6 +118,14 @@ func.func @unary_grad_tan_reads_y(%dy: tensor<4xf32>, %x: tensor<4xf32>) {
 
 // -----
 
+func.func @unary_grad_gelu_needs_x(%dy: tensor<4xf32>, %y: tensor<4xf32>) {
+  // expected-error @+1 {{the derivative of 'gelu' reads the forward's input (x), and its output (y) if given}}
+  %0 = graph.unary_grad "gelu" %dy y %y : tensor<4xf32>
+  return
+}
+
+// -----
+
 func.func @binary_grad_kind(%dy: tensor<4xf32>, %a: tensor<4xf32>) {
   // expected-error @+1 {{unknown kind 'remainder'}}
   %0 = graph.binary_grad "remainder" 0 %dy, %a, %a : (tensor<4xf32>, tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>
